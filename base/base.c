@@ -1,0 +1,413 @@
+// base/base.c — status names, assertion failure, arena, growable buffers, number formatting,
+// file I/O, half-precision conversion and the counter-based RNG.
+//
+// The arena hands out zeroed 16-byte aligned blocks from a singly linked list of chunks; a request
+// larger than the chunk size gets a chunk of its own. Nothing is freed before dl_arena_fini.
+#include "dl_base.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+const char *dl_status_str(dl_status s) {
+    switch (s) {
+    case DL_OK: return "ok";
+    case DL_ERR_INVALID_ARG: return "invalid argument";
+    case DL_ERR_NOMEM: return "out of memory";
+    case DL_ERR_IO: return "i/o error";
+    case DL_ERR_PARSE: return "parse error";
+    case DL_ERR_SHAPE: return "shape error";
+    case DL_ERR_UNSUPPORTED: return "unsupported";
+    case DL_ERR_BACKEND: return "backend error";
+    case DL_ERR_CACHE: return "cache error";
+    case DL_ERR_CORRUPT: return "corrupt data";
+    }
+    return "unknown status";
+}
+
+void dl__assert_fail(const char *expr, const char *file, int line) {
+    // Only reached on our own bugs: the one place base/ writes to stderr.
+    fprintf(stderr, "dlcc: internal error: %s:%d: assertion failed: %s\n", file, line, expr);
+    abort();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Arena
+
+struct dl_arena_chunk {
+    dl_arena_chunk *next;
+    size_t used, cap;
+    _Alignas(16) unsigned char mem[];
+};
+
+#define ARENA_DEFAULT_CHUNK ((size_t)64 * 1024)
+
+void dl_arena_init(dl_arena *a) {
+    a->head = NULL;
+    a->chunk_size = ARENA_DEFAULT_CHUNK;
+}
+
+void dl_arena_fini(dl_arena *a) {
+    dl_arena_chunk *c = a->head;
+    while (c) {
+        dl_arena_chunk *n = c->next;
+        free(c);
+        c = n;
+    }
+    a->head = NULL;
+}
+
+void *dl_arena_alloc(dl_arena *a, size_t size) {
+    size = (size + 15) & ~(size_t)15;
+    if (size == 0) {
+        size = 16;
+    }
+    dl_arena_chunk *c = a->head;
+    if (!c || c->cap - c->used < size) {
+        size_t cap = a->chunk_size ? a->chunk_size : ARENA_DEFAULT_CHUNK;
+        if (size > cap) {
+            cap = size;
+        }
+        dl_arena_chunk *n = malloc(sizeof(*n) + cap);
+        if (!n) {
+            return NULL;
+        }
+        n->used = 0;
+        n->cap = cap;
+        if (c && size > a->chunk_size) {
+            // An oversized block: keep the current chunk at the head so its room is not lost.
+            n->next = c->next;
+            c->next = n;
+            n->used = size;
+            memset(n->mem, 0, size);
+            return n->mem;
+        }
+        n->next = c;
+        a->head = c = n;
+    }
+    void *p = c->mem + c->used;
+    c->used += size;
+    memset(p, 0, size);
+    return p;
+}
+
+void *dl_arena_memdup(dl_arena *a, const void *p, size_t size) {
+    void *q = dl_arena_alloc(a, size);
+    if (q && size) {
+        memcpy(q, p, size);
+    }
+    return q;
+}
+
+char *dl_arena_strndup(dl_arena *a, const char *s, size_t n) {
+    char *q = dl_arena_alloc(a, n + 1);
+    if (q) {
+        memcpy(q, s, n);
+        q[n] = 0;
+    }
+    return q;
+}
+
+char *dl_arena_strdup(dl_arena *a, const char *s) {
+    return dl_arena_strndup(a, s, strlen(s));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Growable buffers
+
+bool dl__vec_reserve(void **data, size_t *cap, size_t need, size_t elem_size) {
+    if (need <= *cap) {
+        return true;
+    }
+    size_t ncap = *cap ? *cap * 2 : 8;
+    while (ncap < need) {
+        ncap *= 2;
+    }
+    void *p = realloc(*data, ncap * elem_size);
+    if (!p) {
+        return false;
+    }
+    *data = p;
+    *cap = ncap;
+    return true;
+}
+
+void dl_strbuf_append(dl_strbuf *b, const char *s, size_t n) {
+    if (b->oom) {
+        return;
+    }
+    if (!dl__vec_reserve((void **)&b->data, &b->cap, b->len + n + 1, 1)) {
+        b->oom = true;
+        return;
+    }
+    memcpy(b->data + b->len, s, n);
+    b->len += n;
+    b->data[b->len] = 0;
+}
+
+void dl_strbuf_puts(dl_strbuf *b, const char *s) {
+    dl_strbuf_append(b, s, strlen(s));
+}
+
+void dl_strbuf_vprintf(dl_strbuf *b, const char *fmt, va_list ap) {
+    if (b->oom) {
+        return;
+    }
+    va_list ap2;
+    va_copy(ap2, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap2);
+    va_end(ap2);
+    if (n < 0 || !dl__vec_reserve((void **)&b->data, &b->cap, b->len + (size_t)n + 1, 1)) {
+        b->oom = true;
+        return;
+    }
+    vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+    b->len += (size_t)n;
+}
+
+void dl_strbuf_printf(dl_strbuf *b, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    dl_strbuf_vprintf(b, fmt, ap);
+    va_end(ap);
+}
+
+void dl_strbuf_fini(dl_strbuf *b) {
+    free(b->data);
+    *b = (dl_strbuf){0};
+}
+
+char *dl_strbuf_take(dl_strbuf *b) {
+    if (b->oom) {
+        dl_strbuf_fini(b);
+        return NULL;
+    }
+    if (!b->data) {
+        dl_strbuf_append(b, "", 0);
+        if (b->oom) {
+            return NULL;
+        }
+    }
+    char *p = b->data;
+    *b = (dl_strbuf){0};
+    return p;
+}
+
+void dl_format_double(double v, char buf[40]) {
+    if (isnan(v)) {
+        strcpy(buf, "nan");
+        return;
+    }
+    if (isinf(v)) {
+        strcpy(buf, v < 0 ? "-inf" : "inf");
+        return;
+    }
+    for (int prec = 15; prec <= 17; prec++) {
+        snprintf(buf, 40, "%.*g", prec, v);
+        if (strtod(buf, NULL) == v) {
+            break;
+        }
+    }
+    if (!strpbrk(buf, ".eEn")) {
+        strcat(buf, ".0");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Files
+
+dl_status dl_read_file(const char *path, char **out, size_t *out_len) {
+    *out = NULL;
+    *out_len = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        return DL_ERR_IO;
+    }
+    dl_strbuf b = {0};
+    char chunk[65536];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) {
+        dl_strbuf_append(&b, chunk, n);
+    }
+    int err = ferror(f);
+    int saved = errno;
+    fclose(f);
+    if (err) {
+        dl_strbuf_fini(&b);
+        errno = saved ? saved : EIO;
+        return DL_ERR_IO;
+    }
+    size_t len = b.len;
+    char *p = dl_strbuf_take(&b);
+    if (!p) {
+        return DL_ERR_NOMEM;
+    }
+    *out = p;
+    *out_len = len;
+    return DL_OK;
+}
+
+dl_status dl_write_file_atomic(const char *path, const void *data, size_t len) {
+    size_t plen = strlen(path);
+    char *tmp = malloc(plen + 16);
+    if (!tmp) {
+        return DL_ERR_NOMEM;
+    }
+    memcpy(tmp, path, plen);
+    memcpy(tmp + plen, ".tmp.XXXXXX", 12);
+    int fd = mkstemp(tmp);
+    if (fd < 0) {
+        free(tmp);
+        return DL_ERR_IO;
+    }
+    const unsigned char *p = data;
+    size_t left = len;
+    bool ok = true;
+    while (left > 0) {
+        ssize_t w = write(fd, p, left);
+        if (w < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            ok = false;
+            break;
+        }
+        p += w;
+        left -= (size_t)w;
+    }
+    // mkstemp creates 0600; give the file the usual permissions (umask applies).
+    mode_t mask = umask(0);
+    umask(mask);
+    if (ok && fchmod(fd, 0666 & ~mask) != 0) {
+        ok = false;
+    }
+    if (ok && fsync(fd) != 0) {
+        ok = false;
+    }
+    int saved = errno;
+    if (close(fd) != 0) {
+        ok = false;
+    }
+    if (ok && rename(tmp, path) != 0) {
+        ok = false;
+        saved = errno;
+    }
+    if (!ok) {
+        unlink(tmp);
+        errno = saved;
+    }
+    free(tmp);
+    return ok ? DL_OK : DL_ERR_IO;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Half precision
+
+static uint32_t f32_bits(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
+
+static float bits_f32(uint32_t u) {
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+uint16_t dl_f32_to_f16(float f) {
+    uint32_t x = f32_bits(f);
+    uint32_t sign = (x >> 16) & 0x8000u;
+    uint32_t exp = (x >> 23) & 0xffu;
+    uint32_t man = x & 0x7fffffu;
+    if (exp == 0xff) {
+        return (uint16_t)(sign | 0x7c00u | (man ? 0x200u | (man >> 13) : 0));
+    }
+    int32_t e = (int32_t)exp - 127 + 15;
+    if (e >= 31) {
+        return (uint16_t)(sign | 0x7c00u);
+    }
+    if (e <= 0) {
+        if (e < -10) {
+            return (uint16_t)sign;
+        }
+        man |= 0x800000u;
+        uint32_t shift = (uint32_t)(14 - e);
+        uint32_t half = man >> shift;
+        uint32_t rem = man & ((1u << shift) - 1);
+        uint32_t mid = 1u << (shift - 1);
+        if (rem > mid || (rem == mid && (half & 1u))) {
+            half++;
+        }
+        return (uint16_t)(sign | half);
+    }
+    uint32_t half = ((uint32_t)e << 10) | (man >> 13);
+    uint32_t rem = man & 0x1fffu;
+    if (rem > 0x1000u || (rem == 0x1000u && (half & 1u))) {
+        half++; // may carry into the exponent, which is the correct rounding to inf
+    }
+    return (uint16_t)(sign | half);
+}
+
+float dl_f16_to_f32(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    uint32_t exp = (h >> 10) & 0x1fu;
+    uint32_t man = h & 0x3ffu;
+    if (exp == 0) {
+        if (man == 0) {
+            return bits_f32(sign);
+        }
+        float v = (float)man * 5.9604644775390625e-8f; // 2^-24
+        return sign ? -v : v;
+    }
+    if (exp == 31) {
+        return bits_f32(sign | 0x7f800000u | (man << 13));
+    }
+    return bits_f32(sign | ((exp - 15 + 127) << 23) | (man << 13));
+}
+
+uint16_t dl_f32_to_bf16(float f) {
+    uint32_t x = f32_bits(f);
+    if ((x & 0x7fffffffu) > 0x7f800000u) {
+        return (uint16_t)((x >> 16) | 0x40u); // quiet NaN
+    }
+    uint32_t lsb = (x >> 16) & 1u;
+    x += 0x7fffu + lsb;
+    return (uint16_t)(x >> 16);
+}
+
+float dl_bf16_to_f32(uint16_t h) {
+    return bits_f32((uint32_t)h << 16);
+}
+
+// ---------------------------------------------------------------------------------------------
+// RNG: splitmix64's finaliser applied twice over (seed, counter). Stateless and counter-based,
+// so any element can be drawn independently.
+
+static uint64_t mix64(uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+uint64_t dl_rng_bits(uint64_t seed, uint64_t counter) {
+    return mix64(mix64(seed + 0x9e3779b97f4a7c15ull) ^ (counter * 0xd1b54a32d192ed03ull +
+                                                       0x8cb92ba72f3d8dd7ull));
+}
+
+double dl_rng_uniform(uint64_t seed, uint64_t counter) {
+    return (double)(dl_rng_bits(seed, counter) >> 11) * 0x1.0p-53;
+}
+
+double dl_rng_normal(uint64_t seed, uint64_t i) {
+    double u1 = dl_rng_uniform(seed, 2 * i);
+    double u2 = dl_rng_uniform(seed, 2 * i + 1);
+    if (u1 < 0x1.0p-60) {
+        u1 = 0x1.0p-60; // log(0) guard
+    }
+    return sqrt(-2.0 * log(u1)) * cos(6.283185307179586476925286766559 * u2);
+}

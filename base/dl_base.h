@@ -1,0 +1,225 @@
+// base/dl_base.h — dependency-free utilities shared by every dlcc module: status codes, source
+// locations and the diagnostics sink, arenas, growable buffers, file reading, half-precision
+// conversion and the counter-based random generator used by seeded initialisers.
+//
+// Nothing here prints, exits or aborts on bad input; DL_ASSERT is for our own broken invariants.
+#ifndef DL_BASE_H
+#define DL_BASE_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define DL_NODISCARD    __attribute__((warn_unused_result))
+#define DL_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#define DL_NORETURN     __attribute__((noreturn))
+
+// ---------------------------------------------------------------------------------------------
+// Status
+
+typedef enum dl_status {
+    DL_OK = 0,
+    DL_ERR_INVALID_ARG, // a caller passed something the contract forbids (also: bad user argument)
+    DL_ERR_NOMEM,
+    DL_ERR_IO,          // a file could not be read or written
+    DL_ERR_PARSE,       // bad .dlg / .npy / .onnx text or bytes
+    DL_ERR_SHAPE,       // shape or type rule broken
+    DL_ERR_UNSUPPORTED, // valid input we do not handle
+    DL_ERR_BACKEND,
+    DL_ERR_CACHE,
+    DL_ERR_CORRUPT,
+} dl_status;
+
+// Static string naming `s` ("ok", "out of memory", ...). Never NULL.
+const char *dl_status_str(dl_status s);
+
+#define DL_TRY(expr)                                                                               \
+    do {                                                                                           \
+        dl_status st_ = (expr);                                                                    \
+        if (st_ != DL_OK) {                                                                        \
+            return st_;                                                                            \
+        }                                                                                          \
+    } while (0)
+
+// Broken invariants (our bugs, never user input): print file:line and abort.
+DL_NORETURN void dl__assert_fail(const char *expr, const char *file, int line);
+#define DL_ASSERT(e)      ((e) ? (void)0 : dl__assert_fail(#e, __FILE__, __LINE__))
+#define DL_UNREACHABLE()  dl__assert_fail("unreachable", __FILE__, __LINE__)
+#define DL_ARRAY_LEN(a)   (sizeof(a) / sizeof((a)[0]))
+
+// ---------------------------------------------------------------------------------------------
+// Source locations and diagnostics
+
+// 1-based line and column (column counts bytes); len = length of the highlighted token (>= 1
+// when a caret is wanted). file 0 = no location; other values are ids from dl_diags_add_file.
+typedef struct dl_src_loc {
+    uint32_t file, line, col, len;
+} dl_src_loc;
+#define DL_NO_LOC ((dl_src_loc){0, 0, 0, 0})
+
+typedef enum dl_severity { DL_SEV_ERROR, DL_SEV_WARNING, DL_SEV_NOTE } dl_severity;
+
+typedef struct dl_diag_entry {
+    dl_severity sev;
+    dl_src_loc loc;
+    char *msg; // OWNED by the sink
+} dl_diag_entry;
+
+// A diagnostics sink. It collects entries and never prints; tools render them.
+// Thread-safety: a sink is used by one thread at a time.
+typedef struct dl_diags dl_diags;
+
+DL_NODISCARD dl_status dl_diags_create(dl_diags **out);
+void dl_diags_destroy(dl_diags *d); // NULL is a no-op
+// Registers a source file so locations can be rendered with their line. `name` and `text` are
+// copied. Returns the file id (>= 1) in *out_id.
+DL_NODISCARD dl_status dl_diags_add_file(dl_diags *d, const char *name, const char *text,
+                                         size_t len, uint32_t *out_id);
+const char *dl_diags_file_name(const dl_diags *d, uint32_t file); // "" for 0 / unknown
+// Records a diagnostic. Allocation failure is remembered (dl_diags_oom) rather than returned,
+// so callers can report and move on.
+void dl_diag(dl_diags *d, dl_severity sev, dl_src_loc loc, const char *fmt, ...) DL_PRINTF(4, 5);
+void dl_vdiag(dl_diags *d, dl_severity sev, dl_src_loc loc, const char *fmt, va_list ap)
+    DL_PRINTF(4, 0);
+size_t dl_diags_count(const dl_diags *d);
+size_t dl_diags_error_count(const dl_diags *d);
+const dl_diag_entry *dl_diags_get(const dl_diags *d, size_t i); // borrowed
+bool dl_diags_oom(const dl_diags *d);
+// Removes every entry (files stay registered).
+void dl_diags_clear(dl_diags *d);
+
+// Renders every entry as
+//   FILE:LINE:COL: error: MESSAGE
+//       LINE | source text
+//            |     ^~~~~~
+// into a NUL-terminated heap string (*out, caller frees). Entries without a location render as
+// "error: MESSAGE". Returns DL_ERR_NOMEM on allocation failure.
+DL_NODISCARD dl_status dl_diags_render(const dl_diags *d, char **out);
+
+// ---------------------------------------------------------------------------------------------
+// Arena: bump allocator in chunks; everything is freed at once by dl_arena_fini.
+
+typedef struct dl_arena_chunk dl_arena_chunk;
+typedef struct dl_arena {
+    dl_arena_chunk *head;
+    size_t chunk_size;
+} dl_arena;
+
+void dl_arena_init(dl_arena *a); // caller's storage
+void dl_arena_fini(dl_arena *a);
+// Zeroed, 16-byte aligned memory, or NULL when out of memory.
+void *dl_arena_alloc(dl_arena *a, size_t size);
+char *dl_arena_strdup(dl_arena *a, const char *s);
+char *dl_arena_strndup(dl_arena *a, const char *s, size_t n);
+void *dl_arena_memdup(dl_arena *a, const void *p, size_t size);
+#define DL_ARENA_NEW(a, T)       ((T *)dl_arena_alloc((a), sizeof(T)))
+#define DL_ARENA_NEWN(a, T, n)   ((T *)dl_arena_alloc((a), sizeof(T) * (size_t)(n)))
+
+// ---------------------------------------------------------------------------------------------
+// Growable heap arrays. Usage: `DL_VEC(int) v = {0}; if (DL_VEC_PUSH(&v, 3)) ...; free(v.data);`
+
+#define DL_VEC(T)                                                                                  \
+    struct {                                                                                       \
+        T *data;                                                                                   \
+        size_t len, cap;                                                                           \
+    }
+// Ensures room for `need` elements. Returns false on allocation failure (vector unchanged).
+bool dl__vec_reserve(void **data, size_t *cap, size_t need, size_t elem_size);
+#define DL_VEC_RESERVE(v, n)                                                                       \
+    dl__vec_reserve((void **)&(v)->data, &(v)->cap, (n), sizeof(*(v)->data))
+// Appends x; evaluates to true on success, false when out of memory.
+#define DL_VEC_PUSH(v, x)                                                                          \
+    (DL_VEC_RESERVE((v), (v)->len + 1) ? ((v)->data[(v)->len++] = (x), true) : false)
+
+// Growable NUL-terminated string. A failed append sets `oom` and leaves the text as it was.
+typedef struct dl_strbuf {
+    char *data; // always NUL-terminated once anything was appended; OWNED
+    size_t len, cap;
+    bool oom;
+} dl_strbuf;
+void dl_strbuf_append(dl_strbuf *b, const char *s, size_t n);
+void dl_strbuf_puts(dl_strbuf *b, const char *s);
+void dl_strbuf_printf(dl_strbuf *b, const char *fmt, ...) DL_PRINTF(2, 3);
+void dl_strbuf_vprintf(dl_strbuf *b, const char *fmt, va_list ap) DL_PRINTF(2, 0);
+void dl_strbuf_fini(dl_strbuf *b);
+// Gives the buffer away (caller frees); the strbuf is reset. Returns NULL if oom was hit.
+char *dl_strbuf_take(dl_strbuf *b);
+
+// Prints a double so that strtod gives back the same value, shortest of %.15g..%.17g, and
+// always with a '.', 'e', "inf" or "nan" so it reads as a float ("1.0" not "1").
+void dl_format_double(double v, char buf[40]);
+
+// ---------------------------------------------------------------------------------------------
+// Files
+
+// Reads the whole file into a NUL-terminated heap buffer (*out, caller frees; *out_len excludes
+// the NUL). DL_ERR_IO with errno preserved on failure.
+DL_NODISCARD dl_status dl_read_file(const char *path, char **out, size_t *out_len);
+// Writes `len` bytes to `path` atomically: a temporary file in the same directory, fsync'd and
+// renamed over the target; on failure no file (partial or temporary) is left behind.
+DL_NODISCARD dl_status dl_write_file_atomic(const char *path, const void *data, size_t len);
+
+// ---------------------------------------------------------------------------------------------
+// Half precision (IEEE binary16 and bfloat16), round to nearest even; NaN stays NaN.
+
+uint16_t dl_f32_to_f16(float f);
+float dl_f16_to_f32(uint16_t h);
+uint16_t dl_f32_to_bf16(float f);
+float dl_bf16_to_f32(uint16_t h);
+
+// ---------------------------------------------------------------------------------------------
+// Counter-based random numbers (documented in docs/graph-format.md, "Seeded initialisers").
+// Element i of a tensor initialised with seed S draws from dl_rng_bits(S, i): a pure function of
+// (seed, counter), so results do not depend on thread count, order or machine.
+
+uint64_t dl_rng_bits(uint64_t seed, uint64_t counter);
+// Uniform in [0, 1) with 53 random bits.
+double dl_rng_uniform(uint64_t seed, uint64_t counter);
+// Standard normal (Box-Muller over counters 2i and 2i+1, cosine branch).
+double dl_rng_normal(uint64_t seed, uint64_t i);
+
+#endif
+
+// ---------------------------------------------------------------------------------------------
+// Element types and host tensors (shared by the IR, the evaluator, .npy I/O and the runtime).
+
+typedef enum dl_dtype {
+    DL_DT_FLOAT,    // IEEE binary32
+    DL_DT_FLOAT16,  // IEEE binary16, stored as uint16_t
+    DL_DT_BFLOAT16, // stored as uint16_t
+    DL_DT_INT32,
+    DL_DT_INT64,
+    DL_DT_BOOL, // one byte, 0 or 1
+    DL_DT_COUNT
+} dl_dtype;
+
+const char *dl_dtype_name(dl_dtype t);                 // "float", "float16", ... as in .dlg
+bool dl_dtype_from_name(const char *name, dl_dtype *out); // inverse of dl_dtype_name
+size_t dl_dtype_size(dl_dtype t);                       // bytes per element
+bool dl_dtype_is_float(dl_dtype t);                     // float, float16, bfloat16
+
+#define DL_MAX_RANK 8
+
+// A dense, C-order host tensor. `data` holds numel * dl_dtype_size(dtype) bytes; its owner is
+// whoever created it (dl_tensor_alloc: the caller, freed with dl_tensor_free).
+typedef struct dl_tensor {
+    dl_dtype dtype;
+    int32_t rank; // 0 = scalar
+    int64_t dims[DL_MAX_RANK];
+    void *data;
+} dl_tensor;
+
+int64_t dl_tensor_numel(const dl_tensor *t);
+size_t dl_tensor_nbytes(const dl_tensor *t);
+// Allocates zeroed data for the given dtype/shape into *t. DL_ERR_NOMEM or DL_ERR_INVALID_ARG.
+DL_NODISCARD dl_status dl_tensor_alloc(dl_tensor *t, dl_dtype dtype, int32_t rank,
+                                       const int64_t *dims);
+void dl_tensor_free(dl_tensor *t); // frees data, leaves the shape
+// Element i as a double / stores a double into element i, converting to the dtype
+// (float16/bfloat16 round to nearest even; ints truncate toward zero; bool is v != 0).
+double dl_tensor_get(const dl_tensor *t, int64_t i);
+void dl_tensor_set(dl_tensor *t, int64_t i, double v);
+// Writes "[2, 3]" style shape text into buf.
+void dl_shape_format(const int64_t *dims, int32_t rank, char *buf, size_t size);

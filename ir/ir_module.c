@@ -1,0 +1,489 @@
+// ir/ir_module.c — module construction: the arena, the name table, builders for every statement
+// kind, attribute getters with op-table defaults, dim rebinding and type formatting.
+//
+// The name table is an open-addressing hash map from name to value id, grown at 50% load; dims
+// live in their own small vector and are looked up linearly (models have a handful).
+#include "dl_ir.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct dl_ir_name_map {
+    uint32_t *slots; // value id + 1; 0 = empty
+    size_t cap;
+    size_t used;
+};
+
+static uint64_t fnv1a(const char *s) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (; *s; s++) {
+        h ^= (unsigned char)*s;
+        h *= 0x100000001b3ull;
+    }
+    return h;
+}
+
+static dl_ir_value *map_get(const dl_ir_module *m, const char *name) {
+    const dl_ir_name_map *nm = m->names;
+    if (!nm || nm->cap == 0) {
+        return NULL;
+    }
+    size_t mask = nm->cap - 1;
+    for (size_t i = (size_t)fnv1a(name) & mask;; i = (i + 1) & mask) {
+        uint32_t s = nm->slots[i];
+        if (s == 0) {
+            return NULL;
+        }
+        dl_ir_value *v = m->values.data[s - 1];
+        if (strcmp(v->name, name) == 0) {
+            return v;
+        }
+    }
+}
+
+static void map_insert_slot(uint32_t *slots, size_t cap, const char *name, uint32_t id) {
+    size_t mask = cap - 1;
+    size_t i = (size_t)fnv1a(name) & mask;
+    while (slots[i]) {
+        i = (i + 1) & mask;
+    }
+    slots[i] = id + 1;
+}
+
+static dl_status map_put(dl_ir_module *m, dl_ir_value *v) {
+    dl_ir_name_map *nm = m->names;
+    if ((nm->used + 1) * 2 > nm->cap) {
+        size_t ncap = nm->cap ? nm->cap * 2 : 64;
+        uint32_t *ns = calloc(ncap, sizeof(uint32_t));
+        if (!ns) {
+            return DL_ERR_NOMEM;
+        }
+        for (size_t i = 0; i < nm->cap; i++) {
+            if (nm->slots[i]) {
+                map_insert_slot(ns, ncap, m->values.data[nm->slots[i] - 1]->name,
+                                nm->slots[i] - 1);
+            }
+        }
+        free(nm->slots);
+        nm->slots = ns;
+        nm->cap = ncap;
+    }
+    map_insert_slot(nm->slots, nm->cap, v->name, v->id);
+    nm->used++;
+    return DL_OK;
+}
+
+dl_status dl_ir_module_create(const char *name, dl_ir_module **out) {
+    *out = NULL;
+    dl_ir_module *m = calloc(1, sizeof(*m));
+    if (!m) {
+        return DL_ERR_NOMEM;
+    }
+    dl_arena_init(&m->arena);
+    m->names = calloc(1, sizeof(dl_ir_name_map));
+    m->name = dl_arena_strdup(&m->arena, name ? name : "");
+    if (!m->names || !m->name) {
+        dl_ir_module_destroy(m);
+        return DL_ERR_NOMEM;
+    }
+    *out = m;
+    return DL_OK;
+}
+
+void dl_ir_module_destroy(dl_ir_module *m) {
+    if (!m) {
+        return;
+    }
+    free(m->dims.data);
+    free(m->values.data);
+    free(m->inputs.data);
+    free(m->params.data);
+    free(m->consts.data);
+    free(m->outputs.data);
+    free(m->nodes.data);
+    free(m->stmts.data);
+    if (m->names) {
+        free(m->names->slots);
+        free(m->names);
+    }
+    dl_arena_fini(&m->arena);
+    free(m);
+}
+
+dl_ir_value *dl_ir_module_find(const dl_ir_module *m, const char *name) {
+    return map_get(m, name);
+}
+
+int32_t dl_ir_module_find_dim(const dl_ir_module *m, const char *name) {
+    for (size_t i = 0; i < m->dims.len; i++) {
+        if (strcmp(m->dims.data[i].name, name) == 0) {
+            return (int32_t)i;
+        }
+    }
+    return -1;
+}
+
+static dl_status push_stmt(dl_ir_module *m, dl_ir_stmt_kind kind, uint32_t index) {
+    dl_ir_stmt s = {kind, index, NULL, NULL, false};
+    return DL_VEC_PUSH(&m->stmts, s) ? DL_OK : DL_ERR_NOMEM;
+}
+
+dl_status dl_ir_module_add_dim(dl_ir_module *m, const char *name, int64_t value, dl_src_loc loc,
+                               int32_t *out_index) {
+    if (dl_ir_module_find_dim(m, name) >= 0) {
+        return DL_ERR_INVALID_ARG;
+    }
+    dl_ir_dim_def d = {dl_arena_strdup(&m->arena, name), value, value, loc};
+    if (!d.name || !DL_VEC_PUSH(&m->dims, d)) {
+        return DL_ERR_NOMEM;
+    }
+    if (out_index) {
+        *out_index = (int32_t)(m->dims.len - 1);
+    }
+    return push_stmt(m, DL_IR_STMT_DIM, (uint32_t)(m->dims.len - 1));
+}
+
+static dl_status new_value(dl_ir_module *m, const char *name, dl_ir_value_kind kind,
+                           const dl_ir_type *type, dl_src_loc loc, dl_ir_value **out) {
+    *out = NULL;
+    if (map_get(m, name)) {
+        return DL_ERR_INVALID_ARG;
+    }
+    dl_ir_value *v = DL_ARENA_NEW(&m->arena, dl_ir_value);
+    if (!v || !(v->name = dl_arena_strdup(&m->arena, name))) {
+        return DL_ERR_NOMEM;
+    }
+    v->id = (uint32_t)m->values.len;
+    v->kind = kind;
+    if (type) {
+        v->type = *type;
+    } else {
+        v->type.dtype = DL_DT_FLOAT;
+        v->type.rank = -1;
+    }
+    v->loc = loc;
+    if (!DL_VEC_PUSH(&m->values, v)) {
+        return DL_ERR_NOMEM;
+    }
+    dl_status st = map_put(m, v);
+    if (st != DL_OK) {
+        m->values.len--;
+        return st;
+    }
+    *out = v;
+    return DL_OK;
+}
+
+#define PUSH_OR_NOMEM(vec, x) ((DL_VEC_PUSH((vec), (x))) ? DL_OK : DL_ERR_NOMEM)
+
+dl_status dl_ir_module_add_input(dl_ir_module *m, const char *name, const dl_ir_type *type,
+                                 dl_src_loc loc, dl_ir_value **out) {
+    DL_TRY(new_value(m, name, DL_IR_VAL_INPUT, type, loc, out));
+    DL_TRY(PUSH_OR_NOMEM(&m->inputs, *out));
+    return push_stmt(m, DL_IR_STMT_INPUT, (*out)->id);
+}
+
+dl_status dl_ir_module_add_param(dl_ir_module *m, const char *name, const dl_ir_type *type,
+                                 dl_ir_init *init, dl_src_loc loc, dl_ir_value **out) {
+    DL_TRY(new_value(m, name, DL_IR_VAL_PARAM, type, loc, out));
+    (*out)->init = init;
+    DL_TRY(PUSH_OR_NOMEM(&m->params, *out));
+    return push_stmt(m, DL_IR_STMT_PARAM, (*out)->id);
+}
+
+dl_status dl_ir_module_add_const(dl_ir_module *m, const char *name, const dl_ir_type *type,
+                                 dl_ir_literal *lit, dl_src_loc loc, dl_ir_value **out) {
+    DL_TRY(new_value(m, name, DL_IR_VAL_CONST, type, loc, out));
+    (*out)->lit = lit;
+    DL_TRY(PUSH_OR_NOMEM(&m->consts, *out));
+    return push_stmt(m, DL_IR_STMT_CONST, (*out)->id);
+}
+
+static dl_status copy_attr(dl_arena *a, const dl_ir_attr *src, dl_ir_attr *dst) {
+    *dst = *src;
+    dst->name = dl_arena_strdup(a, src->name);
+    if (!dst->name) {
+        return DL_ERR_NOMEM;
+    }
+    if (src->s && !(dst->s = dl_arena_strdup(a, src->s))) {
+        return DL_ERR_NOMEM;
+    }
+    size_t n = src->n;
+    if (src->ints && !(dst->ints = dl_arena_memdup(a, src->ints, n * sizeof(int64_t)))) {
+        return DL_ERR_NOMEM;
+    }
+    if (src->int_syms &&
+        !(dst->int_syms = dl_arena_memdup(a, src->int_syms, n * sizeof(int32_t)))) {
+        return DL_ERR_NOMEM;
+    }
+    if (src->floats && !(dst->floats = dl_arena_memdup(a, src->floats, n * sizeof(double)))) {
+        return DL_ERR_NOMEM;
+    }
+    if (src->strs) {
+        dst->strs = DL_ARENA_NEWN(a, const char *, n ? n : 1);
+        if (!dst->strs) {
+            return DL_ERR_NOMEM;
+        }
+        for (size_t i = 0; i < n; i++) {
+            if (!(dst->strs[i] = dl_arena_strdup(a, src->strs[i]))) {
+                return DL_ERR_NOMEM;
+            }
+        }
+    }
+    return DL_OK;
+}
+
+dl_status dl_ir_module_add_node(dl_ir_module *m, dl_ir_op op, dl_ir_value *const *inputs,
+                                size_t n_inputs, const char *const *out_names,
+                                const dl_src_loc *out_locs, size_t n_outputs,
+                                const dl_ir_attr *attrs, size_t n_attrs, dl_src_loc loc,
+                                dl_ir_node **out) {
+    *out = NULL;
+    for (size_t i = 0; i < n_outputs; i++) {
+        if (map_get(m, out_names[i])) {
+            return DL_ERR_INVALID_ARG;
+        }
+        for (size_t j = 0; j < i; j++) {
+            if (strcmp(out_names[i], out_names[j]) == 0) {
+                return DL_ERR_INVALID_ARG;
+            }
+        }
+    }
+    dl_ir_node *n = DL_ARENA_NEW(&m->arena, dl_ir_node);
+    if (!n) {
+        return DL_ERR_NOMEM;
+    }
+    n->id = (uint32_t)m->nodes.len;
+    n->op = op;
+    n->loc = loc;
+    n->n_inputs = n_inputs;
+    n->inputs = DL_ARENA_NEWN(&m->arena, dl_ir_value *, n_inputs ? n_inputs : 1);
+    n->n_outputs = n_outputs;
+    n->outputs = DL_ARENA_NEWN(&m->arena, dl_ir_value *, n_outputs ? n_outputs : 1);
+    n->n_attrs = n_attrs;
+    n->attrs = DL_ARENA_NEWN(&m->arena, dl_ir_attr, n_attrs ? n_attrs : 1);
+    if (!n->inputs || !n->outputs || !n->attrs) {
+        return DL_ERR_NOMEM;
+    }
+    for (size_t i = 0; i < n_inputs; i++) {
+        n->inputs[i] = inputs[i];
+    }
+    for (size_t i = 0; i < n_attrs; i++) {
+        DL_TRY(copy_attr(&m->arena, &attrs[i], &n->attrs[i]));
+    }
+    for (size_t i = 0; i < n_outputs; i++) {
+        dl_ir_value *v;
+        DL_TRY(new_value(m, out_names[i], DL_IR_VAL_NODE, NULL, out_locs ? out_locs[i] : loc, &v));
+        v->def = n;
+        v->def_out = (uint32_t)i;
+        n->outputs[i] = v;
+    }
+    DL_TRY(PUSH_OR_NOMEM(&m->nodes, n));
+    *out = n;
+    return push_stmt(m, DL_IR_STMT_NODE, n->id);
+}
+
+dl_status dl_ir_module_add_output(dl_ir_module *m, dl_ir_value *v, dl_src_loc loc) {
+    (void)loc;
+    if (v->is_output) {
+        return DL_ERR_INVALID_ARG;
+    }
+    v->is_output = true;
+    DL_TRY(PUSH_OR_NOMEM(&m->outputs, v));
+    return push_stmt(m, DL_IR_STMT_OUTPUT, v->id);
+}
+
+dl_status dl_ir_module_set_train(dl_ir_module *m, dl_ir_train *t) {
+    if (m->train) {
+        return DL_ERR_INVALID_ARG;
+    }
+    m->train = t;
+    return push_stmt(m, DL_IR_STMT_TRAIN, 0);
+}
+
+dl_ir_init *dl_ir_module_new_init(dl_ir_module *m, dl_ir_init_kind kind) {
+    dl_ir_init *i = DL_ARENA_NEW(&m->arena, dl_ir_init);
+    if (i) {
+        i->kind = kind;
+    }
+    return i;
+}
+
+dl_ir_literal *dl_ir_module_new_literal(dl_ir_module *m, dl_dtype dtype, int64_t n) {
+    dl_ir_literal *l = DL_ARENA_NEW(&m->arena, dl_ir_literal);
+    if (!l || n < 0) {
+        return NULL;
+    }
+    l->n = n;
+    if (dl_dtype_is_float(dtype)) {
+        l->f = DL_ARENA_NEWN(&m->arena, double, n ? n : 1);
+        if (!l->f) {
+            return NULL;
+        }
+    } else {
+        l->i = DL_ARENA_NEWN(&m->arena, int64_t, n ? n : 1);
+        if (!l->i) {
+            return NULL;
+        }
+    }
+    return l;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Attributes
+
+const dl_ir_attr *dl_ir_node_attr(const dl_ir_node *n, const char *name) {
+    for (size_t i = 0; i < n->n_attrs; i++) {
+        if (strcmp(n->attrs[i].name, name) == 0) {
+            return &n->attrs[i];
+        }
+    }
+    return NULL;
+}
+
+int64_t dl_ir_node_attr_int(const dl_ir_node *n, const char *name) {
+    const dl_ir_attr *a = dl_ir_node_attr(n, name);
+    if (a && a->kind == DL_IR_ATTR_INT) {
+        return a->i;
+    }
+    const dl_ir_attr_spec *s = dl_ir_op_find_attr_spec(n->op, name);
+    DL_ASSERT(s != NULL && s->kind == DL_IR_ATTR_INT);
+    return s->def_i;
+}
+
+double dl_ir_node_attr_float(const dl_ir_node *n, const char *name) {
+    const dl_ir_attr *a = dl_ir_node_attr(n, name);
+    if (a && a->kind == DL_IR_ATTR_FLOAT) {
+        return a->f;
+    }
+    if (a && a->kind == DL_IR_ATTR_INT) {
+        return (double)a->i;
+    }
+    const dl_ir_attr_spec *s = dl_ir_op_find_attr_spec(n->op, name);
+    DL_ASSERT(s != NULL && s->kind == DL_IR_ATTR_FLOAT);
+    return s->def_f;
+}
+
+const char *dl_ir_node_attr_string(const dl_ir_node *n, const char *name) {
+    const dl_ir_attr *a = dl_ir_node_attr(n, name);
+    if (a && a->kind == DL_IR_ATTR_STRING) {
+        return a->s;
+    }
+    const dl_ir_attr_spec *s = dl_ir_op_find_attr_spec(n->op, name);
+    DL_ASSERT(s != NULL && s->kind == DL_IR_ATTR_STRING);
+    return s->def_s;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Types
+
+int64_t dl_ir_type_numel(const dl_ir_type *t) {
+    int64_t n = 1;
+    for (int32_t i = 0; i < t->rank; i++) {
+        n *= t->dims[i].value;
+    }
+    return n;
+}
+
+bool dl_ir_type_equal(const dl_ir_type *a, const dl_ir_type *b) {
+    if (a->dtype != b->dtype || a->rank != b->rank) {
+        return false;
+    }
+    for (int32_t i = 0; i < a->rank; i++) {
+        if (a->dims[i].value != b->dims[i].value) {
+            return false;
+        }
+    }
+    return true;
+}
+
+void dl_ir_type_format(const dl_ir_module *m, const dl_ir_type *t, char *buf, size_t size) {
+    dl_strbuf b = {0};
+    dl_strbuf_puts(&b, dl_dtype_name(t->dtype));
+    dl_strbuf_puts(&b, "[");
+    for (int32_t i = 0; i < t->rank; i++) {
+        if (i) {
+            dl_strbuf_puts(&b, ", ");
+        }
+        int32_t s = t->dims[i].sym;
+        if (m && s >= 0 && (size_t)s < m->dims.len) {
+            dl_strbuf_puts(&b, m->dims.data[s].name);
+        } else {
+            dl_strbuf_printf(&b, "%lld", (long long)t->dims[i].value);
+        }
+    }
+    dl_strbuf_puts(&b, t->rank < 0 ? "?]" : "]");
+    snprintf(buf, size, "%s", b.data ? b.data : "?");
+    dl_strbuf_fini(&b);
+}
+
+void dl_ir_type_format_shape(const dl_ir_type *t, char *buf, size_t size) {
+    if (t->rank < 0) {
+        snprintf(buf, size, "[?]");
+        return;
+    }
+    int64_t d[DL_MAX_RANK];
+    for (int32_t i = 0; i < t->rank; i++) {
+        d[i] = t->dims[i].value;
+    }
+    dl_shape_format(d, t->rank, buf, size);
+}
+
+static void rebind_type(dl_ir_type *t, int32_t sym, int64_t value) {
+    for (int32_t i = 0; i < t->rank; i++) {
+        if (t->dims[i].sym == sym) {
+            t->dims[i].value = value;
+        }
+    }
+}
+
+static void rebind_attrs(dl_ir_attr *attrs, size_t n, int32_t sym, int64_t value) {
+    for (size_t k = 0; k < n; k++) {
+        dl_ir_attr *a = &attrs[k];
+        if (a->kind == DL_IR_ATTR_INT && a->i_sym == sym) {
+            a->i = value;
+        }
+        if (a->kind == DL_IR_ATTR_INTS && a->int_syms) {
+            for (size_t j = 0; j < a->n; j++) {
+                if (a->int_syms[j] == sym) {
+                    a->ints[j] = value;
+                }
+            }
+        }
+    }
+}
+
+dl_status dl_ir_module_bind_dim(dl_ir_module *m, const char *name, int64_t value, dl_diags *d) {
+    int32_t sym = dl_ir_module_find_dim(m, name);
+    if (sym < 0) {
+        dl_diag(d, DL_SEV_ERROR, DL_NO_LOC, "-D %s: model '%s' has no dim named '%s'", name,
+                m->name, name);
+        return DL_ERR_INVALID_ARG;
+    }
+    if (value < 1) {
+        dl_diag(d, DL_SEV_ERROR, DL_NO_LOC, "-D %s=%lld: a dim must be at least 1", name,
+                (long long)value);
+        return DL_ERR_INVALID_ARG;
+    }
+    m->dims.data[sym].value = value;
+    for (size_t i = 0; i < m->values.len; i++) {
+        dl_ir_value *v = m->values.data[i];
+        if (v->kind == DL_IR_VAL_NODE) {
+            v->type.rank = -1;
+        } else {
+            rebind_type(&v->type, sym, value);
+        }
+    }
+    for (size_t i = 0; i < m->nodes.len; i++) {
+        dl_ir_node *n = m->nodes.data[i];
+        rebind_attrs(n->attrs, n->n_attrs, sym, value);
+    }
+    return DL_OK;
+}
+
+uint64_t dl_ir_init_seed(const dl_ir_value *param) {
+    if (param->init && param->init->has_seed) {
+        return param->init->seed;
+    }
+    return fnv1a(param->name);
+}

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# tools/setup.sh — installs everything dlcc needs from Debian 12's archive. Non-interactive and
+# idempotent: when every package is already installed it touches nothing.
+set -euo pipefail
+
+PKGS=(
+  build-essential cmake ninja-build ccache pkg-config git
+  clang-19 lld-19 libclang-rt-19-dev llvm-19-dev   # LLVM C API (pinned 19), libFuzzer
+  libsqlite3-dev libxxhash-dev                      # cache store and keys
+  libprotobuf-c-dev protobuf-c-compiler libonnx-dev # ONNX protobuf (onnx.proto from libonnx-dev)
+  libonnx-testdata                                  # ONNX node conformance data
+  python3 python3-numpy                             # test helpers (.npy fixtures)
+)
+
+missing=()
+for p in "${PKGS[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: all ${#PKGS[@]} packages present"
+  exit 0
+fi
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+  SUDO="sudo"
+fi
+echo "setup: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -q
+$SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
