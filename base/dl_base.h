@@ -180,7 +180,6 @@ double dl_rng_uniform(uint64_t seed, uint64_t counter);
 // Standard normal (Box-Muller over counters 2i and 2i+1, cosine branch).
 double dl_rng_normal(uint64_t seed, uint64_t i);
 
-#endif
 
 // ---------------------------------------------------------------------------------------------
 // Element types and host tensors (shared by the IR, the evaluator, .npy I/O and the runtime).
@@ -223,3 +222,5 @@ double dl_tensor_get(const dl_tensor *t, int64_t i);
 void dl_tensor_set(dl_tensor *t, int64_t i, double v);
 // Writes "[2, 3]" style shape text into buf.
 void dl_shape_format(const int64_t *dims, int32_t rank, char *buf, size_t size);
+
+#endif

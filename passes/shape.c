@@ -1,3 +1,361 @@
-// placeholder, replaced by the real implementation
-#include "dl_ir.h"
-typedef int placeholder_unused;
+// passes/shape.c — shape and type inference (dl_pass_shape): the driver, the diagnostics
+// helpers and numpy broadcasting. The per-op rules live in shape_elem.c, shape_nn.c and
+// shape_tensor.c (see shape_internal.h).
+//
+// The pass walks m->nodes in statement order (a topological order), so every input type is
+// final when its user is visited. Invariants it establishes: every node output has rank >= 0
+// after a node succeeded and rank -1 after it failed or was skipped; a node with an unknown input
+// is skipped without a message (the earlier error already explained it). Output dims keep the
+// dim symbol of the input dim they were copied from; computed dims get sym -1.
+#include "dl_pass.h"
+#include "shape_internal.h"
+
+#include <stdarg.h>
+#include <string.h>
+
+// ---------------------------------------------------------------------------------------------
+// Diagnostics helpers
+
+bool dl_pass__sh_fail(dl_pass__sh *c, const char *fmt, ...) {
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    const char *out = c->n->n_outputs && c->n->outputs[0] ? c->n->outputs[0]->name : "?";
+    dl_diag(c->d, DL_SEV_ERROR, c->n->loc, "%s '%s': %s", dl_ir_op_get_info(c->n->op)->name, out,
+            msg);
+    return false;
+}
+
+static char *next_buf(dl_pass__sh *c) {
+    char *b = c->bufs[c->buf_i];
+    c->buf_i = (c->buf_i + 1) % DL_SH_NBUF;
+    return b;
+}
+
+const char *dl_pass__sh_shape(dl_pass__sh *c, const dl_ir_type *t) {
+    char *b = next_buf(c);
+    dl_ir_type_format_shape(t, b, sizeof c->bufs[0]);
+    return b;
+}
+
+const char *dl_pass__sh_ints(dl_pass__sh *c, const int64_t *v, size_t n) {
+    char *b = next_buf(c);
+    size_t cap = sizeof c->bufs[0], used = 0;
+    used += (size_t)snprintf(b, cap, "[");
+    for (size_t i = 0; i < n && used < cap; i++) {
+        used += (size_t)snprintf(b + used, cap - used, "%s%lld", i ? ", " : "", (long long)v[i]);
+    }
+    if (used < cap) {
+        snprintf(b + used, cap - used, "]");
+    }
+    return b;
+}
+
+bool dl_pass__sh_axis(dl_pass__sh *c, int64_t axis, int32_t rank, bool allow_end, int32_t *out) {
+    int64_t hi = allow_end ? rank : rank - 1;
+    if (axis < -(int64_t)rank || axis > hi) {
+        return dl_pass__sh_fail(c, "axis %lld is out of range for rank %d", (long long)axis,
+                                (int)rank);
+    }
+    *out = (int32_t)(axis < 0 ? axis + rank : axis);
+    return true;
+}
+
+bool dl_pass__sh_need_float(dl_pass__sh *c, const dl_ir_type *t, const char *what) {
+    if (!dl_dtype_is_float(t->dtype)) {
+        return dl_pass__sh_fail(c, "%s must be a float type, got %s", what,
+                                dl_dtype_name(t->dtype));
+    }
+    return true;
+}
+
+bool dl_pass__sh_need_numeric(dl_pass__sh *c, const dl_ir_type *t, const char *what) {
+    if (t->dtype == DL_DT_BOOL) {
+        return dl_pass__sh_fail(c, "%s must be a numeric type, got %s", what,
+                                dl_dtype_name(t->dtype));
+    }
+    return true;
+}
+
+bool dl_pass__sh_need_int_index(dl_pass__sh *c, const dl_ir_type *t, const char *what) {
+    if (t->dtype != DL_DT_INT32 && t->dtype != DL_DT_INT64) {
+        return dl_pass__sh_fail(c, "%s must be int32 or int64, got %s", what,
+                                dl_dtype_name(t->dtype));
+    }
+    return true;
+}
+
+bool dl_pass__sh_same_dtype(dl_pass__sh *c, const dl_ir_type *a, const dl_ir_type *b) {
+    if (a->dtype != b->dtype) {
+        return dl_pass__sh_fail(c, "input types differ: %s and %s", dl_dtype_name(a->dtype),
+                                dl_dtype_name(b->dtype));
+    }
+    return true;
+}
+
+bool dl_pass__sh_broadcast(dl_pass__sh *c, const dl_ir_type *const *ts, size_t n, dl_ir_type *out) {
+    int32_t r = 0;
+    for (size_t k = 0; k < n; k++) {
+        r = ts[k]->rank > r ? ts[k]->rank : r;
+    }
+    out->rank = r;
+    for (int32_t i = 0; i < r; i++) {
+        // Walk dims right-aligned. The result takes the first non-1 dim; its sym is the first
+        // known sym among the inputs that have that value (a 1 that broadcasts gives no sym).
+        dl_ir_dim res = {1, -1};
+        bool have_big = false, ok = true;
+        for (size_t k = 0; k < n; k++) {
+            int32_t j = i - (r - ts[k]->rank);
+            if (j < 0) {
+                continue;
+            }
+            dl_ir_dim dk = ts[k]->dims[j];
+            if (dk.value == 1) {
+                if (!have_big && res.sym < 0) {
+                    res.sym = dk.sym;
+                }
+                continue;
+            }
+            if (!have_big) {
+                res = (dl_ir_dim){dk.value, dk.sym};
+                have_big = true;
+            } else if (dk.value != res.value) {
+                ok = false;
+            } else if (res.sym < 0) {
+                res.sym = dk.sym;
+            }
+        }
+        if (!ok) {
+            char msg[768];
+            size_t used = 0;
+            for (size_t k = 0; k < n && used < sizeof msg; k++) {
+                const char *sep = k == 0 ? "" : (k + 1 == n ? " and " : ", ");
+                used += (size_t)snprintf(msg + used, sizeof msg - used, "%s%s", sep,
+                                         dl_pass__sh_shape(c, ts[k]));
+            }
+            return dl_pass__sh_fail(c, "shapes are not broadcastable: %s", msg);
+        }
+        out->dims[i] = res;
+    }
+    return true;
+}
+
+const int64_t *dl_pass__sh_attr_ints(const dl_pass__sh *c, const char *name, size_t *n_out,
+                                     const int32_t **syms) {
+    const dl_ir_attr *a = dl_ir_node_attr(c->n, name);
+    if (syms) {
+        *syms = NULL;
+    }
+    if (!a || a->kind != DL_IR_ATTR_INTS) {
+        *n_out = 0;
+        return NULL;
+    }
+    *n_out = a->n;
+    if (syms) {
+        *syms = a->int_syms;
+    }
+    return a->ints;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Driver
+
+static bool infer_node(dl_pass__sh *c) {
+    switch (c->n->op) {
+    case DL_IR_OP_ADD:
+    case DL_IR_OP_SUB:
+    case DL_IR_OP_MUL:
+    case DL_IR_OP_DIV:
+    case DL_IR_OP_MAX:
+    case DL_IR_OP_MIN:
+        return dl_pass__sh_nary(c, DL_SH_NUMERIC, -1);
+    case DL_IR_OP_NEG:
+    case DL_IR_OP_ABS:
+        return dl_pass__sh_unary(c, DL_SH_NUMERIC);
+    case DL_IR_OP_EXP:
+    case DL_IR_OP_LOG:
+    case DL_IR_OP_SQRT:
+    case DL_IR_OP_RECIPROCAL:
+    case DL_IR_OP_RELU:
+    case DL_IR_OP_LEAKY_RELU:
+    case DL_IR_OP_SIGMOID:
+    case DL_IR_OP_TANH:
+    case DL_IR_OP_ERF:
+    case DL_IR_OP_GELU:
+    case DL_IR_OP_SOFTPLUS:
+        return dl_pass__sh_unary(c, DL_SH_FLOAT);
+    case DL_IR_OP_POW:
+        return dl_pass__sh_pow(c);
+    case DL_IR_OP_CLIP:
+        return dl_pass__sh_clip(c);
+    case DL_IR_OP_WHERE:
+        return dl_pass__sh_where(c);
+    case DL_IR_OP_EQUAL:
+        return dl_pass__sh_nary(c, DL_SH_ANY, DL_DT_BOOL);
+    case DL_IR_OP_LESS:
+    case DL_IR_OP_GREATER:
+        return dl_pass__sh_nary(c, DL_SH_NUMERIC, DL_DT_BOOL);
+    case DL_IR_OP_NOT:
+        return dl_pass__sh_unary(c, DL_SH_BOOL);
+    case DL_IR_OP_AND:
+    case DL_IR_OP_OR:
+        return dl_pass__sh_nary(c, DL_SH_BOOL, DL_DT_BOOL);
+    case DL_IR_OP_CAST:
+        return dl_pass__sh_cast(c);
+    case DL_IR_OP_IDENTITY:
+        return dl_pass__sh_unary(c, DL_SH_ANY);
+    case DL_IR_OP_REDUCE_SUM:
+    case DL_IR_OP_REDUCE_MEAN:
+    case DL_IR_OP_REDUCE_MAX:
+    case DL_IR_OP_REDUCE_MIN:
+        return dl_pass__sh_reduce(c);
+    case DL_IR_OP_ARG_MAX:
+        return dl_pass__sh_argmax(c);
+    case DL_IR_OP_MATMUL:
+        return dl_pass__sh_matmul(c);
+    case DL_IR_OP_GEMM:
+        return dl_pass__sh_gemm(c);
+    case DL_IR_OP_CONV:
+        return dl_pass__sh_conv(c);
+    case DL_IR_OP_CONV_TRANSPOSE:
+        return dl_pass__sh_conv_transpose(c);
+    case DL_IR_OP_MAX_POOL:
+    case DL_IR_OP_AVERAGE_POOL:
+        return dl_pass__sh_pool(c);
+    case DL_IR_OP_GLOBAL_AVERAGE_POOL:
+        return dl_pass__sh_global_pool(c);
+    case DL_IR_OP_BATCH_NORMALIZATION:
+        return dl_pass__sh_batch_norm(c);
+    case DL_IR_OP_LAYER_NORMALIZATION:
+        return dl_pass__sh_layer_norm(c);
+    case DL_IR_OP_SOFTMAX:
+    case DL_IR_OP_LOG_SOFTMAX:
+        return dl_pass__sh_softmax(c);
+    case DL_IR_OP_DROPOUT:
+        return dl_pass__sh_dropout(c);
+    case DL_IR_OP_RESHAPE:
+        return dl_pass__sh_reshape(c);
+    case DL_IR_OP_TRANSPOSE:
+        return dl_pass__sh_transpose(c);
+    case DL_IR_OP_FLATTEN:
+        return dl_pass__sh_flatten(c);
+    case DL_IR_OP_CONCAT:
+        return dl_pass__sh_concat(c);
+    case DL_IR_OP_SPLIT:
+        return dl_pass__sh_split(c);
+    case DL_IR_OP_SLICE:
+        return dl_pass__sh_slice(c);
+    case DL_IR_OP_GATHER:
+        return dl_pass__sh_gather(c);
+    case DL_IR_OP_SQUEEZE:
+        return dl_pass__sh_squeeze(c);
+    case DL_IR_OP_UNSQUEEZE:
+        return dl_pass__sh_unsqueeze(c);
+    case DL_IR_OP_EXPAND:
+        return dl_pass__sh_expand(c);
+    case DL_IR_OP_PAD:
+        return dl_pass__sh_pad(c);
+    case DL_IR_OP_SOFTMAX_CROSS_ENTROPY_LOSS:
+    case DL_IR_OP_NEGATIVE_LOG_LIKELIHOOD_LOSS:
+        return dl_pass__sh_loss(c);
+    case DL_IR_OP_MEAN_SQUARED_ERROR:
+        return dl_pass__sh_mse(c);
+    case DL_IR_OP_COUNT:
+        break;
+    }
+    DL_UNREACHABLE();
+}
+
+static void reset_outputs(const dl_ir_node *n) {
+    for (size_t i = 0; i < n->n_outputs; i++) {
+        if (n->outputs[i]) {
+            memset(&n->outputs[i]->type, 0, sizeof n->outputs[i]->type);
+            n->outputs[i]->type.dtype = DL_DT_FLOAT;
+            n->outputs[i]->type.rank = -1;
+        }
+    }
+}
+
+// A constant's literal must hold one value per element unless it is a splat (the parser checks
+// nesting, but the ONNX importer builds literals directly).
+static bool check_const(const dl_ir_value *v, dl_diags *d) {
+    const dl_ir_literal *l = v->lit;
+    if (!l || v->type.rank < 0) {
+        return true;
+    }
+    char shape[256];
+    dl_ir_type_format_shape(&v->type, shape, sizeof shape);
+    int64_t numel = dl_ir_type_numel(&v->type);
+    if (l->is_splat) {
+        if (l->n != 1) {
+            dl_diag(d, DL_SEV_ERROR, v->loc,
+                    "const '%s': a splat literal must have 1 element, got %lld", v->name,
+                    (long long)l->n);
+            return false;
+        }
+        return true;
+    }
+    if (l->n != numel) {
+        dl_diag(d, DL_SEV_ERROR, v->loc,
+                "const '%s': literal has %lld elements, but shape %s needs %lld", v->name,
+                (long long)l->n, shape, (long long)numel);
+        return false;
+    }
+    return true;
+}
+
+static bool check_train(const dl_ir_module *m, dl_diags *d) {
+    const dl_ir_train *t = m->train;
+    bool ok = true;
+    if (!t) {
+        return true;
+    }
+    if (t->loss && t->loss->type.rank >= 0) {
+        const dl_ir_type *lt = &t->loss->type;
+        if (lt->rank != 0 || !dl_dtype_is_float(lt->dtype)) {
+            char ty[300];
+            dl_ir_type_format(m, lt, ty, sizeof ty);
+            dl_diag(d, DL_SEV_ERROR, t->loc, "train: the loss '%s' must be a float scalar, got %s",
+                    t->loss->name, ty);
+            ok = false;
+        }
+    }
+    for (size_t i = 0; i < t->n_freeze; i++) {
+        const dl_ir_value *f = t->freeze[i];
+        if (f && f->kind != DL_IR_VAL_PARAM) {
+            dl_diag(d, DL_SEV_ERROR, t->loc, "train: freeze entry '%s' is not a param", f->name);
+            ok = false;
+        }
+    }
+    return ok;
+}
+
+dl_status dl_pass_shape(dl_ir_module *m, dl_diags *d) {
+    bool ok = true;
+    for (size_t i = 0; i < m->consts.len; i++) {
+        ok &= check_const(m->consts.data[i], d);
+    }
+    dl_pass__sh c = {.m = m, .d = d};
+    for (size_t i = 0; i < m->nodes.len; i++) {
+        const dl_ir_node *n = m->nodes.data[i];
+        reset_outputs(n);
+        bool known = true;
+        for (size_t k = 0; k < n->n_inputs; k++) {
+            if (n->inputs[k] && n->inputs[k]->type.rank < 0) {
+                known = false;
+            }
+        }
+        if (!known) {
+            continue;
+        }
+        c.n = n;
+        if (!infer_node(&c)) {
+            reset_outputs(n);
+            ok = false;
+        }
+    }
+    ok &= check_train(m, d);
+    return ok ? DL_OK : DL_ERR_SHAPE;
+}

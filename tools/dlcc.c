@@ -1,5 +1,937 @@
-// tools/dlcc.c — placeholder main until the CLI lands.
+// tools/dlcc.c — the `dlcc` command line: check, fmt, run, import.
+//
+// The only place that prints and chooses exit codes (STYLE.md 3.3). Library calls report into a
+// dl_diags sink; each command renders it with dl_diags_render to stderr. Exit codes:
+//   0 success, 1 invalid input (bad model, bad .npy, shape error, ...), 2 bad usage (unknown
+//   command or flag, missing or malformed argument), 3 internal error (out of memory).
+// Commands parse all of their arguments before touching any file, so a usage error never has
+// side effects. Files are written only after everything succeeded, atomically (temporary file
+// + rename), so a failed command never leaves a partial or half-updated output behind.
 #include "dl_fe.h"
-int main(void) {
-    return 0;
+#include "dl_ir.h"
+#include "dl_pass.h"
+#include "dl_tensor_io.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#ifndef DL_VERSION
+#    define DL_VERSION "0.0.0"
+#endif
+#ifndef DL_GIT_REV
+#    define DL_GIT_REV "unknown"
+#endif
+
+enum { EXIT_OK = 0, EXIT_INPUT = 1, EXIT_USAGE = 2, EXIT_INTERNAL = 3 };
+
+// ---------------------------------------------------------------------------------------------
+// Help texts
+
+typedef struct cmd_help {
+    const char *name;
+    const char *summary;
+    const char *usage;
+    const char *details;
+} cmd_help;
+
+static const cmd_help helps[] = {
+    {"check", "parse and type-check models", "dlcc check [-v] FILE...",
+     "Parses each FILE, infers shapes and verifies the graph. Prints every diagnostic to\n"
+     "stderr and exits 1 if any file has an error; quiet on success.\n"
+     "\n"
+     "  -v, --verbose   print 'FILE: ok (N nodes, M params)' for each good file\n"},
+    {"fmt", "print a model in canonical layout", "dlcc fmt [--check] FILE... | dlcc fmt FILE [-o OUT]",
+     "Parses FILE and prints it in the canonical .dlg layout to stdout, or atomically to OUT.\n"
+     "A file with errors prints its diagnostics, exits 1 and leaves OUT untouched.\n"
+     "\n"
+     "  -o, --output OUT   write to OUT instead of stdout (OUT may be FILE itself)\n"
+     "  --check            write nothing; list the files that are not formatted and exit 1\n"
+     "                     if there are any\n"},
+    {"run", "evaluate a model's infer entry point with the reference evaluator",
+     "dlcc run FILE [-D NAME=INT]... [--in NAME=PATH.npy]... [--out NAME=PATH.npy]...\n"
+     "                [--backend ref] [--entry infer]",
+     "Evaluates FILE on the given inputs. Every model input must be given exactly once with\n"
+     "--in, as a .npy file of the input's dtype and shape (bfloat16 travels as '<u2').\n"
+     "With --out, writes the named outputs as .npy files (atomically, and only after the whole\n"
+     "evaluation succeeded); without --out, prints each output's type and first values.\n"
+     "\n"
+     "  -D NAME=INT          bind dim NAME (e.g. -D N=64)\n"
+     "  --in NAME=PATH       read input NAME from a .npy file\n"
+     "  --out NAME=PATH      write output NAME to a .npy file\n"
+     "  --backend ref        the reference evaluator (the only backend in this build)\n"
+     "  --entry infer        the inference entry point (the only entry in this build)\n"},
+    {"import", "convert an ONNX model to .dlg", "dlcc import MODEL.onnx [-o OUT.dlg] [--consts]",
+     "Imports an ONNX model (opset 13-17) and prints it as .dlg text to stdout or atomically\n"
+     "to OUT. Errors exit 1 and write nothing.\n"
+     "\n"
+     "  -o, --output OUT   write to OUT instead of stdout\n"
+     "  --consts           turn initializers into consts instead of params\n"},
+};
+
+static const cmd_help *find_help(const char *name) {
+    for (size_t i = 0; i < DL_ARRAY_LEN(helps); i++) {
+        if (strcmp(helps[i].name, name) == 0) {
+            return &helps[i];
+        }
+    }
+    return NULL;
+}
+
+static void print_main_help(FILE *f) {
+    fprintf(f, "dlcc %s — a compiler for deep-learning training graphs\n\n", DL_VERSION);
+    fprintf(f, "usage: dlcc COMMAND [ARGS...]\n\ncommands:\n");
+    for (size_t i = 0; i < DL_ARRAY_LEN(helps); i++) {
+        fprintf(f, "  %-8s %s\n", helps[i].name, helps[i].summary);
+    }
+    fprintf(f, "  %-8s %s\n", "help", "show help for a command (dlcc help COMMAND)");
+    fprintf(f, "\noptions:\n  -h, --help     show this help\n  --version      show the version\n");
+    fprintf(f, "\nexit status: 0 success, 1 invalid input, 2 bad usage, 3 internal error\n");
+}
+
+static void print_cmd_help(const cmd_help *h) {
+    printf("usage: %s\n\n%s", h->usage, h->details);
+}
+
+// A usage error: one line naming the command, plus a pointer to its help. Always exit 2.
+static int usage_error(const char *cmd, const char *fmt, ...) DL_PRINTF(2, 3);
+static int usage_error(const char *cmd, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "dlcc%s%s: error: ", cmd ? " " : "", cmd ? cmd : "");
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+    va_end(ap);
+    if (cmd) {
+        fprintf(stderr, "usage: %s\n(run 'dlcc help %s' for details)\n", find_help(cmd)->usage,
+                cmd);
+    } else {
+        fprintf(stderr, "(run 'dlcc --help' for a list of commands)\n");
+    }
+    return EXIT_USAGE;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Argument scanning. Flags may be written `-o X`, `-oX` (short), `--out X` or `--out=X` (long);
+// `--` ends the flags.
+
+typedef struct args {
+    const char *cmd;
+    int argc;
+    char **argv;
+    int i;
+    bool no_more_flags;
+} args;
+
+// If argv[i] is flag `s` (short, may be NULL) or `l` (long), consumes it and its value when
+// `has_value`. Returns 1 on match, 0 on no match, -1 (after printing) on a missing value.
+static int take_flag(args *a, const char *s, const char *l, bool has_value, const char **val) {
+    const char *arg = a->argv[a->i];
+    size_t ln = l ? strlen(l) : 0;
+    const char *inline_val = NULL;
+    bool match = false;
+    if (s && strcmp(arg, s) == 0) {
+        match = true;
+    } else if (l && strcmp(arg, l) == 0) {
+        match = true;
+    } else if (has_value && l && strncmp(arg, l, ln) == 0 && arg[ln] == '=') {
+        match = true;
+        inline_val = arg + ln + 1;
+    } else if (has_value && s && strncmp(arg, s, 2) == 0 && arg[2] != 0) {
+        match = true;
+        inline_val = arg + 2;
+    }
+    if (!match) {
+        return 0;
+    }
+    a->i++;
+    if (!has_value) {
+        return 1;
+    }
+    if (inline_val) {
+        *val = inline_val;
+        return 1;
+    }
+    if (a->i >= a->argc) {
+        usage_error(a->cmd, "%s needs an argument", arg);
+        return -1;
+    }
+    *val = a->argv[a->i++];
+    return 1;
+}
+
+static bool is_flag(const args *a) {
+    const char *arg = a->argv[a->i];
+    return !a->no_more_flags && arg[0] == '-' && arg[1] != 0;
+}
+
+// Checks for "--help"/"-h" anywhere among the command's arguments (before "--").
+static bool wants_help(int argc, char **argv) {
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--") == 0) {
+            return false;
+        }
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+// Splits "NAME=VALUE": NAME must be non-empty. Returns false on a malformed argument.
+static bool split_assign(const char *arg, char *name, size_t name_size, const char **value) {
+    const char *eq = strchr(arg, '=');
+    if (!eq || eq == arg || (size_t)(eq - arg) >= name_size) {
+        return false;
+    }
+    memcpy(name, arg, (size_t)(eq - arg));
+    name[eq - arg] = 0;
+    *value = eq + 1;
+    return true;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Diagnostics and loading
+
+// Renders and prints everything in `d` to stderr, then clears it. Returns false on OOM.
+static bool flush_diags(dl_diags *d) {
+    if (dl_diags_count(d) > 0) {
+        char *text = NULL;
+        if (dl_diags_render(d, &text) != DL_OK) {
+            fprintf(stderr, "dlcc: error: out of memory rendering diagnostics\n");
+            return false;
+        }
+        fputs(text, stderr);
+        free(text);
+    }
+    if (dl_diags_oom(d)) {
+        fprintf(stderr, "dlcc: error: out of memory (some diagnostics were lost)\n");
+    }
+    dl_diags_clear(d);
+    return true;
+}
+
+static int status_exit(dl_status st) {
+    return st == DL_OK ? EXIT_OK : st == DL_ERR_NOMEM ? EXIT_INTERNAL : EXIT_INPUT;
+}
+
+// An error about a whole file (no line): registered so it renders as "PATH: error: MSG".
+static void file_diag(dl_diags *d, const char *path, const char *fmt, ...) DL_PRINTF(3, 4);
+static void file_diag(dl_diags *d, const char *path, const char *fmt, ...) {
+    uint32_t id = 0;
+    dl_src_loc loc = DL_NO_LOC;
+    if (dl_diags_add_file(d, path, "", 0, &id) == DL_OK) {
+        loc.file = id;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    dl_vdiag(d, DL_SEV_ERROR, loc, fmt, ap);
+    va_end(ap);
+}
+
+// Parses, binds dims, infers shapes and verifies. On failure everything is in `d`.
+typedef struct bind {
+    char name[128];
+    int64_t value;
+} bind;
+
+static dl_status load_model(const char *path, const bind *binds, size_t n_binds, dl_diags *d,
+                            dl_ir_module **out) {
+    *out = NULL;
+    dl_ir_module *m = NULL;
+    dl_status st = dl_fe_parse_file(path, d, &m);
+    if (st != DL_OK) {
+        if (dl_diags_error_count(d) == 0) {
+            file_diag(d, path, "cannot load model (%s)", dl_status_str(st));
+        }
+        return st;
+    }
+    for (size_t i = 0; i < n_binds; i++) {
+        if (dl_ir_module_find_dim(m, binds[i].name) < 0) {
+            // Said here rather than by dl_ir_module_bind_dim so the message can list the dims.
+            dl_strbuf names = {0};
+            for (size_t k = 0; k < m->dims.len; k++) {
+                dl_strbuf_printf(&names, "%s%s", k ? ", " : "", m->dims.data[k].name);
+            }
+            dl_diag(d, DL_SEV_ERROR, DL_NO_LOC, "-D %s: model '%s' has no dim named '%s' (%s%s)",
+                    binds[i].name, m->name, binds[i].name, m->dims.len ? "dims: " : "it has no dims",
+                    names.data ? names.data : "");
+            dl_strbuf_fini(&names);
+            st = DL_ERR_INVALID_ARG;
+            continue;
+        }
+        dl_status bs = dl_ir_module_bind_dim(m, binds[i].name, binds[i].value, d);
+        if (bs != DL_OK) {
+            st = bs;
+        }
+    }
+    if (st == DL_OK) {
+        st = dl_pass_shape(m, d);
+    }
+    if (st == DL_OK) {
+        st = dl_ir_verify(m, d);
+    }
+    if (st != DL_OK) {
+        if (dl_diags_error_count(d) == 0) {
+            file_diag(d, path, "model rejected (%s)", dl_status_str(st));
+        }
+        dl_ir_module_destroy(m);
+        return st;
+    }
+    *out = m;
+    return DL_OK;
+}
+
+static dl_status write_text_atomic(const char *path, const char *text, dl_diags *d) {
+    dl_status st = dl_write_file_atomic(path, text, strlen(text));
+    if (st != DL_OK) {
+        file_diag(d, path, "cannot write: %s",
+                  st == DL_ERR_IO ? strerror(errno) : dl_status_str(st));
+    }
+    return st;
+}
+
+// ---------------------------------------------------------------------------------------------
+// dlcc check
+
+static int cmd_check(int argc, char **argv) {
+    args a = {"check", argc, argv, 0, false};
+    bool verbose = false;
+    DL_VEC(const char *) files = {0};
+    int rc = EXIT_OK;
+    while (a.i < argc) {
+        const char *arg = argv[a.i];
+        if (!a.no_more_flags && strcmp(arg, "--") == 0) {
+            a.no_more_flags = true;
+            a.i++;
+        } else if (is_flag(&a)) {
+            int r = take_flag(&a, "-v", "--verbose", false, NULL);
+            if (r == 0) {
+                rc = usage_error("check", "unknown flag '%s'", arg);
+                goto out;
+            }
+            verbose = true;
+        } else {
+            if (!DL_VEC_PUSH(&files, arg)) {
+                rc = EXIT_INTERNAL;
+                goto out;
+            }
+            a.i++;
+        }
+    }
+    if (files.len == 0) {
+        rc = usage_error("check", "no input files");
+        goto out;
+    }
+    dl_diags *d = NULL;
+    if (dl_diags_create(&d) != DL_OK) {
+        rc = EXIT_INTERNAL;
+        goto out;
+    }
+    for (size_t i = 0; i < files.len; i++) {
+        dl_ir_module *m = NULL;
+        dl_status st = load_model(files.data[i], NULL, 0, d, &m);
+        if (!flush_diags(d)) {
+            rc = EXIT_INTERNAL;
+        }
+        if (st != DL_OK) {
+            int e = status_exit(st);
+            rc = rc > e ? rc : e;
+        } else if (verbose) {
+            printf("%s: ok (%zu nodes, %zu params)\n", files.data[i], m->nodes.len,
+                   m->params.len);
+        }
+        dl_ir_module_destroy(m);
+    }
+    dl_diags_destroy(d);
+out:
+    free(files.data);
+    return rc;
+}
+
+// ---------------------------------------------------------------------------------------------
+// dlcc fmt
+
+static int cmd_fmt(int argc, char **argv) {
+    args a = {"fmt", argc, argv, 0, false};
+    const char *out_path = NULL;
+    bool check = false;
+    DL_VEC(const char *) files = {0};
+    dl_diags *d = NULL;
+    int rc = EXIT_OK;
+    while (a.i < argc) {
+        const char *arg = argv[a.i];
+        if (!a.no_more_flags && strcmp(arg, "--") == 0) {
+            a.no_more_flags = true;
+            a.i++;
+            continue;
+        }
+        if (!is_flag(&a)) {
+            if (!DL_VEC_PUSH(&files, arg)) {
+                rc = EXIT_INTERNAL;
+                goto out;
+            }
+            a.i++;
+            continue;
+        }
+        int r;
+        if ((r = take_flag(&a, "-o", "--output", true, &out_path)) != 0) {
+            if (r < 0) {
+                rc = EXIT_USAGE;
+                goto out;
+            }
+        } else if (take_flag(&a, NULL, "--check", false, NULL) == 1) {
+            check = true;
+        } else {
+            rc = usage_error("fmt", "unknown flag '%s'", arg);
+            goto out;
+        }
+    }
+    if (files.len == 0) {
+        rc = usage_error("fmt", "no input file");
+        goto out;
+    }
+    if (check && out_path) {
+        rc = usage_error("fmt", "--check and -o cannot be combined");
+        goto out;
+    }
+    if (!check && files.len > 1) {
+        rc = usage_error("fmt", "one file at a time (or use --check to check several)");
+        goto out;
+    }
+    if (dl_diags_create(&d) != DL_OK) {
+        rc = EXIT_INTERNAL;
+        goto out;
+    }
+    for (size_t i = 0; i < files.len; i++) {
+        const char *path = files.data[i];
+        dl_ir_module *m = NULL;
+        char *text = NULL;
+        dl_status st = dl_fe_parse_file(path, d, &m);
+        if (st == DL_OK) {
+            st = dl_ir_print(m, &text);
+            if (st != DL_OK && dl_diags_error_count(d) == 0) {
+                file_diag(d, path, "cannot print model (%s)", dl_status_str(st));
+            }
+        } else if (dl_diags_error_count(d) == 0) {
+            file_diag(d, path, "cannot load model (%s)", dl_status_str(st));
+        }
+        if (st == DL_OK && check) {
+            char *orig = NULL;
+            size_t orig_len = 0;
+            st = dl_read_file(path, &orig, &orig_len);
+            if (st != DL_OK) {
+                file_diag(d, path, "cannot read: %s", strerror(errno));
+            } else if (orig_len != strlen(text) || memcmp(orig, text, orig_len) != 0) {
+                printf("%s\n", path);
+                rc = rc > EXIT_INPUT ? rc : EXIT_INPUT;
+            }
+            free(orig);
+        } else if (st == DL_OK && out_path) {
+            st = write_text_atomic(out_path, text, d);
+        } else if (st == DL_OK) {
+            fputs(text, stdout);
+        }
+        free(text);
+        dl_ir_module_destroy(m);
+        if (!flush_diags(d)) {
+            st = DL_ERR_NOMEM;
+        }
+        if (st != DL_OK) {
+            int e = status_exit(st);
+            rc = rc > e ? rc : e;
+        }
+    }
+out:
+    dl_diags_destroy(d);
+    free(files.data);
+    return rc;
+}
+
+// ---------------------------------------------------------------------------------------------
+// dlcc run
+
+typedef struct io_arg {
+    char name[128];
+    const char *path;
+} io_arg;
+
+// Lists the names of `vals` as "a, b, c" into b (or "none").
+static void list_names(dl_strbuf *b, dl_ir_value *const *vals, size_t n) {
+    if (n == 0) {
+        dl_strbuf_puts(b, "none");
+    }
+    for (size_t i = 0; i < n; i++) {
+        dl_strbuf_printf(b, "%s%s", i ? ", " : "", vals[i]->name);
+    }
+}
+
+// The tensor's type in .dlg syntax, e.g. "float[64, 784]".
+static void tensor_type_format(const dl_tensor *t, char *buf, size_t size) {
+    char shp[200];
+    dl_shape_format(t->dims, t->rank, shp, sizeof shp);
+    snprintf(buf, size, "%s%s", dl_dtype_name(t->dtype), shp);
+}
+
+static bool tensor_matches(const dl_tensor *t, const dl_ir_type *ty) {
+    if (t->dtype != ty->dtype || t->rank != ty->rank) {
+        return false;
+    }
+    for (int32_t i = 0; i < t->rank; i++) {
+        if (t->dims[i] != ty->dims[i].value) {
+            return false;
+        }
+    }
+    return true;
+}
+
+// Prints "NAME: TYPE = [v0, v1, ... (N values)]" with at most 8 values.
+static void print_preview(const char *name, const dl_tensor *t) {
+    char ty[256];
+    tensor_type_format(t, ty, sizeof ty);
+    int64_t n = dl_tensor_numel(t);
+    printf("%s: %s = ", name, ty);
+    if (t->rank == 0) {
+        printf("%.6g\n", dl_tensor_get(t, 0));
+        return;
+    }
+    printf("[");
+    int64_t shown = n < 8 ? n : 8;
+    for (int64_t i = 0; i < shown; i++) {
+        double v = dl_tensor_get(t, i);
+        if (t->dtype == DL_DT_BOOL) {
+            printf("%s%s", i ? ", " : "", v != 0 ? "true" : "false");
+        } else {
+            printf("%s%.6g", i ? ", " : "", v);
+        }
+    }
+    if (n > shown) {
+        printf(", ... (%lld values)", (long long)n);
+    }
+    printf("]\n");
+}
+
+static const char *const known_backends[] = {"ref", "cpu", "cuda"};
+static const char *const known_entries[] = {"infer", "train_step"};
+
+static bool in_list(const char *s, const char *const *list, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(s, list[i]) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+static int cmd_run(int argc, char **argv) {
+    args a = {"run", argc, argv, 0, false};
+    const char *file = NULL;
+    const char *backend = "ref", *entry = "infer";
+    DL_VEC(bind) binds = {0};
+    DL_VEC(io_arg) ins = {0}, outs = {0};
+    dl_diags *d = NULL;
+    dl_ir_module *m = NULL;
+    dl_tensor *in_t = NULL, *out_t = NULL;
+    char **tmp_paths = NULL;
+    size_t n_out_t = 0;
+    int rc = EXIT_OK;
+
+    // 1. Arguments (no file is touched before they are all valid).
+    while (a.i < argc) {
+        const char *arg = argv[a.i];
+        const char *val = NULL;
+        int r;
+        if (!a.no_more_flags && strcmp(arg, "--") == 0) {
+            a.no_more_flags = true;
+            a.i++;
+            continue;
+        }
+        if (!is_flag(&a)) {
+            if (file) {
+                rc = usage_error("run", "one model file at a time ('%s' and '%s')", file, arg);
+                goto out;
+            }
+            file = arg;
+            a.i++;
+            continue;
+        }
+        if ((r = take_flag(&a, "-D", NULL, true, &val)) != 0) {
+            if (r < 0) {
+                rc = EXIT_USAGE;
+                goto out;
+            }
+            bind b = {{0}, 0};
+            const char *num;
+            char *end = NULL;
+            if (!split_assign(val, b.name, sizeof b.name, &num)) {
+                rc = usage_error("run", "-D expects NAME=INT, got '%s'", val);
+                goto out;
+            }
+            errno = 0;
+            long long v = strtoll(num, &end, 10);
+            if (*num == 0 || *end != 0 || errno == ERANGE) {
+                rc = usage_error("run", "-D %s: '%s' is not an integer", b.name, num);
+                goto out;
+            }
+            b.value = v;
+            if (!DL_VEC_PUSH(&binds, b)) {
+                rc = EXIT_INTERNAL;
+                goto out;
+            }
+        } else if ((r = take_flag(&a, NULL, "--in", true, &val)) != 0 ||
+                   (r = take_flag(&a, NULL, "--out", true, &val)) != 0) {
+            if (r < 0) {
+                rc = EXIT_USAGE;
+                goto out;
+            }
+            bool is_in = strncmp(arg, "--in", 4) == 0 && (arg[4] == 0 || arg[4] == '=');
+            const char *flag = is_in ? "--in" : "--out";
+            io_arg io = {{0}, NULL};
+            if (!split_assign(val, io.name, sizeof io.name, &io.path) || !*io.path) {
+                rc = usage_error("run", "%s expects NAME=PATH.npy, got '%s'", flag, val);
+                goto out;
+            }
+            if (is_in) {
+                for (size_t k = 0; k < ins.len; k++) {
+                    if (strcmp(ins.data[k].name, io.name) == 0) {
+                        rc = usage_error("run", "input '%s' is given twice (%s and %s)",
+                                         io.name, ins.data[k].path, io.path);
+                        goto out;
+                    }
+                }
+            }
+            if (!(is_in ? DL_VEC_PUSH(&ins, io) : DL_VEC_PUSH(&outs, io))) {
+                rc = EXIT_INTERNAL;
+                goto out;
+            }
+        } else if ((r = take_flag(&a, NULL, "--backend", true, &backend)) != 0 ||
+                   (r = take_flag(&a, NULL, "--entry", true, &entry)) != 0) {
+            if (r < 0) {
+                rc = EXIT_USAGE;
+                goto out;
+            }
+        } else {
+            rc = usage_error("run", "unknown flag '%s'", arg);
+            goto out;
+        }
+    }
+    if (!file) {
+        rc = usage_error("run", "no model file");
+        goto out;
+    }
+    if (strcmp(backend, "ref") != 0) {
+        if (in_list(backend, known_backends, DL_ARRAY_LEN(known_backends))) {
+            rc = usage_error("run", "backend '%s' is not available yet in this build "
+                                    "(available: ref)", backend);
+        } else {
+            rc = usage_error("run", "unknown backend '%s' (available: ref)", backend);
+        }
+        goto out;
+    }
+    if (strcmp(entry, "infer") != 0) {
+        if (in_list(entry, known_entries, DL_ARRAY_LEN(known_entries))) {
+            rc = usage_error("run", "entry point '%s' is not available yet in this build "
+                                    "(available: infer)", entry);
+        } else {
+            rc = usage_error("run", "unknown entry point '%s' (available: infer)", entry);
+        }
+        goto out;
+    }
+
+    if (dl_diags_create(&d) != DL_OK) {
+        rc = EXIT_INTERNAL;
+        goto out;
+    }
+
+    // 2. The model, with -D bindings applied before shape inference.
+    dl_status st = load_model(file, binds.data, binds.len, d, &m);
+    if (st != DL_OK) {
+        rc = status_exit(st);
+        goto out;
+    }
+
+    // 3. Inputs: names first (cheap, and the clearest errors), then the files.
+    size_t n_in = m->inputs.len;
+    in_t = calloc(n_in ? n_in : 1, sizeof *in_t);
+    int *given = calloc(n_in ? n_in : 1, sizeof *given); // index into ins + 1; 0 = missing
+    if (!in_t || !given) {
+        free(given);
+        rc = EXIT_INTERNAL;
+        goto out;
+    }
+    for (size_t k = 0; k < ins.len; k++) {
+        size_t j = 0;
+        while (j < n_in && strcmp(m->inputs.data[j]->name, ins.data[k].name) != 0) {
+            j++;
+        }
+        if (j == n_in) {
+            dl_strbuf names = {0};
+            list_names(&names, m->inputs.data, n_in);
+            dl_diag(d, DL_SEV_ERROR, DL_NO_LOC,
+                    "--in %s: model '%s' has no input named '%s' (inputs: %s)", ins.data[k].name,
+                    m->name, ins.data[k].name, names.data ? names.data : "?");
+            dl_strbuf_fini(&names);
+        } else {
+            given[j] = (int)k + 1;
+        }
+    }
+    for (size_t j = 0; j < n_in; j++) {
+        if (!given[j]) {
+            char ty[256];
+            dl_ir_type_format(NULL, &m->inputs.data[j]->type, ty, sizeof ty);
+            dl_diag(d, DL_SEV_ERROR, DL_NO_LOC,
+                    "missing input '%s': expected %s (give it with --in %s=PATH.npy)",
+                    m->inputs.data[j]->name, ty, m->inputs.data[j]->name);
+        }
+    }
+    for (size_t k = 0; k < outs.len; k++) {
+        size_t j = 0;
+        while (j < m->outputs.len && strcmp(m->outputs.data[j]->name, outs.data[k].name) != 0) {
+            j++;
+        }
+        if (j == m->outputs.len) {
+            dl_strbuf names = {0};
+            list_names(&names, m->outputs.data, m->outputs.len);
+            dl_diag(d, DL_SEV_ERROR, DL_NO_LOC,
+                    "--out %s: model '%s' has no output named '%s' (outputs: %s)",
+                    outs.data[k].name, m->name, outs.data[k].name, names.data ? names.data : "?");
+            dl_strbuf_fini(&names);
+        }
+    }
+    if (dl_diags_error_count(d) == 0) {
+        for (size_t j = 0; j < n_in; j++) {
+            const io_arg *io = &ins.data[given[j] - 1];
+            const dl_ir_value *v = m->inputs.data[j];
+            char err[512];
+            st = dl_npy_read(io->path, &in_t[j], err, sizeof err);
+            if (st != DL_OK) {
+                file_diag(d, io->path, "%s", err);
+                continue;
+            }
+            if (!tensor_matches(&in_t[j], &v->type)) {
+                char want[256], got[256];
+                dl_ir_type_format(NULL, &v->type, want, sizeof want);
+                tensor_type_format(&in_t[j], got, sizeof got);
+                dl_diag(d, DL_SEV_ERROR, DL_NO_LOC, "input '%s': expected %s, got %s (from %s)",
+                        v->name, want, got, io->path);
+            }
+        }
+    }
+    free(given);
+    if (dl_diags_error_count(d) > 0) {
+        rc = dl_diags_oom(d) ? EXIT_INTERNAL : EXIT_INPUT;
+        goto out;
+    }
+
+    // 4. Evaluate everything before writing anything.
+    size_t n_out = m->outputs.len;
+    out_t = calloc(n_out ? n_out : 1, sizeof *out_t);
+    if (!out_t) {
+        rc = EXIT_INTERNAL;
+        goto out;
+    }
+    dl_ir_eval_opts opts = {NULL, 0, false};
+    st = dl_ir_eval(m, &opts, in_t, out_t, d);
+    if (st != DL_OK) {
+        if (dl_diags_error_count(d) == 0) {
+            dl_diag(d, DL_SEV_ERROR, DL_NO_LOC, "evaluation failed (%s)", dl_status_str(st));
+        }
+        rc = status_exit(st);
+        goto out;
+    }
+    n_out_t = n_out;
+
+    // 5. Outputs. Each goes to a temporary file next to its target first; only when all of them
+    // were written are they renamed into place, so a failure leaves every target untouched.
+    if (outs.len == 0) {
+        for (size_t j = 0; j < n_out; j++) {
+            print_preview(m->outputs.data[j]->name, &out_t[j]);
+        }
+        goto out;
+    }
+    tmp_paths = calloc(outs.len, sizeof *tmp_paths);
+    if (!tmp_paths) {
+        rc = EXIT_INTERNAL;
+        goto out;
+    }
+    for (size_t k = 0; k < outs.len && rc == EXIT_OK; k++) {
+        size_t j = 0;
+        while (strcmp(m->outputs.data[j]->name, outs.data[k].name) != 0) {
+            j++;
+        }
+        size_t plen = strlen(outs.data[k].path);
+        tmp_paths[k] = malloc(plen + 32);
+        if (!tmp_paths[k]) {
+            rc = EXIT_INTERNAL;
+            break;
+        }
+        snprintf(tmp_paths[k], plen + 32, "%s.dlcc-%ld-%zu.tmp", outs.data[k].path,
+                 (long)getpid(), k);
+        st = dl_npy_write(tmp_paths[k], &out_t[j]);
+        if (st != DL_OK) {
+            file_diag(d, outs.data[k].path, "cannot write: %s",
+                      st == DL_ERR_IO ? strerror(errno) : dl_status_str(st));
+            free(tmp_paths[k]);
+            tmp_paths[k] = NULL;
+            rc = status_exit(st);
+        }
+    }
+    for (size_t k = 0; k < outs.len && rc == EXIT_OK; k++) {
+        if (rename(tmp_paths[k], outs.data[k].path) != 0) {
+            file_diag(d, outs.data[k].path, "cannot write: %s", strerror(errno));
+            rc = EXIT_INPUT;
+        } else {
+            free(tmp_paths[k]);
+            tmp_paths[k] = NULL;
+        }
+    }
+    for (size_t k = 0; k < outs.len; k++) {
+        if (tmp_paths[k]) {
+            unlink(tmp_paths[k]);
+            free(tmp_paths[k]);
+        }
+    }
+
+out:
+    if (d && !flush_diags(d)) {
+        rc = EXIT_INTERNAL;
+    }
+    if (in_t) {
+        for (size_t j = 0; m && j < m->inputs.len; j++) {
+            dl_tensor_free(&in_t[j]);
+        }
+    }
+    for (size_t j = 0; j < n_out_t; j++) {
+        dl_tensor_free(&out_t[j]);
+    }
+    free(in_t);
+    free(out_t);
+    free(tmp_paths);
+    dl_ir_module_destroy(m);
+    dl_diags_destroy(d);
+    free(binds.data);
+    free(ins.data);
+    free(outs.data);
+    fflush(stdout);
+    return rc;
+}
+
+// ---------------------------------------------------------------------------------------------
+// dlcc import
+
+static int cmd_import(int argc, char **argv) {
+    args a = {"import", argc, argv, 0, false};
+    const char *file = NULL, *out_path = NULL;
+    bool consts = false;
+    dl_diags *d = NULL;
+    dl_ir_module *m = NULL;
+    char *text = NULL;
+    int rc = EXIT_OK;
+    while (a.i < argc) {
+        const char *arg = argv[a.i];
+        int r;
+        if (!a.no_more_flags && strcmp(arg, "--") == 0) {
+            a.no_more_flags = true;
+            a.i++;
+        } else if (!is_flag(&a)) {
+            if (file) {
+                rc = usage_error("import", "one model file at a time ('%s' and '%s')", file, arg);
+                goto out;
+            }
+            file = arg;
+            a.i++;
+        } else if ((r = take_flag(&a, "-o", "--output", true, &out_path)) != 0) {
+            if (r < 0) {
+                rc = EXIT_USAGE;
+                goto out;
+            }
+        } else if (take_flag(&a, NULL, "--consts", false, NULL) == 1) {
+            consts = true;
+        } else {
+            rc = usage_error("import", "unknown flag '%s'", arg);
+            goto out;
+        }
+    }
+    if (!file) {
+        rc = usage_error("import", "no ONNX model file");
+        goto out;
+    }
+    if (dl_diags_create(&d) != DL_OK) {
+        rc = EXIT_INTERNAL;
+        goto out;
+    }
+    dl_status st = dl_fe_import_onnx(file, consts, d, &m);
+    if (st == DL_OK) {
+        st = dl_ir_print(m, &text);
+    }
+    if (st == DL_OK) {
+        if (out_path) {
+            st = write_text_atomic(out_path, text, d);
+        } else {
+            fputs(text, stdout);
+        }
+    }
+    if (st != DL_OK && dl_diags_error_count(d) == 0) {
+        file_diag(d, file, "cannot import model (%s)", dl_status_str(st));
+    }
+    rc = status_exit(st);
+out:
+    if (d && !flush_diags(d)) {
+        rc = EXIT_INTERNAL;
+    }
+    free(text);
+    dl_ir_module_destroy(m);
+    dl_diags_destroy(d);
+    return rc;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+typedef int (*cmd_fn)(int argc, char **argv);
+
+static const struct {
+    const char *name;
+    cmd_fn fn;
+} commands[] = {{"check", cmd_check}, {"fmt", cmd_fmt}, {"run", cmd_run}, {"import", cmd_import}};
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        print_main_help(stderr);
+        return EXIT_USAGE;
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
+        print_main_help(stdout);
+        return EXIT_OK;
+    }
+    if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
+        printf("dlcc %s (%s)\n", DL_VERSION, DL_GIT_REV);
+        return EXIT_OK;
+    }
+    if (strcmp(cmd, "help") == 0) {
+        if (argc < 3) {
+            print_main_help(stdout);
+            return EXIT_OK;
+        }
+        const cmd_help *h = find_help(argv[2]);
+        if (!h) {
+            return usage_error(NULL, "no help for unknown command '%s'", argv[2]);
+        }
+        print_cmd_help(h);
+        return EXIT_OK;
+    }
+    for (size_t i = 0; i < DL_ARRAY_LEN(commands); i++) {
+        if (strcmp(cmd, commands[i].name) == 0) {
+            if (wants_help(argc - 2, argv + 2)) {
+                print_cmd_help(find_help(cmd));
+                return EXIT_OK;
+            }
+            return commands[i].fn(argc - 2, argv + 2);
+        }
+    }
+    if (cmd[0] == '-') {
+        return usage_error(NULL, "unknown option '%s'", cmd);
+    }
+    return usage_error(NULL, "unknown command '%s'", cmd);
 }

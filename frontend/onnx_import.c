@@ -1,0 +1,1334 @@
+// frontend/onnx_import.c — ONNX (.onnx protobuf, default domain, opset 13-17) to dl_ir_module.
+//
+// Two passes over the graph. The first (`plan`) decides everything that can fail on the input:
+// opset and op support, constant values of initializers / Constant nodes / caller-bound graph
+// inputs, which node operands become attributes (the graph format takes ONNX's shape-like tensor
+// inputs -- Reshape `shape`, Slice `starts`..., Squeeze/Unsqueeze/ReduceX `axes`, Expand
+// `shape`, Pad `pads`, Split `split` -- as INTS attributes) and which values are used as real
+// operands. The second (`emit`) builds the module: inputs, params (or consts) for initializers
+// that some node really reads, then nodes in ONNX order (already topological), then outputs.
+//
+// Names: every ONNX name is looked up in `syms` (open addressing on FNV-1a, grown at 50% load).
+// A sym's .dlg identifier is made when its value is emitted: invalid characters become '_', a
+// leading digit gets a 'v' prefix, and a clash with an existing name gets "_<n>" appended, so the
+// mapping is deterministic for a given file. Diagnostics carry no location (an .onnx file has no
+// lines) and name the node by index, name and op instead.
+#include "fe_onnx.h"
+
+#include "onnx.pb-c.h"
+
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define OPSET_MIN 13
+#define OPSET_MAX 17
+
+// ---------------------------------------------------------------------------------------------
+// ONNX dtype codes
+
+static bool dtype_from_onnx(int32_t code, dl_dtype *out) {
+    switch (code) {
+    case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT: *out = DL_DT_FLOAT; return true;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16: *out = DL_DT_FLOAT16; return true;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16: *out = DL_DT_BFLOAT16; return true;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT32: *out = DL_DT_INT32; return true;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT64: *out = DL_DT_INT64; return true;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__BOOL: *out = DL_DT_BOOL; return true;
+    default: return false;
+    }
+}
+
+static const char *onnx_dtype_name(int32_t code) {
+    static const char *const names[] = {
+        "undefined", "float", "uint8",   "int8",   "uint16",    "int16",      "int32",
+        "int64",     "string", "bool",   "float16", "double",   "uint32",     "uint64",
+        "complex64", "complex128", "bfloat16",
+    };
+    return code >= 0 && (size_t)code < DL_ARRAY_LEN(names) ? names[code] : "unknown";
+}
+
+// ---------------------------------------------------------------------------------------------
+// Op versions. A model importing opset v gets, for each op, the newest definition with
+// since_version <= v. Opsets 13-17 are accepted as a whole (the changes between them only add
+// element types). An older opset is accepted node by node where the op's definition in use at
+// opset 17 already existed at v, i.e. the node means the same thing as under opset 17.
+
+// Ops whose opset-17 definition is older than opset 13 (0 = since 13 or later). A table rather
+// than a switch because -Wswitch-enum wants every op named in a switch.
+static const int64_t op_since_table[DL_IR_OP_COUNT] = {
+    [DL_IR_OP_SOFTPLUS] = 1,       [DL_IR_OP_NOT] = 1,           [DL_IR_OP_GLOBAL_AVERAGE_POOL] = 1,
+    [DL_IR_OP_AND] = 7,            [DL_IR_OP_OR] = 7,            [DL_IR_OP_CONV] = 11,
+    [DL_IR_OP_CONV_TRANSPOSE] = 11, [DL_IR_OP_AVERAGE_POOL] = 11, [DL_IR_OP_MAX_POOL] = 12,
+};
+
+static int64_t op_since_version(dl_ir_op op) {
+    return op_since_table[op] ? op_since_table[op] : OPSET_MIN;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Shape-like operands: which ONNX input slots become attributes of ours. Slot 0 is always the
+// data operand; a NULL entry stays an input.
+
+#define SLOTS 5
+typedef struct op_slots {
+    const char *attr[SLOTS];
+    size_t max_inputs;    // most ONNX inputs accepted (Pad's opset-18 `axes` is not)
+    bool empty_is_absent; // an empty `axes` means the same as none: drop it, not `axes = []`
+} op_slots;
+
+static const op_slots slot_table[DL_IR_OP_COUNT] = {
+    [DL_IR_OP_RESHAPE] = {{NULL, "shape"}, 2, false},
+    [DL_IR_OP_EXPAND] = {{NULL, "shape"}, 2, false},
+    [DL_IR_OP_SQUEEZE] = {{NULL, "axes"}, 2, true},
+    [DL_IR_OP_UNSQUEEZE] = {{NULL, "axes"}, 2, false},
+    [DL_IR_OP_REDUCE_SUM] = {{NULL, "axes"}, 2, true},
+    [DL_IR_OP_REDUCE_MEAN] = {{NULL, "axes"}, 2, true},
+    [DL_IR_OP_REDUCE_MAX] = {{NULL, "axes"}, 2, true},
+    [DL_IR_OP_REDUCE_MIN] = {{NULL, "axes"}, 2, true},
+    [DL_IR_OP_SPLIT] = {{NULL, "split"}, 2, false},
+    [DL_IR_OP_PAD] = {{NULL, "pads"}, 3, false},
+    [DL_IR_OP_SLICE] = {{NULL, "starts", "ends", "axes", "steps"}, 5, false},
+};
+
+static const char *attr_slot(dl_ir_op op, size_t slot) {
+    return slot < SLOTS ? slot_table[op].attr[slot] : NULL;
+}
+
+static bool empty_attr_is_absent(dl_ir_op op) {
+    return slot_table[op].empty_is_absent;
+}
+
+static size_t onnx_max_inputs(dl_ir_op op) {
+    if (slot_table[op].max_inputs) {
+        return slot_table[op].max_inputs;
+    }
+    int32_t mx = dl_ir_op_get_info(op)->max_inputs;
+    return mx < 0 ? SIZE_MAX : (size_t)mx;
+}
+
+// ---------------------------------------------------------------------------------------------
+// TensorProto decoding
+
+// Decodes `tp` into *out (heap data, caller frees). `what` names the tensor in diagnostics.
+// With u16_is_bf16, a UINT16 tensor is taken as bfloat16 bit patterns: ONNX's test data stores
+// bfloat16 tensors that way because numpy has no bfloat16 type.
+static dl_status tensor_from_proto(const Onnx__TensorProto *tp, const char *what, bool u16_is_bf16,
+                                   dl_tensor *out, dl_diags *d) {
+    memset(out, 0, sizeof(*out));
+    dl_dtype dt;
+    if (u16_is_bf16 && tp->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__UINT16) {
+        dt = DL_DT_BFLOAT16;
+    } else if (!dtype_from_onnx(tp->data_type, &dt)) {
+        dl_diag(d, DL_SEV_ERROR, DL_NO_LOC, "onnx: %s has unsupported element type %s", what,
+                onnx_dtype_name(tp->data_type));
+        return DL_ERR_UNSUPPORTED;
+    }
+    if (tp->has_data_location &&
+        tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
+        dl_diag(d, DL_SEV_ERROR, DL_NO_LOC, "onnx: %s uses external data, which is not supported",
+                what);
+        return DL_ERR_UNSUPPORTED;
+    }
+    if (tp->segment) {
+        dl_diag(d, DL_SEV_ERROR, DL_NO_LOC, "onnx: %s is segmented, which is not supported", what);
+        return DL_ERR_UNSUPPORTED;
+    }
+    if (tp->n_dims > DL_MAX_RANK) {
+        dl_diag(d, DL_SEV_ERROR, DL_NO_LOC, "onnx: %s has rank %zu (at most %d supported)", what,
+                tp->n_dims, DL_MAX_RANK);
+        return DL_ERR_UNSUPPORTED;
+    }
+    for (size_t i = 0; i < tp->n_dims; i++) {
+        if (tp->dims[i] < 0) {
+            dl_diag(d, DL_SEV_ERROR, DL_NO_LOC, "onnx: %s has negative dimension %lld", what,
+                    (long long)tp->dims[i]);
+            return DL_ERR_PARSE;
+        }
+    }
+    dl_status st = dl_tensor_alloc(out, dt, (int32_t)tp->n_dims, tp->dims);
+    if (st != DL_OK) {
+        if (st == DL_ERR_INVALID_ARG) {
+            dl_diag(d, DL_SEV_ERROR, DL_NO_LOC, "onnx: %s is too large", what);
+            st = DL_ERR_PARSE;
+        }
+        return st;
+    }
+    int64_t n = dl_tensor_numel(out);
+    size_t esz = dl_dtype_size(dt);
+    size_t have = 0;
+    if (tp->has_raw_data) {
+        if (tp->raw_data.len != (size_t)n * esz) {
+            dl_diag(d, DL_SEV_ERROR, DL_NO_LOC,
+                    "onnx: %s: raw_data has %zu bytes, expected %lld elements of %zu bytes", what,
+                    tp->raw_data.len, (long long)n, esz);
+            dl_tensor_free(out);
+            return DL_ERR_PARSE;
+        }
+        // ONNX raw_data is little-endian, as is every host we build for.
+        if (n > 0) {
+            memcpy(out->data, tp->raw_data.data, (size_t)n * esz);
+        }
+        if (dt == DL_DT_BOOL) {
+            uint8_t *b = out->data;
+            for (int64_t i = 0; i < n; i++) {
+                b[i] = b[i] != 0;
+            }
+        }
+        return DL_OK;
+    }
+    switch (dt) {
+    case DL_DT_FLOAT:
+        have = tp->n_float_data;
+        if (have == (size_t)n) {
+            memcpy(out->data, tp->float_data, (size_t)n * sizeof(float));
+        }
+        break;
+    case DL_DT_INT64:
+        have = tp->n_int64_data;
+        if (have == (size_t)n) {
+            memcpy(out->data, tp->int64_data, (size_t)n * sizeof(int64_t));
+        }
+        break;
+    case DL_DT_INT32:
+        have = tp->n_int32_data;
+        if (have == (size_t)n) {
+            memcpy(out->data, tp->int32_data, (size_t)n * sizeof(int32_t));
+        }
+        break;
+    case DL_DT_FLOAT16:
+    case DL_DT_BFLOAT16:
+        // 16-bit types travel as their bit patterns in int32_data.
+        have = tp->n_int32_data;
+        if (have == (size_t)n) {
+            uint16_t *h = out->data;
+            for (int64_t i = 0; i < n; i++) {
+                h[i] = (uint16_t)(uint32_t)tp->int32_data[i];
+            }
+        }
+        break;
+    case DL_DT_BOOL:
+        have = tp->n_int32_data;
+        if (have == (size_t)n) {
+            uint8_t *b = out->data;
+            for (int64_t i = 0; i < n; i++) {
+                b[i] = tp->int32_data[i] != 0;
+            }
+        }
+        break;
+    case DL_DT_COUNT: DL_UNREACHABLE();
+    }
+    if (have != (size_t)n) {
+        dl_diag(d, DL_SEV_ERROR, DL_NO_LOC, "onnx: %s holds %zu values, its shape needs %lld", what,
+                have, (long long)n);
+        dl_tensor_free(out);
+        return DL_ERR_PARSE;
+    }
+    return DL_OK;
+}
+
+dl_status dl_fe__onnx_read_tensor_pb(const char *path, dl_tensor *out, char *name,
+                                     size_t name_size, dl_diags *d) {
+    memset(out, 0, sizeof(*out));
+    if (name && name_size) {
+        name[0] = '\0';
+    }
+    char *buf = NULL;
+    size_t len = 0;
+    if (dl_read_file(path, &buf, &len) != DL_OK) {
+        dl_diag(d, DL_SEV_ERROR, DL_NO_LOC, "cannot read %s", path);
+        return DL_ERR_IO;
+    }
+    Onnx__TensorProto *tp = onnx__tensor_proto__unpack(NULL, len, (const uint8_t *)buf);
+    free(buf);
+    if (!tp) {
+        dl_diag(d, DL_SEV_ERROR, DL_NO_LOC, "%s: not a valid ONNX TensorProto", path);
+        return DL_ERR_PARSE;
+    }
+    if (name && name_size && tp->name) {
+        snprintf(name, name_size, "%s", tp->name);
+    }
+    char what[512];
+    snprintf(what, sizeof what, "tensor '%s' in %s", tp->name ? tp->name : "", path);
+    dl_status st = tensor_from_proto(tp, what, true, out, d);
+    onnx__tensor_proto__free_unpacked(tp, NULL);
+    return st;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Symbols: ONNX name -> what we know about the value
+
+typedef struct sym {
+    const char *onnx;      // BORROWED from the ModelProto
+    dl_ir_value *v;        // emitted value, or NULL
+    const dl_tensor *cval; // constant value (initializer, Constant node, bound input) or NULL
+    dl_tensor *owned;      // cval when decoded by us (freed with the table), else NULL
+    bool is_init;          // an initializer
+    bool used;             // read as a real operand or listed as a graph output
+    bool defined;          // known by now (plan pass, in graph order)
+    int32_t graph_input;   // position among non-initializer graph inputs, or -1
+    int32_t def_node;      // index of the producing node, or -1
+} sym;
+
+typedef struct imp {
+    dl_diags *d;
+    const Onnx__ModelProto *model;
+    const Onnx__GraphProto *g;
+    int64_t opset;
+    dl_ir_module *m;
+    bool as_consts;
+    sym **slots; // open addressing, NULL = empty
+    size_t cap, n;
+    dl_fe_onnx_info *info;
+    const char *const *bind_names;
+    const dl_tensor *bind_values;
+    size_t n_bind;
+    size_t n_errors;
+} imp;
+
+static uint64_t fnv1a(const char *s) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (; *s; s++) {
+        h ^= (unsigned char)*s;
+        h *= 0x100000001b3ull;
+    }
+    return h;
+}
+
+static sym *sym_find(const imp *im, const char *name) {
+    if (!im->cap) {
+        return NULL;
+    }
+    size_t mask = im->cap - 1;
+    for (size_t i = (size_t)fnv1a(name) & mask; im->slots[i]; i = (i + 1) & mask) {
+        if (strcmp(im->slots[i]->onnx, name) == 0) {
+            return im->slots[i];
+        }
+    }
+    return NULL;
+}
+
+static void sym_place(sym **slots, size_t cap, sym *s) {
+    size_t mask = cap - 1;
+    size_t i = (size_t)fnv1a(s->onnx) & mask;
+    while (slots[i]) {
+        i = (i + 1) & mask;
+    }
+    slots[i] = s;
+}
+
+// Returns the sym for `name`, creating it if needed (NULL when out of memory).
+static sym *sym_get(imp *im, const char *name) {
+    sym *s = sym_find(im, name);
+    if (s) {
+        return s;
+    }
+    if ((im->n + 1) * 2 > im->cap) {
+        size_t ncap = im->cap ? im->cap * 2 : 64;
+        sym **ns = calloc(ncap, sizeof(sym *));
+        if (!ns) {
+            return NULL;
+        }
+        for (size_t i = 0; i < im->cap; i++) {
+            if (im->slots[i]) {
+                sym_place(ns, ncap, im->slots[i]);
+            }
+        }
+        free(im->slots);
+        im->slots = ns;
+        im->cap = ncap;
+    }
+    s = calloc(1, sizeof(sym));
+    if (!s) {
+        return NULL;
+    }
+    s->onnx = name;
+    s->graph_input = -1;
+    s->def_node = -1;
+    sym_place(im->slots, im->cap, s);
+    im->n++;
+    return s;
+}
+
+static void syms_free(imp *im) {
+    for (size_t i = 0; i < im->cap; i++) {
+        sym *s = im->slots[i];
+        if (s) {
+            if (s->owned) {
+                dl_tensor_free(s->owned);
+                free(s->owned);
+            }
+            free(s);
+        }
+    }
+    free(im->slots);
+    im->slots = NULL;
+    im->cap = im->n = 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Diagnostics helpers
+
+static void node_desc(const Onnx__NodeProto *nd, size_t idx, char *buf, size_t size) {
+    if (nd->name && nd->name[0]) {
+        snprintf(buf, size, "node %zu '%s' (%s)", idx, nd->name, nd->op_type ? nd->op_type : "");
+    } else {
+        snprintf(buf, size, "node %zu (%s)", idx, nd->op_type ? nd->op_type : "");
+    }
+}
+
+static void err(imp *im, const char *fmt, ...) DL_PRINTF(2, 3);
+static void err(imp *im, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    dl_vdiag(im->d, DL_SEV_ERROR, DL_NO_LOC, fmt, ap);
+    va_end(ap);
+    im->n_errors++;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Names
+
+static bool ident_start(char c) {
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_';
+}
+
+static bool ident_char(char c) {
+    return ident_start(c) || (c >= '0' && c <= '9') || c == '.';
+}
+
+// A valid .dlg identifier for ONNX name `src` as a heap string (NULL on OOM): invalid characters
+// become '_', a leading digit gets a 'v' prefix, an empty name becomes "_".
+static char *sanitize(const char *src) {
+    size_t n = strlen(src);
+    char *base = malloc(n + 2);
+    if (!base) {
+        return NULL;
+    }
+    size_t o = 0;
+    if (n == 0) {
+        base[o++] = '_';
+    } else if (src[0] >= '0' && src[0] <= '9') {
+        base[o++] = 'v';
+    }
+    for (size_t i = 0; i < n; i++) {
+        bool ok = o == 0 ? ident_start(src[i]) : ident_char(src[i]);
+        base[o++] = ok ? src[i] : '_';
+    }
+    base[o] = '\0';
+    return base;
+}
+
+// Like sanitize, and unused in `m` (a clash gets "_<n>" appended).
+static char *make_ident(const dl_ir_module *m, const char *src) {
+    char *base = sanitize(src);
+    if (!base) {
+        return NULL;
+    }
+    size_t o = strlen(base);
+    if (!dl_ir_module_find(m, base)) {
+        return base;
+    }
+    char *cand = malloc(o + 24);
+    if (!cand) {
+        free(base);
+        return NULL;
+    }
+    for (unsigned k = 1;; k++) {
+        snprintf(cand, o + 24, "%s_%u", base, k);
+        if (!dl_ir_module_find(m, cand)) {
+            break;
+        }
+    }
+    free(base);
+    return cand;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Attribute values
+
+// The double nearest to the shortest decimal that reads back as `f`, so 0.1f prints as 0.1.
+static double tidy_float(float f) {
+    if (!isfinite(f)) {
+        return (double)f;
+    }
+    char buf[32];
+    for (int p = 6; p <= 9; p++) {
+        snprintf(buf, sizeof buf, "%.*g", p, (double)f);
+        double v = strtod(buf, NULL);
+        if ((float)v == f) {
+            return v;
+        }
+    }
+    return (double)f;
+}
+
+// Integer contents of a constant shape-like operand.
+static bool const_ints(const dl_tensor *t, int64_t *vals) {
+    int64_t n = dl_tensor_numel(t);
+    if (t->dtype == DL_DT_INT64) {
+        memcpy(vals, t->data, (size_t)n * sizeof(int64_t));
+        return true;
+    }
+    if (t->dtype == DL_DT_INT32) {
+        for (int64_t i = 0; i < n; i++) {
+            vals[i] = ((const int32_t *)t->data)[i];
+        }
+        return true;
+    }
+    return false;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Plan pass: checks and facts, no module changes
+
+// Decodes a Constant node's value into a new heap tensor.
+static dl_status constant_value(imp *im, const Onnx__NodeProto *nd, const char *desc,
+                                dl_tensor **out) {
+    *out = NULL;
+    if (nd->n_attribute != 1) {
+        err(im, "onnx: %s: expected exactly one value attribute", desc);
+        return DL_ERR_UNSUPPORTED;
+    }
+    const Onnx__AttributeProto *a = nd->attribute[0];
+    dl_tensor *t = calloc(1, sizeof(dl_tensor));
+    if (!t) {
+        return DL_ERR_NOMEM;
+    }
+    dl_status st = DL_OK;
+    const char *an = a->name ? a->name : "";
+    if (strcmp(an, "value") == 0 && a->t) {
+        char what[320];
+        snprintf(what, sizeof what, "%s value", desc);
+        st = tensor_from_proto(a->t, what, false, t, im->d);
+        if (st != DL_OK) {
+            im->n_errors++;
+        }
+    } else if (strcmp(an, "value_float") == 0) {
+        st = dl_tensor_alloc(t, DL_DT_FLOAT, 0, NULL);
+        if (st == DL_OK) {
+            *(float *)t->data = a->f;
+        }
+    } else if (strcmp(an, "value_int") == 0) {
+        st = dl_tensor_alloc(t, DL_DT_INT64, 0, NULL);
+        if (st == DL_OK) {
+            *(int64_t *)t->data = a->i;
+        }
+    } else if (strcmp(an, "value_floats") == 0 || strcmp(an, "value_ints") == 0) {
+        bool is_f = an[6] == 'f';
+        int64_t n = (int64_t)(is_f ? a->n_floats : a->n_ints);
+        st = dl_tensor_alloc(t, is_f ? DL_DT_FLOAT : DL_DT_INT64, 1, &n);
+        if (st == DL_OK && n > 0) {
+            memcpy(t->data, is_f ? (const void *)a->floats : (const void *)a->ints,
+                   (size_t)n * (is_f ? sizeof(float) : sizeof(int64_t)));
+        }
+    } else {
+        err(im, "onnx: %s: attribute '%s' is not supported", desc, an);
+        st = DL_ERR_UNSUPPORTED;
+    }
+    if (st != DL_OK) {
+        free(t);
+        return st;
+    }
+    *out = t;
+    return DL_OK;
+}
+
+// First check, shared with dl_fe__onnx_probe: is this model within our spec at all?
+// Returns DL_OK, or DL_ERR_UNSUPPORTED / DL_ERR_PARSE with a reason in `why`.
+static dl_status check_model(const Onnx__ModelProto *mp, int64_t *out_opset, char *why,
+                             size_t why_size) {
+    if (!mp->graph) {
+        snprintf(why, why_size, "model has no graph");
+        return DL_ERR_PARSE;
+    }
+    int64_t opset = -1;
+    for (size_t i = 0; i < mp->n_opset_import; i++) {
+        const Onnx__OperatorSetIdProto *os = mp->opset_import[i];
+        const char *dom = os->domain ? os->domain : "";
+        if (dom[0] == '\0' || strcmp(dom, "ai.onnx") == 0) {
+            opset = os->has_version ? os->version : 0;
+        }
+    }
+    if (opset < 0) {
+        snprintf(why, why_size, "model imports no opset of the default ONNX domain");
+        return DL_ERR_UNSUPPORTED;
+    }
+    if (opset > OPSET_MAX || opset < 1) {
+        snprintf(why, why_size, "opset %lld is not supported (opsets %d-%d)", (long long)opset,
+                 OPSET_MIN, OPSET_MAX);
+        return DL_ERR_UNSUPPORTED;
+    }
+    *out_opset = opset;
+    const Onnx__GraphProto *g = mp->graph;
+    for (size_t i = 0; i < g->n_node; i++) {
+        const Onnx__NodeProto *nd = g->node[i];
+        char desc[300];
+        node_desc(nd, i, desc, sizeof desc);
+        const char *dom = nd->domain ? nd->domain : "";
+        if (dom[0] != '\0' && strcmp(dom, "ai.onnx") != 0) {
+            snprintf(why, why_size, "%s: domain '%s' is not supported", desc, dom);
+            return DL_ERR_UNSUPPORTED;
+        }
+        const char *opn = nd->op_type ? nd->op_type : "";
+        dl_ir_op op;
+        if (strcmp(opn, "Constant") == 0) {
+            if (nd->n_attribute == 1 && nd->attribute[0]->t) {
+                dl_dtype dt;
+                if (!dtype_from_onnx(nd->attribute[0]->t->data_type, &dt)) {
+                    snprintf(why, why_size, "%s: element type %s is not supported", desc,
+                             onnx_dtype_name(nd->attribute[0]->t->data_type));
+                    return DL_ERR_UNSUPPORTED;
+                }
+            }
+            continue;
+        }
+        if (!dl_ir_op_from_name(opn, &op)) {
+            snprintf(why, why_size, "%s: op '%s' is not supported", desc, opn);
+            return DL_ERR_UNSUPPORTED;
+        }
+        if (opset < OPSET_MIN && op_since_version(op) > opset) {
+            snprintf(why, why_size,
+                     "%s: opset %lld uses an older definition of %s (supported: opsets %d-%d)",
+                     desc, (long long)opset, opn, OPSET_MIN, OPSET_MAX);
+            return DL_ERR_UNSUPPORTED;
+        }
+        if (op == DL_IR_OP_CAST) {
+            for (size_t k = 0; k < nd->n_attribute; k++) {
+                const Onnx__AttributeProto *a = nd->attribute[k];
+                dl_dtype dt;
+                if (a->name && strcmp(a->name, "to") == 0 && !dtype_from_onnx((int32_t)a->i, &dt)) {
+                    snprintf(why, why_size, "%s: cast to %s is not supported", desc,
+                             onnx_dtype_name((int32_t)a->i));
+                    return DL_ERR_UNSUPPORTED;
+                }
+            }
+        }
+    }
+    const Onnx__ValueInfoProto *const *lists[2] = {(const Onnx__ValueInfoProto *const *)g->input,
+                                                   (const Onnx__ValueInfoProto *const *)g->output};
+    size_t lens[2] = {g->n_input, g->n_output};
+    for (int l = 0; l < 2; l++) {
+        for (size_t i = 0; i < lens[l]; i++) {
+            const Onnx__ValueInfoProto *vi = lists[l][i];
+            const Onnx__TypeProto *tp = vi->type;
+            const char *nm = vi->name ? vi->name : "";
+            if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type) {
+                snprintf(why, why_size, "graph %s '%s' is not a tensor", l ? "output" : "input",
+                         nm);
+                return DL_ERR_UNSUPPORTED;
+            }
+            dl_dtype dt;
+            if (!dtype_from_onnx(tp->tensor_type->elem_type, &dt)) {
+                snprintf(why, why_size, "graph %s '%s' has unsupported element type %s",
+                         l ? "output" : "input", nm,
+                         onnx_dtype_name(tp->tensor_type->elem_type));
+                return DL_ERR_UNSUPPORTED;
+            }
+        }
+    }
+    for (size_t i = 0; i < g->n_initializer; i++) {
+        dl_dtype dt;
+        if (!dtype_from_onnx(g->initializer[i]->data_type, &dt)) {
+            snprintf(why, why_size, "initializer '%s' has unsupported element type %s",
+                     g->initializer[i]->name ? g->initializer[i]->name : "",
+                     onnx_dtype_name(g->initializer[i]->data_type));
+            return DL_ERR_UNSUPPORTED;
+        }
+    }
+    if (g->n_sparse_initializer) {
+        snprintf(why, why_size, "sparse initializers are not supported");
+        return DL_ERR_UNSUPPORTED;
+    }
+    return DL_OK;
+}
+
+static dl_status load_model(const char *path, Onnx__ModelProto **out, char *why,
+                            size_t why_size) {
+    *out = NULL;
+    char *buf = NULL;
+    size_t len = 0;
+    if (dl_read_file(path, &buf, &len) != DL_OK) {
+        snprintf(why, why_size, "cannot read %s", path);
+        return DL_ERR_IO;
+    }
+    *out = onnx__model_proto__unpack(NULL, len, (const uint8_t *)buf);
+    free(buf);
+    if (!*out) {
+        snprintf(why, why_size, "%s: not a valid ONNX model (protobuf decoding failed)", path);
+        return DL_ERR_PARSE;
+    }
+    return DL_OK;
+}
+
+dl_status dl_fe__onnx_probe(const char *path, char *why, size_t why_size) {
+    Onnx__ModelProto *mp;
+    dl_status st = load_model(path, &mp, why, why_size);
+    if (st == DL_OK) {
+        int64_t opset;
+        st = check_model(mp, &opset, why, why_size);
+        onnx__model_proto__free_unpacked(mp, NULL);
+    }
+    return st;
+}
+
+static bool record_need_const(imp *im, const sym *s) {
+    dl_fe_onnx_info *info = im->info;
+    if (!info) {
+        return true;
+    }
+    for (size_t i = 0; i < info->n_need_const; i++) {
+        if (info->need_const[i] == s->graph_input) {
+            return true;
+        }
+    }
+    size_t n = info->n_need_const + 1;
+    int32_t *pos = realloc(info->need_const, n * sizeof(int32_t));
+    if (!pos) {
+        return false;
+    }
+    info->need_const = pos;
+    char **names = realloc(info->need_const_names, n * sizeof(char *));
+    if (!names) {
+        return false;
+    }
+    info->need_const_names = names;
+    char *nm = malloc(strlen(s->onnx) + 1);
+    if (!nm) {
+        return false;
+    }
+    strcpy(nm, s->onnx);
+    pos[n - 1] = s->graph_input;
+    names[n - 1] = nm;
+    info->n_need_const = n;
+    return true;
+}
+
+static dl_status plan(imp *im) {
+    const Onnx__GraphProto *g = im->g;
+    for (size_t i = 0; i < g->n_initializer; i++) {
+        const Onnx__TensorProto *tp = g->initializer[i];
+        const char *nm = tp->name ? tp->name : "";
+        sym *s = sym_get(im, nm);
+        if (!s) {
+            return DL_ERR_NOMEM;
+        }
+        if (s->is_init) {
+            err(im, "onnx: initializer '%s' is defined twice", nm);
+            continue;
+        }
+        dl_tensor *t = calloc(1, sizeof(dl_tensor));
+        if (!t) {
+            return DL_ERR_NOMEM;
+        }
+        char what[300];
+        snprintf(what, sizeof what, "initializer '%s'", nm);
+        dl_status st = tensor_from_proto(tp, what, false, t, im->d);
+        if (st != DL_OK) {
+            free(t);
+            if (st == DL_ERR_NOMEM) {
+                return st;
+            }
+            im->n_errors++;
+            continue;
+        }
+        s->cval = s->owned = t;
+        s->is_init = true;
+        s->defined = true;
+    }
+    int32_t pos = 0;
+    for (size_t i = 0; i < g->n_input; i++) {
+        const char *nm = g->input[i]->name ? g->input[i]->name : "";
+        sym *s = sym_get(im, nm);
+        if (!s) {
+            return DL_ERR_NOMEM;
+        }
+        if (s->is_init) {
+            continue; // an initializer listed as an input too (IR version < 4 style)
+        }
+        if (s->defined) {
+            err(im, "onnx: graph input '%s' is listed twice", nm);
+            continue;
+        }
+        s->graph_input = pos++;
+        s->defined = true;
+        for (size_t k = 0; k < im->n_bind; k++) {
+            if (strcmp(im->bind_names[k], nm) == 0) {
+                s->cval = &im->bind_values[k];
+            }
+        }
+    }
+    if (im->info) {
+        im->info->n_graph_inputs = (size_t)pos;
+    }
+    for (size_t i = 0; i < g->n_node; i++) {
+        const Onnx__NodeProto *nd = g->node[i];
+        char desc[300];
+        node_desc(nd, i, desc, sizeof desc);
+        const char *opn = nd->op_type ? nd->op_type : "";
+        bool is_const = strcmp(opn, "Constant") == 0;
+        dl_ir_op op = DL_IR_OP_IDENTITY;
+        if (!is_const && !dl_ir_op_from_name(opn, &op)) {
+            err(im, "onnx: %s: op '%s' is not supported", desc, opn); // check_model ran first
+            continue;
+        }
+        if (!is_const && nd->n_input > onnx_max_inputs(op)) {
+            err(im, "onnx: %s: %zu inputs given, at most %zu supported", desc, nd->n_input,
+                onnx_max_inputs(op));
+        }
+        for (size_t k = 0; k < nd->n_input && !is_const; k++) {
+            const char *in = nd->input[k] ? nd->input[k] : "";
+            if (in[0] == '\0') {
+                continue; // omitted optional input
+            }
+            sym *s = sym_find(im, in);
+            if (!s || !s->defined) {
+                err(im, "onnx: %s: input %zu '%s' is not defined before use", desc, k, in);
+                continue;
+            }
+            const char *an = attr_slot(op, k);
+            if (!an) {
+                s->used = true;
+                continue;
+            }
+            if (!s->cval) {
+                if (s->graph_input >= 0) {
+                    err(im, "onnx: %s: input %zu ('%s') must be constant, but graph input '%s' "
+                            "is not",
+                        desc, k, an, in);
+                    if (!record_need_const(im, s)) {
+                        return DL_ERR_NOMEM;
+                    }
+                } else {
+                    err(im, "onnx: %s: input %zu ('%s') must be constant, but '%s' is computed "
+                            "by node %d",
+                        desc, k, an, in, s->def_node);
+                }
+            } else if (s->cval->dtype != DL_DT_INT64 && s->cval->dtype != DL_DT_INT32) {
+                err(im, "onnx: %s: input %zu ('%s') must hold integers, not %s", desc, k, an,
+                    dl_dtype_name(s->cval->dtype));
+            } else if (s->cval->rank > 1) {
+                err(im, "onnx: %s: input %zu ('%s') must be 1-D, not rank %d", desc, k, an,
+                    (int)s->cval->rank);
+            }
+        }
+        for (size_t k = 0; k < nd->n_output; k++) {
+            const char *on = nd->output[k] ? nd->output[k] : "";
+            if (on[0] == '\0') {
+                continue;
+            }
+            sym *s = sym_get(im, on);
+            if (!s) {
+                return DL_ERR_NOMEM;
+            }
+            if (s->defined) {
+                err(im, "onnx: %s: output '%s' is already defined", desc, on);
+                continue;
+            }
+            s->defined = true;
+            s->def_node = (int32_t)i;
+            if (is_const && k == 0) {
+                dl_tensor *t;
+                dl_status st = constant_value(im, nd, desc, &t);
+                if (st == DL_ERR_NOMEM) {
+                    return st;
+                }
+                if (st == DL_OK) {
+                    s->cval = s->owned = t;
+                }
+            }
+        }
+    }
+    for (size_t i = 0; i < g->n_output; i++) {
+        const char *nm = g->output[i]->name ? g->output[i]->name : "";
+        sym *s = sym_find(im, nm);
+        if (!s || !s->defined) {
+            err(im, "onnx: graph output '%s' is never defined", nm);
+            continue;
+        }
+        s->used = true;
+    }
+    return DL_OK;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Emit pass
+
+static dl_status type_from_value_info(imp *im, const Onnx__ValueInfoProto *vi, dl_ir_type *t) {
+    const char *nm = vi->name ? vi->name : "";
+    const Onnx__TypeProto__Tensor *tt = vi->type->tensor_type; // checked by check_model
+    memset(t, 0, sizeof(*t));
+    (void)dtype_from_onnx(tt->elem_type, &t->dtype);
+    if (!tt->shape) {
+        err(im, "onnx: graph input '%s' has no shape (a static shape is required)", nm);
+        return DL_ERR_UNSUPPORTED;
+    }
+    if (tt->shape->n_dim > DL_MAX_RANK) {
+        err(im, "onnx: graph input '%s' has rank %zu (at most %d supported)", nm,
+            tt->shape->n_dim, DL_MAX_RANK);
+        return DL_ERR_UNSUPPORTED;
+    }
+    t->rank = (int32_t)tt->shape->n_dim;
+    for (size_t i = 0; i < tt->shape->n_dim; i++) {
+        const Onnx__TensorShapeProto__Dimension *dm = tt->shape->dim[i];
+        if (dm->value_case != ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE ||
+            dm->dim_value < 0) {
+            err(im, "onnx: graph input '%s': dimension %zu is not a fixed size (symbolic "
+                    "dimensions are not supported)",
+                nm, i);
+            return DL_ERR_UNSUPPORTED;
+        }
+        t->dims[i].value = dm->dim_value;
+        t->dims[i].sym = -1;
+    }
+    return DL_OK;
+}
+
+static void type_of_tensor(const dl_tensor *c, dl_ir_type *t) {
+    memset(t, 0, sizeof(*t));
+    t->dtype = c->dtype;
+    t->rank = c->rank;
+    for (int32_t i = 0; i < c->rank; i++) {
+        t->dims[i].value = c->dims[i];
+        t->dims[i].sym = -1;
+    }
+}
+
+static dl_ir_literal *literal_of(dl_ir_module *m, const dl_tensor *c) {
+    int64_t n = dl_tensor_numel(c);
+    dl_ir_literal *lit = dl_ir_module_new_literal(m, c->dtype, n);
+    if (!lit) {
+        return NULL;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        if (lit->f) {
+            lit->f[i] = dl_tensor_get(c, i);
+        } else if (c->dtype == DL_DT_INT64) {
+            lit->i[i] = ((const int64_t *)c->data)[i]; // exact beyond 2^53
+        } else {
+            lit->i[i] = (int64_t)dl_tensor_get(c, i);
+        }
+    }
+    return lit;
+}
+
+// Emits a constant-valued sym as a param (initializers, unless as_consts) or a const.
+static dl_status emit_constant(imp *im, sym *s, bool as_param) {
+    char *id = make_ident(im->m, s->onnx);
+    if (!id) {
+        return DL_ERR_NOMEM;
+    }
+    dl_ir_type t;
+    type_of_tensor(s->cval, &t);
+    dl_status st = DL_ERR_NOMEM;
+    dl_ir_literal *lit = literal_of(im->m, s->cval);
+    if (lit && as_param) {
+        dl_ir_init *init = dl_ir_module_new_init(im->m, DL_IR_INIT_LITERAL);
+        if (init) {
+            init->lit = lit;
+            st = dl_ir_module_add_param(im->m, id, &t, init, DL_NO_LOC, &s->v);
+        }
+    } else if (lit) {
+        st = dl_ir_module_add_const(im->m, id, &t, lit, DL_NO_LOC, &s->v);
+    }
+    free(id);
+    return st;
+}
+
+// Converts one ONNX attribute; returns false (with a diagnostic) when unsupported.
+static bool convert_attr(imp *im, dl_arena *a, dl_ir_op op, const Onnx__AttributeProto *ap,
+                         const char *desc, dl_ir_attr *out) {
+    const char *an = ap->name ? ap->name : "";
+    memset(out, 0, sizeof(*out));
+    out->name = an;
+    out->i_sym = -1;
+    const dl_ir_attr_spec *spec = dl_ir_op_find_attr_spec(op, an);
+    if (!spec) {
+        err(im, "onnx: %s: attribute '%s' is not supported", desc, an);
+        return false;
+    }
+    if (ap->ref_attr_name && ap->ref_attr_name[0]) {
+        err(im, "onnx: %s: attribute '%s' refers to a function attribute", desc, an);
+        return false;
+    }
+    if (op == DL_IR_OP_CAST && strcmp(an, "to") == 0) {
+        dl_dtype dt;
+        if (ap->type != ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT ||
+            !dtype_from_onnx((int32_t)ap->i, &dt)) {
+            err(im, "onnx: %s: cast to %s is not supported", desc, onnx_dtype_name((int32_t)ap->i));
+            return false;
+        }
+        out->kind = DL_IR_ATTR_STRING;
+        out->s = dl_dtype_name(dt);
+        return true;
+    }
+    dl_ir_attr_kind got;
+    switch ((int)ap->type) { // int: protobuf-c adds a size-forcing enumerator
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT: got = DL_IR_ATTR_INT; break;
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT: got = DL_IR_ATTR_FLOAT; break;
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING: got = DL_IR_ATTR_STRING; break;
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS: got = DL_IR_ATTR_INTS; break;
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS: got = DL_IR_ATTR_FLOATS; break;
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS: got = DL_IR_ATTR_STRINGS; break;
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__UNDEFINED:
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR:
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH:
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__SPARSE_TENSOR:
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TYPE_PROTO:
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSORS:
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPHS:
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__SPARSE_TENSORS:
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TYPE_PROTOS:
+    default:
+        err(im, "onnx: %s: attribute '%s' has an unsupported kind (%d)", desc, an, (int)ap->type);
+        return false;
+    }
+    if (got != spec->kind) {
+        err(im, "onnx: %s: attribute '%s' is a %s, expected a %s", desc, an,
+            dl_ir_attr_kind_name(got), dl_ir_attr_kind_name(spec->kind));
+        return false;
+    }
+    out->kind = got;
+    switch (got) {
+    case DL_IR_ATTR_INT: out->i = ap->i; break;
+    case DL_IR_ATTR_FLOAT: out->f = tidy_float(ap->f); break;
+    case DL_IR_ATTR_STRING:
+        out->s = dl_arena_strndup(a, (const char *)ap->s.data, ap->s.len);
+        if (!out->s) {
+            return false;
+        }
+        if (strlen(out->s) != ap->s.len) {
+            err(im, "onnx: %s: attribute '%s' holds a string with a NUL byte", desc, an);
+            return false;
+        }
+        break;
+    case DL_IR_ATTR_INTS:
+        out->n = ap->n_ints;
+        out->ints = ap->ints;
+        break;
+    case DL_IR_ATTR_FLOATS:
+        out->n = ap->n_floats;
+        out->floats = DL_ARENA_NEWN(a, double, ap->n_floats ? ap->n_floats : 1);
+        if (!out->floats) {
+            return false;
+        }
+        for (size_t k = 0; k < ap->n_floats; k++) {
+            out->floats[k] = tidy_float(ap->floats[k]);
+        }
+        break;
+    case DL_IR_ATTR_STRINGS:
+        out->n = ap->n_strings;
+        out->strs = DL_ARENA_NEWN(a, const char *, ap->n_strings ? ap->n_strings : 1);
+        if (!out->strs) {
+            return false;
+        }
+        for (size_t k = 0; k < ap->n_strings; k++) {
+            out->strs[k] =
+                dl_arena_strndup(a, (const char *)ap->strings[k].data, ap->strings[k].len);
+            if (!out->strs[k]) {
+                return false;
+            }
+        }
+        break;
+    }
+    return true;
+}
+
+// Emits one ONNX node (not a Constant) as an IR node.
+static dl_status emit_node(imp *im, dl_arena *a, size_t idx) {
+    const Onnx__NodeProto *nd = im->g->node[idx];
+    char desc[300];
+    node_desc(nd, idx, desc, sizeof desc);
+    dl_ir_op op = DL_IR_OP_IDENTITY;
+    bool known = dl_ir_op_from_name(nd->op_type, &op);
+    DL_ASSERT(known); // check_model rejected unknown ops
+    size_t n_slots = nd->n_attribute + 5;
+    dl_ir_attr *attrs = DL_ARENA_NEWN(a, dl_ir_attr, n_slots);
+    dl_ir_value **ins = DL_ARENA_NEWN(a, dl_ir_value *, nd->n_input + 1);
+    const char **onames = DL_ARENA_NEWN(a, const char *, nd->n_output + 1);
+    if (!attrs || !ins || !onames) {
+        return DL_ERR_NOMEM;
+    }
+    size_t n_attrs = 0, n_ins = 0;
+    for (size_t k = 0; k < nd->n_attribute; k++) {
+        if (!convert_attr(im, a, op, nd->attribute[k], desc, &attrs[n_attrs])) {
+            return dl_diags_oom(im->d) ? DL_ERR_NOMEM : DL_ERR_UNSUPPORTED;
+        }
+        n_attrs++;
+    }
+    for (size_t k = 0; k < nd->n_input; k++) {
+        const char *in = nd->input[k] ? nd->input[k] : "";
+        sym *s = in[0] ? sym_find(im, in) : NULL;
+        const char *an = attr_slot(op, k);
+        if (an) {
+            if (!s) {
+                continue;
+            }
+            for (size_t j = 0; j < n_attrs; j++) {
+                if (strcmp(attrs[j].name, an) == 0) {
+                    err(im, "onnx: %s: '%s' is given both as attribute and as input %zu", desc,
+                        an, k);
+                    return DL_ERR_UNSUPPORTED;
+                }
+            }
+            int64_t n = dl_tensor_numel(s->cval);
+            if (n == 0 && empty_attr_is_absent(op)) {
+                continue;
+            }
+            dl_ir_attr *at = &attrs[n_attrs++];
+            memset(at, 0, sizeof(*at));
+            at->name = an;
+            at->kind = DL_IR_ATTR_INTS;
+            at->i_sym = -1;
+            at->n = (size_t)n;
+            at->ints = DL_ARENA_NEWN(a, int64_t, n ? n : 1);
+            if (!at->ints) {
+                return DL_ERR_NOMEM;
+            }
+            bool is_int = const_ints(s->cval, at->ints);
+            DL_ASSERT(is_int); // plan() checked the dtype
+            continue;
+        }
+        if (s && !s->v) {
+            // A constant that reaches a real operand for the first time (a Constant node's
+            // value is emitted where the node stood; initializers were emitted up front).
+            DL_ASSERT(s->cval);
+            DL_TRY(emit_constant(im, s, false));
+        }
+        ins[n_ins++] = s ? s->v : NULL;
+    }
+    while (n_ins > 0 && !ins[n_ins - 1]) {
+        n_ins--; // trailing omitted optional inputs
+    }
+    size_t n_outs = nd->n_output;
+    while (n_outs > 0 && !(nd->output[n_outs - 1] && nd->output[n_outs - 1][0])) {
+        n_outs--; // trailing omitted optional outputs
+    }
+    char **ids = DL_ARENA_NEWN(a, char *, n_outs + 1);
+    if (!ids) {
+        return DL_ERR_NOMEM;
+    }
+    // Identifiers are chosen one by one; a node's own outputs must not collide either, so the
+    // names are reserved by checking against those already picked for this node.
+    for (size_t k = 0; k < n_outs; k++) {
+        const char *on = nd->output[k] ? nd->output[k] : "";
+        char *id = make_ident(im->m, on[0] ? on : "_unused");
+        if (!id) {
+            return DL_ERR_NOMEM;
+        }
+        for (unsigned suffix = 1;; suffix++) {
+            bool clash = false;
+            for (size_t j = 0; j < k; j++) {
+                clash = clash || strcmp(ids[j], id) == 0;
+            }
+            if (!clash) {
+                break;
+            }
+            char buf[512];
+            snprintf(buf, sizeof buf, "%s_%u", on[0] ? on : "_unused", suffix);
+            free(id);
+            id = make_ident(im->m, buf);
+            if (!id) {
+                return DL_ERR_NOMEM;
+            }
+        }
+        ids[k] = dl_arena_strdup(a, id);
+        free(id);
+        if (!ids[k]) {
+            return DL_ERR_NOMEM;
+        }
+        onames[k] = ids[k];
+    }
+    dl_ir_node *node;
+    dl_status st = dl_ir_module_add_node(im->m, op, ins, n_ins, onames, NULL, n_outs, attrs,
+                                         n_attrs, DL_NO_LOC, &node);
+    if (st != DL_OK) {
+        if (st != DL_ERR_NOMEM) {
+            err(im, "onnx: %s: cannot be added to the graph (%s)", desc, dl_status_str(st));
+        }
+        return st;
+    }
+    for (size_t k = 0; k < n_outs; k++) {
+        const char *on = nd->output[k] ? nd->output[k] : "";
+        if (on[0]) {
+            sym *s = sym_find(im, on);
+            DL_ASSERT(s);
+            s->v = node->outputs[k];
+        }
+    }
+    return DL_OK;
+}
+
+static dl_status emit(imp *im) {
+    const Onnx__GraphProto *g = im->g;
+    dl_ir_module *m = im->m;
+    // Graph inputs; bound ones are constants and appear only where really used.
+    DL_VEC(int32_t) src = {0};
+    for (size_t i = 0; i < g->n_input; i++) {
+        sym *s = sym_find(im, g->input[i]->name ? g->input[i]->name : "");
+        if (!s || s->is_init || s->graph_input < 0 || s->v) {
+            continue;
+        }
+        if (s->cval) {
+            if (s->used) {
+                DL_TRY(emit_constant(im, s, false));
+            }
+            continue;
+        }
+        dl_ir_type t;
+        if (type_from_value_info(im, g->input[i], &t) != DL_OK) {
+            continue;
+        }
+        char *id = make_ident(m, s->onnx);
+        if (!id) {
+            free(src.data);
+            return DL_ERR_NOMEM;
+        }
+        dl_status st = dl_ir_module_add_input(m, id, &t, DL_NO_LOC, &s->v);
+        free(id);
+        if (st != DL_OK || !DL_VEC_PUSH(&src, s->graph_input)) {
+            free(src.data);
+            return st != DL_OK ? st : DL_ERR_NOMEM;
+        }
+    }
+    if (im->info) {
+        im->info->input_src = src.data;
+        im->info->n_input_src = src.len;
+    } else {
+        free(src.data);
+    }
+    if (im->n_errors) {
+        return DL_ERR_UNSUPPORTED;
+    }
+    // Initializers that something reads as a real operand, in initializer order.
+    for (size_t i = 0; i < g->n_initializer; i++) {
+        sym *s = sym_find(im, g->initializer[i]->name ? g->initializer[i]->name : "");
+        if (s && s->is_init && s->used && !s->v && s->cval) {
+            DL_TRY(emit_constant(im, s, !im->as_consts));
+        }
+    }
+    dl_arena scratch;
+    dl_arena_init(&scratch);
+    dl_status st = DL_OK;
+    for (size_t i = 0; i < g->n_node && st == DL_OK; i++) {
+        const Onnx__NodeProto *nd = g->node[i];
+        if (strcmp(nd->op_type ? nd->op_type : "", "Constant") == 0) {
+            sym *s = nd->n_output ? sym_find(im, nd->output[0] ? nd->output[0] : "") : NULL;
+            if (s && s->used && !s->v && s->cval) {
+                st = emit_constant(im, s, false);
+            }
+            continue;
+        }
+        st = emit_node(im, &scratch, i);
+    }
+    dl_arena_fini(&scratch);
+    DL_TRY(st);
+    for (size_t i = 0; i < g->n_output; i++) {
+        const char *nm = g->output[i]->name ? g->output[i]->name : "";
+        sym *s = sym_find(im, nm);
+        if (s && !s->v && s->cval) {
+            DL_TRY(emit_constant(im, s, false));
+        }
+        if (!s || !s->v) {
+            err(im, "onnx: graph output '%s' has no value", nm);
+            return DL_ERR_UNSUPPORTED;
+        }
+        if (s->v->is_output) {
+            err(im, "onnx: graph output '%s' is listed twice", nm);
+            return DL_ERR_UNSUPPORTED;
+        }
+        DL_TRY(dl_ir_module_add_output(m, s->v, DL_NO_LOC));
+    }
+    return DL_OK;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Entry points
+
+void dl_fe__onnx_info_fini(dl_fe_onnx_info *info) {
+    if (!info) {
+        return;
+    }
+    free(info->input_src);
+    for (size_t i = 0; i < info->n_need_const; i++) {
+        free(info->need_const_names[i]);
+    }
+    free(info->need_const_names);
+    free(info->need_const);
+    memset(info, 0, sizeof(*info));
+}
+
+dl_status dl_fe__import_onnx_ex(const char *path, const char *const *const_input_names,
+                                const dl_tensor *const_input_values, size_t n_const,
+                                bool initializers_as_consts, dl_diags *d, dl_ir_module **out,
+                                dl_fe_onnx_info *info) {
+    *out = NULL;
+    if (info) {
+        memset(info, 0, sizeof(*info));
+    }
+    char why[512];
+    Onnx__ModelProto *mp = NULL;
+    dl_status st = load_model(path, &mp, why, sizeof why);
+    if (st != DL_OK) {
+        dl_diag(d, DL_SEV_ERROR, DL_NO_LOC, "onnx: %s", why);
+        return st;
+    }
+    imp im = {0};
+    im.d = d;
+    im.model = mp;
+    im.info = info;
+    im.as_consts = initializers_as_consts;
+    im.bind_names = const_input_names;
+    im.bind_values = const_input_values;
+    im.n_bind = n_const;
+    st = check_model(mp, &im.opset, why, sizeof why);
+    if (st != DL_OK) {
+        dl_diag(d, DL_SEV_ERROR, DL_NO_LOC, "onnx: %s: %s", path, why);
+        goto out;
+    }
+    im.g = mp->graph;
+    st = plan(&im);
+    if (st == DL_OK && im.n_errors) {
+        st = DL_ERR_UNSUPPORTED;
+    }
+    if (st != DL_OK) {
+        goto out;
+    }
+    {
+        const char *gname = mp->graph->name && mp->graph->name[0] ? mp->graph->name : "onnx_model";
+        char *name = sanitize(gname);
+        if (!name) {
+            st = DL_ERR_NOMEM;
+            goto out;
+        }
+        st = dl_ir_module_create(name, &im.m);
+        free(name);
+        if (st != DL_OK) {
+            goto out;
+        }
+    }
+    st = emit(&im);
+    if (st == DL_OK && im.n_errors) {
+        st = DL_ERR_UNSUPPORTED;
+    }
+    if (st == DL_OK) {
+        st = dl_ir_verify(im.m, d);
+    }
+    if (st == DL_OK) {
+        *out = im.m;
+        im.m = NULL;
+    } else if (st == DL_ERR_NOMEM) {
+        dl_diag(d, DL_SEV_ERROR, DL_NO_LOC, "onnx: %s: out of memory", path);
+    }
+out:
+    dl_ir_module_destroy(im.m);
+    syms_free(&im);
+    onnx__model_proto__free_unpacked(mp, NULL);
+    return st;
+}
+
+dl_status dl_fe_import_onnx(const char *path, bool initializers_as_consts, dl_diags *d,
+                            dl_ir_module **out) {
+    return dl_fe__import_onnx_ex(path, NULL, NULL, 0, initializers_as_consts, d, out, NULL);
+}

@@ -1,0 +1,52 @@
+// ir/eval_internal.h — private interface between the reference evaluator's driver (eval.c) and
+// its kernels (eval_ops.c: elementwise, reductions, shape ops; eval_nn.c: linear algebra,
+// convolution, pooling, normalisation, losses).
+//
+// Every tensor inside the evaluator is an array of double plus dtype and shape (dl_ir__et).
+// Kernels compute in double and never round: the driver rounds each node output to its dtype
+// afterwards (float stays double, float16/bfloat16 round, integers truncate and wrap, bool is
+// != 0). Output tensors arrive allocated with the shape of the node's inferred output type.
+#ifndef DL_IR_EVAL_INTERNAL_H
+#define DL_IR_EVAL_INTERNAL_H
+
+#include "dl_ir.h"
+
+typedef struct dl_ir__et {
+    dl_dtype dtype;
+    int32_t rank;
+    int64_t dims[DL_MAX_RANK];
+    int64_t n; // number of elements
+    double *d; // OWNED (heap), n elements (at least one allocated)
+} dl_ir__et;
+
+typedef struct dl_ir__ectx {
+    const dl_ir_module *m;
+    const dl_ir_node *node; // the node being evaluated (for diagnostics)
+    dl_diags *d;
+    bool training;
+} dl_ir__ectx;
+
+// Reports an error at the current node's location, prefixed "Op 'out': ", and returns
+// DL_ERR_INVALID_ARG (data errors: bad index, bad label, ...).
+dl_status dl_ir__node_err(dl_ir__ectx *cx, const char *fmt, ...) DL_PRINTF(2, 3);
+
+// Evaluates one node: in[i] is NULL for an omitted optional input; out[k] are pre-allocated.
+DL_NODISCARD dl_status dl_ir__eval_node(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in,
+                                        dl_ir__et *out, size_t n_out);
+
+// Kernel families (dispatched from dl_ir__eval_node).
+DL_NODISCARD dl_status dl_ir__eval_nn(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in,
+                                      dl_ir__et *out, size_t n_out);
+
+// Index helpers. unravel: flat C-order index -> coordinates; ravel: the inverse.
+void dl_ir__unravel(int64_t flat, const int64_t *dims, int32_t rank, int64_t *coord);
+int64_t dl_ir__ravel(const int64_t *coord, const int64_t *dims, int32_t rank);
+// Flat index into `t` of the element that broadcasts (numpy rules, right-aligned, size-1 dims
+// repeat) to coordinate `oc` of a tensor of rank `orank`.
+int64_t dl_ir__bcast_index(const dl_ir__et *t, const int64_t *oc, int32_t orank);
+// True when `t` broadcasts to `dims` (rank `rank`).
+bool dl_ir__bcast_ok(const dl_ir__et *t, const int64_t *dims, int32_t rank);
+// Normalises a possibly negative axis; false if out of [-rank, rank).
+bool dl_ir__axis(int64_t axis, int32_t rank, int32_t *out);
+
+#endif

@@ -1,0 +1,671 @@
+// ir/eval_ops.c — reference kernels for elementwise ops, reductions and shape ops, plus the
+// dispatch over every op (dl_ir__eval_node). Written for obviousness: every kernel walks the
+// output element by element and computes the input coordinates it reads (numpy broadcasting,
+// ONNX opset 17 semantics). Kernels compute in double; the driver rounds to the output dtype.
+#include "eval_internal.h"
+
+#include <math.h>
+#include <string.h>
+
+#define ERR(...) dl_ir__node_err(cx, __VA_ARGS__)
+
+// ---------------------------------------------------------------------------------------------
+// Elementwise
+
+static double sigmoid(double x) {
+    if (x >= 0) {
+        return 1.0 / (1.0 + exp(-x));
+    }
+    double e = exp(x);
+    return e / (1.0 + e);
+}
+
+static double softplus(double x) {
+    return x > 0 ? x + log1p(exp(-x)) : log1p(exp(x));
+}
+
+static double gelu(double x, bool tanh_approx) {
+    if (tanh_approx) {
+        double c = sqrt(2.0 / 3.14159265358979323846);
+        return 0.5 * x * (1.0 + tanh(c * (x + 0.044715 * x * x * x)));
+    }
+    return 0.5 * x * (1.0 + erf(x / sqrt(2.0)));
+}
+
+static dl_status unary(dl_ir__ectx *cx, const dl_ir__et *x, dl_ir__et *y) {
+    const dl_ir_node *n = cx->node;
+    if (x->n != y->n) {
+        return ERR("input has %lld elements, output %lld", (long long)x->n, (long long)y->n);
+    }
+    bool is_int = !dl_dtype_is_float(x->dtype);
+    double alpha = n->op == DL_IR_OP_LEAKY_RELU ? dl_ir_node_attr_float(n, "alpha") : 0;
+    bool tanh_approx =
+        n->op == DL_IR_OP_GELU && strcmp(dl_ir_node_attr_string(n, "approximate"), "tanh") == 0;
+    for (int64_t i = 0; i < y->n; i++) {
+        double v = x->d[i], r;
+        // Partial switches over ops (cast to int) are deliberate in this file: the exhaustive
+        // -Wswitch-enum switch is dl_ir__eval_node's, which only sends matching ops here.
+        switch ((int)n->op) {
+        case DL_IR_OP_NEG: r = -v; break;
+        case DL_IR_OP_ABS: r = fabs(v); break;
+        case DL_IR_OP_EXP: r = exp(v); break;
+        case DL_IR_OP_LOG: r = log(v); break;
+        case DL_IR_OP_SQRT: r = sqrt(v); break;
+        case DL_IR_OP_RECIPROCAL:
+            if (is_int && v == 0) {
+                return ERR("integer division by zero");
+            }
+            r = 1.0 / v;
+            break;
+        case DL_IR_OP_RELU: r = v > 0 ? v : 0; break;
+        case DL_IR_OP_LEAKY_RELU: r = v >= 0 ? v : alpha * v; break;
+        case DL_IR_OP_SIGMOID: r = sigmoid(v); break;
+        case DL_IR_OP_TANH: r = tanh(v); break;
+        case DL_IR_OP_ERF: r = erf(v); break;
+        case DL_IR_OP_GELU: r = gelu(v, tanh_approx); break;
+        case DL_IR_OP_SOFTPLUS: r = softplus(v); break;
+        case DL_IR_OP_NOT: r = v != 0 ? 0 : 1; break;
+        // Cast: the driver's rounding to the output dtype is the conversion (float -> int
+        // truncates toward zero, -> bool is != 0, -> float16/bfloat16 rounds to nearest even).
+        case DL_IR_OP_CAST:
+        case DL_IR_OP_IDENTITY:
+        case DL_IR_OP_SQUEEZE:
+        case DL_IR_OP_UNSQUEEZE:
+        case DL_IR_OP_FLATTEN:
+        case DL_IR_OP_RESHAPE: r = v; break;
+        default: DL_UNREACHABLE();
+        }
+        y->d[i] = r;
+    }
+    return DL_OK;
+}
+
+// ONNX integer Pow: computed as the real power then truncated to the base's type.
+static double binop(dl_ir_op op, double a, double b) {
+    switch ((int)op) {
+    case DL_IR_OP_ADD: return a + b;
+    case DL_IR_OP_SUB: return a - b;
+    case DL_IR_OP_MUL: return a * b;
+    case DL_IR_OP_DIV: return a / b;
+    case DL_IR_OP_POW: return pow(a, b);
+    case DL_IR_OP_MAX: return (isnan(a) || isnan(b)) ? NAN : (a > b ? a : b);
+    case DL_IR_OP_MIN: return (isnan(a) || isnan(b)) ? NAN : (a < b ? a : b);
+    case DL_IR_OP_EQUAL: return a == b;
+    case DL_IR_OP_LESS: return a < b;
+    case DL_IR_OP_GREATER: return a > b;
+    case DL_IR_OP_AND: return (a != 0) && (b != 0);
+    case DL_IR_OP_OR: return (a != 0) || (b != 0);
+    default: DL_UNREACHABLE();
+    }
+}
+
+// Add Sub Mul Div Pow Equal Less Greater And Or, and variadic Max / Min (folded left to right).
+static dl_status nary(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in, dl_ir__et *y) {
+    dl_ir_op op = cx->node->op;
+    for (size_t k = 0; k < n_in; k++) {
+        if (!in[k] || !dl_ir__bcast_ok(in[k], y->dims, y->rank)) {
+            return ERR("input %zu does not broadcast to the output shape", k);
+        }
+    }
+    bool int_div = op == DL_IR_OP_DIV && !dl_dtype_is_float(in[0]->dtype);
+    int64_t oc[DL_MAX_RANK];
+    for (int64_t i = 0; i < y->n; i++) {
+        dl_ir__unravel(i, y->dims, y->rank, oc);
+        double acc = in[0]->d[dl_ir__bcast_index(in[0], oc, y->rank)];
+        for (size_t k = 1; k < n_in; k++) {
+            double b = in[k]->d[dl_ir__bcast_index(in[k], oc, y->rank)];
+            if (int_div) {
+                if (b == 0) {
+                    return ERR("integer division by zero");
+                }
+                acc = trunc(acc / b); // C semantics: toward zero
+            } else {
+                acc = binop(op, acc, b);
+            }
+        }
+        y->d[i] = acc;
+    }
+    return DL_OK;
+}
+
+static dl_status where(dl_ir__ectx *cx, dl_ir__et *const *in, dl_ir__et *y) {
+    for (int k = 0; k < 3; k++) {
+        if (!dl_ir__bcast_ok(in[k], y->dims, y->rank)) {
+            return ERR("input %d does not broadcast to the output shape", k);
+        }
+    }
+    int64_t oc[DL_MAX_RANK];
+    for (int64_t i = 0; i < y->n; i++) {
+        dl_ir__unravel(i, y->dims, y->rank, oc);
+        bool c = in[0]->d[dl_ir__bcast_index(in[0], oc, y->rank)] != 0;
+        const dl_ir__et *s = c ? in[1] : in[2];
+        y->d[i] = s->d[dl_ir__bcast_index(s, oc, y->rank)];
+    }
+    return DL_OK;
+}
+
+// Clip: bounds from inputs 1/2 (scalars) or from the min/max attributes; absent = unbounded.
+// min > max gives max everywhere (ONNX).
+static dl_status clip(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in, dl_ir__et *y) {
+    const dl_ir_node *n = cx->node;
+    double lo = -INFINITY, hi = INFINITY;
+    const dl_ir_attr *a;
+    if (n_in > 1 && in[1]) {
+        if (in[1]->n != 1) {
+            return ERR("min must be a scalar, got %lld elements", (long long)in[1]->n);
+        }
+        lo = in[1]->d[0];
+    } else if ((a = dl_ir_node_attr(n, "min")) != NULL) {
+        lo = a->kind == DL_IR_ATTR_INT ? (double)a->i : a->f;
+    }
+    if (n_in > 2 && in[2]) {
+        if (in[2]->n != 1) {
+            return ERR("max must be a scalar, got %lld elements", (long long)in[2]->n);
+        }
+        hi = in[2]->d[0];
+    } else if ((a = dl_ir_node_attr(n, "max")) != NULL) {
+        hi = a->kind == DL_IR_ATTR_INT ? (double)a->i : a->f;
+    }
+    if (in[0]->n != y->n) {
+        return ERR("input has %lld elements, output %lld", (long long)in[0]->n, (long long)y->n);
+    }
+    for (int64_t i = 0; i < y->n; i++) {
+        double v = in[0]->d[i];
+        v = v < lo ? lo : v;
+        y->d[i] = v > hi ? hi : v;
+    }
+    return DL_OK;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reductions
+
+// Marks the reduced axes. Returns false (no reduction: identity) for empty axes with
+// noop_with_empty_axes; empty or absent axes otherwise reduce everything.
+static dl_status reduce_axes(dl_ir__ectx *cx, int32_t rank, bool *red, bool *is_noop) {
+    const dl_ir_node *n = cx->node;
+    const dl_ir_attr *a = dl_ir_node_attr(n, "axes");
+    *is_noop = false;
+    for (int32_t i = 0; i < rank; i++) {
+        red[i] = false;
+    }
+    if (!a || a->n == 0) {
+        if (dl_ir_node_attr_int(n, "noop_with_empty_axes")) {
+            *is_noop = true;
+            return DL_OK;
+        }
+        for (int32_t i = 0; i < rank; i++) {
+            red[i] = true;
+        }
+        return DL_OK;
+    }
+    for (size_t k = 0; k < a->n; k++) {
+        int32_t ax;
+        if (!dl_ir__axis(a->ints[k], rank, &ax)) {
+            return ERR("axis %lld is out of range for rank %d", (long long)a->ints[k], rank);
+        }
+        red[ax] = true;
+    }
+    return DL_OK;
+}
+
+// Reduce{Sum,Mean,Max,Min}. Empty reductions give 0 / NaN / -inf / +inf.
+static dl_status reduce(dl_ir__ectx *cx, const dl_ir__et *x, dl_ir__et *y) {
+    dl_ir_op op = cx->node->op;
+    bool red[DL_MAX_RANK], noop;
+    DL_TRY(reduce_axes(cx, x->rank, red, &noop));
+    if (noop) {
+        if (x->n != y->n) {
+            return ERR("output shape does not match the input");
+        }
+        memcpy(y->d, x->d, (size_t)x->n * sizeof(double));
+        return DL_OK;
+    }
+    // kdims: the output shape with keepdims=1 (same element order as either output layout).
+    int64_t kdims[DL_MAX_RANK], count = 1, kn = 1;
+    for (int32_t i = 0; i < x->rank; i++) {
+        kdims[i] = red[i] ? 1 : x->dims[i];
+        count *= red[i] ? x->dims[i] : 1;
+        kn *= kdims[i];
+    }
+    if (kn != y->n) {
+        return ERR("output has %lld elements, expected %lld", (long long)y->n, (long long)kn);
+    }
+    double init = op == DL_IR_OP_REDUCE_MAX ? -INFINITY : op == DL_IR_OP_REDUCE_MIN ? INFINITY : 0;
+    for (int64_t i = 0; i < y->n; i++) {
+        y->d[i] = init;
+    }
+    int64_t c[DL_MAX_RANK];
+    for (int64_t i = 0; i < x->n; i++) {
+        dl_ir__unravel(i, x->dims, x->rank, c);
+        for (int32_t a = 0; a < x->rank; a++) {
+            if (red[a]) {
+                c[a] = 0;
+            }
+        }
+        int64_t o = dl_ir__ravel(c, kdims, x->rank);
+        double v = x->d[i];
+        switch ((int)op) {
+        case DL_IR_OP_REDUCE_SUM:
+        case DL_IR_OP_REDUCE_MEAN: y->d[o] += v; break;
+        case DL_IR_OP_REDUCE_MAX: y->d[o] = (isnan(v) || v > y->d[o]) ? v : y->d[o]; break;
+        case DL_IR_OP_REDUCE_MIN: y->d[o] = (isnan(v) || v < y->d[o]) ? v : y->d[o]; break;
+        default: DL_UNREACHABLE();
+        }
+    }
+    if (op == DL_IR_OP_REDUCE_MEAN) {
+        for (int64_t i = 0; i < y->n; i++) {
+            y->d[i] /= (double)count; // count 0: 0/0 = NaN
+        }
+    }
+    return DL_OK;
+}
+
+static dl_status arg_max(dl_ir__ectx *cx, const dl_ir__et *x, dl_ir__et *y) {
+    const dl_ir_node *n = cx->node;
+    int32_t ax;
+    if (!dl_ir__axis(dl_ir_node_attr_int(n, "axis"), x->rank, &ax)) {
+        return ERR("axis is out of range for rank %d", x->rank);
+    }
+    bool last = dl_ir_node_attr_int(n, "select_last_index") != 0;
+    int64_t outer = 1, inner = 1, len = x->dims[ax];
+    for (int32_t i = 0; i < ax; i++) {
+        outer *= x->dims[i];
+    }
+    for (int32_t i = ax + 1; i < x->rank; i++) {
+        inner *= x->dims[i];
+    }
+    if (outer * inner != y->n) {
+        return ERR("output has %lld elements, expected %lld", (long long)y->n,
+                   (long long)(outer * inner));
+    }
+    if (len == 0 && y->n > 0) {
+        return ERR("cannot take the ArgMax of an empty axis");
+    }
+    for (int64_t o = 0; o < outer; o++) {
+        for (int64_t in = 0; in < inner; in++) {
+            int64_t best = 0;
+            double bv = x->d[o * len * inner + in];
+            for (int64_t k = 1; k < len; k++) {
+                double v = x->d[(o * len + k) * inner + in];
+                if (v > bv || (last && v == bv)) {
+                    bv = v;
+                    best = k;
+                }
+            }
+            y->d[o * inner + in] = (double)best;
+        }
+    }
+    return DL_OK;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Shape ops
+
+static dl_status same_numel_copy(dl_ir__ectx *cx, const dl_ir__et *x, dl_ir__et *y) {
+    if (x->n != y->n) {
+        return ERR("cannot reshape %lld elements into %lld", (long long)x->n, (long long)y->n);
+    }
+    return unary(cx, x, y);
+}
+
+static dl_status transpose(dl_ir__ectx *cx, const dl_ir__et *x, dl_ir__et *y) {
+    const dl_ir_attr *a = dl_ir_node_attr(cx->node, "perm");
+    int32_t perm[DL_MAX_RANK];
+    for (int32_t i = 0; i < x->rank; i++) {
+        perm[i] = x->rank - 1 - i; // default: reverse the axes
+    }
+    if (a && a->n > 0) {
+        if ((int32_t)a->n != x->rank) {
+            return ERR("perm has %zu entries for rank %d", a->n, x->rank);
+        }
+        for (int32_t i = 0; i < x->rank; i++) {
+            if (!dl_ir__axis(a->ints[i], x->rank, &perm[i])) {
+                return ERR("perm entry %lld is out of range", (long long)a->ints[i]);
+            }
+        }
+    }
+    if (y->rank != x->rank || x->n != y->n) {
+        return ERR("output shape does not match the permuted input");
+    }
+    // y[o] = x[c] with c[perm[i]] = o[i]
+    int64_t oc[DL_MAX_RANK], ic[DL_MAX_RANK];
+    for (int64_t i = 0; i < y->n; i++) {
+        dl_ir__unravel(i, y->dims, y->rank, oc);
+        for (int32_t k = 0; k < y->rank; k++) {
+            ic[perm[k]] = oc[k];
+        }
+        y->d[i] = x->d[dl_ir__ravel(ic, x->dims, x->rank)];
+    }
+    return DL_OK;
+}
+
+static dl_status concat(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in, dl_ir__et *y) {
+    int32_t ax;
+    if (!dl_ir__axis(dl_ir_node_attr_int(cx->node, "axis"), y->rank, &ax)) {
+        return ERR("axis is out of range for rank %d", y->rank);
+    }
+    int64_t outer = 1, inner = 1;
+    for (int32_t i = 0; i < ax; i++) {
+        outer *= y->dims[i];
+    }
+    for (int32_t i = ax + 1; i < y->rank; i++) {
+        inner *= y->dims[i];
+    }
+    int64_t total = 0;
+    for (size_t k = 0; k < n_in; k++) {
+        if (!in[k] || in[k]->rank != y->rank) {
+            return ERR("input %zu has a different rank", k);
+        }
+        total += in[k]->dims[ax];
+    }
+    if (total != y->dims[ax]) {
+        return ERR("inputs add up to %lld along axis %d, output has %lld", (long long)total, ax,
+                   (long long)y->dims[ax]);
+    }
+    for (int64_t o = 0; o < outer; o++) {
+        int64_t off = 0;
+        for (size_t k = 0; k < n_in; k++) {
+            int64_t chunk = in[k]->dims[ax] * inner;
+            for (int64_t j = 0; j < chunk; j++) {
+                y->d[o * y->dims[ax] * inner + off + j] = in[k]->d[o * chunk + j];
+            }
+            off += chunk;
+        }
+    }
+    return DL_OK;
+}
+
+// Split: output sizes along the axis come from the outputs' inferred types.
+static dl_status split(dl_ir__ectx *cx, const dl_ir__et *x, dl_ir__et *out, size_t n_out) {
+    int32_t ax;
+    if (!dl_ir__axis(dl_ir_node_attr_int(cx->node, "axis"), x->rank, &ax)) {
+        return ERR("axis is out of range for rank %d", x->rank);
+    }
+    int64_t outer = 1, inner = 1, total = 0;
+    for (int32_t i = 0; i < ax; i++) {
+        outer *= x->dims[i];
+    }
+    for (int32_t i = ax + 1; i < x->rank; i++) {
+        inner *= x->dims[i];
+    }
+    for (size_t k = 0; k < n_out; k++) {
+        if (out[k].rank != x->rank) {
+            return ERR("output %zu has a different rank", k);
+        }
+        total += out[k].dims[ax];
+    }
+    if (total != x->dims[ax]) {
+        return ERR("outputs add up to %lld along axis %d, input has %lld", (long long)total, ax,
+                   (long long)x->dims[ax]);
+    }
+    for (int64_t o = 0; o < outer; o++) {
+        int64_t off = 0;
+        for (size_t k = 0; k < n_out; k++) {
+            int64_t chunk = out[k].dims[ax] * inner;
+            for (int64_t j = 0; j < chunk; j++) {
+                out[k].d[o * chunk + j] = x->d[o * x->dims[ax] * inner + off + j];
+            }
+            off += chunk;
+        }
+    }
+    return DL_OK;
+}
+
+// Slice (ONNX clamping): starts/ends are made non-negative by adding the dim, then clamped to
+// [0, dim] for positive steps and to [0, dim-1] / [-1, dim-1] for negative steps.
+static dl_status slice(dl_ir__ectx *cx, const dl_ir__et *x, dl_ir__et *y) {
+    const dl_ir_node *n = cx->node;
+    const dl_ir_attr *st = dl_ir_node_attr(n, "starts"), *en = dl_ir_node_attr(n, "ends");
+    const dl_ir_attr *ax = dl_ir_node_attr(n, "axes"), *sp = dl_ir_node_attr(n, "steps");
+    int64_t start[DL_MAX_RANK], step[DL_MAX_RANK], len[DL_MAX_RANK];
+    for (int32_t i = 0; i < x->rank; i++) {
+        start[i] = 0;
+        step[i] = 1;
+        len[i] = x->dims[i];
+    }
+    if (!st || !en || st->n != en->n || (ax && ax->n && ax->n != st->n) ||
+        (sp && sp->n && sp->n != st->n)) {
+        return ERR("starts, ends, axes and steps must have the same length");
+    }
+    for (size_t k = 0; k < st->n; k++) {
+        int32_t a;
+        int64_t axis = (ax && ax->n) ? ax->ints[k] : (int64_t)k;
+        if (!dl_ir__axis(axis, x->rank, &a)) {
+            return ERR("axis %lld is out of range for rank %d", (long long)axis, x->rank);
+        }
+        int64_t d = x->dims[a], s = st->ints[k], e = en->ints[k];
+        int64_t p = (sp && sp->n) ? sp->ints[k] : 1;
+        if (p == 0) {
+            return ERR("step must not be 0");
+        }
+        s = s < 0 ? s + d : s;
+        e = e < 0 ? e + d : e;
+        if (p > 0) {
+            s = s < 0 ? 0 : (s > d ? d : s);
+            e = e < 0 ? 0 : (e > d ? d : e);
+            len[a] = e > s ? (e - s + p - 1) / p : 0;
+        } else {
+            s = s < 0 ? 0 : (s > d - 1 ? d - 1 : s);
+            e = e < -1 ? -1 : (e > d - 1 ? d - 1 : e);
+            len[a] = s > e ? (s - e + (-p) - 1) / (-p) : 0;
+        }
+        start[a] = s;
+        step[a] = p;
+    }
+    if (y->rank != x->rank) {
+        return ERR("output rank %d differs from input rank %d", y->rank, x->rank);
+    }
+    for (int32_t i = 0; i < x->rank; i++) {
+        if (len[i] != y->dims[i]) {
+            return ERR("output dim %d is %lld, the slice gives %lld", i, (long long)y->dims[i],
+                       (long long)len[i]);
+        }
+    }
+    int64_t oc[DL_MAX_RANK];
+    for (int64_t i = 0; i < y->n; i++) {
+        dl_ir__unravel(i, y->dims, y->rank, oc);
+        for (int32_t k = 0; k < y->rank; k++) {
+            oc[k] = start[k] + oc[k] * step[k];
+        }
+        y->d[i] = x->d[dl_ir__ravel(oc, x->dims, x->rank)];
+    }
+    return DL_OK;
+}
+
+// Gather: y[a..., i..., b...] = x[a..., idx[i...], b...]; negative indices count from the end.
+static dl_status gather(dl_ir__ectx *cx, const dl_ir__et *x, const dl_ir__et *idx, dl_ir__et *y) {
+    int32_t ax;
+    if (!dl_ir__axis(dl_ir_node_attr_int(cx->node, "axis"), x->rank, &ax)) {
+        return ERR("axis is out of range for rank %d", x->rank);
+    }
+    if (y->rank != x->rank - 1 + idx->rank) {
+        return ERR("output rank %d, expected %d", y->rank, x->rank - 1 + idx->rank);
+    }
+    int64_t outer = 1, inner = 1, d = x->dims[ax];
+    for (int32_t i = 0; i < ax; i++) {
+        outer *= x->dims[i];
+    }
+    for (int32_t i = ax + 1; i < x->rank; i++) {
+        inner *= x->dims[i];
+    }
+    if (outer * idx->n * inner != y->n) {
+        return ERR("output has %lld elements, expected %lld", (long long)y->n,
+                   (long long)(outer * idx->n * inner));
+    }
+    for (int64_t k = 0; k < idx->n; k++) {
+        int64_t j = (int64_t)idx->d[k];
+        if (j < -d || j >= d) {
+            return ERR("index %lld is out of range for axis %d of size %lld", (long long)j, ax,
+                       (long long)d);
+        }
+    }
+    for (int64_t o = 0; o < outer; o++) {
+        for (int64_t k = 0; k < idx->n; k++) {
+            int64_t j = (int64_t)idx->d[k];
+            j = j < 0 ? j + d : j;
+            for (int64_t in = 0; in < inner; in++) {
+                y->d[(o * idx->n + k) * inner + in] = x->d[(o * d + j) * inner + in];
+            }
+        }
+    }
+    return DL_OK;
+}
+
+static dl_status expand(dl_ir__ectx *cx, const dl_ir__et *x, dl_ir__et *y) {
+    if (!dl_ir__bcast_ok(x, y->dims, y->rank)) {
+        return ERR("input does not broadcast to the output shape");
+    }
+    int64_t oc[DL_MAX_RANK];
+    for (int64_t i = 0; i < y->n; i++) {
+        dl_ir__unravel(i, y->dims, y->rank, oc);
+        y->d[i] = x->d[dl_ir__bcast_index(x, oc, y->rank)];
+    }
+    return DL_OK;
+}
+
+// Pad: pads = [b_0, ..., b_{r-1}, e_0, ..., e_{r-1}]; negative pads crop. The constant comes
+// from input 1 when given, else the `value` attribute.
+static dl_status pad(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in, dl_ir__et *y) {
+    const dl_ir_node *n = cx->node;
+    const dl_ir__et *x = in[0];
+    const dl_ir_attr *p = dl_ir_node_attr(n, "pads");
+    if (!p || (int32_t)p->n != 2 * x->rank) {
+        return ERR("pads must have %d entries", 2 * x->rank);
+    }
+    const char *mode = dl_ir_node_attr_string(n, "mode");
+    double value = dl_ir_node_attr_float(n, "value");
+    if (n_in > 1 && in[1]) {
+        if (in[1]->n != 1) {
+            return ERR("constant_value must be a scalar");
+        }
+        value = in[1]->d[0];
+    }
+    if (y->rank != x->rank) {
+        return ERR("output rank differs from the input rank");
+    }
+    for (int32_t i = 0; i < x->rank; i++) {
+        int64_t want = x->dims[i] + p->ints[i] + p->ints[i + x->rank];
+        if (want != y->dims[i]) {
+            return ERR("output dim %d is %lld, padding gives %lld", i, (long long)y->dims[i],
+                       (long long)want);
+        }
+        if (x->dims[i] == 0 && y->dims[i] > 0 && strcmp(mode, "constant") != 0) {
+            return ERR("%s padding of an empty axis", mode);
+        }
+    }
+    int64_t oc[DL_MAX_RANK];
+    for (int64_t i = 0; i < y->n; i++) {
+        dl_ir__unravel(i, y->dims, y->rank, oc);
+        bool outside = false;
+        for (int32_t k = 0; k < x->rank; k++) {
+            int64_t d = x->dims[k], c = oc[k] - p->ints[k];
+            if (c >= 0 && c < d) {
+                oc[k] = c;
+                continue;
+            }
+            if (strcmp(mode, "edge") == 0) {
+                c = c < 0 ? 0 : d - 1;
+            } else if (strcmp(mode, "wrap") == 0) {
+                c = ((c % d) + d) % d;
+            } else if (strcmp(mode, "reflect") == 0) {
+                if (d == 1) {
+                    c = 0;
+                } else {
+                    int64_t per = 2 * (d - 1);
+                    c = ((c % per) + per) % per;
+                    c = c >= d ? per - c : c;
+                }
+            } else {
+                outside = true;
+            }
+            oc[k] = c;
+        }
+        y->d[i] = outside ? value : x->d[dl_ir__ravel(oc, x->dims, x->rank)];
+    }
+    return DL_OK;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Dispatch
+
+dl_status dl_ir__eval_node(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in, dl_ir__et *out,
+                           size_t n_out) {
+    const dl_ir_node *n = cx->node;
+    if (n_in == 0 || !in[0]) {
+        return ERR("the first input is missing");
+    }
+    switch (n->op) {
+    case DL_IR_OP_ADD:
+    case DL_IR_OP_SUB:
+    case DL_IR_OP_MUL:
+    case DL_IR_OP_DIV:
+    case DL_IR_OP_POW:
+    case DL_IR_OP_MAX:
+    case DL_IR_OP_MIN:
+    case DL_IR_OP_EQUAL:
+    case DL_IR_OP_LESS:
+    case DL_IR_OP_GREATER:
+    case DL_IR_OP_AND:
+    case DL_IR_OP_OR: return nary(cx, in, n_in, &out[0]);
+    case DL_IR_OP_NEG:
+    case DL_IR_OP_ABS:
+    case DL_IR_OP_EXP:
+    case DL_IR_OP_LOG:
+    case DL_IR_OP_SQRT:
+    case DL_IR_OP_RECIPROCAL:
+    case DL_IR_OP_RELU:
+    case DL_IR_OP_LEAKY_RELU:
+    case DL_IR_OP_SIGMOID:
+    case DL_IR_OP_TANH:
+    case DL_IR_OP_ERF:
+    case DL_IR_OP_GELU:
+    case DL_IR_OP_SOFTPLUS:
+    case DL_IR_OP_NOT:
+    case DL_IR_OP_CAST:
+    case DL_IR_OP_IDENTITY: return unary(cx, in[0], &out[0]);
+    case DL_IR_OP_CLIP: return clip(cx, in, n_in, &out[0]);
+    case DL_IR_OP_WHERE:
+        if (n_in < 3 || !in[1] || !in[2]) {
+            return ERR("needs three inputs");
+        }
+        return where(cx, in, &out[0]);
+    case DL_IR_OP_REDUCE_SUM:
+    case DL_IR_OP_REDUCE_MEAN:
+    case DL_IR_OP_REDUCE_MAX:
+    case DL_IR_OP_REDUCE_MIN: return reduce(cx, in[0], &out[0]);
+    case DL_IR_OP_ARG_MAX: return arg_max(cx, in[0], &out[0]);
+    case DL_IR_OP_RESHAPE:
+    case DL_IR_OP_FLATTEN:
+    case DL_IR_OP_SQUEEZE:
+    case DL_IR_OP_UNSQUEEZE: return same_numel_copy(cx, in[0], &out[0]);
+    case DL_IR_OP_TRANSPOSE: return transpose(cx, in[0], &out[0]);
+    case DL_IR_OP_CONCAT: return concat(cx, in, n_in, &out[0]);
+    case DL_IR_OP_SPLIT: return split(cx, in[0], out, n_out);
+    case DL_IR_OP_SLICE: return slice(cx, in[0], &out[0]);
+    case DL_IR_OP_GATHER:
+        if (n_in < 2 || !in[1]) {
+            return ERR("needs two inputs");
+        }
+        return gather(cx, in[0], in[1], &out[0]);
+    case DL_IR_OP_EXPAND: return expand(cx, in[0], &out[0]);
+    case DL_IR_OP_PAD: return pad(cx, in, n_in, &out[0]);
+    case DL_IR_OP_MATMUL:
+    case DL_IR_OP_GEMM:
+    case DL_IR_OP_CONV:
+    case DL_IR_OP_CONV_TRANSPOSE:
+    case DL_IR_OP_MAX_POOL:
+    case DL_IR_OP_AVERAGE_POOL:
+    case DL_IR_OP_GLOBAL_AVERAGE_POOL:
+    case DL_IR_OP_BATCH_NORMALIZATION:
+    case DL_IR_OP_LAYER_NORMALIZATION:
+    case DL_IR_OP_SOFTMAX:
+    case DL_IR_OP_LOG_SOFTMAX:
+    case DL_IR_OP_DROPOUT:
+    case DL_IR_OP_SOFTMAX_CROSS_ENTROPY_LOSS:
+    case DL_IR_OP_NEGATIVE_LOG_LIKELIHOOD_LOSS:
+    case DL_IR_OP_MEAN_SQUARED_ERROR: return dl_ir__eval_nn(cx, in, n_in, out, n_out);
+    case DL_IR_OP_COUNT: break;
+    }
+    DL_UNREACHABLE();
+}

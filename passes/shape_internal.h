@@ -1,0 +1,119 @@
+// passes/shape_internal.h — shared by the shape-inference files (shape.c: driver, diagnostics,
+// broadcasting; shape_elem.c: elementwise, reductions, linear algebra; shape_nn.c: conv, pools,
+// norms, softmax, dropout, losses; shape_tensor.c: reshape-like ops).
+//
+// One dl_pass__sh context describes the node being inferred. A per-op rule reads its input types
+// with sh_in(), writes every output type through sh_out() and returns true; on a broken rule it
+// reports through dl_pass__sh_fail() (which prefixes "OP 'out': ") and returns false, and the
+// driver then resets every output to unknown. Rules never allocate.
+#ifndef DL_PASS_SHAPE_INTERNAL_H
+#define DL_PASS_SHAPE_INTERNAL_H
+
+#include "dl_ir.h"
+#include "dl_pass.h"
+
+#define DL_SH_NBUF 6
+
+typedef struct dl_pass__sh {
+    const dl_ir_module *m;
+    dl_diags *d;
+    const dl_ir_node *n;
+    // Rotating buffers for shape text, so one message can show several shapes.
+    char bufs[DL_SH_NBUF][256];
+    unsigned buf_i;
+} dl_pass__sh;
+
+// Input i's type, or NULL when the input is omitted (or i is past the node's inputs).
+static inline const dl_ir_type *sh_in(const dl_pass__sh *c, size_t i) {
+    if (i >= c->n->n_inputs || !c->n->inputs[i]) {
+        return NULL;
+    }
+    return &c->n->inputs[i]->type;
+}
+
+static inline size_t sh_n_in(const dl_pass__sh *c) {
+    return c->n->n_inputs;
+}
+
+static inline size_t sh_n_out(const dl_pass__sh *c) {
+    return c->n->n_outputs;
+}
+
+// Output i's type (NULL if the node has no such output).
+static inline dl_ir_type *sh_out(const dl_pass__sh *c, size_t i) {
+    if (i >= c->n->n_outputs || !c->n->outputs[i]) {
+        return NULL;
+    }
+    return &c->n->outputs[i]->type;
+}
+
+// Reports "OP 'out': MESSAGE" at the node and returns false.
+bool dl_pass__sh_fail(dl_pass__sh *c, const char *fmt, ...) DL_PRINTF(2, 3);
+// "[2, 3]" for t (in a rotating buffer of c, valid for the next DL_SH_NBUF - 1 calls).
+const char *dl_pass__sh_shape(dl_pass__sh *c, const dl_ir_type *t);
+const char *dl_pass__sh_ints(dl_pass__sh *c, const int64_t *v, size_t n);
+
+// Normalises `axis` into [0, rank) (or [0, rank] when allow_end) or reports
+// "axis A is out of range for rank R".
+bool dl_pass__sh_axis(dl_pass__sh *c, int64_t axis, int32_t rank, bool allow_end, int32_t *out);
+// Dtype checks; `what` names the input in the message ("input", "B", ...).
+bool dl_pass__sh_need_float(dl_pass__sh *c, const dl_ir_type *t, const char *what);
+bool dl_pass__sh_need_numeric(dl_pass__sh *c, const dl_ir_type *t, const char *what);
+bool dl_pass__sh_need_int_index(dl_pass__sh *c, const dl_ir_type *t, const char *what);
+bool dl_pass__sh_same_dtype(dl_pass__sh *c, const dl_ir_type *a, const dl_ir_type *b);
+// Multidirectional broadcast of ts[0..n) into *out (dtype left to the caller). Reports
+// "shapes are not broadcastable: A and B" on failure.
+bool dl_pass__sh_broadcast(dl_pass__sh *c, const dl_ir_type *const *ts, size_t n, dl_ir_type *out);
+// INTS attribute of the node (NULL / 0 when absent).
+const int64_t *dl_pass__sh_attr_ints(const dl_pass__sh *c, const char *name, size_t *n_out,
+                                     const int32_t **syms);
+
+static inline dl_ir_dim sh_dim(int64_t value, int32_t sym) {
+    return (dl_ir_dim){value, sym};
+}
+
+// Dtype classes of elementwise ops.
+typedef enum dl_pass__sh_kind {
+    DL_SH_FLOAT,   // float types only
+    DL_SH_NUMERIC, // float types, int32, int64
+    DL_SH_ANY,     // every dtype
+    DL_SH_BOOL,    // bool only
+} dl_pass__sh_kind;
+
+// Per-op rules.
+bool dl_pass__sh_unary(dl_pass__sh *c, dl_pass__sh_kind k);
+// Broadcasting op over all present inputs of one dtype; result dtype out_dt (< 0: the inputs').
+bool dl_pass__sh_nary(dl_pass__sh *c, dl_pass__sh_kind k, int out_dt);
+bool dl_pass__sh_pow(dl_pass__sh *c);
+bool dl_pass__sh_clip(dl_pass__sh *c);
+bool dl_pass__sh_where(dl_pass__sh *c);
+bool dl_pass__sh_cast(dl_pass__sh *c);
+bool dl_pass__sh_reduce(dl_pass__sh *c);
+bool dl_pass__sh_argmax(dl_pass__sh *c);
+bool dl_pass__sh_matmul(dl_pass__sh *c);
+bool dl_pass__sh_gemm(dl_pass__sh *c);
+
+bool dl_pass__sh_conv(dl_pass__sh *c);
+bool dl_pass__sh_conv_transpose(dl_pass__sh *c);
+bool dl_pass__sh_pool(dl_pass__sh *c);
+bool dl_pass__sh_global_pool(dl_pass__sh *c);
+bool dl_pass__sh_batch_norm(dl_pass__sh *c);
+bool dl_pass__sh_layer_norm(dl_pass__sh *c);
+bool dl_pass__sh_softmax(dl_pass__sh *c);
+bool dl_pass__sh_dropout(dl_pass__sh *c);
+bool dl_pass__sh_loss(dl_pass__sh *c);
+bool dl_pass__sh_mse(dl_pass__sh *c);
+
+bool dl_pass__sh_reshape(dl_pass__sh *c);
+bool dl_pass__sh_transpose(dl_pass__sh *c);
+bool dl_pass__sh_flatten(dl_pass__sh *c);
+bool dl_pass__sh_concat(dl_pass__sh *c);
+bool dl_pass__sh_split(dl_pass__sh *c);
+bool dl_pass__sh_slice(dl_pass__sh *c);
+bool dl_pass__sh_gather(dl_pass__sh *c);
+bool dl_pass__sh_squeeze(dl_pass__sh *c);
+bool dl_pass__sh_unsqueeze(dl_pass__sh *c);
+bool dl_pass__sh_expand(dl_pass__sh *c);
+bool dl_pass__sh_pad(dl_pass__sh *c);
+
+#endif

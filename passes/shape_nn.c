@@ -1,0 +1,457 @@
+// passes/shape_nn.c — shape rules for the neural-network ops: Conv, ConvTranspose, MaxPool,
+// AveragePool, GlobalAveragePool, BatchNormalization, LayerNormalization, Softmax/LogSoftmax,
+// Dropout and the losses.
+//
+// Convolutions are 2-D over NCHW tensors (the graph format's scope); pools take any number of
+// spatial dims after N and C, as ONNX's do. Per spatial dim i
+// with input size in, kernel k, stride s, dilation d and pads (b, e), the effective kernel is
+// ek = (k - 1) * d + 1 and
+//   NOTSET/VALID: out = floor((in + b + e - ek) / s) + 1  (ceil with ceil_mode; VALID: b = e = 0)
+//   SAME_*:       out = ceil(in / s)
+// With ceil_mode a last window that would start inside the end padding is dropped (PyTorch and
+// ONNX >= 1.15 do the same), so every window overlaps the input.
+#include "shape_internal.h"
+
+#include <string.h>
+
+#define N_SP 2 // spatial dims of the supported convolutions
+
+// Reads an INTS attribute that must have `n` entries, or fills `def` when absent.
+static bool ints_n(dl_pass__sh *c, const char *name, size_t n, int64_t def, int64_t *out) {
+    size_t got;
+    const int64_t *v = dl_pass__sh_attr_ints(c, name, &got, NULL);
+    if (!v) {
+        for (size_t i = 0; i < n; i++) {
+            out[i] = def;
+        }
+        return true;
+    }
+    if (got != n) {
+        return dl_pass__sh_fail(c, "%s must have %zu entries, got %zu", name, n, got);
+    }
+    memcpy(out, v, sizeof(int64_t) * n);
+    return true;
+}
+
+static bool need_rank(dl_pass__sh *c, const dl_ir_type *t, int32_t rank, const char *what,
+                      const char *layout) {
+    if (t->rank != rank) {
+        return dl_pass__sh_fail(c, "%s must have rank %d %s, got %s", what, (int)rank, layout,
+                                dl_pass__sh_shape(c, t));
+    }
+    return true;
+}
+
+// Output spatial sizes of a convolution or pool over X ([N, C, n_sp spatial dims]) with
+// kernel k.
+static bool spatial_out(dl_pass__sh *c, const dl_ir_type *x, const int64_t *k, bool ceil_mode,
+                        int64_t *out) {
+    size_t n_sp = (size_t)x->rank - 2;
+    int64_t s[DL_MAX_RANK], d[DL_MAX_RANK], p[2 * DL_MAX_RANK];
+    if (!ints_n(c, "strides", n_sp, 1, s) || !ints_n(c, "dilations", n_sp, 1, d) ||
+        !ints_n(c, "pads", 2 * n_sp, 0, p)) {
+        return false;
+    }
+    const char *ap = dl_ir_node_attr_string(c->n, "auto_pad");
+    bool same = strcmp(ap, "SAME_UPPER") == 0 || strcmp(ap, "SAME_LOWER") == 0;
+    if (strcmp(ap, "VALID") == 0) {
+        memset(p, 0, sizeof p);
+    }
+    int64_t ek[DL_MAX_RANK], padded[DL_MAX_RANK];
+    bool fits = true;
+    for (size_t i = 0; i < n_sp; i++) {
+        int64_t in = x->dims[2 + i].value;
+        ek[i] = (k[i] - 1) * d[i] + 1;
+        padded[i] = in + p[i] + p[i + n_sp];
+        if (same) {
+            out[i] = (in + s[i] - 1) / s[i];
+            continue;
+        }
+        if (padded[i] < ek[i]) {
+            fits = false;
+            continue;
+        }
+        int64_t span = padded[i] - ek[i];
+        out[i] = (ceil_mode ? (span + s[i] - 1) / s[i] : span / s[i]) + 1;
+        if (ceil_mode && (out[i] - 1) * s[i] >= in + p[i]) {
+            out[i]--;
+        }
+    }
+    if (!fits) {
+        return dl_pass__sh_fail(c, "kernel %s (dilated %s) is larger than the padded input %s",
+                                dl_pass__sh_ints(c, k, n_sp), dl_pass__sh_ints(c, ek, n_sp),
+                                dl_pass__sh_ints(c, padded, n_sp));
+    }
+    return true;
+}
+
+// Conv (X: [N, C, H, W], W: [M, C/group, kH, kW], B?: [M]) -> [N, M, oH, oW]
+bool dl_pass__sh_conv(dl_pass__sh *c) {
+    const dl_ir_type *x = sh_in(c, 0), *w = sh_in(c, 1), *b = sh_in(c, 2);
+    if (!dl_pass__sh_need_float(c, x, "X") || !dl_pass__sh_same_dtype(c, x, w) ||
+        (b && !dl_pass__sh_same_dtype(c, x, b)) || !need_rank(c, x, 4, "X", "(N, C, H, W)") ||
+        !need_rank(c, w, 4, "W", "(M, C/group, kH, kW)")) {
+        return false;
+    }
+    int64_t group = dl_ir_node_attr_int(c->n, "group");
+    int64_t ch = x->dims[1].value, m = w->dims[0].value;
+    if (ch % group != 0 || m % group != 0) {
+        return dl_pass__sh_fail(c, "group %lld does not divide the channels: X %s, W %s",
+                                (long long)group, dl_pass__sh_shape(c, x), dl_pass__sh_shape(c, w));
+    }
+    if (w->dims[1].value * group != ch) {
+        return dl_pass__sh_fail(c, "W expects %lld input channels, X has %lld: X %s, W %s",
+                                (long long)(w->dims[1].value * group), (long long)ch,
+                                dl_pass__sh_shape(c, x), dl_pass__sh_shape(c, w));
+    }
+    int64_t k[N_SP] = {w->dims[2].value, w->dims[3].value}, ks[N_SP];
+    if (!ints_n(c, "kernel_shape", N_SP, 0, ks)) {
+        return false;
+    }
+    if (dl_ir_node_attr(c->n, "kernel_shape") && (ks[0] != k[0] || ks[1] != k[1])) {
+        return dl_pass__sh_fail(c, "kernel_shape %s does not match W %s",
+                                dl_pass__sh_ints(c, ks, N_SP), dl_pass__sh_shape(c, w));
+    }
+    if (b && (b->rank != 1 || b->dims[0].value != m)) {
+        return dl_pass__sh_fail(c, "B must have shape [%lld], got %s", (long long)m,
+                                dl_pass__sh_shape(c, b));
+    }
+    int64_t o[N_SP];
+    if (!spatial_out(c, x, k, false, o)) {
+        return false;
+    }
+    dl_ir_type *y = sh_out(c, 0);
+    *y = (dl_ir_type){.dtype = x->dtype, .rank = 4};
+    y->dims[0] = x->dims[0];
+    y->dims[1] = w->dims[0];
+    y->dims[2] = sh_dim(o[0], -1);
+    y->dims[3] = sh_dim(o[1], -1);
+    return true;
+}
+
+// ConvTranspose (X: [N, C, H, W], W: [C, M/group, kH, kW], B?: [M]) -> [N, M, oH, oW] with
+//   oH = s * (H - 1) + output_padding + ek - pad_begin - pad_end  (NOTSET / VALID)
+//   oH = H * s  (SAME_*), or output_shape when given.
+bool dl_pass__sh_conv_transpose(dl_pass__sh *c) {
+    const dl_ir_type *x = sh_in(c, 0), *w = sh_in(c, 1), *b = sh_in(c, 2);
+    if (!dl_pass__sh_need_float(c, x, "X") || !dl_pass__sh_same_dtype(c, x, w) ||
+        (b && !dl_pass__sh_same_dtype(c, x, b)) || !need_rank(c, x, 4, "X", "(N, C, H, W)") ||
+        !need_rank(c, w, 4, "W", "(C, M/group, kH, kW)")) {
+        return false;
+    }
+    int64_t group = dl_ir_node_attr_int(c->n, "group");
+    int64_t ch = x->dims[1].value;
+    if (ch % group != 0) {
+        return dl_pass__sh_fail(c, "group %lld does not divide the channels: X %s, W %s",
+                                (long long)group, dl_pass__sh_shape(c, x), dl_pass__sh_shape(c, w));
+    }
+    if (w->dims[0].value != ch) {
+        return dl_pass__sh_fail(c, "W expects %lld input channels, X has %lld: X %s, W %s",
+                                (long long)w->dims[0].value, (long long)ch, dl_pass__sh_shape(c, x),
+                                dl_pass__sh_shape(c, w));
+    }
+    int64_t m = w->dims[1].value * group;
+    int64_t k[N_SP] = {w->dims[2].value, w->dims[3].value}, ks[N_SP];
+    int64_t s[N_SP], d[N_SP], p[2 * N_SP], op[N_SP], os[N_SP];
+    if (!ints_n(c, "kernel_shape", N_SP, 0, ks) || !ints_n(c, "strides", N_SP, 1, s) ||
+        !ints_n(c, "dilations", N_SP, 1, d) || !ints_n(c, "pads", 2 * N_SP, 0, p) ||
+        !ints_n(c, "output_padding", N_SP, 0, op) || !ints_n(c, "output_shape", N_SP, 0, os)) {
+        return false;
+    }
+    if (dl_ir_node_attr(c->n, "kernel_shape") && (ks[0] != k[0] || ks[1] != k[1])) {
+        return dl_pass__sh_fail(c, "kernel_shape %s does not match W %s",
+                                dl_pass__sh_ints(c, ks, N_SP), dl_pass__sh_shape(c, w));
+    }
+    if (b && (b->rank != 1 || b->dims[0].value != m)) {
+        return dl_pass__sh_fail(c, "B must have shape [%lld], got %s", (long long)m,
+                                dl_pass__sh_shape(c, b));
+    }
+    const char *ap = dl_ir_node_attr_string(c->n, "auto_pad");
+    bool same = strcmp(ap, "SAME_UPPER") == 0 || strcmp(ap, "SAME_LOWER") == 0;
+    if (strcmp(ap, "VALID") == 0) {
+        memset(p, 0, sizeof p);
+    }
+    bool has_os = dl_ir_node_attr(c->n, "output_shape") != NULL;
+    int64_t o[N_SP];
+    for (int i = 0; i < N_SP; i++) {
+        int64_t in = x->dims[2 + i].value, ek = (k[i] - 1) * d[i] + 1;
+        int64_t full = s[i] * (in - 1) + op[i] + ek; // size before removing any padding
+        if (has_os) {
+            // An output_shape beyond `full` means negative total padding: as in onnxruntime,
+            // padding is clamped at 0 and the extra positions get only the bias.
+            o[i] = os[i];
+        } else if (same) {
+            o[i] = in * s[i];
+        } else {
+            o[i] = full - p[i] - p[i + N_SP];
+            if (o[i] < 1) {
+                return dl_pass__sh_fail(c, "pads %s leave no output for input %s",
+                                        dl_pass__sh_ints(c, p, 2 * N_SP), dl_pass__sh_shape(c, x));
+            }
+        }
+    }
+    dl_ir_type *y = sh_out(c, 0);
+    *y = (dl_ir_type){.dtype = x->dtype, .rank = 4};
+    y->dims[0] = x->dims[0];
+    y->dims[1] = sh_dim(m, group == 1 ? w->dims[1].sym : -1);
+    y->dims[2] = sh_dim(o[0], -1);
+    y->dims[3] = sh_dim(o[1], -1);
+    return true;
+}
+
+// MaxPool / AveragePool (X: [N, C, d1, ...]) -> [N, C, o1, ...]; MaxPool's Indices are int64.
+bool dl_pass__sh_pool(dl_pass__sh *c) {
+    const dl_ir_type *x = sh_in(c, 0);
+    if (!dl_pass__sh_need_float(c, x, "X")) {
+        return false;
+    }
+    if (x->rank < 3) {
+        return dl_pass__sh_fail(c, "X must have rank >= 3 (N, C, spatial...), got %s",
+                                dl_pass__sh_shape(c, x));
+    }
+    size_t n_sp = (size_t)x->rank - 2;
+    int64_t k[DL_MAX_RANK], o[DL_MAX_RANK];
+    if (!dl_ir_node_attr(c->n, "kernel_shape")) {
+        return dl_pass__sh_fail(c, "kernel_shape is required");
+    }
+    if (!ints_n(c, "kernel_shape", n_sp, 1, k) ||
+        !spatial_out(c, x, k, dl_ir_node_attr_int(c->n, "ceil_mode") != 0, o)) {
+        return false;
+    }
+    dl_ir_type *y = sh_out(c, 0);
+    *y = *x;
+    for (size_t i = 0; i < n_sp; i++) {
+        y->dims[2 + i] = sh_dim(o[i], -1);
+    }
+    dl_ir_type *ind = sh_out(c, 1);
+    if (ind) {
+        *ind = *y;
+        ind->dtype = DL_DT_INT64;
+    }
+    return true;
+}
+
+// GlobalAveragePool (X: [N, C, d1, ...]) -> [N, C, 1, ...]
+bool dl_pass__sh_global_pool(dl_pass__sh *c) {
+    const dl_ir_type *x = sh_in(c, 0);
+    if (!dl_pass__sh_need_float(c, x, "X")) {
+        return false;
+    }
+    if (x->rank < 3) {
+        return dl_pass__sh_fail(c, "X must have rank >= 3 (N, C, spatial...), got %s",
+                                dl_pass__sh_shape(c, x));
+    }
+    dl_ir_type *y = sh_out(c, 0);
+    *y = *x;
+    for (int32_t i = 2; i < x->rank; i++) {
+        y->dims[i] = sh_dim(1, -1);
+    }
+    return true;
+}
+
+// BatchNormalization (X: [N, C, ...], scale, B, mean, var: [C]) -> Y like X,
+// running_mean and running_var: [C] of mean's dtype.
+bool dl_pass__sh_batch_norm(dl_pass__sh *c) {
+    const dl_ir_type *x = sh_in(c, 0);
+    if (!dl_pass__sh_need_float(c, x, "X")) {
+        return false;
+    }
+    if (x->rank < 2) {
+        return dl_pass__sh_fail(c, "X must have rank >= 2 (N, C, ...), got %s",
+                                dl_pass__sh_shape(c, x));
+    }
+    static const char *const names[] = {"X", "scale", "B", "input_mean", "input_var"};
+    for (size_t i = 1; i < 5; i++) {
+        const dl_ir_type *t = sh_in(c, i);
+        if (!t) {
+            return dl_pass__sh_fail(c, "%s is required", names[i]);
+        }
+        if (!dl_pass__sh_need_float(c, t, names[i])) {
+            return false;
+        }
+        if (t->rank != 1 || t->dims[0].value != x->dims[1].value) {
+            return dl_pass__sh_fail(c, "%s must have shape [%lld] (the channels of X %s), got %s",
+                                    names[i], (long long)x->dims[1].value, dl_pass__sh_shape(c, x),
+                                    dl_pass__sh_shape(c, t));
+        }
+    }
+    if (!dl_pass__sh_same_dtype(c, sh_in(c, 3), sh_in(c, 4))) {
+        return false;
+    }
+    *sh_out(c, 0) = *x;
+    for (size_t i = 1; i < 3; i++) {
+        dl_ir_type *t = sh_out(c, i);
+        if (t) {
+            *t = (dl_ir_type){.dtype = sh_in(c, 3)->dtype, .rank = 1};
+            t->dims[0] = x->dims[1];
+        }
+    }
+    return true;
+}
+
+// LayerNormalization (X, Scale, B?) over dims [axis, r): Scale and B broadcast one way to
+// X.shape[axis:]. Mean and InvStdDev: X's shape with dims from axis on set to 1, float.
+bool dl_pass__sh_layer_norm(dl_pass__sh *c) {
+    const dl_ir_type *x = sh_in(c, 0);
+    int32_t axis;
+    if (!dl_pass__sh_need_float(c, x, "X") ||
+        !dl_pass__sh_axis(c, dl_ir_node_attr_int(c->n, "axis"), x->rank, false, &axis)) {
+        return false;
+    }
+    static const char *const names[] = {"X", "Scale", "B"};
+    int32_t nr = x->rank - axis; // rank of the normalised shape
+    for (size_t i = 1; i < 3; i++) {
+        const dl_ir_type *t = sh_in(c, i);
+        if (!t) {
+            continue;
+        }
+        if (!dl_pass__sh_same_dtype(c, x, t)) {
+            return false;
+        }
+        bool ok = t->rank <= nr;
+        for (int32_t j = 0; ok && j < t->rank; j++) {
+            int64_t got = t->dims[j].value, want = x->dims[x->rank - t->rank + j].value;
+            ok = got == want || got == 1;
+        }
+        if (!ok) {
+            dl_ir_type norm = {.dtype = x->dtype, .rank = nr};
+            memcpy(norm.dims, x->dims + axis, sizeof(dl_ir_dim) * (size_t)nr);
+            return dl_pass__sh_fail(c, "%s %s is not broadcastable to the normalised shape %s",
+                                    names[i], dl_pass__sh_shape(c, t), dl_pass__sh_shape(c, &norm));
+        }
+    }
+    *sh_out(c, 0) = *x;
+    for (size_t i = 1; i < 3; i++) {
+        dl_ir_type *t = sh_out(c, i);
+        if (t) {
+            *t = *x;
+            t->dtype = DL_DT_FLOAT;
+            for (int32_t j = axis; j < x->rank; j++) {
+                t->dims[j] = sh_dim(1, -1);
+            }
+        }
+    }
+    return true;
+}
+
+bool dl_pass__sh_softmax(dl_pass__sh *c) {
+    const dl_ir_type *x = sh_in(c, 0);
+    int32_t axis;
+    if (!dl_pass__sh_need_float(c, x, "input") ||
+        !dl_pass__sh_axis(c, dl_ir_node_attr_int(c->n, "axis"), x->rank, false, &axis)) {
+        return false;
+    }
+    *sh_out(c, 0) = *x;
+    return true;
+}
+
+// Dropout (data, ratio?: float scalar, training_mode?: bool scalar) -> output, mask?: bool
+bool dl_pass__sh_dropout(dl_pass__sh *c) {
+    const dl_ir_type *x = sh_in(c, 0), *ratio = sh_in(c, 1), *tm = sh_in(c, 2);
+    if (!dl_pass__sh_need_float(c, x, "data")) {
+        return false;
+    }
+    if (ratio && (!dl_pass__sh_need_float(c, ratio, "ratio"))) {
+        return false;
+    }
+    if (ratio && ratio->rank != 0) {
+        return dl_pass__sh_fail(c, "ratio must be a scalar, got %s", dl_pass__sh_shape(c, ratio));
+    }
+    if (tm && (tm->dtype != DL_DT_BOOL || tm->rank != 0)) {
+        return dl_pass__sh_fail(c, "training_mode must be a bool scalar, got %s%s",
+                                dl_dtype_name(tm->dtype), dl_pass__sh_shape(c, tm));
+    }
+    *sh_out(c, 0) = *x;
+    dl_ir_type *mask = sh_out(c, 1);
+    if (mask) {
+        *mask = *x;
+        mask->dtype = DL_DT_BOOL;
+    }
+    return true;
+}
+
+// Output type of a loss with `reduction`: `per_elem` for "none", else a scalar of dtype dt.
+static void loss_out(dl_pass__sh *c, const dl_ir_type *per_elem, dl_dtype dt) {
+    const char *red = dl_ir_node_attr_string(c->n, "reduction");
+    dl_ir_type *o = sh_out(c, 0);
+    if (strcmp(red, "none") == 0) {
+        *o = *per_elem;
+    } else {
+        *o = (dl_ir_type){.rank = 0};
+    }
+    o->dtype = dt;
+}
+
+// SoftmaxCrossEntropyLoss / NegativeLogLikelihoodLoss
+//   (scores: [N, C, d1...], labels: [N, d1...] int, weights?: [C]) -> [N, d1...] or scalar;
+//   SCE's log_prob output has the scores' shape.
+bool dl_pass__sh_loss(dl_pass__sh *c) {
+    const dl_ir_type *x = sh_in(c, 0), *lab = sh_in(c, 1), *w = sh_in(c, 2);
+    if (!dl_pass__sh_need_float(c, x, "scores") || !dl_pass__sh_need_int_index(c, lab, "labels")) {
+        return false;
+    }
+    if (x->rank < 2) {
+        return dl_pass__sh_fail(c, "scores must have rank >= 2 (N, C, ...), got %s",
+                                dl_pass__sh_shape(c, x));
+    }
+    // The labels' shape: scores' shape without C.
+    dl_ir_type want = {.dtype = lab->dtype, .rank = x->rank - 1};
+    want.dims[0] = x->dims[0];
+    for (int32_t i = 2; i < x->rank; i++) {
+        want.dims[i - 1] = x->dims[i];
+    }
+    bool ok = lab->rank == want.rank;
+    for (int32_t i = 0; ok && i < want.rank; i++) {
+        ok = lab->dims[i].value == want.dims[i].value;
+    }
+    if (!ok) {
+        return dl_pass__sh_fail(c, "labels must have shape %s for scores %s, got %s",
+                                dl_pass__sh_shape(c, &want), dl_pass__sh_shape(c, x),
+                                dl_pass__sh_shape(c, lab));
+    }
+    if (w) {
+        if (!dl_pass__sh_same_dtype(c, x, w)) {
+            return false;
+        }
+        if (w->rank != 1 || w->dims[0].value != x->dims[1].value) {
+            return dl_pass__sh_fail(c, "weights must have shape [%lld] (the classes of %s), got %s",
+                                    (long long)x->dims[1].value, dl_pass__sh_shape(c, x),
+                                    dl_pass__sh_shape(c, w));
+        }
+    }
+    for (int32_t i = 0; i < want.rank; i++) {
+        if (want.dims[i].sym < 0) {
+            want.dims[i].sym = lab->dims[i].sym;
+        }
+    }
+    loss_out(c, &want, x->dtype);
+    dl_ir_type *lp = sh_out(c, 1);
+    if (lp) {
+        *lp = *x;
+    }
+    return true;
+}
+
+// MeanSquaredError (a, b of one float type and shape) -> that shape ("none") or a scalar.
+bool dl_pass__sh_mse(dl_pass__sh *c) {
+    const dl_ir_type *a = sh_in(c, 0), *b = sh_in(c, 1);
+    if (!dl_pass__sh_need_float(c, a, "input") || !dl_pass__sh_same_dtype(c, a, b)) {
+        return false;
+    }
+    bool ok = a->rank == b->rank;
+    for (int32_t i = 0; ok && i < a->rank; i++) {
+        ok = a->dims[i].value == b->dims[i].value;
+    }
+    if (!ok) {
+        return dl_pass__sh_fail(c, "inputs must have the same shape: %s and %s",
+                                dl_pass__sh_shape(c, a), dl_pass__sh_shape(c, b));
+    }
+    dl_ir_type per = *a;
+    for (int32_t i = 0; i < a->rank; i++) {
+        if (per.dims[i].sym < 0) {
+            per.dims[i].sym = b->dims[i].sym;
+        }
+    }
+    loss_out(c, &per, a->dtype);
+    return true;
+}

@@ -1,0 +1,5 @@
+# End-to-end tests of the dlcc command line (exit codes, check/fmt/run/import, input validation,
+# no partial output). Needs /usr/bin/python3 with numpy (and onnx for the import cases).
+add_test(NAME cli_end_to_end
+         COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_cli.sh $<TARGET_FILE:dlcc> ${CMAKE_SOURCE_DIR})
+set_tests_properties(cli_end_to_end PROPERTIES LABELS unit)

@@ -1,0 +1,12 @@
+# IR printer, canonical form and verifier (tests/ir/).
+add_executable(test_ir ${CMAKE_CURRENT_LIST_DIR}/test_ir.c)
+target_link_libraries(test_ir PRIVATE dl_flags dl_ir dl_test_harness)
+add_test(NAME ir_unit COMMAND test_ir)
+set_tests_properties(ir_unit PROPERTIES LABELS unit)
+
+# parse -> print -> parse -> print over every .dlg file of the source tree.
+add_executable(test_ir_roundtrip ${CMAKE_CURRENT_LIST_DIR}/test_roundtrip.c)
+target_link_libraries(test_ir_roundtrip PRIVATE dl_flags dl_frontend dl_ir dl_test_harness)
+target_compile_definitions(test_ir_roundtrip PRIVATE DL_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
+add_test(NAME ir_roundtrip COMMAND test_ir_roundtrip)
+set_tests_properties(ir_roundtrip PROPERTIES LABELS unit)

@@ -1,0 +1,55 @@
+# Regenerates the small hand-made ONNX models used by tests/onnx/test_import.c.
+# Run with /usr/bin/python3 (needs the onnx package); the outputs are committed.
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+def save(graph, name, opset=17, domain=""):
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid(domain, opset)])
+    m.ir_version = 8
+    onnx.save(m, name)
+
+# Awkward names, initializers, Constant nodes feeding a shape operand and a real operand.
+nodes = [
+    helper.make_node("Add", ["1x", "a:b"], ["a_b"], name="add0"),
+    helper.make_node("Mul", ["a_b", "w"], ["m"]),
+    helper.make_node("Constant", [], ["cshape"], value_ints=[3, 2]),
+    helper.make_node("Reshape", ["m", "cshape"], ["r"]),
+    helper.make_node("Constant", [], ["two"], value_float=2.0),
+    helper.make_node("Div", ["r", "two"], ["out/0"]),
+    helper.make_node("Cast", ["out/0"], ["h"], to=TensorProto.FLOAT16),
+    helper.make_node("Reshape", ["1x", "shp"], ["r2"]),
+    helper.make_node("LeakyRelu", ["r2"], ["lr"], alpha=0.1),
+]
+g = helper.make_graph(
+    nodes, "names test",
+    [helper.make_tensor_value_info("1x", TensorProto.FLOAT, [2, 3]),
+     helper.make_tensor_value_info("a:b", TensorProto.FLOAT, [2, 3])],
+    [helper.make_tensor_value_info("out/0", TensorProto.FLOAT, [3, 2]),
+     helper.make_tensor_value_info("h", TensorProto.FLOAT16, [3, 2]),
+     helper.make_tensor_value_info("lr", TensorProto.FLOAT, [3, 2])],
+    initializer=[numpy_helper.from_array(np.arange(6, dtype=np.float32).reshape(2, 3), "w"),
+                 numpy_helper.from_array(np.array([3, 2], dtype=np.int64), "shp")])
+save(g, "names.onnx")
+
+# A Reshape whose shape is computed: not importable.
+nodes = [helper.make_node("Relu", ["s"], ["s2"]),
+         helper.make_node("Reshape", ["x", "s2"], ["y"])]
+g = helper.make_graph(nodes, "computed_shape",
+    [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3]),
+     helper.make_tensor_value_info("s", TensorProto.INT64, [2])],
+    [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3, 2])])
+save(g, "computed_shape.onnx")
+
+# Opset 18 and a foreign domain: rejected.
+g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "relu18",
+    [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+    [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+save(g, "opset18.onnx", opset=18)
+g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"], domain="com.example")], "dom",
+    [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+    [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17),
+                                        helper.make_opsetid("com.example", 1)])
+m.ir_version = 8
+onnx.save(m, "domain.onnx")

@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# tools/test.sh — installs dependencies, builds and runs every test. This is the README's test
+# command and what CI runs (.ci/run). Three stages:
+#   1. gcc, RelWithDebInfo, -Werror: the whole ctest suite;
+#   2. clang-19 with AddressSanitizer + UndefinedBehaviorSanitizer, -Werror: the whole suite again;
+#   3. the libFuzzer parser target (clang-19), run for DL_FUZZ_SECONDS (default 60).
+# Ends with one line "N passed, N failed" over all stages.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+jobs=$(nproc 2>/dev/null || echo 2)
+
+bash tools/setup.sh || { echo "setup failed"; echo "0 passed, 1 failed"; exit 1; }
+export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/ccache}
+export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-2G}
+
+passed=0
+failed=0
+logdir=$(mktemp -d)
+trap 'rm -rf "$logdir"' EXIT
+
+# Adds the counts from a ctest log ("NN% tests passed, F tests failed out of T").
+count_ctest() {
+  local line
+  line=$(grep -E 'tests passed, [0-9]+ tests? failed out of [0-9]+' "$1" | tail -1)
+  if [ -z "$line" ]; then
+    failed=$((failed + 1))
+    return
+  fi
+  local f t
+  f=$(sed -E 's/.* ([0-9]+) tests? failed out of ([0-9]+).*/\1/' <<<"$line")
+  t=$(sed -E 's/.* ([0-9]+) tests? failed out of ([0-9]+).*/\2/' <<<"$line")
+  passed=$((passed + t - f))
+  failed=$((failed + f))
+}
+
+stage() { echo; echo "==== $* ===="; }
+
+# 1. gcc build, full suite.
+stage "gcc build (RelWithDebInfo, -Werror)"
+if cmake -S . -B build-ci -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDL_WERROR=ON \
+     -DCMAKE_C_COMPILER=gcc >"$logdir/cfg1" 2>&1 && ninja -C build-ci -j "$jobs"; then
+  stage "tests (gcc)"
+  ctest --test-dir build-ci --output-on-failure -j "$jobs" 2>&1 | tee "$logdir/t1"
+  count_ctest "$logdir/t1"
+else
+  cat "$logdir/cfg1"; echo "gcc build failed"; failed=$((failed + 1))
+fi
+
+# 2. clang-19 + ASan + UBSan, full suite (and the fuzz target, built in the same tree).
+stage "clang-19 build (ASan + UBSan, -Werror)"
+if cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DDL_WERROR=ON \
+     -DCMAKE_C_COMPILER=clang-19 -DDL_SANITIZE='address;undefined' -DDL_FUZZ=ON \
+     >"$logdir/cfg2" 2>&1 && ninja -C build-asan -j "$jobs"; then
+  stage "tests (ASan + UBSan)"
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+    ctest --test-dir build-asan --output-on-failure -j "$jobs" 2>&1 | tee "$logdir/t2"
+  count_ctest "$logdir/t2"
+
+  # 3. Fuzz the parser briefly from the seed corpus (never crash, leak or hang).
+  fuzz=$(find build-asan -name fuzz_parse -type f -perm -u+x | head -1)
+  if [ -n "$fuzz" ]; then
+    stage "fuzz_parse for ${DL_FUZZ_SECONDS:-60} s"
+    work=$(mktemp -d)
+    cp tests/fuzz/corpus/* "$work"/ 2>/dev/null || true
+    if (cd "$logdir" && "$root/$fuzz" -max_total_time="${DL_FUZZ_SECONDS:-60}" -timeout=10 \
+          -rss_limit_mb=2048 "$work" >"$logdir/fuzz" 2>&1); then
+      tail -2 "$logdir/fuzz"; echo "fuzz_parse: ok"; passed=$((passed + 1))
+    else
+      tail -40 "$logdir/fuzz"; echo "fuzz_parse: FAILED"; failed=$((failed + 1))
+    fi
+    rm -rf "$work"
+  else
+    echo "fuzz_parse: not built"; failed=$((failed + 1))
+  fi
+else
+  cat "$logdir/cfg2"; echo "sanitizer build failed"; failed=$((failed + 1))
+fi
+
+echo
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
