@@ -197,6 +197,15 @@ char *dl_strbuf_take(dl_strbuf *b) {
     return p;
 }
 
+uint64_t dl_hash_fnv1a64(const char *s) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (; *s; s++) {
+        h ^= (unsigned char)*s;
+        h *= 0x100000001b3ull;
+    }
+    return h;
+}
+
 void dl_format_double(double v, char buf[40]) {
     if (isnan(v)) {
         strcpy(buf, "nan");
@@ -206,10 +215,27 @@ void dl_format_double(double v, char buf[40]) {
         strcpy(buf, v < 0 ? "-inf" : "inf");
         return;
     }
-    for (int prec = 15; prec <= 17; prec++) {
+    // The fewest significant digits that read back to the same double (1e-3 -> "0.001",
+    // 0.1 -> "0.1", not "0.10000000000000001").
+    for (int prec = 1; prec <= 17; prec++) {
         snprintf(buf, 40, "%.*g", prec, v);
         if (strtod(buf, NULL) == v) {
             break;
+        }
+    }
+    // "1e-05" -> "1e-5": printf pads exponents to two digits, people don't.
+    char *e = strchr(buf, 'e');
+    if (e) {
+        char *d = e + 1;
+        if (*d == '-' || *d == '+') {
+            if (*d == '+') {
+                memmove(d, d + 1, strlen(d + 1) + 1);
+            } else {
+                d++;
+            }
+        }
+        while (d[0] == '0' && d[1] != 0) {
+            memmove(d, d + 1, strlen(d + 1) + 1);
         }
     }
     if (!strpbrk(buf, ".eEn")) {

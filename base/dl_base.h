@@ -147,6 +147,9 @@ void dl_strbuf_fini(dl_strbuf *b);
 // Gives the buffer away (caller frees); the strbuf is reset. Returns NULL if oom was hit.
 char *dl_strbuf_take(dl_strbuf *b);
 
+// FNV-1a 64-bit hash of a NUL-terminated string (hash tables, default seeds; not for cache keys).
+uint64_t dl_hash_fnv1a64(const char *s);
+
 // Prints a double so that strtod gives back the same value, shortest of %.15g..%.17g, and
 // always with a '.', 'e', "inf" or "nan" so it reads as a float ("1.0" not "1").
 void dl_format_double(double v, char buf[40]);

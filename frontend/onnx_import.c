@@ -287,21 +287,12 @@ typedef struct imp {
     size_t n_errors;
 } imp;
 
-static uint64_t fnv1a(const char *s) {
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (; *s; s++) {
-        h ^= (unsigned char)*s;
-        h *= 0x100000001b3ull;
-    }
-    return h;
-}
-
 static sym *sym_find(const imp *im, const char *name) {
     if (!im->cap) {
         return NULL;
     }
     size_t mask = im->cap - 1;
-    for (size_t i = (size_t)fnv1a(name) & mask; im->slots[i]; i = (i + 1) & mask) {
+    for (size_t i = (size_t)dl_hash_fnv1a64(name) & mask; im->slots[i]; i = (i + 1) & mask) {
         if (strcmp(im->slots[i]->onnx, name) == 0) {
             return im->slots[i];
         }
@@ -311,7 +302,7 @@ static sym *sym_find(const imp *im, const char *name) {
 
 static void sym_place(sym **slots, size_t cap, sym *s) {
     size_t mask = cap - 1;
-    size_t i = (size_t)fnv1a(s->onnx) & mask;
+    size_t i = (size_t)dl_hash_fnv1a64(s->onnx) & mask;
     while (slots[i]) {
         i = (i + 1) & mask;
     }

@@ -14,22 +14,13 @@ struct dl_ir_name_map {
     size_t used;
 };
 
-static uint64_t fnv1a(const char *s) {
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (; *s; s++) {
-        h ^= (unsigned char)*s;
-        h *= 0x100000001b3ull;
-    }
-    return h;
-}
-
 static dl_ir_value *map_get(const dl_ir_module *m, const char *name) {
     const dl_ir_name_map *nm = m->names;
     if (!nm || nm->cap == 0) {
         return NULL;
     }
     size_t mask = nm->cap - 1;
-    for (size_t i = (size_t)fnv1a(name) & mask;; i = (i + 1) & mask) {
+    for (size_t i = (size_t)dl_hash_fnv1a64(name) & mask;; i = (i + 1) & mask) {
         uint32_t s = nm->slots[i];
         if (s == 0) {
             return NULL;
@@ -43,7 +34,7 @@ static dl_ir_value *map_get(const dl_ir_module *m, const char *name) {
 
 static void map_insert_slot(uint32_t *slots, size_t cap, const char *name, uint32_t id) {
     size_t mask = cap - 1;
-    size_t i = (size_t)fnv1a(name) & mask;
+    size_t i = (size_t)dl_hash_fnv1a64(name) & mask;
     while (slots[i]) {
         i = (i + 1) & mask;
     }
@@ -485,5 +476,5 @@ uint64_t dl_ir_init_seed(const dl_ir_value *param) {
     if (param->init && param->init->has_seed) {
         return param->init->seed;
     }
-    return fnv1a(param->name);
+    return dl_hash_fnv1a64(param->name);
 }

@@ -166,7 +166,11 @@ DL_TEST(format_double_round_trips_and_reads_as_float) {
     fmt(1e-3, b);
     DL_CHECK_STR_EQ(b, "0.001");
     fmt(1e300, b);
-    DL_CHECK_STR_EQ(b, "1e+300");
+    DL_CHECK_STR_EQ(b, "1e300");
+    fmt(1e-5, b);
+    DL_CHECK_STR_EQ(b, "1e-5");
+    fmt(-2.5e-8, b);
+    DL_CHECK_STR_EQ(b, "-2.5e-8");
     fmt(NAN, b);
     DL_CHECK_STR_EQ(b, "nan");
     fmt(INFINITY, b);

@@ -1,8 +1,10 @@
 // tests/eval/test_eval.c — the reference evaluator against hand-computed values (checked with
 // numpy while writing, never at test time). Each test builds a one-node module with the builder
 // API, sets the node's output types by hand (so these tests do not depend on the shape pass),
-// evaluates it and compares every output element.
+// evaluates it and compares every output element. One pooling test runs the real shape pass
+// instead, to show that its output sizes and the evaluator's windows agree.
 #include "dl_ir.h"
+#include "dl_pass.h"
 #include "dl_test.h"
 
 #include <math.h>
@@ -555,6 +557,156 @@ DL_TEST(average_pool) {
             NOATTR, O(F, 1, 2, 1, 1), V(2.5, 6.5));
 }
 
+DL_TEST(pool_1d) {
+    arg o = O(F, 1, 1, 4), oi = O(I64, 1, 1, 4);
+    const arg outs[2] = {o, oi};
+    run r = run_op_x(DL_IR_OP_MAX_POOL, INS(A(F, V(1, 3, 2, 5, 4), 1, 1, 5)),
+                     ATTRS(AINTS("kernel_shape", 2)), outs, 2, false);
+    CHECK_OUT(r, 0, o, V(3, 3, 5, 5));
+    CHECK_OUT(r, 1, oi, V(1, 1, 3, 3));
+    run_fini(&r);
+    // pads [1, 1]: the edge windows average the 2 real positions
+    EXPECT1(DL_IR_OP_AVERAGE_POOL, INS(A(F, V(1, 3, 2, 5, 4), 1, 1, 5)),
+            ATTRS(AINTS("kernel_shape", 3), AINTS("pads", 1, 1)), O(F, 1, 1, 5),
+            V(2, 2, 10.0 / 3, 11.0 / 3, 4.5));
+}
+
+DL_TEST(pool_3d) {
+    // x = 0..11 as [1, 1, 2, 2, 3], a 2x2x2 window at w = 0 and w = 1
+    double x12[12];
+    for (int i = 0; i < 12; i++) {
+        x12[i] = i;
+    }
+    arg o = O(F, 1, 1, 1, 1, 2), oi = O(I64, 1, 1, 1, 1, 2);
+    const arg outs[2] = {o, oi};
+    run r = run_op_x(DL_IR_OP_MAX_POOL, INS(A(F, x12, 1, 1, 2, 2, 3)),
+                     ATTRS(AINTS("kernel_shape", 2, 2, 2)), outs, 2, false);
+    CHECK_OUT(r, 0, o, V(10, 11));
+    CHECK_OUT(r, 1, oi, V(10, 11));
+    run_fini(&r);
+    EXPECT1(DL_IR_OP_AVERAGE_POOL, INS(A(F, x12, 1, 1, 2, 2, 3)),
+            ATTRS(AINTS("kernel_shape", 2, 2, 2)), O(F, 1, 1, 1, 1, 2), V(5, 6));
+    // two channels (the second negated), strides, begin pads on two dims, ceil_mode on W
+    // (ceil((4 + 1 - 2) / 2) + 1 = 3, the last window starts inside the input)
+    double x48[48];
+    for (int i = 0; i < 48; i++) {
+        x48[i] = i < 24 ? i : -i;
+    }
+    arg o2 = O(F, 1, 2, 2, 2, 3), oi2 = O(I64, 1, 2, 2, 2, 3);
+    const arg outs2[2] = {o2, oi2};
+    r = run_op_x(DL_IR_OP_MAX_POOL, INS(A(F, x48, 1, 2, 2, 3, 4)),
+                 ATTRS(AINTS("kernel_shape", 1, 2, 2), AINTS("strides", 1, 2, 2),
+                       AINTS("pads", 0, 1, 1, 0, 0, 0), ai("ceil_mode", 1)),
+                 outs2, 2, false);
+    CHECK_OUT(r, 0, o2,
+              V(0, 2, 3, 8, 10, 11, 12, 14, 15, 20, 22, 23, -24, -25, -27, -28, -29, -31, -36,
+                -37, -39, -40, -41, -43));
+    CHECK_OUT(r, 1, oi2,
+              V(0, 2, 3, 8, 10, 11, 12, 14, 15, 20, 22, 23, 24, 25, 27, 28, 29, 31, 36, 37, 39,
+                40, 41, 43));
+    run_fini(&r);
+}
+
+DL_TEST(pool_storage_order_column_major) {
+    // [2, 3] plane; maxima at (1, 1) and (1, 2): row major 4, 5; column major 1*2+1, 2*2+1
+    arg o = O(F, 1, 1, 1, 2), oi = O(I64, 1, 1, 1, 2);
+    const arg outs[2] = {o, oi};
+    run r = run_op_x(DL_IR_OP_MAX_POOL, INS(A(F, V(1, 2, 3, 4, 5, 9), 1, 1, 2, 3)),
+                     ATTRS(AINTS("kernel_shape", 2, 2), ai("storage_order", 1)), outs, 2, false);
+    CHECK_OUT(r, 0, o, V(5, 9));
+    CHECK_OUT(r, 1, oi, V(3, 5));
+    run_fini(&r);
+}
+
+DL_TEST(pool_ceil_mode_past_the_end_pad) {
+    // 1-D, x = 1..6, kernel 3, stride 2, pads [1, 1], ceil_mode: ceil((6 + 2 - 3) / 2) + 1 = 4
+    // windows start at -1, 1, 3, 5; the last one is {5, 6 (end pad), 7 (past the padded end)}
+    const double *x6 = V(1, 2, 3, 4, 5, 6);
+#define CEIL_ATTRS                                                                                 \
+    AINTS("kernel_shape", 3), AINTS("strides", 2), AINTS("pads", 1, 1), ai("ceil_mode", 1)
+    // count_include_pad = 1 counts the end pad but not the position past it: 6 / 2
+    EXPECT1(DL_IR_OP_AVERAGE_POOL, INS(A(F, x6, 1, 1, 6)),
+            ATTRS(CEIL_ATTRS, ai("count_include_pad", 1)), O(F, 1, 1, 4), V(1, 3, 5, 3));
+    // count_include_pad = 0 counts real positions only
+    EXPECT1(DL_IR_OP_AVERAGE_POOL, INS(A(F, x6, 1, 1, 6)), ATTRS(CEIL_ATTRS), O(F, 1, 1, 4),
+            V(1.5, 3, 5, 6));
+    arg o = O(F, 1, 1, 4), oi = O(I64, 1, 1, 4);
+    const arg outs[2] = {o, oi};
+    run r = run_op_x(DL_IR_OP_MAX_POOL, INS(A(F, x6, 1, 1, 6)), ATTRS(CEIL_ATTRS), outs, 2, false);
+#undef CEIL_ATTRS
+    CHECK_OUT(r, 0, o, V(2, 4, 6, 6));
+    CHECK_OUT(r, 1, oi, V(1, 3, 5, 5));
+    run_fini(&r);
+}
+
+DL_TEST(pool_dilated_1d) {
+    // kernel 3, dilation 2: windows {0, 2, 4}, {1, 3, 5}, {2, 4, 6}
+    const double *x7 = V(1, 9, 2, 8, 3, 7, 4);
+    arg o = O(F, 1, 1, 3), oi = O(I64, 1, 1, 3);
+    const arg outs[2] = {o, oi};
+    run r = run_op_x(DL_IR_OP_MAX_POOL, INS(A(F, x7, 1, 1, 7)),
+                     ATTRS(AINTS("kernel_shape", 3), AINTS("dilations", 2)), outs, 2, false);
+    CHECK_OUT(r, 0, o, V(3, 9, 4));
+    CHECK_OUT(r, 1, oi, V(4, 1, 6));
+    run_fini(&r);
+    // kernel 2, dilation 3, stride 2, pads [1, 1], count_include_pad: {-1, 2}, {1, 4}, {3, 6}
+    EXPECT1(DL_IR_OP_AVERAGE_POOL, INS(A(F, x7, 1, 1, 7)),
+            ATTRS(AINTS("kernel_shape", 2), AINTS("dilations", 3), AINTS("strides", 2),
+                  AINTS("pads", 1, 1), ai("count_include_pad", 1)),
+            O(F, 1, 1, 3), V(1, 6, 6));
+}
+
+// The shape pass and the evaluator agree: the output shape comes from dl_pass_shape (not set by
+// hand), including the ceil_mode rule that drops a last window starting in the end padding.
+// x: [1, 1, 5, 4] = 0..19, kernel [3, 2], strides [2, 2], pads [1, 0, 0, 1] (H begins with 1,
+// W ends with 1), ceil_mode. H: ceil((5 + 1 - 3) / 2) + 1 = 3, windows start at -1, 1, 3 (the
+// last reaches row 5, past the input with no end pad). W: ceil((4 + 1 - 2) / 2) + 1 = 3, but the
+// third window would start at 4, inside the end pad, so it is dropped: 2.
+DL_TEST(pool_shape_pass_and_eval_agree) {
+    for (int is_max = 0; is_max < 2; is_max++) {
+        dl_ir_module *m = NULL;
+        dl_diags *d = NULL;
+        DL_CHECK(dl_ir_module_create("t", &m) == DL_OK);
+        DL_CHECK(dl_diags_create(&d) == DL_OK);
+        arg xa = A(F, NULL, 1, 1, 5, 4);
+        dl_ir_type xt = to_type(&xa);
+        dl_ir_value *xv = NULL;
+        DL_CHECK(dl_ir_module_add_input(m, "x", &xt, DL_NO_LOC, &xv) == DL_OK);
+        const dl_ir_attr at[5] = {AINTS("kernel_shape", 3, 2), AINTS("strides", 2, 2),
+                                  AINTS("pads", 1, 0, 0, 1), ai("ceil_mode", 1),
+                                  ai("count_include_pad", 1)};
+        const char *names[1] = {"y"};
+        dl_ir_node *nd = NULL;
+        dl_ir_op op = is_max ? DL_IR_OP_MAX_POOL : DL_IR_OP_AVERAGE_POOL;
+        DL_CHECK(dl_ir_module_add_node(m, op, &xv, 1, names, NULL, 1, at, is_max ? 4 : 5,
+                                       DL_NO_LOC, &nd) == DL_OK);
+        DL_CHECK(dl_ir_module_add_output(m, nd->outputs[0], DL_NO_LOC) == DL_OK);
+        DL_CHECK(dl_pass_shape(m, d) == DL_OK);
+        const dl_ir_type *yt = &nd->outputs[0]->type;
+        DL_CHECK_EQ_I64(yt->rank, 4);
+        DL_CHECK_EQ_I64(yt->dims[2].value, 3);
+        DL_CHECK_EQ_I64(yt->dims[3].value, 2);
+        dl_tensor x = {0}, y = {0};
+        DL_CHECK(dl_tensor_alloc(&x, F, 4, xa.dims) == DL_OK);
+        for (int64_t i = 0; i < 20; i++) {
+            dl_tensor_set(&x, i, (double)i);
+        }
+        dl_ir_eval_opts opts = {NULL, 0, false};
+        DL_CHECK(dl_ir_eval(m, &opts, &x, &y, d) == DL_OK);
+        // count_include_pad: the first row of windows counts the begin pad row (divisor 6), the
+        // last one stops at the input's end (divisor 4)
+        const double *want = is_max ? V(5, 7, 13, 15, 17, 19)
+                                    : V(10.0 / 6, 3, 8.5, 10.5, 14.5, 16.5);
+        arg yo = O(F, 1, 1, 3, 2);
+        run r = {.st = DL_OK, .out = {y}, .n_out = 1};
+        DL_CHECK(check_out(&r, 0, &yo, want, 1e-6));
+        dl_tensor_free(&x);
+        dl_tensor_free(&y);
+        dl_diags_destroy(d);
+        dl_ir_module_destroy(m);
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Normalisation, softmax, dropout
 
@@ -615,7 +767,7 @@ DL_TEST(dropout) {
     for (int i = 0; i < 64; i++) {
         x[i] = i + 1;
         mask[i] = dl_rng_uniform(7, (uint64_t)i) >= 0.25;
-        want[i] = mask[i] ? x[i] / 0.75 : 0;
+        want[i] = mask[i] != 0.0 ? x[i] / 0.75 : 0;
     }
     arg oy = O(F, 64), om = O(B, 64);
     const arg outs[2] = {oy, om};

@@ -7,3 +7,6 @@ set_tests_properties(spec_examples_check PROPERTIES LABELS unit SKIP_RETURN_CODE
 file(GLOB DL_SAMPLES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/samples/*.dlg)
 add_test(NAME samples_check COMMAND dlcc check ${DL_SAMPLES})
 set_tests_properties(samples_check PROPERTIES LABELS unit)
+# Samples are the showcase of the canonical layout: `dlcc fmt` must leave them unchanged.
+add_test(NAME samples_formatted COMMAND dlcc fmt --check ${DL_SAMPLES})
+set_tests_properties(samples_formatted PROPERTIES LABELS unit)
