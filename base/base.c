@@ -15,16 +15,26 @@
 
 const char *dl_status_str(dl_status s) {
     switch (s) {
-    case DL_OK: return "ok";
-    case DL_ERR_INVALID_ARG: return "invalid argument";
-    case DL_ERR_NOMEM: return "out of memory";
-    case DL_ERR_IO: return "i/o error";
-    case DL_ERR_PARSE: return "parse error";
-    case DL_ERR_SHAPE: return "shape error";
-    case DL_ERR_UNSUPPORTED: return "unsupported";
-    case DL_ERR_BACKEND: return "backend error";
-    case DL_ERR_CACHE: return "cache error";
-    case DL_ERR_CORRUPT: return "corrupt data";
+    case DL_OK:
+        return "ok";
+    case DL_ERR_INVALID_ARG:
+        return "invalid argument";
+    case DL_ERR_NOMEM:
+        return "out of memory";
+    case DL_ERR_IO:
+        return "i/o error";
+    case DL_ERR_PARSE:
+        return "parse error";
+    case DL_ERR_SHAPE:
+        return "shape error";
+    case DL_ERR_UNSUPPORTED:
+        return "unsupported";
+    case DL_ERR_BACKEND:
+        return "backend error";
+    case DL_ERR_CACHE:
+        return "cache error";
+    case DL_ERR_CORRUPT:
+        return "corrupt data";
     }
     return "unknown status";
 }
@@ -421,8 +431,8 @@ static uint64_t mix64(uint64_t z) {
 }
 
 uint64_t dl_rng_bits(uint64_t seed, uint64_t counter) {
-    return mix64(mix64(seed + 0x9e3779b97f4a7c15ull) ^ (counter * 0xd1b54a32d192ed03ull +
-                                                       0x8cb92ba72f3d8dd7ull));
+    return mix64(mix64(seed + 0x9e3779b97f4a7c15ull) ^
+                 (counter * 0xd1b54a32d192ed03ull + 0x8cb92ba72f3d8dd7ull));
 }
 
 double dl_rng_uniform(uint64_t seed, uint64_t counter) {

@@ -112,9 +112,12 @@ bool dl_diags_oom(const dl_diags *d) {
 
 static const char *sev_name(dl_severity s) {
     switch (s) {
-    case DL_SEV_ERROR: return "error";
-    case DL_SEV_WARNING: return "warning";
-    case DL_SEV_NOTE: return "note";
+    case DL_SEV_ERROR:
+        return "error";
+    case DL_SEV_WARNING:
+        return "warning";
+    case DL_SEV_NOTE:
+        return "note";
     }
     return "error";
 }

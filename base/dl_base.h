@@ -45,9 +45,9 @@ const char *dl_status_str(dl_status s);
 
 // Broken invariants (our bugs, never user input): print file:line and abort.
 DL_NORETURN void dl__assert_fail(const char *expr, const char *file, int line);
-#define DL_ASSERT(e)      ((e) ? (void)0 : dl__assert_fail(#e, __FILE__, __LINE__))
-#define DL_UNREACHABLE()  dl__assert_fail("unreachable", __FILE__, __LINE__)
-#define DL_ARRAY_LEN(a)   (sizeof(a) / sizeof((a)[0]))
+#define DL_ASSERT(e)     ((e) ? (void)0 : dl__assert_fail(#e, __FILE__, __LINE__))
+#define DL_UNREACHABLE() dl__assert_fail("unreachable", __FILE__, __LINE__)
+#define DL_ARRAY_LEN(a)  (sizeof(a) / sizeof((a)[0]))
 
 // ---------------------------------------------------------------------------------------------
 // Source locations and diagnostics
@@ -114,8 +114,8 @@ void *dl_arena_alloc(dl_arena *a, size_t size);
 char *dl_arena_strdup(dl_arena *a, const char *s);
 char *dl_arena_strndup(dl_arena *a, const char *s, size_t n);
 void *dl_arena_memdup(dl_arena *a, const void *p, size_t size);
-#define DL_ARENA_NEW(a, T)       ((T *)dl_arena_alloc((a), sizeof(T)))
-#define DL_ARENA_NEWN(a, T, n)   ((T *)dl_arena_alloc((a), sizeof(T) * (size_t)(n)))
+#define DL_ARENA_NEW(a, T)     ((T *)dl_arena_alloc((a), sizeof(T)))
+#define DL_ARENA_NEWN(a, T, n) ((T *)dl_arena_alloc((a), sizeof(T) * (size_t)(n)))
 
 // ---------------------------------------------------------------------------------------------
 // Growable heap arrays. Usage: `DL_VEC(int) v = {0}; if (DL_VEC_PUSH(&v, 3)) ...; free(v.data);`
@@ -183,7 +183,6 @@ double dl_rng_uniform(uint64_t seed, uint64_t counter);
 // Standard normal (Box-Muller over counters 2i and 2i+1, cosine branch).
 double dl_rng_normal(uint64_t seed, uint64_t i);
 
-
 // ---------------------------------------------------------------------------------------------
 // Element types and host tensors (shared by the IR, the evaluator, .npy I/O and the runtime).
 
@@ -197,10 +196,10 @@ typedef enum dl_dtype {
     DL_DT_COUNT
 } dl_dtype;
 
-const char *dl_dtype_name(dl_dtype t);                 // "float", "float16", ... as in .dlg
+const char *dl_dtype_name(dl_dtype t);                    // "float", "float16", ... as in .dlg
 bool dl_dtype_from_name(const char *name, dl_dtype *out); // inverse of dl_dtype_name
-size_t dl_dtype_size(dl_dtype t);                       // bytes per element
-bool dl_dtype_is_float(dl_dtype t);                     // float, float16, bfloat16
+size_t dl_dtype_size(dl_dtype t);                         // bytes per element
+bool dl_dtype_is_float(dl_dtype t);                       // float, float16, bfloat16
 
 #define DL_MAX_RANK 8
 

@@ -24,13 +24,20 @@ bool dl_dtype_from_name(const char *name, dl_dtype *out) {
 
 size_t dl_dtype_size(dl_dtype t) {
     switch (t) {
-    case DL_DT_FLOAT: return 4;
-    case DL_DT_FLOAT16: return 2;
-    case DL_DT_BFLOAT16: return 2;
-    case DL_DT_INT32: return 4;
-    case DL_DT_INT64: return 8;
-    case DL_DT_BOOL: return 1;
-    case DL_DT_COUNT: break;
+    case DL_DT_FLOAT:
+        return 4;
+    case DL_DT_FLOAT16:
+        return 2;
+    case DL_DT_BFLOAT16:
+        return 2;
+    case DL_DT_INT32:
+        return 4;
+    case DL_DT_INT64:
+        return 8;
+    case DL_DT_BOOL:
+        return 1;
+    case DL_DT_COUNT:
+        break;
     }
     DL_UNREACHABLE();
 }
@@ -83,13 +90,20 @@ void dl_tensor_free(dl_tensor *t) {
 
 double dl_tensor_get(const dl_tensor *t, int64_t i) {
     switch (t->dtype) {
-    case DL_DT_FLOAT: return ((const float *)t->data)[i];
-    case DL_DT_FLOAT16: return dl_f16_to_f32(((const uint16_t *)t->data)[i]);
-    case DL_DT_BFLOAT16: return dl_bf16_to_f32(((const uint16_t *)t->data)[i]);
-    case DL_DT_INT32: return ((const int32_t *)t->data)[i];
-    case DL_DT_INT64: return (double)((const int64_t *)t->data)[i];
-    case DL_DT_BOOL: return ((const uint8_t *)t->data)[i] ? 1.0 : 0.0;
-    case DL_DT_COUNT: break;
+    case DL_DT_FLOAT:
+        return ((const float *)t->data)[i];
+    case DL_DT_FLOAT16:
+        return dl_f16_to_f32(((const uint16_t *)t->data)[i]);
+    case DL_DT_BFLOAT16:
+        return dl_bf16_to_f32(((const uint16_t *)t->data)[i]);
+    case DL_DT_INT32:
+        return ((const int32_t *)t->data)[i];
+    case DL_DT_INT64:
+        return (double)((const int64_t *)t->data)[i];
+    case DL_DT_BOOL:
+        return ((const uint8_t *)t->data)[i] ? 1.0 : 0.0;
+    case DL_DT_COUNT:
+        break;
     }
     DL_UNREACHABLE();
 }
@@ -109,13 +123,26 @@ static int64_t to_i64(double v) {
 
 void dl_tensor_set(dl_tensor *t, int64_t i, double v) {
     switch (t->dtype) {
-    case DL_DT_FLOAT: ((float *)t->data)[i] = (float)v; return;
-    case DL_DT_FLOAT16: ((uint16_t *)t->data)[i] = dl_f32_to_f16((float)v); return;
-    case DL_DT_BFLOAT16: ((uint16_t *)t->data)[i] = dl_f32_to_bf16((float)v); return;
-    case DL_DT_INT32: ((int32_t *)t->data)[i] = (int32_t)to_i64(v); return;
-    case DL_DT_INT64: ((int64_t *)t->data)[i] = to_i64(v); return;
-    case DL_DT_BOOL: ((uint8_t *)t->data)[i] = v != 0.0; return;
-    case DL_DT_COUNT: break;
+    case DL_DT_FLOAT:
+        ((float *)t->data)[i] = (float)v;
+        return;
+    case DL_DT_FLOAT16:
+        ((uint16_t *)t->data)[i] = dl_f32_to_f16((float)v);
+        return;
+    case DL_DT_BFLOAT16:
+        ((uint16_t *)t->data)[i] = dl_f32_to_bf16((float)v);
+        return;
+    case DL_DT_INT32:
+        ((int32_t *)t->data)[i] = (int32_t)to_i64(v);
+        return;
+    case DL_DT_INT64:
+        ((int64_t *)t->data)[i] = to_i64(v);
+        return;
+    case DL_DT_BOOL:
+        ((uint8_t *)t->data)[i] = v != 0.0;
+        return;
+    case DL_DT_COUNT:
+        break;
     }
     DL_UNREACHABLE();
 }

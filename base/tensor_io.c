@@ -51,13 +51,20 @@ static bool shape_numel(const int64_t *dims, int32_t rank, size_t elem_size, int
 
 const char *dl_npy_descr(dl_dtype t) {
     switch (t) {
-    case DL_DT_FLOAT: return "<f4";
-    case DL_DT_FLOAT16: return "<f2";
-    case DL_DT_BFLOAT16: return "<u2";
-    case DL_DT_INT32: return "<i4";
-    case DL_DT_INT64: return "<i8";
-    case DL_DT_BOOL: return "|b1";
-    case DL_DT_COUNT: break;
+    case DL_DT_FLOAT:
+        return "<f4";
+    case DL_DT_FLOAT16:
+        return "<f2";
+    case DL_DT_BFLOAT16:
+        return "<u2";
+    case DL_DT_INT32:
+        return "<i4";
+    case DL_DT_INT64:
+        return "<i8";
+    case DL_DT_BOOL:
+        return "|b1";
+    case DL_DT_COUNT:
+        break;
     }
     return "?";
 }
@@ -230,8 +237,8 @@ static bool npy_header(const char *h, size_t n, dl_dtype *dtype, int64_t *dims, 
             if (!npy_string(&c, descr, sizeof descr)) {
                 npy_ws(&c);
                 if (c.p < c.end && *c.p == '[') {
-                    set_err(err, err_size, "structured arrays are not supported (supported: "
-                            NPY_SUPPORTED ")");
+                    set_err(err, err_size,
+                            "structured arrays are not supported (supported: " NPY_SUPPORTED ")");
                 } else {
                     set_err(err, err_size, "bad .npy header: 'descr' is not a string");
                 }
@@ -277,7 +284,9 @@ static bool npy_header(const char *h, size_t n, dl_dtype *dtype, int64_t *dims, 
     }
     if (!has_descr || !has_order || !has_shape) {
         set_err(err, err_size, "bad .npy header: missing key '%s'",
-                !has_descr ? "descr" : !has_order ? "fortran_order" : "shape");
+                !has_descr   ? "descr"
+                : !has_order ? "fortran_order"
+                             : "shape");
         return false;
     }
     return true;
@@ -520,14 +529,30 @@ static bool json_string(json_cur *c, dl_strbuf *b) {
         char e = *c->p++;
         char lit = 0;
         switch (e) {
-        case '"': lit = '"'; break;
-        case '\\': lit = '\\'; break;
-        case '/': lit = '/'; break;
-        case 'b': lit = '\b'; break;
-        case 'f': lit = '\f'; break;
-        case 'n': lit = '\n'; break;
-        case 'r': lit = '\r'; break;
-        case 't': lit = '\t'; break;
+        case '"':
+            lit = '"';
+            break;
+        case '\\':
+            lit = '\\';
+            break;
+        case '/':
+            lit = '/';
+            break;
+        case 'b':
+            lit = '\b';
+            break;
+        case 'f':
+            lit = '\f';
+            break;
+        case 'n':
+            lit = '\n';
+            break;
+        case 'r':
+            lit = '\r';
+            break;
+        case 't':
+            lit = '\t';
+            break;
         case 'u': {
             uint32_t cp;
             if (!json_hex4(c, &cp)) {
@@ -551,7 +576,8 @@ static bool json_string(json_cur *c, dl_strbuf *b) {
             }
             continue;
         }
-        default: return false;
+        default:
+            return false;
         }
         if (b) {
             dl_strbuf_append(b, &lit, 1);
@@ -728,8 +754,7 @@ typedef struct st_entry {
 
 // tensor_info -> '{' ("dtype" ':' STRING | "shape" ':' uint_array |
 //                     "data_offsets" ':' uint_array) (',' ...)* '}'
-static bool st_tensor_info(json_cur *c, const char *name, st_entry *e, char *err,
-                           size_t err_size) {
+static bool st_tensor_info(json_cur *c, const char *name, st_entry *e, char *err, size_t err_size) {
     bool has_dtype = false, has_shape = false, has_off = false;
     dl_strbuf key = {0}, val = {0};
     bool ok = false;
@@ -803,7 +828,9 @@ static bool st_tensor_info(json_cur *c, const char *name, st_entry *e, char *err
     }
     if (!has_dtype || !has_shape || !has_off) {
         set_err(err, err_size, "bad safetensors header: entry '%s' lacks '%s'", name,
-                !has_dtype ? "dtype" : !has_shape ? "shape" : "data_offsets");
+                !has_dtype   ? "dtype"
+                : !has_shape ? "shape"
+                             : "data_offsets");
         goto out;
     }
     ok = true;
@@ -874,8 +901,8 @@ out:
     return st;
 }
 
-dl_status dl_safetensors_read_tensor(const char *path, const char *name, dl_tensor *out,
-                                     char *err, size_t err_size) {
+dl_status dl_safetensors_read_tensor(const char *path, const char *name, dl_tensor *out, char *err,
+                                     size_t err_size) {
     out->data = NULL;
     char *hdr = NULL;
     dl_status st = DL_ERR_PARSE;
@@ -942,8 +969,8 @@ dl_status dl_safetensors_read_tensor(const char *path, const char *name, dl_tens
     uint64_t data_size = size - 8 - hlen;
     if (e.end > data_size) {
         set_err(err, err_size,
-                "tensor '%s': data_offsets [%llu, %llu] exceed the data section (%llu bytes)",
-                name, (unsigned long long)e.begin, (unsigned long long)e.end,
+                "tensor '%s': data_offsets [%llu, %llu] exceed the data section (%llu bytes)", name,
+                (unsigned long long)e.begin, (unsigned long long)e.end,
                 (unsigned long long)data_size);
         goto out;
     }
@@ -956,9 +983,8 @@ dl_status dl_safetensors_read_tensor(const char *path, const char *name, dl_tens
     if (e.end - e.begin != need) {
         char shp[160];
         dl_shape_format(e.dims, e.rank, shp, sizeof shp);
-        set_err(err, err_size,
-                "tensor '%s': data_offsets span %llu bytes but %s%s needs %llu", name,
-                (unsigned long long)(e.end - e.begin), dl_dtype_name(e.dtype), shp,
+        set_err(err, err_size, "tensor '%s': data_offsets span %llu bytes but %s%s needs %llu",
+                name, (unsigned long long)(e.end - e.begin), dl_dtype_name(e.dtype), shp,
                 (unsigned long long)need);
         goto out;
     }

@@ -112,12 +112,18 @@ const char *dl_fe__suggest(const char *word, const char *const *names, size_t n_
 
 const char *dl_fe__kind_phrase(dl_ir_attr_kind k) {
     switch (k) {
-    case DL_IR_ATTR_INT: return "an int";
-    case DL_IR_ATTR_FLOAT: return "a float";
-    case DL_IR_ATTR_STRING: return "a string";
-    case DL_IR_ATTR_INTS: return "a list of ints";
-    case DL_IR_ATTR_FLOATS: return "a list of floats";
-    case DL_IR_ATTR_STRINGS: return "a list of strings";
+    case DL_IR_ATTR_INT:
+        return "an int";
+    case DL_IR_ATTR_FLOAT:
+        return "a float";
+    case DL_IR_ATTR_STRING:
+        return "a string";
+    case DL_IR_ATTR_INTS:
+        return "a list of ints";
+    case DL_IR_ATTR_FLOATS:
+        return "a list of floats";
+    case DL_IR_ATTR_STRINGS:
+        return "a list of strings";
     }
     return "a value";
 }
@@ -211,8 +217,8 @@ static bool check_range(fe_ctx *cx, const char *owner, const dl_ir_attr_spec *sp
         for (size_t i = 0; i < a->n; i++) {
             if (a->ints[i] < sp->min_i) {
                 dl_fe__error(cx, at->elocs ? at->elocs[i] : at->vloc,
-                             "%s: attribute '%s' values must be >= %lld, got %lld", owner,
-                             a->name, (long long)sp->min_i, (long long)a->ints[i]);
+                             "%s: attribute '%s' values must be >= %lld, got %lld", owner, a->name,
+                             (long long)sp->min_i, (long long)a->ints[i]);
                 ok = false;
                 break;
             }
@@ -241,8 +247,8 @@ static bool check_range(fe_ctx *cx, const char *owner, const dl_ir_attr_spec *sp
     return ok;
 }
 
-bool dl_fe__check_attrs(fe_ctx *cx, const char *owner, const dl_ir_attr_spec *specs,
-                        size_t n_specs, fe_attr *attrs, size_t n_attrs, dl_src_loc owner_loc) {
+bool dl_fe__check_attrs(fe_ctx *cx, const char *owner, const dl_ir_attr_spec *specs, size_t n_specs,
+                        fe_attr *attrs, size_t n_attrs, dl_src_loc owner_loc) {
     bool ok = true;
     for (size_t i = 0; i < n_attrs; i++) {
         fe_attr *at = &attrs[i];
@@ -279,8 +285,7 @@ bool dl_fe__check_attrs(fe_ctx *cx, const char *owner, const dl_ir_attr_spec *sp
         for (size_t j = 0; j < i; j++) {
             if (strcmp(attrs[j].a.name, at->a.name) == 0) {
                 dl_fe__error(cx, at->a.loc, "%s: duplicate attribute '%s'", owner, at->a.name);
-                dl_fe__note(cx, attrs[j].a.loc, "previous definition of '%s' is here",
-                            at->a.name);
+                dl_fe__note(cx, attrs[j].a.loc, "previous definition of '%s' is here", at->a.name);
                 dup = true;
                 break;
             }

@@ -10,8 +10,8 @@
 // On any error returns DL_ERR_PARSE with every error recorded in `d` (the parser recovers at the
 // next statement and stops after 20 errors) and *out == NULL. Does not infer shapes.
 // Thread-safety: independent calls may run concurrently.
-DL_NODISCARD dl_status dl_fe_parse(const char *file_name, const char *text, size_t len,
-                                   dl_diags *d, dl_ir_module **out);
+DL_NODISCARD dl_status dl_fe_parse(const char *file_name, const char *text, size_t len, dl_diags *d,
+                                   dl_ir_module **out);
 // Reads `path` and parses it; sets the module's source_dir to the file's directory. DL_ERR_IO
 // with a diagnostic naming the path if it cannot be read.
 DL_NODISCARD dl_status dl_fe_parse_file(const char *path, dl_diags *d, dl_ir_module **out);
@@ -19,7 +19,7 @@ DL_NODISCARD dl_status dl_fe_parse_file(const char *path, dl_diags *d, dl_ir_mod
 // Imports an ONNX model (opset 13-17) from `path`: constant shape-like inputs become attributes,
 // initializers become params (or consts when `initializers_as_consts`). Unsupported ops, dtypes
 // or non-constant shape operands are reported to `d` (DL_ERR_UNSUPPORTED). *out caller owns.
-DL_NODISCARD dl_status dl_fe_import_onnx(const char *path, bool initializers_as_consts,
-                                         dl_diags *d, dl_ir_module **out);
+DL_NODISCARD dl_status dl_fe_import_onnx(const char *path, bool initializers_as_consts, dl_diags *d,
+                                         dl_ir_module **out);
 
 #endif

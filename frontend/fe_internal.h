@@ -50,13 +50,13 @@ typedef enum fe_tok_kind {
 
 typedef struct fe_token {
     fe_tok_kind kind;
-    char punct;          // PUNCT: one of = , : ( ) [ ] < > { }
-    uint32_t line, col;  // 1-based; col in bytes
-    uint32_t len;        // bytes of source covered (>= 1 except at EOF)
-    const char *text;    // points into the source (not NUL-terminated)
-    const char *s;       // IDENT: NUL-terminated copy; STRING: decoded value; ERROR: message
-    int64_t i;           // INT
-    double f;            // FLOAT
+    char punct;         // PUNCT: one of = , : ( ) [ ] < > { }
+    uint32_t line, col; // 1-based; col in bytes
+    uint32_t len;       // bytes of source covered (>= 1 except at EOF)
+    const char *text;   // points into the source (not NUL-terminated)
+    const char *s;      // IDENT: NUL-terminated copy; STRING: decoded value; ERROR: message
+    int64_t i;          // INT
+    double f;           // FLOAT
     uint32_t err_col, err_len;
 } fe_token;
 
@@ -72,9 +72,9 @@ typedef struct fe_lexer {
     const char *src;
     size_t len, pos;
     uint32_t line;
-    size_t line_start;   // byte offset of the current line
-    bool line_has_token; // a token was seen on the current line
-    dl_arena *scratch;   // token strings and messages live here
+    size_t line_start;           // byte offset of the current line
+    bool line_has_token;         // a token was seen on the current line
+    dl_arena *scratch;           // token strings and messages live here
     DL_VEC(fe_comment) comments; // every comment, in source order; heap, freed by lex_fini
     bool oom;
 } fe_lexer;
@@ -89,10 +89,10 @@ void dl_fe__lex_next(fe_lexer *lx, fe_token *out);
 // Attributes as parsed, before and after validation
 
 typedef struct fe_attr {
-    dl_ir_attr a;       // list payloads live in the module arena
-    dl_src_loc vloc;    // the value (first token for lists: the '[')
-    dl_src_loc *elocs;  // per list element (n entries), scratch arena; NULL for scalars
-    bool empty_list;    // `[]`: its kind is taken from the spec
+    dl_ir_attr a;      // list payloads live in the module arena
+    dl_src_loc vloc;   // the value (first token for lists: the '[')
+    dl_src_loc *elocs; // per list element (n entries), scratch arena; NULL for scalars
+    bool empty_list;   // `[]`: its kind is taken from the spec
 } fe_attr;
 
 // Validates `attrs` against `specs` for `owner` ("Gemm", "adam", "loss_scale"): unknown and
@@ -100,8 +100,8 @@ typedef struct fe_attr {
 // expected become FLOATS, `[]` takes the spec's list kind), minimum values and choices, and
 // required attributes (reported at owner_loc). Attributes that fail are reported; returns true
 // when all passed.
-bool dl_fe__check_attrs(fe_ctx *cx, const char *owner, const dl_ir_attr_spec *specs,
-                        size_t n_specs, fe_attr *attrs, size_t n_attrs, dl_src_loc owner_loc);
+bool dl_fe__check_attrs(fe_ctx *cx, const char *owner, const dl_ir_attr_spec *specs, size_t n_specs,
+                        fe_attr *attrs, size_t n_attrs, dl_src_loc owner_loc);
 
 // "an int", "a list of floats", ...
 const char *dl_fe__kind_phrase(dl_ir_attr_kind k);

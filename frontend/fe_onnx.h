@@ -28,8 +28,7 @@ void dl_fe__onnx_info_fini(dl_fe_onnx_info *info); // NULL is a no-op; leaves it
 // bound to the given values (BORROWED for the call) and become constants: shape-like operands
 // fed by them turn into attributes, other uses into `const` statements. `info` may be NULL; when
 // given it is filled (zeroed first) even when the import fails.
-DL_NODISCARD dl_status dl_fe__import_onnx_ex(const char *path,
-                                             const char *const *const_input_names,
+DL_NODISCARD dl_status dl_fe__import_onnx_ex(const char *path, const char *const *const_input_names,
                                              const dl_tensor *const_input_values, size_t n_const,
                                              bool initializers_as_consts, dl_diags *d,
                                              dl_ir_module **out, dl_fe_onnx_info *info);

@@ -92,8 +92,8 @@ static void lex_comment(fe_lexer *lx) {
         lx->pos++;
     }
     size_t end = lx->pos;
-    while (end > start && (lx->src[end - 1] == ' ' || lx->src[end - 1] == '\t' ||
-                           lx->src[end - 1] == '\r')) {
+    while (end > start &&
+           (lx->src[end - 1] == ' ' || lx->src[end - 1] == '\t' || lx->src[end - 1] == '\r')) {
         end--;
     }
     fe_comment c = {lx->line, !lx->line_has_token, lx->src + start, end - start};
@@ -317,9 +317,9 @@ void dl_fe__lex_next(fe_lexer *lx, fe_token *t) {
     memset(t, 0, sizeof(*t));
     const char *s = lx->src;
     for (;;) {
-        while (lx->pos < lx->len && (s[lx->pos] == ' ' || s[lx->pos] == '\t' ||
-                                     s[lx->pos] == '\r' || s[lx->pos] == '\v' ||
-                                     s[lx->pos] == '\f')) {
+        while (lx->pos < lx->len &&
+               (s[lx->pos] == ' ' || s[lx->pos] == '\t' || s[lx->pos] == '\r' ||
+                s[lx->pos] == '\v' || s[lx->pos] == '\f')) {
             lx->pos++;
         }
         if (lx->pos < lx->len && s[lx->pos] == '#') {
@@ -362,8 +362,8 @@ void dl_fe__lex_next(fe_lexer *lx, fe_token *t) {
         return;
     }
     bool next_digit = lx->pos + 1 < lx->len && is_digit(s[lx->pos + 1]);
-    bool next_dot_digit = lx->pos + 2 < lx->len && s[lx->pos + 1] == '.' &&
-                          is_digit(s[lx->pos + 2]);
+    bool next_dot_digit =
+        lx->pos + 2 < lx->len && s[lx->pos + 1] == '.' && is_digit(s[lx->pos + 2]);
     bool next_inf = lx->pos + 3 < lx->len && memcmp(s + lx->pos + 1, "inf", 3) == 0;
     if (is_digit(c) || (c == '.' && next_digit) ||
         ((c == '-' || c == '+') && (next_digit || next_dot_digit || next_inf))) {

@@ -14,7 +14,6 @@
 // mapping is deterministic for a given file. Diagnostics carry no location (an .onnx file has no
 // lines) and name the node by index, name and op instead.
 #include "fe_onnx.h"
-
 #include "onnx.pb-c.h"
 
 #include <float.h>
@@ -30,21 +29,34 @@
 
 static bool dtype_from_onnx(int32_t code, dl_dtype *out) {
     switch (code) {
-    case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT: *out = DL_DT_FLOAT; return true;
-    case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16: *out = DL_DT_FLOAT16; return true;
-    case ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16: *out = DL_DT_BFLOAT16; return true;
-    case ONNX__TENSOR_PROTO__DATA_TYPE__INT32: *out = DL_DT_INT32; return true;
-    case ONNX__TENSOR_PROTO__DATA_TYPE__INT64: *out = DL_DT_INT64; return true;
-    case ONNX__TENSOR_PROTO__DATA_TYPE__BOOL: *out = DL_DT_BOOL; return true;
-    default: return false;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT:
+        *out = DL_DT_FLOAT;
+        return true;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16:
+        *out = DL_DT_FLOAT16;
+        return true;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16:
+        *out = DL_DT_BFLOAT16;
+        return true;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT32:
+        *out = DL_DT_INT32;
+        return true;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT64:
+        *out = DL_DT_INT64;
+        return true;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__BOOL:
+        *out = DL_DT_BOOL;
+        return true;
+    default:
+        return false;
     }
 }
 
 static const char *onnx_dtype_name(int32_t code) {
     static const char *const names[] = {
-        "undefined", "float", "uint8",   "int8",   "uint16",    "int16",      "int32",
-        "int64",     "string", "bool",   "float16", "double",   "uint32",     "uint64",
-        "complex64", "complex128", "bfloat16",
+        "undefined", "float",  "uint8",     "int8",       "uint16",   "int16",
+        "int32",     "int64",  "string",    "bool",       "float16",  "double",
+        "uint32",    "uint64", "complex64", "complex128", "bfloat16",
     };
     return code >= 0 && (size_t)code < DL_ARRAY_LEN(names) ? names[code] : "unknown";
 }
@@ -58,9 +70,15 @@ static const char *onnx_dtype_name(int32_t code) {
 // Ops whose opset-17 definition is older than opset 13 (0 = since 13 or later). A table rather
 // than a switch because -Wswitch-enum wants every op named in a switch.
 static const int64_t op_since_table[DL_IR_OP_COUNT] = {
-    [DL_IR_OP_SOFTPLUS] = 1,       [DL_IR_OP_NOT] = 1,           [DL_IR_OP_GLOBAL_AVERAGE_POOL] = 1,
-    [DL_IR_OP_AND] = 7,            [DL_IR_OP_OR] = 7,            [DL_IR_OP_CONV] = 11,
-    [DL_IR_OP_CONV_TRANSPOSE] = 11, [DL_IR_OP_AVERAGE_POOL] = 11, [DL_IR_OP_MAX_POOL] = 12,
+    [DL_IR_OP_SOFTPLUS] = 1,
+    [DL_IR_OP_NOT] = 1,
+    [DL_IR_OP_GLOBAL_AVERAGE_POOL] = 1,
+    [DL_IR_OP_AND] = 7,
+    [DL_IR_OP_OR] = 7,
+    [DL_IR_OP_CONV] = 11,
+    [DL_IR_OP_CONV_TRANSPOSE] = 11,
+    [DL_IR_OP_AVERAGE_POOL] = 11,
+    [DL_IR_OP_MAX_POOL] = 12,
 };
 
 static int64_t op_since_version(dl_ir_op op) {
@@ -125,8 +143,7 @@ static dl_status tensor_from_proto(const Onnx__TensorProto *tp, const char *what
                 onnx_dtype_name(tp->data_type));
         return DL_ERR_UNSUPPORTED;
     }
-    if (tp->has_data_location &&
-        tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
+    if (tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
         dl_diag(d, DL_SEV_ERROR, DL_NO_LOC, "onnx: %s uses external data, which is not supported",
                 what);
         return DL_ERR_UNSUPPORTED;
@@ -217,7 +234,8 @@ static dl_status tensor_from_proto(const Onnx__TensorProto *tp, const char *what
             }
         }
         break;
-    case DL_DT_COUNT: DL_UNREACHABLE();
+    case DL_DT_COUNT:
+        DL_UNREACHABLE();
     }
     if (have != (size_t)n) {
         dl_diag(d, DL_SEV_ERROR, DL_NO_LOC, "onnx: %s holds %zu values, its shape needs %lld", what,
@@ -228,8 +246,8 @@ static dl_status tensor_from_proto(const Onnx__TensorProto *tp, const char *what
     return DL_OK;
 }
 
-dl_status dl_fe__onnx_read_tensor_pb(const char *path, dl_tensor *out, char *name,
-                                     size_t name_size, dl_diags *d) {
+dl_status dl_fe__onnx_read_tensor_pb(const char *path, dl_tensor *out, char *name, size_t name_size,
+                                     dl_diags *d) {
     memset(out, 0, sizeof(*out));
     if (name && name_size) {
         name[0] = '\0';
@@ -613,8 +631,7 @@ static dl_status check_model(const Onnx__ModelProto *mp, int64_t *out_opset, cha
             dl_dtype dt;
             if (!dtype_from_onnx(tp->tensor_type->elem_type, &dt)) {
                 snprintf(why, why_size, "graph %s '%s' has unsupported element type %s",
-                         l ? "output" : "input", nm,
-                         onnx_dtype_name(tp->tensor_type->elem_type));
+                         l ? "output" : "input", nm, onnx_dtype_name(tp->tensor_type->elem_type));
                 return DL_ERR_UNSUPPORTED;
             }
         }
@@ -635,8 +652,7 @@ static dl_status check_model(const Onnx__ModelProto *mp, int64_t *out_opset, cha
     return DL_OK;
 }
 
-static dl_status load_model(const char *path, Onnx__ModelProto **out, char *why,
-                            size_t why_size) {
+static dl_status load_model(const char *path, Onnx__ModelProto **out, char *why, size_t why_size) {
     *out = NULL;
     char *buf = NULL;
     size_t len = 0;
@@ -785,15 +801,17 @@ static dl_status plan(imp *im) {
             }
             if (!s->cval) {
                 if (s->graph_input >= 0) {
-                    err(im, "onnx: %s: input %zu ('%s') must be constant, but graph input '%s' "
-                            "is not",
+                    err(im,
+                        "onnx: %s: input %zu ('%s') must be constant, but graph input '%s' "
+                        "is not",
                         desc, k, an, in);
                     if (!record_need_const(im, s)) {
                         return DL_ERR_NOMEM;
                     }
                 } else {
-                    err(im, "onnx: %s: input %zu ('%s') must be constant, but '%s' is computed "
-                            "by node %d",
+                    err(im,
+                        "onnx: %s: input %zu ('%s') must be constant, but '%s' is computed "
+                        "by node %d",
                         desc, k, an, in, s->def_node);
                 }
             } else if (s->cval->dtype != DL_DT_INT64 && s->cval->dtype != DL_DT_INT32) {
@@ -856,8 +874,8 @@ static dl_status type_from_value_info(imp *im, const Onnx__ValueInfoProto *vi, d
         return DL_ERR_UNSUPPORTED;
     }
     if (tt->shape->n_dim > DL_MAX_RANK) {
-        err(im, "onnx: graph input '%s' has rank %zu (at most %d supported)", nm,
-            tt->shape->n_dim, DL_MAX_RANK);
+        err(im, "onnx: graph input '%s' has rank %zu (at most %d supported)", nm, tt->shape->n_dim,
+            DL_MAX_RANK);
         return DL_ERR_UNSUPPORTED;
     }
     t->rank = (int32_t)tt->shape->n_dim;
@@ -865,8 +883,9 @@ static dl_status type_from_value_info(imp *im, const Onnx__ValueInfoProto *vi, d
         const Onnx__TensorShapeProto__Dimension *dm = tt->shape->dim[i];
         if (dm->value_case != ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE ||
             dm->dim_value < 0) {
-            err(im, "onnx: graph input '%s': dimension %zu is not a fixed size (symbolic "
-                    "dimensions are not supported)",
+            err(im,
+                "onnx: graph input '%s': dimension %zu is not a fixed size (symbolic "
+                "dimensions are not supported)",
                 nm, i);
             return DL_ERR_UNSUPPORTED;
         }
@@ -956,12 +975,24 @@ static bool convert_attr(imp *im, dl_arena *a, dl_ir_op op, const Onnx__Attribut
     }
     dl_ir_attr_kind got;
     switch ((int)ap->type) { // int: protobuf-c adds a size-forcing enumerator
-    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT: got = DL_IR_ATTR_INT; break;
-    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT: got = DL_IR_ATTR_FLOAT; break;
-    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING: got = DL_IR_ATTR_STRING; break;
-    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS: got = DL_IR_ATTR_INTS; break;
-    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS: got = DL_IR_ATTR_FLOATS; break;
-    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS: got = DL_IR_ATTR_STRINGS; break;
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT:
+        got = DL_IR_ATTR_INT;
+        break;
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT:
+        got = DL_IR_ATTR_FLOAT;
+        break;
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING:
+        got = DL_IR_ATTR_STRING;
+        break;
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS:
+        got = DL_IR_ATTR_INTS;
+        break;
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS:
+        got = DL_IR_ATTR_FLOATS;
+        break;
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS:
+        got = DL_IR_ATTR_STRINGS;
+        break;
     case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__UNDEFINED:
     case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR:
     case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH:
@@ -982,8 +1013,12 @@ static bool convert_attr(imp *im, dl_arena *a, dl_ir_op op, const Onnx__Attribut
     }
     out->kind = got;
     switch (got) {
-    case DL_IR_ATTR_INT: out->i = ap->i; break;
-    case DL_IR_ATTR_FLOAT: out->f = tidy_float(ap->f); break;
+    case DL_IR_ATTR_INT:
+        out->i = ap->i;
+        break;
+    case DL_IR_ATTR_FLOAT:
+        out->f = tidy_float(ap->f);
+        break;
     case DL_IR_ATTR_STRING:
         out->s = dl_arena_strndup(a, (const char *)ap->s.data, ap->s.len);
         if (!out->s) {
@@ -1058,8 +1093,8 @@ static dl_status emit_node(imp *im, dl_arena *a, size_t idx) {
             }
             for (size_t j = 0; j < n_attrs; j++) {
                 if (strcmp(attrs[j].name, an) == 0) {
-                    err(im, "onnx: %s: '%s' is given both as attribute and as input %zu", desc,
-                        an, k);
+                    err(im, "onnx: %s: '%s' is given both as attribute and as input %zu", desc, an,
+                        k);
                     return DL_ERR_UNSUPPORTED;
                 }
             }

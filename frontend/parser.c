@@ -139,14 +139,19 @@ static bool is_ident(const fe_token *t, const char *s) {
 // "'x'", "end of line", "end of file", "string \"...\"" — for "found ..." messages.
 static void describe(const fe_token *t, char *buf, size_t size) {
     switch (t->kind) {
-    case FE_TOK_EOF: snprintf(buf, size, "end of file"); return;
-    case FE_TOK_NEWLINE: snprintf(buf, size, "end of line"); return;
+    case FE_TOK_EOF:
+        snprintf(buf, size, "end of file");
+        return;
+    case FE_TOK_NEWLINE:
+        snprintf(buf, size, "end of line");
+        return;
     case FE_TOK_STRING:
     case FE_TOK_IDENT:
     case FE_TOK_INT:
     case FE_TOK_FLOAT:
     case FE_TOK_PUNCT:
-    case FE_TOK_ERROR: break;
+    case FE_TOK_ERROR:
+        break;
     }
     size_t n = t->len > 40 ? 40 : t->len;
     size_t o = 0;
@@ -404,8 +409,7 @@ typedef struct lit_state {
 static bool parse_lit_list(parser *p, lit_state *st, int depth) {
     dl_src_loc open = tok_loc(p, cur(p));
     if (depth >= DL_MAX_RANK) {
-        dl_fe__error(&p->cx, open, "literal is nested too deeply (at most %d levels)",
-                     DL_MAX_RANK);
+        dl_fe__error(&p->cx, open, "literal is nested too deeply (at most %d levels)", DL_MAX_RANK);
         return false;
     }
     advance(p); // '['
@@ -416,8 +420,7 @@ static bool parse_lit_list(parser *p, lit_state *st, int depth) {
     if (!is_punct(cur(p), ']')) {
         for (;;) {
             if (is_punct(cur(p), '[')) {
-                if (st->leaf_depth >= 0 && st->leaf_depth != depth + 1 &&
-                    st->leaf_depth <= depth) {
+                if (st->leaf_depth >= 0 && st->leaf_depth != depth + 1 && st->leaf_depth <= depth) {
                     dl_fe__error(&p->cx, tok_loc(p, cur(p)),
                                  "ragged literal: expected a number, found a list");
                     return false;
@@ -613,8 +616,7 @@ static bool parse_attr_value(parser *p, fe_attr *at) {
             t = cur(p);
             dl_src_loc loc = tok_loc(p, t);
             if (is_punct(t, '[')) {
-                dl_fe__error(&p->cx, loc, "attribute '%s': nested lists are not allowed",
-                             a->name);
+                dl_fe__error(&p->cx, loc, "attribute '%s': nested lists are not allowed", a->name);
                 ok = false;
                 break;
             }
@@ -789,8 +791,7 @@ static bool parse_dim(parser *p) {
     int32_t prev = dl_ir_module_find_dim(p->m, name);
     if (prev >= 0) {
         dl_fe__error(&p->cx, loc, "redefinition of '%s'", name);
-        dl_fe__note(&p->cx, p->m->dims.data[prev].loc, "previous definition of '%s' is here",
-                    name);
+        dl_fe__note(&p->cx, p->m->dims.data[prev].loc, "previous definition of '%s' is here", name);
         return false;
     }
     if (v < 1) {
@@ -992,7 +993,8 @@ static bool parse_init(parser *p, const dl_ir_type *ty, dl_ir_init **out) {
         }
         return expect_punct(p, ')', "')' after the tensor name");
     }
-    case DL_IR_INIT_LITERAL: break;
+    case DL_IR_INIT_LITERAL:
+        break;
     }
     DL_UNREACHABLE();
 }
@@ -1026,8 +1028,7 @@ static bool parse_const(parser *p) {
     if (!expect_ident(p, "a const name after 'const'", &name, &loc) ||
         !check_new_value_name(p, name, loc) ||
         !expect_punct(p, ':', "':' and a type after the const name") || !parse_type(p, &ty) ||
-        !expect_punct(p, '=', "'=' and a literal after the type") ||
-        !parse_literal(p, &ty, &lit)) {
+        !expect_punct(p, '=', "'=' and a literal after the type") || !parse_literal(p, &ty, &lit)) {
         poison(p, name);
         return false;
     }
@@ -1148,8 +1149,7 @@ static bool parse_node_body(parser *p, name_vec *outs, loc_vec *out_locs, attr_v
         for (size_t i = 0; i < outs->len; i++) {
             if (strcmp(outs->data[i], name) == 0) {
                 dl_fe__error(&p->cx, loc, "redefinition of '%s'", name);
-                dl_fe__note(&p->cx, out_locs->data[i], "previous definition of '%s' is here",
-                            name);
+                dl_fe__note(&p->cx, out_locs->data[i], "previous definition of '%s' is here", name);
                 return false;
             }
         }
@@ -1251,8 +1251,8 @@ static bool parse_node_body(parser *p, name_vec *outs, loc_vec *out_locs, attr_v
     if (op == DL_IR_OP_CAST && !fix_cast_to(p, attrs)) {
         return false;
     }
-    if (!dl_fe__check_attrs(&p->cx, info->name, info->attrs, info->n_attrs, attrs->data,
-                            attrs->len, oploc)) {
+    if (!dl_fe__check_attrs(&p->cx, info->name, info->attrs, info->n_attrs, attrs->data, attrs->len,
+                            oploc)) {
         return false;
     }
     if (!check_attr_input_conflicts(p, op, attrs, ins->data, ins->len)) {
@@ -1440,7 +1440,8 @@ static bool parse_freeze(parser *p, dl_ir_train *t) {
 
 static bool parse_train_entry(parser *p, dl_ir_train *t, int key) {
     switch (key) {
-    case TK_OPTIMIZER: return parse_optimizer(p, t);
+    case TK_OPTIMIZER:
+        return parse_optimizer(p, t);
     case TK_CLIP_NORM: {
         number n;
         if (!parse_number(p, false, "a number for clip_norm", &n)) {
@@ -1473,8 +1474,10 @@ static bool parse_train_entry(parser *p, dl_ir_train *t, int key) {
         t->precision = dt;
         return true;
     }
-    case TK_LOSS_SCALE: return parse_loss_scale(p, t);
-    case TK_FREEZE: return parse_freeze(p, t);
+    case TK_LOSS_SCALE:
+        return parse_loss_scale(p, t);
+    case TK_FREEZE:
+        return parse_freeze(p, t);
     case TK_ACCUMULATE: {
         int64_t v = 0;
         dl_src_loc loc = DL_NO_LOC;
@@ -1489,7 +1492,8 @@ static bool parse_train_entry(parser *p, dl_ir_train *t, int key) {
         t->accumulate = v;
         return true;
     }
-    default: break;
+    default:
+        break;
     }
     DL_UNREACHABLE();
 }
@@ -1705,8 +1709,7 @@ static bool parse_statement(parser *p) {
     }
     const char *s = dl_fe__suggest(t->s, stmt_words, DL_ARRAY_LEN(stmt_words));
     if (s) {
-        dl_fe__error(&p->cx, tok_loc(p, t), "unknown statement '%s' (did you mean '%s'?)", t->s,
-                     s);
+        dl_fe__error(&p->cx, tok_loc(p, t), "unknown statement '%s' (did you mean '%s'?)", t->s, s);
     } else {
         dl_fe__error(&p->cx, tok_loc(p, t),
                      "unknown statement '%s' (expected model, dim, input, param, const, output, "

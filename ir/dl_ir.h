@@ -59,15 +59,15 @@ typedef struct dl_ir_attr_spec {
 
 typedef struct dl_ir_op_info {
     dl_ir_op op;
-    const char *name;                // ONNX name, e.g. "MatMul"
-    int32_t min_inputs, max_inputs;  // max -1 = variadic
+    const char *name;               // ONNX name, e.g. "MatMul"
+    int32_t min_inputs, max_inputs; // max -1 = variadic
     int32_t min_outputs, max_outputs;
     bool differentiable;
-    const dl_ir_attr_spec *attrs;    // array of n_attrs, sorted by name
+    const dl_ir_attr_spec *attrs; // array of n_attrs, sorted by name
     size_t n_attrs;
 } dl_ir_op_info;
 
-const dl_ir_op_info *dl_ir_op_get_info(dl_ir_op op);   // never NULL for a valid op
+const dl_ir_op_info *dl_ir_op_get_info(dl_ir_op op); // never NULL for a valid op
 // Looks an op up by its exact (case-sensitive) ONNX name. Returns false if unknown.
 bool dl_ir_op_from_name(const char *name, dl_ir_op *out);
 const dl_ir_attr_spec *dl_ir_op_find_attr_spec(dl_ir_op op, const char *attr_name);
@@ -87,7 +87,7 @@ typedef struct dl_ir_type {
     dl_ir_dim dims[DL_MAX_RANK];
 } dl_ir_type;
 
-int64_t dl_ir_type_numel(const dl_ir_type *t);                  // 1 for scalars
+int64_t dl_ir_type_numel(const dl_ir_type *t);                   // 1 for scalars
 bool dl_ir_type_equal(const dl_ir_type *a, const dl_ir_type *b); // dtype + dim values
 // "float[N, 784]" (symbolic names where present, when m is non-NULL) into buf.
 typedef struct dl_ir_module dl_ir_module;
@@ -101,16 +101,16 @@ void dl_ir_type_format_shape(const dl_ir_type *t, char *buf, size_t size);
 typedef struct dl_ir_attr {
     const char *name;
     dl_ir_attr_kind kind;
-    dl_src_loc loc;      // of the attribute name
-    int64_t i;           // INT
-    int32_t i_sym;       // INT: module dim index if written as a dim name, else -1
-    double f;            // FLOAT
-    const char *s;       // STRING
-    size_t n;            // list length for INTS / FLOATS / STRINGS
-    int64_t *ints;       // INTS
-    int32_t *int_syms;   // INTS: per element dim index or -1 (may be NULL: all literal)
-    double *floats;      // FLOATS
-    const char **strs;   // STRINGS
+    dl_src_loc loc;    // of the attribute name
+    int64_t i;         // INT
+    int32_t i_sym;     // INT: module dim index if written as a dim name, else -1
+    double f;          // FLOAT
+    const char *s;     // STRING
+    size_t n;          // list length for INTS / FLOATS / STRINGS
+    int64_t *ints;     // INTS
+    int32_t *int_syms; // INTS: per element dim index or -1 (may be NULL: all literal)
+    double *floats;    // FLOATS
+    const char **strs; // STRINGS
 } dl_ir_attr;
 
 // ---------------------------------------------------------------------------------------------
@@ -165,24 +165,24 @@ typedef struct dl_ir_value {
     const char *name;
     dl_ir_value_kind kind;
     dl_ir_type type;
-    dl_src_loc loc;        // of the name where it is defined
-    dl_ir_node *def;       // NODE: producing node
-    uint32_t def_out;      // NODE: output index in def
-    dl_ir_init *init;      // PARAM
-    dl_ir_literal *lit;    // CONST
-    bool is_output;        // listed by an `output` statement
+    dl_src_loc loc;     // of the name where it is defined
+    dl_ir_node *def;    // NODE: producing node
+    uint32_t def_out;   // NODE: output index in def
+    dl_ir_init *init;   // PARAM
+    dl_ir_literal *lit; // CONST
+    bool is_output;     // listed by an `output` statement
 } dl_ir_value;
 
 struct dl_ir_node {
     uint32_t id;
     dl_ir_op op;
-    dl_src_loc loc;        // of the op name
+    dl_src_loc loc; // of the op name
     size_t n_inputs;
-    dl_ir_value **inputs;  // an entry is NULL for an omitted optional input
+    dl_ir_value **inputs; // an entry is NULL for an omitted optional input
     size_t n_outputs;
     dl_ir_value **outputs;
     size_t n_attrs;
-    dl_ir_attr *attrs;     // in source order
+    dl_ir_attr *attrs; // in source order
 };
 
 // Attribute lookup on a node (NULL if absent; defaults are *not* filled in).
@@ -205,24 +205,24 @@ typedef enum dl_ir_optim {
 typedef enum dl_ir_loss_scale { DL_IR_LS_NONE, DL_IR_LS_STATIC, DL_IR_LS_DYNAMIC } dl_ir_loss_scale;
 
 typedef struct dl_ir_train {
-    dl_src_loc loc;           // of the `train` keyword
+    dl_src_loc loc; // of the `train` keyword
     dl_ir_value *loss;
     dl_ir_optim optimizer;
     dl_src_loc optimizer_loc;
-    size_t n_opt_attrs;       // as written: lr, momentum, nesterov, beta1, beta2, eps, alpha, ...
+    size_t n_opt_attrs; // as written: lr, momentum, nesterov, beta1, beta2, eps, alpha, ...
     dl_ir_attr *opt_attrs;
     bool has_clip_norm;
     double clip_norm;
     bool has_precision;
-    dl_dtype precision;       // float (default), bfloat16, float16
+    dl_dtype precision; // float (default), bfloat16, float16
     dl_ir_loss_scale loss_scale;
-    double loss_scale_value;  // STATIC
-    size_t n_ls_attrs;        // DYNAMIC: init, growth, backoff, interval as written
+    double loss_scale_value; // STATIC
+    size_t n_ls_attrs;       // DYNAMIC: init, growth, backoff, interval as written
     dl_ir_attr *ls_attrs;
     size_t n_freeze;
     dl_ir_value **freeze;
     bool has_accumulate;
-    int64_t accumulate;       // >= 1
+    int64_t accumulate; // >= 1
 } dl_ir_train;
 
 const char *dl_ir_optim_name(dl_ir_optim o); // "sgd", "adam", "adamw", "rmsprop"
@@ -256,7 +256,7 @@ typedef enum dl_ir_stmt_kind {
 // Statement order as written, with comments, so `dlcc fmt` keeps the author's layout.
 typedef struct dl_ir_stmt {
     dl_ir_stmt_kind kind;
-    uint32_t index;         // DIM: dims index; INPUT/PARAM/CONST/OUTPUT: value id; NODE: node id
+    uint32_t index; // DIM: dims index; INPUT/PARAM/CONST/OUTPUT: value id; NODE: node id
     const char *comment_before; // full comment lines before the statement ("# ..." lines joined
                                 // by '\n', without the final newline), or NULL
     const char *comment_after;  // trailing "# ..." on the statement's last line, or NULL
@@ -269,19 +269,19 @@ struct dl_ir_module {
     dl_arena arena;
     const char *name;
     dl_src_loc name_loc;
-    const char *comment_header;     // comment lines before `model`, or NULL
-    const char *comment_trailer;    // comment lines after the last statement, or NULL
-    const char *source_dir;         // directory of the source file, for file() initialisers
+    const char *comment_header;  // comment lines before `model`, or NULL
+    const char *comment_trailer; // comment lines after the last statement, or NULL
+    const char *source_dir;      // directory of the source file, for file() initialisers
     DL_VEC(dl_ir_dim_def) dims;
-    DL_VEC(dl_ir_value *) values;   // all values by id
-    DL_VEC(dl_ir_value *) inputs;   // in declaration order
+    DL_VEC(dl_ir_value *) values; // all values by id
+    DL_VEC(dl_ir_value *) inputs; // in declaration order
     DL_VEC(dl_ir_value *) params;
     DL_VEC(dl_ir_value *) consts;
-    DL_VEC(dl_ir_value *) outputs;  // in `output` statement order
-    DL_VEC(dl_ir_node *) nodes;     // in statement order (a topological order)
+    DL_VEC(dl_ir_value *) outputs; // in `output` statement order
+    DL_VEC(dl_ir_node *) nodes;    // in statement order (a topological order)
     DL_VEC(dl_ir_stmt) stmts;
-    dl_ir_train *train;             // NULL without a train block
-    dl_ir_name_map *names;          // name -> value index
+    dl_ir_train *train;    // NULL without a train block
+    dl_ir_name_map *names; // name -> value index
 };
 
 // Creates an empty module named `name`. Caller owns *out (dl_ir_module_destroy).
@@ -383,7 +383,6 @@ DL_NODISCARD dl_status dl_ir_eval(const dl_ir_module *m, const dl_ir_eval_opts *
 // params and consts included). For tests and debugging. Caller frees each with dl_tensor_free
 // and the array with free().
 DL_NODISCARD dl_status dl_ir_eval_all(const dl_ir_module *m, const dl_ir_eval_opts *opts,
-                                      const dl_tensor *inputs, dl_tensor **out_values,
-                                      dl_diags *d);
+                                      const dl_tensor *inputs, dl_tensor **out_values, dl_diags *d);
 
 #endif

@@ -109,9 +109,12 @@ static void type_dims(const dl_ir_type *ty, int64_t *dims) {
 // Rounds v to what a tensor of dtype `dt` can hold (float stays double: see the file comment).
 static double round_to(dl_dtype dt, double v) {
     switch (dt) {
-    case DL_DT_FLOAT: return v;
-    case DL_DT_FLOAT16: return dl_f16_to_f32(dl_f32_to_f16((float)v));
-    case DL_DT_BFLOAT16: return dl_bf16_to_f32(dl_f32_to_bf16((float)v));
+    case DL_DT_FLOAT:
+        return v;
+    case DL_DT_FLOAT16:
+        return dl_f16_to_f32(dl_f32_to_f16((float)v));
+    case DL_DT_BFLOAT16:
+        return dl_bf16_to_f32(dl_f32_to_bf16((float)v));
     case DL_DT_INT32:
     case DL_DT_INT64: {
         if (isnan(v)) {
@@ -131,8 +134,10 @@ static double round_to(dl_dtype dt, double v) {
         uint32_t u = (uint32_t)(uint64_t)i;
         return (double)(int32_t)u;
     }
-    case DL_DT_BOOL: return v != 0.0 ? 1.0 : 0.0;
-    case DL_DT_COUNT: break;
+    case DL_DT_BOOL:
+        return v != 0.0 ? 1.0 : 0.0;
+    case DL_DT_COUNT:
+        break;
     }
     DL_UNREACHABLE();
 }
@@ -247,8 +252,8 @@ static dl_status materialize_file(const dl_ir_module *m, const dl_ir_value *p, d
     dl_tensor t = {0};
     dl_status st = dl_safetensors_read_tensor(path, in->tensor, &t, err, sizeof err);
     if (st != DL_OK) {
-        dl_diag(d, DL_SEV_ERROR, loc, "param '%s': cannot load tensor '%s' from '%s': %s",
-                p->name, in->tensor, path, err[0] ? err : dl_status_str(st));
+        dl_diag(d, DL_SEV_ERROR, loc, "param '%s': cannot load tensor '%s' from '%s': %s", p->name,
+                in->tensor, path, err[0] ? err : dl_status_str(st));
         return st;
     }
     bool ok = t.dtype == p->type.dtype && t.rank == p->type.rank;
@@ -271,8 +276,8 @@ static dl_status materialize_file(const dl_ir_module *m, const dl_ir_value *p, d
     return DL_OK;
 }
 
-dl_status dl_ir_param_materialize(const dl_ir_module *m, const dl_ir_value *param,
-                                  dl_tensor *out, dl_diags *d) {
+dl_status dl_ir_param_materialize(const dl_ir_module *m, const dl_ir_value *param, dl_tensor *out,
+                                  dl_diags *d) {
     out->data = NULL;
     const dl_ir_init *in = param->init;
     if (param->kind != DL_IR_VAL_PARAM || !in || param->type.rank < 0) {
@@ -303,11 +308,21 @@ dl_status dl_ir_param_materialize(const dl_ir_module *m, const dl_ir_value *para
     for (int64_t i = 0; i < n; i++) {
         double v = 0;
         switch (in->kind) {
-        case DL_IR_INIT_ZEROS: v = 0; break;
-        case DL_IR_INIT_ONES: v = 1; break;
-        case DL_IR_INIT_CONSTANT: v = in->a; break;
-        case DL_IR_INIT_UNIFORM: v = in->a + (in->b - in->a) * dl_rng_uniform(seed, (uint64_t)i); break;
-        case DL_IR_INIT_NORMAL: v = in->a + in->b * dl_rng_normal(seed, (uint64_t)i); break;
+        case DL_IR_INIT_ZEROS:
+            v = 0;
+            break;
+        case DL_IR_INIT_ONES:
+            v = 1;
+            break;
+        case DL_IR_INIT_CONSTANT:
+            v = in->a;
+            break;
+        case DL_IR_INIT_UNIFORM:
+            v = in->a + (in->b - in->a) * dl_rng_uniform(seed, (uint64_t)i);
+            break;
+        case DL_IR_INIT_NORMAL:
+            v = in->a + in->b * dl_rng_normal(seed, (uint64_t)i);
+            break;
         case DL_IR_INIT_GLOROT_UNIFORM: {
             double l = sqrt(6.0 / (fan_in + fan_out));
             v = -l + 2.0 * l * dl_rng_uniform(seed, (uint64_t)i);
@@ -321,7 +336,8 @@ dl_status dl_ir_param_materialize(const dl_ir_module *m, const dl_ir_value *para
             v = in->lit->f ? in->lit->f[k] : (double)in->lit->i[k];
             break;
         }
-        case DL_IR_INIT_FILE: DL_UNREACHABLE();
+        case DL_IR_INIT_FILE:
+            DL_UNREACHABLE();
         }
         dl_tensor_set(out, i, v);
     }
@@ -356,8 +372,10 @@ static dl_status run_node(const dl_ir_module *m, const dl_ir_node *n, dl_ir__et 
     for (size_t k = 0; k < n->n_outputs; k++) {
         const dl_ir_value *o = n->outputs[k];
         if (o->type.rank < 0) {
-            return dl_ir__node_err(&cx, "type of output '%s' is unknown (run shape inference "
-                                        "before evaluating)", o->name);
+            return dl_ir__node_err(&cx,
+                                   "type of output '%s' is unknown (run shape inference "
+                                   "before evaluating)",
+                                   o->name);
         }
         int64_t dims[DL_MAX_RANK];
         type_dims(&o->type, dims);

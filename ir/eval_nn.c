@@ -143,8 +143,7 @@ static dl_status ints2(dl_ir__ectx *cx, const char *name, int32_t nsp, int group
     for (int g = 0; g < groups; g++) {
         for (int32_t i = 0; i < 2; i++) {
             int32_t src = i - (2 - nsp);
-            out2[g * 2 + i] =
-                src < 0 ? fill : (a && a->n > 0 ? a->ints[g * nsp + src] : def);
+            out2[g * 2 + i] = src < 0 ? fill : (a && a->n > 0 ? a->ints[g * nsp + src] : def);
         }
     }
     return DL_OK;
@@ -233,8 +232,7 @@ static dl_status conv(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in, dl_ir_
 // Pads: the `pads` attribute, or (output_shape given or auto_pad SAME_*) from
 //   total = s*(in-1) + output_padding + (k-1)*dil + 1 - out,
 //   SAME_UPPER: begin = floor(total/2); otherwise begin = total - floor(total/2) (ONNX's text).
-static dl_status conv_transpose(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in,
-                                dl_ir__et *y) {
+static dl_status conv_transpose(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in, dl_ir__et *y) {
     const dl_ir_node *nd = cx->node;
     const dl_ir__et *x = in[0], *wt = in[1], *b = n_in > 2 ? in[2] : NULL;
     int64_t x4[4], w4[4], y4[4];
@@ -312,8 +310,7 @@ static dl_status conv_transpose(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_
 
 // Reads INTS attribute `name` with `n` entries (n = number of spatial dims, twice that for pads)
 // into out; absent or empty: every entry `def`.
-static dl_status ints_n(dl_ir__ectx *cx, const char *name, int32_t n, int64_t def,
-                        int64_t *out) {
+static dl_status ints_n(dl_ir__ectx *cx, const char *name, int32_t n, int64_t def, int64_t *out) {
     const dl_ir_attr *a = dl_ir_node_attr(cx->node, name);
     if (a && a->n > 0 && (int32_t)a->n != n) {
         return ERR("%s has %zu entries, expected %d", name, a->n, n);
@@ -557,8 +554,8 @@ static dl_status layer_norm(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in, 
 }
 
 // Softmax / LogSoftmax along one axis (opset 13+), with the max subtracted first.
-static void softmax_axis(const double *x, double *y, const int64_t *dims, int32_t rank,
-                         int32_t ax, bool is_log) {
+static void softmax_axis(const double *x, double *y, const int64_t *dims, int32_t rank, int32_t ax,
+                         bool is_log) {
     int64_t outer = 1, inner = 1, len = dims[ax];
     for (int32_t i = 0; i < ax; i++) {
         outer *= dims[i];
@@ -756,24 +753,36 @@ dl_status dl_ir__eval_nn(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in, dl_
     }
     // Partial switch (cast to int): dl_ir__eval_node's exhaustive switch sends only these here.
     switch ((int)op) {
-    case DL_IR_OP_MATMUL: return matmul(cx, in[0], in[1], &out[0]);
-    case DL_IR_OP_GEMM: return gemm(cx, in, n_in, &out[0]);
-    case DL_IR_OP_CONV: return conv(cx, in, n_in, &out[0]);
-    case DL_IR_OP_CONV_TRANSPOSE: return conv_transpose(cx, in, n_in, &out[0]);
+    case DL_IR_OP_MATMUL:
+        return matmul(cx, in[0], in[1], &out[0]);
+    case DL_IR_OP_GEMM:
+        return gemm(cx, in, n_in, &out[0]);
+    case DL_IR_OP_CONV:
+        return conv(cx, in, n_in, &out[0]);
+    case DL_IR_OP_CONV_TRANSPOSE:
+        return conv_transpose(cx, in, n_in, &out[0]);
     case DL_IR_OP_MAX_POOL:
-    case DL_IR_OP_AVERAGE_POOL: return pool(cx, in[0], out, n_out);
-    case DL_IR_OP_GLOBAL_AVERAGE_POOL: return global_avg_pool(cx, in[0], &out[0]);
-    case DL_IR_OP_BATCH_NORMALIZATION: return batch_norm(cx, in, out, n_out);
-    case DL_IR_OP_LAYER_NORMALIZATION: return layer_norm(cx, in, n_in, out, n_out);
+    case DL_IR_OP_AVERAGE_POOL:
+        return pool(cx, in[0], out, n_out);
+    case DL_IR_OP_GLOBAL_AVERAGE_POOL:
+        return global_avg_pool(cx, in[0], &out[0]);
+    case DL_IR_OP_BATCH_NORMALIZATION:
+        return batch_norm(cx, in, out, n_out);
+    case DL_IR_OP_LAYER_NORMALIZATION:
+        return layer_norm(cx, in, n_in, out, n_out);
     case DL_IR_OP_SOFTMAX:
-    case DL_IR_OP_LOG_SOFTMAX: return softmax(cx, in[0], &out[0]);
-    case DL_IR_OP_DROPOUT: return dropout(cx, in, n_in, out, n_out);
-    case DL_IR_OP_SOFTMAX_CROSS_ENTROPY_LOSS: return sce(cx, in, n_in, out, n_out);
+    case DL_IR_OP_LOG_SOFTMAX:
+        return softmax(cx, in[0], &out[0]);
+    case DL_IR_OP_DROPOUT:
+        return dropout(cx, in, n_in, out, n_out);
+    case DL_IR_OP_SOFTMAX_CROSS_ENTROPY_LOSS:
+        return sce(cx, in, n_in, out, n_out);
     case DL_IR_OP_NEGATIVE_LOG_LIKELIHOOD_LOSS:
-        return nll(cx, in[0]->d, in[0]->dims, in[0]->rank, in[1], n_in > 2 ? in[2] : NULL,
-                   &out[0]);
-    case DL_IR_OP_MEAN_SQUARED_ERROR: return mse(cx, in[0], in[1], &out[0]);
-    default: break;
+        return nll(cx, in[0]->d, in[0]->dims, in[0]->rank, in[1], n_in > 2 ? in[2] : NULL, &out[0]);
+    case DL_IR_OP_MEAN_SQUARED_ERROR:
+        return mse(cx, in[0], in[1], &out[0]);
+    default:
+        break;
     }
     DL_UNREACHABLE();
 }

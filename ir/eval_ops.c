@@ -46,25 +46,51 @@ static dl_status unary(dl_ir__ectx *cx, const dl_ir__et *x, dl_ir__et *y) {
         // Partial switches over ops (cast to int) are deliberate in this file: the exhaustive
         // -Wswitch-enum switch is dl_ir__eval_node's, which only sends matching ops here.
         switch ((int)n->op) {
-        case DL_IR_OP_NEG: r = -v; break;
-        case DL_IR_OP_ABS: r = fabs(v); break;
-        case DL_IR_OP_EXP: r = exp(v); break;
-        case DL_IR_OP_LOG: r = log(v); break;
-        case DL_IR_OP_SQRT: r = sqrt(v); break;
+        case DL_IR_OP_NEG:
+            r = -v;
+            break;
+        case DL_IR_OP_ABS:
+            r = fabs(v);
+            break;
+        case DL_IR_OP_EXP:
+            r = exp(v);
+            break;
+        case DL_IR_OP_LOG:
+            r = log(v);
+            break;
+        case DL_IR_OP_SQRT:
+            r = sqrt(v);
+            break;
         case DL_IR_OP_RECIPROCAL:
             if (is_int && v == 0) {
                 return ERR("integer division by zero");
             }
             r = 1.0 / v;
             break;
-        case DL_IR_OP_RELU: r = v > 0 ? v : 0; break;
-        case DL_IR_OP_LEAKY_RELU: r = v >= 0 ? v : alpha * v; break;
-        case DL_IR_OP_SIGMOID: r = sigmoid(v); break;
-        case DL_IR_OP_TANH: r = tanh(v); break;
-        case DL_IR_OP_ERF: r = erf(v); break;
-        case DL_IR_OP_GELU: r = gelu(v, tanh_approx); break;
-        case DL_IR_OP_SOFTPLUS: r = softplus(v); break;
-        case DL_IR_OP_NOT: r = v != 0 ? 0 : 1; break;
+        case DL_IR_OP_RELU:
+            r = v > 0 ? v : 0;
+            break;
+        case DL_IR_OP_LEAKY_RELU:
+            r = v >= 0 ? v : alpha * v;
+            break;
+        case DL_IR_OP_SIGMOID:
+            r = sigmoid(v);
+            break;
+        case DL_IR_OP_TANH:
+            r = tanh(v);
+            break;
+        case DL_IR_OP_ERF:
+            r = erf(v);
+            break;
+        case DL_IR_OP_GELU:
+            r = gelu(v, tanh_approx);
+            break;
+        case DL_IR_OP_SOFTPLUS:
+            r = softplus(v);
+            break;
+        case DL_IR_OP_NOT:
+            r = v != 0 ? 0 : 1;
+            break;
         // Cast: the driver's rounding to the output dtype is the conversion (float -> int
         // truncates toward zero, -> bool is != 0, -> float16/bfloat16 rounds to nearest even).
         case DL_IR_OP_CAST:
@@ -72,8 +98,11 @@ static dl_status unary(dl_ir__ectx *cx, const dl_ir__et *x, dl_ir__et *y) {
         case DL_IR_OP_SQUEEZE:
         case DL_IR_OP_UNSQUEEZE:
         case DL_IR_OP_FLATTEN:
-        case DL_IR_OP_RESHAPE: r = v; break;
-        default: DL_UNREACHABLE();
+        case DL_IR_OP_RESHAPE:
+            r = v;
+            break;
+        default:
+            DL_UNREACHABLE();
         }
         y->d[i] = r;
     }
@@ -83,19 +112,32 @@ static dl_status unary(dl_ir__ectx *cx, const dl_ir__et *x, dl_ir__et *y) {
 // ONNX integer Pow: computed as the real power then truncated to the base's type.
 static double binop(dl_ir_op op, double a, double b) {
     switch ((int)op) {
-    case DL_IR_OP_ADD: return a + b;
-    case DL_IR_OP_SUB: return a - b;
-    case DL_IR_OP_MUL: return a * b;
-    case DL_IR_OP_DIV: return a / b;
-    case DL_IR_OP_POW: return pow(a, b);
-    case DL_IR_OP_MAX: return (isnan(a) || isnan(b)) ? NAN : (a > b ? a : b);
-    case DL_IR_OP_MIN: return (isnan(a) || isnan(b)) ? NAN : (a < b ? a : b);
-    case DL_IR_OP_EQUAL: return a == b;
-    case DL_IR_OP_LESS: return a < b;
-    case DL_IR_OP_GREATER: return a > b;
-    case DL_IR_OP_AND: return (a != 0) && (b != 0);
-    case DL_IR_OP_OR: return (a != 0) || (b != 0);
-    default: DL_UNREACHABLE();
+    case DL_IR_OP_ADD:
+        return a + b;
+    case DL_IR_OP_SUB:
+        return a - b;
+    case DL_IR_OP_MUL:
+        return a * b;
+    case DL_IR_OP_DIV:
+        return a / b;
+    case DL_IR_OP_POW:
+        return pow(a, b);
+    case DL_IR_OP_MAX:
+        return (isnan(a) || isnan(b)) ? NAN : (a > b ? a : b);
+    case DL_IR_OP_MIN:
+        return (isnan(a) || isnan(b)) ? NAN : (a < b ? a : b);
+    case DL_IR_OP_EQUAL:
+        return a == b;
+    case DL_IR_OP_LESS:
+        return a < b;
+    case DL_IR_OP_GREATER:
+        return a > b;
+    case DL_IR_OP_AND:
+        return (a != 0) && (b != 0);
+    case DL_IR_OP_OR:
+        return (a != 0) || (b != 0);
+    default:
+        DL_UNREACHABLE();
     }
 }
 
@@ -247,10 +289,17 @@ static dl_status reduce(dl_ir__ectx *cx, const dl_ir__et *x, dl_ir__et *y) {
         double v = x->d[i];
         switch ((int)op) {
         case DL_IR_OP_REDUCE_SUM:
-        case DL_IR_OP_REDUCE_MEAN: y->d[o] += v; break;
-        case DL_IR_OP_REDUCE_MAX: y->d[o] = (isnan(v) || v > y->d[o]) ? v : y->d[o]; break;
-        case DL_IR_OP_REDUCE_MIN: y->d[o] = (isnan(v) || v < y->d[o]) ? v : y->d[o]; break;
-        default: DL_UNREACHABLE();
+        case DL_IR_OP_REDUCE_MEAN:
+            y->d[o] += v;
+            break;
+        case DL_IR_OP_REDUCE_MAX:
+            y->d[o] = (isnan(v) || v > y->d[o]) ? v : y->d[o];
+            break;
+        case DL_IR_OP_REDUCE_MIN:
+            y->d[o] = (isnan(v) || v < y->d[o]) ? v : y->d[o];
+            break;
+        default:
+            DL_UNREACHABLE();
         }
     }
     if (op == DL_IR_OP_REDUCE_MEAN) {
@@ -607,7 +656,8 @@ dl_status dl_ir__eval_node(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in, d
     case DL_IR_OP_LESS:
     case DL_IR_OP_GREATER:
     case DL_IR_OP_AND:
-    case DL_IR_OP_OR: return nary(cx, in, n_in, &out[0]);
+    case DL_IR_OP_OR:
+        return nary(cx, in, n_in, &out[0]);
     case DL_IR_OP_NEG:
     case DL_IR_OP_ABS:
     case DL_IR_OP_EXP:
@@ -623,8 +673,10 @@ dl_status dl_ir__eval_node(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in, d
     case DL_IR_OP_SOFTPLUS:
     case DL_IR_OP_NOT:
     case DL_IR_OP_CAST:
-    case DL_IR_OP_IDENTITY: return unary(cx, in[0], &out[0]);
-    case DL_IR_OP_CLIP: return clip(cx, in, n_in, &out[0]);
+    case DL_IR_OP_IDENTITY:
+        return unary(cx, in[0], &out[0]);
+    case DL_IR_OP_CLIP:
+        return clip(cx, in, n_in, &out[0]);
     case DL_IR_OP_WHERE:
         if (n_in < 3 || !in[1] || !in[2]) {
             return ERR("needs three inputs");
@@ -633,23 +685,32 @@ dl_status dl_ir__eval_node(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in, d
     case DL_IR_OP_REDUCE_SUM:
     case DL_IR_OP_REDUCE_MEAN:
     case DL_IR_OP_REDUCE_MAX:
-    case DL_IR_OP_REDUCE_MIN: return reduce(cx, in[0], &out[0]);
-    case DL_IR_OP_ARG_MAX: return arg_max(cx, in[0], &out[0]);
+    case DL_IR_OP_REDUCE_MIN:
+        return reduce(cx, in[0], &out[0]);
+    case DL_IR_OP_ARG_MAX:
+        return arg_max(cx, in[0], &out[0]);
     case DL_IR_OP_RESHAPE:
     case DL_IR_OP_FLATTEN:
     case DL_IR_OP_SQUEEZE:
-    case DL_IR_OP_UNSQUEEZE: return same_numel_copy(cx, in[0], &out[0]);
-    case DL_IR_OP_TRANSPOSE: return transpose(cx, in[0], &out[0]);
-    case DL_IR_OP_CONCAT: return concat(cx, in, n_in, &out[0]);
-    case DL_IR_OP_SPLIT: return split(cx, in[0], out, n_out);
-    case DL_IR_OP_SLICE: return slice(cx, in[0], &out[0]);
+    case DL_IR_OP_UNSQUEEZE:
+        return same_numel_copy(cx, in[0], &out[0]);
+    case DL_IR_OP_TRANSPOSE:
+        return transpose(cx, in[0], &out[0]);
+    case DL_IR_OP_CONCAT:
+        return concat(cx, in, n_in, &out[0]);
+    case DL_IR_OP_SPLIT:
+        return split(cx, in[0], out, n_out);
+    case DL_IR_OP_SLICE:
+        return slice(cx, in[0], &out[0]);
     case DL_IR_OP_GATHER:
         if (n_in < 2 || !in[1]) {
             return ERR("needs two inputs");
         }
         return gather(cx, in[0], in[1], &out[0]);
-    case DL_IR_OP_EXPAND: return expand(cx, in[0], &out[0]);
-    case DL_IR_OP_PAD: return pad(cx, in, n_in, &out[0]);
+    case DL_IR_OP_EXPAND:
+        return expand(cx, in[0], &out[0]);
+    case DL_IR_OP_PAD:
+        return pad(cx, in, n_in, &out[0]);
     case DL_IR_OP_MATMUL:
     case DL_IR_OP_GEMM:
     case DL_IR_OP_CONV:
@@ -664,8 +725,10 @@ dl_status dl_ir__eval_node(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in, d
     case DL_IR_OP_DROPOUT:
     case DL_IR_OP_SOFTMAX_CROSS_ENTROPY_LOSS:
     case DL_IR_OP_NEGATIVE_LOG_LIKELIHOOD_LOSS:
-    case DL_IR_OP_MEAN_SQUARED_ERROR: return dl_ir__eval_nn(cx, in, n_in, out, n_out);
-    case DL_IR_OP_COUNT: break;
+    case DL_IR_OP_MEAN_SQUARED_ERROR:
+        return dl_ir__eval_nn(cx, in, n_in, out, n_out);
+    case DL_IR_OP_COUNT:
+        break;
     }
     DL_UNREACHABLE();
 }

@@ -51,8 +51,7 @@ static dl_status map_put(dl_ir_module *m, dl_ir_value *v) {
         }
         for (size_t i = 0; i < nm->cap; i++) {
             if (nm->slots[i]) {
-                map_insert_slot(ns, ncap, m->values.data[nm->slots[i] - 1]->name,
-                                nm->slots[i] - 1);
+                map_insert_slot(ns, ncap, m->values.data[nm->slots[i] - 1]->name, nm->slots[i] - 1);
             }
         }
         free(nm->slots);

@@ -11,20 +11,20 @@
 
 #include <string.h>
 
-#define A_INT(n, d)            {n, DL_IR_ATTR_INT, false, d, 0, NULL, false, 0, NULL}
-#define A_INT_MIN(n, d, lo)    {n, DL_IR_ATTR_INT, false, d, 0, NULL, true, lo, NULL}
-#define A_INT_REQ(n)           {n, DL_IR_ATTR_INT, true, 0, 0, NULL, false, 0, NULL}
-#define A_BOOL(n, d)           {n, DL_IR_ATTR_INT, false, d, 0, NULL, true, 0, NULL}
-#define A_FLOAT(n, d)          {n, DL_IR_ATTR_FLOAT, false, 0, d, NULL, false, 0, NULL}
-#define A_STR(n, d, ch)        {n, DL_IR_ATTR_STRING, false, 0, 0, d, false, 0, ch}
-#define A_INTS(n)              {n, DL_IR_ATTR_INTS, false, 0, 0, NULL, false, 0, NULL}
-#define A_INTS_MIN(n, lo)      {n, DL_IR_ATTR_INTS, false, 0, 0, NULL, true, lo, NULL}
-#define A_INTS_REQ(n)          {n, DL_IR_ATTR_INTS, true, 0, 0, NULL, false, 0, NULL}
-#define A_INTS_REQ_MIN(n, lo)  {n, DL_IR_ATTR_INTS, true, 0, 0, NULL, true, lo, NULL}
+#define A_INT(n, d)           {n, DL_IR_ATTR_INT, false, d, 0, NULL, false, 0, NULL}
+#define A_INT_MIN(n, d, lo)   {n, DL_IR_ATTR_INT, false, d, 0, NULL, true, lo, NULL}
+#define A_INT_REQ(n)          {n, DL_IR_ATTR_INT, true, 0, 0, NULL, false, 0, NULL}
+#define A_BOOL(n, d)          {n, DL_IR_ATTR_INT, false, d, 0, NULL, true, 0, NULL}
+#define A_FLOAT(n, d)         {n, DL_IR_ATTR_FLOAT, false, 0, d, NULL, false, 0, NULL}
+#define A_STR(n, d, ch)       {n, DL_IR_ATTR_STRING, false, 0, 0, d, false, 0, ch}
+#define A_INTS(n)             {n, DL_IR_ATTR_INTS, false, 0, 0, NULL, false, 0, NULL}
+#define A_INTS_MIN(n, lo)     {n, DL_IR_ATTR_INTS, false, 0, 0, NULL, true, lo, NULL}
+#define A_INTS_REQ(n)         {n, DL_IR_ATTR_INTS, true, 0, 0, NULL, false, 0, NULL}
+#define A_INTS_REQ_MIN(n, lo) {n, DL_IR_ATTR_INTS, true, 0, 0, NULL, true, lo, NULL}
 
-#define AUTO_PAD A_STR("auto_pad", "NOTSET", "NOTSET|SAME_UPPER|SAME_LOWER|VALID")
+#define AUTO_PAD  A_STR("auto_pad", "NOTSET", "NOTSET|SAME_UPPER|SAME_LOWER|VALID")
 #define REDUCTION A_STR("reduction", "mean", "mean|sum|none")
-#define DTYPES "float|float16|bfloat16|int32|int64|bool"
+#define DTYPES    "float|float16|bfloat16|int32|int64|bool"
 
 static const dl_ir_attr_spec leaky_relu_a[] = {A_FLOAT("alpha", 0.01)};
 static const dl_ir_attr_spec gelu_a[] = {A_STR("approximate", "none", "none|tanh")};
@@ -40,8 +40,12 @@ static const dl_ir_attr_spec argmax_a[] = {A_INT("axis", 0), A_BOOL("keepdims", 
 static const dl_ir_attr_spec gemm_a[] = {A_FLOAT("alpha", 1.0), A_FLOAT("beta", 1.0),
                                          A_BOOL("transA", 0), A_BOOL("transB", 0)};
 static const dl_ir_attr_spec conv_a[] = {
-    AUTO_PAD,           A_INTS_MIN("dilations", 1),    A_INT_MIN("group", 1, 1),
-    A_INTS_MIN("kernel_shape", 1), A_INTS_MIN("pads", 0), A_INTS_MIN("strides", 1),
+    AUTO_PAD,
+    A_INTS_MIN("dilations", 1),
+    A_INT_MIN("group", 1, 1),
+    A_INTS_MIN("kernel_shape", 1),
+    A_INTS_MIN("pads", 0),
+    A_INTS_MIN("strides", 1),
 };
 static const dl_ir_attr_spec conv_transpose_a[] = {
     AUTO_PAD,
@@ -161,9 +165,9 @@ static void init_infos(void) {
     }
     for (int i = 0; i < DL_IR_OP_COUNT; i++) {
         op_infos[i] = (dl_ir_op_info){
-            (dl_ir_op)i,          op_rows[i].name,    op_rows[i].min_in,
-            op_rows[i].max_in,    op_rows[i].min_out, op_rows[i].max_out,
-            op_rows[i].diff,      op_attr_table[i].attrs, op_attr_table[i].n,
+            (dl_ir_op)i,       op_rows[i].name,        op_rows[i].min_in,
+            op_rows[i].max_in, op_rows[i].min_out,     op_rows[i].max_out,
+            op_rows[i].diff,   op_attr_table[i].attrs, op_attr_table[i].n,
         };
     }
     op_infos_ready = true;
@@ -201,12 +205,18 @@ const dl_ir_attr_spec *dl_ir_op_find_attr_spec(dl_ir_op op, const char *attr_nam
 
 const char *dl_ir_attr_kind_name(dl_ir_attr_kind k) {
     switch (k) {
-    case DL_IR_ATTR_INT: return "int";
-    case DL_IR_ATTR_FLOAT: return "float";
-    case DL_IR_ATTR_STRING: return "string";
-    case DL_IR_ATTR_INTS: return "list of ints";
-    case DL_IR_ATTR_FLOATS: return "list of floats";
-    case DL_IR_ATTR_STRINGS: return "list of strings";
+    case DL_IR_ATTR_INT:
+        return "int";
+    case DL_IR_ATTR_FLOAT:
+        return "float";
+    case DL_IR_ATTR_STRING:
+        return "string";
+    case DL_IR_ATTR_INTS:
+        return "list of ints";
+    case DL_IR_ATTR_FLOATS:
+        return "list of floats";
+    case DL_IR_ATTR_STRINGS:
+        return "list of strings";
     }
     return "?";
 }
@@ -216,7 +226,7 @@ const char *dl_ir_attr_kind_name(dl_ir_attr_kind k) {
 // `betas` tuple. SGD's lr default follows PyTorch 2.x (1e-3).
 
 static const dl_ir_attr_spec sgd_a[] = {
-    A_FLOAT("dampening", 0.0), A_FLOAT("lr", 1e-3), A_FLOAT("momentum", 0.0),
+    A_FLOAT("dampening", 0.0), A_FLOAT("lr", 1e-3),          A_FLOAT("momentum", 0.0),
     A_BOOL("nesterov", 0),     A_FLOAT("weight_decay", 0.0),
 };
 static const dl_ir_attr_spec adam_a[] = {
@@ -228,7 +238,7 @@ static const dl_ir_attr_spec adamw_a[] = {
     A_FLOAT("eps", 1e-8), A_FLOAT("lr", 1e-3),   A_FLOAT("weight_decay", 1e-2),
 };
 static const dl_ir_attr_spec rmsprop_a[] = {
-    A_FLOAT("alpha", 0.99), A_BOOL("centered", 0),   A_FLOAT("eps", 1e-8),
+    A_FLOAT("alpha", 0.99), A_BOOL("centered", 0),    A_FLOAT("eps", 1e-8),
     A_FLOAT("lr", 1e-2),    A_FLOAT("momentum", 0.0), A_FLOAT("weight_decay", 0.0),
 };
 static const dl_ir_attr_spec loss_scale_a[] = {
@@ -256,10 +266,18 @@ bool dl_ir_optim_from_name(const char *name, dl_ir_optim *out) {
 
 const dl_ir_attr_spec *dl_ir_optim_attr_specs(dl_ir_optim o, size_t *n) {
     switch (o) {
-    case DL_IR_OPTIM_SGD: *n = DL_ARRAY_LEN(sgd_a); return sgd_a;
-    case DL_IR_OPTIM_ADAM: *n = DL_ARRAY_LEN(adam_a); return adam_a;
-    case DL_IR_OPTIM_ADAMW: *n = DL_ARRAY_LEN(adamw_a); return adamw_a;
-    case DL_IR_OPTIM_RMSPROP: *n = DL_ARRAY_LEN(rmsprop_a); return rmsprop_a;
+    case DL_IR_OPTIM_SGD:
+        *n = DL_ARRAY_LEN(sgd_a);
+        return sgd_a;
+    case DL_IR_OPTIM_ADAM:
+        *n = DL_ARRAY_LEN(adam_a);
+        return adam_a;
+    case DL_IR_OPTIM_ADAMW:
+        *n = DL_ARRAY_LEN(adamw_a);
+        return adamw_a;
+    case DL_IR_OPTIM_RMSPROP:
+        *n = DL_ARRAY_LEN(rmsprop_a);
+        return rmsprop_a;
     }
     *n = 0;
     return NULL;

@@ -12,9 +12,9 @@ extern "C" {
 #endif
 
 #if defined(DLRT_BUILDING)
-#  define DLRT_API __attribute__((visibility("default")))
+#    define DLRT_API __attribute__((visibility("default")))
 #else
-#  define DLRT_API
+#    define DLRT_API
 #endif
 
 // Status codes returned by every fallible runtime call.

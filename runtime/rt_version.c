@@ -7,12 +7,18 @@ const char *dlrt_version(void) {
 
 const char *dlrt_status_str(dlrt_status s) {
     switch (s) {
-    case DLRT_OK: return "ok";
-    case DLRT_ERR_INVALID_ARG: return "invalid argument";
-    case DLRT_ERR_NOMEM: return "out of memory";
-    case DLRT_ERR_IO: return "i/o error";
-    case DLRT_ERR_CORRUPT: return "corrupt artifact";
-    case DLRT_ERR_UNSUPPORTED: return "unsupported artifact";
+    case DLRT_OK:
+        return "ok";
+    case DLRT_ERR_INVALID_ARG:
+        return "invalid argument";
+    case DLRT_ERR_NOMEM:
+        return "out of memory";
+    case DLRT_ERR_IO:
+        return "i/o error";
+    case DLRT_ERR_CORRUPT:
+        return "corrupt artifact";
+    case DLRT_ERR_UNSUPPORTED:
+        return "unsupported artifact";
     }
     return "unknown status";
 }

@@ -42,7 +42,8 @@ static const cmd_help helps[] = {
      "stderr and exits 1 if any file has an error; quiet on success.\n"
      "\n"
      "  -v, --verbose   print 'FILE: ok (N nodes, M params)' for each good file\n"},
-    {"fmt", "print a model in canonical layout", "dlcc fmt [--check] FILE... | dlcc fmt FILE [-o OUT]",
+    {"fmt", "print a model in canonical layout",
+     "dlcc fmt [--check] FILE... | dlcc fmt FILE [-o OUT]",
      "Parses FILE and prints it in the canonical .dlg layout to stdout, or atomically to OUT.\n"
      "A file with errors prints its diagnostics, exits 1 and leaves OUT untouched.\n"
      "\n"
@@ -255,8 +256,8 @@ static dl_status load_model(const char *path, const bind *binds, size_t n_binds,
                 dl_strbuf_printf(&names, "%s%s", k ? ", " : "", m->dims.data[k].name);
             }
             dl_diag(d, DL_SEV_ERROR, DL_NO_LOC, "-D %s: model '%s' has no dim named '%s' (%s%s)",
-                    binds[i].name, m->name, binds[i].name, m->dims.len ? "dims: " : "it has no dims",
-                    names.data ? names.data : "");
+                    binds[i].name, m->name, binds[i].name,
+                    m->dims.len ? "dims: " : "it has no dims", names.data ? names.data : "");
             dl_strbuf_fini(&names);
             st = DL_ERR_INVALID_ARG;
             continue;
@@ -339,8 +340,7 @@ static int cmd_check(int argc, char **argv) {
             int e = status_exit(st);
             rc = rc > e ? rc : e;
         } else if (verbose) {
-            printf("%s: ok (%zu nodes, %zu params)\n", files.data[i], m->nodes.len,
-                   m->params.len);
+            printf("%s: ok (%zu nodes, %zu params)\n", files.data[i], m->nodes.len, m->params.len);
         }
         dl_ir_module_destroy(m);
     }
@@ -595,8 +595,8 @@ static int cmd_run(int argc, char **argv) {
             if (is_in) {
                 for (size_t k = 0; k < ins.len; k++) {
                     if (strcmp(ins.data[k].name, io.name) == 0) {
-                        rc = usage_error("run", "input '%s' is given twice (%s and %s)",
-                                         io.name, ins.data[k].path, io.path);
+                        rc = usage_error("run", "input '%s' is given twice (%s and %s)", io.name,
+                                         ins.data[k].path, io.path);
                         goto out;
                     }
                 }
@@ -622,8 +622,10 @@ static int cmd_run(int argc, char **argv) {
     }
     if (strcmp(backend, "ref") != 0) {
         if (in_list(backend, known_backends, DL_ARRAY_LEN(known_backends))) {
-            rc = usage_error("run", "backend '%s' is not available yet in this build "
-                                    "(available: ref)", backend);
+            rc = usage_error("run",
+                             "backend '%s' is not available yet in this build "
+                             "(available: ref)",
+                             backend);
         } else {
             rc = usage_error("run", "unknown backend '%s' (available: ref)", backend);
         }
@@ -631,8 +633,10 @@ static int cmd_run(int argc, char **argv) {
     }
     if (strcmp(entry, "infer") != 0) {
         if (in_list(entry, known_entries, DL_ARRAY_LEN(known_entries))) {
-            rc = usage_error("run", "entry point '%s' is not available yet in this build "
-                                    "(available: infer)", entry);
+            rc = usage_error("run",
+                             "entry point '%s' is not available yet in this build "
+                             "(available: infer)",
+                             entry);
         } else {
             rc = usage_error("run", "unknown entry point '%s' (available: infer)", entry);
         }
@@ -766,8 +770,8 @@ static int cmd_run(int argc, char **argv) {
             rc = EXIT_INTERNAL;
             break;
         }
-        snprintf(tmp_paths[k], plen + 32, "%s.dlcc-%ld-%zu.tmp", outs.data[k].path,
-                 (long)getpid(), k);
+        snprintf(tmp_paths[k], plen + 32, "%s.dlcc-%ld-%zu.tmp", outs.data[k].path, (long)getpid(),
+                 k);
         st = dl_npy_write(tmp_paths[k], &out_t[j]);
         if (st != DL_OK) {
             file_diag(d, outs.data[k].path, "cannot write: %s",

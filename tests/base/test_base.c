@@ -2,13 +2,12 @@
 // number formatting, atomic file writes, half-precision conversion and the counter-based RNG.
 // The .npy/safetensors tests live beside it in test_tensor_io.c (same executable).
 #include "dl_base.h"
+#include "dl_test.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-#include "dl_test.h"
 
 // ---------------------------------------------------------------------------------------------
 // Arena
@@ -180,8 +179,13 @@ DL_TEST(format_double_round_trips_and_reads_as_float) {
     fmt(0.0, b);
     DL_CHECK_STR_EQ(b, "0.0");
     // Values that need 17 digits still round-trip.
-    const double vals[] = {1.0 / 3.0, 0.1 + 0.2, 2.0 / 3.0 * 1e-20, 123456789012345678.0,
-                           5e-324, 1.7976931348623157e308, (double)(float)0.1};
+    const double vals[] = {1.0 / 3.0,
+                           0.1 + 0.2,
+                           2.0 / 3.0 * 1e-20,
+                           123456789012345678.0,
+                           5e-324,
+                           1.7976931348623157e308,
+                           (double)(float)0.1};
     for (size_t i = 0; i < DL_ARRAY_LEN(vals); i++) {
         fmt(vals[i], b);
         DL_CHECK(strtod(b, NULL) == vals[i]);
@@ -227,9 +231,9 @@ DL_TEST(f16_known_values_and_rounding) {
     DL_CHECK_EQ_I64(dl_f32_to_f16(65520.0f), 0x7c00); // rounds up to inf
     DL_CHECK_EQ_I64(dl_f32_to_f16(65519.0f), 0x7bff);
     DL_CHECK_EQ_I64(dl_f32_to_f16(INFINITY), 0x7c00);
-    DL_CHECK_EQ_I64(dl_f32_to_f16(ldexpf(1.0f, -24)), 0x0001);      // smallest subnormal
-    DL_CHECK_EQ_I64(dl_f32_to_f16(ldexpf(1.0f, -25)), 0x0000);      // tie -> even (0)
-    DL_CHECK_EQ_I64(dl_f32_to_f16(ldexpf(3.0f, -25)), 0x0002);      // tie -> even (2)
+    DL_CHECK_EQ_I64(dl_f32_to_f16(ldexpf(1.0f, -24)), 0x0001);        // smallest subnormal
+    DL_CHECK_EQ_I64(dl_f32_to_f16(ldexpf(1.0f, -25)), 0x0000);        // tie -> even (0)
+    DL_CHECK_EQ_I64(dl_f32_to_f16(ldexpf(3.0f, -25)), 0x0002);        // tie -> even (2)
     DL_CHECK_EQ_I64(dl_f32_to_f16(1.0f + ldexpf(1.0f, -11)), 0x3c00); // tie -> even
     DL_CHECK_EQ_I64(dl_f32_to_f16(1.0f + ldexpf(3.0f, -11)), 0x3c02);
     DL_CHECK(isnan(dl_f16_to_f32(dl_f32_to_f16(NAN))));

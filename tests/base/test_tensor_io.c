@@ -3,12 +3,11 @@
 // truncation and byte-flip sweeps check that no malformed file crashes the readers (run them
 // under ASan to catch out-of-bounds reads).
 #include "dl_tensor_io.h"
+#include "dl_test.h"
 
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-#include "dl_test.h"
 
 // Builds an .npy image: magic, version, header length (2 or 4 bytes) and header text, then
 // `data`. Returns a heap buffer (caller frees) and its size.
@@ -78,8 +77,8 @@ DL_TEST(npy_reads_v1_float_matrix) {
     float v[6] = {1, 2, 3, 4, 5, 6.5f};
     dl_tensor t;
     char err[256];
-    DL_CHECK_OK(parse_npy(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }   \n",
-                          v, sizeof v, &t, err, sizeof err));
+    DL_CHECK_OK(parse_npy(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }   \n", v,
+                          sizeof v, &t, err, sizeof err));
     DL_CHECK_EQ_I64(t.dtype, DL_DT_FLOAT);
     DL_CHECK_EQ_I64(t.rank, 2);
     DL_CHECK_EQ_I64(t.dims[0], 2);
@@ -109,8 +108,8 @@ DL_TEST(npy_header_key_order_spacing_and_tuples) {
     DL_CHECK_EQ_I64(((int32_t *)t.data)[0], 42);
     dl_tensor_free(&t);
     // A zero-size dimension needs no data.
-    DL_CHECK_OK(parse_npy(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (0, 5), }\n",
-                          NULL, 0, &t, err, sizeof err));
+    DL_CHECK_OK(parse_npy(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (0, 5), }\n", NULL,
+                          0, &t, err, sizeof err));
     DL_CHECK_EQ_I64(dl_tensor_numel(&t), 0);
     dl_tensor_free(&t);
 }
@@ -119,9 +118,9 @@ DL_TEST(npy_reads_every_supported_dtype) {
     static const struct {
         const char *descr;
         dl_dtype dt;
-    } cases[] = {{"<f4", DL_DT_FLOAT},  {"<f2", DL_DT_FLOAT16}, {"<u2", DL_DT_BFLOAT16},
-                 {"<i4", DL_DT_INT32},  {"<i8", DL_DT_INT64},   {"|b1", DL_DT_BOOL},
-                 {"=f4", DL_DT_FLOAT},  {"<b1", DL_DT_BOOL}};
+    } cases[] = {{"<f4", DL_DT_FLOAT}, {"<f2", DL_DT_FLOAT16}, {"<u2", DL_DT_BFLOAT16},
+                 {"<i4", DL_DT_INT32}, {"<i8", DL_DT_INT64},   {"|b1", DL_DT_BOOL},
+                 {"=f4", DL_DT_FLOAT}, {"<b1", DL_DT_BOOL}};
     unsigned char data[16] = {1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0};
     for (size_t i = 0; i < DL_ARRAY_LEN(cases); i++) {
         char hdr[128];
@@ -170,16 +169,16 @@ DL_TEST(npy_rejects_with_clear_reasons) {
                      "trailing data: expected 8 bytes, got 12", err, sizeof err));
     DL_CHECK(rejects(1, "{'descr': '|O', 'fortran_order': False, 'shape': (2,), }", v, 16,
                      "unsupported dtype '|O'", err, sizeof err));
-    DL_CHECK(rejects(1, "{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (2,), }", v,
-                     8, "structured arrays are not supported", err, sizeof err));
+    DL_CHECK(rejects(1, "{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (2,), }", v, 8,
+                     "structured arrays are not supported", err, sizeof err));
     DL_CHECK(rejects(1, "{'descr': '<f4', 'shape': (2,), }", v, 8, "missing key 'fortran_order'",
                      err, sizeof err));
     DL_CHECK(rejects(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2, -1), }", v, 8,
                      "'shape' must hold non-negative integers", err, sizeof err));
     DL_CHECK(rejects(1, "{'descr': '<f4', 'fortran_order': False, 'shape': [2], }", v, 8,
                      "'shape' is not a tuple", err, sizeof err));
-    DL_CHECK(rejects(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (1,1,1,1,1,1,1,1,1)}",
-                     v, 4, "more than 8 dimensions", err, sizeof err));
+    DL_CHECK(rejects(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (1,1,1,1,1,1,1,1,1)}", v,
+                     4, "more than 8 dimensions", err, sizeof err));
     DL_CHECK(rejects(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), 'x': 1}", v, 8,
                      "unexpected key 'x'", err, sizeof err));
     DL_CHECK(rejects(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2,)} junk", v, 8,
@@ -214,9 +213,9 @@ DL_TEST(npy_read_missing_file_is_io_error) {
 DL_TEST(npy_truncation_and_bitflip_sweep_never_crashes) {
     float v[6] = {1, 2, 3, 4, 5, 6};
     size_t len;
-    unsigned char *b = make_npy(
-        1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }        \n", v, sizeof v,
-        &len);
+    unsigned char *b =
+        make_npy(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }        \n", v,
+                 sizeof v, &len);
     char err[256];
     for (size_t n = 0; n < len; n++) {
         dl_tensor t;
@@ -251,9 +250,12 @@ DL_TEST(npy_write_layout_and_round_trip) {
         int64_t dims[3];
         const char *shape_text;
     } cases[] = {
-        {DL_DT_FLOAT, 1, {3}, "(3,)"},          {DL_DT_FLOAT16, 2, {2, 2}, "(2, 2)"},
-        {DL_DT_BFLOAT16, 3, {1, 2, 3}, "(1, 2, 3)"}, {DL_DT_INT32, 0, {0}, "()"},
-        {DL_DT_INT64, 1, {0}, "(0,)"},           {DL_DT_BOOL, 2, {3, 1}, "(3, 1)"},
+        {DL_DT_FLOAT, 1, {3}, "(3,)"},
+        {DL_DT_FLOAT16, 2, {2, 2}, "(2, 2)"},
+        {DL_DT_BFLOAT16, 3, {1, 2, 3}, "(1, 2, 3)"},
+        {DL_DT_INT32, 0, {0}, "()"},
+        {DL_DT_INT64, 1, {0}, "(0,)"},
+        {DL_DT_BOOL, 2, {3, 1}, "(3, 1)"},
     };
     for (size_t c = 0; c < DL_ARRAY_LEN(cases); c++) {
         dl_tensor t;
@@ -387,10 +389,12 @@ static bool st_rejects(const char *json, const void *data, size_t n, const char 
 
 DL_TEST(safetensors_rejects_malformed_headers) {
     unsigned char d[32] = {0};
-    DL_CHECK(st_rejects("{\"w\": {\"dtype\": \"F32\", \"shape\": [2, 3], \"data_offsets\": [0, 24]}}",
-                        d, 16, "data_offsets [0, 24] exceed the data section (16 bytes)"));
-    DL_CHECK(st_rejects("{\"w\": {\"dtype\": \"F32\", \"shape\": [2, 3], \"data_offsets\": [0, 20]}}",
-                        d, 24, "data_offsets span 20 bytes but float[2, 3] needs 24"));
+    DL_CHECK(
+        st_rejects("{\"w\": {\"dtype\": \"F32\", \"shape\": [2, 3], \"data_offsets\": [0, 24]}}", d,
+                   16, "data_offsets [0, 24] exceed the data section (16 bytes)"));
+    DL_CHECK(
+        st_rejects("{\"w\": {\"dtype\": \"F32\", \"shape\": [2, 3], \"data_offsets\": [0, 20]}}", d,
+                   24, "data_offsets span 20 bytes but float[2, 3] needs 24"));
     DL_CHECK(st_rejects("{\"w\": {\"dtype\": \"F64\", \"shape\": [2], \"data_offsets\": [0, 16]}}",
                         d, 16, "unsupported dtype F64 (supported: F32 F16 BF16 I32 I64 BOOL)"));
     DL_CHECK(st_rejects("{\"w\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [8, 0]}}",
@@ -408,8 +412,8 @@ DL_TEST(safetensors_rejects_malformed_headers) {
                         " \"w\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [8, 16]}}",
                         d, 16, "listed twice"));
     DL_CHECK(st_rejects("{\"__metadata__\": {\"a\": \"\\q\"}}", d, 0, "malformed __metadata__"));
-    DL_CHECK(st_rejects("{\"v\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [0, 8]}}", d,
-                        8, "no tensor named 'w'"));
+    DL_CHECK(st_rejects("{\"v\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [0, 8]}}",
+                        d, 8, "no tensor named 'w'"));
     unsigned char bools[2] = {0, 7};
     DL_CHECK(st_rejects("{\"w\": {\"dtype\": \"BOOL\", \"shape\": [2], \"data_offsets\": [0, 2]}}",
                         bools, 2, "bool element 1 is 7"));

@@ -34,10 +34,10 @@ typedef struct arg {
 #define O(dt, ...)       ((arg){dt, NDIMS(__VA_ARGS__), {__VA_ARGS__}, NULL, false})
 #define SO(dt)           ((arg){dt, 0, {0}, NULL, false})
 #define ABSENT           ((arg){DL_DT_FLOAT, 0, {0}, NULL, true})
-#define F  DL_DT_FLOAT
-#define I64 DL_DT_INT64
-#define I32 DL_DT_INT32
-#define B  DL_DT_BOOL
+#define F                DL_DT_FLOAT
+#define I64              DL_DT_INT64
+#define I32              DL_DT_INT32
+#define B                DL_DT_BOOL
 
 static dl_ir_attr ai(const char *name, int64_t v) {
     return (dl_ir_attr){.name = name, .kind = DL_IR_ATTR_INT, .i = v, .i_sym = -1};
@@ -49,11 +49,13 @@ static dl_ir_attr as(const char *name, const char *s) {
     return (dl_ir_attr){.name = name, .kind = DL_IR_ATTR_STRING, .s = s, .i_sym = -1};
 }
 static dl_ir_attr ails(const char *name, const int64_t *v, size_t n) {
-    return (dl_ir_attr){.name = name, .kind = DL_IR_ATTR_INTS, .ints = (int64_t *)(uintptr_t)v,
-                        .n = n, .i_sym = -1};
+    return (dl_ir_attr){.name = name,
+                        .kind = DL_IR_ATTR_INTS,
+                        .ints = (int64_t *)(uintptr_t)v,
+                        .n = n,
+                        .i_sym = -1};
 }
-#define AINTS(name, ...)                                                                           \
-    ails(name, (const int64_t[]){__VA_ARGS__}, (size_t)NDIMS(__VA_ARGS__))
+#define AINTS(name, ...) ails(name, (const int64_t[]){__VA_ARGS__}, (size_t)NDIMS(__VA_ARGS__))
 
 static dl_ir_type to_type(const arg *a) {
     dl_ir_type t = {a->dt, a->rank, {{0, 0}}};
@@ -140,10 +142,11 @@ out:
     return r;
 }
 
-#define INS(...)   ((const arg[]){__VA_ARGS__}), DL_ARRAY_LEN(((const arg[]){__VA_ARGS__}))
-#define ATTRS(...) ((const dl_ir_attr[]){__VA_ARGS__}), DL_ARRAY_LEN(((const dl_ir_attr[]){__VA_ARGS__}))
-#define NOATTR     NULL, 0
-#define OUTS(...)  ((const arg[]){__VA_ARGS__}), DL_ARRAY_LEN(((const arg[]){__VA_ARGS__}))
+#define INS(...) ((const arg[]){__VA_ARGS__}), DL_ARRAY_LEN(((const arg[]){__VA_ARGS__}))
+#define ATTRS(...)                                                                                 \
+    ((const dl_ir_attr[]){__VA_ARGS__}), DL_ARRAY_LEN(((const dl_ir_attr[]){__VA_ARGS__}))
+#define NOATTR    NULL, 0
+#define OUTS(...) ((const arg[]){__VA_ARGS__}), DL_ARRAY_LEN(((const arg[]){__VA_ARGS__}))
 
 // Compares output k's shape and values (|got - want| <= 1e-6 + 1e-6 |want|); prints the first
 // mismatches. Returns false on any difference.
@@ -255,15 +258,14 @@ DL_TEST(gelu) {
     // numpy: 0.5*x*(1+erf(x/sqrt(2))) and the tanh form
     EXPECT1(DL_IR_OP_GELU, INS(A(F, V(-1, 0, 1, 2), 4)), NOATTR, O(F, 4),
             V(-0.15865525393145707, 0, 0.8413447460685429, 1.9544997361036416));
-    EXPECT1(DL_IR_OP_GELU, INS(A(F, V(-1, 0, 1, 2), 4)), ATTRS(as("approximate", "tanh")),
-            O(F, 4), V(-0.15880800939172324, 0, 0.8411919906082768, 1.9545976940871754));
+    EXPECT1(DL_IR_OP_GELU, INS(A(F, V(-1, 0, 1, 2), 4)), ATTRS(as("approximate", "tanh")), O(F, 4),
+            V(-0.15880800939172324, 0, 0.8411919906082768, 1.9545976940871754));
 }
 
 DL_TEST(clip) {
     const double x[] = {-3, -1, 0, 1, 3};
     EXPECT1(DL_IR_OP_CLIP, INS(A(F, x, 5)), NOATTR, O(F, 5), x); // unbounded
-    EXPECT1(DL_IR_OP_CLIP, INS(A(F, x, 5), S(F, -1), S(F, 2)), NOATTR, O(F, 5),
-            V(-1, -1, 0, 1, 2));
+    EXPECT1(DL_IR_OP_CLIP, INS(A(F, x, 5), S(F, -1), S(F, 2)), NOATTR, O(F, 5), V(-1, -1, 0, 1, 2));
     EXPECT1(DL_IR_OP_CLIP, INS(A(F, x, 5), ABSENT, S(F, 0.5)), NOATTR, O(F, 5),
             V(-3, -1, 0, 0.5, 0.5));
     EXPECT1(DL_IR_OP_CLIP, INS(A(F, x, 5)), ATTRS(af("min", 0)), O(F, 5), V(0, 0, 0, 1, 3));
@@ -274,8 +276,8 @@ DL_TEST(clip) {
 }
 
 DL_TEST(max_min_variadic) {
-    EXPECT1(DL_IR_OP_MAX, INS(A(F, V(1, 5, 3), 3), A(F, V(4, 2, 6), 3), S(F, 3.5)), NOATTR,
-            O(F, 3), V(4, 5, 6));
+    EXPECT1(DL_IR_OP_MAX, INS(A(F, V(1, 5, 3), 3), A(F, V(4, 2, 6), 3), S(F, 3.5)), NOATTR, O(F, 3),
+            V(4, 5, 6));
     EXPECT1(DL_IR_OP_MIN, INS(A(F, V(1, 5, 3), 3), A(F, V(4, 2), 2, 1)), NOATTR, O(F, 2, 3),
             V(1, 4, 3, 1, 2, 2));
     EXPECT1(DL_IR_OP_MAX, INS(A(F, V(1, 2), 2)), NOATTR, O(F, 2), V(1, 2));
@@ -291,17 +293,14 @@ DL_TEST(compare_logic_where) {
             V(1, 0, 0, 0));
     EXPECT1(DL_IR_OP_OR, INS(A(B, V(1, 1, 0, 0), 4), A(B, V(1, 0, 1, 0), 4)), NOATTR, O(B, 4),
             V(1, 1, 1, 0));
-    EXPECT1(DL_IR_OP_WHERE,
-            INS(A(B, V(1, 0), 2, 1), A(F, V(1, 2, 3), 3), S(F, -1)), NOATTR, O(F, 2, 3),
-            V(1, 2, 3, -1, -1, -1));
+    EXPECT1(DL_IR_OP_WHERE, INS(A(B, V(1, 0), 2, 1), A(F, V(1, 2, 3), 3), S(F, -1)), NOATTR,
+            O(F, 2, 3), V(1, 2, 3, -1, -1, -1));
 }
 
 DL_TEST(cast) {
     const double x[] = {-2.7, -0.5, 0, 1.9, 3.5};
-    EXPECT1(DL_IR_OP_CAST, INS(A(F, x, 5)), ATTRS(as("to", "int32")), O(I32, 5),
-            V(-2, 0, 0, 1, 3));
-    EXPECT1(DL_IR_OP_CAST, INS(A(F, x, 5)), ATTRS(as("to", "int64")), O(I64, 5),
-            V(-2, 0, 0, 1, 3));
+    EXPECT1(DL_IR_OP_CAST, INS(A(F, x, 5)), ATTRS(as("to", "int32")), O(I32, 5), V(-2, 0, 0, 1, 3));
+    EXPECT1(DL_IR_OP_CAST, INS(A(F, x, 5)), ATTRS(as("to", "int64")), O(I64, 5), V(-2, 0, 0, 1, 3));
     EXPECT1(DL_IR_OP_CAST, INS(A(F, x, 5)), ATTRS(as("to", "bool")), O(B, 5), V(1, 1, 0, 1, 1));
     // float16: 1/3 rounds to 0.333251953125; 65520 overflows to inf; bfloat16 of 1/3
     EXPECT1(DL_IR_OP_CAST, INS(A(F, V(1.0 / 3, 65520, 1e-8), 3)), ATTRS(as("to", "float16")),
@@ -331,14 +330,13 @@ static const double r234[24] = {0,  1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11,
 
 DL_TEST(reduce_sum_mean) {
     EXPECT1(DL_IR_OP_REDUCE_SUM, INS(A(F, r234, 2, 3, 4)), NOATTR, O(F, 1, 1, 1), V(276));
-    EXPECT1(DL_IR_OP_REDUCE_SUM, INS(A(F, r234, 2, 3, 4)), ATTRS(ai("keepdims", 0)), SO(F),
-            V(276));
-    EXPECT1(DL_IR_OP_REDUCE_SUM, INS(A(F, r234, 2, 3, 4)), ATTRS(AINTS("axes", 1)),
-            O(F, 2, 1, 4), V(12, 15, 18, 21, 48, 51, 54, 57));
+    EXPECT1(DL_IR_OP_REDUCE_SUM, INS(A(F, r234, 2, 3, 4)), ATTRS(ai("keepdims", 0)), SO(F), V(276));
+    EXPECT1(DL_IR_OP_REDUCE_SUM, INS(A(F, r234, 2, 3, 4)), ATTRS(AINTS("axes", 1)), O(F, 2, 1, 4),
+            V(12, 15, 18, 21, 48, 51, 54, 57));
     EXPECT1(DL_IR_OP_REDUCE_SUM, INS(A(F, r234, 2, 3, 4)),
             ATTRS(AINTS("axes", 0, -1), ai("keepdims", 0)), O(F, 3), V(60, 92, 124));
-    EXPECT1(DL_IR_OP_REDUCE_MEAN, INS(A(F, r234, 2, 3, 4)), ATTRS(AINTS("axes", -1)),
-            O(F, 2, 3, 1), V(1.5, 5.5, 9.5, 13.5, 17.5, 21.5));
+    EXPECT1(DL_IR_OP_REDUCE_MEAN, INS(A(F, r234, 2, 3, 4)), ATTRS(AINTS("axes", -1)), O(F, 2, 3, 1),
+            V(1.5, 5.5, 9.5, 13.5, 17.5, 21.5));
     EXPECT1(DL_IR_OP_REDUCE_SUM, INS(A(F, r234, 2, 3, 4)), ATTRS(ai("noop_with_empty_axes", 1)),
             O(F, 2, 3, 4), r234);
     EXPECT1(DL_IR_OP_REDUCE_SUM, INS(A(I64, V(1, 2, 3, 4), 2, 2)),
@@ -374,25 +372,23 @@ DL_TEST(argmax) {
 // Linear algebra
 
 DL_TEST(matmul_2d_and_1d) {
-    const double a[] = {1, 2, 3, 4, 5, 6};     // [2, 3]
-    const double b[] = {1, 0, 0, 1, 1, 1};     // [3, 2]
+    const double a[] = {1, 2, 3, 4, 5, 6}; // [2, 3]
+    const double b[] = {1, 0, 0, 1, 1, 1}; // [3, 2]
     EXPECT1(DL_IR_OP_MATMUL, INS(A(F, a, 2, 3), A(F, b, 3, 2)), NOATTR, O(F, 2, 2),
             V(4, 5, 10, 11));
     // [3] @ [3, 2] -> [2]; [2, 3] @ [3] -> [2]; [3] @ [3] -> []
     EXPECT1(DL_IR_OP_MATMUL, INS(A(F, V(1, 2, 3), 3), A(F, b, 3, 2)), NOATTR, O(F, 2), V(4, 5));
     EXPECT1(DL_IR_OP_MATMUL, INS(A(F, a, 2, 3), A(F, V(1, 1, 1), 3)), NOATTR, O(F, 2), V(6, 15));
-    EXPECT1(DL_IR_OP_MATMUL, INS(A(F, V(1, 2, 3), 3), A(F, V(4, 5, 6), 3)), NOATTR, SO(F),
-            V(32));
+    EXPECT1(DL_IR_OP_MATMUL, INS(A(F, V(1, 2, 3), 3), A(F, V(4, 5, 6), 3)), NOATTR, SO(F), V(32));
 }
 
 DL_TEST(matmul_batch_broadcast) {
     // a: [2, 1, 2, 2], b: [3, 2, 2] -> [2, 3, 2, 2]
     const double a[] = {1, 2, 3, 4, 0, 1, 1, 0};
     const double b[] = {1, 0, 0, 1, 2, 0, 0, 2, 0, 1, 1, 0};
-    const double want[] = {1, 2, 3, 4, 2, 4, 6, 8, 2, 1, 4, 3,
-                           0, 1, 1, 0, 0, 2, 2, 0, 1, 0, 0, 1};
-    EXPECT1(DL_IR_OP_MATMUL, INS(A(F, a, 2, 1, 2, 2), A(F, b, 3, 2, 2)), NOATTR,
-            O(F, 2, 3, 2, 2), want);
+    const double want[] = {1, 2, 3, 4, 2, 4, 6, 8, 2, 1, 4, 3, 0, 1, 1, 0, 0, 2, 2, 0, 1, 0, 0, 1};
+    EXPECT1(DL_IR_OP_MATMUL, INS(A(F, a, 2, 1, 2, 2), A(F, b, 3, 2, 2)), NOATTR, O(F, 2, 3, 2, 2),
+            want);
     // batched a with a 2-D b
     EXPECT1(DL_IR_OP_MATMUL, INS(A(F, a, 2, 2, 2), A(F, V(1, 1, 0, 1), 2, 2)), NOATTR,
             O(F, 2, 2, 2), V(1, 3, 3, 7, 0, 1, 1, 1));
@@ -419,9 +415,9 @@ static const double x16[16] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14,
 static const double ones9[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
 
 DL_TEST(conv_basic_bias_stride_pads_dilation) {
-    EXPECT1(DL_IR_OP_CONV, INS(A(F, x16, 1, 1, 4, 4), A(F, V(1, 0, 0, -1), 1, 1, 2, 2),
-                               A(F, V(0.5), 1)),
-            NOATTR, O(F, 1, 1, 3, 3), V(-4.5, -4.5, -4.5, -4.5, -4.5, -4.5, -4.5, -4.5, -4.5));
+    EXPECT1(DL_IR_OP_CONV,
+            INS(A(F, x16, 1, 1, 4, 4), A(F, V(1, 0, 0, -1), 1, 1, 2, 2), A(F, V(0.5), 1)), NOATTR,
+            O(F, 1, 1, 3, 3), V(-4.5, -4.5, -4.5, -4.5, -4.5, -4.5, -4.5, -4.5, -4.5));
     EXPECT1(DL_IR_OP_CONV, INS(A(F, x16, 1, 1, 4, 4), A(F, ones9, 1, 1, 3, 3)),
             ATTRS(AINTS("strides", 2, 2), AINTS("pads", 1, 1, 1, 1)), O(F, 1, 1, 2, 2),
             V(10, 24, 51, 90));
@@ -431,10 +427,10 @@ DL_TEST(conv_basic_bias_stride_pads_dilation) {
 
 DL_TEST(conv_group_and_auto_pad) {
     const double x18[18] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17};
-    EXPECT1(DL_IR_OP_CONV,
-            INS(A(F, x18, 1, 2, 3, 3), A(F, V(1, 2, 3, 4, -1, 0, 0, 1), 2, 1, 2, 2),
-                A(F, V(0, 10), 2)),
-            ATTRS(ai("group", 2)), O(F, 1, 2, 2, 2), V(27, 37, 57, 67, 14, 14, 14, 14));
+    EXPECT1(
+        DL_IR_OP_CONV,
+        INS(A(F, x18, 1, 2, 3, 3), A(F, V(1, 2, 3, 4, -1, 0, 0, 1), 2, 1, 2, 2), A(F, V(0, 10), 2)),
+        ATTRS(ai("group", 2)), O(F, 1, 2, 2, 2), V(27, 37, 57, 67, 14, 14, 14, 14));
     EXPECT1(DL_IR_OP_CONV, INS(A(F, x16, 1, 1, 4, 4), A(F, ones9, 1, 1, 3, 3)),
             ATTRS(as("auto_pad", "SAME_UPPER"), AINTS("strides", 2, 2)), O(F, 1, 1, 2, 2),
             V(45, 39, 66, 50));
@@ -450,8 +446,8 @@ static const double ct_x[9] = {0, 1, 2, 3, 4, 5, 6, 7, 8};
 static const double ct_w[18] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
 
 DL_TEST(conv_transpose_onnx_examples) {
-    const double plane[25] = {0, 1, 3,  3,  2,  3, 8,  15, 12, 7,  9,  21, 36,
-                              27, 15, 9, 20, 33, 24, 13, 6, 13, 21, 15, 8};
+    const double plane[25] = {0,  1,  3, 3,  2,  3,  8,  15, 12, 7,  9,  21, 36,
+                              27, 15, 9, 20, 33, 24, 13, 6,  13, 21, 15, 8};
     double want[50];
     memcpy(want, plane, sizeof plane);
     memcpy(want + 25, plane, sizeof plane);
@@ -466,33 +462,31 @@ DL_TEST(conv_transpose_onnx_examples) {
     EXPECT1(DL_IR_OP_CONV_TRANSPOSE,
             INS(A(F, V(3, 8, 1, 9, 5, 7, 3, 2, 6), 1, 1, 3, 3), A(F, V(7, 2, 1, 9), 1, 1, 2, 2)),
             ATTRS(AINTS("dilations", 2, 2)), O(F, 1, 1, 5, 5),
-            V(21, 56, 13, 16, 2, 63, 35, 67, 10, 14, 24, 22, 76, 76, 21, 9, 5, 88, 45, 63, 3, 2,
-              33, 18, 54));
-    const double sp[36] = {0, 0, 1, 1, 3,  2,  0, 0, 1, 1, 3,  2, 3, 3, 8,  5,  12, 7,
+            V(21, 56, 13, 16, 2, 63, 35, 67, 10, 14, 24, 22, 76, 76, 21, 9, 5, 88, 45, 63, 3, 2, 33,
+              18, 54));
+    const double sp[36] = {0, 0, 1, 1, 3, 2, 0, 0, 1,  1,  3,  2,  3, 3, 8,  5, 12, 7,
                            3, 3, 7, 4, 9, 5, 9, 9, 20, 11, 24, 13, 6, 6, 13, 7, 15, 8};
     double want3[72];
     memcpy(want3, sp, sizeof sp);
     memcpy(want3 + 36, sp, sizeof sp);
     EXPECT1(DL_IR_OP_CONV_TRANSPOSE, INS(A(F, ct_x, 1, 1, 3, 3), A(F, ct_w, 1, 2, 3, 3)),
-            ATTRS(as("auto_pad", "SAME_UPPER"), AINTS("strides", 2, 2)), O(F, 1, 2, 6, 6),
-            want3);
+            ATTRS(as("auto_pad", "SAME_UPPER"), AINTS("strides", 2, 2)), O(F, 1, 2, 6, 6), want3);
 }
 
 DL_TEST(conv_transpose_output_shape) {
     // ONNX's test_convtranspose_output_shape: output_shape [10, 8] is one row and one column
     // larger than the full output, so the extra row/column is at the end (zeros).
-    const double p[80] = {0, 0, 1,  1, 3,  2, 2, 0, 0, 0, 1,  1, 3,  2, 2, 0, 0, 0, 1,  1,
-                          3, 2, 2,  0, 3,  3, 7, 4, 9, 5, 5,  0, 3,  3, 7, 4, 9, 5, 5,  0,
-                          3, 3, 7,  4, 9,  5, 5, 0, 6, 6, 13, 7, 15, 8, 8, 0, 6, 6, 13, 7,
-                          15, 8, 8, 0, 6, 6, 13, 7, 15, 8, 8, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    const double p[80] = {0,  0, 1, 1, 3, 2, 2,  0, 0,  0, 1,  1, 3,  2, 2, 0, 0, 0, 1,  1,
+                          3,  2, 2, 0, 3, 3, 7,  4, 9,  5, 5,  0, 3,  3, 7, 4, 9, 5, 5,  0,
+                          3,  3, 7, 4, 9, 5, 5,  0, 6,  6, 13, 7, 15, 8, 8, 0, 6, 6, 13, 7,
+                          15, 8, 8, 0, 6, 6, 13, 7, 15, 8, 8,  0, 0,  0, 0, 0, 0, 0, 0,  0};
     double want[160];
     memcpy(want, p, sizeof p);
     memcpy(want + 80, p, sizeof p);
     EXPECT1(DL_IR_OP_CONV_TRANSPOSE, INS(A(F, ct_x, 1, 1, 3, 3), A(F, ct_w, 1, 2, 3, 3)),
             ATTRS(AINTS("strides", 3, 2), AINTS("output_shape", 10, 8)), O(F, 1, 2, 10, 8), want);
     EXPECT1(DL_IR_OP_CONV_TRANSPOSE, INS(A(F, ct_x, 1, 1, 3, 3), A(F, ct_w, 1, 2, 3, 3)),
-            ATTRS(AINTS("strides", 3, 2), AINTS("output_padding", 1, 1)), O(F, 1, 2, 10, 8),
-            want);
+            ATTRS(AINTS("strides", 3, 2), AINTS("output_padding", 1, 1)), O(F, 1, 2, 10, 8), want);
 }
 
 DL_TEST(conv_transpose_bias_output_padding) {
@@ -543,18 +537,18 @@ DL_TEST(average_pool) {
     EXPECT1(DL_IR_OP_AVERAGE_POOL, INS(A(F, ct_x, 1, 1, 3, 3)),
             ATTRS(AINTS("kernel_shape", 3, 3), AINTS("pads", 1, 1, 1, 1)), O(F, 1, 1, 3, 3),
             V(2, 2.5, 3, 3.5, 4, 4.5, 5, 5.5, 6));
-    EXPECT1(DL_IR_OP_AVERAGE_POOL, INS(A(F, ct_x, 1, 1, 3, 3)),
-            ATTRS(AINTS("kernel_shape", 3, 3), AINTS("pads", 1, 1, 1, 1),
-                  ai("count_include_pad", 1)),
-            O(F, 1, 1, 3, 3),
-            V(8.0 / 9, 15.0 / 9, 12.0 / 9, 21.0 / 9, 4, 27.0 / 9, 20.0 / 9, 33.0 / 9, 24.0 / 9));
+    EXPECT1(
+        DL_IR_OP_AVERAGE_POOL, INS(A(F, ct_x, 1, 1, 3, 3)),
+        ATTRS(AINTS("kernel_shape", 3, 3), AINTS("pads", 1, 1, 1, 1), ai("count_include_pad", 1)),
+        O(F, 1, 1, 3, 3),
+        V(8.0 / 9, 15.0 / 9, 12.0 / 9, 21.0 / 9, 4, 27.0 / 9, 20.0 / 9, 33.0 / 9, 24.0 / 9));
     // ceil_mode: the clipped window averages only real positions even with count_include_pad
     EXPECT1(DL_IR_OP_AVERAGE_POOL, INS(A(F, x16, 1, 1, 4, 4)),
             ATTRS(AINTS("kernel_shape", 3, 3), AINTS("strides", 2, 2), ai("ceil_mode", 1),
                   ai("count_include_pad", 1)),
             O(F, 1, 1, 2, 2), V(5, 6.5, 11, 12.5));
-    EXPECT1(DL_IR_OP_GLOBAL_AVERAGE_POOL, INS(A(F, V(1, 2, 3, 4, 5, 6, 7, 8), 1, 2, 2, 2)),
-            NOATTR, O(F, 1, 2, 1, 1), V(2.5, 6.5));
+    EXPECT1(DL_IR_OP_GLOBAL_AVERAGE_POOL, INS(A(F, V(1, 2, 3, 4, 5, 6, 7, 8), 1, 2, 2, 2)), NOATTR,
+            O(F, 1, 2, 1, 1), V(2.5, 6.5));
 }
 
 DL_TEST(pool_1d) {
@@ -599,11 +593,11 @@ DL_TEST(pool_3d) {
                        AINTS("pads", 0, 1, 1, 0, 0, 0), ai("ceil_mode", 1)),
                  outs2, 2, false);
     CHECK_OUT(r, 0, o2,
-              V(0, 2, 3, 8, 10, 11, 12, 14, 15, 20, 22, 23, -24, -25, -27, -28, -29, -31, -36,
-                -37, -39, -40, -41, -43));
+              V(0, 2, 3, 8, 10, 11, 12, 14, 15, 20, 22, 23, -24, -25, -27, -28, -29, -31, -36, -37,
+                -39, -40, -41, -43));
     CHECK_OUT(r, 1, oi2,
-              V(0, 2, 3, 8, 10, 11, 12, 14, 15, 20, 22, 23, 24, 25, 27, 28, 29, 31, 36, 37, 39,
-                40, 41, 43));
+              V(0, 2, 3, 8, 10, 11, 12, 14, 15, 20, 22, 23, 24, 25, 27, 28, 29, 31, 36, 37, 39, 40,
+                41, 43));
     run_fini(&r);
 }
 
@@ -678,8 +672,8 @@ DL_TEST(pool_shape_pass_and_eval_agree) {
         const char *names[1] = {"y"};
         dl_ir_node *nd = NULL;
         dl_ir_op op = is_max ? DL_IR_OP_MAX_POOL : DL_IR_OP_AVERAGE_POOL;
-        DL_CHECK(dl_ir_module_add_node(m, op, &xv, 1, names, NULL, 1, at, is_max ? 4 : 5,
-                                       DL_NO_LOC, &nd) == DL_OK);
+        DL_CHECK(dl_ir_module_add_node(m, op, &xv, 1, names, NULL, 1, at, is_max ? 4 : 5, DL_NO_LOC,
+                                       &nd) == DL_OK);
         DL_CHECK(dl_ir_module_add_output(m, nd->outputs[0], DL_NO_LOC) == DL_OK);
         DL_CHECK(dl_pass_shape(m, d) == DL_OK);
         const dl_ir_type *yt = &nd->outputs[0]->type;
@@ -695,8 +689,8 @@ DL_TEST(pool_shape_pass_and_eval_agree) {
         DL_CHECK(dl_ir_eval(m, &opts, &x, &y, d) == DL_OK);
         // count_include_pad: the first row of windows counts the begin pad row (divisor 6), the
         // last one stops at the input's end (divisor 4)
-        const double *want = is_max ? V(5, 7, 13, 15, 17, 19)
-                                    : V(10.0 / 6, 3, 8.5, 10.5, 14.5, 16.5);
+        const double *want =
+            is_max ? V(5, 7, 13, 15, 17, 19) : V(10.0 / 6, 3, 8.5, 10.5, 14.5, 16.5);
         arg yo = O(F, 1, 1, 3, 2);
         run r = {.st = DL_OK, .out = {y}, .n_out = 1};
         DL_CHECK(check_out(&r, 0, &yo, want, 1e-6));
@@ -740,8 +734,7 @@ DL_TEST(layer_norm) {
     arg oy = O(F, 2, 3), om = O(F, 2, 1), oi = O(F, 2, 1);
     const arg outs[3] = {oy, om, oi};
     run r = run_op_x(DL_IR_OP_LAYER_NORMALIZATION,
-                     INS(A(F, V(1, 2, 3, 2, 4, 6), 2, 3), A(F, V(1, 1, 2), 3),
-                         A(F, V(0, 0, 1), 3)),
+                     INS(A(F, V(1, 2, 3, 2, 4, 6), 2, 3), A(F, V(1, 1, 2), 3), A(F, V(0, 0, 1), 3)),
                      ATTRS(af("epsilon", 0)), outs, 3, false);
     CHECK_OUT(r, 0, oy, V(-a, 0, 2 * a + 1, -2 * b, 0, 4 * b + 1));
     CHECK_OUT(r, 1, om, V(2, 4));
@@ -758,8 +751,8 @@ DL_TEST(softmax_and_log_softmax) {
             V(e1 / s, e2 / s, e3 / s, 1.0 / 3, 1.0 / 3, 1.0 / 3));
     EXPECT1(DL_IR_OP_SOFTMAX, INS(A(F, V(1, 2, 3, 4), 2, 2)), ATTRS(ai("axis", 0)), O(F, 2, 2),
             V(1 / (1 + e2), 1 / (1 + e2), e2 / (1 + e2), e2 / (1 + e2)));
-    EXPECT1(DL_IR_OP_LOG_SOFTMAX, INS(A(F, V(1, 2, 3, 1000, 1000, 1000), 2, 3)), NOATTR,
-            O(F, 2, 3), V(1 - log(s), 2 - log(s), 3 - log(s), -log(3), -log(3), -log(3)));
+    EXPECT1(DL_IR_OP_LOG_SOFTMAX, INS(A(F, V(1, 2, 3, 1000, 1000, 1000), 2, 3)), NOATTR, O(F, 2, 3),
+            V(1 - log(s), 2 - log(s), 3 - log(s), -log(3), -log(3), -log(3)));
 }
 
 DL_TEST(dropout) {
@@ -782,8 +775,8 @@ DL_TEST(dropout) {
     CHECK_OUT(r, 1, om, ones);
     run_fini(&r);
     // opts->training
-    r = run_op_x(DL_IR_OP_DROPOUT, INS(A(F, x, 64)), ATTRS(af("ratio", 0.25), ai("seed", 7)),
-                 outs, 2, true);
+    r = run_op_x(DL_IR_OP_DROPOUT, INS(A(F, x, 64)), ATTRS(af("ratio", 0.25), ai("seed", 7)), outs,
+                 2, true);
     CHECK_OUT(r, 0, oy, want);
     CHECK_OUT(r, 1, om, mask);
     run_fini(&r);
@@ -817,10 +810,9 @@ DL_TEST(reshape_flatten_squeeze_unsqueeze) {
 DL_TEST(transpose) {
     EXPECT1(DL_IR_OP_TRANSPOSE, INS(A(F, V(1, 2, 3, 4, 5, 6), 2, 3)), NOATTR, O(F, 3, 2),
             V(1, 4, 2, 5, 3, 6));
-    EXPECT1(DL_IR_OP_TRANSPOSE, INS(A(F, r234, 2, 3, 4)), ATTRS(AINTS("perm", 1, 0, 2)),
-            O(F, 3, 2, 4),
-            V(0, 1, 2, 3, 12, 13, 14, 15, 4, 5, 6, 7, 16, 17, 18, 19, 8, 9, 10, 11, 20, 21, 22,
-              23));
+    EXPECT1(
+        DL_IR_OP_TRANSPOSE, INS(A(F, r234, 2, 3, 4)), ATTRS(AINTS("perm", 1, 0, 2)), O(F, 3, 2, 4),
+        V(0, 1, 2, 3, 12, 13, 14, 15, 4, 5, 6, 7, 16, 17, 18, 19, 8, 9, 10, 11, 20, 21, 22, 23));
 }
 
 DL_TEST(concat_split) {
@@ -877,10 +869,10 @@ DL_TEST(pad_modes) {
             V(9, 1, 2, 3, 9, 9, 4, 5, 6, 9));
     EXPECT1(DL_IR_OP_PAD, INS(A(F, x, 3)), ATTRS(AINTS("pads", 2, 2), as("mode", "reflect")),
             O(F, 7), V(3, 2, 1, 2, 3, 2, 1));
-    EXPECT1(DL_IR_OP_PAD, INS(A(F, x, 3)), ATTRS(AINTS("pads", 2, 2), as("mode", "edge")),
-            O(F, 7), V(1, 1, 1, 2, 3, 3, 3));
-    EXPECT1(DL_IR_OP_PAD, INS(A(F, x, 3)), ATTRS(AINTS("pads", 2, 2), as("mode", "wrap")),
-            O(F, 7), V(2, 3, 1, 2, 3, 1, 2));
+    EXPECT1(DL_IR_OP_PAD, INS(A(F, x, 3)), ATTRS(AINTS("pads", 2, 2), as("mode", "edge")), O(F, 7),
+            V(1, 1, 1, 2, 3, 3, 3));
+    EXPECT1(DL_IR_OP_PAD, INS(A(F, x, 3)), ATTRS(AINTS("pads", 2, 2), as("mode", "wrap")), O(F, 7),
+            V(2, 3, 1, 2, 3, 1, 2));
     EXPECT1(DL_IR_OP_PAD, INS(A(F, x, 3)), ATTRS(AINTS("pads", -1, 1)), O(F, 3), V(2, 3, 0));
     EXPECT1(DL_IR_OP_PAD, INS(A(F, x, 3), S(F, -1)), ATTRS(AINTS("pads", 1, 0)), O(F, 4),
             V(-1, 1, 2, 3));
@@ -893,18 +885,17 @@ static const double l0 = 0.40760596444438013, l1 = 1.0986122886681098; // see sc
 
 DL_TEST(softmax_cross_entropy) {
     const arg sc = A(F, V(1, 2, 3, 1, 1, 1), 2, 3), lab = A(I64, V(2, 0), 2);
-    EXPECT1(DL_IR_OP_SOFTMAX_CROSS_ENTROPY_LOSS, INS(sc, lab), NOATTR, SO(F),
-            V((l0 + l1) / 2));
-    EXPECT1(DL_IR_OP_SOFTMAX_CROSS_ENTROPY_LOSS, INS(sc, lab), ATTRS(as("reduction", "sum")),
-            SO(F), V(l0 + l1));
+    EXPECT1(DL_IR_OP_SOFTMAX_CROSS_ENTROPY_LOSS, INS(sc, lab), NOATTR, SO(F), V((l0 + l1) / 2));
+    EXPECT1(DL_IR_OP_SOFTMAX_CROSS_ENTROPY_LOSS, INS(sc, lab), ATTRS(as("reduction", "sum")), SO(F),
+            V(l0 + l1));
     EXPECT1(DL_IR_OP_SOFTMAX_CROSS_ENTROPY_LOSS, INS(sc, lab), ATTRS(as("reduction", "none")),
             O(F, 2), V(l0, l1));
     // ignore_index present: the label-0 row is dropped from sum and count
-    EXPECT1(DL_IR_OP_SOFTMAX_CROSS_ENTROPY_LOSS, INS(sc, lab), ATTRS(ai("ignore_index", 0)),
-            SO(F), V(l0));
+    EXPECT1(DL_IR_OP_SOFTMAX_CROSS_ENTROPY_LOSS, INS(sc, lab), ATTRS(ai("ignore_index", 0)), SO(F),
+            V(l0));
     // weights: mean divides by the sum of the targets' weights
-    EXPECT1(DL_IR_OP_SOFTMAX_CROSS_ENTROPY_LOSS, INS(sc, lab, A(F, V(1, 2, 3), 3)), NOATTR,
-            SO(F), V((3 * l0 + l1) / 4));
+    EXPECT1(DL_IR_OP_SOFTMAX_CROSS_ENTROPY_LOSS, INS(sc, lab, A(F, V(1, 2, 3), 3)), NOATTR, SO(F),
+            V((3 * l0 + l1) / 4));
     EXPECT1(DL_IR_OP_SOFTMAX_CROSS_ENTROPY_LOSS, INS(sc, A(I64, V(2, 5), 2), A(F, V(1, 2, 3), 3)),
             ATTRS(ai("ignore_index", 5)), SO(F), V(l0));
     // log_prob output
@@ -928,15 +919,15 @@ DL_TEST(softmax_cross_entropy) {
 
 DL_TEST(nll_loss) {
     const arg x = A(F, V(-1, -2, -3, -4, -5, -6), 2, 3);
-    EXPECT1(DL_IR_OP_NEGATIVE_LOG_LIKELIHOOD_LOSS, INS(x, A(I64, V(1, 2), 2)), NOATTR, SO(F),
-            V(4));
+    EXPECT1(DL_IR_OP_NEGATIVE_LOG_LIKELIHOOD_LOSS, INS(x, A(I64, V(1, 2), 2)), NOATTR, SO(F), V(4));
     // label 0 counts when ignore_index is absent (its default 0 is not applied)
     EXPECT1(DL_IR_OP_NEGATIVE_LOG_LIKELIHOOD_LOSS, INS(x, A(I64, V(0, 2), 2)), NOATTR, SO(F),
             V(3.5));
-    EXPECT1(DL_IR_OP_NEGATIVE_LOG_LIKELIHOOD_LOSS, INS(x, A(I64, V(0, 2), 2), A(F, V(2, 1, 0.5), 3)),
-            ATTRS(as("reduction", "none")), O(F, 2), V(2, 3));
-    EXPECT1(DL_IR_OP_NEGATIVE_LOG_LIKELIHOOD_LOSS, INS(x, A(I64, V(0, 2), 2), A(F, V(2, 1, 0.5), 3)),
-            NOATTR, SO(F), V(5.0 / 2.5));
+    EXPECT1(DL_IR_OP_NEGATIVE_LOG_LIKELIHOOD_LOSS,
+            INS(x, A(I64, V(0, 2), 2), A(F, V(2, 1, 0.5), 3)), ATTRS(as("reduction", "none")),
+            O(F, 2), V(2, 3));
+    EXPECT1(DL_IR_OP_NEGATIVE_LOG_LIKELIHOOD_LOSS,
+            INS(x, A(I64, V(0, 2), 2), A(F, V(2, 1, 0.5), 3)), NOATTR, SO(F), V(5.0 / 2.5));
     EXPECT1(DL_IR_OP_NEGATIVE_LOG_LIKELIHOOD_LOSS, INS(x, A(I64, V(0, 2), 2)),
             ATTRS(ai("ignore_index", 2), as("reduction", "sum")), SO(F), V(1));
 }
@@ -1201,8 +1192,9 @@ static dl_ir_module *mlp(dl_ir_value **out_y) {
     }
     w = add_param(m, "w", O(F, 3, 2), DL_IR_INIT_ONES, 0, 0, -1);
     dl_ir_value *ins[2] = {x, w};
-    if (!w || dl_ir_module_add_node(m, DL_IR_OP_MATMUL, ins, 2, &yn, NULL, 1, NULL, 0,
-                                    DL_NO_LOC, &n) != DL_OK ||
+    if (!w ||
+        dl_ir_module_add_node(m, DL_IR_OP_MATMUL, ins, 2, &yn, NULL, 1, NULL, 0, DL_NO_LOC, &n) !=
+            DL_OK ||
         dl_ir_module_add_output(m, n->outputs[0], DL_NO_LOC) != DL_OK) {
         return NULL;
     }

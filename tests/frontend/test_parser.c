@@ -214,8 +214,7 @@ static void check_sample(const char *name, bool *dl_test_failed_) {
         }
     }
     bool ok = st == DL_OK && m && dl_diags_count(d) == 0 && m->nodes.len > 0 &&
-              strcmp(m->source_dir, DL_SOURCE_DIR "/samples") == 0 &&
-              dl_ir_verify(m, d) == DL_OK;
+              strcmp(m->source_dir, DL_SOURCE_DIR "/samples") == 0 && dl_ir_verify(m, d) == DL_OK;
     dl_ir_module_destroy(m);
     dl_diags_destroy(d);
     if (!ok) {
@@ -547,9 +546,9 @@ DL_TEST(train_block_variants) {
 }
 
 DL_TEST(train_block_errors) {
-    const char *b = HDR "input x : float[4]\n"  // line 2
-                        "param w : float[4] = ones\n"  // 3
-                        "l = ReduceSum (x)\n";  // 4
+    const char *b = HDR "input x : float[4]\n"        // line 2
+                        "param w : float[4] = ones\n" // 3
+                        "l = ReduceSum (x)\n";        // 4
     char src[1024];
 #define TRAIN_ERR(body, ln, cl, text)                                                              \
     snprintf(src, sizeof(src), "%s%s", b, body);                                                   \
@@ -810,14 +809,15 @@ DL_TEST(error_location_length_and_rendering) {
 }
 
 DL_TEST(recovery_reports_several_errors) {
-    PARSE_ERR(r, HDR "input x : floot[2]\n"  // 2: type error
-                     "input y : float[2]\n"  // fine
-                     "a = Relu (q)\n"        // 4: undefined
-                     "b = Relu (y y)\n"      // 5: syntax
-                     "c = Relu (y)\n"        // fine
-                     "d = Softmax <axis = 1.0> (c\n" // 7: unclosed paren, found at 8
-                     "output c\n"            // 8: parsed again after the error
-                     "output zz\n",          // 9: undefined
+    PARSE_ERR(r,
+              HDR "input x : floot[2]\n"          // 2: type error
+                  "input y : float[2]\n"          // fine
+                  "a = Relu (q)\n"                // 4: undefined
+                  "b = Relu (y y)\n"              // 5: syntax
+                  "c = Relu (y)\n"                // fine
+                  "d = Softmax <axis = 1.0> (c\n" // 7: unclosed paren, found at 8
+                  "output c\n"                    // 8: parsed again after the error
+                  "output zz\n",                  // 9: undefined
               2, 11, "unknown element type 'floot' (did you mean 'float'?)");
     DL_CHECK_EQ_I64(dl_diags_error_count(r.d), 5);
     DL_CHECK_EQ_I64(loc(&r, 1).line, 4);
@@ -867,8 +867,8 @@ DL_TEST(hostile_inputs) {
     };
     for (size_t i = 0; i < DL_ARRAY_LEN(inputs); i++) {
         res r = parse(inputs[i]);
-        bool consistent = (r.st == DL_OK) == (r.m != NULL) &&
-                          (r.st == DL_OK || dl_diags_error_count(r.d) > 0);
+        bool consistent =
+            (r.st == DL_OK) == (r.m != NULL) && (r.st == DL_OK || dl_diags_error_count(r.d) > 0);
         char *txt = NULL;
         DL_CHECK_OK(dl_diags_render(r.d, &txt));
         free(txt);

@@ -38,7 +38,7 @@ extern int dl_test_n_cases_;
 
 #define DL_FAIL_(...)                                                                              \
     do {                                                                                           \
-        fprintf(stderr, "%s:%d: check failed: ", __FILE__, __LINE__);                             \
+        fprintf(stderr, "%s:%d: check failed: ", __FILE__, __LINE__);                              \
         fprintf(stderr, __VA_ARGS__);                                                              \
         fprintf(stderr, "\n");                                                                     \
         *dl_test_failed_ = true;                                                                   \
@@ -73,8 +73,8 @@ extern int dl_test_n_cases_;
 #define DL_CHECK_NEAR(got, want, atol, rtol)                                                       \
     do {                                                                                           \
         double g_ = (double)(got), w_ = (double)(want);                                            \
-        bool ok_ = (isnan(g_) && isnan(w_)) || (g_ == w_) ||                                       \
-                   fabs(g_ - w_) <= (atol) + (rtol) * fabs(w_);                                    \
+        bool ok_ =                                                                                 \
+            (isnan(g_) && isnan(w_)) || (g_ == w_) || fabs(g_ - w_) <= (atol) + (rtol) * fabs(w_); \
         if (!ok_) {                                                                                \
             DL_FAIL_("%s ~= %s (%.9g vs %.9g)", #got, #want, g_, w_);                              \
         }                                                                                          \

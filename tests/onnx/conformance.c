@@ -169,13 +169,17 @@ static int read_pbs(const char *dir, const char *prefix, dl_tensor *ts, dl_diags
 
 static int64_t elem_int(const dl_tensor *t, int64_t i) {
     switch (t->dtype) {
-    case DL_DT_INT64: return ((const int64_t *)t->data)[i];
-    case DL_DT_INT32: return ((const int32_t *)t->data)[i];
-    case DL_DT_BOOL: return ((const uint8_t *)t->data)[i];
+    case DL_DT_INT64:
+        return ((const int64_t *)t->data)[i];
+    case DL_DT_INT32:
+        return ((const int32_t *)t->data)[i];
+    case DL_DT_BOOL:
+        return ((const uint8_t *)t->data)[i];
     case DL_DT_FLOAT:
     case DL_DT_FLOAT16:
     case DL_DT_BFLOAT16:
-    case DL_DT_COUNT: break;
+    case DL_DT_COUNT:
+        break;
     }
     return 0;
 }
@@ -220,9 +224,8 @@ static bool compare(const dl_tensor *got, const dl_tensor *want, double rtol, do
 
 // Imports the case's model, binding the graph inputs that must be constant to this data set's
 // values. Returns the module (after the optional text round trip) or NULL with `why` set.
-static dl_ir_module *import_case(const runner *r, const char *model, const dl_tensor *ins,
-                                 int n_in, dl_fe_onnx_info *info, dl_diags *d, char *why,
-                                 size_t why_size) {
+static dl_ir_module *import_case(const runner *r, const char *model, const dl_tensor *ins, int n_in,
+                                 dl_fe_onnx_info *info, dl_diags *d, char *why, size_t why_size) {
     dl_ir_module *m = NULL;
     dl_status st = dl_fe__import_onnx_ex(model, NULL, NULL, 0, false, d, &m, info);
     if (st != DL_OK && info->n_need_const > 0) {
@@ -460,8 +463,7 @@ int main(int argc, char **argv) {
         }
     }
     if (!is_dir(r.dir)) {
-        printf("ONNX node test data not found at %s (install libonnx-testdata): skipped\n",
-               r.dir);
+        printf("ONNX node test data not found at %s (install libonnx-testdata): skipped\n", r.dir);
         return 77;
     }
     load_exclusions(&r, excl_path);
@@ -490,8 +492,7 @@ int main(int argc, char **argv) {
     }
     printf("ops covered by passing cases: %d of %d (%s)\n", n_ops, (int)DL_IR_OP_COUNT, ops);
     printf("skipped: %d not applicable, %d excluded\n", r.skipped_na, r.skipped_excl);
-    printf("%d passed, %d failed, %d skipped\n", r.passed, r.failed,
-           r.skipped_na + r.skipped_excl);
+    printf("%d passed, %d failed, %d skipped\n", r.passed, r.failed, r.skipped_na + r.skipped_excl);
     for (size_t i = 0; i < r.n_excl; i++) {
         free(r.excl[i].name);
         free(r.excl[i].reason);
