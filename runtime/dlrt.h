@@ -1,9 +1,9 @@
 // runtime/dlrt.h — the dlcc runtime (libdlrt): loads compiled artifacts and runs them. It links
 // neither LLVM nor the compiler's IR; trainers include only this header.
 //
-// This first version exposes the library's identity; loading artifacts, sessions, infer and
-// train_step arrive with the code-generation and training work (see docs/). Every function is
-// thread-safe unless stated otherwise.
+// Lifecycle: load a model (file or memory), create a session (params initialised), set inputs,
+// run infer, read outputs. Errors are returned as dlrt_status, never printed; the message is
+// available from dlrt_last_error(). train_step arrives with the training work.
 #ifndef DLRT_H
 #define DLRT_H
 
@@ -17,20 +17,97 @@ extern "C" {
 #    define DLRT_API
 #endif
 
-// Status codes returned by every fallible runtime call.
+#include <stddef.h>
+#include <stdint.h>
+
+// Status codes returned by every fallible runtime call. On failure a message describing the
+// problem is available from dlrt_last_error() on the same thread.
 typedef enum dlrt_status {
     DLRT_OK = 0,
-    DLRT_ERR_INVALID_ARG,
+    DLRT_ERR_INVALID_ARG, // bad argument: unknown name, wrong size, NULL where not allowed
     DLRT_ERR_NOMEM,
-    DLRT_ERR_IO,
-    DLRT_ERR_CORRUPT,     // an artifact failed validation
-    DLRT_ERR_UNSUPPORTED, // a valid artifact this runtime cannot run (e.g. newer format)
+    DLRT_ERR_IO,          // the artifact file cannot be read or loaded
+    DLRT_ERR_CORRUPT,     // an artifact failed validation (untrusted input, never an assert)
+    DLRT_ERR_UNSUPPORTED, // a valid artifact this runtime cannot run (e.g. a newer format)
 } dlrt_status;
 
-// The runtime's version as "MAJOR.MINOR.PATCH". Static string; never NULL.
+// Element types (the values of runtime/dlrt_format.h's DLRT_DT_*).
+typedef enum dlrt_dtype {
+    DLRT_FLOAT32 = 0,
+    DLRT_FLOAT16 = 1,  // IEEE binary16, 2 bytes
+    DLRT_BFLOAT16 = 2, // 2 bytes
+    DLRT_INT32 = 3,
+    DLRT_INT64 = 4,
+    DLRT_BOOL = 5, // 1 byte, 0 or 1
+} dlrt_dtype;
+
+#define DLRT_MAX_DIMS 8
+
+// Describes a named tensor of a model. `name` is BORROWED from the model and lives as long as it.
+typedef struct dlrt_tensor_desc {
+    const char *name;
+    dlrt_dtype dtype;
+    int32_t rank;
+    int64_t dims[DLRT_MAX_DIMS];
+    size_t nbytes; // element count * element size
+} dlrt_tensor_desc;
+
+// A loaded artifact: immutable, shared by sessions, reference counted.
+typedef struct dlrt_model dlrt_model;
+// Per-run state of a model: params and every buffer. Used by one thread at a time.
+typedef struct dlrt_session dlrt_session;
+
+// The runtime's version as "MAJOR.MINOR.PATCH". Static string; never NULL. Thread-safe.
 DLRT_API const char *dlrt_version(void);
-// A static English description of `s` ("ok", "invalid argument", ...). Never NULL.
+// A static English description of `s` ("ok", "invalid argument", ...). Never NULL. Thread-safe.
 DLRT_API const char *dlrt_status_str(dlrt_status s);
+// The message of the last failed call on this thread ("" if none). Valid until the next runtime
+// call on this thread. Thread-safe (the message is thread-local).
+DLRT_API const char *dlrt_last_error(void);
+
+// Loads an artifact (.so written by `dlcc compile`) from a file. On DLRT_OK *out holds a model
+// with one reference (release with dlrt_model_release). Validates the artifact's plan: a
+// malformed one gives DLRT_ERR_CORRUPT. Thread-safe.
+DLRT_API dlrt_status dlrt_model_load_file(const char *path, dlrt_model **out);
+// Loads an artifact from memory (the bytes are copied into an anonymous memory file; nothing is
+// written to disk). `data` stays the caller's. Otherwise as dlrt_model_load_file.
+DLRT_API dlrt_status dlrt_model_load_memory(const void *data, size_t size, dlrt_model **out);
+// Reference counting. Thread-safe (atomic). Releasing the last reference unloads the artifact;
+// every session holds a reference of its own.
+DLRT_API void dlrt_model_retain(dlrt_model *m);
+DLRT_API void dlrt_model_release(dlrt_model *m); // NULL is a no-op
+
+// The model's name and the target it was compiled for ("x86_64-pc-linux-gnu/znver3"); BORROWED.
+DLRT_API const char *dlrt_model_name(const dlrt_model *m);
+DLRT_API const char *dlrt_model_target(const dlrt_model *m);
+// Interface tensors, in declaration order. Index out of range gives DLRT_ERR_INVALID_ARG.
+DLRT_API size_t dlrt_model_num_inputs(const dlrt_model *m);
+DLRT_API size_t dlrt_model_num_outputs(const dlrt_model *m);
+DLRT_API size_t dlrt_model_num_params(const dlrt_model *m);
+DLRT_API dlrt_status dlrt_model_input(const dlrt_model *m, size_t i, dlrt_tensor_desc *out);
+DLRT_API dlrt_status dlrt_model_output(const dlrt_model *m, size_t i, dlrt_tensor_desc *out);
+DLRT_API dlrt_status dlrt_model_param(const dlrt_model *m, size_t i, dlrt_tensor_desc *out);
+
+// Creates a session: allocates its memory and initialises every param from the artifact's
+// initialisers (deterministic: the same values on every machine and run). Retains `m`.
+// Thread-safe with respect to other sessions of the same model.
+DLRT_API dlrt_status dlrt_session_create(dlrt_model *m, dlrt_session **out);
+DLRT_API void dlrt_session_destroy(dlrt_session *s); // NULL is a no-op; releases the model
+
+// Copies `size` bytes (exactly the input's nbytes) into input `name`.
+DLRT_API dlrt_status dlrt_session_set_input(dlrt_session *s, const char *name, const void *data,
+                                            size_t size);
+// Runs the `infer` entry point on the current inputs and params.
+DLRT_API dlrt_status dlrt_session_infer(dlrt_session *s);
+// Gives a BORROWED pointer to output `name` (valid until the next step or destroy) and, when
+// `desc` is non-NULL, its description.
+DLRT_API dlrt_status dlrt_session_output(dlrt_session *s, const char *name, const void **data,
+                                         dlrt_tensor_desc *desc);
+// Reads / writes param `name` (exactly nbytes).
+DLRT_API dlrt_status dlrt_session_get_param(dlrt_session *s, const char *name, void *data,
+                                            size_t size);
+DLRT_API dlrt_status dlrt_session_set_param(dlrt_session *s, const char *name, const void *data,
+                                            size_t size);
 
 #ifdef __cplusplus
 }

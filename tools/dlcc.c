@@ -7,14 +7,17 @@
 // Commands parse all of their arguments before touching any file, so a usage error never has
 // side effects. Files are written only after everything succeeded, atomically (temporary file
 // + rename), so a failed command never leaves a partial or half-updated output behind.
+#include "dl_cg.h"
 #include "dl_fe.h"
 #include "dl_ir.h"
 #include "dl_pass.h"
 #include "dl_tensor_io.h"
+#include "dlrt.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #ifndef DL_VERSION
@@ -50,10 +53,24 @@ static const cmd_help helps[] = {
      "  -o, --output OUT   write to OUT instead of stdout (OUT may be FILE itself)\n"
      "  --check            write nothing; list the files that are not formatted and exit 1\n"
      "                     if there are any\n"},
-    {"run", "evaluate a model's infer entry point with the reference evaluator",
+    {"compile", "compile a model to a native artifact (.so)",
+     "dlcc compile FILE [-D NAME=INT]... [-o OUT.so] [--cpu NAME] [--features F] [-O N] [-v]",
+     "Compiles FILE (its infer entry point) to native code for this machine through LLVM and\n"
+     "writes the artifact, an ELF shared object loadable by libdlrt, atomically to OUT\n"
+     "(default: FILE with .so instead of .dlg). A failed compile leaves no file behind.\n"
+     "\n"
+     "  -D NAME=INT        bind dim NAME (e.g. -D N=64)\n"
+     "  -o, --output OUT   where to write the artifact\n"
+     "  --cpu NAME         target CPU (LLVM name, e.g. skylake-avx512; default: this machine)\n"
+     "  --features F       LLVM target features, e.g. +avx2,-avx512f (default: the CPU's)\n"
+     "  -O N               optimisation level 0-3 (default 3)\n"
+     "  -v, --verbose      print the target, sizes and compile time\n"},
+    {"run", "run a model's infer entry point (compiled, or with the reference evaluator)",
      "dlcc run FILE [-D NAME=INT]... [--in NAME=PATH.npy]... [--out NAME=PATH.npy]...\n"
-     "                [--backend ref] [--entry infer]",
-     "Evaluates FILE on the given inputs. Every model input must be given exactly once with\n"
+     "                [--backend cpu|ref] [--entry infer]",
+     "Runs FILE, a .dlg model or an artifact compiled by 'dlcc compile', on the given inputs.\n"
+     "A .dlg is compiled on the fly for --backend cpu (the default) or evaluated by the\n"
+     "reference evaluator with --backend ref. Every model input must be given exactly once with\n"
      "--in, as a .npy file of the input's dtype and shape (bfloat16 travels as '<u2').\n"
      "With --out, writes the named outputs as .npy files (atomically, and only after the whole\n"
      "evaluation succeeded); without --out, prints each output's type and first values.\n"
@@ -61,7 +78,8 @@ static const cmd_help helps[] = {
      "  -D NAME=INT          bind dim NAME (e.g. -D N=64)\n"
      "  --in NAME=PATH       read input NAME from a .npy file\n"
      "  --out NAME=PATH      write output NAME to a .npy file\n"
-     "  --backend ref        the reference evaluator (the only backend in this build)\n"
+     "  --backend cpu        compiled native code (default)\n"
+     "  --backend ref        the reference evaluator (the oracle; .dlg models only)\n"
      "  --entry infer        the inference entry point (the only entry in this build)\n"},
     {"import", "convert an ONNX model to .dlg", "dlcc import MODEL.onnx [-o OUT.dlg] [--consts]",
      "Imports an ONNX model (opset 13-17) and prints it as .dlg text to stdout or atomically\n"
@@ -236,6 +254,23 @@ typedef struct bind {
     char name[128];
     int64_t value;
 } bind;
+
+// -D NAME=INT into *out; a usage error (exit 2) otherwise.
+static int parse_define(const char *cmd, const char *val, bind *out) {
+    const char *num;
+    char *end = NULL;
+    memset(out, 0, sizeof *out);
+    if (!split_assign(val, out->name, sizeof out->name, &num)) {
+        return usage_error(cmd, "-D expects NAME=INT, got '%s'", val);
+    }
+    errno = 0;
+    long long v = strtoll(num, &end, 10);
+    if (*num == 0 || *end != 0 || errno == ERANGE) {
+        return usage_error(cmd, "-D %s: '%s' is not an integer", out->name, num);
+    }
+    out->value = v;
+    return EXIT_OK;
+}
 
 static dl_status load_model(const char *path, const bind *binds, size_t n_binds, dl_diags *d,
                             dl_ir_module **out) {
@@ -458,32 +493,11 @@ typedef struct io_arg {
 } io_arg;
 
 // Lists the names of `vals` as "a, b, c" into b (or "none").
-static void list_names(dl_strbuf *b, dl_ir_value *const *vals, size_t n) {
-    if (n == 0) {
-        dl_strbuf_puts(b, "none");
-    }
-    for (size_t i = 0; i < n; i++) {
-        dl_strbuf_printf(b, "%s%s", i ? ", " : "", vals[i]->name);
-    }
-}
-
 // The tensor's type in .dlg syntax, e.g. "float[64, 784]".
 static void tensor_type_format(const dl_tensor *t, char *buf, size_t size) {
     char shp[200];
     dl_shape_format(t->dims, t->rank, shp, sizeof shp);
     snprintf(buf, size, "%s%s", dl_dtype_name(t->dtype), shp);
-}
-
-static bool tensor_matches(const dl_tensor *t, const dl_ir_type *ty) {
-    if (t->dtype != ty->dtype || t->rank != ty->rank) {
-        return false;
-    }
-    for (int32_t i = 0; i < t->rank; i++) {
-        if (t->dims[i] != ty->dims[i].value) {
-            return false;
-        }
-    }
-    return true;
 }
 
 // Prints "NAME: TYPE = [v0, v1, ... (N values)]" with at most 8 values.
@@ -513,6 +527,84 @@ static void print_preview(const char *name, const dl_tensor *t) {
 }
 
 static const char *const known_backends[] = {"ref", "cpu", "cuda"};
+
+// A named interface tensor of a model, from the IR or from a loaded artifact.
+typedef struct io_desc {
+    const char *name;
+    dl_dtype dtype;
+    int32_t rank;
+    int64_t dims[DL_MAX_RANK];
+} io_desc;
+
+static io_desc io_from_value(const dl_ir_value *v) {
+    io_desc io = {v->name, v->type.dtype, v->type.rank, {0}};
+    for (int32_t i = 0; i < v->type.rank; i++) {
+        io.dims[i] = v->type.dims[i].value;
+    }
+    return io;
+}
+
+static io_desc io_from_rt(const dlrt_tensor_desc *t) {
+    io_desc io = {t->name, (dl_dtype)t->dtype, t->rank, {0}};
+    for (int32_t i = 0; i < t->rank; i++) {
+        io.dims[i] = t->dims[i];
+    }
+    return io;
+}
+
+static void io_format(const io_desc *io, char *buf, size_t size) {
+    char shp[200];
+    dl_shape_format(io->dims, io->rank, shp, sizeof shp);
+    snprintf(buf, size, "%s%s", dl_dtype_name(io->dtype), shp);
+}
+
+static bool io_matches(const dl_tensor *t, const io_desc *io) {
+    if (t->dtype != io->dtype || t->rank != io->rank) {
+        return false;
+    }
+    for (int32_t i = 0; i < t->rank; i++) {
+        if (t->dims[i] != io->dims[i]) {
+            return false;
+        }
+    }
+    return true;
+}
+
+static void io_list_names(dl_strbuf *b, const io_desc *ios, size_t n) {
+    if (n == 0) {
+        dl_strbuf_puts(b, "none");
+    }
+    for (size_t i = 0; i < n; i++) {
+        dl_strbuf_printf(b, "%s%s", i ? ", " : "", ios[i].name);
+    }
+}
+
+// True when `path` starts with the ELF magic: an artifact rather than a .dlg text.
+static bool is_artifact_file(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        return false;
+    }
+    unsigned char mag[4] = {0};
+    size_t n = fread(mag, 1, 4, f);
+    fclose(f);
+    return n == 4 && memcmp(mag, "\177ELF", 4) == 0;
+}
+
+static void rt_diag(dl_diags *d, const char *path, dlrt_status st) {
+    dl_diag(d, DL_SEV_ERROR, DL_NO_LOC, "%s: %s", path,
+            dlrt_last_error()[0] ? dlrt_last_error() : dlrt_status_str(st));
+}
+
+// Compiles a verified module to artifact bytes; diagnostics go to `d`.
+static dl_status compile_module(const dl_ir_module *m, const dl_cg_options *o, dl_diags *d,
+                                uint8_t **bytes, size_t *len) {
+    dl_status st = dl_cg_compile(m, o, d, bytes, len);
+    if (st != DL_OK && dl_diags_error_count(d) == 0) {
+        dl_diag(d, DL_SEV_ERROR, DL_NO_LOC, "compilation failed (%s)", dl_status_str(st));
+    }
+    return st;
+}
 static const char *const known_entries[] = {"infer", "train_step"};
 
 static bool in_list(const char *s, const char *const *list, size_t n) {
@@ -527,9 +619,15 @@ static bool in_list(const char *s, const char *const *list, size_t n) {
 static int cmd_run(int argc, char **argv) {
     args a = {"run", argc, argv, 0, false};
     const char *file = NULL;
-    const char *backend = "ref", *entry = "infer";
+    const char *backend = "cpu", *entry = "infer";
     DL_VEC(bind) binds = {0};
     DL_VEC(io_arg) ins = {0}, outs = {0};
+    io_desc *in_io = NULL, *out_io = NULL;
+    size_t n_in = 0, n_out = 0;
+    dlrt_model *rtm = NULL;
+    dlrt_session *sess = NULL;
+    uint8_t *art = NULL;
+    size_t art_len = 0;
     dl_diags *d = NULL;
     dl_ir_module *m = NULL;
     dl_tensor *in_t = NULL, *out_t = NULL;
@@ -561,20 +659,10 @@ static int cmd_run(int argc, char **argv) {
                 rc = EXIT_USAGE;
                 goto out;
             }
-            bind b = {{0}, 0};
-            const char *num;
-            char *end = NULL;
-            if (!split_assign(val, b.name, sizeof b.name, &num)) {
-                rc = usage_error("run", "-D expects NAME=INT, got '%s'", val);
+            bind b;
+            if ((rc = parse_define("run", val, &b)) != EXIT_OK) {
                 goto out;
             }
-            errno = 0;
-            long long v = strtoll(num, &end, 10);
-            if (*num == 0 || *end != 0 || errno == ERANGE) {
-                rc = usage_error("run", "-D %s: '%s' is not an integer", b.name, num);
-                goto out;
-            }
-            b.value = v;
             if (!DL_VEC_PUSH(&binds, b)) {
                 rc = EXIT_INTERNAL;
                 goto out;
@@ -620,15 +708,27 @@ static int cmd_run(int argc, char **argv) {
         rc = usage_error("run", "no model file");
         goto out;
     }
-    if (strcmp(backend, "ref") != 0) {
+    bool use_ref = strcmp(backend, "ref") == 0;
+    if (!use_ref && strcmp(backend, "cpu") != 0) {
         if (in_list(backend, known_backends, DL_ARRAY_LEN(known_backends))) {
             rc = usage_error("run",
                              "backend '%s' is not available yet in this build "
-                             "(available: ref)",
+                             "(available: cpu, ref)",
                              backend);
         } else {
-            rc = usage_error("run", "unknown backend '%s' (available: ref)", backend);
+            rc = usage_error("run", "unknown backend '%s' (available: cpu, ref)", backend);
         }
+        goto out;
+    }
+    bool is_art = is_artifact_file(file);
+    if (is_art && use_ref) {
+        rc = usage_error("run", "--backend ref evaluates .dlg models; '%s' is a compiled artifact",
+                         file);
+        goto out;
+    }
+    if (is_art && binds.len > 0) {
+        rc = usage_error("run", "-D %s: dims of a compiled artifact are fixed; recompile with -D",
+                         binds.data[0].name);
         goto out;
     }
     if (strcmp(entry, "infer") != 0) {
@@ -648,15 +748,58 @@ static int cmd_run(int argc, char **argv) {
         goto out;
     }
 
-    // 2. The model, with -D bindings applied before shape inference.
-    dl_status st = load_model(file, binds.data, binds.len, d, &m);
-    if (st != DL_OK) {
-        rc = status_exit(st);
-        goto out;
+    // 2. The model: a .dlg (parsed, -D applied, shapes inferred; compiled unless --backend ref)
+    // or an artifact. Its interface is gathered into in_io / out_io either way.
+    dl_status st = DL_OK;
+    if (!is_art) {
+        st = load_model(file, binds.data, binds.len, d, &m);
+        if (st != DL_OK) {
+            rc = status_exit(st);
+            goto out;
+        }
+        n_in = m->inputs.len;
+        n_out = m->outputs.len;
+        in_io = calloc(n_in ? n_in : 1, sizeof *in_io);
+        out_io = calloc(n_out ? n_out : 1, sizeof *out_io);
+        if (!in_io || !out_io) {
+            rc = EXIT_INTERNAL;
+            goto out;
+        }
+        for (size_t j = 0; j < n_in; j++) {
+            in_io[j] = io_from_value(m->inputs.data[j]);
+        }
+        for (size_t j = 0; j < n_out; j++) {
+            out_io[j] = io_from_value(m->outputs.data[j]);
+        }
+    } else {
+        dlrt_status rs = dlrt_model_load_file(file, &rtm);
+        if (rs != DLRT_OK) {
+            rt_diag(d, file, rs);
+            rc = EXIT_INPUT;
+            goto out;
+        }
+        n_in = dlrt_model_num_inputs(rtm);
+        n_out = dlrt_model_num_outputs(rtm);
+        in_io = calloc(n_in ? n_in : 1, sizeof *in_io);
+        out_io = calloc(n_out ? n_out : 1, sizeof *out_io);
+        if (!in_io || !out_io) {
+            rc = EXIT_INTERNAL;
+            goto out;
+        }
+        for (size_t j = 0; j < n_in; j++) {
+            dlrt_tensor_desc td;
+            (void)dlrt_model_input(rtm, j, &td);
+            in_io[j] = io_from_rt(&td);
+        }
+        for (size_t j = 0; j < n_out; j++) {
+            dlrt_tensor_desc td;
+            (void)dlrt_model_output(rtm, j, &td);
+            out_io[j] = io_from_rt(&td);
+        }
     }
+    const char *model_name = m ? m->name : dlrt_model_name(rtm);
 
     // 3. Inputs: names first (cheap, and the clearest errors), then the files.
-    size_t n_in = m->inputs.len;
     in_t = calloc(n_in ? n_in : 1, sizeof *in_t);
     int *given = calloc(n_in ? n_in : 1, sizeof *given); // index into ins + 1; 0 = missing
     if (!in_t || !given) {
@@ -666,15 +809,15 @@ static int cmd_run(int argc, char **argv) {
     }
     for (size_t k = 0; k < ins.len; k++) {
         size_t j = 0;
-        while (j < n_in && strcmp(m->inputs.data[j]->name, ins.data[k].name) != 0) {
+        while (j < n_in && strcmp(in_io[j].name, ins.data[k].name) != 0) {
             j++;
         }
         if (j == n_in) {
             dl_strbuf names = {0};
-            list_names(&names, m->inputs.data, n_in);
+            io_list_names(&names, in_io, n_in);
             dl_diag(d, DL_SEV_ERROR, DL_NO_LOC,
                     "--in %s: model '%s' has no input named '%s' (inputs: %s)", ins.data[k].name,
-                    m->name, ins.data[k].name, names.data ? names.data : "?");
+                    model_name, ins.data[k].name, names.data ? names.data : "?");
             dl_strbuf_fini(&names);
         } else {
             given[j] = (int)k + 1;
@@ -683,42 +826,42 @@ static int cmd_run(int argc, char **argv) {
     for (size_t j = 0; j < n_in; j++) {
         if (!given[j]) {
             char ty[256];
-            dl_ir_type_format(NULL, &m->inputs.data[j]->type, ty, sizeof ty);
+            io_format(&in_io[j], ty, sizeof ty);
             dl_diag(d, DL_SEV_ERROR, DL_NO_LOC,
                     "missing input '%s': expected %s (give it with --in %s=PATH.npy)",
-                    m->inputs.data[j]->name, ty, m->inputs.data[j]->name);
+                    in_io[j].name, ty, in_io[j].name);
         }
     }
     for (size_t k = 0; k < outs.len; k++) {
         size_t j = 0;
-        while (j < m->outputs.len && strcmp(m->outputs.data[j]->name, outs.data[k].name) != 0) {
+        while (j < n_out && strcmp(out_io[j].name, outs.data[k].name) != 0) {
             j++;
         }
-        if (j == m->outputs.len) {
+        if (j == n_out) {
             dl_strbuf names = {0};
-            list_names(&names, m->outputs.data, m->outputs.len);
+            io_list_names(&names, out_io, n_out);
             dl_diag(d, DL_SEV_ERROR, DL_NO_LOC,
                     "--out %s: model '%s' has no output named '%s' (outputs: %s)",
-                    outs.data[k].name, m->name, outs.data[k].name, names.data ? names.data : "?");
+                    outs.data[k].name, model_name, outs.data[k].name,
+                    names.data ? names.data : "?");
             dl_strbuf_fini(&names);
         }
     }
     if (dl_diags_error_count(d) == 0) {
         for (size_t j = 0; j < n_in; j++) {
             const io_arg *io = &ins.data[given[j] - 1];
-            const dl_ir_value *v = m->inputs.data[j];
             char err[512];
             st = dl_npy_read(io->path, &in_t[j], err, sizeof err);
             if (st != DL_OK) {
                 file_diag(d, io->path, "%s", err);
                 continue;
             }
-            if (!tensor_matches(&in_t[j], &v->type)) {
+            if (!io_matches(&in_t[j], &in_io[j])) {
                 char want[256], got[256];
-                dl_ir_type_format(NULL, &v->type, want, sizeof want);
+                io_format(&in_io[j], want, sizeof want);
                 tensor_type_format(&in_t[j], got, sizeof got);
                 dl_diag(d, DL_SEV_ERROR, DL_NO_LOC, "input '%s': expected %s, got %s (from %s)",
-                        v->name, want, got, io->path);
+                        in_io[j].name, want, got, io->path);
             }
         }
     }
@@ -728,29 +871,73 @@ static int cmd_run(int argc, char **argv) {
         goto out;
     }
 
-    // 4. Evaluate everything before writing anything.
-    size_t n_out = m->outputs.len;
+    // 4. Run everything before writing anything (a .dlg is compiled now that its inputs are
+    // known to be right).
+    if (!use_ref && !rtm) {
+        dl_cg_options o;
+        dl_cg_options_init(&o);
+        st = compile_module(m, &o, d, &art, &art_len);
+        if (st != DL_OK) {
+            rc = status_exit(st);
+            goto out;
+        }
+        dlrt_status rs = dlrt_model_load_memory(art, art_len, &rtm);
+        if (rs != DLRT_OK) {
+            rt_diag(d, file, rs);
+            rc = EXIT_INTERNAL;
+            goto out;
+        }
+    }
     out_t = calloc(n_out ? n_out : 1, sizeof *out_t);
     if (!out_t) {
         rc = EXIT_INTERNAL;
         goto out;
     }
-    dl_ir_eval_opts opts = {NULL, 0, false};
-    st = dl_ir_eval(m, &opts, in_t, out_t, d);
-    if (st != DL_OK) {
-        if (dl_diags_error_count(d) == 0) {
-            dl_diag(d, DL_SEV_ERROR, DL_NO_LOC, "evaluation failed (%s)", dl_status_str(st));
+    if (use_ref) {
+        dl_ir_eval_opts opts = {NULL, 0, false};
+        st = dl_ir_eval(m, &opts, in_t, out_t, d);
+        if (st != DL_OK) {
+            if (dl_diags_error_count(d) == 0) {
+                dl_diag(d, DL_SEV_ERROR, DL_NO_LOC, "evaluation failed (%s)", dl_status_str(st));
+            }
+            rc = status_exit(st);
+            goto out;
         }
-        rc = status_exit(st);
-        goto out;
+        n_out_t = n_out;
+    } else {
+        dlrt_status rs = dlrt_session_create(rtm, &sess);
+        for (size_t j = 0; rs == DLRT_OK && j < n_in; j++) {
+            rs = dlrt_session_set_input(sess, in_io[j].name, in_t[j].data,
+                                        dl_tensor_nbytes(&in_t[j]));
+        }
+        if (rs == DLRT_OK) {
+            rs = dlrt_session_infer(sess);
+        }
+        for (size_t j = 0; rs == DLRT_OK && j < n_out; j++) {
+            const void *data;
+            rs = dlrt_session_output(sess, out_io[j].name, &data, NULL);
+            if (rs == DLRT_OK) {
+                if (dl_tensor_alloc(&out_t[j], out_io[j].dtype, out_io[j].rank, out_io[j].dims) !=
+                    DL_OK) {
+                    rs = DLRT_ERR_NOMEM;
+                    break;
+                }
+                n_out_t = j + 1;
+                memcpy(out_t[j].data, data, dl_tensor_nbytes(&out_t[j]));
+            }
+        }
+        if (rs != DLRT_OK) {
+            rt_diag(d, file, rs);
+            rc = rs == DLRT_ERR_NOMEM ? EXIT_INTERNAL : EXIT_INPUT;
+            goto out;
+        }
     }
-    n_out_t = n_out;
 
     // 5. Outputs. Each goes to a temporary file next to its target first; only when all of them
     // were written are they renamed into place, so a failure leaves every target untouched.
     if (outs.len == 0) {
         for (size_t j = 0; j < n_out; j++) {
-            print_preview(m->outputs.data[j]->name, &out_t[j]);
+            print_preview(out_io[j].name, &out_t[j]);
         }
         goto out;
     }
@@ -761,7 +948,7 @@ static int cmd_run(int argc, char **argv) {
     }
     for (size_t k = 0; k < outs.len && rc == EXIT_OK; k++) {
         size_t j = 0;
-        while (strcmp(m->outputs.data[j]->name, outs.data[k].name) != 0) {
+        while (strcmp(out_io[j].name, outs.data[k].name) != 0) {
             j++;
         }
         size_t plen = strlen(outs.data[k].path);
@@ -802,10 +989,15 @@ out:
         rc = EXIT_INTERNAL;
     }
     if (in_t) {
-        for (size_t j = 0; m && j < m->inputs.len; j++) {
+        for (size_t j = 0; j < n_in; j++) {
             dl_tensor_free(&in_t[j]);
         }
     }
+    dlrt_session_destroy(sess);
+    dlrt_model_release(rtm);
+    free(art);
+    free(in_io);
+    free(out_io);
     for (size_t j = 0; j < n_out_t; j++) {
         dl_tensor_free(&out_t[j]);
     }
@@ -818,6 +1010,139 @@ out:
     free(ins.data);
     free(outs.data);
     fflush(stdout);
+    return rc;
+}
+
+// ---------------------------------------------------------------------------------------------
+// dlcc compile
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+// FILE.dlg -> FILE.so (any other name gets .so appended).
+static char *default_artifact_path(const char *file) {
+    size_t n = strlen(file);
+    char *p = malloc(n + 4);
+    if (!p) {
+        return NULL;
+    }
+    memcpy(p, file, n + 1);
+    if (n > 4 && strcmp(file + n - 4, ".dlg") == 0) {
+        strcpy(p + n - 4, ".so");
+    } else {
+        strcat(p, ".so");
+    }
+    return p;
+}
+
+static int cmd_compile(int argc, char **argv) {
+    args a = {"compile", argc, argv, 0, false};
+    const char *file = NULL, *out_path = NULL, *opt = NULL;
+    char *def_out = NULL;
+    bool verbose = false;
+    DL_VEC(bind) binds = {0};
+    dl_cg_options o;
+    dl_cg_options_init(&o);
+    dl_diags *d = NULL;
+    dl_ir_module *m = NULL;
+    uint8_t *art = NULL;
+    size_t art_len = 0;
+    int rc = EXIT_OK;
+    while (a.i < argc) {
+        const char *arg = argv[a.i];
+        const char *val = NULL;
+        int r;
+        if (!a.no_more_flags && strcmp(arg, "--") == 0) {
+            a.no_more_flags = true;
+            a.i++;
+        } else if (!is_flag(&a)) {
+            if (file) {
+                rc = usage_error("compile", "one model file at a time ('%s' and '%s')", file, arg);
+                goto out;
+            }
+            file = arg;
+            a.i++;
+        } else if ((r = take_flag(&a, "-D", NULL, true, &val)) != 0) {
+            bind b;
+            if (r < 0 || (rc = parse_define("compile", val, &b)) != EXIT_OK) {
+                rc = EXIT_USAGE;
+                goto out;
+            }
+            if (!DL_VEC_PUSH(&binds, b)) {
+                rc = EXIT_INTERNAL;
+                goto out;
+            }
+        } else if ((r = take_flag(&a, "-o", "--output", true, &out_path)) != 0 ||
+                   (r = take_flag(&a, NULL, "--cpu", true, &o.cpu)) != 0 ||
+                   (r = take_flag(&a, NULL, "--features", true, &o.features)) != 0 ||
+                   (r = take_flag(&a, "-O", NULL, true, &opt)) != 0) {
+            if (r < 0) {
+                rc = EXIT_USAGE;
+                goto out;
+            }
+        } else if (take_flag(&a, "-v", "--verbose", false, NULL) == 1) {
+            verbose = true;
+        } else {
+            rc = usage_error("compile", "unknown flag '%s'", arg);
+            goto out;
+        }
+    }
+    if (!file) {
+        rc = usage_error("compile", "no model file");
+        goto out;
+    }
+    if (opt) {
+        if (strlen(opt) != 1 || opt[0] < '0' || opt[0] > '3') {
+            rc = usage_error("compile", "-O expects 0, 1, 2 or 3, got '%s'", opt);
+            goto out;
+        }
+        o.opt_level = opt[0] - '0';
+    }
+    if (!out_path) {
+        out_path = def_out = default_artifact_path(file);
+        if (!def_out) {
+            rc = EXIT_INTERNAL;
+            goto out;
+        }
+    }
+    if (dl_diags_create(&d) != DL_OK) {
+        rc = EXIT_INTERNAL;
+        goto out;
+    }
+    double t0 = now_ms();
+    dl_status st = load_model(file, binds.data, binds.len, d, &m);
+    double t1 = now_ms();
+    if (st == DL_OK) {
+        st = compile_module(m, &o, d, &art, &art_len);
+    }
+    double t2 = now_ms();
+    if (st == DL_OK && dl_write_file_atomic(out_path, art, art_len) != DL_OK) {
+        file_diag(d, out_path, "cannot write the artifact: %s", strerror(errno));
+        st = DL_ERR_IO;
+    }
+    if (st == DL_OK && verbose) {
+        char target[256];
+        dl_cg_target_describe(&o, target, sizeof target);
+        fprintf(stderr,
+                "dlcc: compiled %s (%zu nodes) for %s in %.1f ms (front end %.1f ms, codegen "
+                "%.1f ms), -O%d, LLVM %s\n"
+                "dlcc: wrote %s (%zu bytes)\n",
+                file, m->nodes.len, target, t2 - t0, t1 - t0, t2 - t1, o.opt_level,
+                dl_cg_llvm_version(), out_path, art_len);
+    }
+    rc = status_exit(st);
+out:
+    if (d && !flush_diags(d)) {
+        rc = EXIT_INTERNAL;
+    }
+    free(art);
+    free(def_out);
+    free(binds.data);
+    dl_ir_module_destroy(m);
+    dl_diags_destroy(d);
     return rc;
 }
 
@@ -897,7 +1222,11 @@ typedef int (*cmd_fn)(int argc, char **argv);
 static const struct {
     const char *name;
     cmd_fn fn;
-} commands[] = {{"check", cmd_check}, {"fmt", cmd_fmt}, {"run", cmd_run}, {"import", cmd_import}};
+} commands[] = {{"check", cmd_check},
+                {"fmt", cmd_fmt},
+                {"compile", cmd_compile},
+                {"run", cmd_run},
+                {"import", cmd_import}};
 
 int main(int argc, char **argv) {
     if (argc < 2) {

@@ -31,8 +31,14 @@ fail() {
 }
 
 # run_dlcc ARGS...: runs dlcc, capturing stdout/stderr; sets $rc.
+# `dlcc run` without --backend runs on DL_CLI_BACKEND (default ref; ctest also registers a run of
+# this script with the cpu backend).
 run_dlcc() {
-  "$dlcc" "$@" >"$out" 2>"$err"
+  if [ "${1:-}" = run ] && [[ " $* " != *" --backend"* ]]; then
+    "$dlcc" run --backend "${DL_CLI_BACKEND:-ref}" "${@:2}" >"$out" 2>"$err"
+  else
+    "$dlcc" "$@" >"$out" 2>"$err"
+  fi
   rc=$?
 }
 
@@ -86,7 +92,7 @@ expect_msg 2 "-D with a non-integer" "-D N: '12x' is not an integer" run -D N=12
 expect_msg 2 "-D with nothing after it" "-D needs an argument" run "$src/samples/mlp_fmnist.dlg" -D
 expect_msg 2 "--in without '='" "--in expects NAME=PATH.npy, got 'x.npy'" run --in x.npy "$src/samples/mlp_fmnist.dlg"
 expect_msg 2 "--in twice for one input" "input 'x' is given twice (a.npy and b.npy)" run --in x=a.npy --in x=b.npy "$src/samples/mlp_fmnist.dlg"
-expect_msg 2 "--backend cpu" "backend 'cpu' is not available yet in this build (available: ref)" run --backend cpu "$src/samples/mlp_fmnist.dlg"
+expect_msg 2 "--backend cuda" "backend 'cuda' is not available yet in this build (available: cpu, ref)" run --backend cuda "$src/samples/mlp_fmnist.dlg"
 expect_msg 2 "--backend unknown" "unknown backend 'tpu'" run --backend=tpu "$src/samples/mlp_fmnist.dlg"
 expect_msg 2 "--entry train_step" "entry point 'train_step' is not available yet in this build" run --entry train_step "$src/samples/mlp_fmnist.dlg"
 expect_msg 2 "run without a model" "no model file" run

@@ -1,0 +1,121 @@
+// codegen/cg_internal.h — shared state and helpers of the lowering code. Private to codegen/.
+//
+// One dl_cg compile = one LLVM context and module. Every IR value gets one buffer (the memory
+// plan arrives later). Each node lowers to one or more kernels with the uniform ABI of
+// runtime/dlrt_format.h: void k(ptr args, i64 begin, i64 end). Lowering code builds LLVM IR
+// through the helpers below: a kernel is opened with cg_kernel_begin (which loads the argument
+// pointers), loops are cg_for_begin/cg_for_end pairs, elements move through cg_load/cg_store
+// (which convert between a dtype's storage and its compute type), and cg_kernel_end records
+// the kernel in the plan.
+//
+// Compute types: float, float16 and bfloat16 compute in f32; int32 in i32; int64 in i64; bool in
+// i1. Stores round back to the storage type (float16: fptrunc, round to nearest even; bfloat16:
+// round to nearest even with NaN kept quiet, as dl_f32_to_bf16).
+#ifndef CG_INTERNAL_H
+#define CG_INTERNAL_H
+
+#include "dl_cg.h"
+#include "dlrt_format.h"
+
+#include <llvm-c/Core.h>
+#include <llvm-c/TargetMachine.h>
+
+typedef struct cg_kernel_rec {
+    uint32_t fn;
+    uint32_t first_arg, n_args;
+    uint32_t op;
+    int64_t range;
+    uint32_t src_line;
+    const char *name;
+} cg_kernel_rec;
+
+typedef struct cg {
+    const dl_ir_module *m;
+    dl_diags *d;
+    LLVMContextRef ctx;
+    LLVMModuleRef mod;
+    LLVMBuilderRef b;
+    LLVMTargetMachineRef tm;
+    LLVMTypeRef t_void, t_i1, t_i8, t_i16, t_i32, t_i64, t_f16, t_f32, t_f64, t_ptr, t_kernel;
+    uint32_t *value_buf;      // buffer id of each IR value (by value id)
+    DL_VEC(LLVMValueRef) fns; // kernel table
+    DL_VEC(cg_kernel_rec) kernels;
+    DL_VEC(uint32_t) args;
+    DL_VEC(uint32_t) infer_kernels;
+    const dl_ir_node *node; // node being lowered (for diagnostics and names)
+} cg;
+
+// A kernel under construction.
+typedef struct cg_kernel {
+    LLVMValueRef fn;
+    LLVMValueRef begin, end; // i64 parameters
+    LLVMValueRef ptr[64];    // argument pointers, in the order given to cg_kernel_begin
+    size_t n_args;
+    int64_t range;
+    uint32_t first_arg;
+} cg_kernel;
+
+// Opens a kernel over `vals` (outputs first, then inputs; NULL entries are not allowed) whose
+// outer parallel dimension has `range` iterations (>= 1). Positions the builder in the body.
+DL_NODISCARD dl_status cg_kernel_begin(cg *c, dl_ir_value *const *vals, size_t n_vals,
+                                       int64_t range, cg_kernel *k);
+// Closes the kernel (ret void), adds it to the kernel table and to the infer entry point.
+DL_NODISCARD dl_status cg_kernel_end(cg *c, cg_kernel *k);
+
+// Counted loop `for (iv = lo; iv < hi; iv++)` over i64 values. cg_for_begin positions the
+// builder in the body and returns iv; cg_for_end closes the innermost open loop and positions
+// the builder after it. Loops nest; they must be closed in reverse order.
+typedef struct cg_loop {
+    LLVMBasicBlockRef header, body, exit;
+    LLVMValueRef iv;
+} cg_loop;
+LLVMValueRef cg_for_begin(cg *c, cg_loop *l, LLVMValueRef lo, LLVMValueRef hi, const char *name);
+void cg_for_end(cg *c, cg_loop *l);
+
+// Constants.
+LLVMValueRef cg_i64(cg *c, int64_t v);
+LLVMValueRef cg_i32(cg *c, int32_t v);
+LLVMValueRef cg_f32(cg *c, double v);
+// The compute type of a dtype, and a constant of it.
+LLVMTypeRef cg_compute_type(cg *c, dl_dtype t);
+LLVMValueRef cg_const(cg *c, dl_dtype t, double v);
+
+// Loads element `idx` (i64) of a buffer of dtype `t`, converted to the compute type.
+LLVMValueRef cg_load(cg *c, LLVMValueRef base, dl_dtype t, LLVMValueRef idx);
+// Stores a compute-type value as element `idx` of a buffer of dtype `t`.
+void cg_store(cg *c, LLVMValueRef base, dl_dtype t, LLVMValueRef idx, LLVMValueRef v);
+// Converts a compute value of dtype `from` to the compute type of `to` (Cast semantics:
+// float->int truncates toward zero, saturating; ->bool is != 0; bool->x is 0/1).
+LLVMValueRef cg_convert(cg *c, LLVMValueRef v, dl_dtype from, dl_dtype to);
+
+// Calls an LLVM intrinsic overloaded on one type (e.g. "llvm.exp", f32).
+LLVMValueRef cg_intrinsic1(cg *c, const char *name, LLVMTypeRef ty, LLVMValueRef a);
+LLVMValueRef cg_intrinsic2(cg *c, const char *name, LLVMTypeRef ty, LLVMValueRef a, LLVMValueRef b);
+// Calls a libm function float f(float) / float f(float, float) (declared on first use).
+LLVMValueRef cg_libm1(cg *c, const char *name, LLVMValueRef a);
+LLVMValueRef cg_libm2(cg *c, const char *name, LLVMValueRef a, LLVMValueRef b);
+
+// A diagnostic at the node being lowered.
+void cg_error(cg *c, const char *fmt, ...) DL_PRINTF(2, 3);
+
+// Strides (in elements) of a C-order tensor of type `t` broadcast to an output of rank
+// `out_rank` (numpy alignment: trailing dims match; a size-1 or missing dim gets stride 0).
+void cg_broadcast_strides(const dl_ir_type *t, const dl_ir_type *out, int64_t *strides);
+// C-order strides of a type.
+void cg_strides(const dl_ir_type *t, int64_t *strides);
+
+// Lowering entry points, one per op family; each handles the ops listed in lower.c's switch.
+DL_NODISCARD dl_status dl_cg__lower_elementwise(cg *c, const dl_ir_node *n);
+DL_NODISCARD dl_status dl_cg__lower_reduce(cg *c, const dl_ir_node *n);
+DL_NODISCARD dl_status dl_cg__lower_linalg(cg *c, const dl_ir_node *n);
+DL_NODISCARD dl_status dl_cg__lower_nn(cg *c, const dl_ir_node *n);
+DL_NODISCARD dl_status dl_cg__lower_shape(cg *c, const dl_ir_node *n);
+DL_NODISCARD dl_status dl_cg__lower_loss(cg *c, const dl_ir_node *n);
+// Dispatches a node to its family. That switch is the exhaustive one (-Wswitch-enum); a family
+// function switches over its own ops only, so family files include
+// DL_CG_FAMILY_SWITCHES_ARE_PARTIAL below.
+#define DL_CG_FAMILY_SWITCHES_ARE_PARTIAL _Pragma("GCC diagnostic ignored \"-Wswitch-enum\"")
+// Dispatches a node to its family.
+DL_NODISCARD dl_status dl_cg__lower_node(cg *c, const dl_ir_node *n);
+
+#endif

@@ -1,0 +1,9 @@
+// codegen/lower_reduce.c — lowering of: ReduceSum ReduceMean ReduceMax ReduceMin ArgMax Softmax
+// LogSoftmax. Not written yet: every op here reports that it is not supported by the cpu backend.
+#include "cg_internal.h"
+
+dl_status dl_cg__lower_reduce(cg *c, const dl_ir_node *n) {
+    (void)n;
+    cg_error(c, "not supported by the cpu backend yet");
+    return DL_ERR_UNSUPPORTED;
+}

@@ -1,0 +1,138 @@
+// runtime/dlrt_format.h — the on-disk layout of a dlcc artifact's plan. Header-only and free of
+// dependencies: codegen writes it, the runtime validates and reads it (STYLE.md 3.1).
+//
+// An artifact is an ELF shared object. It exports one symbol, `dlcc_artifact_v1`, a
+// dlrt_artifact_desc that points at
+//   - the plan: a little-endian byte blob laid out as below, and
+//   - the kernel table: kernel function pointers, indexed by dlrt_plan_kernel.fn.
+// Kernel ABI (every kernel): void k(void *const *args, int64_t begin, int64_t end)
+//   args:  one pointer per argument buffer of the kernel (dlrt_plan_kernel.first_arg ...),
+//          outputs first, then inputs, in the order codegen chose;
+//   [begin, end): the sub-range of the kernel's outer parallel dimension to compute, a subset of
+//          [0, range). Any partition of [0, range) across threads gives the same bytes, so the
+//          executor may split a kernel without recompiling.
+//
+// Plan blob (all offsets are from the start of the blob, all integers little-endian, every
+// table 8-byte aligned):
+//   dlrt_plan_hdr
+//   dlrt_plan_buffer[n_buffers]   every tensor-sized region a session owns
+//   dlrt_plan_tensor[n_tensors]   named interface tensors: inputs, outputs, params
+//   dlrt_plan_kernel[n_kernels]
+//   uint32_t args[n_args]         buffer ids, referenced by kernels
+//   uint32_t entry_kernels[n_entry_kernels]  kernel ids in execution order per entry point
+//   char strings[size_strings]    names (not NUL-terminated; offset + length)
+//   uint8_t data[size_data]       constant and literal-initialiser bytes
+// The runtime treats the plan as untrusted: every id, offset and size is bounds-checked on load.
+#ifndef DLRT_FORMAT_H
+#define DLRT_FORMAT_H
+
+#include <stdint.h>
+
+#define DLRT_PLAN_MAGIC      "DLRTPLAN"
+#define DLRT_FORMAT_VERSION  1u
+#define DLRT_ARTIFACT_SYMBOL "dlcc_artifact_v1"
+#define DLRT_MAX_RANK        8
+#define DLRT_BUFFER_ALIGN    64u
+
+// Element types; the values equal base/dl_base.h's dl_dtype (checked in codegen).
+enum {
+    DLRT_DT_FLOAT = 0,
+    DLRT_DT_FLOAT16 = 1,
+    DLRT_DT_BFLOAT16 = 2,
+    DLRT_DT_INT32 = 3,
+    DLRT_DT_INT64 = 4,
+    DLRT_DT_BOOL = 5,
+    DLRT_DT_COUNT = 6,
+};
+
+// What a buffer holds.
+enum {
+    DLRT_BUF_INPUT = 0, // fed by the caller before a step
+    DLRT_BUF_PARAM = 1, // trainable state, initialised at session creation
+    DLRT_BUF_CONST = 2, // filled from data[data_off, data_off + size) at session creation
+    DLRT_BUF_TEMP = 3,  // written by kernels
+};
+
+// Roles of interface tensors.
+enum { DLRT_ROLE_INPUT = 0, DLRT_ROLE_OUTPUT = 1, DLRT_ROLE_PARAM = 2 };
+
+// How a param is initialised. Seeded kinds reproduce base/dl_base.h's dl_rng exactly:
+// element i (C order) = a + (b - a) * dl_rng_uniform(seed, i)   (UNIFORM, computed in double)
+//                     = a + b * dl_rng_normal(seed, i)           (NORMAL, computed in double)
+// then rounded to the param's dtype. Codegen folds glorot_uniform / he_normal into these with
+// the fan values of docs/graph-format.md.
+enum {
+    DLRT_INIT_FILL = 0,    // every element = a
+    DLRT_INIT_UNIFORM = 1, // U(a, b)
+    DLRT_INIT_NORMAL = 2,  // N(mean a, std b)
+    DLRT_INIT_DATA = 3,    // raw bytes data[data_off, +data_size) in the param's dtype
+};
+
+// Entry points.
+enum { DLRT_ENTRY_INFER = 0, DLRT_ENTRY_TRAIN_STEP = 1, DLRT_ENTRY_COUNT = 2 };
+
+typedef struct dlrt_plan_hdr {
+    char magic[8];       // DLRT_PLAN_MAGIC
+    uint32_t version;    // DLRT_FORMAT_VERSION
+    uint32_t hdr_size;   // sizeof(dlrt_plan_hdr)
+    uint64_t total_size; // size of the whole blob
+    uint32_t n_buffers, n_tensors, n_kernels, n_args;
+    uint32_t n_entry_kernels, n_fns; // n_fns: entries in the kernel table
+    uint64_t off_buffers, off_tensors, off_kernels, off_args, off_entry_kernels;
+    uint64_t off_strings, size_strings, off_data, size_data;
+    uint32_t entry_first[DLRT_ENTRY_COUNT];  // index into entry_kernels
+    uint32_t entry_count[DLRT_ENTRY_COUNT];  // 0 = entry point absent
+    uint32_t model_name_off, model_name_len; // in strings
+    uint32_t target_off, target_len;         // target triple + CPU, in strings
+    uint8_t reserved[8];
+} dlrt_plan_hdr;
+_Static_assert(sizeof(dlrt_plan_hdr) == 160, "abi: dlrt_plan_hdr");
+
+typedef struct dlrt_plan_buffer {
+    uint64_t size; // bytes (0 allowed for empty tensors)
+    uint32_t kind; // DLRT_BUF_*
+    uint32_t reserved;
+    uint64_t data_off; // CONST: bytes in data
+} dlrt_plan_buffer;
+_Static_assert(sizeof(dlrt_plan_buffer) == 24, "abi: dlrt_plan_buffer");
+
+typedef struct dlrt_plan_tensor {
+    uint32_t name_off, name_len; // in strings
+    uint32_t role;               // DLRT_ROLE_*
+    uint32_t dtype;              // DLRT_DT_*
+    uint32_t rank;
+    uint32_t buffer; // buffer id
+    int64_t dims[DLRT_MAX_RANK];
+    // PARAM only:
+    uint32_t init; // DLRT_INIT_*
+    uint32_t reserved;
+    double a, b;
+    uint64_t seed;
+    uint64_t data_off, data_size; // DLRT_INIT_DATA
+} dlrt_plan_tensor;
+_Static_assert(sizeof(dlrt_plan_tensor) == 136, "abi: dlrt_plan_tensor");
+
+typedef struct dlrt_plan_kernel {
+    uint32_t fn;        // index into the kernel table
+    uint32_t first_arg; // into args
+    uint32_t n_args;
+    uint32_t op;                 // the IR op it came from (for the profiler), or UINT32_MAX
+    int64_t range;               // size of the outer parallel dimension (>= 1)
+    uint32_t src_line;           // .dlg line of the node (0 = none)
+    uint32_t name_off, name_len; // node name (first output), in strings
+    uint32_t reserved;
+} dlrt_plan_kernel;
+_Static_assert(sizeof(dlrt_plan_kernel) == 40, "abi: dlrt_plan_kernel");
+
+typedef void (*dlrt_kernel_fn)(void *const *args, int64_t begin, int64_t end);
+
+// The one exported symbol of an artifact.
+typedef struct dlrt_artifact_desc {
+    uint32_t version; // DLRT_FORMAT_VERSION
+    uint32_t n_fns;
+    const uint8_t *plan;
+    uint64_t plan_size;
+    const dlrt_kernel_fn *fns;
+} dlrt_artifact_desc;
+
+#endif

@@ -1,0 +1,369 @@
+// runtime/rt_model.c — loading artifacts: dlopen (from a file, or from memory through an
+// anonymous memfd so nothing touches the disk), the exported descriptor, and validation of the
+// plan. The plan is untrusted input: every count, offset, id and size is checked here, once, so
+// sessions and steps can index without checks.
+#define _GNU_SOURCE // memfd_create
+#include "rt_internal.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+static _Thread_local char last_error[1024];
+
+dlrt_status rt__fail(dlrt_status st, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(last_error, sizeof last_error, fmt, ap);
+    va_end(ap);
+    return st;
+}
+
+const char *dlrt_last_error(void) {
+    return last_error;
+}
+
+size_t rt__dtype_size(uint32_t dtype) {
+    static const size_t sizes[DLRT_DT_COUNT] = {4, 2, 2, 4, 8, 1};
+    return dtype < DLRT_DT_COUNT ? sizes[dtype] : 0;
+}
+
+// a + b <= limit without overflow.
+static bool fits(uint64_t a, uint64_t b, uint64_t limit) {
+    return a <= limit && b <= limit - a;
+}
+
+static bool table_ok(const dlrt_plan_hdr *h, uint64_t off, uint64_t n, uint64_t elem) {
+    if (n != 0 && elem > UINT64_MAX / n) {
+        return false;
+    }
+    return off % 8 == 0 && fits(off, n * elem, h->total_size);
+}
+
+static dlrt_status corrupt(const char *what) {
+    return rt__fail(DLRT_ERR_CORRUPT, "corrupt artifact: %s", what);
+}
+
+static dlrt_status validate(dlrt_model *m, uint64_t plan_size) {
+    if (plan_size < sizeof(dlrt_plan_hdr)) {
+        return corrupt("plan smaller than its header");
+    }
+    const dlrt_plan_hdr *h = (const dlrt_plan_hdr *)m->plan;
+    if (memcmp(h->magic, DLRT_PLAN_MAGIC, 8) != 0) {
+        return corrupt("bad plan magic");
+    }
+    if (h->version != DLRT_FORMAT_VERSION) {
+        return rt__fail(DLRT_ERR_UNSUPPORTED,
+                        "artifact format version %u, this runtime reads version %u", h->version,
+                        DLRT_FORMAT_VERSION);
+    }
+    if (h->hdr_size != sizeof *h || h->total_size != plan_size) {
+        return corrupt("plan header sizes disagree");
+    }
+    if (!table_ok(h, h->off_buffers, h->n_buffers, sizeof(dlrt_plan_buffer)) ||
+        !table_ok(h, h->off_tensors, h->n_tensors, sizeof(dlrt_plan_tensor)) ||
+        !table_ok(h, h->off_kernels, h->n_kernels, sizeof(dlrt_plan_kernel)) ||
+        !table_ok(h, h->off_args, h->n_args, 4) ||
+        !table_ok(h, h->off_entry_kernels, h->n_entry_kernels, 4) ||
+        !fits(h->off_strings, h->size_strings, h->total_size) ||
+        !fits(h->off_data, h->size_data, h->total_size)) {
+        return corrupt("a plan table lies outside the plan");
+    }
+    if (h->n_fns != m->desc->n_fns) {
+        return corrupt("kernel table size disagrees with the plan");
+    }
+    m->hdr = h;
+    m->buffers = (const dlrt_plan_buffer *)(m->plan + h->off_buffers);
+    m->tensors = (const dlrt_plan_tensor *)(m->plan + h->off_tensors);
+    m->kernels = (const dlrt_plan_kernel *)(m->plan + h->off_kernels);
+    m->args = (const uint32_t *)(m->plan + h->off_args);
+    m->entry_kernels = (const uint32_t *)(m->plan + h->off_entry_kernels);
+    m->strings = (const char *)(m->plan + h->off_strings);
+    m->data = m->plan + h->off_data;
+    for (uint32_t i = 0; i < h->n_buffers; i++) {
+        const dlrt_plan_buffer *b = &m->buffers[i];
+        if (b->kind > DLRT_BUF_TEMP || b->size > (UINT64_C(1) << 48)) {
+            return corrupt("bad buffer");
+        }
+        if (b->kind == DLRT_BUF_CONST && !fits(b->data_off, b->size, h->size_data)) {
+            return corrupt("constant data outside the plan");
+        }
+    }
+    for (uint32_t i = 0; i < h->n_kernels; i++) {
+        const dlrt_plan_kernel *k = &m->kernels[i];
+        if (k->fn >= h->n_fns || !fits(k->first_arg, k->n_args, h->n_args) || k->range < 1 ||
+            !fits(k->name_off, k->name_len, h->size_strings) || !m->desc->fns[k->fn]) {
+            return corrupt("bad kernel record");
+        }
+    }
+    for (uint32_t i = 0; i < h->n_args; i++) {
+        if (m->args[i] >= h->n_buffers) {
+            return corrupt("kernel argument names no buffer");
+        }
+    }
+    for (uint32_t i = 0; i < h->n_entry_kernels; i++) {
+        if (m->entry_kernels[i] >= h->n_kernels) {
+            return corrupt("entry point names no kernel");
+        }
+    }
+    for (int e = 0; e < DLRT_ENTRY_COUNT; e++) {
+        if (!fits(h->entry_first[e], h->entry_count[e], h->n_entry_kernels)) {
+            return corrupt("entry point outside the kernel list");
+        }
+    }
+    if (!fits(h->model_name_off, h->model_name_len, h->size_strings) ||
+        !fits(h->target_off, h->target_len, h->size_strings)) {
+        return corrupt("string outside the plan");
+    }
+    // Tensors: grouped by role (inputs, outputs, params), each consistent with its buffer.
+    uint32_t prev_role = 0;
+    for (uint32_t i = 0; i < h->n_tensors; i++) {
+        const dlrt_plan_tensor *t = &m->tensors[i];
+        if (t->role > DLRT_ROLE_PARAM || t->role < prev_role || t->dtype >= DLRT_DT_COUNT ||
+            t->rank > DLRT_MAX_RANK || t->buffer >= h->n_buffers ||
+            !fits(t->name_off, t->name_len, h->size_strings) || t->name_len == 0) {
+            return corrupt("bad tensor record");
+        }
+        prev_role = t->role;
+        uint64_t n = 1;
+        for (uint32_t d = 0; d < t->rank; d++) {
+            if (t->dims[d] < 0 ||
+                (t->dims[d] != 0 && n > (UINT64_C(1) << 48) / (uint64_t)t->dims[d])) {
+                return corrupt("bad tensor shape");
+            }
+            n *= (uint64_t)t->dims[d];
+        }
+        if (n * rt__dtype_size(t->dtype) != m->buffers[t->buffer].size) {
+            return corrupt("tensor size disagrees with its buffer");
+        }
+        if (t->role == DLRT_ROLE_PARAM) {
+            if (t->init > DLRT_INIT_DATA ||
+                (t->init == DLRT_INIT_DATA && (t->data_size != m->buffers[t->buffer].size ||
+                                               !fits(t->data_off, t->data_size, h->size_data)))) {
+                return corrupt("bad param initialiser");
+            }
+        }
+        switch (t->role) {
+        case DLRT_ROLE_INPUT:
+            m->n_inputs++;
+            break;
+        case DLRT_ROLE_OUTPUT:
+            m->n_outputs++;
+            break;
+        default:
+            m->n_params++;
+            break;
+        }
+    }
+    m->first_input = 0;
+    m->first_output = m->n_inputs;
+    m->first_param = m->n_inputs + m->n_outputs;
+    return DLRT_OK;
+}
+
+static char *dup_range(const char *s, size_t n) {
+    char *p = malloc(n + 1);
+    if (p) {
+        memcpy(p, s, n);
+        p[n] = 0;
+    }
+    return p;
+}
+
+static dlrt_status finish_load(void *handle, const char *what, dlrt_model **out) {
+    const dlrt_artifact_desc *desc = dlsym(handle, DLRT_ARTIFACT_SYMBOL);
+    if (!desc) {
+        dlclose(handle);
+        return rt__fail(DLRT_ERR_CORRUPT, "%s is not a dlcc artifact (no %s symbol)", what,
+                        DLRT_ARTIFACT_SYMBOL);
+    }
+    if (desc->version != DLRT_FORMAT_VERSION) {
+        dlclose(handle);
+        return rt__fail(DLRT_ERR_UNSUPPORTED,
+                        "%s has artifact format version %u, this runtime reads version %u", what,
+                        desc->version, DLRT_FORMAT_VERSION);
+    }
+    dlrt_model *m = calloc(1, sizeof *m);
+    if (!m) {
+        dlclose(handle);
+        return rt__fail(DLRT_ERR_NOMEM, "out of memory");
+    }
+    atomic_init(&m->refs, 1);
+    m->handle = handle;
+    m->desc = desc;
+    m->plan = desc->plan;
+    dlrt_status st = validate(m, desc->plan_size);
+    if (st == DLRT_OK) {
+        const dlrt_plan_hdr *h = m->hdr;
+        m->name = dup_range(m->strings + h->model_name_off, h->model_name_len);
+        m->target = dup_range(m->strings + h->target_off, h->target_len);
+        m->tensor_names = calloc(h->n_tensors ? h->n_tensors : 1, sizeof(char *));
+        st = m->name && m->target && m->tensor_names ? DLRT_OK : DLRT_ERR_NOMEM;
+        for (uint32_t i = 0; st == DLRT_OK && i < h->n_tensors; i++) {
+            m->tensor_names[i] =
+                dup_range(m->strings + m->tensors[i].name_off, m->tensors[i].name_len);
+            if (!m->tensor_names[i]) {
+                st = DLRT_ERR_NOMEM;
+            }
+        }
+        if (st == DLRT_ERR_NOMEM) {
+            rt__fail(st, "out of memory");
+        }
+    }
+    if (st != DLRT_OK) {
+        dlrt_model_release(m);
+        return st;
+    }
+    *out = m;
+    return DLRT_OK;
+}
+
+dlrt_status dlrt_model_load_file(const char *path, dlrt_model **out) {
+    if (!path || !out) {
+        return rt__fail(DLRT_ERR_INVALID_ARG, "dlrt_model_load_file: NULL argument");
+    }
+    *out = NULL;
+    if (access(path, R_OK) != 0) {
+        return rt__fail(DLRT_ERR_IO, "cannot read %s: %s", path, strerror(errno));
+    }
+    // dlopen searches the library path for names without '/'; a user means the file.
+    char buf[4096];
+    const char *p = path;
+    if (!strchr(path, '/')) {
+        snprintf(buf, sizeof buf, "./%s", path);
+        p = buf;
+    }
+    void *h = dlopen(p, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        return rt__fail(DLRT_ERR_IO, "cannot load %s: %s", path, dlerror());
+    }
+    return finish_load(h, path, out);
+}
+
+dlrt_status dlrt_model_load_memory(const void *data, size_t size, dlrt_model **out) {
+    if (!data || !out) {
+        return rt__fail(DLRT_ERR_INVALID_ARG, "dlrt_model_load_memory: NULL argument");
+    }
+    *out = NULL;
+    if (size < 64 || memcmp(data, "\177ELF", 4) != 0) {
+        return rt__fail(DLRT_ERR_CORRUPT, "artifact bytes are not an ELF shared object");
+    }
+    int fd = memfd_create("dlcc-artifact", MFD_CLOEXEC);
+    if (fd < 0) {
+        return rt__fail(DLRT_ERR_IO, "memfd_create: %s", strerror(errno));
+    }
+    const uint8_t *p = data;
+    size_t left = size;
+    while (left > 0) {
+        ssize_t w = write(fd, p, left);
+        if (w < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            int e = errno;
+            close(fd);
+            return rt__fail(DLRT_ERR_IO, "writing the artifact to memory: %s", strerror(e));
+        }
+        p += w;
+        left -= (size_t)w;
+    }
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    close(fd); // the mapping keeps the memory alive; nothing remains on disk
+    if (!h) {
+        return rt__fail(DLRT_ERR_CORRUPT, "cannot load the artifact: %s", dlerror());
+    }
+    return finish_load(h, "the artifact", out);
+}
+
+void dlrt_model_retain(dlrt_model *m) {
+    // ordering: relaxed suffices for an increment; the caller already holds a reference.
+    atomic_fetch_add_explicit(&m->refs, 1, memory_order_relaxed);
+}
+
+void dlrt_model_release(dlrt_model *m) {
+    if (!m) {
+        return;
+    }
+    // ordering: acq_rel so the last releaser sees every other holder's writes before freeing.
+    int prev = atomic_fetch_sub_explicit(&m->refs, 1, memory_order_acq_rel);
+    if (prev > 1) {
+        return;
+    }
+    if (prev < 1) {
+        fprintf(stderr, "dlrt: internal error: dlrt_model_release below zero\n");
+        abort();
+    }
+    if (m->tensor_names) {
+        for (uint32_t i = 0; m->hdr && i < m->hdr->n_tensors; i++) {
+            free(m->tensor_names[i]);
+        }
+        free(m->tensor_names);
+    }
+    free(m->name);
+    free(m->target);
+    if (m->handle) {
+        dlclose(m->handle);
+    }
+    free(m);
+}
+
+const char *dlrt_model_name(const dlrt_model *m) {
+    return m->name;
+}
+
+const char *dlrt_model_target(const dlrt_model *m) {
+    return m->target;
+}
+
+size_t dlrt_model_num_inputs(const dlrt_model *m) {
+    return m->n_inputs;
+}
+
+size_t dlrt_model_num_outputs(const dlrt_model *m) {
+    return m->n_outputs;
+}
+
+size_t dlrt_model_num_params(const dlrt_model *m) {
+    return m->n_params;
+}
+
+static void describe(const dlrt_model *m, size_t t, dlrt_tensor_desc *out) {
+    const dlrt_plan_tensor *pt = &m->tensors[t];
+    memset(out, 0, sizeof *out);
+    out->name = m->tensor_names[t];
+    out->dtype = (dlrt_dtype)pt->dtype;
+    out->rank = (int32_t)pt->rank;
+    for (uint32_t d = 0; d < pt->rank; d++) {
+        out->dims[d] = pt->dims[d];
+    }
+    out->nbytes = (size_t)m->buffers[pt->buffer].size;
+}
+
+static dlrt_status describe_role(const dlrt_model *m, size_t first, size_t n, size_t i,
+                                 dlrt_tensor_desc *out, const char *what) {
+    if (!out || i >= n) {
+        return rt__fail(DLRT_ERR_INVALID_ARG, "%s index %zu out of range (model has %zu)", what, i,
+                        n);
+    }
+    describe(m, first + i, out);
+    return DLRT_OK;
+}
+
+dlrt_status dlrt_model_input(const dlrt_model *m, size_t i, dlrt_tensor_desc *out) {
+    return describe_role(m, m->first_input, m->n_inputs, i, out, "input");
+}
+
+dlrt_status dlrt_model_output(const dlrt_model *m, size_t i, dlrt_tensor_desc *out) {
+    return describe_role(m, m->first_output, m->n_outputs, i, out, "output");
+}
+
+dlrt_status dlrt_model_param(const dlrt_model *m, size_t i, dlrt_tensor_desc *out) {
+    return describe_role(m, m->first_param, m->n_params, i, out, "param");
+}
