@@ -13,6 +13,7 @@
 #include "dl_pass.h"
 #include "dl_tensor_io.h"
 #include "dlrt.h"
+#include "dlrt_format.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -1239,7 +1240,11 @@ int main(int argc, char **argv) {
         return EXIT_OK;
     }
     if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
-        printf("dlcc %s (%s)\n", DL_VERSION, DL_GIT_REV);
+        char target[256];
+        dl_cg_target_describe(NULL, target, sizeof target);
+        printf("dlcc %s (%s)\nLLVM %s, target %s, artifact format %u, runtime %s\n", DL_VERSION,
+               DL_GIT_REV, dl_cg_llvm_version(), target, (unsigned)DLRT_FORMAT_VERSION,
+               dlrt_version());
         return EXIT_OK;
     }
     if (strcmp(cmd, "help") == 0) {
