@@ -33,8 +33,9 @@ struct dlrt_session {
     dlrt_model *model; // retained
     uint8_t *arena;    // OWNED: every buffer, 64-byte aligned
     size_t arena_size;
-    void **buf_ptr; // OWNED: buffer id -> address in the arena
-    void **kargs;   // OWNED: all kernel argument arrays, back to back (plan.args order)
+    void **buf_ptr;  // OWNED: buffer id -> address in the arena
+    void **kargs;    // OWNED: all kernel argument arrays, back to back (plan.args order)
+    int debug_split; // DLRT_DEBUG_SPLIT=K: run every kernel as K uneven chunks, last first
 };
 
 // Sets the thread's last error message (printf-style) and returns `st`.

@@ -93,6 +93,10 @@ dlrt_status dlrt_session_create(dlrt_model *m, dlrt_session **out) {
         const dlrt_plan_tensor *t = &m->tensors[m->first_param + i];
         init_param(m, t, s->buf_ptr[t->buffer]);
     }
+    // A testing aid: any partition of a kernel's range must give the same bytes (the contract of
+    // the kernel ABI that the threaded executor relies on); DLRT_DEBUG_SPLIT=K exercises it.
+    const char *split = getenv("DLRT_DEBUG_SPLIT");
+    s->debug_split = split ? atoi(split) : 0;
     dlrt_model_retain(m);
     s->model = m;
     *out = s;
@@ -160,13 +164,39 @@ dlrt_status dlrt_session_set_input(dlrt_session *s, const char *name, const void
     return st;
 }
 
+// Runs [0, range) as `parts` uneven chunks (chunk j has about j+1 shares), last chunk first.
+static void run_split(dlrt_kernel_fn fn, void *const *args, int64_t range, int parts) {
+    int64_t shares = (int64_t)parts * (parts + 1) / 2;
+    int64_t bounds[65];
+    if (parts > 64) {
+        parts = 64;
+        shares = 64 * 65 / 2;
+    }
+    int64_t acc = 0;
+    bounds[0] = 0;
+    for (int j = 0; j < parts; j++) {
+        acc += j + 1;
+        bounds[j + 1] = range * acc / shares;
+    }
+    for (int j = parts - 1; j >= 0; j--) {
+        if (bounds[j + 1] > bounds[j]) {
+            fn(args, bounds[j], bounds[j + 1]);
+        }
+    }
+}
+
 dlrt_status dlrt_session_infer(dlrt_session *s) {
     const dlrt_model *m = s->model;
     const dlrt_plan_hdr *h = m->hdr;
     uint32_t first = h->entry_first[DLRT_ENTRY_INFER], n = h->entry_count[DLRT_ENTRY_INFER];
     for (uint32_t i = 0; i < n; i++) {
         const dlrt_plan_kernel *k = &m->kernels[m->entry_kernels[first + i]];
-        m->desc->fns[k->fn](s->kargs + k->first_arg, 0, k->range);
+        dlrt_kernel_fn fn = m->desc->fns[k->fn];
+        if (s->debug_split > 1 && k->range > 1) {
+            run_split(fn, s->kargs + k->first_arg, k->range, s->debug_split);
+        } else {
+            fn(s->kargs + k->first_arg, 0, k->range);
+        }
     }
     return DLRT_OK;
 }
