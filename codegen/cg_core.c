@@ -306,9 +306,9 @@ dl_status cg_kernel_begin(cg *c, dl_ir_value *const *vals, size_t n_vals, int64_
             return DL_ERR_NOMEM;
         }
     }
-    // Distinct buffers never overlap: tell LLVM so it can vectorise freely.
-    // (Each argument pointer is loaded, so noalias must come from scoped metadata; until the
-    // memory plan introduces aliasing, buffers are distinct and loads/stores are marked below.)
+    // Distinct buffers never overlap, but LLVM cannot know it: the pointers are loaded from
+    // `args`. Loops therefore vectorise behind runtime alias checks (TODO(codegen): alias-scope
+    // metadata once the memory plan decides which buffers may share memory).
     return DL_OK;
 }
 

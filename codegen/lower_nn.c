@@ -1,10 +1,927 @@
-// codegen/lower_nn.c — lowering of: Conv ConvTranspose MaxPool AveragePool GlobalAveragePool
-// BatchNormalization LayerNormalization. Not written yet: every op here reports that it is not
-// supported by the cpu backend.
+// codegen/lower_nn.c — lowering of the neural-network ops: Conv, ConvTranspose, MaxPool,
+// AveragePool, GlobalAveragePool, BatchNormalization (inference) and LayerNormalization.
+//
+// Conv and ConvTranspose share one direct-convolution emitter (emit_conv). Both are written as a
+// gather over the output: output row oh, tap kh reads input row (oh*a + b + kh*cc) / d when that
+// divides exactly and lands inside the input (Conv: a = stride, b = -pad, cc = dilation, d = 1;
+// ConvTranspose: a = 1, b = pad, cc = -dilation, d = stride), the same for columns. The outer
+// parallel range is N * group * H_out (one output row of one group per iteration), so no two
+// iterations write the same element. Inside, output channels go in register blocks of MB and
+// output columns in vector tiles of TW floats: TW * MB accumulators live in registers, each input
+// vector is reused for MB channels and each weight (broadcast) for TW columns, the bias is added
+// in the epilogue. Columns whose taps all fall inside the input (computed at compile time) use
+// unchecked vector loads; the few edge columns use a scalar, masked path. A row whose interior
+// is not a multiple of TW ends with one overlapping tile (same iteration, same values).
+//
+// Pools, GlobalAveragePool and the norms are loop nests over [N*C(, first output dim)] or the
+// leading dims, with float sums accumulated in f32 (vector partial sums for the long ones).
 #include "cg_internal.h"
 
+#include <math.h>
+#include <string.h>
+
+DL_CG_FAMILY_SWITCHES_ARE_PARTIAL
+
+// ---------------------------------------------------------------------------------------------
+// Small IR helpers
+
+static LLVMValueRef iadd(cg *c, LLVMValueRef a, LLVMValueRef b) {
+    return LLVMBuildAdd(c->b, a, b, "");
+}
+
+static LLVMValueRef imul(cg *c, LLVMValueRef a, int64_t k) {
+    return LLVMBuildMul(c->b, a, cg_i64(c, k), "");
+}
+
+static LLVMValueRef iaddk(cg *c, LLVMValueRef a, int64_t k) {
+    return LLVMBuildAdd(c->b, a, cg_i64(c, k), "");
+}
+
+static LLVMValueRef iand(cg *c, LLVMValueRef a, LLVMValueRef b) {
+    return LLVMBuildAnd(c->b, a, b, "");
+}
+
+// lo <= v < hi for i64 values (hi a constant).
+static LLVMValueRef in_range(cg *c, LLVMValueRef v, int64_t lo, int64_t hi) {
+    LLVMValueRef a = LLVMBuildICmp(c->b, LLVMIntSGE, v, cg_i64(c, lo), "");
+    LLVMValueRef b = LLVMBuildICmp(c->b, LLVMIntSLT, v, cg_i64(c, hi), "");
+    return iand(c, a, b);
+}
+
+static int64_t floor_div(int64_t a, int64_t b) { // b > 0
+    int64_t q = a / b;
+    return (a % b != 0 && a < 0) ? q - 1 : q;
+}
+
+static int64_t ceil_div(int64_t a, int64_t b) { // b > 0
+    return -floor_div(-a, b);
+}
+
+// An alloca in the entry block of the current function (so mem2reg/SROA promote it).
+static LLVMValueRef entry_alloca(cg *c, LLVMTypeRef ty) {
+    LLVMValueRef fn = LLVMGetBasicBlockParent(LLVMGetInsertBlock(c->b));
+    LLVMBasicBlockRef entry = LLVMGetEntryBasicBlock(fn);
+    LLVMBuilderRef tb = LLVMCreateBuilderInContext(c->ctx);
+    LLVMValueRef first = LLVMGetFirstInstruction(entry);
+    if (first) {
+        LLVMPositionBuilderBefore(tb, first);
+    } else {
+        LLVMPositionBuilderAtEnd(tb, entry);
+    }
+    LLVMValueRef a = LLVMBuildAlloca(tb, ty, "acc");
+    LLVMDisposeBuilder(tb);
+    return a;
+}
+
+static LLVMValueRef ld(cg *c, LLVMTypeRef ty, LLVMValueRef p) {
+    return LLVMBuildLoad2(c->b, ty, p, "");
+}
+
+static void st(cg *c, LLVMValueRef v, LLVMValueRef p) {
+    LLVMBuildStore(c->b, v, p);
+}
+
+// `if (cond) { ... }`: nn_if_begin positions the builder in the body, nn_if_end after it.
+typedef struct nn_if {
+    LLVMBasicBlockRef then, merge;
+} nn_if;
+
+static void nn_if_begin(cg *c, nn_if *f, LLVMValueRef cond) {
+    LLVMValueRef fn = LLVMGetBasicBlockParent(LLVMGetInsertBlock(c->b));
+    f->then = LLVMAppendBasicBlockInContext(c->ctx, fn, "then");
+    f->merge = LLVMAppendBasicBlockInContext(c->ctx, fn, "endif");
+    LLVMBuildCondBr(c->b, cond, f->then, f->merge);
+    LLVMPositionBuilderAtEnd(c->b, f->then);
+}
+
+static void nn_if_end(cg *c, nn_if *f) {
+    LLVMBuildBr(c->b, f->merge);
+    LLVMPositionBuilderAtEnd(c->b, f->merge);
+}
+
+// f32 vector of `w` lanes (w == 1: plain f32).
+static LLVMTypeRef vty(cg *c, unsigned w) {
+    return w == 1 ? c->t_f32 : LLVMVectorType(c->t_f32, w);
+}
+
+static LLVMValueRef splat(cg *c, LLVMValueRef s, unsigned w) {
+    if (w == 1) {
+        return s;
+    }
+    LLVMTypeRef vt = vty(c, w);
+    LLVMValueRef v = LLVMBuildInsertElement(c->b, LLVMGetUndef(vt), s, cg_i32(c, 0), "");
+    LLVMValueRef mask = LLVMConstNull(LLVMVectorType(c->t_i32, w));
+    return LLVMBuildShuffleVector(c->b, v, LLVMGetUndef(vt), mask, "");
+}
+
+// acc + a * b (llvm.fmuladd: fused where the target has FMA).
+static LLVMValueRef fmuladd(cg *c, LLVMValueRef a, LLVMValueRef b, LLVMValueRef acc) {
+    LLVMTypeRef ty = LLVMTypeOf(a);
+    static const char name[] = "llvm.fmuladd";
+    unsigned id = LLVMLookupIntrinsicID(name, sizeof name - 1);
+    LLVMValueRef fn = LLVMGetIntrinsicDeclaration(c->mod, id, &ty, 1);
+    LLVMTypeRef fty = LLVMIntrinsicGetType(c->ctx, id, &ty, 1);
+    LLVMValueRef args[3] = {a, b, acc};
+    return LLVMBuildCall2(c->b, fty, fn, args, 3, "");
+}
+
+// Loads `w` contiguous elements of a float-typed buffer from element idx as an f32 vector.
+static LLVMValueRef vload(cg *c, LLVMValueRef base, dl_dtype dt, LLVMValueRef idx, unsigned w) {
+    if (w == 1) {
+        return cg_load(c, base, dt, idx);
+    }
+    LLVMTypeRef et = dt == DL_DT_FLOAT ? c->t_f32 : dt == DL_DT_FLOAT16 ? c->t_f16 : c->t_i16;
+    LLVMValueRef p = LLVMBuildInBoundsGEP2(c->b, et, base, &idx, 1, "");
+    LLVMValueRef v = LLVMBuildLoad2(c->b, LLVMVectorType(et, w), p, "");
+    LLVMSetAlignment(v, dt == DL_DT_FLOAT ? 4 : 2);
+    switch (dt) {
+    case DL_DT_FLOAT:
+        return v;
+    case DL_DT_FLOAT16:
+        return LLVMBuildFPExt(c->b, v, vty(c, w), "");
+    case DL_DT_BFLOAT16: {
+        LLVMTypeRef it = LLVMVectorType(c->t_i32, w);
+        LLVMValueRef x = LLVMBuildZExt(c->b, v, it, "");
+        LLVMValueRef sixteen[64];
+        DL_ASSERT(w <= 64);
+        for (unsigned l = 0; l < w; l++) {
+            sixteen[l] = cg_i32(c, 16);
+        }
+        x = LLVMBuildShl(c->b, x, LLVMConstVector(sixteen, w), "");
+        return LLVMBuildBitCast(c->b, x, vty(c, w), "");
+    }
+    default:
+        DL_UNREACHABLE();
+    }
+}
+
+// Stores an f32 vector of `w` lanes as contiguous elements idx.. of a float-typed buffer.
+static void vstore(cg *c, LLVMValueRef base, dl_dtype dt, LLVMValueRef idx, LLVMValueRef v,
+                   unsigned w) {
+    if (w == 1) {
+        cg_store(c, base, dt, idx, v);
+        return;
+    }
+    if (dt == DL_DT_FLOAT || dt == DL_DT_FLOAT16) {
+        LLVMTypeRef et = dt == DL_DT_FLOAT ? c->t_f32 : c->t_f16;
+        if (dt == DL_DT_FLOAT16) {
+            v = LLVMBuildFPTrunc(c->b, v, LLVMVectorType(c->t_f16, w), "");
+        }
+        LLVMValueRef p = LLVMBuildInBoundsGEP2(c->b, et, base, &idx, 1, "");
+        LLVMValueRef s = LLVMBuildStore(c->b, v, p);
+        LLVMSetAlignment(s, dt == DL_DT_FLOAT ? 4 : 2);
+        return;
+    }
+    // bfloat16: cg_store's rounding lane by lane (the epilogue only).
+    for (unsigned l = 0; l < w; l++) {
+        LLVMValueRef e = LLVMBuildExtractElement(c->b, v, cg_i32(c, (int32_t)l), "");
+        cg_store(c, base, dt, iaddk(c, idx, (int64_t)l), e);
+    }
+}
+
+// Horizontal sum of an f32 vector (ordered over its lanes).
+static LLVMValueRef hsum(cg *c, LLVMValueRef v, unsigned w) {
+    if (w == 1) {
+        return v;
+    }
+    LLVMValueRef s = cg_f32(c, 0);
+    for (unsigned l = 0; l < w; l++) {
+        s = LLVMBuildFAdd(c->b, s, LLVMBuildExtractElement(c->b, v, cg_i32(c, (int32_t)l), ""), "");
+    }
+    return s;
+}
+
+// Reads INTS attribute `name` into out[n] (absent or empty: every entry `def`). Returns false
+// (after a diagnostic) when it has the wrong length.
+static bool attr_ints(cg *c, const char *name, int32_t n, int64_t def, int64_t *out) {
+    const dl_ir_attr *a = dl_ir_node_attr(c->node, name);
+    if (a && a->n > 0 && (int32_t)a->n != n) {
+        cg_error(c, "%s has %zu entries, expected %d", name, a->n, n);
+        return false;
+    }
+    for (int32_t i = 0; i < n; i++) {
+        out[i] = (a && a->n > 0) ? a->ints[i] : def;
+    }
+    return true;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Direct convolution (Conv and ConvTranspose)
+
+#define CONV_MAX_MB 8
+
+// Geometry of a 2-D (de)convolution as a gather: output position o of spatial dim i (0 = H,
+// 1 = W) and tap k read input position (o*a + b + k*cc) / d when that is exact and in range.
+typedef struct conv_geo {
+    int64_t N, C, H, W, M, OH, OW, G, Cg, Mg, kH, kW;
+    int64_t a[2], b[2], cc[2], d[2];
+    int64_t wsg, wsm, wsc; // weight strides of the group, local out channel, local in channel
+    dl_dtype dt;           // of x, w, b and y (the shape pass makes them equal)
+    bool has_bias;
+} conv_geo;
+
+// Per-output-row state of the conv kernel.
+typedef struct conv_row {
+    const conv_geo *g;
+    cg_kernel *k;
+    LLVMValueRef oh, xbase, ybase, wbase, bbase; // xbase: x[n, g*Cg], ybase: y[n, g*Mg, oh]
+} conv_row;
+
+// Valid flag and input index of output position `o` and tap `kk` along dim i.
+static LLVMValueRef conv_pos(cg *c, const conv_geo *g, int i, LLVMValueRef o, LLVMValueRef kk,
+                             LLVMValueRef *valid) {
+    int64_t size = i == 0 ? g->H : g->W;
+    LLVMValueRef num = iadd(c, iaddk(c, imul(c, o, g->a[i]), g->b[i]), imul(c, kk, g->cc[i]));
+    if (g->d[i] == 1) {
+        *valid = in_range(c, num, 0, size);
+        return num;
+    }
+    // num >= 0 first, so srem/sdiv see non-negative numbers (no UB either way: d > 0).
+    LLVMValueRef rem = LLVMBuildSRem(c->b, num, cg_i64(c, g->d[i]), "");
+    LLVMValueRef ok = iand(c, in_range(c, num, 0, size * g->d[i]),
+                           LLVMBuildICmp(c->b, LLVMIntEQ, rem, cg_i64(c, 0), ""));
+    *valid = ok;
+    return LLVMBuildSDiv(c->b, num, cg_i64(c, g->d[i]), "");
+}
+
+// One tile: output channels [m0, m0 + mb) (local to the group) x output columns
+// [ow0, ow0 + tw). `checked`: tw == 1 and every tap is masked; otherwise every tap of every lane
+// lies inside the input (d[1] == 1) and loads are unchecked.
+//   acc[j][l] = sum_{kh valid, ci, kw} x[n, g*Cg+ci, ih, iw(ow0+l, kw)] * w[g, m0+j, ci, kh, kw]
+static void conv_tile(cg *c, const conv_row *r, LLVMValueRef m0, unsigned mb, LLVMValueRef ow0,
+                      unsigned tw, bool checked) {
+    const conv_geo *g = r->g;
+    const cg_kernel *k = r->k;
+    LLVMTypeRef vt = vty(c, tw);
+    LLVMValueRef acc[CONV_MAX_MB];
+    for (unsigned j = 0; j < mb; j++) {
+        acc[j] = entry_alloca(c, vt);
+        st(c, LLVMConstNull(vt), acc[j]);
+    }
+    // kh outermost so the row check is made once per tile and tap row.
+    cg_loop lkh, lci, lkw;
+    LLVMValueRef kh = cg_for_begin(c, &lkh, cg_i64(c, 0), cg_i64(c, g->kH), "kh");
+    LLVMValueRef hvalid;
+    LLVMValueRef ih = conv_pos(c, g, 0, r->oh, kh, &hvalid);
+    nn_if fh;
+    nn_if_begin(c, &fh, hvalid);
+    LLVMValueRef ci = cg_for_begin(c, &lci, cg_i64(c, 0), cg_i64(c, g->Cg), "ci");
+    // x row: x[n, g*Cg + ci, ih, :]; weights w[g, m0 + j, ci, kh, :] (or the transposed layout)
+    LLVMValueRef xrow = iadd(c, r->xbase, iadd(c, imul(c, ci, g->H * g->W), imul(c, ih, g->W)));
+    LLVMValueRef wrow = iadd(c, iadd(c, r->wbase, imul(c, m0, g->wsm)),
+                             iadd(c, imul(c, ci, g->wsc), imul(c, kh, g->kW)));
+    LLVMValueRef kw = cg_for_begin(c, &lkw, cg_i64(c, 0), cg_i64(c, g->kW), "kw");
+    LLVMValueRef xv;
+    if (checked) {
+        LLVMValueRef wvalid;
+        LLVMValueRef iw = conv_pos(c, g, 1, ow0, kw, &wvalid);
+        LLVMValueRef idx = LLVMBuildSelect(c->b, wvalid, iadd(c, xrow, iw), xrow, "");
+        xv = LLVMBuildSelect(c->b, wvalid, cg_load(c, k->ptr[1], g->dt, idx), cg_f32(c, 0), "");
+    } else {
+        LLVMValueRef iw0 = iadd(c, iaddk(c, imul(c, ow0, g->a[1]), g->b[1]), imul(c, kw, g->cc[1]));
+        LLVMValueRef p0 = iadd(c, xrow, iw0);
+        if (g->a[1] == 1) {
+            xv = vload(c, k->ptr[1], g->dt, p0, tw);
+        } else if (g->a[1] <= 4) {
+            // strided columns: one wide load of tw*a elements, keep every a-th (emit_conv keeps
+            // the a-1 extra elements inside the row)
+            LLVMValueRef wide = vload(c, k->ptr[1], g->dt, p0, tw * (unsigned)g->a[1]);
+            LLVMValueRef mask[16];
+            for (unsigned l = 0; l < tw; l++) {
+                mask[l] = cg_i32(c, (int32_t)(l * (unsigned)g->a[1]));
+            }
+            xv = LLVMBuildShuffleVector(c->b, wide, LLVMGetUndef(LLVMTypeOf(wide)),
+                                        LLVMConstVector(mask, tw), "");
+        } else { // large strides: lane by lane
+            xv = LLVMGetUndef(vt);
+            for (unsigned l = 0; l < tw; l++) {
+                LLVMValueRef e = cg_load(c, k->ptr[1], g->dt, iaddk(c, p0, (int64_t)l * g->a[1]));
+                xv = LLVMBuildInsertElement(c->b, xv, e, cg_i32(c, (int32_t)l), "");
+            }
+        }
+    }
+    for (unsigned j = 0; j < mb; j++) {
+        LLVMValueRef wv = cg_load(c, k->ptr[2], g->dt,
+                                  iadd(c, iadd(c, wrow, kw), cg_i64(c, (int64_t)j * g->wsm)));
+        LLVMValueRef a = ld(c, vt, acc[j]);
+        st(c, fmuladd(c, splat(c, wv, tw), xv, a), acc[j]);
+    }
+    cg_for_end(c, &lkw);
+    cg_for_end(c, &lci);
+    nn_if_end(c, &fh);
+    cg_for_end(c, &lkh);
+    // Epilogue: bias, store y[n, g*Mg + m0 + j, oh, ow0 + l].
+    for (unsigned j = 0; j < mb; j++) {
+        LLVMValueRef v = ld(c, vt, acc[j]);
+        LLVMValueRef mj = iaddk(c, m0, (int64_t)j);
+        if (g->has_bias) {
+            LLVMValueRef bv = cg_load(c, k->ptr[3], g->dt, iadd(c, r->bbase, mj));
+            v = LLVMBuildFAdd(c->b, v, splat(c, bv, tw), "");
+        }
+        LLVMValueRef yi = iadd(c, iadd(c, r->ybase, imul(c, mj, g->OH * g->OW)), ow0);
+        vstore(c, k->ptr[0], g->dt, yi, v, tw);
+    }
+}
+
+// Scalar, masked columns [lo, hi) of channels [m0, m0 + mb).
+static void conv_cols_checked(cg *c, const conv_row *r, LLVMValueRef m0, unsigned mb, int64_t lo,
+                              int64_t hi) {
+    if (lo >= hi) {
+        return;
+    }
+    cg_loop l;
+    LLVMValueRef ow = cg_for_begin(c, &l, cg_i64(c, lo), cg_i64(c, hi), "ow");
+    conv_tile(c, r, m0, mb, ow, 1, true);
+    cg_for_end(c, &l);
+}
+
+// All columns of one output row for channels [m0, m0 + mb).
+static void conv_row_cols(cg *c, const conv_row *r, LLVMValueRef m0, unsigned mb, int64_t in_lo,
+                          int64_t in_hi, unsigned tw) {
+    const conv_geo *g = r->g;
+    if (tw == 0) {
+        conv_cols_checked(c, r, m0, mb, 0, g->OW);
+        return;
+    }
+    conv_cols_checked(c, r, m0, mb, 0, in_lo);
+    int64_t width = in_hi - in_lo, n_full = width / (int64_t)tw;
+    cg_loop l;
+    LLVMValueRef t = cg_for_begin(c, &l, cg_i64(c, 0), cg_i64(c, n_full), "tile");
+    conv_tile(c, r, m0, mb, iaddk(c, imul(c, t, (int64_t)tw), in_lo), tw, false);
+    cg_for_end(c, &l);
+    if (width % (int64_t)tw != 0) { // one overlapping tile ends the interior
+        conv_tile(c, r, m0, mb, cg_i64(c, in_hi - (int64_t)tw), tw, false);
+    }
+    conv_cols_checked(c, r, m0, mb, in_hi, g->OW);
+}
+
+// y: [N, M, OH, OW] from x: [N, C, H, W], w, b?: [M]; outer range N * G * OH.
+static dl_status emit_conv(cg *c, const dl_ir_node *n, const conv_geo *g) {
+    dl_ir_value *vals[4] = {n->outputs[0], n->inputs[0], n->inputs[1],
+                            g->has_bias ? n->inputs[2] : NULL};
+    if (g->N * g->M * g->OH * g->OW == 0) {
+        return DL_OK; // empty output: nothing to compute
+    }
+    // Interior columns: every tap of ow in [in_lo, in_hi) reads inside the row (needs d[1] = 1).
+    int64_t span = (g->kW - 1) * g->cc[1];
+    int64_t offmin = g->b[1] + (span < 0 ? span : 0), offmax = g->b[1] + (span > 0 ? span : 0);
+    if (g->a[1] > 1 && g->a[1] <= 4) {
+        offmax += g->a[1] - 1; // the wide loads of conv_tile read a-1 elements past the last tap
+    }
+    int64_t in_lo = ceil_div(-offmin, g->a[1]), in_hi = floor_div(g->W - 1 - offmax, g->a[1]) + 1;
+    in_lo = in_lo < 0 ? 0 : in_lo;
+    in_hi = in_hi > g->OW ? g->OW : in_hi;
+    int64_t width = g->d[1] == 1 && in_hi > in_lo ? in_hi - in_lo : 0;
+    unsigned tw = width >= 16 ? 16 : width >= 8 ? 8 : width >= 4 ? 4 : 0;
+    // Register tile: tw * mb accumulators (16 x 6 = 12 of the 16 ymm registers on AVX2; 6 beat 4
+    // and 8 on a 64->64 3x3 conv, see the report).
+    unsigned mb_full = tw == 16 ? 6 : 8;
+
+    cg_kernel k;
+    DL_TRY(cg_kernel_begin(c, vals, g->has_bias ? 4 : 3, g->N * g->G * g->OH, &k));
+    cg_loop lit;
+    LLVMValueRef it = cg_for_begin(c, &lit, k.begin, k.end, "it");
+    // it = (n * G + grp) * OH + oh
+    LLVMValueRef oh = LLVMBuildSRem(c->b, it, cg_i64(c, g->OH), "oh");
+    LLVMValueRef ng = LLVMBuildSDiv(c->b, it, cg_i64(c, g->OH), "");
+    LLVMValueRef grp = LLVMBuildSRem(c->b, ng, cg_i64(c, g->G), "grp");
+    LLVMValueRef nn = LLVMBuildSDiv(c->b, ng, cg_i64(c, g->G), "n");
+    conv_row r = {g, &k, oh, NULL, NULL, NULL, NULL};
+    r.xbase = imul(c, iadd(c, imul(c, nn, g->C), imul(c, grp, g->Cg)), g->H * g->W);
+    LLVMValueRef mbase = iadd(c, imul(c, nn, g->M), imul(c, grp, g->Mg));
+    r.ybase = iadd(c, imul(c, mbase, g->OH * g->OW), imul(c, oh, g->OW));
+    r.wbase = imul(c, grp, g->wsg);
+    r.bbase = imul(c, grp, g->Mg);
+    int64_t n_blocks = g->Mg / mb_full, tail = g->Mg % mb_full;
+    if (n_blocks > 0) {
+        cg_loop lmb;
+        LLVMValueRef mbi = cg_for_begin(c, &lmb, cg_i64(c, 0), cg_i64(c, n_blocks), "mb");
+        conv_row_cols(c, &r, imul(c, mbi, mb_full), mb_full, in_lo, in_hi, tw);
+        cg_for_end(c, &lmb);
+    }
+    if (tail > 0) {
+        conv_row_cols(c, &r, cg_i64(c, n_blocks * mb_full), (unsigned)tail, in_lo, in_hi, tw);
+    }
+    cg_for_end(c, &lit);
+    return cg_kernel_end(c, &k);
+}
+
+static bool has_input(const dl_ir_node *n, size_t i) {
+    return n->n_inputs > i && n->inputs[i] != NULL;
+}
+
+// Shared shape checks; fills N..kW and dt.
+static dl_status conv_dims(cg *c, const dl_ir_node *n, conv_geo *g) {
+    const dl_ir_type *x = &n->inputs[0]->type, *w = &n->inputs[1]->type, *y = &n->outputs[0]->type;
+    if (x->rank != 4 || w->rank != 4 || y->rank != 4) {
+        cg_error(c, "only 2-D convolutions (rank-4 tensors) are supported");
+        return DL_ERR_UNSUPPORTED;
+    }
+    memset(g, 0, sizeof *g);
+    g->N = x->dims[0].value;
+    g->C = x->dims[1].value;
+    g->H = x->dims[2].value;
+    g->W = x->dims[3].value;
+    g->M = y->dims[1].value;
+    g->OH = y->dims[2].value;
+    g->OW = y->dims[3].value;
+    g->kH = w->dims[2].value;
+    g->kW = w->dims[3].value;
+    g->G = dl_ir_node_attr_int(n, "group");
+    g->dt = x->dtype;
+    g->has_bias = has_input(n, 2);
+    if (g->G < 1 || g->C % g->G != 0 || g->M % g->G != 0) {
+        cg_error(c, "group %lld does not divide the channels", (long long)g->G);
+        return DL_ERR_UNSUPPORTED;
+    }
+    g->Cg = g->C / g->G;
+    g->Mg = g->M / g->G;
+    return DL_OK;
+}
+
+// Conv: x: [N, C, H, W], w: [M, C/group, kH, kW], b: [M] -> y: [N, M, OH, OW].
+static dl_status lower_conv(cg *c, const dl_ir_node *n) {
+    conv_geo g;
+    DL_TRY(conv_dims(c, n, &g));
+    int64_t s[2], dil[2], pads[4];
+    if (!attr_ints(c, "strides", 2, 1, s) || !attr_ints(c, "dilations", 2, 1, dil) ||
+        !attr_ints(c, "pads", 4, 0, pads)) {
+        return DL_ERR_UNSUPPORTED;
+    }
+    const char *ap = dl_ir_node_attr_string(n, "auto_pad");
+    int64_t in[2] = {g.H, g.W}, out[2] = {g.OH, g.OW}, kk[2] = {g.kH, g.kW};
+    for (int i = 0; i < 2; i++) {
+        int64_t pb = pads[i];
+        if (strcmp(ap, "VALID") == 0) {
+            pb = 0;
+        } else if (strncmp(ap, "SAME", 4) == 0) { // as the shape pass and the evaluator
+            int64_t total = (out[i] - 1) * s[i] + (kk[i] - 1) * dil[i] + 1 - in[i];
+            total = total < 0 ? 0 : total;
+            pb = strcmp(ap, "SAME_UPPER") == 0 ? total / 2 : total - total / 2;
+        }
+        g.a[i] = s[i];
+        g.b[i] = -pb;
+        g.cc[i] = dil[i];
+        g.d[i] = 1;
+    }
+    int64_t kk2 = g.kH * g.kW;
+    g.wsm = g.Cg * kk2; // w[(grp*Mg + m)*Cg + ci][kh][kw]
+    g.wsg = g.Mg * g.wsm;
+    g.wsc = kk2;
+    return emit_conv(c, n, &g);
+}
+
+// ConvTranspose: x: [N, C, H, W], w: [C, M/group, kH, kW], b: [M] -> y: [N, M, OH, OW], as a
+// gather: y[oh] sums x[ih] * w[kh] over ih*s - pb + kh*dil == oh.
+static dl_status lower_conv_transpose(cg *c, const dl_ir_node *n) {
+    conv_geo g;
+    DL_TRY(conv_dims(c, n, &g));
+    int64_t s[2], dil[2], pads[4], outpad[2];
+    if (!attr_ints(c, "strides", 2, 1, s) || !attr_ints(c, "dilations", 2, 1, dil) ||
+        !attr_ints(c, "pads", 4, 0, pads) || !attr_ints(c, "output_padding", 2, 0, outpad)) {
+        return DL_ERR_UNSUPPORTED;
+    }
+    const char *ap = dl_ir_node_attr_string(n, "auto_pad");
+    const dl_ir_attr *os = dl_ir_node_attr(n, "output_shape");
+    int64_t in[2] = {g.H, g.W}, out[2] = {g.OH, g.OW}, kk[2] = {g.kH, g.kW};
+    for (int i = 0; i < 2; i++) {
+        int64_t pb = pads[i];
+        if (strcmp(ap, "VALID") == 0) {
+            pb = 0;
+        } else if ((os && os->n > 0) || strncmp(ap, "SAME", 4) == 0) { // as the evaluator
+            int64_t total = s[i] * (in[i] - 1) + outpad[i] + (kk[i] - 1) * dil[i] + 1 - out[i];
+            int64_t half = floor_div(total, 2);
+            pb = strcmp(ap, "SAME_UPPER") == 0 ? half : total - half;
+        }
+        g.a[i] = 1;
+        g.b[i] = pb;
+        g.cc[i] = -dil[i];
+        g.d[i] = s[i];
+    }
+    int64_t kk2 = g.kH * g.kW;
+    g.wsm = kk2; // w[(grp*Cg + ci)*Mg + m][kh][kw]
+    g.wsc = g.Mg * kk2;
+    g.wsg = g.Cg * g.wsc;
+    return emit_conv(c, n, &g);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pools
+
+// Sum over `len` contiguous elements base[off..] (f32; 16-lane partial sums, then the tail).
+// With `mean` non-NULL it sums (x - mean)^2 instead.
+static LLVMValueRef emit_sum(cg *c, LLVMValueRef base, dl_dtype dt, LLVMValueRef off, int64_t len,
+                             LLVMValueRef mean) {
+    enum { SW = 16 };
+    int64_t nv = len / SW;
+    LLVMValueRef total = cg_f32(c, 0);
+    if (nv > 0) {
+        LLVMTypeRef vt = vty(c, SW);
+        LLVMValueRef acc = entry_alloca(c, vt);
+        st(c, LLVMConstNull(vt), acc);
+        LLVMValueRef vm = mean ? splat(c, mean, SW) : NULL;
+        cg_loop l;
+        LLVMValueRef i = cg_for_begin(c, &l, cg_i64(c, 0), cg_i64(c, nv), "v");
+        LLVMValueRef v = vload(c, base, dt, iadd(c, off, imul(c, i, SW)), SW);
+        if (vm) {
+            LLVMValueRef d = LLVMBuildFSub(c->b, v, vm, "");
+            st(c, fmuladd(c, d, d, ld(c, vt, acc)), acc);
+        } else {
+            st(c, LLVMBuildFAdd(c->b, ld(c, vt, acc), v, ""), acc);
+        }
+        cg_for_end(c, &l);
+        total = hsum(c, ld(c, vt, acc), SW);
+    }
+    if (len % SW != 0) {
+        LLVMValueRef acc = entry_alloca(c, c->t_f32);
+        st(c, total, acc);
+        cg_loop l;
+        LLVMValueRef i = cg_for_begin(c, &l, cg_i64(c, nv * SW), cg_i64(c, len), "t");
+        LLVMValueRef v = cg_load(c, base, dt, iadd(c, off, i));
+        if (mean) {
+            LLVMValueRef d = LLVMBuildFSub(c->b, v, mean, "");
+            st(c, fmuladd(c, d, d, ld(c, c->t_f32, acc)), acc);
+        } else {
+            st(c, LLVMBuildFAdd(c->b, ld(c, c->t_f32, acc), v, ""), acc);
+        }
+        cg_for_end(c, &l);
+        total = ld(c, c->t_f32, acc);
+    }
+    return total;
+}
+
+// MaxPool / AveragePool: x: [N, C, d1..dk] -> y (and MaxPool's Indices, int64): [N, C, o1..ok],
+// k >= 1 spatial dims. Outer range N*C*o1; the window is a nest of per-dim tap loops, each
+// skipping taps outside the input (checked once per dim level). Semantics as ir/eval_nn.c's
+// pool(): padding never wins a max, the first maximum in window order wins and NaN beats
+// numbers; the average divides by the count of taps inside the input, or inside the explicitly
+// padded input with count_include_pad (an empty window gives 0/0 = NaN).
+static dl_status lower_pool(cg *c, const dl_ir_node *n) {
+    bool is_max = n->op == DL_IR_OP_MAX_POOL;
+    dl_ir_value *x = n->inputs[0], *y = n->outputs[0];
+    dl_ir_value *yi = is_max && n->n_outputs > 1 ? n->outputs[1] : NULL;
+    const dl_ir_type *xt = &x->type, *yt = &y->type;
+    if (xt->rank < 3 || yt->rank != xt->rank) {
+        cg_error(c, "pooling needs an input of rank >= 3");
+        return DL_ERR_UNSUPPORTED;
+    }
+    int32_t nsp = xt->rank - 2;
+    int64_t k[DL_MAX_RANK], s[DL_MAX_RANK], dil[DL_MAX_RANK], pads[2 * DL_MAX_RANK];
+    int64_t pb[DL_MAX_RANK], pe[DL_MAX_RANK], xd[DL_MAX_RANK], yd[DL_MAX_RANK];
+    if (!attr_ints(c, "kernel_shape", nsp, 1, k) || !attr_ints(c, "strides", nsp, 1, s) ||
+        !attr_ints(c, "dilations", nsp, 1, dil) || !attr_ints(c, "pads", 2 * nsp, 0, pads)) {
+        return DL_ERR_UNSUPPORTED;
+    }
+    const char *ap = dl_ir_node_attr_string(n, "auto_pad");
+    int64_t in_sp = 1, out_sp = 1;
+    for (int32_t i = 0; i < nsp; i++) {
+        xd[i] = xt->dims[2 + i].value;
+        yd[i] = yt->dims[2 + i].value;
+        pb[i] = pads[i];
+        pe[i] = pads[nsp + i];
+        if (strcmp(ap, "VALID") == 0) {
+            pb[i] = pe[i] = 0;
+        } else if (strncmp(ap, "SAME", 4) == 0) {
+            int64_t total = (yd[i] - 1) * s[i] + (k[i] - 1) * dil[i] + 1 - xd[i];
+            total = total < 0 ? 0 : total;
+            pb[i] = strcmp(ap, "SAME_UPPER") == 0 ? total / 2 : total - total / 2;
+            pe[i] = total - pb[i];
+        }
+        in_sp *= xd[i];
+        out_sp *= yd[i];
+    }
+    // Strides inside one [N, C] block: x and y row major; the index output row or column major.
+    int64_t xs[DL_MAX_RANK], ys[DL_MAX_RANK], is[DL_MAX_RANK];
+    bool col_major = is_max && dl_ir_node_attr_int(n, "storage_order") != 0;
+    bool incl = !is_max && dl_ir_node_attr_int(n, "count_include_pad") != 0;
+    int64_t sx = 1, sy = 1, scm = 1;
+    for (int32_t i = nsp - 1; i >= 0; i--) {
+        xs[i] = sx;
+        ys[i] = sy;
+        sx *= xd[i];
+        sy *= yd[i];
+    }
+    for (int32_t i = 0; i < nsp; i++) {
+        is[i] = col_major ? scm : xs[i];
+        scm *= xd[i];
+    }
+    int64_t NC = xt->dims[0].value * xt->dims[1].value;
+    if (NC * out_sp == 0) {
+        return DL_OK;
+    }
+    dl_ir_value *vals[3] = {y, yi ? yi : x, x};
+    size_t n_vals = yi ? 3 : 2;
+    size_t xa = n_vals - 1; // argument index of x
+    cg_kernel kr;
+    DL_TRY(cg_kernel_begin(c, vals, n_vals, NC * yd[0], &kr));
+    cg_loop lit, lo[DL_MAX_RANK], lk[DL_MAX_RANK];
+    LLVMValueRef it = cg_for_begin(c, &lit, kr.begin, kr.end, "it");
+    LLVMValueRef oc[DL_MAX_RANK];
+    oc[0] = LLVMBuildSRem(c->b, it, cg_i64(c, yd[0]), "o0");
+    LLVMValueRef nc = LLVMBuildSDiv(c->b, it, cg_i64(c, yd[0]), "nc");
+    for (int32_t i = 1; i < nsp; i++) {
+        oc[i] = cg_for_begin(c, &lo[i], cg_i64(c, 0), cg_i64(c, yd[i]), "o");
+    }
+    LLVMValueRef yoff = imul(c, nc, out_sp);
+    for (int32_t i = 0; i < nsp; i++) {
+        yoff = iadd(c, yoff, imul(c, oc[i], ys[i]));
+    }
+    LLVMValueRef xb = imul(c, nc, in_sp);
+    // Window start per dim: oc*s - pb.
+    LLVMValueRef wst[DL_MAX_RANK];
+    for (int32_t i = 0; i < nsp; i++) {
+        wst[i] = iaddk(c, imul(c, oc[i], s[i]), -pb[i]);
+    }
+    LLVMValueRef cntf = NULL;
+    if (!is_max) { // count = product over dims of the taps inside [lo, hi)
+        LLVMValueRef cnt = cg_i64(c, 1);
+        for (int32_t i = 0; i < nsp; i++) {
+            LLVMValueRef ca = entry_alloca(c, c->t_i64);
+            st(c, cg_i64(c, 0), ca);
+            cg_loop l;
+            LLVMValueRef j = cg_for_begin(c, &l, cg_i64(c, 0), cg_i64(c, k[i]), "j");
+            LLVMValueRef p = iadd(c, wst[i], imul(c, j, dil[i]));
+            LLVMValueRef ok =
+                incl ? in_range(c, p, -pb[i], xd[i] + pe[i]) : in_range(c, p, 0, xd[i]);
+            st(c, iadd(c, ld(c, c->t_i64, ca), LLVMBuildZExt(c->b, ok, c->t_i64, "")), ca);
+            cg_for_end(c, &l);
+            cnt = LLVMBuildMul(c->b, cnt, ld(c, c->t_i64, ca), "");
+        }
+        cntf = LLVMBuildSIToFP(c->b, cnt, c->t_f32, "");
+    }
+    LLVMValueRef acc = entry_alloca(c, c->t_f32), arg = entry_alloca(c, c->t_i64);
+    st(c, cg_f32(c, is_max ? -(double)INFINITY : 0.0), acc);
+    st(c, cg_i64(c, -1), arg);
+    nn_if fk[DL_MAX_RANK];
+    LLVMValueRef xoff = xb, ioff = xb;
+    for (int32_t i = 0; i < nsp; i++) {
+        LLVMValueRef j = cg_for_begin(c, &lk[i], cg_i64(c, 0), cg_i64(c, k[i]), "kj");
+        LLVMValueRef p = iadd(c, wst[i], imul(c, j, dil[i]));
+        nn_if_begin(c, &fk[i], in_range(c, p, 0, xd[i]));
+        xoff = iadd(c, xoff, imul(c, p, xs[i]));
+        ioff = iadd(c, ioff, imul(c, p, is[i]));
+    }
+    LLVMValueRef v = cg_load(c, kr.ptr[xa], xt->dtype, xoff);
+    LLVMValueRef cur = ld(c, c->t_f32, acc);
+    if (is_max) {
+        LLVMValueRef a = ld(c, c->t_i64, arg);
+        LLVMValueRef first = LLVMBuildICmp(c->b, LLVMIntSLT, a, cg_i64(c, 0), "");
+        LLVMValueRef gt = LLVMBuildFCmp(c->b, LLVMRealOGT, v, cur, "");
+        LLVMValueRef vnan = LLVMBuildFCmp(c->b, LLVMRealUNO, v, v, "");
+        LLVMValueRef cnum = LLVMBuildFCmp(c->b, LLVMRealORD, cur, cur, "");
+        LLVMValueRef upd =
+            LLVMBuildOr(c->b, LLVMBuildOr(c->b, first, gt, ""), iand(c, vnan, cnum), "");
+        st(c, LLVMBuildSelect(c->b, upd, v, cur, ""), acc);
+        st(c, LLVMBuildSelect(c->b, upd, ioff, a, ""), arg);
+    } else {
+        st(c, LLVMBuildFAdd(c->b, cur, v, ""), acc);
+    }
+    for (int32_t i = nsp - 1; i >= 0; i--) {
+        nn_if_end(c, &fk[i]);
+        cg_for_end(c, &lk[i]);
+    }
+    LLVMValueRef res = ld(c, c->t_f32, acc);
+    if (!is_max) {
+        res = LLVMBuildFDiv(c->b, res, cntf, "");
+    }
+    cg_store(c, kr.ptr[0], yt->dtype, yoff, res);
+    if (yi) {
+        LLVMValueRef a = ld(c, c->t_i64, arg);
+        LLVMValueRef neg = LLVMBuildICmp(c->b, LLVMIntSLT, a, cg_i64(c, 0), "");
+        cg_store(c, kr.ptr[1], yi->type.dtype, yoff,
+                 LLVMBuildSelect(c->b, neg, cg_i64(c, 0), a, ""));
+    }
+    for (int32_t i = nsp - 1; i >= 1; i--) {
+        cg_for_end(c, &lo[i]);
+    }
+    cg_for_end(c, &lit);
+    return cg_kernel_end(c, &kr);
+}
+
+// GlobalAveragePool: x: [N, C, d...] -> y: [N, C, 1, ...]; outer range N*C.
+static dl_status lower_global_avg_pool(cg *c, const dl_ir_node *n) {
+    dl_ir_value *x = n->inputs[0], *y = n->outputs[0];
+    if (x->type.rank < 2) {
+        cg_error(c, "GlobalAveragePool needs an input of rank >= 3");
+        return DL_ERR_UNSUPPORTED;
+    }
+    int64_t NC = x->type.dims[0].value * x->type.dims[1].value;
+    if (NC == 0) {
+        return DL_OK;
+    }
+    int64_t sp = dl_ir_type_numel(&x->type) / NC;
+    dl_ir_value *vals[2] = {y, x};
+    cg_kernel k;
+    DL_TRY(cg_kernel_begin(c, vals, 2, NC, &k));
+    cg_loop l;
+    LLVMValueRef it = cg_for_begin(c, &l, k.begin, k.end, "nc");
+    LLVMValueRef s = emit_sum(c, k.ptr[1], x->type.dtype, imul(c, it, sp), sp, NULL);
+    cg_store(c, k.ptr[0], y->type.dtype, it, LLVMBuildFDiv(c->b, s, cg_f32(c, (double)sp), ""));
+    cg_for_end(c, &l);
+    return cg_kernel_end(c, &k);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Normalisation
+
+// BatchNormalization, inference: x: [N, C, ...], scale, B, mean, var: [C];
+// y = (x - mean) * (scale / sqrt(var + eps)) + B. Outer range N*C. The optional outputs
+// (running mean / var) pass mean and var through, as the evaluator does outside training.
+static dl_status lower_batch_norm(cg *c, const dl_ir_node *n) {
+    if (dl_ir_node_attr_int(n, "training_mode") != 0) {
+        cg_error(c, "training_mode = 1 is not supported by the cpu backend yet");
+        return DL_ERR_UNSUPPORTED;
+    }
+    dl_ir_value *x = n->inputs[0], *y = n->outputs[0];
+    const dl_ir_type *xt = &x->type;
+    if (xt->rank < 2 || n->n_inputs < 5) {
+        cg_error(c, "needs X of rank >= 2 and all four channel inputs");
+        return DL_ERR_UNSUPPORTED;
+    }
+    int64_t C = xt->dims[1].value, NC = xt->dims[0].value * C;
+    double eps = dl_ir_node_attr_float(n, "epsilon");
+    if (NC > 0) {
+        int64_t S = dl_ir_type_numel(xt) / NC;
+        dl_ir_value *vals[6] = {y, x, n->inputs[1], n->inputs[2], n->inputs[3], n->inputs[4]};
+        cg_kernel k;
+        DL_TRY(cg_kernel_begin(c, vals, 6, NC, &k));
+        cg_loop l, li;
+        LLVMValueRef it = cg_for_begin(c, &l, k.begin, k.end, "nc");
+        LLVMValueRef ch = LLVMBuildSRem(c->b, it, cg_i64(c, C), "c");
+        LLVMValueRef sc = cg_load(c, k.ptr[2], n->inputs[1]->type.dtype, ch);
+        LLVMValueRef bi = cg_load(c, k.ptr[3], n->inputs[2]->type.dtype, ch);
+        LLVMValueRef mu = cg_load(c, k.ptr[4], n->inputs[3]->type.dtype, ch);
+        LLVMValueRef va = cg_load(c, k.ptr[5], n->inputs[4]->type.dtype, ch);
+        LLVMValueRef sd =
+            cg_intrinsic1(c, "llvm.sqrt", c->t_f32, LLVMBuildFAdd(c->b, va, cg_f32(c, eps), ""));
+        LLVMValueRef a = LLVMBuildFDiv(c->b, sc, sd, "");
+        LLVMValueRef i = cg_for_begin(c, &li, cg_i64(c, 0), cg_i64(c, S), "s");
+        LLVMValueRef idx = iadd(c, imul(c, it, S), i);
+        LLVMValueRef xv = cg_load(c, k.ptr[1], xt->dtype, idx);
+        LLVMValueRef r = fmuladd(c, LLVMBuildFSub(c->b, xv, mu, ""), a, bi);
+        cg_store(c, k.ptr[0], y->type.dtype, idx, r);
+        cg_for_end(c, &li);
+        cg_for_end(c, &l);
+        DL_TRY(cg_kernel_end(c, &k));
+    }
+    // running_mean / running_var = mean / var (inference).
+    for (size_t o = 1; o < n->n_outputs && o < 3; o++) {
+        dl_ir_value *out = n->outputs[o], *src = n->inputs[2 + o];
+        if (!out || C == 0) {
+            continue;
+        }
+        dl_ir_value *vals[2] = {out, src};
+        cg_kernel k;
+        DL_TRY(cg_kernel_begin(c, vals, 2, C, &k));
+        cg_loop l;
+        LLVMValueRef i = cg_for_begin(c, &l, k.begin, k.end, "c");
+        LLVMValueRef v = cg_load(c, k.ptr[1], src->type.dtype, i);
+        cg_store(c, k.ptr[0], out->type.dtype, i,
+                 cg_convert(c, v, src->type.dtype, out->type.dtype));
+        cg_for_end(c, &l);
+        DL_TRY(cg_kernel_end(c, &k));
+    }
+    return DL_OK;
+}
+
+// LayerNormalization: x: [d0..d_{a-1}, d_a..d_{r-1}], normalised over [a, r) with the biased
+// variance (two passes, f32); y = (x - mean) * inv_std * scale + B, scale and B broadcast to
+// x.shape[a:]. Mean and InvStdDev: [d0..d_{a-1}, 1, ...]. Outer range = d0 * ... * d_{a-1}.
+static dl_status lower_layer_norm(cg *c, const dl_ir_node *n) {
+    dl_ir_value *x = n->inputs[0], *sc = n->inputs[1], *bi = has_input(n, 2) ? n->inputs[2] : NULL;
+    const dl_ir_type *xt = &x->type;
+    int32_t r = xt->rank;
+    int64_t axis = dl_ir_node_attr_int(n, "axis");
+    if (axis < 0) {
+        axis += r;
+    }
+    if (axis < 0 || axis >= r) {
+        cg_error(c, "axis %lld is out of range for rank %d", (long long)axis, r);
+        return DL_ERR_UNSUPPORTED;
+    }
+    int32_t ax = (int32_t)axis;
+    int64_t outer = 1;
+    for (int32_t i = 0; i < ax; i++) {
+        outer *= xt->dims[i].value;
+    }
+    int64_t numel = dl_ir_type_numel(xt);
+    if (numel == 0) {
+        return DL_OK;
+    }
+    int64_t inner = numel / outer;
+    dl_ir_value *mo = n->n_outputs > 1 ? n->outputs[1] : NULL;
+    dl_ir_value *io = n->n_outputs > 2 ? n->outputs[2] : NULL;
+    // Operands of the normalise loop (x/y, scale, B) and their strides over the inner dims,
+    // size-1 dims dropped and contiguous neighbours merged.
+    int64_t sx[DL_MAX_RANK], ss[DL_MAX_RANK], sb[DL_MAX_RANK];
+    cg_strides(xt, sx);
+    cg_broadcast_strides(&sc->type, xt, ss);
+    if (bi) {
+        cg_broadcast_strides(&bi->type, xt, sb);
+    } else {
+        memset(sb, 0, sizeof sb);
+    }
+    int64_t dims[DL_MAX_RANK], mst[3][DL_MAX_RANK];
+    int32_t R = 0;
+    for (int32_t j = ax; j < r; j++) {
+        int64_t d = xt->dims[j].value;
+        if (d == 1) {
+            continue;
+        }
+        const int64_t *sj[3] = {sx, ss, sb};
+        bool fuse = R > 0;
+        for (int q = 0; fuse && q < 3; q++) {
+            fuse = mst[q][R - 1] == sj[q][j] * d;
+        }
+        if (fuse) {
+            dims[R - 1] *= d;
+        } else {
+            dims[R++] = d;
+        }
+        for (int q = 0; q < 3; q++) {
+            mst[q][R - 1] = sj[q][j];
+        }
+    }
+    dl_ir_value *vals[6];
+    size_t nv = 0;
+    vals[nv++] = n->outputs[0];
+    size_t a_mo = mo ? nv++ : 0, a_io = io ? nv++ : 0;
+    if (mo) {
+        vals[a_mo] = mo;
+    }
+    if (io) {
+        vals[a_io] = io;
+    }
+    size_t a_x = nv++, a_s = nv++, a_b = bi ? nv++ : 0;
+    vals[a_x] = x;
+    vals[a_s] = sc;
+    if (bi) {
+        vals[a_b] = bi;
+    }
+    cg_kernel k;
+    DL_TRY(cg_kernel_begin(c, vals, nv, outer, &k));
+    cg_loop l;
+    LLVMValueRef it = cg_for_begin(c, &l, k.begin, k.end, "o");
+    LLVMValueRef xo = imul(c, it, inner);
+    LLVMValueRef fin = cg_f32(c, (double)inner);
+    LLVMValueRef mean =
+        LLVMBuildFDiv(c->b, emit_sum(c, k.ptr[a_x], xt->dtype, xo, inner, NULL), fin, "mean");
+    LLVMValueRef var =
+        LLVMBuildFDiv(c->b, emit_sum(c, k.ptr[a_x], xt->dtype, xo, inner, mean), fin, "var");
+    LLVMValueRef sd =
+        cg_intrinsic1(c, "llvm.sqrt", c->t_f32,
+                      LLVMBuildFAdd(c->b, var, cg_f32(c, dl_ir_node_attr_float(n, "epsilon")), ""));
+    LLVMValueRef inv = LLVMBuildFDiv(c->b, cg_f32(c, 1), sd, "inv");
+    if (mo) {
+        cg_store(c, k.ptr[a_mo], mo->type.dtype, it, mean);
+    }
+    if (io) {
+        cg_store(c, k.ptr[a_io], io->type.dtype, it, inv);
+    }
+    cg_loop li[DL_MAX_RANK];
+    LLVMValueRef off[3] = {xo, cg_i64(c, 0), cg_i64(c, 0)};
+    for (int32_t j = 0; j < R; j++) {
+        LLVMValueRef iv = cg_for_begin(c, &li[j], cg_i64(c, 0), cg_i64(c, dims[j]), "i");
+        for (int q = 0; q < 3; q++) {
+            if (mst[q][j] != 0) {
+                off[q] = iadd(c, off[q], imul(c, iv, mst[q][j]));
+            }
+        }
+    }
+    LLVMValueRef xv = cg_load(c, k.ptr[a_x], xt->dtype, off[0]);
+    LLVMValueRef v = LLVMBuildFMul(c->b, LLVMBuildFSub(c->b, xv, mean, ""), inv, "");
+    v = LLVMBuildFMul(c->b, v, cg_load(c, k.ptr[a_s], sc->type.dtype, off[1]), "");
+    if (bi) {
+        v = LLVMBuildFAdd(c->b, v, cg_load(c, k.ptr[a_b], bi->type.dtype, off[2]), "");
+    }
+    cg_store(c, k.ptr[0], n->outputs[0]->type.dtype, off[0], v);
+    for (int32_t j = R - 1; j >= 0; j--) {
+        cg_for_end(c, &li[j]);
+    }
+    cg_for_end(c, &l);
+    return cg_kernel_end(c, &k);
+}
+
+// ---------------------------------------------------------------------------------------------
+
 dl_status dl_cg__lower_nn(cg *c, const dl_ir_node *n) {
-    (void)n;
+    switch (n->op) {
+    case DL_IR_OP_CONV:
+        return lower_conv(c, n);
+    case DL_IR_OP_CONV_TRANSPOSE:
+        return lower_conv_transpose(c, n);
+    case DL_IR_OP_MAX_POOL:
+    case DL_IR_OP_AVERAGE_POOL:
+        return lower_pool(c, n);
+    case DL_IR_OP_GLOBAL_AVERAGE_POOL:
+        return lower_global_avg_pool(c, n);
+    case DL_IR_OP_BATCH_NORMALIZATION:
+        return lower_batch_norm(c, n);
+    case DL_IR_OP_LAYER_NORMALIZATION:
+        return lower_layer_norm(c, n);
+    default:
+        break;
+    }
     cg_error(c, "not supported by the cpu backend yet");
     return DL_ERR_UNSUPPORTED;
 }

@@ -1,0 +1,236 @@
+// tests/codegen/test_nn.c — compiled Conv, ConvTranspose, pools and norms against the reference
+// evaluator: pads, strides, dilations, groups, auto_pad, edge tiles (widths and channel counts
+// that are not multiples of the vector tile or the channel block), optional inputs and outputs.
+#include "cg_check.h"
+#include "dl_base.h"
+#include "dl_test.h"
+
+// One node `y = <op> (<args>)` over the given declarations, checked with `tol`.
+static bool check1(const char *decls, const char *node, const char *outs, cg_tol tol) {
+    char text[2048];
+    snprintf(text, sizeof text, "model m\n%s%s\n%s", decls, node, outs);
+    return cg_check(text, tol);
+}
+
+#define CHECK1(decls, node, tol) DL_CHECK(check1((decls), (node), "output y\n", (tol)))
+
+DL_TEST(nn_conv_basic) {
+    const char *d = "input x : float[2, 3, 9, 21]\ninput w : float[5, 3, 3, 3]\n"
+                    "input b : float[5]\n";
+    CHECK1(d, "y = Conv (x, w, b)", CG_TOL_REDUCE);
+    CHECK1(d, "y = Conv (x, w)", CG_TOL_REDUCE);
+    CHECK1(d, "y = Conv <pads = [1, 1, 1, 1]> (x, w, b)", CG_TOL_REDUCE);
+    CHECK1(d, "y = Conv <pads = [0, 2, 1, 0], strides = [2, 1]> (x, w, b)", CG_TOL_REDUCE);
+    CHECK1(d, "y = Conv <strides = [2, 3], pads = [1, 1, 1, 1]> (x, w, b)", CG_TOL_REDUCE);
+    CHECK1(d, "y = Conv <dilations = [2, 3], pads = [2, 1, 0, 3]> (x, w, b)", CG_TOL_REDUCE);
+    CHECK1(d, "y = Conv <auto_pad = \"SAME_UPPER\"> (x, w, b)", CG_TOL_REDUCE);
+    CHECK1(d, "y = Conv <auto_pad = \"SAME_LOWER\", strides = [2, 2]> (x, w, b)", CG_TOL_REDUCE);
+    CHECK1(d, "y = Conv <auto_pad = \"VALID\", strides = [1, 2]> (x, w)", CG_TOL_REDUCE);
+}
+
+DL_TEST(nn_conv_channels_groups) {
+    // 11 output channels: not a multiple of the channel block (4 or 8); widths 3 (scalar
+    // only), 7 (4-lane tiles), 13 (8-lane tiles + overlap), 37 (16-lane tiles + overlap).
+    static const int widths[] = {3, 7, 13, 37};
+    for (size_t i = 0; i < DL_ARRAY_LEN(widths); i++) {
+        char d[512];
+        snprintf(d, sizeof d,
+                 "input x : float[1, 6, 5, %d]\ninput w : float[11, 6, 3, 3]\n"
+                 "input b : float[11]\n",
+                 widths[i]);
+        CHECK1(d, "y = Conv <pads = [1, 1, 1, 1]> (x, w, b)", CG_TOL_REDUCE);
+        CHECK1(d, "y = Conv (x, w, b)", CG_TOL_REDUCE);
+        CHECK1(d, "y = Conv <strides = [1, 2], pads = [1, 2, 1, 2]> (x, w, b)", CG_TOL_REDUCE);
+    }
+    // groups: 2 groups of 3 -> 4 channels each
+    CHECK1("input x : float[2, 6, 8, 19]\ninput w : float[8, 3, 3, 3]\ninput b : float[8]\n",
+           "y = Conv <group = 2, pads = [1, 1, 1, 1]> (x, w, b)", CG_TOL_REDUCE);
+    // depthwise
+    CHECK1("input x : float[2, 7, 10, 23]\ninput w : float[7, 1, 3, 3]\ninput b : float[7]\n",
+           "y = Conv <group = 7, pads = [1, 1, 1, 1], strides = [2, 2]> (x, w, b)", CG_TOL_REDUCE);
+    // depthwise with a channel multiplier of 2
+    CHECK1("input x : float[1, 4, 9, 18]\ninput w : float[8, 1, 5, 5]\n",
+           "y = Conv <group = 4, auto_pad = \"SAME_UPPER\"> (x, w)", CG_TOL_REDUCE);
+    // 1x1 kernels, many channels
+    CHECK1("input x : float[2, 32, 6, 17]\ninput w : float[24, 32, 1, 1]\ninput b : float[24]\n",
+           "y = Conv (x, w, b)", CG_TOL_REDUCE);
+    CHECK1("input x : float[1, 16, 7, 7]\ninput w : float[9, 16, 1, 1]\n",
+           "y = Conv <strides = [2, 2]> (x, w)", CG_TOL_REDUCE);
+    // kernel wider than the interior: everything on the masked path
+    CHECK1("input x : float[1, 2, 4, 6]\ninput w : float[3, 2, 2, 5]\n",
+           "y = Conv <pads = [1, 3, 0, 3]> (x, w)", CG_TOL_REDUCE);
+    // odd sizes, big channel count with a tail of 1
+    CHECK1("input x : float[3, 5, 11, 29]\ninput w : float[17, 5, 3, 2]\ninput b : float[17]\n",
+           "y = Conv <dilations = [2, 1], pads = [2, 0, 1, 1]> (x, w, b)", CG_TOL_REDUCE);
+}
+
+DL_TEST(nn_conv_lowp) {
+    CHECK1("input x : float16[1, 3, 6, 20]\ninput w : float16[5, 3, 3, 3]\n"
+           "input b : float16[5]\n",
+           "y = Conv <pads = [1, 1, 1, 1]> (x, w, b)", ((cg_tol){2e-2, 2e-2, 0, 0}));
+    CHECK1("input x : bfloat16[1, 3, 6, 20]\ninput w : bfloat16[5, 3, 3, 3]\n",
+           "y = Conv <pads = [1, 1, 1, 1]> (x, w)", ((cg_tol){5e-2, 2e-2, 0, 0}));
+}
+
+DL_TEST(nn_conv_transpose) {
+    const char *d = "input x : float[2, 4, 5, 7]\ninput w : float[4, 3, 3, 3]\n"
+                    "input b : float[3]\n";
+    CHECK1(d, "y = ConvTranspose (x, w, b)", CG_TOL_REDUCE);
+    CHECK1(d, "y = ConvTranspose (x, w)", CG_TOL_REDUCE);
+    CHECK1(d, "y = ConvTranspose <strides = [2, 2]> (x, w, b)", CG_TOL_REDUCE);
+    CHECK1(d, "y = ConvTranspose <strides = [2, 3], pads = [1, 1, 1, 2]> (x, w, b)", CG_TOL_REDUCE);
+    CHECK1(d, "y = ConvTranspose <strides = [2, 2], output_padding = [1, 1]> (x, w, b)",
+           CG_TOL_REDUCE);
+    CHECK1(d, "y = ConvTranspose <dilations = [2, 2], pads = [1, 0, 0, 1]> (x, w, b)",
+           CG_TOL_REDUCE);
+    CHECK1(d, "y = ConvTranspose <strides = [3, 2], output_shape = [15, 14]> (x, w, b)",
+           CG_TOL_REDUCE);
+    CHECK1(d, "y = ConvTranspose <auto_pad = \"SAME_UPPER\", strides = [2, 2]> (x, w, b)",
+           CG_TOL_REDUCE);
+    CHECK1(d, "y = ConvTranspose <auto_pad = \"SAME_LOWER\", strides = [2, 2]> (x, w, b)",
+           CG_TOL_REDUCE);
+    CHECK1("input x : float[2, 4, 5, 7]\ninput w : float[4, 3, 3, 3]\ninput b : float[6]\n",
+           "y = ConvTranspose <group = 2> (x, w, b)", CG_TOL_REDUCE);
+    CHECK1(d, "y = ConvTranspose <group = 4, strides = [2, 2], pads = [1, 1, 1, 1]> (x, w)",
+           CG_TOL_REDUCE);
+    // wide rows: stride-1 columns take the vector path
+    CHECK1("input x : float[1, 6, 4, 40]\ninput w : float[6, 9, 2, 3]\ninput b : float[9]\n",
+           "y = ConvTranspose <pads = [0, 1, 1, 1]> (x, w, b)", CG_TOL_REDUCE);
+}
+
+DL_TEST(nn_pools_2d) {
+    const char *d = "input x : float[2, 3, 11, 13]\n";
+    static const char *const ops[] = {"MaxPool", "AveragePool"};
+    for (size_t i = 0; i < 2; i++) {
+        char node[512];
+        static const char *const attrs[] = {
+            "kernel_shape = [2, 2], strides = [2, 2]",
+            "kernel_shape = [3, 3]",
+            "kernel_shape = [3, 3], strides = [2, 2], ceil_mode = 1",
+            "kernel_shape = [3, 2], strides = [2, 2], pads = [1, 1, 1, 0]",
+            "kernel_shape = [3, 3], strides = [2, 2], pads = [1, 1, 1, 1], ceil_mode = 1",
+            "kernel_shape = [2, 3], dilations = [2, 2], strides = [1, 2]",
+            "kernel_shape = [5, 5], auto_pad = \"SAME_UPPER\", strides = [3, 3]",
+            "kernel_shape = [4, 4], auto_pad = \"SAME_LOWER\", strides = [2, 3]",
+            "kernel_shape = [5, 5], auto_pad = \"VALID\", strides = [3, 3]",
+        };
+        for (size_t j = 0; j < DL_ARRAY_LEN(attrs); j++) {
+            snprintf(node, sizeof node, "y = %s <%s> (x)", ops[i], attrs[j]);
+            CHECK1(d, node, CG_TOL_REDUCE);
+        }
+    }
+    CHECK1(d,
+           "y = AveragePool <kernel_shape = [3, 3], strides = [2, 2], pads = [1, 1, 1, 1], "
+           "count_include_pad = 1> (x)",
+           CG_TOL_REDUCE);
+    CHECK1(d,
+           "y = AveragePool <kernel_shape = [3, 3], strides = [2, 2], pads = [1, 1, 1, 1], "
+           "count_include_pad = 1, ceil_mode = 1> (x)",
+           CG_TOL_REDUCE);
+    CHECK1("input x : float16[1, 2, 9, 9]\n",
+           "y = AveragePool <kernel_shape = [3, 3], pads = [1, 1, 1, 1]> (x)",
+           ((cg_tol){2e-3, 2e-3, 0, 0}));
+}
+
+DL_TEST(nn_pools_nd_indices) {
+    // 1-D and 3-D
+    CHECK1("input x : float[2, 3, 17]\n",
+           "y = MaxPool <kernel_shape = [3], strides = [2], pads = [1, 1], ceil_mode = 1> (x)",
+           CG_TOL_EXACT);
+    CHECK1("input x : float[2, 3, 17]\n",
+           "y = AveragePool <kernel_shape = [4], strides = [3], dilations = [2]> (x)",
+           CG_TOL_REDUCE);
+    CHECK1("input x : float[1, 2, 5, 6, 7]\n",
+           "y = MaxPool <kernel_shape = [2, 3, 2], strides = [2, 2, 2], pads = [0, 1, 1, 1, 1, "
+           "0], ceil_mode = 1> (x)",
+           CG_TOL_EXACT);
+    CHECK1("input x : float[1, 2, 5, 6, 7]\n",
+           "y = AveragePool <kernel_shape = [3, 3, 3], strides = [2, 1, 2], pads = [1, 1, 1, 1, "
+           "1, 1], count_include_pad = 1> (x)",
+           CG_TOL_REDUCE);
+    // Indices, row and column major
+    DL_CHECK(check1("input x : float[2, 3, 9, 10]\n",
+                    "y, i = MaxPool <kernel_shape = [3, 3], strides = [2, 2], pads = [1, 1, 1, "
+                    "1]> (x)",
+                    "output y\noutput i\n", CG_TOL_EXACT));
+    DL_CHECK(check1("input x : float[2, 3, 9, 10]\n",
+                    "y, i = MaxPool <kernel_shape = [2, 3], strides = [2, 2], storage_order = 1, "
+                    "ceil_mode = 1> (x)",
+                    "output y\noutput i\n", CG_TOL_EXACT));
+    DL_CHECK(check1("input x : float[1, 2, 4, 5, 6]\n",
+                    "y, i = MaxPool <kernel_shape = [2, 2, 2], dilations = [1, 2, 1]> (x)",
+                    "output y\noutput i\n", CG_TOL_EXACT));
+    DL_CHECK(check1("input x : float[1, 2, 12]\n",
+                    "y, i = MaxPool <kernel_shape = [3], strides = [3]> (x)",
+                    "output y\noutput i\n", CG_TOL_EXACT));
+}
+
+DL_TEST(nn_global_avg_pool) {
+    CHECK1("input x : float[2, 3, 7, 9]\n", "y = GlobalAveragePool (x)", CG_TOL_REDUCE);
+    CHECK1("input x : float[2, 5, 3]\n", "y = GlobalAveragePool (x)", CG_TOL_REDUCE);
+    CHECK1("input x : float[1, 4, 16]\n", "y = GlobalAveragePool (x)", CG_TOL_REDUCE);
+    CHECK1("input x : float[2, 2, 3, 4, 5]\n", "y = GlobalAveragePool (x)", CG_TOL_REDUCE);
+    CHECK1("input x : bfloat16[1, 3, 6, 6]\n", "y = GlobalAveragePool (x)",
+           ((cg_tol){1e-2, 1e-2, 0, 0}));
+}
+
+DL_TEST(nn_batch_norm) {
+    const char *d = "input x : float[2, 3, 5, 7]\ninput s : float[3]\ninput b : float[3]\n"
+                    "input m : float[3]\ninput pos_v : float[3]\n";
+    CHECK1(d, "y = BatchNormalization (x, s, b, m, pos_v)", CG_TOL_MATH);
+    CHECK1(d, "y = BatchNormalization <epsilon = 0.01> (x, s, b, m, pos_v)", CG_TOL_MATH);
+    DL_CHECK(check1(d, "y, rm, rv = BatchNormalization (x, s, b, m, pos_v)",
+                    "output y\noutput rm\noutput rv\n", CG_TOL_MATH));
+    CHECK1("input x : float[4, 6]\ninput s : float[6]\ninput b : float[6]\n"
+           "input m : float[6]\ninput pos_v : float[6]\n",
+           "y = BatchNormalization (x, s, b, m, pos_v)", CG_TOL_MATH);
+    CHECK1("input x : float[2, 3, 4, 3, 5]\ninput s : float[3]\ninput b : float[3]\n"
+           "input m : float[3]\ninput pos_v : float[3]\n",
+           "y = BatchNormalization (x, s, b, m, pos_v)", CG_TOL_MATH);
+    CHECK1("input x : float16[2, 3, 5, 7]\ninput s : float16[3]\ninput b : float16[3]\n"
+           "input m : float16[3]\ninput pos_v : float16[3]\n",
+           "y = BatchNormalization (x, s, b, m, pos_v)", ((cg_tol){1e-2, 1e-2, 0, 0}));
+}
+
+DL_TEST(nn_layer_norm) {
+    CHECK1("input x : float[4, 10]\ninput s : float[10]\ninput b : float[10]\n",
+           "y = LayerNormalization (x, s, b)", CG_TOL_MATH);
+    CHECK1("input x : float[2, 3, 37]\ninput s : float[37]\n",
+           "y = LayerNormalization <axis = -1, epsilon = 0.001> (x, s)", CG_TOL_MATH);
+    CHECK1("input x : float[2, 3, 4, 5]\ninput s : float[3, 4, 5]\ninput b : float[3, 4, 5]\n",
+           "y = LayerNormalization <axis = 1> (x, s, b)", CG_TOL_MATH);
+    // scale broadcasts over the normalised dims
+    CHECK1("input x : float[2, 3, 4, 5]\ninput s : float[4, 1]\ninput b : float[5]\n",
+           "y = LayerNormalization <axis = -2> (x, s, b)", CG_TOL_MATH);
+    CHECK1("input x : float[2, 3, 4, 5]\ninput s : float[3, 1, 5]\n",
+           "y = LayerNormalization <axis = 1> (x, s)", CG_TOL_MATH);
+    DL_CHECK(check1("input x : float[3, 50]\ninput s : float[50]\ninput b : float[50]\n",
+                    "y, mu, inv = LayerNormalization (x, s, b)",
+                    "output y\noutput mu\noutput inv\n", CG_TOL_MATH));
+    DL_CHECK(check1("input x : float[2, 3, 4, 5]\ninput s : float[3, 4, 5]\n",
+                    "y, mu, inv = LayerNormalization <axis = 1> (x, s)",
+                    "output y\noutput mu\noutput inv\n", CG_TOL_MATH));
+    DL_CHECK(check1("input x : float[2, 3, 4, 5]\ninput s : float[4, 5]\n",
+                    "y, mu = LayerNormalization <axis = -2> (x, s)", "output y\noutput mu\n",
+                    CG_TOL_MATH));
+    CHECK1("input x : bfloat16[4, 33]\ninput s : bfloat16[33]\ninput b : bfloat16[33]\n",
+           "y = LayerNormalization (x, s, b)", ((cg_tol){3e-2, 2e-2, 0, 0}));
+}
+
+DL_TEST(nn_conv_strided_rows) {
+    // Wide rows so strided columns take the vector tiles: strides 2-4 use wide loads and a
+    // shuffle, 5 goes lane by lane; the row end is left to the masked path.
+    static const char *const attrs[] = {
+        "strides = [1, 2]",
+        "strides = [2, 3], pads = [1, 1, 1, 1]",
+        "strides = [1, 4], pads = [0, 2, 0, 1]",
+        "strides = [1, 5], dilations = [1, 2]",
+        "strides = [1, 2], auto_pad = \"SAME_UPPER\"",
+    };
+    for (size_t i = 0; i < DL_ARRAY_LEN(attrs); i++) {
+        char node[256];
+        snprintf(node, sizeof node, "y = Conv <%s> (x, w, b)", attrs[i]);
+        CHECK1("input x : float[2, 3, 5, 83]\ninput w : float[7, 3, 3, 3]\ninput b : float[7]\n",
+               node, CG_TOL_REDUCE);
+    }
+}
