@@ -1,9 +1,690 @@
 // codegen/lower_linalg.c — lowering of: MatMul Gemm.
-// Not written yet: every op here reports that it is not supported by the cpu backend.
+//
+// Both ops become one strided problem: y[b, i, j] = alpha * sum_k A[b, i, k] B[b, k, j]
+// (+ beta * C[i, j]), where A and B are read through static element strides (sa_m, sa_k),
+// (sb_k, sb_n) plus a per-batch offset. That covers MatMul's 1-D promotion (a 1-D a is
+// [1, K], a 1-D b is [K, 1]), its broadcast batch dims (stride 0 on a broadcast dim) and
+// Gemm's transA / transB (swapped strides). y is always contiguous [batch, M, N].
+//
+// Float dtypes (float, float16, bfloat16) use a blocked, vectorised loop nest (GotoBLAS-like,
+// sized for one core):
+//
+//   outer parallel range: batch * ceil(M / MB); one iteration = MB rows of one batch's y
+//   for jc in N groups of NC columns:
+//     scratch[MB][NC] = 0                       (f32 accumulators of the group)
+//     for pc in K blocks of KC:                 (the last block may be shorter)
+//       ap[MB / MR][KC][MR] = A[rows, pc..]     (packed per MR-row tile, f32)
+//       bp[NC / NR][KC][NR] = B[pc.., jc..]     (packed per NR-column panel, f32, zero past N)
+//       for each NR panel, for each MR-row tile (the last block may end with mr_e rows):
+//         microkernel: MR accumulators of <NR x float> in registers; per k one B vector from
+//         bp and, per row, fmuladd(broadcast(ap[tile][k][r]), B, acc[r]); the accumulators
+//         are loaded from and stored back to scratch around the k loop (unrolled by 4)
+//     epilogue: y = alpha * scratch (+ beta * C), converted to y's dtype (the last panel of y
+//     may be narrower than NR: static width nr_e)
+//
+// MR x NR follows the target's vector registers (from the target machine's feature string):
+// 6 x 16 with AVX2+FMA (12 ymm accumulators, two for B, one broadcast), 12 x 32 with AVX-512F,
+// 4 x 8 otherwise. KC keeps one B panel at 16 KiB (L1); MB = 8 MR, NC = 4 NR. Packing A makes
+// the microkernel's reads contiguous whatever A's strides (transA, power-of-two leading dims
+// that would alias in L1). The three allocas are the kernel's whole state (AVX2: 48 + 64 + 12
+// KiB of stack; AVX-512: 48 + 64 + 48 KiB), private to one call, and every outer iteration
+// writes only its own rows of y, so any split of the range gives the same bytes. Accumulation
+// is in f32 for every float dtype (float16 and bfloat16 are converted when packed and rounded
+// once when y is stored); the order of the sum over k is fixed (k ascending, in KC blocks),
+// independent of the split.
+//
+// Integer MatMul / Gemm (int32, int64) use a simple loop per output element, accumulating in
+// i64; MatMul wraps to int32 as int32 arithmetic would. Integer Gemm computes
+// alpha * s + beta * c in double and converts as the reference evaluator does (truncate,
+// saturate to int64, wrap to int32).
 #include "cg_internal.h"
 
-dl_status dl_cg__lower_linalg(cg *c, const dl_ir_node *n) {
-    (void)n;
-    cg_error(c, "not supported by the cpu backend yet");
+#include <string.h>
+
+DL_CG_FAMILY_SWITCHES_ARE_PARTIAL
+
+#define MAX_MR 16 // accumulator rows of the widest microkernel
+
+// The static description of one (batched) product.
+typedef struct gemm_prob {
+    int64_t M, N, K;
+    int64_t sa_m, sa_k, sb_k, sb_n; // element strides of A and B inside one batch
+    int32_t br;                     // batch rank
+    int64_t bd[DL_MAX_RANK];        // batch dims of y
+    int64_t abs_[DL_MAX_RANK];      // per batch dim: element stride of A (0: broadcast)
+    int64_t bbs[DL_MAX_RANK];       // same for B
+    int64_t nb;                     // number of batches (product of bd)
+    double alpha, beta;
+    dl_ir_value *y, *a, *b, *cv; // cv: Gemm's C or NULL
+    int64_t cs_m, cs_n;          // C's strides broadcast to [M, N]
+} gemm_prob;
+
+// Register blocking for the target.
+typedef struct gemm_blk {
+    int64_t MR, NR; // microkernel tile: MR rows x NR columns (NR = one LLVM vector)
+    int64_t KC;     // K block
+    int64_t MB;     // rows per outer iteration (a multiple of MR)
+    int64_t NC;     // columns per packed B group (a multiple of NR)
+} gemm_blk;
+
+static bool has_feature(const char *features, const char *f) {
+    size_t n = strlen(f);
+    for (const char *p = strstr(features, f); p; p = strstr(p + 1, f)) {
+        bool start = p == features || p[-1] == ',';
+        bool stop = p[n] == ',' || p[n] == '\0';
+        if (start && stop) {
+            return true;
+        }
+    }
+    return false;
+}
+
+static gemm_blk choose_blocking(cg *c) {
+    char *f = LLVMGetTargetMachineFeatureString(c->tm);
+    gemm_blk g;
+    if (has_feature(f, "+avx512f")) {
+        g = (gemm_blk){12, 32, 0, 0, 0};
+    } else if (has_feature(f, "+avx2") && has_feature(f, "+fma")) {
+        g = (gemm_blk){6, 16, 0, 0, 0};
+    } else {
+        g = (gemm_blk){4, 8, 0, 0, 0};
+    }
+    LLVMDisposeMessage(f);
+    g.KC = 4096 / g.NR; // one packed B panel = KC * NR floats = 16 KiB (L1)
+    g.MB = 8 * g.MR;
+    g.NC = 4 * g.NR;
+    return g;
+}
+
+// ---------------------------------------------------------------------------------------------
+// IR helpers
+
+// A counted loop whose body carries `n` values (phis) from one iteration to the next.
+typedef struct ploop {
+    LLVMBasicBlockRef header, body, exit;
+    LLVMValueRef iv;
+    LLVMValueRef v[MAX_MR];
+    size_t n;
+} ploop;
+
+static void ploop_begin(cg *c, ploop *l, LLVMValueRef lo, LLVMValueRef hi, const LLVMValueRef *init,
+                        size_t n) {
+    DL_ASSERT(n <= MAX_MR);
+    LLVMValueRef fn = LLVMGetBasicBlockParent(LLVMGetInsertBlock(c->b));
+    LLVMBasicBlockRef pre = LLVMGetInsertBlock(c->b);
+    l->header = LLVMAppendBasicBlockInContext(c->ctx, fn, "kloop");
+    l->body = LLVMAppendBasicBlockInContext(c->ctx, fn, "kbody");
+    l->exit = LLVMAppendBasicBlockInContext(c->ctx, fn, "kdone");
+    l->n = n;
+    LLVMBuildBr(c->b, l->header);
+    LLVMPositionBuilderAtEnd(c->b, l->header);
+    l->iv = LLVMBuildPhi(c->b, c->t_i64, "k");
+    LLVMAddIncoming(l->iv, &lo, &pre, 1);
+    for (size_t i = 0; i < n; i++) {
+        l->v[i] = LLVMBuildPhi(c->b, LLVMTypeOf(init[i]), "acc");
+        LLVMValueRef v0 = init[i];
+        LLVMAddIncoming(l->v[i], &v0, &pre, 1);
+    }
+    LLVMBuildCondBr(c->b, LLVMBuildICmp(c->b, LLVMIntSLT, l->iv, hi, ""), l->body, l->exit);
+    LLVMPositionBuilderAtEnd(c->b, l->body);
+}
+
+// Closes the loop; after it, l->v[] hold the final values.
+static void ploop_end(cg *c, ploop *l, const LLVMValueRef *next) {
+    LLVMBasicBlockRef latch = LLVMGetInsertBlock(c->b);
+    LLVMValueRef inc = LLVMBuildAdd(c->b, l->iv, cg_i64(c, 1), "");
+    LLVMBuildBr(c->b, l->header);
+    LLVMAddIncoming(l->iv, &inc, &latch, 1);
+    for (size_t i = 0; i < l->n; i++) {
+        LLVMValueRef v = next[i];
+        LLVMAddIncoming(l->v[i], &v, &latch, 1);
+    }
+    LLVMPositionBuilderAtEnd(c->b, l->exit);
+}
+
+// if (cond) { ... }: returns the join block; the builder is positioned in the then-block.
+static LLVMBasicBlockRef if_begin(cg *c, LLVMValueRef cond) {
+    LLVMValueRef fn = LLVMGetBasicBlockParent(LLVMGetInsertBlock(c->b));
+    LLVMBasicBlockRef then = LLVMAppendBasicBlockInContext(c->ctx, fn, "then");
+    LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(c->ctx, fn, "join");
+    LLVMBuildCondBr(c->b, cond, then, join);
+    LLVMPositionBuilderAtEnd(c->b, then);
+    return join;
+}
+
+static void if_end(cg *c, LLVMBasicBlockRef join) {
+    LLVMBuildBr(c->b, join);
+    LLVMPositionBuilderAtEnd(c->b, join);
+}
+
+// if (cond) { then } else { else }: if_else_begin positions in `then`, if_else_mid in `else`.
+typedef struct if_else {
+    LLVMBasicBlockRef els, join;
+} if_else;
+
+static void if_else_begin(cg *c, if_else *ie, LLVMValueRef cond) {
+    LLVMValueRef fn = LLVMGetBasicBlockParent(LLVMGetInsertBlock(c->b));
+    LLVMBasicBlockRef then = LLVMAppendBasicBlockInContext(c->ctx, fn, "then");
+    ie->els = LLVMAppendBasicBlockInContext(c->ctx, fn, "else");
+    ie->join = LLVMAppendBasicBlockInContext(c->ctx, fn, "join");
+    LLVMBuildCondBr(c->b, cond, then, ie->els);
+    LLVMPositionBuilderAtEnd(c->b, then);
+}
+
+static void if_else_mid(cg *c, if_else *ie) {
+    LLVMBuildBr(c->b, ie->join);
+    LLVMPositionBuilderAtEnd(c->b, ie->els);
+}
+
+static void if_else_end(cg *c, if_else *ie) {
+    LLVMBuildBr(c->b, ie->join);
+    LLVMPositionBuilderAtEnd(c->b, ie->join);
+}
+
+static LLVMValueRef add(cg *c, LLVMValueRef x, LLVMValueRef y) {
+    return LLVMBuildAdd(c->b, x, y, "");
+}
+
+static LLVMValueRef mul_c(cg *c, LLVMValueRef x, int64_t s) {
+    return s == 1 ? x : LLVMBuildMul(c->b, x, cg_i64(c, s), "");
+}
+
+static LLVMValueRef min_c(cg *c, LLVMValueRef x, LLVMValueRef y) {
+    return LLVMBuildSelect(c->b, LLVMBuildICmp(c->b, LLVMIntSLT, x, y, ""), x, y, "");
+}
+
+// A float pointer + element offset.
+static LLVMValueRef fptr(cg *c, LLVMValueRef base, LLVMValueRef idx) {
+    return LLVMBuildInBoundsGEP2(c->b, c->t_f32, base, &idx, 1, "");
+}
+
+static LLVMValueRef load_vec(cg *c, LLVMTypeRef vt, LLVMValueRef p, unsigned align) {
+    LLVMValueRef v = LLVMBuildLoad2(c->b, vt, p, "");
+    LLVMSetAlignment(v, align);
+    return v;
+}
+
+static void store_vec(cg *c, LLVMValueRef v, LLVMValueRef p, unsigned align) {
+    LLVMSetAlignment(LLVMBuildStore(c->b, v, p), align);
+}
+
+static LLVMValueRef splat(cg *c, LLVMTypeRef vt, LLVMValueRef s) {
+    LLVMValueRef v = LLVMBuildInsertElement(c->b, LLVMGetPoison(vt), s, cg_i32(c, 0), "");
+    LLVMTypeRef mt = LLVMVectorType(c->t_i32, LLVMGetVectorSize(vt));
+    return LLVMBuildShuffleVector(c->b, v, LLVMGetPoison(vt), LLVMConstNull(mt), "");
+}
+
+static LLVMValueRef fmuladd(cg *c, LLVMValueRef x, LLVMValueRef y, LLVMValueRef z) {
+    static const char name[] = "llvm.fmuladd";
+    unsigned id = LLVMLookupIntrinsicID(name, sizeof name - 1);
+    LLVMTypeRef t = LLVMTypeOf(x);
+    LLVMValueRef fn = LLVMGetIntrinsicDeclaration(c->mod, id, &t, 1);
+    LLVMTypeRef fty = LLVMIntrinsicGetType(c->ctx, id, &t, 1);
+    LLVMValueRef args[3] = {x, y, z};
+    return LLVMBuildCall2(c->b, fty, fn, args, 3, "");
+}
+
+// An alloca of `n` floats in the kernel's entry block (the builder is still there).
+static LLVMValueRef entry_alloca(cg *c, int64_t n) {
+    LLVMValueRef p = LLVMBuildAlloca(c->b, LLVMArrayType2(c->t_f32, (uint64_t)n), "scratch");
+    LLVMSetAlignment(p, 64);
+    return p;
+}
+
+// Element offsets of batch `bi` (i64) in A and B: unravel over the static batch dims.
+static void batch_offsets(cg *c, const gemm_prob *p, LLVMValueRef bi, LLVMValueRef *a_off,
+                          LLVMValueRef *b_off) {
+    *a_off = cg_i64(c, 0);
+    *b_off = cg_i64(c, 0);
+    LLVMValueRef rem = bi;
+    for (int32_t d = p->br - 1; d >= 0; d--) {
+        if (p->bd[d] == 1) {
+            continue;
+        }
+        LLVMValueRef idx = LLVMBuildURem(c->b, rem, cg_i64(c, p->bd[d]), "");
+        rem = LLVMBuildUDiv(c->b, rem, cg_i64(c, p->bd[d]), "");
+        if (p->abs_[d]) {
+            *a_off = add(c, *a_off, mul_c(c, idx, p->abs_[d]));
+        }
+        if (p->bbs[d]) {
+            *b_off = add(c, *b_off, mul_c(c, idx, p->bbs[d]));
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The blocked float kernel
+
+// Values live inside one outer iteration.
+typedef struct fctx {
+    const gemm_prob *p;
+    gemm_blk g;
+    cg_kernel *k;
+    LLVMTypeRef vt; // <NR x float>
+    unsigned valign;
+    LLVMValueRef ap, bp, scr;  // allocas: [MB / MR][KC][MR], [NC / NR][KC][NR], [MB][NC]
+    LLVMValueRef a_off, b_off; // batch offsets (elements)
+    LLVMValueRef y_off;        // element offset of y[b, 0, 0]
+    LLVMValueRef i0;           // first row of the block
+    LLVMValueRef rows;         // rows in the block (runtime, <= MB)
+    LLVMValueRef c0;           // first column of the NC group
+    LLVMValueRef j0;           // first column of the NR panel
+    LLVMValueRef sub;          // panel index inside the group
+    LLVMValueRef pc, kc;       // K block start and length
+} fctx;
+
+// ap[tile][k][r] = A[i0 + tile * MR + r, pc + k] for r < mr, k < kc.
+static void emit_pack_a(cg *c, const fctx *f, LLVMValueRef tile, int64_t mr) {
+    const gemm_prob *p = f->p;
+    dl_dtype at = p->a->type.dtype;
+    LLVMValueRef row = add(c, f->i0, mul_c(c, tile, f->g.MR));
+    LLVMValueRef src0 = add(c, f->a_off, add(c, mul_c(c, row, p->sa_m), mul_c(c, f->pc, p->sa_k)));
+    LLVMValueRef dst0 = mul_c(c, tile, f->g.KC * f->g.MR);
+    cg_loop lk;
+    LLVMValueRef kk = cg_for_begin(c, &lk, cg_i64(c, 0), f->kc, "pa");
+    LLVMValueRef src = add(c, src0, mul_c(c, kk, p->sa_k));
+    LLVMValueRef dst = add(c, dst0, mul_c(c, kk, f->g.MR));
+    for (int64_t r = 0; r < mr; r++) {
+        LLVMValueRef v = cg_load(c, f->k->ptr[1], at, add(c, src, cg_i64(c, r * p->sa_m)));
+        LLVMBuildStore(c->b, v, fptr(c, f->ap, add(c, dst, cg_i64(c, r))));
+    }
+    cg_for_end(c, &lk);
+}
+
+// bp[sub][k][0..NR) = B[pc + k, j0 .. j0 + nr), zero past nr, for k in [0, kc).
+static void emit_pack_b(cg *c, const fctx *f, int64_t nr) {
+    const gemm_prob *p = f->p;
+    dl_dtype bt = p->b->type.dtype;
+    LLVMValueRef dst0 = mul_c(c, f->sub, f->g.KC * f->g.NR);
+    cg_loop lk;
+    LLVMValueRef kk = cg_for_begin(c, &lk, cg_i64(c, 0), f->kc, "pb");
+    LLVMValueRef src =
+        add(c, f->b_off, add(c, mul_c(c, add(c, f->pc, kk), p->sb_k), mul_c(c, f->j0, p->sb_n)));
+    LLVMValueRef dst = fptr(c, f->bp, add(c, dst0, mul_c(c, kk, f->g.NR)));
+    LLVMValueRef v;
+    if (bt == DL_DT_FLOAT && p->sb_n == 1 && nr == f->g.NR) {
+        v = load_vec(c, f->vt, fptr(c, f->k->ptr[2], src), 4);
+    } else {
+        v = LLVMConstNull(f->vt);
+        for (int64_t j = 0; j < nr; j++) {
+            LLVMValueRef e = cg_load(c, f->k->ptr[2], bt, add(c, src, cg_i64(c, j * p->sb_n)));
+            v = LLVMBuildInsertElement(c->b, v, e, cg_i32(c, (int32_t)j), "");
+        }
+    }
+    store_vec(c, v, dst, f->valign);
+    cg_for_end(c, &lk);
+}
+
+// One k step of the microkernel: acc[r] += ap[tile][kk][r] * bp[sub][kk].
+static void micro_step(cg *c, const fctx *f, LLVMValueRef abase, LLVMValueRef bbase,
+                       LLVMValueRef kk, int64_t mr, LLVMValueRef *acc) {
+    LLVMValueRef bv =
+        load_vec(c, f->vt, fptr(c, f->bp, add(c, bbase, mul_c(c, kk, f->g.NR))), f->valign);
+    LLVMValueRef ak = add(c, abase, mul_c(c, kk, f->g.MR));
+    for (int64_t r = 0; r < mr; r++) {
+        LLVMValueRef a =
+            LLVMBuildLoad2(c->b, c->t_f32, fptr(c, f->ap, add(c, ak, cg_i64(c, r))), "");
+        acc[r] = fmuladd(c, splat(c, f->vt, a), bv, acc[r]);
+    }
+}
+
+// The microkernel on rows [tile * MR, tile * MR + mr) of the block and panel `sub`:
+// scratch[row][sub * NR ..] += sum over k in [0, kc) of ap[tile][k][r] * bp[sub][k].
+#define UNROLL 4
+static void emit_micro(cg *c, const fctx *f, LLVMValueRef tile, int64_t mr) {
+    LLVMValueRef acc[MAX_MR];
+    // srow: scratch index of [tile * MR][sub * NR]
+    LLVMValueRef srow = add(c, mul_c(c, tile, f->g.MR * f->g.NC), mul_c(c, f->sub, f->g.NR));
+    for (int64_t r = 0; r < mr; r++) {
+        acc[r] =
+            load_vec(c, f->vt, fptr(c, f->scr, add(c, srow, cg_i64(c, r * f->g.NC))), f->valign);
+    }
+    LLVMValueRef abase = mul_c(c, tile, f->g.KC * f->g.MR);
+    LLVMValueRef bbase = mul_c(c, f->sub, f->g.KC * f->g.NR);
+    // Unrolled main loop over groups of UNROLL k, then the remainder one by one.
+    LLVMValueRef ng = LLVMBuildUDiv(c->b, f->kc, cg_i64(c, UNROLL), "");
+    ploop l;
+    ploop_begin(c, &l, cg_i64(c, 0), ng, acc, (size_t)mr);
+    LLVMValueRef next[MAX_MR];
+    memcpy(next, l.v, sizeof(LLVMValueRef) * (size_t)mr);
+    LLVMValueRef kb = mul_c(c, l.iv, UNROLL);
+    for (int64_t u = 0; u < UNROLL; u++) {
+        micro_step(c, f, abase, bbase, add(c, kb, cg_i64(c, u)), mr, next);
+    }
+    ploop_end(c, &l, next);
+    ploop l2;
+    ploop_begin(c, &l2, mul_c(c, ng, UNROLL), f->kc, l.v, (size_t)mr);
+    memcpy(next, l2.v, sizeof(LLVMValueRef) * (size_t)mr);
+    micro_step(c, f, abase, bbase, l2.iv, mr, next);
+    ploop_end(c, &l2, next);
+    for (int64_t r = 0; r < mr; r++) {
+        store_vec(c, l2.v[r], fptr(c, f->scr, add(c, srow, cg_i64(c, r * f->g.NC))), f->valign);
+    }
+}
+
+// y[i0 + r, j0 + j] = alpha * scratch[r][sub * NR + j] (+ beta * C[i0 + r, j0 + j]) for
+// r < rows, j < nr.
+static void emit_epilogue(cg *c, const fctx *f, int64_t nr) {
+    const gemm_prob *p = f->p;
+    dl_dtype yt = p->y->type.dtype;
+    cg_loop lr;
+    LLVMValueRef r = cg_for_begin(c, &lr, cg_i64(c, 0), f->rows, "er");
+    LLVMValueRef i = add(c, f->i0, r);
+    LLVMValueRef yrow = add(c, f->y_off, add(c, mul_c(c, i, p->N), f->j0));
+    LLVMValueRef crow = NULL;
+    if (p->cv) {
+        crow = add(c, mul_c(c, i, p->cs_m), mul_c(c, f->j0, p->cs_n));
+    }
+    LLVMValueRef srow = add(c, mul_c(c, r, f->g.NC), mul_c(c, f->sub, f->g.NR));
+    for (int64_t j = 0; j < nr; j++) {
+        LLVMValueRef v =
+            LLVMBuildLoad2(c->b, c->t_f32, fptr(c, f->scr, add(c, srow, cg_i64(c, j))), "");
+        if (p->alpha != 1.0) {
+            v = LLVMBuildFMul(c->b, v, cg_f32(c, p->alpha), "");
+        }
+        if (p->cv) {
+            LLVMValueRef cvv =
+                cg_load(c, f->k->ptr[3], p->cv->type.dtype, add(c, crow, cg_i64(c, j * p->cs_n)));
+            if (p->beta != 1.0) {
+                cvv = LLVMBuildFMul(c->b, cvv, cg_f32(c, p->beta), "");
+            }
+            v = LLVMBuildFAdd(c->b, v, cvv, "");
+        }
+        cg_store(c, f->k->ptr[0], yt, add(c, yrow, cg_i64(c, j)), v);
+    }
+    cg_for_end(c, &lr);
+}
+
+typedef void (*panel_fn)(cg *c, const fctx *f, int64_t nr);
+
+// For each NR panel of the current NC group: sets f->sub and f->j0 and emits fn(nr) with the
+// panel's static width (NR, or nr_e for the last panel of y).
+static void for_panels(cg *c, fctx *f, LLVMValueRef n_sub, panel_fn fn) {
+    const gemm_prob *p = f->p;
+    int64_t n_full = p->N / f->g.NR, nr_e = p->N % f->g.NR;
+    cg_loop ls;
+    f->sub = cg_for_begin(c, &ls, cg_i64(c, 0), n_sub, "sub");
+    f->j0 = add(c, f->c0, mul_c(c, f->sub, f->g.NR));
+    if (nr_e == 0) {
+        fn(c, f, f->g.NR);
+    } else if (n_full == 0) {
+        fn(c, f, nr_e);
+    } else {
+        LLVMValueRef is_full =
+            LLVMBuildICmp(c->b, LLVMIntSLT, f->j0, cg_i64(c, n_full * f->g.NR), "");
+        if_else ie;
+        if_else_begin(c, &ie, is_full);
+        fn(c, f, f->g.NR);
+        if_else_mid(c, &ie);
+        fn(c, f, nr_e);
+        if_else_end(c, &ie);
+    }
+    cg_for_end(c, &ls);
+}
+
+static dl_status emit_float(cg *c, const gemm_prob *p) {
+    gemm_blk g = choose_blocking(c);
+    int64_t M = p->M, N = p->N, K = p->K;
+    int64_t nblk = (M + g.MB - 1) / g.MB;
+    int64_t n_groups = (N + g.NC - 1) / g.NC;
+    int64_t n_kblk = (K + g.KC - 1) / g.KC;
+    int64_t mr_e = M % g.MR;                   // rows of the last, partial tile
+    int64_t last_rows = M - (nblk - 1) * g.MB; // rows of the last block
+    int64_t tile_e = last_rows / g.MR;         // index of its partial tile
+    dl_ir_value *vals[4] = {p->y, p->a, p->b, p->cv};
+    cg_kernel k;
+    DL_TRY(cg_kernel_begin(c, vals, p->cv ? 4 : 3, p->nb * nblk, &k));
+    fctx f;
+    memset(&f, 0, sizeof f);
+    f.p = p;
+    f.g = g;
+    f.k = &k;
+    f.vt = LLVMVectorType(c->t_f32, (unsigned)g.NR);
+    f.valign = (unsigned)(g.NR * 4 < 64 ? g.NR * 4 : 64);
+    f.ap = entry_alloca(c, g.MB * g.KC);  // ap: [MB / MR, KC, MR]
+    f.bp = entry_alloca(c, g.NC * g.KC);  // bp: [NC / NR, KC, NR]
+    f.scr = entry_alloca(c, g.MB * g.NC); // scratch: [MB, NC]
+
+    // t: [batch, nblk]
+    cg_loop lt;
+    LLVMValueRef t = cg_for_begin(c, &lt, k.begin, k.end, "t");
+    LLVMValueRef bi = LLVMBuildUDiv(c->b, t, cg_i64(c, nblk), "");
+    LLVMValueRef ib = LLVMBuildURem(c->b, t, cg_i64(c, nblk), "");
+    batch_offsets(c, p, bi, &f.a_off, &f.b_off);
+    f.y_off = mul_c(c, bi, M * N);
+    f.i0 = mul_c(c, ib, g.MB);
+    f.rows = min_c(c, cg_i64(c, g.MB), LLVMBuildSub(c->b, cg_i64(c, M), f.i0, ""));
+    LLVMValueRef n_tiles = LLVMBuildUDiv(c->b, f.rows, cg_i64(c, g.MR), "");
+    LLVMValueRef is_last = LLVMBuildICmp(c->b, LLVMIntEQ, ib, cg_i64(c, nblk - 1), "");
+
+    // NC column groups
+    cg_loop lg;
+    LLVMValueRef jg = cg_for_begin(c, &lg, cg_i64(c, 0), cg_i64(c, n_groups), "jg");
+    f.c0 = mul_c(c, jg, g.NC);
+    LLVMValueRef ncols = min_c(c, cg_i64(c, g.NC), LLVMBuildSub(c->b, cg_i64(c, N), f.c0, ""));
+    LLVMValueRef n_sub =
+        LLVMBuildUDiv(c->b, add(c, ncols, cg_i64(c, g.NR - 1)), cg_i64(c, g.NR), "");
+    LLVMBuildMemSet(c->b, f.scr, LLVMConstInt(c->t_i8, 0, 0), cg_i64(c, g.MB * g.NC * 4), 64);
+    // K blocks
+    cg_loop lq;
+    LLVMValueRef q = cg_for_begin(c, &lq, cg_i64(c, 0), cg_i64(c, n_kblk), "kb");
+    f.pc = mul_c(c, q, g.KC);
+    f.kc = min_c(c, cg_i64(c, g.KC), LLVMBuildSub(c->b, cg_i64(c, K), f.pc, ""));
+    cg_loop lm;
+    LLVMValueRef tile = cg_for_begin(c, &lm, cg_i64(c, 0), n_tiles, "ta");
+    emit_pack_a(c, &f, tile, g.MR);
+    cg_for_end(c, &lm);
+    if (mr_e) {
+        LLVMBasicBlockRef join = if_begin(c, is_last);
+        emit_pack_a(c, &f, cg_i64(c, tile_e), mr_e);
+        if_end(c, join);
+    }
+    for_panels(c, &f, n_sub, emit_pack_b);
+    cg_loop ls;
+    f.sub = cg_for_begin(c, &ls, cg_i64(c, 0), n_sub, "sub");
+    tile = cg_for_begin(c, &lm, cg_i64(c, 0), n_tiles, "tile");
+    emit_micro(c, &f, tile, g.MR);
+    cg_for_end(c, &lm);
+    if (mr_e) {
+        LLVMBasicBlockRef join = if_begin(c, is_last);
+        emit_micro(c, &f, cg_i64(c, tile_e), mr_e);
+        if_end(c, join);
+    }
+    cg_for_end(c, &ls);
+    cg_for_end(c, &lq);
+    for_panels(c, &f, n_sub, emit_epilogue);
+    cg_for_end(c, &lg);
+    cg_for_end(c, &lt);
+    return cg_kernel_end(c, &k);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Integers: one output element at a time, i64 accumulation.
+
+static dl_status emit_int(cg *c, const gemm_prob *p, bool is_gemm) {
+    dl_dtype at = p->a->type.dtype, bt = p->b->type.dtype, yt = p->y->type.dtype;
+    int64_t M = p->M, N = p->N;
+    dl_ir_value *vals[4] = {p->y, p->a, p->b, p->cv};
+    cg_kernel k;
+    DL_TRY(cg_kernel_begin(c, vals, p->cv ? 4 : 3, p->nb * M, &k));
+    LLVMValueRef accp = LLVMBuildAlloca(c->b, c->t_i64, "acc");
+    // t: [batch, M], one row of y per outer iteration
+    cg_loop lt, lj, lk;
+    LLVMValueRef t = cg_for_begin(c, &lt, k.begin, k.end, "t");
+    LLVMValueRef bi = LLVMBuildUDiv(c->b, t, cg_i64(c, M), "");
+    LLVMValueRef i = LLVMBuildURem(c->b, t, cg_i64(c, M), "");
+    LLVMValueRef a_off, b_off;
+    batch_offsets(c, p, bi, &a_off, &b_off);
+    LLVMValueRef arow = add(c, a_off, mul_c(c, i, p->sa_m));
+    LLVMValueRef j = cg_for_begin(c, &lj, cg_i64(c, 0), cg_i64(c, N), "j");
+    LLVMBuildStore(c->b, cg_i64(c, 0), accp);
+    LLVMValueRef bcol = add(c, b_off, mul_c(c, j, p->sb_n));
+    LLVMValueRef kk = cg_for_begin(c, &lk, cg_i64(c, 0), cg_i64(c, p->K), "k");
+    LLVMValueRef av = cg_load(c, k.ptr[1], at, add(c, arow, mul_c(c, kk, p->sa_k)));
+    LLVMValueRef bv = cg_load(c, k.ptr[2], bt, add(c, bcol, mul_c(c, kk, p->sb_k)));
+    av = LLVMBuildIntCast2(c->b, av, c->t_i64, 1, "");
+    bv = LLVMBuildIntCast2(c->b, bv, c->t_i64, 1, "");
+    LLVMValueRef s = LLVMBuildLoad2(c->b, c->t_i64, accp, "");
+    LLVMBuildStore(c->b, add(c, s, LLVMBuildMul(c->b, av, bv, "")), accp);
+    cg_for_end(c, &lk);
+    LLVMValueRef acc = LLVMBuildLoad2(c->b, c->t_i64, accp, "");
+    LLVMValueRef v;
+    if (is_gemm && (p->alpha != 1.0 || (p->cv && p->beta != 1.0))) {
+        // As the evaluator: alpha * s + beta * c in double, truncated and saturated to int64,
+        // then wrapped to the output's width.
+        LLVMValueRef d = LLVMBuildSIToFP(c->b, acc, c->t_f64, "");
+        d = LLVMBuildFMul(c->b, d, LLVMConstReal(c->t_f64, p->alpha), "");
+        if (p->cv) {
+            LLVMValueRef cvv = cg_load(c, k.ptr[3], p->cv->type.dtype,
+                                       add(c, mul_c(c, i, p->cs_m), mul_c(c, j, p->cs_n)));
+            cvv = LLVMBuildSIToFP(c->b, cvv, c->t_f64, "");
+            d = LLVMBuildFAdd(c->b, d,
+                              LLVMBuildFMul(c->b, cvv, LLVMConstReal(c->t_f64, p->beta), ""), "");
+        }
+        v = cg_intrinsic1(c, "llvm.fptosi.sat", c->t_i64, d);
+    } else {
+        v = acc;
+        if (is_gemm && p->cv) {
+            LLVMValueRef cvv = cg_load(c, k.ptr[3], p->cv->type.dtype,
+                                       add(c, mul_c(c, i, p->cs_m), mul_c(c, j, p->cs_n)));
+            v = add(c, v, LLVMBuildIntCast2(c->b, cvv, c->t_i64, 1, ""));
+        }
+    }
+    v = LLVMBuildIntCast2(c->b, v, cg_compute_type(c, yt), 1, "");
+    cg_store(c, k.ptr[0], yt, add(c, mul_c(c, t, N), j), v);
+    cg_for_end(c, &lj);
+    cg_for_end(c, &lt);
+    return cg_kernel_end(c, &k);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Problem setup
+
+static dl_status emit_prob(cg *c, const gemm_prob *p, bool is_gemm) {
+    dl_dtype t = p->y->type.dtype;
+    if (dl_ir_type_numel(&p->y->type) == 0) {
+        return DL_OK; // nothing to write
+    }
+    if (dl_dtype_is_float(t)) {
+        return emit_float(c, p);
+    }
+    if (t == DL_DT_INT32 || t == DL_DT_INT64) {
+        return emit_int(c, p, is_gemm);
+    }
+    cg_error(c, "dtype %s is not supported", dl_dtype_name(t));
     return DL_ERR_UNSUPPORTED;
+}
+
+// x: [batch_a..., M, K] (or [K]); w: [batch_b..., K, N] (or [K]); y: [batch..., M, N] minus the
+// dims dropped by 1-D promotion.
+static dl_status lower_matmul(cg *c, const dl_ir_node *n) {
+    gemm_prob p;
+    memset(&p, 0, sizeof p);
+    p.y = n->outputs[0];
+    p.a = n->inputs[0];
+    p.b = n->inputs[1];
+    p.alpha = 1.0;
+    const dl_ir_type *at = &p.a->type, *bt = &p.b->type;
+    if (at->rank < 1 || bt->rank < 1) {
+        cg_error(c, "inputs must have rank >= 1");
+        return DL_ERR_UNSUPPORTED;
+    }
+    int32_t ra = at->rank, rb = bt->rank;
+    p.M = ra == 1 ? 1 : at->dims[ra - 2].value;
+    p.K = at->dims[ra - 1].value;
+    p.N = rb == 1 ? 1 : bt->dims[rb - 1].value;
+    p.sa_k = 1;
+    p.sa_m = p.K;
+    p.sb_n = 1;
+    p.sb_k = rb == 1 ? 1 : p.N;
+    // Batch dims: numpy broadcast of a's and b's leading dims.
+    int32_t bra = ra > 2 ? ra - 2 : 0, brb = rb > 2 ? rb - 2 : 0;
+    p.br = bra > brb ? bra : brb;
+    int64_t a_mat = p.M * p.K, b_mat = p.K * p.N;
+    int64_t sa = a_mat, sb = b_mat;
+    p.nb = 1;
+    for (int32_t d = p.br - 1; d >= 0; d--) {
+        int32_t ia = d - (p.br - bra), ib = d - (p.br - brb);
+        int64_t da = ia >= 0 ? at->dims[ia].value : 1, db = ib >= 0 ? bt->dims[ib].value : 1;
+        if (da != db && da != 1 && db != 1) {
+            cg_error(c, "batch dimensions do not broadcast");
+            return DL_ERR_UNSUPPORTED;
+        }
+        p.bd[d] = da == 1 ? db : da;
+        p.abs_[d] = da == 1 ? 0 : sa;
+        p.bbs[d] = db == 1 ? 0 : sb;
+        sa *= da;
+        sb *= db;
+        p.nb *= p.bd[d];
+    }
+    if (p.nb * p.M * p.N != dl_ir_type_numel(&p.y->type)) {
+        cg_error(c, "the output type does not match the inputs");
+        return DL_ERR_UNSUPPORTED;
+    }
+    return emit_prob(c, &p, false);
+}
+
+// A: [M, K] (transA: [K, M]); B: [K, N] (transB: [N, K]); C broadcast to [M, N]; y: [M, N].
+static dl_status lower_gemm(cg *c, const dl_ir_node *n) {
+    gemm_prob p;
+    memset(&p, 0, sizeof p);
+    p.y = n->outputs[0];
+    p.a = n->inputs[0];
+    p.b = n->inputs[1];
+    p.cv = n->n_inputs > 2 ? n->inputs[2] : NULL;
+    const dl_ir_type *at = &p.a->type, *bt = &p.b->type, *yt = &p.y->type;
+    if (at->rank != 2 || bt->rank != 2 || yt->rank != 2) {
+        cg_error(c, "A, B and the output must have rank 2");
+        return DL_ERR_UNSUPPORTED;
+    }
+    bool ta = dl_ir_node_attr_int(n, "transA") != 0, tb = dl_ir_node_attr_int(n, "transB") != 0;
+    p.alpha = dl_ir_node_attr_float(n, "alpha");
+    p.beta = dl_ir_node_attr_float(n, "beta");
+    int64_t a0 = at->dims[0].value, a1 = at->dims[1].value;
+    int64_t b0 = bt->dims[0].value, b1 = bt->dims[1].value;
+    p.M = ta ? a1 : a0;
+    p.K = ta ? a0 : a1;
+    p.N = tb ? b0 : b1;
+    int64_t Kb = tb ? b1 : b0;
+    if (Kb != p.K || yt->dims[0].value != p.M || yt->dims[1].value != p.N) {
+        cg_error(c, "the shapes of A, B and the output do not agree");
+        return DL_ERR_UNSUPPORTED;
+    }
+    // A[i, k] at i * sa_m + k * sa_k; B[k, j] at k * sb_k + j * sb_n.
+    p.sa_m = ta ? 1 : a1;
+    p.sa_k = ta ? a1 : 1;
+    p.sb_k = tb ? 1 : b1;
+    p.sb_n = tb ? b1 : 1;
+    p.nb = 1;
+    if (p.cv) {
+        const dl_ir_type *ct = &p.cv->type;
+        if (ct->rank > 2) {
+            cg_error(c, "C must have rank <= 2");
+            return DL_ERR_UNSUPPORTED;
+        }
+        for (int32_t d = 0; d < ct->rank; d++) {
+            int64_t cd = ct->dims[d].value, yd = yt->dims[d + 2 - ct->rank].value;
+            if (cd != 1 && cd != yd) {
+                cg_error(c, "C does not broadcast to the output");
+                return DL_ERR_UNSUPPORTED;
+            }
+        }
+        int64_t cs[2];
+        cg_broadcast_strides(ct, yt, cs);
+        p.cs_m = cs[0];
+        p.cs_n = cs[1];
+    }
+    return emit_prob(c, &p, true);
+}
+
+dl_status dl_cg__lower_linalg(cg *c, const dl_ir_node *n) {
+    switch (n->op) {
+    case DL_IR_OP_MATMUL:
+        return lower_matmul(c, n);
+    case DL_IR_OP_GEMM:
+        return lower_gemm(c, n);
+    default:
+        cg_error(c, "not a linear-algebra op");
+        return DL_ERR_UNSUPPORTED;
+    }
 }

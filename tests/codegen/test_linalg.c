@@ -1,0 +1,138 @@
+// tests/codegen/test_linalg.c — compiled MatMul and Gemm against the reference evaluator.
+//
+// Shapes are chosen around the blocking of codegen/lower_linalg.c (MR x NR = 6 x 16 on AVX2,
+// 12 x 32 on AVX-512, row blocks of 8 MR, K blocks of 4096 / NR): odd sizes below one tile,
+// sizes with remainders in M, N and K past one block, and batch broadcasting. Float sums
+// accumulate in f32 (the reference in double), so tolerances are CG_TOL_REDUCE, widened with K
+// where K is large: the rounding error of a K-term f32 dot product of values in [-2, 2) grows
+// like sqrt(K) * 4 * 2^-24 * |terms|, i.e. ~1e-4 absolute at K = 600.
+#include "cg_check.h"
+#include "dl_base.h"
+#include "dl_test.h"
+
+#include <stdio.h>
+
+// Looser absolute tolerance for long float32 dot products (see the file comment).
+#define TOL_LONG_K ((cg_tol){5e-4, 1e-4, 0, 0})
+
+static bool mm(const char *dt, const char *ashape, const char *bshape, cg_tol tol) {
+    char text[512];
+    snprintf(text, sizeof text,
+             "model m\ninput a : %s[%s]\ninput b : %s[%s]\nc = MatMul (a, b)\noutput c\n", dt,
+             ashape, dt, bshape);
+    return cg_check(text, tol);
+}
+
+DL_TEST(matmul_2d) {
+    DL_CHECK(mm("float", "3, 4", "4, 5", CG_TOL_REDUCE));
+    DL_CHECK(mm("float", "1, 1", "1, 1", CG_TOL_REDUCE));
+    DL_CHECK(mm("float", "6, 16", "16, 16", CG_TOL_REDUCE));
+    DL_CHECK(mm("float", "7, 13", "13, 5", CG_TOL_REDUCE));
+    DL_CHECK(mm("float", "65, 33", "33, 17", CG_TOL_REDUCE));
+    DL_CHECK(mm("float", "2, 40", "40, 3", CG_TOL_REDUCE));
+}
+
+DL_TEST(matmul_1d) {
+    DL_CHECK(mm("float", "13", "13, 5", CG_TOL_REDUCE));
+    DL_CHECK(mm("float", "7, 13", "13", CG_TOL_REDUCE));
+    DL_CHECK(mm("float", "9", "9", CG_TOL_REDUCE));
+    DL_CHECK(mm("float", "3, 17", "17", CG_TOL_REDUCE));
+    DL_CHECK(mm("float", "17", "2, 17, 33", CG_TOL_REDUCE)); // 1-D a against a batch
+    DL_CHECK(mm("float", "2, 5, 17", "17", CG_TOL_REDUCE));  // batch against 1-D b
+}
+
+DL_TEST(matmul_batched) {
+    DL_CHECK(mm("float", "2, 3, 4", "2, 4, 5", CG_TOL_REDUCE));
+    DL_CHECK(mm("float", "2, 3, 7, 9", "9, 11", CG_TOL_REDUCE));       // b broadcast
+    DL_CHECK(mm("float", "7, 9", "4, 9, 18", CG_TOL_REDUCE));          // a broadcast
+    DL_CHECK(mm("float", "3, 1, 5, 6", "1, 2, 6, 20", CG_TOL_REDUCE)); // both broadcast
+    DL_CHECK(mm("float", "1, 13, 7", "3, 7, 19", CG_TOL_REDUCE));
+}
+
+// Larger than every block with remainders in each dim: M past two row blocks of 48 (AVX2) and
+// one of 96 (AVX-512), N not a multiple of 16 or 32, K past one block of 256 / 128.
+DL_TEST(matmul_large) {
+    DL_CHECK(mm("float", "103, 300", "300, 77", TOL_LONG_K));
+    DL_CHECK(mm("float", "200, 600", "600, 50", TOL_LONG_K));
+    DL_CHECK(mm("float", "2, 53, 270", "270, 40", TOL_LONG_K));
+    DL_CHECK(mm("float", "64, 64", "64, 64", CG_TOL_REDUCE));
+}
+
+DL_TEST(matmul_int) {
+    cg_tol t = {0, 0, 7, 0};
+    DL_CHECK(mm("int32", "7, 13", "13, 5", t));
+    DL_CHECK(mm("int64", "7, 13", "13, 5", t));
+    DL_CHECK(mm("int64", "2, 3, 4", "4", t));
+    DL_CHECK(mm("int32", "13", "3, 13, 2", t));
+    DL_CHECK(mm("int32", "40, 70", "70, 33", t));
+}
+
+DL_TEST(matmul_half) {
+    // float16 / bfloat16 round the result once; their own precision bounds the error.
+    cg_tol t16 = {2e-3, 2e-3, 0, 0};
+    cg_tol tbf = {2e-2, 1e-2, 0, 0};
+    DL_CHECK(mm("float16", "7, 13", "13, 5", t16));
+    DL_CHECK(mm("float16", "65, 33", "33, 17", t16));
+    DL_CHECK(mm("float16", "2, 9", "9", t16));
+    DL_CHECK(mm("bfloat16", "65, 33", "33, 17", tbf));
+}
+
+static bool gemm(const char *attrs, const char *ashape, const char *bshape, const char *cshape,
+                 cg_tol tol) {
+    char text[640];
+    if (cshape) {
+        snprintf(text, sizeof text,
+                 "model m\ninput a : float[%s]\ninput b : float[%s]\ninput c : float[%s]\n"
+                 "y = Gemm %s (a, b, c)\noutput y\n",
+                 ashape, bshape, cshape, attrs);
+    } else {
+        snprintf(text, sizeof text,
+                 "model m\ninput a : float[%s]\ninput b : float[%s]\n"
+                 "y = Gemm %s (a, b)\noutput y\n",
+                 ashape, bshape, attrs);
+    }
+    return cg_check(text, tol);
+}
+
+// Every transA / transB combination, M = 7, K = 13, N = 5 and a blocked size.
+DL_TEST(gemm_transpose) {
+    DL_CHECK(gemm("", "7, 13", "13, 5", "7, 5", CG_TOL_REDUCE));
+    DL_CHECK(gemm("<transA = 1>", "13, 7", "13, 5", "7, 5", CG_TOL_REDUCE));
+    DL_CHECK(gemm("<transB = 1>", "7, 13", "5, 13", "7, 5", CG_TOL_REDUCE));
+    DL_CHECK(gemm("<transA = 1, transB = 1>", "13, 7", "5, 13", "7, 5", CG_TOL_REDUCE));
+    DL_CHECK(gemm("<transA = 1>", "300, 61", "300, 37", "37", TOL_LONG_K));
+    DL_CHECK(gemm("<transB = 1>", "61, 300", "37, 300", "37", TOL_LONG_K));
+    DL_CHECK(gemm("<transA = 1, transB = 1>", "300, 61", "37, 300", "61, 37", TOL_LONG_K));
+}
+
+DL_TEST(gemm_alpha_beta_c) {
+    const char *ab = "<alpha = 0.5, beta = -1.5>";
+    DL_CHECK(gemm(ab, "7, 13", "13, 5", "7, 5", CG_TOL_REDUCE));
+    DL_CHECK(gemm(ab, "7, 13", "13, 5", "5", CG_TOL_REDUCE));    // C: [N]
+    DL_CHECK(gemm(ab, "7, 13", "13, 5", "7, 1", CG_TOL_REDUCE)); // C: [M, 1]
+    DL_CHECK(gemm(ab, "7, 13", "13, 5", "", CG_TOL_REDUCE));     // C: []
+    DL_CHECK(gemm(ab, "7, 13", "13, 5", "1, 5", CG_TOL_REDUCE));
+    DL_CHECK(gemm(ab, "7, 13", "13, 5", NULL, CG_TOL_REDUCE)); // C absent
+    DL_CHECK(gemm("<alpha = 2.0>", "50, 20", "20, 33", NULL, CG_TOL_REDUCE));
+    DL_CHECK(gemm("<beta = 0.0>", "50, 20", "20, 33", "50, 1", CG_TOL_REDUCE));
+    DL_CHECK(gemm("<alpha = 0.25, beta = 3.0, transB = 1>", "100, 70", "49, 70", "100, 49",
+                  CG_TOL_REDUCE));
+}
+
+DL_TEST(gemm_int_half) {
+    CG_CHECK("model m\ninput a : int32[5, 6]\ninput b : int32[6, 4]\ninput c : int32[4]\n"
+             "y = Gemm (a, b, c)\noutput y\n",
+             ((cg_tol){0, 0, 7, 0}));
+    CG_CHECK("model m\ninput a : int64[6, 5]\ninput b : int64[4, 6]\ninput c : int64[5, 1]\n"
+             "y = Gemm <alpha = 2.0, beta = 0.5, transA = 1, transB = 1> (a, b, c)\noutput y\n",
+             ((cg_tol){0, 0, 7, 0}));
+    CG_CHECK("model m\ninput a : float16[9, 20]\ninput b : float16[20, 11]\n"
+             "input c : float16[11]\ny = Gemm <alpha = 0.5> (a, b, c)\noutput y\n",
+             ((cg_tol){2e-3, 2e-3, 0, 0}));
+}
+
+DL_TEST(matmul_empty_k) {
+    // K = 0: every output element is an empty sum (0), plus beta * C for Gemm.
+    DL_CHECK(mm("float", "3, 0", "0, 4", CG_TOL_EXACT));
+    DL_CHECK(gemm("<beta = 2.0>", "3, 0", "0, 4", "4", CG_TOL_ARITH));
+}
