@@ -280,6 +280,29 @@ void cg_broadcast_strides(const dl_ir_type *t, const dl_ir_type *out, int64_t *s
 // ---------------------------------------------------------------------------------------------
 // Kernels and loops
 
+LLVMValueRef cg_entry_alloca(cg *c, const cg_kernel *k, LLVMTypeRef t, int64_t n) {
+    LLVMBasicBlockRef cur = LLVMGetInsertBlock(c->b);
+    LLVMBasicBlockRef entry = LLVMGetEntryBasicBlock(k->fn);
+    LLVMValueRef first = LLVMGetFirstInstruction(entry);
+    if (first) {
+        LLVMPositionBuilderBefore(c->b, first);
+    } else {
+        LLVMPositionBuilderAtEnd(c->b, entry);
+    }
+    LLVMValueRef a = LLVMBuildAlloca(c->b, LLVMArrayType2(t, (uint64_t)n), "acc");
+    LLVMSetAlignment(a, 64);
+    LLVMPositionBuilderAtEnd(c->b, cur);
+    return a;
+}
+
+LLVMValueRef cg_fadd_reassoc(cg *c, LLVMValueRef a, LLVMValueRef b) {
+    LLVMValueRef v = LLVMBuildFAdd(c->b, a, b, "");
+    if (LLVMCanValueUseFastMathFlags(v)) {
+        LLVMSetFastMathFlags(v, LLVMFastMathAllowReassoc);
+    }
+    return v;
+}
+
 dl_status cg_kernel_begin(cg *c, dl_ir_value *const *vals, size_t n_vals, int64_t range,
                           cg_kernel *k) {
     DL_ASSERT(n_vals <= DL_ARRAY_LEN(k->ptr));

@@ -95,6 +95,18 @@ LLVMValueRef cg_intrinsic2(cg *c, const char *name, LLVMTypeRef ty, LLVMValueRef
 LLVMValueRef cg_libm1(cg *c, const char *name, LLVMValueRef a);
 LLVMValueRef cg_libm2(cg *c, const char *name, LLVMValueRef a, LLVMValueRef b);
 
+// An array of n values of type t, allocated in the kernel's entry block (so it is one stack
+// slot however deep the loop that asks), 64-byte aligned. The builder position is kept.
+LLVMValueRef cg_entry_alloca(cg *c, const cg_kernel *k, LLVMTypeRef t, int64_t n);
+// a + b on floats with reassociation allowed, so LLVM may vectorise a reduction. The summation
+// order then depends only on the static shapes (results are still deterministic).
+LLVMValueRef cg_fadd_reassoc(cg *c, LLVMValueRef a, LLVMValueRef b);
+// e^x of an f32 value without a libm call, so loops containing it vectorise (lower_reduce.c).
+LLVMValueRef dl_cg__exp_f32(cg *c, LLVMValueRef x);
+// Softmax / LogSoftmax of x along `axis` into y (same shape) (lower_reduce.c).
+DL_NODISCARD dl_status dl_cg__emit_softmax(cg *c, dl_ir_value *y, dl_ir_value *x, int32_t axis,
+                                           bool is_log);
+
 // A diagnostic at the node being lowered.
 void cg_error(cg *c, const char *fmt, ...) DL_PRINTF(2, 3);
 

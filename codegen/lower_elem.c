@@ -180,7 +180,7 @@ static LLVMValueRef fsel_neg(cg *c, LLVMValueRef x, LLVMValueRef if_neg) {
 }
 
 static LLVMValueRef sigmoid(cg *c, LLVMValueRef x) {
-    LLVMValueRef e = cg_intrinsic1(c, "llvm.exp", c->t_f32, LLVMBuildFNeg(c->b, x, ""));
+    LLVMValueRef e = dl_cg__exp_f32(c, LLVMBuildFNeg(c->b, x, ""));
     return LLVMBuildFDiv(c->b, cg_f32(c, 1), LLVMBuildFAdd(c->b, cg_f32(c, 1), e, ""), "");
 }
 
@@ -195,7 +195,7 @@ static LLVMValueRef f_unary(cg *c, const map_args *a, LLVMValueRef *in) {
         return fl ? cg_intrinsic1(c, "llvm.fabs", t, x)
                   : cg_intrinsic2(c, "llvm.abs", t, x, LLVMConstInt(c->t_i1, 0, 0));
     case DL_IR_OP_EXP:
-        return cg_intrinsic1(c, "llvm.exp", t, x);
+        return dl_cg__exp_f32(c, x);
     case DL_IR_OP_LOG:
         return cg_intrinsic1(c, "llvm.log", t, x);
     case DL_IR_OP_SQRT:
@@ -238,7 +238,7 @@ static LLVMValueRef f_unary(cg *c, const map_args *a, LLVMValueRef *in) {
     case DL_IR_OP_SOFTPLUS: {
         // log(1 + e^x) = max(x, 0) + log1p(e^-|x|): no overflow for large |x|.
         LLVMValueRef ax = cg_intrinsic1(c, "llvm.fabs", t, x);
-        LLVMValueRef e = cg_intrinsic1(c, "llvm.exp", t, LLVMBuildFNeg(c->b, ax, ""));
+        LLVMValueRef e = dl_cg__exp_f32(c, LLVMBuildFNeg(c->b, ax, ""));
         LLVMValueRef l = cg_libm1(c, "log1pf", e);
         LLVMValueRef mx = cg_intrinsic2(c, "llvm.maxnum", t, x, cg_f32(c, 0));
         return LLVMBuildFAdd(c->b, mx, l, "");
