@@ -3,9 +3,11 @@
 // plan. The plan is untrusted input: every count, offset, id and size is checked here, once, so
 // sessions and steps can index without checks.
 #define _GNU_SOURCE // memfd_create
+#include "dl_base.h"
 #include "rt_internal.h"
 
 #include <dlfcn.h>
+#include <elf.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -223,13 +225,54 @@ static dlrt_status finish_load(void *handle, const char *what, dlrt_model **out)
     return DLRT_OK;
 }
 
+// The dynamic loader trusts the file: a truncated or forged ELF makes dlopen fault (it maps and
+// clears segments past the end of the file). So before dlopen the headers are checked against
+// the bytes: a 64-bit little-endian x86-64 shared object whose program headers, loadable and
+// dynamic segments and section headers all lie inside the file.
+static dlrt_status check_elf(const uint8_t *p, size_t size, const char *what) {
+    Elf64_Ehdr eh;
+    if (size < sizeof eh || memcmp(p, ELFMAG, SELFMAG) != 0) {
+        return rt__fail(DLRT_ERR_CORRUPT, "%s is not an ELF shared object", what);
+    }
+    memcpy(&eh, p, sizeof eh);
+    if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_ident[EI_DATA] != ELFDATA2LSB ||
+        eh.e_type != ET_DYN || eh.e_machine != EM_X86_64) {
+        return rt__fail(DLRT_ERR_CORRUPT, "%s is not an x86-64 ELF shared object", what);
+    }
+    if (eh.e_phentsize != sizeof(Elf64_Phdr) ||
+        !fits(eh.e_phoff, (uint64_t)eh.e_phnum * sizeof(Elf64_Phdr), size)) {
+        return rt__fail(DLRT_ERR_CORRUPT, "%s is truncated or damaged (program headers)", what);
+    }
+    if (eh.e_shnum != 0 && (eh.e_shentsize != sizeof(Elf64_Shdr) ||
+                            !fits(eh.e_shoff, (uint64_t)eh.e_shnum * sizeof(Elf64_Shdr), size))) {
+        return rt__fail(DLRT_ERR_CORRUPT, "%s is truncated or damaged (section headers)", what);
+    }
+    for (uint16_t i = 0; i < eh.e_phnum; i++) {
+        Elf64_Phdr ph;
+        memcpy(&ph, p + eh.e_phoff + (uint64_t)i * sizeof ph, sizeof ph);
+        if ((ph.p_type == PT_LOAD || ph.p_type == PT_DYNAMIC) &&
+            (!fits(ph.p_offset, ph.p_filesz, size) || ph.p_filesz > ph.p_memsz)) {
+            return rt__fail(DLRT_ERR_CORRUPT, "%s is truncated or damaged (segment %u)", what,
+                            (unsigned)i);
+        }
+    }
+    return DLRT_OK;
+}
+
 dlrt_status dlrt_model_load_file(const char *path, dlrt_model **out) {
     if (!path || !out) {
         return rt__fail(DLRT_ERR_INVALID_ARG, "dlrt_model_load_file: NULL argument");
     }
     *out = NULL;
-    if (access(path, R_OK) != 0) {
+    char *bytes = NULL;
+    size_t len = 0;
+    if (dl_read_file(path, &bytes, &len) != DL_OK) {
         return rt__fail(DLRT_ERR_IO, "cannot read %s: %s", path, strerror(errno));
+    }
+    dlrt_status est = check_elf((const uint8_t *)bytes, len, path);
+    free(bytes);
+    if (est != DLRT_OK) {
+        return est;
     }
     // dlopen searches the library path for names without '/'; a user means the file.
     char buf[4096];
@@ -250,8 +293,9 @@ dlrt_status dlrt_model_load_memory(const void *data, size_t size, dlrt_model **o
         return rt__fail(DLRT_ERR_INVALID_ARG, "dlrt_model_load_memory: NULL argument");
     }
     *out = NULL;
-    if (size < 64 || memcmp(data, "\177ELF", 4) != 0) {
-        return rt__fail(DLRT_ERR_CORRUPT, "artifact bytes are not an ELF shared object");
+    dlrt_status est = check_elf(data, size, "the artifact");
+    if (est != DLRT_OK) {
+        return est;
     }
     int fd = memfd_create("dlcc-artifact", MFD_CLOEXEC);
     if (fd < 0) {
@@ -315,23 +359,23 @@ void dlrt_model_release(dlrt_model *m) {
 }
 
 const char *dlrt_model_name(const dlrt_model *m) {
-    return m->name;
+    return m ? m->name : "";
 }
 
 const char *dlrt_model_target(const dlrt_model *m) {
-    return m->target;
+    return m ? m->target : "";
 }
 
 size_t dlrt_model_num_inputs(const dlrt_model *m) {
-    return m->n_inputs;
+    return m ? m->n_inputs : 0;
 }
 
 size_t dlrt_model_num_outputs(const dlrt_model *m) {
-    return m->n_outputs;
+    return m ? m->n_outputs : 0;
 }
 
 size_t dlrt_model_num_params(const dlrt_model *m) {
-    return m->n_params;
+    return m ? m->n_params : 0;
 }
 
 static void describe(const dlrt_model *m, size_t t, dlrt_tensor_desc *out) {
@@ -348,7 +392,10 @@ static void describe(const dlrt_model *m, size_t t, dlrt_tensor_desc *out) {
 
 static dlrt_status describe_role(const dlrt_model *m, size_t first, size_t n, size_t i,
                                  dlrt_tensor_desc *out, const char *what) {
-    if (!out || i >= n) {
+    if (!m || !out) {
+        return rt__fail(DLRT_ERR_INVALID_ARG, "dlrt_model_%s: NULL argument", what);
+    }
+    if (i >= n) {
         return rt__fail(DLRT_ERR_INVALID_ARG, "%s index %zu out of range (model has %zu)", what, i,
                         n);
     }
@@ -357,13 +404,13 @@ static dlrt_status describe_role(const dlrt_model *m, size_t first, size_t n, si
 }
 
 dlrt_status dlrt_model_input(const dlrt_model *m, size_t i, dlrt_tensor_desc *out) {
-    return describe_role(m, m->first_input, m->n_inputs, i, out, "input");
+    return describe_role(m, m ? m->first_input : 0, m ? m->n_inputs : 0, i, out, "input");
 }
 
 dlrt_status dlrt_model_output(const dlrt_model *m, size_t i, dlrt_tensor_desc *out) {
-    return describe_role(m, m->first_output, m->n_outputs, i, out, "output");
+    return describe_role(m, m ? m->first_output : 0, m ? m->n_outputs : 0, i, out, "output");
 }
 
 dlrt_status dlrt_model_param(const dlrt_model *m, size_t i, dlrt_tensor_desc *out) {
-    return describe_role(m, m->first_param, m->n_params, i, out, "param");
+    return describe_role(m, m ? m->first_param : 0, m ? m->n_params : 0, i, out, "param");
 }

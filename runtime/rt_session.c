@@ -126,6 +126,9 @@ static long find_tensor(const dlrt_model *m, size_t first, size_t n, const char 
 
 static dlrt_status lookup(dlrt_session *s, const char *name, int role, size_t size, bool check_size,
                           const dlrt_plan_tensor **out) {
+    if (!s) {
+        return rt__fail(DLRT_ERR_INVALID_ARG, "session is NULL");
+    }
     const dlrt_model *m = s->model;
     size_t first = role == DLRT_ROLE_INPUT    ? m->first_input
                    : role == DLRT_ROLE_OUTPUT ? m->first_output
@@ -158,6 +161,9 @@ dlrt_status dlrt_session_set_input(dlrt_session *s, const char *name, const void
                                    size_t size) {
     const dlrt_plan_tensor *t;
     dlrt_status st = lookup(s, name, DLRT_ROLE_INPUT, size, true, &t);
+    if (st == DLRT_OK && size && !data) {
+        return rt__fail(DLRT_ERR_INVALID_ARG, "input '%s': data is NULL", name);
+    }
     if (st == DLRT_OK && size) {
         memcpy(s->buf_ptr[t->buffer], data, size);
     }
@@ -186,6 +192,9 @@ static void run_split(dlrt_kernel_fn fn, void *const *args, int64_t range, int p
 }
 
 dlrt_status dlrt_session_infer(dlrt_session *s) {
+    if (!s) {
+        return rt__fail(DLRT_ERR_INVALID_ARG, "dlrt_session_infer: session is NULL");
+    }
     const dlrt_model *m = s->model;
     const dlrt_plan_hdr *h = m->hdr;
     uint32_t first = h->entry_first[DLRT_ENTRY_INFER], n = h->entry_count[DLRT_ENTRY_INFER];
@@ -221,6 +230,9 @@ dlrt_status dlrt_session_output(dlrt_session *s, const char *name, const void **
 dlrt_status dlrt_session_get_param(dlrt_session *s, const char *name, void *data, size_t size) {
     const dlrt_plan_tensor *t;
     dlrt_status st = lookup(s, name, DLRT_ROLE_PARAM, size, true, &t);
+    if (st == DLRT_OK && size && !data) {
+        return rt__fail(DLRT_ERR_INVALID_ARG, "param '%s': data is NULL", name);
+    }
     if (st == DLRT_OK && size) {
         memcpy(data, s->buf_ptr[t->buffer], size);
     }
@@ -231,6 +243,9 @@ dlrt_status dlrt_session_set_param(dlrt_session *s, const char *name, const void
                                    size_t size) {
     const dlrt_plan_tensor *t;
     dlrt_status st = lookup(s, name, DLRT_ROLE_PARAM, size, true, &t);
+    if (st == DLRT_OK && size && !data) {
+        return rt__fail(DLRT_ERR_INVALID_ARG, "param '%s': data is NULL", name);
+    }
     if (st == DLRT_OK && size) {
         memcpy(s->buf_ptr[t->buffer], data, size);
     }

@@ -3,3 +3,9 @@
 add_test(NAME cli_end_to_end
          COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_cli.sh $<TARGET_FILE:dlcc> ${CMAKE_SOURCE_DIR})
 set_tests_properties(cli_end_to_end PROPERTIES LABELS unit)
+# `dlcc compile` and running its artifacts: output paths, deterministic bytes, failed compiles
+# that write nothing, usage errors, artifacts vs the reference evaluator, no temporary leftovers.
+add_test(NAME cli_compile
+         COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_compile.sh $<TARGET_FILE:dlcc> ${CMAKE_SOURCE_DIR}
+                 $<TARGET_FILE:dlrt>)
+set_tests_properties(cli_compile PROPERTIES LABELS unit)

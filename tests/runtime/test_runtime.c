@@ -1,0 +1,1192 @@
+// tests/runtime/test_runtime.c — unit tests of libdlrt (runtime/dlrt.h) on artifacts compiled by
+// dl_cg_compile: loading (memory and file), model introspection, deterministic param
+// initialisation (bit-equal to dl_ir_param_materialize), infer against the reference evaluator,
+// param get/set, argument errors, and untrusted artifacts (not ELF, truncated, a foreign shared
+// library, altered plan bytes) that must give a status, never a crash.
+//
+// One small model (elementwise ops, every initialiser kind, float/float16/bfloat16 params) is
+// compiled once and shared by the tests (fixture()). Calls that could crash a buggy runtime run
+// in a forked child (in_child()), so a crash fails that check instead of the whole executable.
+#define _DEFAULT_SOURCE // mkdtemp, readlink, MAP_* in glibc
+#include "dl_base.h"
+#include "dl_cg.h"
+#include "dl_fe.h"
+#include "dl_pass.h"
+#include "dl_test.h"
+#include "dlrt.h"
+#include "dlrt_format.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+DL_TEST_MAIN()
+
+// The shared model. Params cover every initialiser kind and the three float dtypes; outputs
+// cover float, float16 and bool. y depends on p_lit, so set_param is observable through infer.
+static const char model_text[] = "model rtm\n"
+                                 "input x : float[2, 3]\n"
+                                 "input h : float16[4]\n"
+                                 "param p_zeros : float[2, 3] = zeros\n"
+                                 "param p_ones : float16[5] = ones\n"
+                                 "param p_const : float[7] = constant(2.5)\n"
+                                 "param p_unif : float[3, 5] = uniform(-1, 2, seed = 7)\n"
+                                 "param p_norm : float16[4, 4] = normal(0.5, 2, seed = 9)\n"
+                                 "param p_glorot : float[6, 4] = glorot_uniform(seed = 3)\n"
+                                 "param p_he : float16[8, 3, 3, 3] = he_normal(seed = 11)\n"
+                                 "param p_he32 : float[5, 7] = he_normal()\n"
+                                 "param p_unseeded : float[9] = normal(0, 0.02)\n"
+                                 "param p_bf : bfloat16[3, 3] = uniform(-1, 1, seed = 5)\n"
+                                 "param p_bfglorot : bfloat16[4, 2] = glorot_uniform(seed = 2)\n"
+                                 "param p_lit : float[2, 3] = [[1, 2, 3], [4, 5, 6.5]]\n"
+                                 "param p_hlit : float16[4] = [0.1, -2, 3.25, 65504]\n"
+                                 "param p_scalar : float[] = constant(-0.75)\n"
+                                 "y = Add (x, p_lit)\n"
+                                 "z = Mul (y, p_zeros)\n"
+                                 "g = Mul (h, p_hlit)\n"
+                                 "b = Greater (x, p_lit)\n"
+                                 "output y\n"
+                                 "output g\n"
+                                 "output b\n"
+                                 "output z\n";
+
+typedef struct fixture_state {
+    bool ready, ok;
+    dl_ir_module *m;
+    uint8_t *art;
+    size_t art_len;
+    char dir[512]; // a private temporary directory for files the tests write
+} fixture_state;
+
+static fixture_state fx;
+
+static void print_diags(dl_diags *d) {
+    char *s = NULL;
+    if (dl_diags_render(d, &s) == DL_OK && s) {
+        fputs(s, stderr);
+    }
+    free(s);
+}
+
+// Parses, shape-checks, verifies and compiles `text`. On success *m and the artifact bytes
+// are the caller's.
+static bool compile_text(const char *text, dl_ir_module **m, uint8_t **art, size_t *len) {
+    dl_diags *d = NULL;
+    bool ok = false;
+    *m = NULL;
+    if (dl_diags_create(&d) != DL_OK) {
+        return false;
+    }
+    if (dl_fe_parse("rt.dlg", text, strlen(text), d, m) == DL_OK && dl_pass_shape(*m, d) == DL_OK &&
+        dl_ir_verify(*m, d) == DL_OK && dl_cg_compile(*m, NULL, d, art, len) == DL_OK) {
+        ok = true;
+    } else {
+        print_diags(d);
+    }
+    dl_diags_destroy(d);
+    return ok;
+}
+
+// atexit: removes the fixture's directory (tests remove their own files) and frees it.
+static void fixture_cleanup(void) {
+    char sub[600];
+    snprintf(sub, sizeof sub, "%s/tmpdir", fx.dir);
+    rmdir(sub);
+    if (rmdir(fx.dir) != 0) {
+        fprintf(stderr, "note: cannot remove %s: %s\n", fx.dir, strerror(errno));
+    }
+    dl_ir_module_destroy(fx.m);
+    free(fx.art);
+}
+
+static const fixture_state *fixture(void) {
+    if (!fx.ready) {
+        fx.ready = true;
+        atexit(fixture_cleanup);
+        const char *tmp = getenv("TMPDIR");
+        snprintf(fx.dir, sizeof fx.dir, "%s/dlrt-test-XXXXXX", tmp && tmp[0] ? tmp : "/tmp");
+        fx.ok = mkdtemp(fx.dir) != NULL && compile_text(model_text, &fx.m, &fx.art, &fx.art_len);
+    }
+    return &fx;
+}
+
+static bool write_file(const char *path, const void *data, size_t n) {
+    FILE *f = fopen(path, "wb");
+    if (!f) {
+        return false;
+    }
+    bool ok = fwrite(data, 1, n, f) == n;
+    return fclose(f) == 0 && ok;
+}
+
+static uint8_t *read_file(const char *path, size_t *n) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        return NULL;
+    }
+    uint8_t *buf = NULL;
+    size_t cap = 0, len = 0;
+    for (;;) {
+        if (len == cap) {
+            cap = cap ? cap * 2 : 65536;
+            uint8_t *nb = realloc(buf, cap);
+            if (!nb) {
+                free(buf);
+                fclose(f);
+                return NULL;
+            }
+            buf = nb;
+        }
+        size_t r = fread(buf + len, 1, cap - len, f);
+        len += r;
+        if (r == 0) {
+            break;
+        }
+    }
+    fclose(f);
+    *n = len;
+    return buf;
+}
+
+// Runs fn(arg) in a forked child. Returns the child's exit status (fn's return value), or
+// 100 + the signal number if it was killed (a crash), so callers can tell which.
+static int in_child(int (*fn)(void *), void *arg) {
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid < 0) {
+        return 99;
+    }
+    if (pid == 0) {
+        alarm(60);
+        _exit(fn(arg));
+    }
+    int wst = 0;
+    while (waitpid(pid, &wst, 0) < 0 && errno == EINTR) {
+    }
+    if (WIFSIGNALED(wst)) {
+        return 100 + WTERMSIG(wst);
+    }
+    return WEXITSTATUS(wst);
+}
+
+static const char *child_outcome(int rc) {
+    static char buf[128];
+    if (rc >= 100) {
+        snprintf(buf, sizeof buf, "CRASHED with signal %d (%s)", rc - 100, strsignal(rc - 100));
+    } else {
+        snprintf(buf, sizeof buf, "exit %d", rc);
+    }
+    return buf;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Loading and introspection
+
+static void expect_desc(bool *dl_test_failed_, const dlrt_tensor_desc *got, const dl_ir_value *v) {
+    DL_CHECK_STR_EQ(got->name, v->name);
+    DL_CHECK_EQ_I64(got->dtype, v->type.dtype);
+    DL_CHECK_EQ_I64(got->rank, v->type.rank);
+    size_t n = dl_dtype_size(v->type.dtype);
+    for (int32_t k = 0; k < v->type.rank; k++) {
+        DL_CHECK_EQ_I64(got->dims[k], v->type.dims[k].value);
+        n *= (size_t)v->type.dims[k].value;
+    }
+    DL_CHECK_EQ_I64(got->nbytes, n);
+}
+
+static void check_introspection(bool *dl_test_failed_, const dlrt_model *rm) {
+    const dl_ir_module *m = fx.m;
+    DL_CHECK_STR_EQ(dlrt_model_name(rm), "rtm");
+    dl_cg_options o;
+    dl_cg_options_init(&o);
+    char target[256];
+    dl_cg_target_describe(&o, target, sizeof target);
+    DL_CHECK_STR_EQ(dlrt_model_target(rm), target);
+    DL_CHECK(strchr(dlrt_model_target(rm), '/') != NULL);
+    DL_CHECK_EQ_I64(dlrt_model_num_inputs(rm), m->inputs.len);
+    DL_CHECK_EQ_I64(dlrt_model_num_outputs(rm), m->outputs.len);
+    DL_CHECK_EQ_I64(dlrt_model_num_params(rm), m->params.len);
+    dlrt_tensor_desc td;
+    for (size_t i = 0; i < m->inputs.len; i++) {
+        DL_CHECK_OK(dlrt_model_input(rm, i, &td));
+        bool f = false;
+        expect_desc(&f, &td, m->inputs.data[i]);
+        DL_CHECK(!f);
+    }
+    for (size_t i = 0; i < m->outputs.len; i++) {
+        DL_CHECK_OK(dlrt_model_output(rm, i, &td));
+        bool f = false;
+        expect_desc(&f, &td, m->outputs.data[i]);
+        DL_CHECK(!f);
+    }
+    for (size_t i = 0; i < m->params.len; i++) {
+        DL_CHECK_OK(dlrt_model_param(rm, i, &td));
+        bool f = false;
+        expect_desc(&f, &td, m->params.data[i]);
+        DL_CHECK(!f);
+    }
+    // A few values spelled out, so a shared mistake of the IR and the runtime shows too.
+    DL_CHECK_OK(dlrt_model_input(rm, 1, &td));
+    DL_CHECK_STR_EQ(td.name, "h");
+    DL_CHECK_EQ_I64(td.dtype, DLRT_FLOAT16);
+    DL_CHECK_EQ_I64(td.nbytes, 8);
+    DL_CHECK_OK(dlrt_model_output(rm, 2, &td));
+    DL_CHECK_STR_EQ(td.name, "b");
+    DL_CHECK_EQ_I64(td.dtype, DLRT_BOOL);
+    DL_CHECK_EQ_I64(td.rank, 2);
+    DL_CHECK_EQ_I64(td.nbytes, 6);
+    DL_CHECK_OK(dlrt_model_param(rm, 6, &td));
+    DL_CHECK_STR_EQ(td.name, "p_he");
+    DL_CHECK_EQ_I64(td.rank, 4);
+    DL_CHECK_EQ_I64(td.dims[3], 3);
+    DL_CHECK_EQ_I64(td.nbytes, 8 * 27 * 2);
+    DL_CHECK_OK(dlrt_model_param(rm, m->params.len - 1, &td));
+    DL_CHECK_STR_EQ(td.name, "p_scalar");
+    DL_CHECK_EQ_I64(td.rank, 0);
+    DL_CHECK_EQ_I64(td.nbytes, 4);
+    // Out of range.
+    DL_CHECK_EQ_I64(dlrt_model_input(rm, m->inputs.len, &td), DLRT_ERR_INVALID_ARG);
+    DL_CHECK(strstr(dlrt_last_error(), "out of range") != NULL);
+    DL_CHECK_EQ_I64(dlrt_model_output(rm, 99, &td), DLRT_ERR_INVALID_ARG);
+    DL_CHECK_EQ_I64(dlrt_model_param(rm, SIZE_MAX, &td), DLRT_ERR_INVALID_ARG);
+    DL_CHECK_EQ_I64(dlrt_model_input(rm, 0, NULL), DLRT_ERR_INVALID_ARG);
+}
+
+DL_TEST(rt_version_and_status_strings) {
+    const char *v = dlrt_version();
+    DL_CHECK(v != NULL);
+    int a, b, c;
+    DL_CHECK(sscanf(v, "%d.%d.%d", &a, &b, &c) == 3);
+    const char *seen[6] = {0};
+    for (int s = DLRT_OK; s <= DLRT_ERR_UNSUPPORTED; s++) {
+        seen[s] = dlrt_status_str((dlrt_status)s);
+        DL_CHECK(seen[s] != NULL && seen[s][0] != '\0');
+        for (int k = 0; k < s; k++) {
+            DL_CHECK(strcmp(seen[k], seen[s]) != 0);
+        }
+    }
+    DL_CHECK(dlrt_status_str((dlrt_status)1234) != NULL);
+}
+
+DL_TEST(rt_load_memory_introspection) {
+    const fixture_state *f = fixture();
+    DL_CHECK(f->ok);
+    dlrt_model *rm = NULL;
+    DL_CHECK_OK(dlrt_model_load_memory(f->art, f->art_len, &rm));
+    DL_CHECK(rm != NULL);
+    bool failed = false;
+    check_introspection(&failed, rm);
+    dlrt_model_release(rm);
+    DL_CHECK(!failed);
+}
+
+DL_TEST(rt_load_file_introspection) {
+    const fixture_state *f = fixture();
+    DL_CHECK(f->ok);
+    char path[600];
+    snprintf(path, sizeof path, "%s/rtm.so", f->dir);
+    DL_CHECK(write_file(path, f->art, f->art_len));
+    dlrt_model *rm = NULL;
+    DL_CHECK_OK(dlrt_model_load_file(path, &rm));
+    bool failed = false;
+    check_introspection(&failed, rm);
+    dlrt_model_release(rm);
+    DL_CHECK(!failed);
+    // A bare file name means the file in the current directory, not a library-path lookup.
+    char cwd[1024];
+    DL_CHECK(getcwd(cwd, sizeof cwd) != NULL);
+    DL_CHECK(chdir(f->dir) == 0);
+    dlrt_status st = dlrt_model_load_file("rtm.so", &rm);
+    DL_CHECK(chdir(cwd) == 0);
+    DL_CHECK_OK(st);
+    DL_CHECK_STR_EQ(dlrt_model_name(rm), "rtm");
+    dlrt_model_release(rm);
+    remove(path);
+}
+
+static int not_dot(const struct dirent *e) {
+    return strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
+}
+
+// Lists a directory's entry names but . and .., sorted, one per line, into a malloc'd string.
+static char *list_dir(const char *dir) {
+    struct dirent **es = NULL;
+    int n = scandir(dir, &es, not_dot, alphasort);
+    size_t cap = 1, len = 0;
+    for (int i = 0; i < n; i++) {
+        cap += strlen(es[i]->d_name) + 1;
+    }
+    char *s = malloc(cap);
+    if (!s) {
+        return NULL;
+    }
+    s[0] = '\0';
+    for (int i = 0; i < n; i++) {
+        len += (size_t)sprintf(s + len, "%s\n", es[i]->d_name);
+        free(es[i]);
+    }
+    free(es);
+    return s;
+}
+
+// New lines of `after` that are not in `before` and mention dlcc/dlrt/artifact (other processes
+// share /tmp, so only names that could be ours count).
+static bool new_entry_of_ours(const char *before, const char *after) {
+    const char *p = after;
+    while (*p) {
+        const char *nl = strchr(p, '\n');
+        size_t n = nl ? (size_t)(nl - p) : strlen(p);
+        char name[512];
+        snprintf(name, sizeof name, "%.*s", (int)n, p);
+        char key[520];
+        snprintf(key, sizeof key, "\n%s\n", name);
+        char *b = malloc(strlen(before) + 2);
+        if (b) {
+            sprintf(b, "\n%s", before);
+            bool had = strstr(b, key) != NULL;
+            free(b);
+            if (!had &&
+                (strstr(name, "dlcc") || strstr(name, "dlrt") || strstr(name, "artifact"))) {
+                fprintf(stderr, "  new entry: %s\n", name);
+                return true;
+            }
+        }
+        p += n + (nl ? 1 : 0);
+    }
+    return false;
+}
+
+static bool maps_mention(const char *what) {
+    size_t n = 0;
+    uint8_t *maps = read_file("/proc/self/maps", &n);
+    if (!maps) {
+        return false;
+    }
+    bool found = false;
+    char *txt = realloc(maps, n + 1);
+    if (txt) {
+        txt[n] = '\0';
+        found = strstr(txt, what) != NULL;
+        free(txt);
+    } else {
+        free(maps);
+    }
+    return found;
+}
+
+// True if one of this process's open descriptors links to something containing `what`.
+static bool fd_mentions(const char *what) {
+    DIR *dir = opendir("/proc/self/fd");
+    if (!dir) {
+        return false;
+    }
+    bool found = false;
+    struct dirent *e;
+    while ((e = readdir(dir)) != NULL) {
+        char p[300], l[600];
+        snprintf(p, sizeof p, "/proc/self/fd/%s", e->d_name);
+        ssize_t n = readlink(p, l, sizeof l - 1);
+        if (n > 0) {
+            l[n] = '\0';
+            found = found || strstr(l, what) != NULL;
+        }
+    }
+    closedir(dir);
+    return found;
+}
+
+DL_TEST(rt_load_memory_leaves_no_file) {
+    const fixture_state *f = fixture();
+    DL_CHECK(f->ok);
+    const char *tmpdir = getenv("TMPDIR");
+    char *tmp_before = list_dir("/tmp");
+    char *env_before = tmpdir && tmpdir[0] ? list_dir(tmpdir) : NULL;
+    // A fresh TMPDIR for the load: it must stay empty.
+    char fresh[600];
+    snprintf(fresh, sizeof fresh, "%s/tmpdir", f->dir);
+    DL_CHECK(mkdir(fresh, 0700) == 0);
+    char *saved = tmpdir ? strdup(tmpdir) : NULL;
+    setenv("TMPDIR", fresh, 1);
+    dlrt_model *rm = NULL;
+    dlrt_status st = dlrt_model_load_memory(f->art, f->art_len, &rm);
+    bool in_maps = maps_mention("memfd:");
+    bool fd_open = fd_mentions("memfd:dlcc");
+    char *fresh_after = list_dir(fresh);
+    char *tmp_after = list_dir("/tmp");
+    char *env_after = saved && saved[0] ? list_dir(saved) : NULL;
+    if (saved) {
+        setenv("TMPDIR", saved, 1);
+        free(saved);
+    } else {
+        unsetenv("TMPDIR");
+    }
+    dlrt_model_release(rm);
+    bool tmp_new = tmp_before && tmp_after && new_entry_of_ours(tmp_before, tmp_after);
+    bool env_new = env_before && env_after && new_entry_of_ours(env_before, env_after);
+    bool fresh_empty = fresh_after && fresh_after[0] == '\0';
+    free(tmp_before);
+    free(tmp_after);
+    free(env_before);
+    free(env_after);
+    free(fresh_after);
+    rmdir(fresh);
+    DL_CHECK_OK(st);
+    DL_CHECK(in_maps);  // the object is mapped from an anonymous memory file
+    DL_CHECK(!fd_open); // and its descriptor is closed again
+    DL_CHECK(fresh_empty);
+    DL_CHECK(!tmp_new);
+    DL_CHECK(!env_new);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Params
+
+DL_TEST(rt_params_equal_materialize_bit_for_bit) {
+    const fixture_state *f = fixture();
+    DL_CHECK(f->ok);
+    dlrt_model *rm = NULL;
+    dlrt_session *s = NULL, *s2 = NULL;
+    DL_CHECK_OK(dlrt_model_load_memory(f->art, f->art_len, &rm));
+    DL_CHECK_OK(dlrt_session_create(rm, &s));
+    DL_CHECK_OK(dlrt_session_create(rm, &s2));
+    dl_diags *d = NULL;
+    DL_CHECK_OK(dl_diags_create(&d));
+    int bad = 0;
+    for (size_t i = 0; i < f->m->params.len; i++) {
+        const dl_ir_value *p = f->m->params.data[i];
+        dl_tensor want = {0};
+        if (dl_ir_param_materialize(f->m, p, &want, d) != DL_OK) {
+            fprintf(stderr, "  materialize %s failed\n", p->name);
+            bad++;
+            continue;
+        }
+        size_t nb = dl_tensor_nbytes(&want);
+        uint8_t *got = malloc(nb + 1), *got2 = malloc(nb + 1);
+        if (dlrt_session_get_param(s, p->name, got, nb) != DLRT_OK ||
+            dlrt_session_get_param(s2, p->name, got2, nb) != DLRT_OK) {
+            fprintf(stderr, "  get_param %s: %s\n", p->name, dlrt_last_error());
+            bad++;
+        } else if (memcmp(got, want.data, nb) != 0) {
+            int64_t n = dl_tensor_numel(&want);
+            dl_tensor gt = want;
+            gt.data = got;
+            for (int64_t k = 0; k < n; k++) {
+                if (dl_tensor_get(&gt, k) != dl_tensor_get(&want, k)) {
+                    fprintf(stderr, "  param %s[%lld]: runtime %.9g, materialize %.9g\n", p->name,
+                            (long long)k, dl_tensor_get(&gt, k), dl_tensor_get(&want, k));
+                    break;
+                }
+            }
+            bad++;
+        } else if (memcmp(got, got2, nb) != 0) {
+            fprintf(stderr, "  param %s differs between two sessions\n", p->name);
+            bad++;
+        }
+        free(got);
+        free(got2);
+        dl_tensor_free(&want);
+    }
+    // Spot values: the initialisers mean what they say.
+    float c[7];
+    DL_CHECK_OK(dlrt_session_get_param(s, "p_const", c, sizeof c));
+    DL_CHECK(c[0] == 2.5f && c[6] == 2.5f);
+    uint16_t ones[5];
+    DL_CHECK_OK(dlrt_session_get_param(s, "p_ones", ones, sizeof ones));
+    DL_CHECK_EQ_I64(ones[4], 0x3c00); // 1.0 in binary16
+    float sc;
+    DL_CHECK_OK(dlrt_session_get_param(s, "p_scalar", &sc, sizeof sc));
+    DL_CHECK(sc == -0.75f);
+    dl_diags_destroy(d);
+    dlrt_session_destroy(s);
+    dlrt_session_destroy(s2);
+    dlrt_model_release(rm);
+    DL_CHECK_EQ_I64(bad, 0);
+}
+
+DL_TEST(rt_params_identical_across_loads) {
+    // A second compile and load (file this time) initialises the same bytes.
+    const fixture_state *f = fixture();
+    DL_CHECK(f->ok);
+    dl_ir_module *m2 = NULL;
+    uint8_t *art2 = NULL;
+    size_t len2 = 0;
+    DL_CHECK(compile_text(model_text, &m2, &art2, &len2));
+    DL_CHECK(len2 == f->art_len && memcmp(art2, f->art, len2) == 0); // deterministic artifact
+    char path[600];
+    snprintf(path, sizeof path, "%s/again.so", f->dir);
+    DL_CHECK(write_file(path, art2, len2));
+    dlrt_model *a = NULL, *b = NULL;
+    dlrt_session *sa = NULL, *sb = NULL;
+    DL_CHECK_OK(dlrt_model_load_memory(f->art, f->art_len, &a));
+    DL_CHECK_OK(dlrt_model_load_file(path, &b));
+    DL_CHECK_OK(dlrt_session_create(a, &sa));
+    DL_CHECK_OK(dlrt_session_create(b, &sb));
+    uint8_t ba[8 * 27 * 2], bb[8 * 27 * 2];
+    DL_CHECK_OK(dlrt_session_get_param(sa, "p_he", ba, sizeof ba));
+    DL_CHECK_OK(dlrt_session_get_param(sb, "p_he", bb, sizeof bb));
+    DL_CHECK(memcmp(ba, bb, sizeof ba) == 0);
+    dlrt_session_destroy(sa);
+    dlrt_session_destroy(sb);
+    dlrt_model_release(a);
+    dlrt_model_release(b);
+    dl_ir_module_destroy(m2);
+    free(art2);
+    remove(path);
+}
+
+DL_TEST(rt_get_set_param_round_trip) {
+    const fixture_state *f = fixture();
+    DL_CHECK(f->ok);
+    dlrt_model *rm = NULL;
+    dlrt_session *s = NULL;
+    DL_CHECK_OK(dlrt_model_load_memory(f->art, f->art_len, &rm));
+    DL_CHECK_OK(dlrt_session_create(rm, &s));
+    float v[15], back[15];
+    for (int i = 0; i < 15; i++) {
+        v[i] = (float)i * 0.5f - 3.0f;
+    }
+    DL_CHECK_OK(dlrt_session_set_param(s, "p_unif", v, sizeof v));
+    DL_CHECK_OK(dlrt_session_get_param(s, "p_unif", back, sizeof back));
+    DL_CHECK(memcmp(v, back, sizeof v) == 0);
+    uint16_t bf[9] = {0x3f80, 0xbf80, 0x4000, 0, 0x8000, 0x7f80, 0xff80, 0x7fc0, 0x0001};
+    uint16_t bfb[9];
+    DL_CHECK_OK(dlrt_session_set_param(s, "p_bf", bf, sizeof bf));
+    DL_CHECK_OK(dlrt_session_get_param(s, "p_bf", bfb, sizeof bfb));
+    DL_CHECK(memcmp(bf, bfb, sizeof bf) == 0);
+    // The new value is what infer uses: y = x + p_lit.
+    float lit[6] = {10, 20, 30, 40, 50, 60}, x[6] = {1, 2, 3, 4, 5, 6};
+    uint16_t h[4] = {0x3c00, 0x3c00, 0x3c00, 0x3c00};
+    DL_CHECK_OK(dlrt_session_set_param(s, "p_lit", lit, sizeof lit));
+    DL_CHECK_OK(dlrt_session_set_input(s, "x", x, sizeof x));
+    DL_CHECK_OK(dlrt_session_set_input(s, "h", h, sizeof h));
+    DL_CHECK_OK(dlrt_session_infer(s));
+    const void *yp = NULL;
+    DL_CHECK_OK(dlrt_session_output(s, "y", &yp, NULL));
+    const float *y = yp;
+    for (int i = 0; i < 6; i++) {
+        DL_CHECK(y[i] == x[i] + lit[i]);
+    }
+    dlrt_session_destroy(s);
+    dlrt_model_release(rm);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Infer against the reference evaluator
+
+// Fills t with deterministic values in [-4, 4).
+static void fill(dl_tensor *t, uint64_t seed) {
+    for (int64_t i = 0; i < dl_tensor_numel(t); i++) {
+        dl_tensor_set(t, i, -4.0 + 8.0 * dl_rng_uniform(seed, (uint64_t)i));
+    }
+}
+
+static bool alloc_like(dl_tensor *t, const dl_ir_value *v) {
+    int64_t dims[DL_MAX_RANK];
+    for (int32_t k = 0; k < v->type.rank; k++) {
+        dims[k] = v->type.dims[k].value;
+    }
+    return dl_tensor_alloc(t, v->type.dtype, v->type.rank, dims) == DL_OK;
+}
+
+// Runs infer on session s with inputs from `seed` and compares every output with dl_ir_eval
+// (params: the module's initialisers, or `params` when non-NULL). Returns the mismatch count.
+static int infer_vs_reference(dlrt_session *s, uint64_t seed, const dl_tensor *params) {
+    const dl_ir_module *m = fx.m;
+    dl_tensor ins[8] = {0}, refs[8] = {0};
+    int bad = 0;
+    dl_diags *d = NULL;
+    if (dl_diags_create(&d) != DL_OK) {
+        return 1;
+    }
+    for (size_t i = 0; i < m->inputs.len; i++) {
+        if (!alloc_like(&ins[i], m->inputs.data[i])) {
+            return 1;
+        }
+        fill(&ins[i], seed + i);
+        if (dlrt_session_set_input(s, m->inputs.data[i]->name, ins[i].data,
+                                   dl_tensor_nbytes(&ins[i])) != DLRT_OK) {
+            fprintf(stderr, "  set_input: %s\n", dlrt_last_error());
+            bad++;
+        }
+    }
+    dl_ir_eval_opts opts = {params, params ? m->params.len : 0, false};
+    if (dl_ir_eval(m, &opts, ins, refs, d) != DL_OK) {
+        print_diags(d);
+        bad++;
+    } else if (dlrt_session_infer(s) != DLRT_OK) {
+        fprintf(stderr, "  infer: %s\n", dlrt_last_error());
+        bad++;
+    } else {
+        for (size_t j = 0; j < m->outputs.len; j++) {
+            const void *data = NULL;
+            dlrt_tensor_desc desc;
+            if (dlrt_session_output(s, m->outputs.data[j]->name, &data, &desc) != DLRT_OK) {
+                fprintf(stderr, "  output: %s\n", dlrt_last_error());
+                bad++;
+                continue;
+            }
+            if (desc.nbytes != dl_tensor_nbytes(&refs[j]) ||
+                (int)desc.dtype != (int)refs[j].dtype) {
+                fprintf(stderr, "  output %s: description disagrees\n", desc.name);
+                bad++;
+                continue;
+            }
+            dl_tensor got = refs[j];
+            got.data = (void *)(uintptr_t)data;
+            for (int64_t k = 0; k < dl_tensor_numel(&got); k++) {
+                double g = dl_tensor_get(&got, k), r = dl_tensor_get(&refs[j], k);
+                if (!(g == r || fabs(g - r) <= 1e-6 + 1e-6 * fabs(r))) {
+                    fprintf(stderr, "  output %s[%lld]: got %.9g, reference %.9g\n", desc.name,
+                            (long long)k, g, r);
+                    bad++;
+                    break;
+                }
+            }
+        }
+    }
+    for (size_t i = 0; i < m->inputs.len; i++) {
+        dl_tensor_free(&ins[i]);
+    }
+    for (size_t j = 0; j < m->outputs.len; j++) {
+        dl_tensor_free(&refs[j]);
+    }
+    dl_diags_destroy(d);
+    return bad;
+}
+
+DL_TEST(rt_infer_equals_reference) {
+    const fixture_state *f = fixture();
+    DL_CHECK(f->ok);
+    dlrt_model *rm = NULL;
+    dlrt_session *s = NULL;
+    DL_CHECK_OK(dlrt_model_load_memory(f->art, f->art_len, &rm));
+    DL_CHECK_OK(dlrt_session_create(rm, &s));
+    DL_CHECK_EQ_I64(infer_vs_reference(s, 11, NULL), 0);
+    DL_CHECK_EQ_I64(infer_vs_reference(s, 12, NULL), 0); // a second step on new inputs
+    dlrt_tensor_desc desc;
+    const void *data = NULL;
+    DL_CHECK_OK(dlrt_session_output(s, "g", &data, &desc));
+    DL_CHECK(data != NULL);
+    DL_CHECK_STR_EQ(desc.name, "g");
+    DL_CHECK_EQ_I64(desc.dtype, DLRT_FLOAT16);
+    DL_CHECK_EQ_I64(desc.nbytes, 8);
+    DL_CHECK_OK(dlrt_session_output(s, "b", NULL, NULL)); // both optional
+    dlrt_session_destroy(s);
+    dlrt_model_release(rm);
+}
+
+DL_TEST(rt_two_sessions_are_independent) {
+    const fixture_state *f = fixture();
+    DL_CHECK(f->ok);
+    dlrt_model *rm = NULL;
+    dlrt_session *s1 = NULL, *s2 = NULL;
+    DL_CHECK_OK(dlrt_model_load_memory(f->art, f->art_len, &rm));
+    DL_CHECK_OK(dlrt_session_create(rm, &s1));
+    DL_CHECK_OK(dlrt_session_create(rm, &s2));
+    // s2 gets other params; s1 must keep the initial ones.
+    dl_tensor ps[32] = {0};
+    for (size_t i = 0; i < f->m->params.len; i++) {
+        DL_CHECK(alloc_like(&ps[i], f->m->params.data[i]));
+        fill(&ps[i], 500 + i);
+        DL_CHECK_OK(dlrt_session_set_param(s2, f->m->params.data[i]->name, ps[i].data,
+                                           dl_tensor_nbytes(&ps[i])));
+    }
+    DL_CHECK_EQ_I64(infer_vs_reference(s2, 21, ps), 0);
+    DL_CHECK_EQ_I64(infer_vs_reference(s1, 22, NULL), 0);
+    // s2's outputs were not overwritten by s1's step.
+    DL_CHECK_EQ_I64(infer_vs_reference(s2, 21, ps), 0);
+    const void *y1 = NULL, *y2 = NULL;
+    DL_CHECK_OK(dlrt_session_output(s1, "y", &y1, NULL));
+    DL_CHECK_OK(dlrt_session_output(s2, "y", &y2, NULL));
+    DL_CHECK(y1 != y2);
+    for (size_t i = 0; i < f->m->params.len; i++) {
+        dl_tensor_free(&ps[i]);
+    }
+    dlrt_session_destroy(s1);
+    dlrt_session_destroy(s2);
+    dlrt_model_release(rm);
+}
+
+DL_TEST(rt_release_model_before_session) {
+    const fixture_state *f = fixture();
+    DL_CHECK(f->ok);
+    dlrt_model *rm = NULL;
+    dlrt_session *s = NULL;
+    DL_CHECK_OK(dlrt_model_load_memory(f->art, f->art_len, &rm));
+    dlrt_model_retain(rm);
+    dlrt_model_release(rm); // back to one reference
+    DL_CHECK_OK(dlrt_session_create(rm, &s));
+    dlrt_model_release(rm); // the session's reference keeps the code and plan loaded
+    DL_CHECK_EQ_I64(infer_vs_reference(s, 31, NULL), 0);
+    dlrt_tensor_desc desc;
+    DL_CHECK_OK(dlrt_session_output(s, "y", NULL, &desc));
+    DL_CHECK_STR_EQ(desc.name, "y");
+    dlrt_session_destroy(s); // unloads
+    dlrt_model_release(NULL);
+    dlrt_session_destroy(NULL);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Argument errors: DLRT_ERR_INVALID_ARG with a message naming the problem
+
+typedef struct err_case {
+    dlrt_session *s;
+    dlrt_model *m;
+    int which;
+} err_case;
+
+static dlrt_status call_case(err_case *c, const char **needle) {
+    float buf[64] = {0};
+    const void *p = NULL;
+    dlrt_session *so = NULL;
+    dlrt_model *mo = NULL;
+    switch (c->which) {
+    case 0:
+        *needle = "nope";
+        return dlrt_session_set_input(c->s, "nope", buf, 24);
+    case 1:
+        *needle = "24"; // wrong size: names the expected size
+        return dlrt_session_set_input(c->s, "x", buf, 20);
+    case 2:
+        *needle = "p_lit";
+        return dlrt_session_get_param(c->s, "p_lit", buf, 4);
+    case 3:
+        *needle = "nope";
+        return dlrt_session_set_param(c->s, "nope", buf, 4);
+    case 4:
+        *needle = "zz";
+        return dlrt_session_output(c->s, "zz", &p, NULL);
+    case 5:
+        *needle = "'x'"; // an input is not an output
+        return dlrt_session_output(c->s, "x", &p, NULL);
+    case 6:
+        *needle = "'y'"; // an output is not a param
+        return dlrt_session_get_param(c->s, "y", buf, 24);
+    case 7:
+        *needle = "null";
+        return dlrt_session_set_input(c->s, NULL, buf, 24);
+    case 8:
+        *needle = "null";
+        return dlrt_model_load_memory(NULL, 100, &mo);
+    case 9:
+        *needle = "null";
+        return dlrt_model_load_file(NULL, &mo);
+    case 10:
+        *needle = "null";
+        return dlrt_session_create(NULL, &so);
+    case 11:
+        *needle = "null";
+        return dlrt_session_create(c->m, NULL);
+    case 12:
+        *needle = "null";
+        return dlrt_model_load_memory(buf, sizeof buf, NULL);
+    // The following pass NULL where the runtime dereferences: they must not crash.
+    case 13:
+        *needle = "null";
+        return dlrt_session_set_input(c->s, "x", NULL, 24);
+    case 14:
+        *needle = "null";
+        return dlrt_session_get_param(c->s, "p_lit", NULL, 24);
+    case 15:
+        *needle = "null";
+        return dlrt_session_set_param(c->s, "p_lit", NULL, 24);
+    case 16:
+        *needle = "null";
+        return dlrt_session_infer(NULL);
+    case 17:
+        *needle = "null";
+        return dlrt_session_set_input(NULL, "x", buf, 24);
+    case 18:
+        *needle = "null";
+        return dlrt_session_output(NULL, "y", &p, NULL);
+    case 19:
+        *needle = "null";
+        return dlrt_model_input(NULL, 0, NULL);
+    default:
+        *needle = "";
+        return DLRT_OK;
+    }
+}
+
+#define N_ERR_CASES      20
+#define N_ERR_CASES_SAFE 13 // cases before this one pass NULL where the runtime checks today
+
+// strstr, ignoring ASCII case.
+static bool contains_nocase(const char *hay, const char *needle) {
+    size_t n = strlen(needle);
+    for (const char *p = hay; *p; p++) {
+        size_t k = 0;
+        while (k < n && p[k] && (p[k] | 0x20) == (needle[k] | 0x20)) {
+            k++;
+        }
+        if (k == n) {
+            return true;
+        }
+    }
+    return n == 0;
+}
+
+static int err_child(void *arg) {
+    const char *needle = NULL;
+    dlrt_status st = call_case(arg, &needle);
+    if (st != DLRT_ERR_INVALID_ARG) {
+        fprintf(stderr, "  case %d: status %d (%s), want invalid argument; message '%s'\n",
+                ((err_case *)arg)->which, (int)st, dlrt_status_str(st), dlrt_last_error());
+        return 1;
+    }
+    if (!contains_nocase(dlrt_last_error(), needle)) {
+        fprintf(stderr, "  case %d: message '%s' does not mention '%s'\n", ((err_case *)arg)->which,
+                dlrt_last_error(), needle);
+        return 2;
+    }
+    return 0;
+}
+
+DL_TEST(rt_argument_errors) {
+    const fixture_state *f = fixture();
+    DL_CHECK(f->ok);
+    dlrt_model *rm = NULL;
+    dlrt_session *s = NULL;
+    DL_CHECK_OK(dlrt_model_load_memory(f->art, f->art_len, &rm));
+    DL_CHECK_OK(dlrt_session_create(rm, &s));
+    int bad = 0;
+    for (int w = 0; w < N_ERR_CASES_SAFE; w++) {
+        err_case c = {s, rm, w};
+        int rc = in_child(err_child, &c);
+        if (rc != 0) {
+            fprintf(stderr, "  argument error case %d: %s\n", w, child_outcome(rc));
+            bad++;
+        }
+    }
+    // The message is about the last failed call, and a good call keeps the session usable.
+    float x[6] = {0};
+    DL_CHECK_EQ_I64(dlrt_session_set_input(s, "xx", x, sizeof x), DLRT_ERR_INVALID_ARG);
+    DL_CHECK(strstr(dlrt_last_error(), "'xx'") != NULL);
+    DL_CHECK(strstr(dlrt_last_error(), "input") != NULL);
+    DL_CHECK_OK(dlrt_session_set_input(s, "x", x, sizeof x));
+    dlrt_session_destroy(s);
+    dlrt_model_release(rm);
+    DL_CHECK_EQ_I64(bad, 0);
+}
+
+// NULL data pointers and NULL sessions/models: an error status, not a crash.
+DL_TEST(rt_null_pointer_arguments) {
+    const fixture_state *f = fixture();
+    DL_CHECK(f->ok);
+    dlrt_model *rm = NULL;
+    dlrt_session *s = NULL;
+    DL_CHECK_OK(dlrt_model_load_memory(f->art, f->art_len, &rm));
+    DL_CHECK_OK(dlrt_session_create(rm, &s));
+    int bad = 0;
+    for (int w = N_ERR_CASES_SAFE; w < N_ERR_CASES; w++) {
+        err_case c = {s, rm, w};
+        int rc = in_child(err_child, &c);
+        if (rc != 0) {
+            fprintf(stderr, "  NULL argument case %d: %s\n", w, child_outcome(rc));
+            bad++;
+        }
+    }
+    dlrt_session_destroy(s);
+    dlrt_model_release(rm);
+    DL_CHECK_EQ_I64(bad, 0);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Untrusted artifacts: a status (CORRUPT, UNSUPPORTED or IO), never a crash
+
+typedef struct bad_load {
+    const uint8_t *bytes;
+    size_t len;
+    bool from_file;
+    const char *path; // from_file: where to write bytes (or, with bytes NULL, load as is)
+} bad_load;
+
+static int bad_load_child(void *arg) {
+    const bad_load *b = arg;
+    dlrt_model *rm = NULL;
+    dlrt_status st;
+    if (b->from_file) {
+        if (b->bytes && !write_file(b->path, b->bytes, b->len)) {
+            return 3;
+        }
+        st = dlrt_model_load_file(b->path, &rm);
+    } else {
+        st = dlrt_model_load_memory(b->bytes, b->len, &rm);
+    }
+    if (st == DLRT_OK) {
+        // Loaded: a session and an infer must still not crash... but an undetected corruption
+        // is a failure of validation all the same.
+        fprintf(stderr, "  loaded without complaint\n");
+        dlrt_model_release(rm);
+        return 1;
+    }
+    if (rm != NULL) {
+        return 4;
+    }
+    if (st != DLRT_ERR_CORRUPT && st != DLRT_ERR_UNSUPPORTED && st != DLRT_ERR_IO) {
+        fprintf(stderr, "  status %d\n", (int)st);
+        return 5;
+    }
+    if (dlrt_last_error()[0] == '\0') {
+        return 6;
+    }
+    printf("    -> %s: %s\n", dlrt_status_str(st), dlrt_last_error());
+    return 0;
+}
+
+// Loads bytes from memory and from a file; both must fail cleanly. Returns failures.
+static int expect_bad(const char *what, const uint8_t *bytes, size_t len) {
+    int bad = 0;
+    char path[600];
+    snprintf(path, sizeof path, "%s/bad.so", fx.dir);
+    for (int from_file = 0; from_file < 2; from_file++) {
+        bad_load b = {bytes, len, from_file != 0, path};
+        printf("  %s (%s)\n", what, from_file ? "file" : "memory");
+        int rc = in_child(bad_load_child, &b);
+        if (rc != 0) {
+            fprintf(stderr, "  %s, loaded from %s: %s\n", what, from_file ? "a file" : "memory",
+                    child_outcome(rc));
+            bad++;
+        }
+    }
+    remove(path);
+    return bad;
+}
+
+DL_TEST(rt_rejects_non_elf) {
+    const fixture_state *f = fixture();
+    DL_CHECK(f->ok);
+    int bad = 0;
+    const char text[] = "model m\ninput x : float[2]\ny = Relu (x)\noutput y\n"
+                        "this is not a shared object, just text that is long enough to pass the "
+                        "size check of the memory loader\n";
+    bad += expect_bad("a text file", (const uint8_t *)text, sizeof text - 1);
+    bad += expect_bad("an empty file", (const uint8_t *)"", 0);
+    bad += expect_bad("the ELF magic alone", (const uint8_t *)"\177ELF", 4);
+    // An ELF header with garbage after it.
+    uint8_t *junk = malloc(f->art_len);
+    DL_CHECK(junk != NULL);
+    memcpy(junk, f->art, 64);
+    for (size_t i = 64; i < f->art_len; i++) {
+        junk[i] = (uint8_t)(dl_rng_bits(99, i) & 0xff);
+    }
+    bad += expect_bad("an ELF header followed by random bytes", junk, f->art_len);
+    free(junk);
+    bad += expect_bad("truncated to 63 bytes", f->art, 63);
+    bad += expect_bad("truncated to 64 bytes", f->art, 64);
+    // A file that does not exist, and a directory.
+    {
+        char path[600];
+        snprintf(path, sizeof path, "%s/does-not-exist.so", f->dir);
+        dlrt_model *rm = NULL;
+        DL_CHECK_EQ_I64(dlrt_model_load_file(path, &rm), DLRT_ERR_IO);
+        DL_CHECK(strstr(dlrt_last_error(), "does-not-exist.so") != NULL);
+        DL_CHECK(rm == NULL);
+        bad_load b = {NULL, 0, true, f->dir};
+        int rc = in_child(bad_load_child, &b);
+        if (rc != 0) {
+            fprintf(stderr, "  loading a directory: %s\n", child_outcome(rc));
+            bad++;
+        }
+    }
+    DL_CHECK_EQ_I64(bad, 0);
+}
+
+// Cut anywhere: inside the program headers, inside a loaded segment, or only the section headers
+// at the end (dlopen itself does not check that segments lie inside the file: the runtime must).
+DL_TEST(rt_rejects_truncated_artifact) {
+    const fixture_state *f = fixture();
+    DL_CHECK(f->ok);
+    int bad = 0;
+    size_t cuts[] = {
+        200,           1000, f->art_len / 4, f->art_len / 2, f->art_len - 4096, f->art_len - 100,
+        f->art_len - 1};
+    for (size_t i = 0; i < DL_ARRAY_LEN(cuts); i++) {
+        if (cuts[i] > 0 && cuts[i] < f->art_len) {
+            char what[64];
+            snprintf(what, sizeof what, "truncated to %zu of %zu bytes", cuts[i], f->art_len);
+            bad += expect_bad(what, f->art, cuts[i]);
+        }
+    }
+    DL_CHECK_EQ_I64(bad, 0);
+}
+
+DL_TEST(rt_rejects_foreign_shared_library) {
+    const fixture_state *f = fixture();
+    DL_CHECK(f->ok);
+    size_t n = 0;
+    uint8_t *lib = read_file(DLRT_LIB_PATH, &n);
+    DL_CHECK(lib != NULL);
+    int bad = 0;
+    bad_load b = {NULL, 0, true, DLRT_LIB_PATH};
+    printf("  libdlrt.so itself (file)\n");
+    int rc = in_child(bad_load_child, &b);
+    if (rc != 0) {
+        fprintf(stderr, "  libdlrt.so from its file: %s\n", child_outcome(rc));
+        bad++;
+    }
+    // And its bytes, from memory (a second copy of the library: no dlcc_artifact_v1 either).
+    bad_load bm = {lib, n, false, NULL};
+    printf("  libdlrt.so itself (memory)\n");
+    rc = in_child(bad_load_child, &bm);
+    if (rc != 0) {
+        fprintf(stderr, "  libdlrt.so from memory: %s\n", child_outcome(rc));
+        bad++;
+    }
+    // The message says what is wrong.
+    dlrt_model *rm = NULL;
+    DL_CHECK_EQ_I64(dlrt_model_load_file(DLRT_LIB_PATH, &rm), DLRT_ERR_CORRUPT);
+    DL_CHECK(strstr(dlrt_last_error(), "not a dlcc artifact") != NULL);
+    free(lib);
+    DL_CHECK_EQ_I64(bad, 0);
+}
+
+// Offset of the plan blob (its DLRTPLAN magic) in the artifact; -1 unless exactly one.
+static long find_plan(const uint8_t *a, size_t n) {
+    long at = -1;
+    for (size_t i = 0; i + 8 <= n; i++) {
+        if (memcmp(a + i, DLRT_PLAN_MAGIC, 8) == 0) {
+            if (at >= 0) {
+                return -1;
+            }
+            at = (long)i;
+        }
+    }
+    return at;
+}
+
+static void put32(uint8_t *p, uint32_t v) {
+    memcpy(p, &v, 4);
+}
+
+static void put64(uint8_t *p, uint64_t v) {
+    memcpy(p, &v, 8);
+}
+
+DL_TEST(rt_rejects_altered_plan) {
+    const fixture_state *f = fixture();
+    DL_CHECK(f->ok);
+    long at = find_plan(f->art, f->art_len);
+    DL_CHECK(at >= 0);
+    dlrt_plan_hdr h;
+    memcpy(&h, f->art + at, sizeof h);
+    DL_CHECK_EQ_I64(h.version, DLRT_FORMAT_VERSION);
+    DL_CHECK(h.n_tensors >= 6 && h.n_kernels >= 1 && h.n_args >= 1);
+    // Each alteration: a field offset within the plan, its width and the new value.
+    typedef struct alt {
+        const char *what;
+        uint64_t off;
+        int width;
+        uint64_t val;
+        dlrt_status want;
+    } alt;
+    const uint64_t tens = h.off_tensors, kern = h.off_kernels;
+    alt alts[] = {
+        {"bad magic", 0, 4, 0x4e4c5244, DLRT_ERR_CORRUPT},
+        {"version 2", offsetof(dlrt_plan_hdr, version), 4, 2, DLRT_ERR_UNSUPPORTED},
+        {"version 0", offsetof(dlrt_plan_hdr, version), 4, 0, DLRT_ERR_UNSUPPORTED},
+        {"header size", offsetof(dlrt_plan_hdr, hdr_size), 4, 8, DLRT_ERR_CORRUPT},
+        {"total size", offsetof(dlrt_plan_hdr, total_size), 8, h.total_size + 8, DLRT_ERR_CORRUPT},
+        {"n_buffers huge", offsetof(dlrt_plan_hdr, n_buffers), 4, 0xfffffff0u, DLRT_ERR_CORRUPT},
+        {"n_tensors huge", offsetof(dlrt_plan_hdr, n_tensors), 4, 0x7fffffffu, DLRT_ERR_CORRUPT},
+        {"n_kernels huge", offsetof(dlrt_plan_hdr, n_kernels), 4, 0xffffffffu, DLRT_ERR_CORRUPT},
+        {"n_args huge", offsetof(dlrt_plan_hdr, n_args), 4, 0x40000000u, DLRT_ERR_CORRUPT},
+        {"n_fns off by one", offsetof(dlrt_plan_hdr, n_fns), 4, h.n_fns + 1, DLRT_ERR_CORRUPT},
+        {"tensor table offset past the end", offsetof(dlrt_plan_hdr, off_tensors), 8,
+         h.total_size + 64, DLRT_ERR_CORRUPT},
+        {"tensor table offset misaligned", offsetof(dlrt_plan_hdr, off_tensors), 8, tens + 4,
+         DLRT_ERR_CORRUPT},
+        {"tensor table offset overflowing", offsetof(dlrt_plan_hdr, off_tensors), 8, UINT64_MAX - 7,
+         DLRT_ERR_CORRUPT},
+        {"buffer table offset huge", offsetof(dlrt_plan_hdr, off_buffers), 8, UINT64_C(1) << 62,
+         DLRT_ERR_CORRUPT},
+        {"kernel table offset past the end", offsetof(dlrt_plan_hdr, off_kernels), 8,
+         h.total_size - 8, DLRT_ERR_CORRUPT},
+        {"strings past the end", offsetof(dlrt_plan_hdr, size_strings), 8, h.total_size,
+         DLRT_ERR_CORRUPT},
+        {"data size overflowing", offsetof(dlrt_plan_hdr, size_data), 8, UINT64_MAX,
+         DLRT_ERR_CORRUPT},
+        {"infer entry outside the kernel list", offsetof(dlrt_plan_hdr, entry_count), 4,
+         h.n_entry_kernels + 1, DLRT_ERR_CORRUPT},
+        {"model name outside the strings", offsetof(dlrt_plan_hdr, model_name_off), 4,
+         (uint64_t)h.size_strings, DLRT_ERR_CORRUPT},
+        {"target outside the strings", offsetof(dlrt_plan_hdr, target_len), 4, 0xffffffffu,
+         DLRT_ERR_CORRUPT},
+        {"tensor dtype", tens + offsetof(dlrt_plan_tensor, dtype), 4, 77, DLRT_ERR_CORRUPT},
+        {"tensor role", tens + offsetof(dlrt_plan_tensor, role), 4, 9, DLRT_ERR_CORRUPT},
+        {"tensor rank", tens + offsetof(dlrt_plan_tensor, rank), 4, 9, DLRT_ERR_CORRUPT},
+        {"tensor buffer id", tens + offsetof(dlrt_plan_tensor, buffer), 4, 0xffffffu,
+         DLRT_ERR_CORRUPT},
+        {"tensor dim", tens + offsetof(dlrt_plan_tensor, dims), 8, 3, DLRT_ERR_CORRUPT},
+        {"negative tensor dim", tens + offsetof(dlrt_plan_tensor, dims), 8, UINT64_MAX,
+         DLRT_ERR_CORRUPT},
+        {"tensor name outside the strings", tens + offsetof(dlrt_plan_tensor, name_off), 4,
+         0xfffffff0u, DLRT_ERR_CORRUPT},
+        {"empty tensor name", tens + offsetof(dlrt_plan_tensor, name_len), 4, 0, DLRT_ERR_CORRUPT},
+        {"kernel fn index", kern + offsetof(dlrt_plan_kernel, fn), 4, h.n_fns, DLRT_ERR_CORRUPT},
+        {"kernel args outside the list", kern + offsetof(dlrt_plan_kernel, first_arg), 4, h.n_args,
+         DLRT_ERR_CORRUPT},
+        {"kernel range 0", kern + offsetof(dlrt_plan_kernel, range), 8, 0, DLRT_ERR_CORRUPT},
+        {"kernel argument buffer id", h.off_args, 4, h.n_buffers, DLRT_ERR_CORRUPT},
+        {"entry kernel id", h.off_entry_kernels, 4, h.n_kernels, DLRT_ERR_CORRUPT},
+    };
+    // Param records: the first tensor with role PARAM.
+    uint64_t ptens = 0;
+    for (uint32_t i = 0; i < h.n_tensors; i++) {
+        dlrt_plan_tensor t;
+        memcpy(&t, f->art + at + (long)(tens + i * sizeof t), sizeof t);
+        if (t.role == DLRT_ROLE_PARAM) {
+            ptens = tens + i * sizeof t;
+            break;
+        }
+    }
+    DL_CHECK(ptens != 0);
+    alt palts[] = {
+        {"param init kind", ptens + offsetof(dlrt_plan_tensor, init), 4, 17, DLRT_ERR_CORRUPT},
+    };
+    uint8_t *copy = malloc(f->art_len);
+    DL_CHECK(copy != NULL);
+    int bad = 0;
+    for (size_t i = 0; i < DL_ARRAY_LEN(alts) + DL_ARRAY_LEN(palts); i++) {
+        const alt *a = i < DL_ARRAY_LEN(alts) ? &alts[i] : &palts[i - DL_ARRAY_LEN(alts)];
+        memcpy(copy, f->art, f->art_len);
+        uint8_t *p = copy + at + (long)a->off;
+        if (a->width == 4) {
+            put32(p, (uint32_t)a->val);
+        } else {
+            put64(p, a->val);
+        }
+        // Memory: the status must be the expected one.
+        dlrt_model *rm = NULL;
+        bad_load b = {copy, f->art_len, false, NULL};
+        printf("  altered: %s\n", a->what);
+        int rc = in_child(bad_load_child, &b);
+        if (rc != 0) {
+            fprintf(stderr, "  altered plan (%s): %s\n", a->what, child_outcome(rc));
+            bad++;
+            continue;
+        }
+        dlrt_status st = dlrt_model_load_memory(copy, f->art_len, &rm);
+        if (st != a->want) {
+            fprintf(stderr, "  altered plan (%s): status %s, want %s (%s)\n", a->what,
+                    dlrt_status_str(st), dlrt_status_str(a->want), dlrt_last_error());
+            bad++;
+        }
+        dlrt_model_release(rm);
+    }
+    // The version message names both versions.
+    memcpy(copy, f->art, f->art_len);
+    put32(copy + at + offsetof(dlrt_plan_hdr, version), 2);
+    dlrt_model *rm = NULL;
+    DL_CHECK_EQ_I64(dlrt_model_load_memory(copy, f->art_len, &rm), DLRT_ERR_UNSUPPORTED);
+    DL_CHECK(strstr(dlrt_last_error(), "version 2") != NULL);
+    free(copy);
+    DL_CHECK_EQ_I64(bad, 0);
+}
