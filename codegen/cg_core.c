@@ -319,6 +319,10 @@ dl_status cg_kernel_begin(cg *c, dl_ir_value *const *vals, size_t n_vals, int64_
     k->begin = LLVMGetParam(k->fn, 1);
     k->end = LLVMGetParam(k->fn, 2);
     k->n_args = n_vals;
+    // Outputs come first: the leading values defined by the node being lowered are written.
+    while (k->n_out < n_vals && n && vals[k->n_out]->def == n) {
+        k->n_out++;
+    }
     k->range = range < 1 ? 1 : range;
     k->first_arg = (uint32_t)c->args.len;
     for (size_t i = 0; i < n_vals; i++) {
@@ -341,6 +345,8 @@ dl_status cg_kernel_end(cg *c, cg_kernel *k) {
     cg_kernel_rec r = {(uint32_t)c->fns.len,
                        k->first_arg,
                        (uint32_t)k->n_args,
+                       (uint32_t)k->n_out,
+                       n ? n->id : UINT32_MAX,
                        n ? (uint32_t)n->op : UINT32_MAX,
                        k->range,
                        n ? n->loc.line : 0,
@@ -643,6 +649,95 @@ static dl_status fill_tensor(cg *c, const dl_ir_value *v, uint32_t role, plan_ct
     return DL_OK;
 }
 
+// Kernel dependencies from buffer accesses, in plan order: a kernel waits for the last writer of
+// every buffer it touches (read-after-write, write-after-write), for every reader since that
+// write of each buffer it writes (write-after-read), and for the previous kernel of its node.
+// Results go to *deps (concatenated, each kernel's list sorted and unique) and first/count.
+static dl_status compute_deps(cg *c, size_t n_buf, uint32_t **deps, size_t *n_deps, uint32_t *first,
+                              uint32_t *count) {
+    size_t nk = c->kernels.len;
+    int64_t *last_writer = malloc((n_buf ? n_buf : 1) * sizeof(int64_t));
+    DL_VEC(uint32_t) *readers = calloc(n_buf ? n_buf : 1, sizeof *readers);
+    DL_VEC(uint32_t) all = {0};
+    uint8_t *mark = calloc(nk ? nk : 1, 1);
+    dl_status st = DL_OK;
+    if (!last_writer || !readers || !mark) {
+        st = DL_ERR_NOMEM;
+        goto out;
+    }
+    for (size_t b = 0; b < n_buf; b++) {
+        last_writer[b] = -1;
+    }
+    for (size_t k = 0; k < nk && st == DL_OK; k++) {
+        const cg_kernel_rec *r = &c->kernels.data[k];
+        size_t start = all.len;
+        first[k] = (uint32_t)start;
+#define ADD_DEP(j)                                                                                 \
+    do {                                                                                           \
+        uint32_t j_ = (uint32_t)(j);                                                               \
+        if (j_ != k && !mark[j_]) {                                                                \
+            mark[j_] = 1;                                                                          \
+            if (!DL_VEC_PUSH(&all, j_)) {                                                          \
+                st = DL_ERR_NOMEM;                                                                 \
+            }                                                                                      \
+        }                                                                                          \
+    } while (0)
+        if (k > 0 && r->node != UINT32_MAX && c->kernels.data[k - 1].node == r->node) {
+            ADD_DEP(k - 1);
+        }
+        for (uint32_t a = 0; a < r->n_args; a++) {
+            uint32_t b = c->args.data[r->first_arg + a];
+            if (last_writer[b] >= 0) {
+                ADD_DEP(last_writer[b]);
+            }
+            if (a < r->n_out) {
+                for (size_t q = 0; q < readers[b].len; q++) {
+                    ADD_DEP(readers[b].data[q]);
+                }
+            }
+        }
+#undef ADD_DEP
+        // Update the access history after the kernel's own dependencies are known.
+        for (uint32_t a = 0; a < r->n_args && st == DL_OK; a++) {
+            uint32_t b = c->args.data[r->first_arg + a];
+            if (a < r->n_out) {
+                last_writer[b] = (int64_t)k;
+                readers[b].len = 0;
+            } else if (!DL_VEC_PUSH(&readers[b], (uint32_t)k)) {
+                st = DL_ERR_NOMEM;
+            }
+        }
+        for (size_t q = start; q < all.len; q++) {
+            mark[all.data[q]] = 0;
+        }
+        // Sorted lists make the plan independent of discovery order (and easy to read).
+        for (size_t i = start + 1; i < all.len; i++) {
+            uint32_t v = all.data[i];
+            size_t j = i;
+            while (j > start && all.data[j - 1] > v) {
+                all.data[j] = all.data[j - 1];
+                j--;
+            }
+            all.data[j] = v;
+        }
+        count[k] = (uint32_t)(all.len - start);
+    }
+out:
+    for (size_t b = 0; readers && b < n_buf; b++) {
+        free(readers[b].data);
+    }
+    free(readers);
+    free(last_writer);
+    free(mark);
+    if (st != DL_OK) {
+        free(all.data);
+        return st;
+    }
+    *deps = all.data;
+    *n_deps = all.len;
+    return DL_OK;
+}
+
 static dl_status build_plan(cg *c, const char *target, blob *out) {
     const dl_ir_module *m = c->m;
     plan_ctx pc = {0};
@@ -652,8 +747,15 @@ static dl_status build_plan(cg *c, const char *target, blob *out) {
     dlrt_plan_buffer *bufs = calloc(n_buf ? n_buf : 1, sizeof *bufs);
     dlrt_plan_tensor *tens = calloc(n_ten ? n_ten : 1, sizeof *tens);
     dlrt_plan_kernel *ks = calloc(c->kernels.len ? c->kernels.len : 1, sizeof *ks);
-    if (!bufs || !tens || !ks) {
+    uint32_t *dep_first = calloc(c->kernels.len ? c->kernels.len : 1, sizeof(uint32_t));
+    uint32_t *dep_count = calloc(c->kernels.len ? c->kernels.len : 1, sizeof(uint32_t));
+    uint32_t *deps = NULL;
+    size_t n_deps = 0;
+    if (!bufs || !tens || !ks || !dep_first || !dep_count) {
         st = DL_ERR_NOMEM;
+        goto out;
+    }
+    if ((st = compute_deps(c, n_buf, &deps, &n_deps, dep_first, dep_count)) != DL_OK) {
         goto out;
     }
     for (size_t i = 0; i < n_buf; i++) {
@@ -692,8 +794,15 @@ static dl_status build_plan(cg *c, const char *target, blob *out) {
     }
     for (size_t i = 0; i < c->kernels.len; i++) {
         const cg_kernel_rec *r = &c->kernels.data[i];
-        ks[i] = (dlrt_plan_kernel){
-            r->fn, r->first_arg, r->n_args, r->op, r->range, r->src_line, 0, 0, 0};
+        ks[i] = (dlrt_plan_kernel){.fn = r->fn,
+                                   .first_arg = r->first_arg,
+                                   .n_args = r->n_args,
+                                   .n_out = r->n_out,
+                                   .range = r->range,
+                                   .op = r->op,
+                                   .src_line = r->src_line,
+                                   .first_dep = dep_first[i],
+                                   .n_deps = dep_count[i]};
         ks[i].name_off = put_string(&pc, r->name, &ks[i].name_len);
     }
     dlrt_plan_hdr h;
@@ -725,6 +834,9 @@ static dl_status build_plan(cg *c, const char *target, blob *out) {
     h.off_entry_kernels =
         blob_put(out, c->infer_kernels.data, c->infer_kernels.len * sizeof(uint32_t));
     blob_align(out, 8);
+    h.n_deps = (uint32_t)n_deps;
+    h.off_deps = blob_put(out, deps, n_deps * sizeof(uint32_t));
+    blob_align(out, 8);
     h.off_strings = blob_put(out, pc.strings.p, pc.strings.len);
     h.size_strings = pc.strings.len;
     blob_align(out, DLRT_BUFFER_ALIGN);
@@ -740,6 +852,9 @@ out:
     free(bufs);
     free(tens);
     free(ks);
+    free(dep_first);
+    free(dep_count);
+    free(deps);
     free(pc.strings.p);
     free(pc.data.p);
     return st;

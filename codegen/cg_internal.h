@@ -23,6 +23,8 @@
 typedef struct cg_kernel_rec {
     uint32_t fn;
     uint32_t first_arg, n_args;
+    uint32_t n_out; // leading args written by the kernel
+    uint32_t node;  // IR node id (UINT32_MAX: none)
     uint32_t op;
     int64_t range;
     uint32_t src_line;
@@ -51,6 +53,7 @@ typedef struct cg_kernel {
     LLVMValueRef begin, end; // i64 parameters
     LLVMValueRef ptr[64];    // argument pointers, in the order given to cg_kernel_begin
     size_t n_args;
+    size_t n_out; // leading args that are outputs of the node being lowered
     int64_t range;
     uint32_t first_arg;
 } cg_kernel;

@@ -20,6 +20,7 @@
 //   dlrt_plan_kernel[n_kernels]
 //   uint32_t args[n_args]         buffer ids, referenced by kernels
 //   uint32_t entry_kernels[n_entry_kernels]  kernel ids in execution order per entry point
+//   uint32_t deps[n_deps]         per kernel, the earlier kernels it must wait for (sorted)
 //   char strings[size_strings]    names (not NUL-terminated; offset + length)
 //   uint8_t data[size_data]       constant and literal-initialiser bytes
 // The runtime treats the plan as untrusted: every id, offset and size is bounds-checked on load.
@@ -84,9 +85,10 @@ typedef struct dlrt_plan_hdr {
     uint32_t entry_count[DLRT_ENTRY_COUNT];  // 0 = entry point absent
     uint32_t model_name_off, model_name_len; // in strings
     uint32_t target_off, target_len;         // target triple + CPU, in strings
-    uint8_t reserved[8];
+    uint32_t n_deps, reserved;
+    uint64_t off_deps;
 } dlrt_plan_hdr;
-_Static_assert(sizeof(dlrt_plan_hdr) == 160, "abi: dlrt_plan_hdr");
+_Static_assert(sizeof(dlrt_plan_hdr) == 168, "abi: dlrt_plan_hdr");
 
 typedef struct dlrt_plan_buffer {
     uint64_t size; // bytes (0 allowed for empty tensors)
@@ -112,17 +114,22 @@ typedef struct dlrt_plan_tensor {
 } dlrt_plan_tensor;
 _Static_assert(sizeof(dlrt_plan_tensor) == 136, "abi: dlrt_plan_tensor");
 
+// Dependencies: kernel k may start once every kernel in deps[first_dep, first_dep + n_deps) has
+// finished; they are all earlier in the plan (so the graph is acyclic). They cover every
+// read-after-write, write-after-read and write-after-write on a buffer, and order the kernels of
+// one node among themselves.
 typedef struct dlrt_plan_kernel {
     uint32_t fn;        // index into the kernel table
     uint32_t first_arg; // into args
     uint32_t n_args;
-    uint32_t op;                 // the IR op it came from (for the profiler), or UINT32_MAX
+    uint32_t n_out;              // the first n_out arguments are written, the rest only read
     int64_t range;               // size of the outer parallel dimension (>= 1)
+    uint32_t op;                 // the IR op it came from (for the profiler), or UINT32_MAX
     uint32_t src_line;           // .dlg line of the node (0 = none)
     uint32_t name_off, name_len; // node name (first output), in strings
-    uint32_t reserved;
+    uint32_t first_dep, n_deps;  // into deps
 } dlrt_plan_kernel;
-_Static_assert(sizeof(dlrt_plan_kernel) == 40, "abi: dlrt_plan_kernel");
+_Static_assert(sizeof(dlrt_plan_kernel) == 48, "abi: dlrt_plan_kernel");
 
 typedef void (*dlrt_kernel_fn)(void *const *args, int64_t begin, int64_t end);
 

@@ -72,6 +72,7 @@ static dlrt_status validate(dlrt_model *m, uint64_t plan_size) {
         !table_ok(h, h->off_kernels, h->n_kernels, sizeof(dlrt_plan_kernel)) ||
         !table_ok(h, h->off_args, h->n_args, 4) ||
         !table_ok(h, h->off_entry_kernels, h->n_entry_kernels, 4) ||
+        !table_ok(h, h->off_deps, h->n_deps, 4) ||
         !fits(h->off_strings, h->size_strings, h->total_size) ||
         !fits(h->off_data, h->size_data, h->total_size)) {
         return corrupt("a plan table lies outside the plan");
@@ -99,8 +100,17 @@ static dlrt_status validate(dlrt_model *m, uint64_t plan_size) {
     for (uint32_t i = 0; i < h->n_kernels; i++) {
         const dlrt_plan_kernel *k = &m->kernels[i];
         if (k->fn >= h->n_fns || !fits(k->first_arg, k->n_args, h->n_args) || k->range < 1 ||
+            k->n_out > k->n_args || !fits(k->first_dep, k->n_deps, h->n_deps) ||
             !fits(k->name_off, k->name_len, h->size_strings) || !m->desc->fns[k->fn]) {
             return corrupt("bad kernel record");
+        }
+    }
+    const uint32_t *deps = (const uint32_t *)(m->plan + h->off_deps);
+    for (uint32_t i = 0; i < h->n_kernels; i++) {
+        for (uint32_t j = 0; j < m->kernels[i].n_deps; j++) {
+            if (deps[m->kernels[i].first_dep + j] >= i) {
+                return corrupt("a kernel depends on a later kernel (cycle)");
+            }
         }
     }
     for (uint32_t i = 0; i < h->n_args; i++) {

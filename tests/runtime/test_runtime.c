@@ -1190,3 +1190,37 @@ DL_TEST(rt_rejects_altered_plan) {
     free(copy);
     DL_CHECK_EQ_I64(bad, 0);
 }
+
+// The plan's kernel dependencies for a diamond a -> (b, c) -> d: b and c wait for a only (they
+// may run concurrently), d waits for both, and every dependency points to an earlier kernel.
+DL_TEST(rt_plan_dependencies_of_a_diamond) {
+    dl_ir_module *m = NULL;
+    uint8_t *art = NULL;
+    size_t len = 0;
+    DL_CHECK(compile_text("model diamond\ninput x : float[64]\na = Relu (x)\nb = Exp (a)\n"
+                          "c = Neg (a)\nd = Add (b, c)\noutput d\n",
+                          &m, &art, &len));
+    long off = find_plan(art, len);
+    DL_CHECK(off >= 0);
+    dlrt_plan_hdr h;
+    memcpy(&h, art + off, sizeof h);
+    DL_CHECK_EQ_I64(h.n_kernels, 4);
+    dlrt_plan_kernel ks[4];
+    memcpy(ks, art + off + h.off_kernels, sizeof ks);
+    uint32_t deps[16] = {0};
+    DL_CHECK(h.n_deps <= 16);
+    memcpy(deps, art + off + h.off_deps, h.n_deps * sizeof(uint32_t));
+    DL_CHECK_EQ_I64(ks[0].n_deps, 0);
+    DL_CHECK_EQ_I64(ks[1].n_deps, 1);
+    DL_CHECK_EQ_I64(deps[ks[1].first_dep], 0);
+    DL_CHECK_EQ_I64(ks[2].n_deps, 1);
+    DL_CHECK_EQ_I64(deps[ks[2].first_dep], 0);
+    DL_CHECK_EQ_I64(ks[3].n_deps, 2);
+    DL_CHECK_EQ_I64(deps[ks[3].first_dep], 1);
+    DL_CHECK_EQ_I64(deps[ks[3].first_dep + 1], 2);
+    for (int k = 0; k < 4; k++) {
+        DL_CHECK_EQ_I64(ks[k].n_out, 1);
+    }
+    free(art);
+    dl_ir_module_destroy(m);
+}
