@@ -1,5 +1,6 @@
 // codegen/lower_nn.c — lowering of the neural-network ops: Conv, ConvTranspose, MaxPool,
-// AveragePool, GlobalAveragePool, BatchNormalization (inference) and LayerNormalization.
+// AveragePool, GlobalAveragePool, BatchNormalization (inference and training_mode) and
+// LayerNormalization.
 //
 // Conv and ConvTranspose share one direct-convolution emitter (emit_conv). Both are written as a
 // gather over the output: output row oh, tap kh reads input row (oh*a + b + kh*cc) / d when that
@@ -724,19 +725,117 @@ static dl_status lower_global_avg_pool(cg *c, const dl_ir_node *n) {
 // ---------------------------------------------------------------------------------------------
 // Normalisation
 
+// BatchNormalization, training (training_mode = 1): x: [N, C, S...], scale, B, input_mean,
+// input_var: [C]. One kernel, outer range C: iteration c computes the batch mean and the biased
+// batch variance of channel c over N and the spatial dims (two passes, f32 sums: per batch item
+// a contiguous run of S elements through emit_sum, the runs added in order), then writes
+// y[:, c, ...] = (x - mean) * (scale / sqrt(var + eps)) + B and, when requested,
+// running_mean[c] = input_mean * momentum + mean * (1 - momentum) and running_var[c] likewise
+// with the biased variance (as ir/eval_nn.c's batch_norm, ONNX's reference). Everything a channel
+// needs is inside its own iteration, so any split of [0, C) gives the same bytes. An empty batch
+// (N * S == 0) gives mean = var = 0/0 = NaN, as the evaluator.
+static dl_status lower_batch_norm_train(cg *c, const dl_ir_node *n) {
+    dl_ir_value *x = n->inputs[0];
+    const dl_ir_type *xt = &x->type;
+    int64_t N = xt->dims[0].value, C = xt->dims[1].value;
+    if (C == 0) {
+        return DL_OK;
+    }
+    int64_t S = N != 0 ? dl_ir_type_numel(xt) / (N * C) : 0;
+    double eps = dl_ir_node_attr_float(n, "epsilon"), mom = dl_ir_node_attr_float(n, "momentum");
+    dl_ir_value *rm = n->n_outputs > 1 ? n->outputs[1] : NULL;
+    dl_ir_value *rv = n->n_outputs > 2 ? n->outputs[2] : NULL;
+    // args: y, [running_mean], [running_var], x, scale, B, input_mean, input_var
+    dl_ir_value *vals[8];
+    size_t nv = 0;
+    vals[nv++] = n->outputs[0];
+    size_t a_rm = rm ? nv++ : 0, a_rv = rv ? nv++ : 0;
+    if (rm) {
+        vals[a_rm] = rm;
+    }
+    if (rv) {
+        vals[a_rv] = rv;
+    }
+    size_t a_x = nv;
+    for (size_t i = 0; i < 5; i++) {
+        vals[nv++] = n->inputs[i];
+    }
+    cg_kernel k;
+    DL_TRY(cg_kernel_begin(c, vals, nv, C, &k));
+    cg_loop l, ln;
+    LLVMValueRef ch = cg_for_begin(c, &l, k.begin, k.end, "c");
+    LLVMValueRef acc = entry_alloca(c, c->t_f32);
+    LLVMValueRef cnt = cg_f32(c, (double)(N * S));
+    // pass 1: mean; pass 2: biased variance. Batch item b's run starts at (b*C + c)*S.
+    LLVMValueRef stat[2] = {NULL, NULL};
+    for (int pass = 0; pass < 2; pass++) {
+        st(c, cg_f32(c, 0), acc);
+        if (N > 0 && S > 0) {
+            LLVMValueRef b = cg_for_begin(c, &ln, cg_i64(c, 0), cg_i64(c, N), "b");
+            LLVMValueRef off = imul(c, iadd(c, imul(c, b, C), ch), S);
+            LLVMValueRef part = emit_sum(c, k.ptr[a_x], xt->dtype, off, S, stat[0]);
+            st(c, LLVMBuildFAdd(c->b, ld(c, c->t_f32, acc), part, ""), acc);
+            cg_for_end(c, &ln);
+        }
+        stat[pass] = LLVMBuildFDiv(c->b, ld(c, c->t_f32, acc), cnt, pass ? "var" : "mean");
+    }
+    LLVMValueRef mean = stat[0], var = stat[1];
+    dl_dtype dts = n->inputs[1]->type.dtype, dtb = n->inputs[2]->type.dtype;
+    dl_dtype dtm = n->inputs[3]->type.dtype, dtv = n->inputs[4]->type.dtype;
+    LLVMValueRef sc = cg_load(c, k.ptr[a_x + 1], dts, ch);
+    LLVMValueRef bi = cg_load(c, k.ptr[a_x + 2], dtb, ch);
+    LLVMValueRef sd =
+        cg_intrinsic1(c, "llvm.sqrt", c->t_f32, LLVMBuildFAdd(c->b, var, cg_f32(c, eps), ""));
+    LLVMValueRef a = LLVMBuildFDiv(c->b, sc, sd, "");
+    if (N > 0 && S > 0) {
+        cg_loop li;
+        LLVMValueRef b = cg_for_begin(c, &ln, cg_i64(c, 0), cg_i64(c, N), "b");
+        LLVMValueRef off = imul(c, iadd(c, imul(c, b, C), ch), S);
+        LLVMValueRef i = cg_for_begin(c, &li, cg_i64(c, 0), cg_i64(c, S), "s");
+        LLVMValueRef idx = iadd(c, off, i);
+        LLVMValueRef xv = cg_load(c, k.ptr[a_x], xt->dtype, idx);
+        LLVMValueRef r = fmuladd(c, LLVMBuildFSub(c->b, xv, mean, ""), a, bi);
+        cg_store(c, k.ptr[0], n->outputs[0]->type.dtype, idx, r);
+        cg_for_end(c, &li);
+        cg_for_end(c, &ln);
+    }
+    // running stats: input * momentum + batch * (1 - momentum)
+    LLVMValueRef km = cg_f32(c, mom), k1m = cg_f32(c, 1 - mom);
+    if (rm) {
+        LLVMValueRef mu = cg_load(c, k.ptr[a_x + 3], dtm, ch);
+        LLVMValueRef r = LLVMBuildFAdd(c->b, LLVMBuildFMul(c->b, mu, km, ""),
+                                       LLVMBuildFMul(c->b, mean, k1m, ""), "");
+        cg_store(c, k.ptr[a_rm], rm->type.dtype, ch, r);
+    }
+    if (rv) {
+        LLVMValueRef va = cg_load(c, k.ptr[a_x + 4], dtv, ch);
+        LLVMValueRef r = LLVMBuildFAdd(c->b, LLVMBuildFMul(c->b, va, km, ""),
+                                       LLVMBuildFMul(c->b, var, k1m, ""), "");
+        cg_store(c, k.ptr[a_rv], rv->type.dtype, ch, r);
+    }
+    cg_for_end(c, &l);
+    return cg_kernel_end(c, &k);
+}
+
 // BatchNormalization, inference: x: [N, C, ...], scale, B, mean, var: [C];
 // y = (x - mean) * (scale / sqrt(var + eps)) + B. Outer range N*C. The optional outputs
 // (running mean / var) pass mean and var through, as the evaluator does outside training.
+// training_mode = 1 goes to lower_batch_norm_train.
 static dl_status lower_batch_norm(cg *c, const dl_ir_node *n) {
-    if (dl_ir_node_attr_int(n, "training_mode") != 0) {
-        cg_error(c, "training_mode = 1 is not supported by the cpu backend yet");
-        return DL_ERR_UNSUPPORTED;
-    }
     dl_ir_value *x = n->inputs[0], *y = n->outputs[0];
     const dl_ir_type *xt = &x->type;
     if (xt->rank < 2 || n->n_inputs < 5) {
         cg_error(c, "needs X of rank >= 2 and all four channel inputs");
         return DL_ERR_UNSUPPORTED;
+    }
+    for (size_t i = 1; i < 5; i++) {
+        if (!has_input(n, i)) {
+            cg_error(c, "needs all four channel inputs");
+            return DL_ERR_UNSUPPORTED;
+        }
+    }
+    if (dl_ir_node_attr_int(n, "training_mode") != 0) {
+        return lower_batch_norm_train(c, n);
     }
     int64_t C = xt->dims[1].value, NC = xt->dims[0].value * C;
     double eps = dl_ir_node_attr_float(n, "epsilon");

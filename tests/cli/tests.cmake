@@ -9,3 +9,7 @@ add_test(NAME cli_compile
          COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_compile.sh $<TARGET_FILE:dlcc> ${CMAKE_SOURCE_DIR}
                  $<TARGET_FILE:dlrt>)
 set_tests_properties(cli_compile PROPERTIES LABELS unit)
+# The same end-to-end script with `dlcc run` on the compiled cpu backend.
+add_test(NAME cli_end_to_end_cpu
+         COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_cli.sh $<TARGET_FILE:dlcc> ${CMAKE_SOURCE_DIR})
+set_tests_properties(cli_end_to_end_cpu PROPERTIES LABELS unit ENVIRONMENT DL_CLI_BACKEND=cpu)

@@ -192,6 +192,52 @@ DL_TEST(nn_batch_norm) {
            "y = BatchNormalization (x, s, b, m, pos_v)", ((cg_tol){1e-2, 1e-2, 0, 0}));
 }
 
+// training_mode = 1: batch statistics over N and the spatial dims, optional running stats.
+static bool check_bn_train(const char *dt, const char *xshape, int64_t C, const char *attrs,
+                           int n_out, cg_tol tol) {
+    char d[512], node[256];
+    snprintf(d, sizeof d,
+             "input x : %s%s\ninput s : %s[%lld]\ninput b : %s[%lld]\ninput m : %s[%lld]\n"
+             "input pos_v : %s[%lld]\n",
+             dt, xshape, dt, (long long)C, dt, (long long)C, dt, (long long)C, dt, (long long)C);
+    static const char *const lhs[] = {"y", "y, rm", "y, rm, rv"};
+    static const char *const outs[] = {"output y\n", "output y\noutput rm\n",
+                                       "output y\noutput rm\noutput rv\n"};
+    snprintf(node, sizeof node, "%s = BatchNormalization <training_mode = 1%s> (x, s, b, m, pos_v)",
+             lhs[n_out - 1], attrs);
+    return check1(d, node, outs[n_out - 1], tol);
+}
+
+DL_TEST(nn_batch_norm_training) {
+    static const struct {
+        const char *shape;
+        int64_t C;
+    } shapes[] = {
+        {"[2, 3, 5, 7]", 3}, {"[4, 6]", 6},          {"[1, 1]", 1},
+        {"[7, 5]", 5},       {"[2, 3, 4, 3, 5]", 3}, {"[1, 5, 37]", 5},
+        {"[3, 2, 1]", 2},    {"[2, 4, 16]", 4},      {"[3, 7, 2, 3, 2, 2]", 7},
+    };
+    const cg_tol f16 = {1e-2, 1e-2, 0, 0};
+    for (size_t i = 0; i < DL_ARRAY_LEN(shapes); i++) {
+        for (int o = 1; o <= 3; o++) {
+            DL_CHECK(check_bn_train("float", shapes[i].shape, shapes[i].C, "", o, CG_TOL_MATH));
+        }
+        DL_CHECK(check_bn_train("float", shapes[i].shape, shapes[i].C,
+                                ", epsilon = 0.01, momentum = 0.75", 3, CG_TOL_MATH));
+        DL_CHECK(check_bn_train("float16", shapes[i].shape, shapes[i].C, "", 3, f16));
+    }
+    DL_CHECK(check_bn_train("float16", "[2, 3, 5, 7]", 3, ", momentum = 0.5", 2, f16));
+    DL_CHECK(check_bn_train("float16", "[4, 6]", 6, "", 1, f16));
+    DL_CHECK(check_bn_train("float", "[64, 3, 8, 8]", 3, ", momentum = 0.1", 3, CG_TOL_MATH));
+    // float16 data with float scale, B and statistics (T, T1, T2 differ)
+    DL_CHECK(check1("input x : float16[3, 4, 9]\ninput s : float[4]\ninput b : float[4]\n"
+                    "input m : float[4]\ninput pos_v : float[4]\n",
+                    "y, rm, rv = BatchNormalization <training_mode = 1> (x, s, b, m, pos_v)",
+                    "output y\noutput rm\noutput rv\n", f16));
+    // bfloat16 data, scale, B and statistics
+    DL_CHECK(check_bn_train("bfloat16", "[2, 3, 5, 7]", 3, "", 3, f16));
+}
+
 DL_TEST(nn_layer_norm) {
     CHECK1("input x : float[4, 10]\ninput s : float[10]\ninput b : float[10]\n",
            "y = LayerNormalization (x, s, b)", CG_TOL_MATH);

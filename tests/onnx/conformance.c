@@ -9,18 +9,31 @@
 // line is "N passed, N failed, N skipped"; the exit status is 1 if any case failed, 77 if the
 // test data is not installed.
 //
+// With --backend cpu the reference evaluator is replaced by the compiled path: the module is
+// compiled by dl_cg_compile (default options) and run through libdlrt (load from memory,
+// session, set inputs, infer, outputs), and its outputs are compared with the same tolerance.
+// A case whose model needs an op the cpu backend does not lower yet FAILS (it is applicable).
+// Each case then runs in a forked child with a time limit, so a crashing or hanging kernel
+// fails its case instead of ending the run (--no-fork turns that off, for a debugger).
+//
 // Usage: onnx_conformance [--verbose] [--only SUBSTRING] [--no-text] [--data DIR]
-//                         [--exclusions FILE]
+//                         [--exclusions FILE] [--backend cpu|ref] [--no-fork]
 // DL_ONNX_NO_TEXT=1 in the environment has the effect of --no-text (skip print/parse).
+#define _DEFAULT_SOURCE // MAP_ANONYMOUS
+#include "dl_cg.h"
 #include "dl_fe.h"
 #include "dl_pass.h"
+#include "dlrt.h"
 #include "fe_onnx.h"
 
 #include <dirent.h>
 #include <math.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define MAX_IO 64
@@ -33,6 +46,8 @@ typedef struct exclusion {
 typedef struct runner {
     const char *dir;
     bool verbose, no_text;
+    bool use_cpu; // --backend cpu: compile and run through libdlrt instead of dl_ir_eval
+    bool no_fork; // cpu only: run cases in this process
     const char *only;
     exclusion *excl;
     size_t n_excl;
@@ -292,6 +307,99 @@ static dl_ir_module *import_case(const runner *r, const char *model, const dl_te
     return m2;
 }
 
+// Copies a message with its newlines flattened into buf.
+static void flat_copy(char *buf, size_t size, const char *msg) {
+    snprintf(buf, size, "%s", msg);
+    for (char *p = buf; *p; p++) {
+        if (*p == '\n') {
+            *p = ' ';
+        }
+    }
+}
+
+// The compiled path: compiles `m`, loads the artifact from memory, feeds `feed` (m->inputs
+// order) and copies every output into got[] (m->outputs order; the caller frees each). Returns
+// false with `why` set on any failure; on failure no got[] is left allocated.
+static bool run_cpu(const dl_ir_module *m, const dl_tensor *const *feed, dl_tensor *got,
+                    dl_diags *d, char *why, size_t why_size) {
+    uint8_t *art = NULL;
+    size_t art_len = 0;
+    dlrt_model *rm = NULL;
+    dlrt_session *s = NULL;
+    size_t n_done = 0;
+    bool ok = false;
+    if (dl_cg_compile(m, NULL, d, &art, &art_len) != DL_OK) {
+        char msg[400];
+        first_diag(d, msg, sizeof msg);
+        snprintf(why, why_size, "compile: %s", msg);
+        goto out;
+    }
+    if (dlrt_model_load_memory(art, art_len, &rm) != DLRT_OK ||
+        dlrt_session_create(rm, &s) != DLRT_OK) {
+        char msg[400];
+        flat_copy(msg, sizeof msg, dlrt_last_error());
+        snprintf(why, why_size, "runtime load: %s", msg);
+        goto out;
+    }
+    for (size_t i = 0; i < m->inputs.len; i++) {
+        const dl_ir_value *v = m->inputs.data[i];
+        if (feed[i]->dtype != v->type.dtype) {
+            snprintf(why, why_size, "input '%s': test data is %s, the model wants %s", v->name,
+                     dl_dtype_name(feed[i]->dtype), dl_dtype_name(v->type.dtype));
+            goto out;
+        }
+        if (dlrt_session_set_input(s, v->name, feed[i]->data, dl_tensor_nbytes(feed[i])) !=
+            DLRT_OK) {
+            char msg[400];
+            flat_copy(msg, sizeof msg, dlrt_last_error());
+            snprintf(why, why_size, "set_input: %s", msg);
+            goto out;
+        }
+    }
+    if (dlrt_session_infer(s) != DLRT_OK) {
+        char msg[400];
+        flat_copy(msg, sizeof msg, dlrt_last_error());
+        snprintf(why, why_size, "infer: %s", msg);
+        goto out;
+    }
+    for (; n_done < m->outputs.len; n_done++) {
+        const char *name = m->outputs.data[n_done]->name;
+        const void *data = NULL;
+        dlrt_tensor_desc desc;
+        if (dlrt_session_output(s, name, &data, &desc) != DLRT_OK) {
+            char msg[400];
+            flat_copy(msg, sizeof msg, dlrt_last_error());
+            snprintf(why, why_size, "output '%s': %s", name, msg);
+            goto out;
+        }
+        dl_tensor *t = &got[n_done];
+        if (dl_tensor_alloc(t, (dl_dtype)desc.dtype, desc.rank, desc.dims) != DL_OK) {
+            snprintf(why, why_size, "out of memory");
+            goto out;
+        }
+        if (dl_tensor_nbytes(t) != desc.nbytes) {
+            dl_tensor_free(t);
+            snprintf(why, why_size, "output '%s': described as %zu bytes, its shape has %zu", name,
+                     desc.nbytes, dl_tensor_nbytes(t));
+            goto out;
+        }
+        if (desc.nbytes) {
+            memcpy(t->data, data, desc.nbytes);
+        }
+    }
+    ok = true;
+out:
+    if (!ok) {
+        for (size_t i = 0; i < n_done; i++) {
+            dl_tensor_free(&got[i]);
+        }
+    }
+    dlrt_session_destroy(s);
+    dlrt_model_release(rm);
+    free(art);
+    return ok;
+}
+
 // Runs one data set. Returns true on success, else false with `why` set.
 // The ops of the module go into ops_seen.
 static bool run_set(const runner *r, const char *model, const char *set_dir, bool *ops_seen,
@@ -342,14 +450,21 @@ static bool run_set(const runner *r, const char *model, const char *set_dir, boo
         feed[i] = &ins[src];
         in_vals[i] = *feed[i];
     }
-    dl_ir_eval_opts opts = {NULL, 0, false};
-    dl_status st = dl_ir_eval(m, &opts, in_vals, got, d);
-    free(in_vals);
-    if (st != DL_OK) {
-        char msg[400];
-        first_diag(d, msg, sizeof msg);
-        snprintf(why, why_size, "eval: %s", msg);
-        goto out;
+    if (r->use_cpu) {
+        free(in_vals);
+        if (!run_cpu(m, feed, got, d, why, why_size)) {
+            goto out;
+        }
+    } else {
+        dl_ir_eval_opts opts = {NULL, 0, false};
+        dl_status st = dl_ir_eval(m, &opts, in_vals, got, d);
+        free(in_vals);
+        if (st != DL_OK) {
+            char msg[400];
+            first_diag(d, msg, sizeof msg);
+            snprintf(why, why_size, "eval: %s", msg);
+            goto out;
+        }
     }
     n_got = m->outputs.len;
     ok = true;
@@ -379,6 +494,87 @@ out:
     return ok;
 }
 
+// Runs every test_data_set_* of a case; stops at the first failure (`why` set).
+static bool run_sets(const runner *r, const char *cdir, const char *model, bool *ops_seen,
+                     char *why, size_t why_size) {
+    struct dirent **sets = NULL;
+    int n_sets = scandir(cdir, &sets, set_filter, name_cmp);
+    bool ok = n_sets > 0;
+    if (n_sets <= 0) {
+        snprintf(why, why_size, "no test_data_set_* directory");
+    }
+    for (int i = 0; i < n_sets; i++) {
+        if (ok) {
+            char sdir[1400], swhy[900];
+            snprintf(sdir, sizeof sdir, "%s/%s", cdir, sets[i]->d_name);
+            if (!run_set(r, model, sdir, ops_seen, swhy, sizeof swhy)) {
+                snprintf(why, why_size, "%s: %s", sets[i]->d_name, swhy);
+                ok = false;
+            }
+        }
+        free(sets[i]);
+    }
+    free(sets);
+    return ok;
+}
+
+// What a forked case hands back, in shared anonymous memory.
+typedef struct case_result {
+    bool done, ok;
+    char why[2048];
+    bool ops_seen[DL_IR_OP_COUNT];
+} case_result;
+
+#define CASE_TIME_LIMIT_S 120
+
+// run_sets in a child process, so a kernel that crashes or hangs fails its case only.
+static bool run_sets_forked(const runner *r, const char *cdir, const char *model, bool *ops_seen,
+                            char *why, size_t why_size) {
+    case_result *res =
+        mmap(NULL, sizeof *res, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (res == MAP_FAILED) {
+        snprintf(why, why_size, "mmap failed");
+        return false;
+    }
+    memset(res, 0, sizeof *res);
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid < 0) {
+        munmap(res, sizeof *res);
+        snprintf(why, why_size, "fork failed");
+        return false;
+    }
+    if (pid == 0) {
+        alarm(CASE_TIME_LIMIT_S);
+        res->ok = run_sets(r, cdir, model, res->ops_seen, res->why, sizeof res->why);
+        res->done = true;
+        fflush(stdout);
+        fflush(stderr);
+        _exit(0);
+    }
+    int wst = 0;
+    while (waitpid(pid, &wst, 0) < 0) {
+    }
+    bool ok = false;
+    if (WIFSIGNALED(wst)) {
+        int sig = WTERMSIG(wst);
+        if (sig == SIGALRM) {
+            snprintf(why, why_size, "timed out after %d s", CASE_TIME_LIMIT_S);
+        } else {
+            snprintf(why, why_size, "crashed: signal %d (%s)", sig, strsignal(sig));
+        }
+    } else if (!res->done) {
+        snprintf(why, why_size, "child exited with status %d", WEXITSTATUS(wst));
+    } else {
+        ok = res->ok;
+        snprintf(why, why_size, "%s", res->why);
+        memcpy(ops_seen, res->ops_seen, sizeof res->ops_seen);
+    }
+    munmap(res, sizeof *res);
+    return ok;
+}
+
 static void run_case(runner *r, const char *name) {
     char cdir[1024], model[1100], why[2048];
     snprintf(cdir, sizeof cdir, "%s/%s", r->dir, name);
@@ -404,25 +600,9 @@ static void run_case(runner *r, const char *name) {
         printf("FAIL %s: %s\n", name, why);
         return;
     }
-    struct dirent **sets = NULL;
-    int n_sets = scandir(cdir, &sets, set_filter, name_cmp);
-    bool ok = n_sets > 0;
     bool ops_seen[DL_IR_OP_COUNT] = {false};
-    if (n_sets <= 0) {
-        snprintf(why, sizeof why, "no test_data_set_* directory");
-    }
-    for (int i = 0; i < n_sets; i++) {
-        if (ok) {
-            char sdir[1400], swhy[900];
-            snprintf(sdir, sizeof sdir, "%s/%s", cdir, sets[i]->d_name);
-            if (!run_set(r, model, sdir, ops_seen, swhy, sizeof swhy)) {
-                snprintf(why, sizeof why, "%s: %s", sets[i]->d_name, swhy);
-                ok = false;
-            }
-        }
-        free(sets[i]);
-    }
-    free(sets);
+    bool ok = r->use_cpu && !r->no_fork ? run_sets_forked(r, cdir, model, ops_seen, why, sizeof why)
+                                        : run_sets(r, cdir, model, ops_seen, why, sizeof why);
     if (ok) {
         r->passed++;
         for (int i = 0; i < DL_IR_OP_COUNT; i++) {
@@ -454,10 +634,15 @@ int main(int argc, char **argv) {
             r.dir = argv[++i];
         } else if (strcmp(argv[i], "--exclusions") == 0 && i + 1 < argc) {
             excl_path = argv[++i];
+        } else if (strcmp(argv[i], "--backend") == 0 && i + 1 < argc &&
+                   (strcmp(argv[i + 1], "cpu") == 0 || strcmp(argv[i + 1], "ref") == 0)) {
+            r.use_cpu = strcmp(argv[++i], "cpu") == 0;
+        } else if (strcmp(argv[i], "--no-fork") == 0) {
+            r.no_fork = true;
         } else {
             fprintf(stderr,
                     "usage: %s [--verbose] [--only SUBSTRING] [--no-text] [--data DIR] "
-                    "[--exclusions FILE]\n",
+                    "[--exclusions FILE] [--backend cpu|ref] [--no-fork]\n",
                     argv[0]);
             return 2;
         }
@@ -489,6 +674,10 @@ int main(int argc, char **argv) {
             snprintf(ops + l, sizeof ops - l, "%s%s", l ? " " : "",
                      dl_ir_op_get_info((dl_ir_op)i)->name);
         }
+    }
+    if (r.use_cpu) {
+        printf("backend: cpu (compiled with dl_cg_compile, run through libdlrt %s)\n",
+               dlrt_version());
     }
     printf("ops covered by passing cases: %d of %d (%s)\n", n_ops, (int)DL_IR_OP_COUNT, ops);
     printf("skipped: %d not applicable, %d excluded\n", r.skipped_na, r.skipped_excl);
