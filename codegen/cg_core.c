@@ -398,6 +398,46 @@ static void init_targets(void) {
     }
 }
 
+#include "dl_cg_x86_names.h"
+
+static bool in_names(const char *s, size_t n, const char *const *names, size_t n_names) {
+    for (size_t i = 0; i < n_names; i++) {
+        if (strlen(names[i]) == n && strncmp(names[i], s, n) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+dl_status dl_cg_options_check(const dl_cg_options *o, char *err, size_t err_size) {
+    if (o->opt_level < 0 || o->opt_level > 3) {
+        snprintf(err, err_size, "optimisation level must be 0..3, got %d", o->opt_level);
+        return DL_ERR_INVALID_ARG;
+    }
+    if (o->cpu && o->cpu[0] && strcmp(o->cpu, "native") != 0 &&
+        !in_names(o->cpu, strlen(o->cpu), dl_cg_x86_cpus, DL_ARRAY_LEN(dl_cg_x86_cpus))) {
+        snprintf(err, err_size,
+                 "unknown CPU '%s' for x86-64 (e.g. native, x86-64-v3, skylake-avx512, znver3)",
+                 o->cpu);
+        return DL_ERR_INVALID_ARG;
+    }
+    const char *f = o->features ? o->features : "";
+    while (*f) {
+        const char *e = strchr(f, ',');
+        size_t n = e ? (size_t)(e - f) : strlen(f);
+        if (n < 2 || (f[0] != '+' && f[0] != '-') ||
+            !in_names(f + 1, n - 1, dl_cg_x86_features, DL_ARRAY_LEN(dl_cg_x86_features))) {
+            snprintf(err, err_size,
+                     "bad target feature '%.*s' (expected +NAME or -NAME with an x86 feature "
+                     "name such as avx2)",
+                     (int)n, f);
+            return DL_ERR_INVALID_ARG;
+        }
+        f += n + (e ? 1 : 0);
+    }
+    return DL_OK;
+}
+
 void dl_cg_options_init(dl_cg_options *o) {
     memset(o, 0, sizeof *o);
     o->opt_level = 3;
@@ -454,6 +494,31 @@ void dl_cg_target_describe(const dl_cg_options *o, char *buf, size_t size) {
     free_cpu(cpu, features, o, fl);
 }
 
+// The DLRT_ISA_* bits a feature string enables (later entries override earlier ones, as in LLVM).
+// A CPU name without explicit features contributes nothing: such artifacts are not checked.
+static uint32_t isa_of_features(const char *f) {
+    static const struct {
+        const char *name;
+        uint32_t bit;
+    } isas[] = {{"avx", DLRT_ISA_AVX},           {"avx2", DLRT_ISA_AVX2},
+                {"fma", DLRT_ISA_FMA},           {"f16c", DLRT_ISA_F16C},
+                {"avx512f", DLRT_ISA_AVX512F},   {"avx512bw", DLRT_ISA_AVX512BW},
+                {"avx512dq", DLRT_ISA_AVX512DQ}, {"avx512vl", DLRT_ISA_AVX512VL},
+                {"bmi2", DLRT_ISA_BMI2}};
+    uint32_t isa = 0;
+    while (*f) {
+        const char *e = strchr(f, ',');
+        size_t n = e ? (size_t)(e - f) : strlen(f);
+        for (size_t i = 0; n > 1 && i < DL_ARRAY_LEN(isas); i++) {
+            if (strlen(isas[i].name) == n - 1 && strncmp(f + 1, isas[i].name, n - 1) == 0) {
+                isa = f[0] == '+' ? isa | isas[i].bit : isa & ~isas[i].bit;
+            }
+        }
+        f += n + (e ? 1 : 0);
+    }
+    return isa;
+}
+
 static dl_status make_target_machine(cg *c, const dl_cg_options *o) {
     init_targets();
     char *triple = LLVMGetDefaultTargetTriple();
@@ -469,12 +534,22 @@ static dl_status make_target_machine(cg *c, const dl_cg_options *o) {
     char *cpu, *features;
     bool fl;
     resolve_cpu(o, &cpu, &features, &fl);
+    // x86-64 code needs the 64-bit feature; a CPU name without it (i686) would make LLVM abort.
+    char *feats64 = malloc(strlen(features) + 8);
+    if (!feats64) {
+        free_cpu(cpu, features, o, fl);
+        LLVMDisposeMessage(triple);
+        return DL_ERR_NOMEM;
+    }
+    sprintf(feats64, "%s%s+64bit", features, features[0] ? "," : "");
+    c->isa = isa_of_features(feats64);
     LLVMCodeGenOptLevel lvl = o->opt_level <= 0   ? LLVMCodeGenLevelNone
                               : o->opt_level == 1 ? LLVMCodeGenLevelLess
                               : o->opt_level == 2 ? LLVMCodeGenLevelDefault
                                                   : LLVMCodeGenLevelAggressive;
-    c->tm = LLVMCreateTargetMachine(target, triple, cpu, features, lvl, LLVMRelocPIC,
+    c->tm = LLVMCreateTargetMachine(target, triple, cpu, feats64, lvl, LLVMRelocPIC,
                                     LLVMCodeModelDefault);
+    free(feats64);
     LLVMSetTarget(c->mod, triple);
     LLVMTargetDataRef td = LLVMCreateTargetDataLayout(c->tm);
     char *layout = LLVMCopyStringRepOfTargetData(td);
@@ -835,6 +910,7 @@ static dl_status build_plan(cg *c, const char *target, blob *out) {
         blob_put(out, c->infer_kernels.data, c->infer_kernels.len * sizeof(uint32_t));
     blob_align(out, 8);
     h.n_deps = (uint32_t)n_deps;
+    h.isa = c->isa;
     h.off_deps = blob_put(out, deps, n_deps * sizeof(uint32_t));
     blob_align(out, 8);
     h.off_strings = blob_put(out, pc.strings.p, pc.strings.len);
@@ -1058,6 +1134,11 @@ dl_status dl_cg_compile(const dl_ir_module *m, const dl_cg_options *o, dl_diags 
     if (!o) {
         dl_cg_options_init(&def);
         o = &def;
+    }
+    char oerr[256];
+    if (dl_cg_options_check(o, oerr, sizeof oerr) != DL_OK) {
+        dl_diag(d, DL_SEV_ERROR, DL_NO_LOC, "%s", oerr);
+        return DL_ERR_INVALID_ARG;
     }
     for (size_t i = 0; i < m->values.len; i++) {
         if (m->values.data[i]->type.rank < 0) {

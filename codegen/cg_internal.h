@@ -45,6 +45,7 @@ typedef struct cg {
     DL_VEC(uint32_t) args;
     DL_VEC(uint32_t) infer_kernels;
     const dl_ir_node *node; // node being lowered (for diagnostics and names)
+    uint32_t isa;           // DLRT_ISA_* enabled by the target features
 } cg;
 
 // A kernel under construction.

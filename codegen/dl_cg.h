@@ -17,6 +17,11 @@ typedef struct dl_cg_options {
 // Fills *o with the defaults: host CPU and features, -O3, linker looked up.
 void dl_cg_options_init(dl_cg_options *o);
 
+// Checks the options a user can set: the CPU must be one LLVM knows for x86-64, every feature
+// of the comma list must be +NAME or -NAME with a known NAME, opt_level 0..3. On failure
+// returns DL_ERR_INVALID_ARG and writes a one-line reason (naming the value) into err.
+DL_NODISCARD dl_status dl_cg_options_check(const dl_cg_options *o, char *err, size_t err_size);
+
 // Compiles `m` (verified, shapes inferred by dl_pass_shape) into artifact bytes. On DL_OK,
 // *out (malloc'd, caller frees) holds the shared object, byte-identical for the same module,
 // options and compiler. Errors (an op not lowered yet, a missing linker, LLVM failures) go to `d`;

@@ -69,6 +69,20 @@ enum {
     DLRT_INIT_DATA = 3,    // raw bytes data[data_off, +data_size) in the param's dtype
 };
 
+// Instruction-set extensions an artifact's code may use (from the target features it was compiled
+// with). A runtime on a CPU without one of them refuses the artifact instead of faulting.
+enum {
+    DLRT_ISA_AVX = 1u << 0,
+    DLRT_ISA_AVX2 = 1u << 1,
+    DLRT_ISA_FMA = 1u << 2,
+    DLRT_ISA_F16C = 1u << 3,
+    DLRT_ISA_AVX512F = 1u << 4,
+    DLRT_ISA_AVX512BW = 1u << 5,
+    DLRT_ISA_AVX512DQ = 1u << 6,
+    DLRT_ISA_AVX512VL = 1u << 7,
+    DLRT_ISA_BMI2 = 1u << 8,
+};
+
 // Entry points.
 enum { DLRT_ENTRY_INFER = 0, DLRT_ENTRY_TRAIN_STEP = 1, DLRT_ENTRY_COUNT = 2 };
 
@@ -85,7 +99,8 @@ typedef struct dlrt_plan_hdr {
     uint32_t entry_count[DLRT_ENTRY_COUNT];  // 0 = entry point absent
     uint32_t model_name_off, model_name_len; // in strings
     uint32_t target_off, target_len;         // target triple + CPU, in strings
-    uint32_t n_deps, reserved;
+    uint32_t n_deps;
+    uint32_t isa; // DLRT_ISA_* the kernels may use; the runtime refuses CPUs that lack one
     uint64_t off_deps;
 } dlrt_plan_hdr;
 _Static_assert(sizeof(dlrt_plan_hdr) == 168, "abi: dlrt_plan_hdr");

@@ -51,6 +51,67 @@ static dlrt_status corrupt(const char *what) {
     return rt__fail(DLRT_ERR_CORRUPT, "corrupt artifact: %s", what);
 }
 
+// Refuses an artifact whose code needs instructions this CPU lacks (it would die of SIGILL).
+static dlrt_status check_isa(const dlrt_plan_hdr *h, const char *target, size_t target_len) {
+    static const struct isa_name {
+        uint32_t bit;
+        const char *name;
+    } isas[] = {
+        {DLRT_ISA_AVX, "avx"},           {DLRT_ISA_AVX2, "avx2"},
+        {DLRT_ISA_FMA, "fma"},           {DLRT_ISA_F16C, "f16c"},
+        {DLRT_ISA_AVX512F, "avx512f"},   {DLRT_ISA_AVX512BW, "avx512bw"},
+        {DLRT_ISA_AVX512DQ, "avx512dq"}, {DLRT_ISA_AVX512VL, "avx512vl"},
+        {DLRT_ISA_BMI2, "bmi2"},
+    };
+    const struct isa_name *p;
+    __builtin_cpu_init();
+    for (p = isas; p < isas + sizeof isas / sizeof isas[0]; p++) {
+        if (!(h->isa & p->bit)) {
+            continue;
+        }
+        // __builtin_cpu_supports needs a string literal, hence the explicit switch.
+        int have = 0;
+        switch (p->bit) {
+        case DLRT_ISA_AVX:
+            have = __builtin_cpu_supports("avx");
+            break;
+        case DLRT_ISA_AVX2:
+            have = __builtin_cpu_supports("avx2");
+            break;
+        case DLRT_ISA_FMA:
+            have = __builtin_cpu_supports("fma");
+            break;
+        case DLRT_ISA_F16C:
+            have = __builtin_cpu_supports("f16c");
+            break;
+        case DLRT_ISA_AVX512F:
+            have = __builtin_cpu_supports("avx512f");
+            break;
+        case DLRT_ISA_AVX512BW:
+            have = __builtin_cpu_supports("avx512bw");
+            break;
+        case DLRT_ISA_AVX512DQ:
+            have = __builtin_cpu_supports("avx512dq");
+            break;
+        case DLRT_ISA_AVX512VL:
+            have = __builtin_cpu_supports("avx512vl");
+            break;
+        case DLRT_ISA_BMI2:
+            have = __builtin_cpu_supports("bmi2");
+            break;
+        default:
+            break;
+        }
+        if (!have) {
+            return rt__fail(DLRT_ERR_UNSUPPORTED,
+                            "the artifact was compiled for %.*s and uses %s, which this CPU lacks; "
+                            "recompile it on this machine (or with --cpu/--features it supports)",
+                            (int)target_len, target, p->name);
+        }
+    }
+    return DLRT_OK;
+}
+
 static dlrt_status validate(dlrt_model *m, uint64_t plan_size) {
     if (plan_size < sizeof(dlrt_plan_hdr)) {
         return corrupt("plan smaller than its header");
@@ -131,6 +192,10 @@ static dlrt_status validate(dlrt_model *m, uint64_t plan_size) {
     if (!fits(h->model_name_off, h->model_name_len, h->size_strings) ||
         !fits(h->target_off, h->target_len, h->size_strings)) {
         return corrupt("string outside the plan");
+    }
+    dlrt_status ist = check_isa(h, m->strings + h->target_off, h->target_len);
+    if (ist != DLRT_OK) {
+        return ist;
     }
     // Tensors: grouped by role (inputs, outputs, params), each consistent with its buffer.
     uint32_t prev_role = 0;

@@ -1102,6 +1102,11 @@ static int cmd_compile(int argc, char **argv) {
         }
         o.opt_level = opt[0] - '0';
     }
+    char oerr[256];
+    if (dl_cg_options_check(&o, oerr, sizeof oerr) != DL_OK) {
+        rc = usage_error("compile", "%s", oerr);
+        goto out;
+    }
     if (!out_path) {
         out_path = def_out = default_artifact_path(file);
         if (!def_out) {

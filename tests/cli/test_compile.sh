@@ -337,6 +337,20 @@ family_case() { # family_case NAME INPUTS... -- OUTPUTS...: compile + run vs ref
 family_case fam_mlp x=x.npy lab=lab.npy -- p lp s mx am t loss
 family_case fam_cnn img=img.npy -- f cc
 
+# Target options: unknown names are usage errors, never an LLVM abort; an artifact that needs
+# instructions this CPU lacks is refused with a message instead of dying of SIGILL.
+expect_msg 2 "--cpu with an unknown name" "unknown CPU 'nosuchcpu'" compile fam_mlp.dlg --cpu nosuchcpu -o cpu_bad.so
+check "no artifact for an unknown CPU" test ! -e cpu_bad.so
+expect_msg 2 "--features without +/-" "bad target feature 'avx2'" compile fam_mlp.dlg --features avx2 -o f_bad.so
+expect_msg 2 "--features with an unknown name" "bad target feature '+avx9'" compile fam_mlp.dlg --features +avx9 -o f_bad.so
+expect 0 "--cpu i686 (no 64-bit feature of its own) compiles, no abort" compile fam_mlp.dlg --cpu i686 -o i686.so
+expect 0 "--cpu x86-64-v2 with features" compile fam_mlp.dlg --cpu x86-64-v2 --features -avx2,+sse4.2 -o v2.so
+expect 0 "an x86-64-v2 artifact runs here" run v2.so --in x=x.npy --in lab=lab.npy
+if ! grep -qw avx512f /proc/cpuinfo; then
+  expect 0 "compile for avx512f on a CPU without it" compile fam_mlp.dlg --cpu skylake-avx512 --features +avx512f -o avx512.so
+  expect_msg 1 "running it is refused, not a SIGILL" "uses avx512f, which this CPU lacks" run avx512.so --in x=x.npy --in lab=lab.npy
+fi
+
 check "TMPDIR is empty at the end (no dlcc-link-* left)" tmp_is_empty
 if ! tmp_is_empty; then ls -la "$TMPDIR"; fi
 
