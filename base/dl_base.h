@@ -147,6 +147,21 @@ void dl_strbuf_fini(dl_strbuf *b);
 // Gives the buffer away (caller frees); the strbuf is reset. Returns NULL if oom was hit.
 char *dl_strbuf_take(dl_strbuf *b);
 
+// 128-bit hashes (cache keys, blob checksums): XXH3-128 from Debian's libxxhash.
+typedef struct dl_hash128 {
+    uint64_t lo, hi;
+} dl_hash128;
+dl_hash128 dl_hash128_of(const void *data, size_t len);
+// Streaming: init, update as often as needed, then final.
+typedef struct dl_hash128_state dl_hash128_state; // opaque
+DL_NODISCARD dl_status dl_hash128_begin(dl_hash128_state **out);
+void dl_hash128_update(dl_hash128_state *s, const void *data, size_t len);
+dl_hash128 dl_hash128_end(dl_hash128_state *s); // frees s
+// 32 lower-case hex digits (hi then lo) + NUL into buf[33]; parse accepts exactly 32 hex digits.
+void dl_hash128_hex(dl_hash128 h, char buf[33]);
+bool dl_hash128_parse(const char *hex, dl_hash128 *out);
+bool dl_hash128_eq(dl_hash128 a, dl_hash128 b);
+
 // FNV-1a 64-bit hash of a NUL-terminated string (hash tables, default seeds; not for cache keys).
 uint64_t dl_hash_fnv1a64(const char *s);
 

@@ -1,0 +1,75 @@
+// driver/dlcc.h — the compiler as a library (libdlcc's public API, prefix dlcc_): compile a model
+// from source text or a file, through the compilation cache. For trainers that compile at
+// start-up and for the dlcc command line.
+//
+// The cache key is XXH3-128 over a versioned, length-prefixed encoding of (docs/cache.md):
+//   the canonical IR without optimizer hyper-parameter values (dl_ir_canonical with
+//   DL_IR_CANON_NO_HYPERPARAMS: intermediate names, comments and layout do not count; input,
+//   param and output names do), the bound dims, every option that changes code (opt level,
+//   target triple, CPU, features), the artifact format version, and the compiler's version
+//   (project version, git revision, LLVM version).
+#ifndef DLCC_H
+#define DLCC_H
+
+#include "dl_base.h"
+#include "dl_cg.h"
+#include "dl_ir.h"
+
+typedef struct dlcc_bind {
+    const char *name;
+    int64_t value;
+} dlcc_bind;
+
+typedef struct dlcc_options {
+    dl_cg_options cg;       // target and optimisation (dl_cg_options_init for defaults)
+    const dlcc_bind *binds; // -D NAME=VALUE
+    size_t n_binds;
+    bool use_cache;        // default true
+    const char *cache_dir; // NULL: the default location
+} dlcc_options;
+
+void dlcc_options_init(dlcc_options *o);
+
+// What happened, for `-v` and the benchmarks.
+typedef struct dlcc_result {
+    uint8_t *artifact; // OWNED by the caller (free)
+    size_t artifact_len;
+    dl_hash128 key;
+    bool cache_hit;
+    bool cache_used;   // false: no cache (disabled, or unusable: see the warnings)
+    double total_ms;   // the whole call
+    double compile_ms; // front end + codegen (0 on a hit)
+    char model[128];   // model name
+} dlcc_result;
+
+// One component of the key, for `dlcc-cache explain`: a name ("ir", "dims", "options",
+// "target", "format", "compiler") and the hash of its encoding.
+typedef struct dlcc_key_part {
+    const char *name;
+    dl_hash128 hash;
+} dlcc_key_part;
+#define DLCC_KEY_PARTS 6
+
+// Computes the key of a parsed, bound and shape-inferred module under `o`, and (if parts is
+// non-NULL) the hash of each component.
+DL_NODISCARD dl_status dlcc_key(const dl_ir_module *m, const dlcc_options *o, dl_hash128 *out,
+                                dlcc_key_part parts[DLCC_KEY_PARTS]);
+
+// Parses (file name `name` for diagnostics), binds dims, infers shapes, verifies; then fetches
+// the artifact from the cache or compiles and stores it. Errors in the model go to `d` (the
+// function returns their status); cache problems never fail the call: they become one warning
+// in `d` and the compile goes on without the cache. On success r->artifact holds the bytes.
+DL_NODISCARD dl_status dlcc_compile_source(const char *name, const char *text, size_t len,
+                                           const dlcc_options *o, dl_diags *d, dlcc_result *r);
+DL_NODISCARD dl_status dlcc_compile_file(const char *path, const dlcc_options *o, dl_diags *d,
+                                         dlcc_result *r);
+
+// Loads `path` and applies the options' binds, infers shapes and verifies: the front half of
+// dlcc_compile_file (for `dlcc run --backend ref`, `dlcc check` and `dlcc-cache explain`).
+DL_NODISCARD dl_status dlcc_load_module(const char *path, const dlcc_options *o, dl_diags *d,
+                                        dl_ir_module **out);
+
+// The compiler's version string used in keys: "dlcc VERSION (GITREV) LLVM X.Y.Z".
+const char *dlcc_version_string(void);
+
+#endif

@@ -1,0 +1,3 @@
+// placeholder, replaced by the real driver
+#include "dlcc.h"
+typedef int placeholder_unused;

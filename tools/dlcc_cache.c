@@ -1,0 +1,5 @@
+// placeholder, replaced by the real tool
+#include "dl_cache.h"
+int main(void) {
+    return 2;
+}
