@@ -635,29 +635,10 @@ static dl_status const_bytes(cg *c, const dl_ir_value *v, plan_ctx *pc, uint64_t
     return DL_OK;
 }
 
-static void param_fans(const dl_ir_type *t, double *fan_in, double *fan_out) {
-    // The convention of docs/graph-format.md (and ir/eval.c): see "fan_in / fan_out".
-    if (t->rank == 0) {
-        *fan_in = *fan_out = 1;
-    } else if (t->rank == 1) {
-        *fan_in = *fan_out = (double)t->dims[0].value;
-    } else if (t->rank == 2) {
-        *fan_in = (double)t->dims[0].value;
-        *fan_out = (double)t->dims[1].value;
-    } else {
-        double rf = 1;
-        for (int32_t i = 2; i < t->rank; i++) {
-            rf *= (double)t->dims[i].value;
-        }
-        *fan_in = (double)t->dims[1].value * rf;
-        *fan_out = (double)t->dims[0].value * rf;
-    }
-}
-
 static dl_status param_init(cg *c, const dl_ir_value *p, plan_ctx *pc, dlrt_plan_tensor *t) {
     const dl_ir_init *in = p->init;
     double fan_in, fan_out;
-    param_fans(&p->type, &fan_in, &fan_out);
+    dl_ir_type_fans(&p->type, &fan_in, &fan_out);
     t->seed = dl_ir_init_seed(p);
     switch (in->kind) {
     case DL_IR_INIT_ZEROS:

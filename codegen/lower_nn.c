@@ -452,14 +452,8 @@ static dl_status lower_conv(cg *c, const dl_ir_node *n) {
     const char *ap = dl_ir_node_attr_string(n, "auto_pad");
     int64_t in[2] = {g.H, g.W}, out[2] = {g.OH, g.OW}, kk[2] = {g.kH, g.kW};
     for (int i = 0; i < 2; i++) {
-        int64_t pb = pads[i];
-        if (strcmp(ap, "VALID") == 0) {
-            pb = 0;
-        } else if (strncmp(ap, "SAME", 4) == 0) { // as the shape pass and the evaluator
-            int64_t total = (out[i] - 1) * s[i] + (kk[i] - 1) * dil[i] + 1 - in[i];
-            total = total < 0 ? 0 : total;
-            pb = strcmp(ap, "SAME_UPPER") == 0 ? total / 2 : total - total / 2;
-        }
+        int64_t pb, pe;
+        dl_ir_conv_pads(ap, in[i], out[i], kk[i], s[i], dil[i], pads[i], pads[2 + i], &pb, &pe);
         g.a[i] = s[i];
         g.b[i] = -pb;
         g.cc[i] = dil[i];
@@ -578,16 +572,8 @@ static dl_status lower_pool(cg *c, const dl_ir_node *n) {
     for (int32_t i = 0; i < nsp; i++) {
         xd[i] = xt->dims[2 + i].value;
         yd[i] = yt->dims[2 + i].value;
-        pb[i] = pads[i];
-        pe[i] = pads[nsp + i];
-        if (strcmp(ap, "VALID") == 0) {
-            pb[i] = pe[i] = 0;
-        } else if (strncmp(ap, "SAME", 4) == 0) {
-            int64_t total = (yd[i] - 1) * s[i] + (k[i] - 1) * dil[i] + 1 - xd[i];
-            total = total < 0 ? 0 : total;
-            pb[i] = strcmp(ap, "SAME_UPPER") == 0 ? total / 2 : total - total / 2;
-            pe[i] = total - pb[i];
-        }
+        dl_ir_conv_pads(ap, xd[i], yd[i], k[i], s[i], dil[i], pads[i], pads[nsp + i], &pb[i],
+                        &pe[i]);
         in_sp *= xd[i];
         out_sp *= yd[i];
     }

@@ -329,6 +329,19 @@ dl_ir_literal *dl_ir_module_new_literal(dl_ir_module *m, dl_dtype dtype, int64_t
 DL_NODISCARD dl_status dl_ir_module_bind_dim(dl_ir_module *m, const char *name, int64_t value,
                                              dl_diags *d);
 
+// fan_in / fan_out of a param type for glorot_uniform / he_normal (docs/graph-format.md): rank 0:
+// 1, 1; rank 1 [n]: n, n; rank 2 [in, out]: in, out; rank >= 3, a conv kernel
+// [out, in/group, k...]: in/group * prod(k), out * prod(k). Shared by the evaluator and codegen
+// so both initialise params identically.
+void dl_ir_type_fans(const dl_ir_type *t, double *fan_in, double *fan_out);
+
+// Effective begin/end padding of one spatial dim of Conv or a pool: `pad_begin`/`pad_end` from
+// the pads attribute, unless auto_pad is VALID (0, 0) or SAME_UPPER / SAME_LOWER (the total
+// max(0, (out - 1) * stride + (k - 1) * dil + 1 - in), the odd pixel at the end for SAME_UPPER and
+// at the beginning for SAME_LOWER). `out` is the inferred output size.
+void dl_ir_conv_pads(const char *auto_pad, int64_t in, int64_t out, int64_t k, int64_t stride,
+                     int64_t dil, int64_t pad_begin, int64_t pad_end, int64_t *pb, int64_t *pe);
+
 // The seed a seeded initialiser uses: its own, or FNV-1a 64 of the param name when omitted.
 uint64_t dl_ir_init_seed(const dl_ir_value *param);
 

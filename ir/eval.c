@@ -220,24 +220,6 @@ static dl_status check_tensor(const char *what, const dl_ir_value *v, const dl_t
 //                                             fan_out = dims[0] * prod(k)
 //   The value is computed in double and rounded once to the param's dtype.
 
-static void fans(const dl_ir_type *t, double *fan_in, double *fan_out) {
-    if (t->rank == 0) {
-        *fan_in = *fan_out = 1;
-    } else if (t->rank == 1) {
-        *fan_in = *fan_out = (double)t->dims[0].value;
-    } else if (t->rank == 2) {
-        *fan_in = (double)t->dims[0].value;
-        *fan_out = (double)t->dims[1].value;
-    } else {
-        double rf = 1;
-        for (int32_t i = 2; i < t->rank; i++) {
-            rf *= (double)t->dims[i].value;
-        }
-        *fan_in = (double)t->dims[1].value * rf;
-        *fan_out = (double)t->dims[0].value * rf;
-    }
-}
-
 static dl_status materialize_file(const dl_ir_module *m, const dl_ir_value *p, dl_tensor *out,
                                   dl_diags *d) {
     const dl_ir_init *in = p->init;
@@ -294,7 +276,7 @@ dl_status dl_ir_param_materialize(const dl_ir_module *m, const dl_ir_value *para
     int64_t n = dl_tensor_numel(out);
     uint64_t seed = dl_ir_init_seed(param);
     double fan_in, fan_out;
-    fans(&param->type, &fan_in, &fan_out);
+    dl_ir_type_fans(&param->type, &fan_in, &fan_out);
     if (in->kind == DL_IR_INIT_LITERAL) {
         const dl_ir_literal *l = in->lit;
         if (!l || !(l->is_splat ? l->n == 1 : l->n == n)) {

@@ -163,16 +163,8 @@ static dl_status geometry(dl_ir__ectx *cx, int32_t nsp, const int64_t x4[4], con
         if (w->s[i] < 1 || w->dil[i] < 1 || w->k[i] < 1) {
             return ERR("strides, dilations and kernel must be positive");
         }
-        w->pb[i] = pads[i];
-        w->pe[i] = pads[2 + i];
-        if (strcmp(ap, "VALID") == 0) {
-            w->pb[i] = w->pe[i] = 0;
-        } else if (strncmp(ap, "SAME", 4) == 0) {
-            int64_t total = (y4[2 + i] - 1) * w->s[i] + (w->k[i] - 1) * w->dil[i] + 1 - x4[2 + i];
-            total = total < 0 ? 0 : total;
-            w->pb[i] = strcmp(ap, "SAME_UPPER") == 0 ? total / 2 : total - total / 2;
-            w->pe[i] = total - w->pb[i];
-        }
+        dl_ir_conv_pads(ap, x4[2 + i], y4[2 + i], w->k[i], w->s[i], w->dil[i], pads[i], pads[2 + i],
+                        &w->pb[i], &w->pe[i]);
     }
     return DL_OK;
 }
@@ -361,16 +353,8 @@ static dl_status pool(dl_ir__ectx *cx, const dl_ir__et *x, dl_ir__et *out, size_
         if (s[i] < 1 || dil[i] < 1 || k[i] < 1) {
             return ERR("strides, dilations and kernel_shape must be positive");
         }
-        pb[i] = pads[i];
-        pe[i] = pads[nsp + i];
-        if (strcmp(ap, "VALID") == 0) {
-            pb[i] = pe[i] = 0;
-        } else if (strncmp(ap, "SAME", 4) == 0) {
-            int64_t total = (yd[i] - 1) * s[i] + (k[i] - 1) * dil[i] + 1 - xd[i];
-            total = total < 0 ? 0 : total;
-            pb[i] = strcmp(ap, "SAME_UPPER") == 0 ? total / 2 : total - total / 2;
-            pe[i] = total - pb[i];
-        }
+        dl_ir_conv_pads(ap, xd[i], yd[i], k[i], s[i], dil[i], pads[i], pads[nsp + i], &pb[i],
+                        &pe[i]);
         in_sp *= xd[i];
         out_sp *= yd[i];
         k_n *= k[i];

@@ -477,3 +477,35 @@ uint64_t dl_ir_init_seed(const dl_ir_value *param) {
     }
     return dl_hash_fnv1a64(param->name);
 }
+
+void dl_ir_type_fans(const dl_ir_type *t, double *fan_in, double *fan_out) {
+    if (t->rank <= 0) {
+        *fan_in = *fan_out = 1;
+    } else if (t->rank == 1) {
+        *fan_in = *fan_out = (double)t->dims[0].value;
+    } else if (t->rank == 2) {
+        *fan_in = (double)t->dims[0].value;
+        *fan_out = (double)t->dims[1].value;
+    } else {
+        double rf = 1;
+        for (int32_t i = 2; i < t->rank; i++) {
+            rf *= (double)t->dims[i].value;
+        }
+        *fan_in = (double)t->dims[1].value * rf;
+        *fan_out = (double)t->dims[0].value * rf;
+    }
+}
+
+void dl_ir_conv_pads(const char *auto_pad, int64_t in, int64_t out, int64_t k, int64_t stride,
+                     int64_t dil, int64_t pad_begin, int64_t pad_end, int64_t *pb, int64_t *pe) {
+    *pb = pad_begin;
+    *pe = pad_end;
+    if (strcmp(auto_pad, "VALID") == 0) {
+        *pb = *pe = 0;
+    } else if (strncmp(auto_pad, "SAME", 4) == 0) {
+        int64_t total = (out - 1) * stride + (k - 1) * dil + 1 - in;
+        total = total < 0 ? 0 : total;
+        *pb = strcmp(auto_pad, "SAME_UPPER") == 0 ? total / 2 : total - total / 2;
+        *pe = total - *pb;
+    }
+}
