@@ -1,3 +1,1350 @@
-// placeholder, replaced by the real store
-#include "dl_cache.h"
-typedef int placeholder_unused;
+// cache/store.c — the compilation cache store: one SQLite database (DIR/cache.db, WAL mode).
+//
+// Tables (schema version in PRAGMA user_version):
+//   entries(key TEXT PRIMARY KEY = 32 hex digits, metadata..., blob_hash TEXT, blob BLOB)
+//   stats(name, value)   hits / misses / compile_ms_saved since the database was created
+//   config(name, value)  max_size
+//   pins(key, pid)       entries in use by a process; pins of dead processes are dropped lazily
+// Invariants: every write runs in one BEGIN IMMEDIATE ... COMMIT (rolled back on any error), so
+// another process never sees a partial entry; values always go through bound parameters; an
+// entry's blob is only returned after its XXH3-128 matched blob_hash. Any failure is reported as
+// a warning plus DL_ERR_CACHE and never crashes: callers go on without the cache.
+#include "cache_internal.h"
+
+#include <sqlite3.h>
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <time.h>
+#include <unistd.h>
+
+// ---------------------------------------------------------------------------------------------
+// Small helpers
+
+void dl_cache__warn(dl_diags *d, const char *fmt, ...) {
+    if (!d) {
+        return;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    dl_vdiag(d, DL_SEV_WARNING, DL_NO_LOC, fmt, ap);
+    va_end(ap);
+}
+
+dl_status dl_cache__sql_fail(dl_cache *c, dl_diags *d, int rc, const char *what) {
+    const char *path = c ? c->db_path : "(cache)";
+    char msg[256];
+    if (c && c->errmsg[0]) {
+        snprintf(msg, sizeof msg, "%s", c->errmsg);
+    } else {
+        snprintf(msg, sizeof msg, "%s", (c && c->db) ? sqlite3_errmsg(c->db) : sqlite3_errstr(rc));
+    }
+    if (c) {
+        c->errmsg[0] = 0; // consumed
+    }
+    if ((rc & 0xff) == SQLITE_IOERR && c && c->db && sqlite3_system_errno(c->db) != 0) {
+        size_t n = strlen(msg);
+        snprintf(msg + n, sizeof msg - n, ": %s", strerror(sqlite3_system_errno(c->db)));
+    }
+    switch (rc & 0xff) {
+    case SQLITE_NOMEM:
+        return DL_ERR_NOMEM;
+    case SQLITE_CORRUPT:
+    case SQLITE_NOTADB:
+        dl_cache__warn(d,
+                       "cache database %s is damaged (%s); the compile goes on without the cache; "
+                       "run dlcc-cache clear to start afresh",
+                       path, msg);
+        break;
+    case SQLITE_FULL:
+        dl_cache__warn(d,
+                       "cannot %s in the cache database %s: the disk is full (%s); the compile "
+                       "goes on without the cache; free some space or run dlcc-cache prune",
+                       what, path, msg);
+        break;
+    case SQLITE_READONLY:
+    case SQLITE_CANTOPEN:
+    case SQLITE_PERM:
+    case SQLITE_AUTH:
+        dl_cache__warn(d,
+                       "cannot %s in the cache database %s (%s); the compile goes on without the "
+                       "cache; check that the directory is writable or set DLCC_CACHE_DIR",
+                       what, path, msg);
+        break;
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+        dl_cache__warn(d,
+                       "cache database %s stayed locked by another process for %d ms (%s); the "
+                       "compile goes on without the cache",
+                       path, c ? c->busy_ms : 0, msg);
+        break;
+    default:
+        dl_cache__warn(d,
+                       "cannot %s in the cache database %s (%s); the compile goes on without "
+                       "the cache",
+                       what, path, msg);
+        break;
+    }
+    return DL_ERR_CACHE;
+}
+
+static int64_t now_s(void) {
+    return (int64_t)time(NULL);
+}
+
+static char *str_dup(const char *s) {
+    size_t n = strlen(s) + 1;
+    char *p = malloc(n);
+    if (p) {
+        memcpy(p, s, n);
+    }
+    return p;
+}
+
+static char *path_join(const char *a, const char *b) {
+    size_t na = strlen(a), nb = strlen(b);
+    char *p = malloc(na + nb + 2);
+    if (!p) {
+        return NULL;
+    }
+    memcpy(p, a, na);
+    p[na] = '/';
+    memcpy(p + na + 1, b, nb + 1);
+    return p;
+}
+
+static int exec(dl_cache *c, const char *sql) {
+    return sqlite3_exec(c->db, sql, NULL, NULL, NULL);
+}
+
+static void rollback(dl_cache *c) {
+    if (!c->errmsg[0]) {
+        snprintf(c->errmsg, sizeof c->errmsg, "%s", sqlite3_errmsg(c->db));
+    }
+    // Ignoring the result is deliberate: after some errors SQLite has already rolled back.
+    (void)sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
+}
+
+static int prepare(dl_cache *c, const char *sql, sqlite3_stmt **out) {
+    return sqlite3_prepare_v2(c->db, sql, -1, out, NULL);
+}
+
+static int bind_text(sqlite3_stmt *st, int i, const char *s) {
+    return sqlite3_bind_text(st, i, s ? s : "", -1, SQLITE_TRANSIENT);
+}
+
+static char *col_strdup(sqlite3_stmt *st, int i) {
+    const unsigned char *t = sqlite3_column_text(st, i);
+    return str_dup(t ? (const char *)t : "");
+}
+
+static bool pid_alive(int64_t pid) {
+    if (pid <= 0 || pid != (int64_t)(pid_t)pid) {
+        return false;
+    }
+    return kill((pid_t)pid, 0) == 0 || errno == EPERM;
+}
+
+void dl_cache_entry_fini(dl_cache_entry *e) {
+    if (!e) {
+        return;
+    }
+    free(e->model);
+    free(e->target);
+    free(e->compiler_version);
+    e->model = e->target = e->compiler_version = NULL;
+}
+
+const char *dl_cache_dir(const dl_cache *c) {
+    return c ? c->dir : NULL;
+}
+
+bool dl_cache_parse_size(const char *s, uint64_t *out) {
+    if (!s || !isdigit((unsigned char)*s)) {
+        return false;
+    }
+    uint64_t v = 0;
+    for (; isdigit((unsigned char)*s); s++) {
+        uint64_t dg = (uint64_t)(*s - '0');
+        if (v > (UINT64_MAX - dg) / 10) {
+            return false;
+        }
+        v = v * 10 + dg;
+    }
+    int shift = 0;
+    switch (toupper((unsigned char)*s)) {
+    case 'K':
+        shift = 10;
+        break;
+    case 'M':
+        shift = 20;
+        break;
+    case 'G':
+        shift = 30;
+        break;
+    case 'T':
+        shift = 40;
+        break;
+    default:
+        break;
+    }
+    if (shift) {
+        s++;
+        if (*s == 'i' && s[1] == 'B') { // "2GiB"
+            s += 2;
+        } else if (*s == 'B' || *s == 'b') { // "2GB"
+            s++;
+        }
+        if (v > (UINT64_MAX >> shift)) {
+            return false;
+        }
+        v <<= shift;
+    } else if (*s == 'B' || *s == 'b') {
+        s++;
+    }
+    if (*s) {
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Location and trust
+
+dl_status dl_cache_default_dir(char **out) {
+    *out = NULL;
+    const char *env = getenv("DLCC_CACHE_DIR");
+    if (env && *env) {
+        *out = str_dup(env);
+        return *out ? DL_OK : DL_ERR_NOMEM;
+    }
+    const char *xdg = getenv("XDG_CACHE_HOME");
+    if (xdg && *xdg == '/') { // the XDG spec says relative values are to be ignored
+        *out = path_join(xdg, "dlcc");
+        return *out ? DL_OK : DL_ERR_NOMEM;
+    }
+    const char *home = getenv("HOME");
+    if (home && *home) {
+        *out = path_join(home, ".cache/dlcc");
+        return *out ? DL_OK : DL_ERR_NOMEM;
+    }
+    return DL_ERR_CACHE;
+}
+
+// mkdir -p: intermediate directories with the usual mode, the last one 0700.
+static bool mkdir_p(const char *dir) {
+    char *p = str_dup(dir);
+    if (!p) {
+        return false;
+    }
+    bool ok = true;
+    for (char *s = p + 1; *s && ok; s++) {
+        if (*s != '/') {
+            continue;
+        }
+        *s = 0;
+        if (mkdir(p, 0755) != 0 && errno != EEXIST) {
+            ok = false;
+        }
+        *s = '/';
+    }
+    if (ok && mkdir(p, 0700) != 0 && errno != EEXIST) {
+        ok = false;
+    }
+    free(p);
+    return ok;
+}
+
+// Refuses a directory or database owned by someone else or writable by group/others: a cache
+// someone else can write is a way to make us load their code.
+static bool trusted(const struct stat *st, const char *path, bool is_dir, dl_diags *d) {
+    const char *what = is_dir ? "cache directory" : "cache database";
+    if (st->st_uid != geteuid()) {
+        dl_cache__warn(d,
+                       "the %s %s is owned by uid %ld, not you (uid %ld); the compile goes on "
+                       "without the cache; set DLCC_CACHE_DIR to a directory of your own",
+                       what, path, (long)st->st_uid, (long)geteuid());
+        return false;
+    }
+    if (st->st_mode & (S_IWGRP | S_IWOTH)) {
+        dl_cache__warn(d,
+                       "the %s %s is writable by group or others; the compile goes on without "
+                       "the cache; run chmod %s %s",
+                       what, path, is_dir ? "700" : "600", path);
+        return false;
+    }
+    return true;
+}
+
+// A quick look at the file header, so that a garbage or truncated database is refused at open
+// rather than midway through a compile. SQLite's own errors (NOTADB, CORRUPT) catch the rest.
+static bool header_ok(const char *path, int fd, char *why, size_t why_size) {
+    struct stat st;
+    unsigned char h[100];
+    for (int attempt = 0;; attempt++) {
+        if (fstat(fd, &st) != 0) {
+            snprintf(why, why_size, "cannot stat it");
+            return false;
+        }
+        if (st.st_size == 0) {
+            return true; // a new database
+        }
+        ssize_t n = pread(fd, h, sizeof h, 0);
+        if (n != (ssize_t)sizeof h || memcmp(h, "SQLite format 3", 16) != 0) {
+            snprintf(why, why_size, "not an SQLite database");
+            return false;
+        }
+        uint32_t page = (uint32_t)h[16] << 8 | h[17];
+        uint64_t page_size = page == 1 ? 65536 : page;
+        uint32_t change =
+            (uint32_t)h[24] << 24 | (uint32_t)h[25] << 16 | (uint32_t)h[26] << 8 | h[27];
+        uint32_t valid =
+            (uint32_t)h[92] << 24 | (uint32_t)h[93] << 16 | (uint32_t)h[94] << 8 | h[95];
+        uint64_t n_pages = (uint64_t)((uint32_t)h[28] << 24 | (uint32_t)h[29] << 16 |
+                                      (uint32_t)h[30] << 8 | h[31]);
+        if (change != valid || (uint64_t)st.st_size >= n_pages * page_size) {
+            return true;
+        }
+        // Shorter than its header says. A checkpoint in another process writes page 1 before
+        // extending the file, so look again before calling it truncated.
+        if (attempt == 3) {
+            snprintf(why, why_size, "truncated: %lld of %llu bytes", (long long)st.st_size,
+                     (unsigned long long)(n_pages * page_size));
+            (void)path;
+            return false;
+        }
+        struct timespec ts = {0, 50 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+static const char schema_sql[] =
+    "CREATE TABLE IF NOT EXISTS entries("
+    " key TEXT PRIMARY KEY NOT NULL CHECK(length(key) = 32),"
+    " model TEXT NOT NULL, target TEXT NOT NULL, compiler_version TEXT NOT NULL,"
+    " size INTEGER NOT NULL, source_size INTEGER NOT NULL, compile_ms REAL NOT NULL,"
+    " created INTEGER NOT NULL, last_used INTEGER NOT NULL, hits INTEGER NOT NULL DEFAULT 0,"
+    " blob_hash TEXT NOT NULL, blob BLOB NOT NULL);"
+    "CREATE INDEX IF NOT EXISTS entries_lru ON entries(last_used);"
+    "CREATE TABLE IF NOT EXISTS stats(name TEXT PRIMARY KEY NOT NULL, value NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS config(name TEXT PRIMARY KEY NOT NULL, value NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS pins(key TEXT NOT NULL, pid INTEGER NOT NULL,"
+    " PRIMARY KEY(key, pid));"
+    "INSERT OR IGNORE INTO stats(name, value) VALUES ('hits', 0), ('misses', 0),"
+    " ('compile_ms_saved', 0.0);"
+    "PRAGMA user_version = 1;";
+
+static int read_user_version(dl_cache *c, int *out) {
+    sqlite3_stmt *st = NULL;
+    int rc = prepare(c, "PRAGMA user_version", &st);
+    if (rc == SQLITE_OK) {
+        rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW) {
+            *out = sqlite3_column_int(st, 0);
+            rc = SQLITE_OK;
+        }
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+// Creates or checks the schema (read-write handles only).
+static dl_status setup_schema(dl_cache *c, bool is_new, dl_diags *d) {
+    // Free pages go back to the file system after clear/prune (incremental_vacuum) without a
+    // VACUUM, which would need every other process out of the database. Only effective while the
+    // database is empty (before the WAL switch writes page 1); a no-op afterwards.
+    // Setting it on an existing database may want a write lock, and losing the race to create
+    // the database only loses the space saving: so only on an empty file, and failure is fine.
+    if (is_new) {
+        (void)exec(c, "PRAGMA auto_vacuum = INCREMENTAL");
+    }
+    int rc;
+    // journal_mode=WAL needs an exclusive lock only the first time; the busy handler is not
+    // always invoked for it, so retry by hand for as long as the busy timeout.
+    rc = SQLITE_BUSY;
+    for (int waited = 0; waited <= c->busy_ms; waited += 10) {
+        rc = exec(c, "PRAGMA journal_mode = WAL");
+        if ((rc & 0xff) != SQLITE_BUSY && (rc & 0xff) != SQLITE_LOCKED) {
+            break;
+        }
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    if (rc != SQLITE_OK) {
+        return dl_cache__sql_fail(c, d, rc, "switch to WAL mode");
+    }
+    int ver = 0;
+    rc = read_user_version(c, &ver);
+    if (rc != SQLITE_OK) {
+        return dl_cache__sql_fail(c, d, rc, "read the schema version");
+    }
+    if (ver == DL_CACHE_SCHEMA_VERSION) {
+        // Still verify the tables are readable: a damaged file may pass the header check.
+        sqlite3_stmt *st = NULL;
+        rc = prepare(c, "SELECT count(*) FROM entries", &st);
+        if (rc == SQLITE_OK) {
+            rc = sqlite3_step(st);
+            rc = rc == SQLITE_ROW ? SQLITE_OK : rc;
+        }
+        sqlite3_finalize(st);
+        return rc == SQLITE_OK ? DL_OK : dl_cache__sql_fail(c, d, rc, "read the entries");
+    }
+    if (ver > DL_CACHE_SCHEMA_VERSION) {
+        dl_cache__warn(d,
+                       "cache database %s has schema version %d, newer than this dlcc knows (%d); "
+                       "the compile goes on without the cache; set DLCC_CACHE_DIR to use "
+                       "another cache",
+                       c->db_path, ver, DL_CACHE_SCHEMA_VERSION);
+        return DL_ERR_CACHE;
+    }
+    rc = exec(c, "BEGIN IMMEDIATE");
+    if (rc != SQLITE_OK) {
+        return dl_cache__sql_fail(c, d, rc, "create the schema");
+    }
+    rc = exec(c, schema_sql);
+    if (rc == SQLITE_OK) {
+        rc = exec(c, "COMMIT");
+    }
+    if (rc != SQLITE_OK) {
+        rollback(c);
+        return dl_cache__sql_fail(c, d, rc, "create the schema");
+    }
+    return DL_OK;
+}
+
+static dl_status open_impl(const char *dir_in, bool is_readonly, dl_diags *d, dl_cache **out) {
+    *out = NULL;
+    dl_status s = DL_OK;
+    int fd = -1;
+    dl_cache *c = calloc(1, sizeof *c);
+    if (!c) {
+        return DL_ERR_NOMEM;
+    }
+    c->is_readonly = is_readonly;
+    c->busy_ms = DL_CACHE_BUSY_MS;
+    const char *busy_env = getenv("DLCC_CACHE_BUSY_MS");
+    if (busy_env && *busy_env) {
+        long v = strtol(busy_env, NULL, 10);
+        if (v >= 0 && v <= 600000) {
+            c->busy_ms = (int)v;
+        }
+    }
+    if (dir_in) {
+        c->dir = str_dup(dir_in);
+        if (!c->dir) {
+            s = DL_ERR_NOMEM;
+            goto out;
+        }
+    } else {
+        s = dl_cache_default_dir(&c->dir);
+        if (s == DL_ERR_CACHE) {
+            dl_cache__warn(d, "no cache directory: none of DLCC_CACHE_DIR, XDG_CACHE_HOME and "
+                              "HOME is set; the compile goes on without the cache");
+        }
+        if (s != DL_OK) {
+            goto out;
+        }
+    }
+    c->db_path = path_join(c->dir, DL_CACHE_DB_NAME);
+    if (!c->db_path) {
+        s = DL_ERR_NOMEM;
+        goto out;
+    }
+
+    // The directory.
+    if (!is_readonly && !mkdir_p(c->dir)) {
+        dl_cache__warn(d,
+                       "cannot create the cache directory %s (%s); the compile goes on without "
+                       "the cache; set DLCC_CACHE_DIR to a writable directory",
+                       c->dir, strerror(errno));
+        s = DL_ERR_CACHE;
+        goto out;
+    }
+    struct stat st;
+    if (stat(c->dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        dl_cache__warn(d, "the cache directory %s %s; the compile goes on without the cache",
+                       c->dir, errno == ENOENT ? "does not exist" : "is not a directory");
+        s = DL_ERR_CACHE;
+        goto out;
+    }
+    if (!trusted(&st, c->dir, true, d)) {
+        s = DL_ERR_CACHE;
+        goto out;
+    }
+
+    // The database file: created here with 0600 so it never exists with looser permissions.
+    fd = open(c->db_path,
+              (is_readonly ? O_RDONLY : O_RDWR | O_CREAT) | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK,
+              0600);
+    if (fd < 0) {
+        int e = errno;
+        dl_cache__warn(d,
+                       "cannot %s the cache database %s (%s); the compile goes on without the "
+                       "cache%s",
+                       is_readonly ? "open" : "create", c->db_path, strerror(e),
+                       (e == EACCES || e == EROFS || e == EPERM)
+                           ? "; check that the directory is writable or set DLCC_CACHE_DIR"
+                           : "");
+        s = DL_ERR_CACHE;
+        goto out;
+    }
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        dl_cache__warn(d,
+                       "the cache database %s is not a regular file; the compile goes on "
+                       "without the cache",
+                       c->db_path);
+        s = DL_ERR_CACHE;
+        goto out;
+    }
+    if (!trusted(&st, c->db_path, false, d)) {
+        s = DL_ERR_CACHE;
+        goto out;
+    }
+    bool is_new = st.st_size == 0;
+    char why[96];
+    if (!header_ok(c->db_path, fd, why, sizeof why)) {
+        dl_cache__warn(d,
+                       "cache database %s is damaged (%s); the compile goes on without the "
+                       "cache; run dlcc-cache clear to start afresh",
+                       c->db_path, why);
+        s = DL_ERR_CACHE;
+        goto out;
+    }
+    close(fd);
+    fd = -1;
+
+    int flags = (is_readonly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE) | SQLITE_OPEN_NOMUTEX |
+                SQLITE_OPEN_NOFOLLOW;
+    int rc = sqlite3_open_v2(c->db_path, &c->db, flags, NULL);
+    if (rc != SQLITE_OK) {
+        s = dl_cache__sql_fail(c, d, rc, "open");
+        goto out;
+    }
+    sqlite3_extended_result_codes(c->db, 1);
+    sqlite3_busy_timeout(c->db, c->busy_ms);
+    // After a checkpoint, shrink a WAL that a large put made big (the default keeps it).
+    if (!is_readonly) {
+        (void)exec(c, "PRAGMA journal_size_limit = 67108864");
+        // In WAL mode NORMAL keeps the database consistent across crashes (a power loss may
+        // only forget the last transactions: a lost entry is a recompile, never a wrong one);
+        // FULL would fsync on every hit-count update, the bulk of a warm lookup.
+        (void)exec(c, "PRAGMA synchronous = NORMAL");
+        // Closing must not checkpoint: every short-lived `dlcc compile` would pay for it.
+        // SQLite still checkpoints automatically as the WAL grows.
+        (void)sqlite3_db_config(c->db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, (int *)NULL);
+    }
+    if (is_readonly) {
+        int ver = 0;
+        rc = read_user_version(c, &ver);
+        if (rc != SQLITE_OK) {
+            s = dl_cache__sql_fail(c, d, rc, "read the schema version");
+            goto out;
+        }
+        if (ver != DL_CACHE_SCHEMA_VERSION) {
+            dl_cache__warn(d,
+                           "cache database %s has schema version %d, not %d; the compile goes "
+                           "on without the cache",
+                           c->db_path, ver, DL_CACHE_SCHEMA_VERSION);
+            s = DL_ERR_CACHE;
+            goto out;
+        }
+    } else {
+        s = setup_schema(c, is_new, d);
+        if (s != DL_OK) {
+            goto out;
+        }
+    }
+    *out = c;
+    c = NULL;
+out:
+    if (fd >= 0) {
+        close(fd);
+    }
+    dl_cache_close(c);
+    return s;
+}
+
+dl_status dl_cache_open(const char *dir, dl_diags *d, dl_cache **out) {
+    return open_impl(dir, false, d, out);
+}
+
+dl_status dl_cache_open_readonly(const char *dir, dl_diags *d, dl_cache **out) {
+    return open_impl(dir, true, d, out);
+}
+
+void dl_cache_close(dl_cache *c) {
+    if (!c) {
+        return;
+    }
+    sqlite3_close_v2(c->db); // NULL is a no-op
+    free(c->dir);
+    free(c->db_path);
+    free(c);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Size limit and eviction
+
+static int config_max_size(dl_cache *c, uint64_t *out) {
+    const char *env = getenv("DLCC_CACHE_MAX_SIZE");
+    uint64_t v;
+    if (env && dl_cache_parse_size(env, &v)) {
+        *out = v;
+        return SQLITE_OK;
+    }
+    *out = DL_CACHE_DEFAULT_MAX;
+    sqlite3_stmt *st = NULL;
+    int rc = prepare(c, "SELECT value FROM config WHERE name = 'max_size'", &st);
+    if (rc == SQLITE_OK) {
+        rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW) {
+            sqlite3_int64 x = sqlite3_column_int64(st, 0);
+            if (x > 0) {
+                *out = (uint64_t)x;
+            }
+        }
+        rc = rc == SQLITE_ROW || rc == SQLITE_DONE ? SQLITE_OK : rc;
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+// Whether a live process pins `key`; pins of dead processes are deleted on the way (the caller
+// holds a write transaction).
+static int is_pinned(dl_cache *c, const char *key_hex, bool *out) {
+    *out = false;
+    sqlite3_stmt *st = NULL, *del = NULL;
+    int rc = prepare(c, "SELECT pid FROM pins WHERE key = ?1", &st);
+    if (rc == SQLITE_OK) {
+        rc = prepare(c, "DELETE FROM pins WHERE key = ?1 AND pid = ?2", &del);
+    }
+    if (rc == SQLITE_OK) {
+        rc = bind_text(st, 1, key_hex);
+    }
+    while (rc == SQLITE_OK) {
+        rc = sqlite3_step(st);
+        if (rc != SQLITE_ROW) {
+            rc = rc == SQLITE_DONE ? SQLITE_OK : rc;
+            break;
+        }
+        rc = SQLITE_OK;
+        sqlite3_int64 pid = sqlite3_column_int64(st, 0);
+        if (pid_alive(pid)) {
+            *out = true;
+            continue;
+        }
+        sqlite3_reset(del);
+        bind_text(del, 1, key_hex);
+        sqlite3_bind_int64(del, 2, pid);
+        rc = sqlite3_step(del);
+        rc = rc == SQLITE_DONE ? SQLITE_OK : rc;
+    }
+    sqlite3_finalize(st);
+    sqlite3_finalize(del);
+    return rc;
+}
+
+// Deletes entries until the total size is <= limit (least recently used first), or, with
+// older_than >= 0, every entry last used before that time first. Skips `keep_hex` (may be NULL)
+// and pinned entries. Runs inside the caller's write transaction.
+static int evict(dl_cache *c, uint64_t limit, int64_t older_than, const char *keep_hex,
+                 int64_t *n_removed, uint64_t *freed) {
+    sqlite3_stmt *sum = NULL, *sel = NULL, *del = NULL;
+    uint64_t total = 0;
+    int rc = prepare(c, "SELECT coalesce(sum(size), 0) FROM entries", &sum);
+    if (rc == SQLITE_OK) {
+        rc = sqlite3_step(sum);
+        if (rc == SQLITE_ROW) {
+            total = (uint64_t)sqlite3_column_int64(sum, 0);
+            rc = SQLITE_OK;
+        }
+    }
+    if (rc == SQLITE_OK) {
+        rc = prepare(c,
+                     "SELECT key, size, last_used FROM entries WHERE key != ?1 "
+                     "ORDER BY last_used ASC, created ASC, key ASC",
+                     &sel);
+    }
+    if (rc == SQLITE_OK) {
+        rc = prepare(c, "DELETE FROM entries WHERE key = ?1", &del);
+    }
+    if (rc == SQLITE_OK) {
+        rc = bind_text(sel, 1, keep_hex ? keep_hex : "");
+    }
+    // Collect the candidates (keys and sizes only, no blobs) before deleting, so the pin check's
+    // writes never race the read cursor.
+    DL_VEC(char *) keys = {0};
+    DL_VEC(uint64_t) sizes = {0};
+    DL_VEC(int64_t) used = {0};
+    while (rc == SQLITE_OK && (total > limit || older_than >= 0)) {
+        rc = sqlite3_step(sel);
+        if (rc != SQLITE_ROW) {
+            rc = rc == SQLITE_DONE ? SQLITE_OK : rc;
+            break;
+        }
+        rc = SQLITE_OK;
+        char *k = col_strdup(sel, 0);
+        if (!k || !DL_VEC_PUSH(&keys, k) || !DL_VEC_PUSH(&sizes, 0) || !DL_VEC_PUSH(&used, 0)) {
+            free(k);
+            rc = SQLITE_NOMEM;
+            break;
+        }
+        sizes.data[sizes.len - 1] = (uint64_t)sqlite3_column_int64(sel, 1);
+        used.data[used.len - 1] = sqlite3_column_int64(sel, 2);
+    }
+    sqlite3_reset(sel);
+    for (size_t i = 0; rc == SQLITE_OK && i < keys.len; i++) {
+        bool is_old = older_than >= 0 && used.data[i] < older_than;
+        if (!is_old && total <= limit) {
+            continue;
+        }
+        bool pinned = false;
+        rc = is_pinned(c, keys.data[i], &pinned);
+        if (rc != SQLITE_OK || pinned) {
+            continue;
+        }
+        sqlite3_reset(del);
+        bind_text(del, 1, keys.data[i]);
+        rc = sqlite3_step(del);
+        if (rc != SQLITE_DONE) {
+            break;
+        }
+        rc = SQLITE_OK;
+        if (sqlite3_changes(c->db) > 0) {
+            total -= sizes.data[i] <= total ? sizes.data[i] : total;
+            (*n_removed)++;
+            *freed += sizes.data[i];
+        }
+    }
+    for (size_t i = 0; i < keys.len; i++) {
+        free(keys.data[i]);
+    }
+    free(keys.data);
+    free(sizes.data);
+    free(used.data);
+    sqlite3_finalize(sum);
+    sqlite3_finalize(sel);
+    sqlite3_finalize(del);
+    return rc;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Get and put
+
+static dl_status need_writable(dl_cache *c, dl_diags *d, const char *what) {
+    if (!c->is_readonly) {
+        return DL_OK;
+    }
+    dl_cache__warn(d, "cannot %s: the cache %s was opened read-only", what, c->db_path);
+    return DL_ERR_CACHE;
+}
+
+static int bump_stat(dl_cache *c, const char *name, double delta) {
+    sqlite3_stmt *st = NULL;
+    int rc = prepare(c, "UPDATE stats SET value = value + ?2 WHERE name = ?1", &st);
+    if (rc == SQLITE_OK) {
+        bind_text(st, 1, name);
+        sqlite3_bind_double(st, 2, delta);
+        rc = sqlite3_step(st);
+        rc = rc == SQLITE_DONE ? SQLITE_OK : rc;
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+// Runs `fn` inside BEGIN IMMEDIATE ... COMMIT, rolling back on error. Returns the SQLite code.
+typedef int (*txn_fn)(dl_cache *c, void *arg);
+static int in_txn(dl_cache *c, txn_fn fn, void *arg) {
+    c->errmsg[0] = 0;
+    int rc = exec(c, "BEGIN IMMEDIATE");
+    if (rc != SQLITE_OK) {
+        return rc;
+    }
+    rc = fn(c, arg);
+    if (rc == SQLITE_OK) {
+        rc = exec(c, "COMMIT");
+    }
+    if (rc != SQLITE_OK) {
+        rollback(c);
+    }
+    return rc;
+}
+
+typedef struct get_update {
+    const char *key_hex;
+    const char *bad_hash_hex; // non-NULL: drop the damaged row instead of counting a hit
+    bool is_hit;
+    double compile_ms;
+} get_update;
+
+static int get_update_fn(dl_cache *c, void *arg) {
+    get_update *u = arg;
+    sqlite3_stmt *st = NULL;
+    int rc;
+    if (u->bad_hash_hex) {
+        // Only the damaged version: another process may have replaced it meanwhile.
+        rc = prepare(c, "DELETE FROM entries WHERE key = ?1 AND blob_hash = ?2", &st);
+        if (rc == SQLITE_OK) {
+            bind_text(st, 1, u->key_hex);
+            bind_text(st, 2, u->bad_hash_hex);
+            rc = sqlite3_step(st);
+            rc = rc == SQLITE_DONE ? SQLITE_OK : rc;
+        }
+        sqlite3_finalize(st);
+    } else if (u->is_hit) {
+        rc = prepare(c,
+                     "UPDATE entries SET hits = hits + 1, last_used = max(last_used, ?2) "
+                     "WHERE key = ?1",
+                     &st);
+        if (rc == SQLITE_OK) {
+            bind_text(st, 1, u->key_hex);
+            sqlite3_bind_int64(st, 2, now_s());
+            rc = sqlite3_step(st);
+            rc = rc == SQLITE_DONE ? SQLITE_OK : rc;
+        }
+        sqlite3_finalize(st);
+        if (rc == SQLITE_OK) {
+            rc = bump_stat(c, "hits", 1);
+        }
+        if (rc == SQLITE_OK) {
+            rc = bump_stat(c, "compile_ms_saved", u->compile_ms);
+        }
+        return rc;
+    } else {
+        rc = SQLITE_OK;
+    }
+    if (rc == SQLITE_OK && !u->is_hit) {
+        rc = bump_stat(c, "misses", 1);
+    }
+    return rc;
+}
+
+static void row_to_entry(sqlite3_stmt *st, int first, dl_cache_entry *e) {
+    // Columns from `first`: key, model, target, compiler_version, size, source_size, compile_ms,
+    // created, last_used, hits, blob_hash.
+    memset(e, 0, sizeof *e);
+    const unsigned char *k = sqlite3_column_text(st, first);
+    if (k) {
+        (void)dl_hash128_parse((const char *)k, &e->key);
+    }
+    e->model = col_strdup(st, first + 1);
+    e->target = col_strdup(st, first + 2);
+    e->compiler_version = col_strdup(st, first + 3);
+    e->size = (uint64_t)sqlite3_column_int64(st, first + 4);
+    e->source_size = (uint64_t)sqlite3_column_int64(st, first + 5);
+    e->compile_ms = sqlite3_column_double(st, first + 6);
+    e->created = sqlite3_column_int64(st, first + 7);
+    e->last_used = sqlite3_column_int64(st, first + 8);
+    e->hits = sqlite3_column_int64(st, first + 9);
+    const unsigned char *h = sqlite3_column_text(st, first + 10);
+    if (h) {
+        (void)dl_hash128_parse((const char *)h, &e->blob_hash);
+    }
+}
+
+#define ENTRY_COLS                                                                                 \
+    "key, model, target, compiler_version, size, source_size, compile_ms, created, last_used, "    \
+    "hits, blob_hash"
+
+dl_status dl_cache_get(dl_cache *c, dl_hash128 key, uint8_t **out_blob, size_t *out_len,
+                       dl_cache_entry *meta, dl_diags *d) {
+    *out_blob = NULL;
+    *out_len = 0;
+    if (meta) {
+        memset(meta, 0, sizeof *meta);
+    }
+    char key_hex[33], stored_hex[33] = {0};
+    dl_hash128_hex(key, key_hex);
+    sqlite3_stmt *st = NULL;
+    uint8_t *blob = NULL;
+    size_t len = 0;
+    bool found = false, damaged = false;
+    dl_cache_entry e = {0};
+    int rc = prepare(c, "SELECT " ENTRY_COLS ", blob FROM entries WHERE key = ?1", &st);
+    if (rc == SQLITE_OK) {
+        rc = bind_text(st, 1, key_hex);
+    }
+    if (rc == SQLITE_OK) {
+        rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW) {
+            rc = SQLITE_OK;
+            found = true;
+            row_to_entry(st, 0, &e);
+            const unsigned char *h = sqlite3_column_text(st, 10);
+            snprintf(stored_hex, sizeof stored_hex, "%s", h ? (const char *)h : "");
+            const void *b = sqlite3_column_blob(st, 11);
+            int n = sqlite3_column_bytes(st, 11);
+            len = n > 0 ? (size_t)n : 0;
+            blob = malloc(len ? len : 1);
+            if (!e.model || !e.target || !e.compiler_version || !blob) {
+                rc = SQLITE_NOMEM;
+            } else if (len) {
+                memcpy(blob, b, len);
+            }
+        } else if (rc == SQLITE_DONE) {
+            rc = SQLITE_OK;
+        }
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_OK) {
+        free(blob);
+        dl_cache_entry_fini(&e);
+        return dl_cache__sql_fail(c, d, rc, "look up an entry");
+    }
+    if (found) {
+        dl_hash128 got = dl_hash128_of(blob, len);
+        if (!dl_hash128_eq(got, e.blob_hash) || len != e.size) {
+            damaged = true;
+            dl_cache__warn(d, "cache entry %s was damaged and was dropped; recompiling", key_hex);
+            free(blob);
+            blob = NULL;
+            found = false;
+        }
+    }
+    if (!c->is_readonly) {
+        // A failed bookkeeping update does not spoil a good hit: warn and go on.
+        get_update u = {key_hex, damaged ? stored_hex : NULL, found, e.compile_ms};
+        rc = in_txn(c, get_update_fn, &u);
+        if (rc != SQLITE_OK) {
+            dl_status s = dl_cache__sql_fail(c, d, rc, found ? "count a hit" : "count a miss");
+            if (s == DL_ERR_NOMEM || !found) {
+                free(blob);
+                dl_cache_entry_fini(&e);
+                return s;
+            }
+        } else if (found) {
+            e.hits++;
+            int64_t t = now_s();
+            e.last_used = t > e.last_used ? t : e.last_used;
+        }
+    }
+    if (found) {
+        *out_blob = blob;
+        *out_len = len;
+        if (meta) {
+            *meta = e;
+            return DL_OK;
+        }
+    }
+    dl_cache_entry_fini(&e);
+    return DL_OK;
+}
+
+typedef struct put_args {
+    const char *key_hex;
+    const uint8_t *blob;
+    size_t len;
+    const dl_cache_entry *meta;
+    const char *hash_hex;
+    int64_t created, last_used, hits;
+} put_args;
+
+static int put_fn(dl_cache *c, void *arg) {
+    put_args *a = arg;
+    sqlite3_stmt *st = NULL;
+    int rc = prepare(c,
+                     "INSERT OR REPLACE INTO entries(key, model, target, compiler_version, size, "
+                     "source_size, compile_ms, created, last_used, hits, blob_hash, blob) "
+                     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+                     &st);
+    if (rc == SQLITE_OK) {
+        bind_text(st, 1, a->key_hex);
+        bind_text(st, 2, a->meta ? a->meta->model : "");
+        bind_text(st, 3, a->meta ? a->meta->target : "");
+        bind_text(st, 4, a->meta ? a->meta->compiler_version : "");
+        sqlite3_bind_int64(st, 5, (sqlite3_int64)a->len);
+        sqlite3_bind_int64(st, 6, a->meta ? (sqlite3_int64)a->meta->source_size : 0);
+        sqlite3_bind_double(st, 7, a->meta ? a->meta->compile_ms : 0.0);
+        sqlite3_bind_int64(st, 8, a->created);
+        sqlite3_bind_int64(st, 9, a->last_used);
+        sqlite3_bind_int64(st, 10, a->hits);
+        bind_text(st, 11, a->hash_hex);
+        if (a->len) {
+            rc = sqlite3_bind_blob64(st, 12, a->blob, (sqlite3_uint64)a->len, SQLITE_STATIC);
+        } else {
+            rc = sqlite3_bind_zeroblob(st, 12, 0);
+        }
+    }
+    if (rc == SQLITE_OK) {
+        rc = sqlite3_step(st);
+        rc = rc == SQLITE_DONE ? SQLITE_OK : rc;
+    }
+    sqlite3_finalize(st);
+    uint64_t limit = 0;
+    if (rc == SQLITE_OK) {
+        rc = config_max_size(c, &limit);
+    }
+    if (rc == SQLITE_OK) {
+        int64_t n = 0;
+        uint64_t freed = 0;
+        rc = evict(c, limit, -1, a->key_hex, &n, &freed);
+    }
+    return rc;
+}
+
+dl_status dl_cache__store(dl_cache *c, dl_hash128 key, const uint8_t *blob, size_t len,
+                          const dl_cache_entry *meta, int64_t created, int64_t last_used,
+                          int64_t hits, dl_diags *d) {
+    DL_TRY(need_writable(c, d, "store an entry"));
+    if (len && !blob) {
+        return DL_ERR_INVALID_ARG;
+    }
+    char key_hex[33], hash_hex[33];
+    dl_hash128_hex(key, key_hex);
+    dl_hash128_hex(dl_hash128_of(blob ? (const void *)blob : "", len), hash_hex);
+    put_args a = {key_hex, blob, len, meta, hash_hex, created, last_used, hits};
+    int rc = in_txn(c, put_fn, &a);
+    return rc == SQLITE_OK ? DL_OK : dl_cache__sql_fail(c, d, rc, "store an entry");
+}
+
+dl_status dl_cache_put(dl_cache *c, dl_hash128 key, const uint8_t *blob, size_t len,
+                       const dl_cache_entry *meta, dl_diags *d) {
+    int64_t t = now_s();
+    return dl_cache__store(c, key, blob, len, meta, t, t, 0, d);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pins
+
+static dl_status pin_op(dl_cache *c, dl_hash128 key, const char *sql, const char *what) {
+    DL_TRY(need_writable(c, NULL, what));
+    char key_hex[33];
+    dl_hash128_hex(key, key_hex);
+    int rc = exec(c, "BEGIN IMMEDIATE");
+    if (rc == SQLITE_OK) {
+        sqlite3_stmt *st = NULL;
+        rc = prepare(c, sql, &st);
+        if (rc == SQLITE_OK) {
+            bind_text(st, 1, key_hex);
+            sqlite3_bind_int64(st, 2, (sqlite3_int64)getpid());
+            rc = sqlite3_step(st);
+            rc = rc == SQLITE_DONE ? SQLITE_OK : rc;
+        }
+        sqlite3_finalize(st);
+        if (rc == SQLITE_OK) {
+            rc = exec(c, "COMMIT");
+        }
+        if (rc != SQLITE_OK) {
+            rollback(c);
+        }
+    }
+    return rc == SQLITE_OK ? DL_OK : dl_cache__sql_fail(c, NULL, rc, what);
+}
+
+dl_status dl_cache_pin(dl_cache *c, dl_hash128 key) {
+    return pin_op(c, key, "INSERT OR IGNORE INTO pins(key, pid) VALUES (?1, ?2)", "pin an entry");
+}
+
+dl_status dl_cache_unpin(dl_cache *c, dl_hash128 key) {
+    return pin_op(c, key, "DELETE FROM pins WHERE key = ?1 AND pid = ?2", "unpin an entry");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Maintenance
+
+dl_status dl_cache_stats_get(dl_cache *c, dl_cache_stats *out) {
+    memset(out, 0, sizeof *out);
+    sqlite3_stmt *st = NULL;
+    // One read transaction so the numbers agree with each other.
+    int rc = exec(c, "BEGIN");
+    if (rc == SQLITE_OK) {
+        rc = prepare(c, "SELECT count(*), coalesce(sum(size), 0) FROM entries", &st);
+    }
+    if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        out->entries = sqlite3_column_int64(st, 0);
+        out->bytes = (uint64_t)sqlite3_column_int64(st, 1);
+        rc = SQLITE_OK;
+    }
+    sqlite3_finalize(st);
+    st = NULL;
+    if (rc == SQLITE_OK) {
+        rc = prepare(c, "SELECT name, value FROM stats", &st);
+    }
+    while (rc == SQLITE_OK) {
+        rc = sqlite3_step(st);
+        if (rc != SQLITE_ROW) {
+            rc = rc == SQLITE_DONE ? SQLITE_OK : rc;
+            break;
+        }
+        rc = SQLITE_OK;
+        const char *name = (const char *)sqlite3_column_text(st, 0);
+        if (!name) {
+            continue;
+        }
+        if (!strcmp(name, "hits")) {
+            out->hits = sqlite3_column_int64(st, 1);
+        } else if (!strcmp(name, "misses")) {
+            out->misses = sqlite3_column_int64(st, 1);
+        } else if (!strcmp(name, "compile_ms_saved")) {
+            out->compile_ms_saved = sqlite3_column_double(st, 1);
+        }
+    }
+    sqlite3_finalize(st);
+    if (rc == SQLITE_OK) {
+        rc = config_max_size(c, &out->max_size);
+    }
+    if (rc == SQLITE_OK) {
+        rc = exec(c, "COMMIT");
+    }
+    if (rc != SQLITE_OK) {
+        rollback(c);
+        return dl_cache__sql_fail(c, NULL, rc, "read the statistics");
+    }
+    return DL_OK;
+}
+
+static dl_status list_where(dl_cache *c, const char *where, const char *arg, dl_cache_entry **out,
+                            size_t *n) {
+    *out = NULL;
+    *n = 0;
+    char sql[256];
+    snprintf(sql, sizeof sql,
+             "SELECT " ENTRY_COLS " FROM entries %s ORDER BY last_used DESC, created DESC, key",
+             where);
+    sqlite3_stmt *st = NULL;
+    DL_VEC(dl_cache_entry) v = {0};
+    int rc = prepare(c, sql, &st);
+    if (rc == SQLITE_OK && arg) {
+        rc = bind_text(st, 1, arg);
+    }
+    while (rc == SQLITE_OK) {
+        rc = sqlite3_step(st);
+        if (rc != SQLITE_ROW) {
+            rc = rc == SQLITE_DONE ? SQLITE_OK : rc;
+            break;
+        }
+        rc = SQLITE_OK;
+        dl_cache_entry e;
+        row_to_entry(st, 0, &e);
+        if (!e.model || !e.target || !e.compiler_version || !DL_VEC_PUSH(&v, e)) {
+            dl_cache_entry_fini(&e);
+            rc = SQLITE_NOMEM;
+        }
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_OK) {
+        for (size_t i = 0; i < v.len; i++) {
+            dl_cache_entry_fini(&v.data[i]);
+        }
+        free(v.data);
+        return dl_cache__sql_fail(c, NULL, rc, "list the entries");
+    }
+    *out = v.data;
+    *n = v.len;
+    return DL_OK;
+}
+
+dl_status dl_cache_list(dl_cache *c, dl_cache_entry **out, size_t *n) {
+    return list_where(c, "", NULL, out, n);
+}
+
+dl_status dl_cache_find_prefix(dl_cache *c, const char *prefix, dl_cache_entry **out, size_t *n) {
+    *out = NULL;
+    *n = 0;
+    size_t len = prefix ? strlen(prefix) : 0;
+    if (len < 4 || len > 32) {
+        return DL_ERR_INVALID_ARG;
+    }
+    char lower[33];
+    for (size_t i = 0; i < len; i++) {
+        if (!isxdigit((unsigned char)prefix[i])) {
+            return DL_ERR_INVALID_ARG;
+        }
+        lower[i] = (char)tolower((unsigned char)prefix[i]);
+    }
+    lower[len] = 0;
+    return list_where(c, "WHERE substr(key, 1, length(?1)) = ?1", lower, out, n);
+}
+
+typedef struct count_args {
+    const char *sql;
+    const char *key_hex; // NULL: no parameter
+    int64_t changes;
+} count_args;
+
+static int count_fn(dl_cache *c, void *arg) {
+    count_args *a = arg;
+    sqlite3_stmt *st = NULL;
+    int rc = prepare(c, a->sql, &st);
+    if (rc == SQLITE_OK && a->key_hex) {
+        rc = bind_text(st, 1, a->key_hex);
+    }
+    if (rc == SQLITE_OK) {
+        rc = sqlite3_step(st);
+        rc = rc == SQLITE_DONE ? SQLITE_OK : rc;
+    }
+    a->changes = rc == SQLITE_OK ? sqlite3_changes(c->db) : 0;
+    sqlite3_finalize(st);
+    if (rc == SQLITE_OK && a->changes > 0) {
+        rc = exec(c, "PRAGMA incremental_vacuum"); // give the freed pages back
+    }
+    return rc;
+}
+
+dl_status dl_cache_remove(dl_cache *c, dl_hash128 key, bool *out_removed) {
+    *out_removed = false;
+    DL_TRY(need_writable(c, NULL, "remove an entry"));
+    char key_hex[33];
+    dl_hash128_hex(key, key_hex);
+    count_args a = {"DELETE FROM entries WHERE key = ?1", key_hex, 0};
+    int rc = in_txn(c, count_fn, &a);
+    if (rc != SQLITE_OK) {
+        return dl_cache__sql_fail(c, NULL, rc, "remove an entry");
+    }
+    *out_removed = a.changes > 0;
+    return DL_OK;
+}
+
+dl_status dl_cache_clear(dl_cache *c, int64_t *out_removed) {
+    *out_removed = 0;
+    DL_TRY(need_writable(c, NULL, "clear the cache"));
+    count_args a = {"DELETE FROM entries", NULL, 0};
+    int rc = in_txn(c, count_fn, &a);
+    if (rc != SQLITE_OK) {
+        return dl_cache__sql_fail(c, NULL, rc, "clear the cache");
+    }
+    *out_removed = a.changes;
+    return DL_OK;
+}
+
+typedef struct prune_args {
+    uint64_t max_size;
+    int64_t older_than;
+    int64_t removed;
+    uint64_t freed;
+} prune_args;
+
+static int prune_fn(dl_cache *c, void *arg) {
+    prune_args *a = arg;
+    uint64_t limit = a->max_size;
+    int rc = SQLITE_OK;
+    if (limit == 0) {
+        rc = config_max_size(c, &limit);
+    }
+    if (rc == SQLITE_OK) {
+        rc = evict(c, limit, a->older_than, NULL, &a->removed, &a->freed);
+    }
+    if (rc == SQLITE_OK && a->removed > 0) {
+        rc = exec(c, "PRAGMA incremental_vacuum"); // give the freed pages back
+    }
+    return rc;
+}
+
+dl_status dl_cache_prune(dl_cache *c, uint64_t max_size, int64_t older_than_s, int64_t *out_removed,
+                         uint64_t *out_freed) {
+    *out_removed = 0;
+    *out_freed = 0;
+    DL_TRY(need_writable(c, NULL, "prune the cache"));
+    prune_args a = {max_size, older_than_s >= 0 ? now_s() - older_than_s : -1, 0, 0};
+    int rc = in_txn(c, prune_fn, &a);
+    if (rc != SQLITE_OK) {
+        return dl_cache__sql_fail(c, NULL, rc, "prune the cache");
+    }
+    *out_removed = a.removed;
+    *out_freed = a.freed;
+    return DL_OK;
+}
+
+dl_status dl_cache_set_max_size(dl_cache *c, uint64_t bytes) {
+    DL_TRY(need_writable(c, NULL, "set the size limit"));
+    if (bytes > (uint64_t)INT64_MAX) {
+        return DL_ERR_INVALID_ARG;
+    }
+    int rc = exec(c, "BEGIN IMMEDIATE");
+    if (rc == SQLITE_OK) {
+        sqlite3_stmt *st = NULL;
+        rc = prepare(c, "INSERT OR REPLACE INTO config(name, value) VALUES ('max_size', ?1)", &st);
+        if (rc == SQLITE_OK) {
+            sqlite3_bind_int64(st, 1, (sqlite3_int64)bytes);
+            rc = sqlite3_step(st);
+            rc = rc == SQLITE_DONE ? SQLITE_OK : rc;
+        }
+        sqlite3_finalize(st);
+        if (rc == SQLITE_OK) {
+            rc = exec(c, "COMMIT");
+        }
+        if (rc != SQLITE_OK) {
+            rollback(c);
+        }
+    }
+    return rc == SQLITE_OK ? DL_OK : dl_cache__sql_fail(c, NULL, rc, "set the size limit");
+}
+
+dl_status dl_cache_verify(dl_cache *c, dl_diags *d, int64_t *out_bad) {
+    *out_bad = 0;
+    sqlite3_stmt *st = NULL;
+    int rc = prepare(c, "PRAGMA integrity_check", &st);
+    while (rc == SQLITE_OK) {
+        rc = sqlite3_step(st);
+        if (rc != SQLITE_ROW) {
+            rc = rc == SQLITE_DONE ? SQLITE_OK : rc;
+            break;
+        }
+        rc = SQLITE_OK;
+        const char *msg = (const char *)sqlite3_column_text(st, 0);
+        if (msg && strcmp(msg, "ok") != 0) {
+            (*out_bad)++;
+            dl_cache__warn(d, "cache database %s: %s; run dlcc-cache clear to start afresh",
+                           c->db_path, msg);
+        }
+    }
+    sqlite3_finalize(st);
+    st = NULL;
+    if (rc != SQLITE_OK) {
+        (*out_bad)++;
+        return dl_cache__sql_fail(c, d, rc, "check the database");
+    }
+    // Every blob against its hash; the damaged ones are collected, then dropped.
+    DL_VEC(char *) bad = {0};
+    rc = prepare(c, "SELECT key, blob_hash, size, blob FROM entries ORDER BY key", &st);
+    while (rc == SQLITE_OK) {
+        rc = sqlite3_step(st);
+        if (rc != SQLITE_ROW) {
+            rc = rc == SQLITE_DONE ? SQLITE_OK : rc;
+            break;
+        }
+        rc = SQLITE_OK;
+        const char *k = (const char *)sqlite3_column_text(st, 0);
+        const char *h = (const char *)sqlite3_column_text(st, 1);
+        uint64_t size = (uint64_t)sqlite3_column_int64(st, 2);
+        const void *b = sqlite3_column_blob(st, 3);
+        size_t n = (size_t)sqlite3_column_bytes(st, 3);
+        dl_hash128 want;
+        bool ok = h && dl_hash128_parse(h, &want) && n == size &&
+                  dl_hash128_eq(dl_hash128_of(b ? b : "", n), want);
+        if (!ok) {
+            (*out_bad)++;
+            char *kk = str_dup(k ? k : "");
+            if (!kk || !DL_VEC_PUSH(&bad, kk)) {
+                free(kk);
+                rc = SQLITE_NOMEM;
+            }
+        }
+    }
+    sqlite3_finalize(st);
+    for (size_t i = 0; rc == SQLITE_OK && i < bad.len; i++) {
+        if (c->is_readonly) {
+            dl_cache__warn(d, "cache entry %s is damaged (its hash does not match)", bad.data[i]);
+            continue;
+        }
+        count_args a = {"DELETE FROM entries WHERE key = ?1", bad.data[i], 0};
+        rc = in_txn(c, count_fn, &a);
+        if (rc == SQLITE_OK) {
+            dl_cache__warn(d,
+                           "cache entry %s was damaged (its hash does not match) and was dropped",
+                           bad.data[i]);
+        }
+    }
+    for (size_t i = 0; i < bad.len; i++) {
+        free(bad.data[i]);
+    }
+    free(bad.data);
+    return rc == SQLITE_OK ? DL_OK : dl_cache__sql_fail(c, d, rc, "check the entries");
+}

@@ -558,6 +558,69 @@ static dl_status emit_int(cg *c, const gemm_prob *p, bool is_gemm) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Small float products: one row of y per outer iteration, y_row[j] += A[i, k] * B[k, j] with k
+// outer and j inner (contiguous in y and, for untransposed B, in B), f32 accumulators in a row
+// buffer. Far less code than the blocked kernel, so a model with many small products (attention
+// heads, classifier layers) compiles quickly; for such sizes packing would not pay anyway. The
+// sum over k runs in ascending order, as in the blocked kernel.
+
+#define SMALL_MNK   (64 * 64 * 64) // M * N * K up to this uses the small kernel
+#define SMALL_MAX_N 1024           // the row buffer holds N floats
+
+static bool is_small(const gemm_prob *p) {
+    return p->N <= SMALL_MAX_N && p->M * p->N * p->K <= SMALL_MNK;
+}
+
+static dl_status emit_float_small(cg *c, const gemm_prob *p) {
+    dl_dtype at = p->a->type.dtype, bt = p->b->type.dtype, yt = p->y->type.dtype;
+    int64_t M = p->M, N = p->N;
+    dl_ir_value *vals[4] = {p->y, p->a, p->b, p->cv};
+    cg_kernel k;
+    DL_TRY(cg_kernel_begin(c, vals, p->cv ? 4 : 3, p->nb * M, &k));
+    LLVMValueRef row = cg_entry_alloca(c, &k, c->t_f32, N); // acc: [N]
+    cg_loop lt, lj, lk, lj2, lj3;
+    // t: [batch, M], one row of y per outer iteration
+    LLVMValueRef t = cg_for_begin(c, &lt, k.begin, k.end, "t");
+    LLVMValueRef bi = LLVMBuildUDiv(c->b, t, cg_i64(c, M), "");
+    LLVMValueRef i = LLVMBuildURem(c->b, t, cg_i64(c, M), "");
+    LLVMValueRef a_off, b_off;
+    batch_offsets(c, p, bi, &a_off, &b_off);
+    LLVMValueRef arow = add(c, a_off, mul_c(c, i, p->sa_m));
+    LLVMValueRef j = cg_for_begin(c, &lj, cg_i64(c, 0), cg_i64(c, N), "j");
+    LLVMBuildStore(c->b, cg_f32(c, 0), fptr(c, row, j));
+    cg_for_end(c, &lj);
+    LLVMValueRef kk = cg_for_begin(c, &lk, cg_i64(c, 0), cg_i64(c, p->K), "k");
+    LLVMValueRef av = cg_load(c, k.ptr[1], at, add(c, arow, mul_c(c, kk, p->sa_k)));
+    LLVMValueRef brow = add(c, b_off, mul_c(c, kk, p->sb_k));
+    LLVMValueRef j2 = cg_for_begin(c, &lj2, cg_i64(c, 0), cg_i64(c, N), "j");
+    LLVMValueRef bv = cg_load(c, k.ptr[2], bt, add(c, brow, mul_c(c, j2, p->sb_n)));
+    LLVMValueRef slot = fptr(c, row, j2);
+    LLVMValueRef acc = LLVMBuildLoad2(c->b, c->t_f32, slot, "");
+    LLVMBuildStore(c->b, fmuladd(c, av, bv, acc), slot);
+    cg_for_end(c, &lj2);
+    cg_for_end(c, &lk);
+    // epilogue: y[t, j] = alpha * acc[j] (+ beta * C[i, j])
+    LLVMValueRef j3 = cg_for_begin(c, &lj3, cg_i64(c, 0), cg_i64(c, N), "j");
+    LLVMValueRef v = LLVMBuildLoad2(c->b, c->t_f32, fptr(c, row, j3), "");
+    if (p->alpha != 1.0) {
+        v = LLVMBuildFMul(c->b, v, cg_f32(c, p->alpha), "");
+    }
+    if (p->cv) {
+        LLVMValueRef cvv = cg_load(c, k.ptr[3], p->cv->type.dtype,
+                                   add(c, mul_c(c, i, p->cs_m), mul_c(c, j3, p->cs_n)));
+        cvv = cg_convert(c, cvv, p->cv->type.dtype, DL_DT_FLOAT);
+        if (p->beta != 1.0) {
+            cvv = LLVMBuildFMul(c->b, cvv, cg_f32(c, p->beta), "");
+        }
+        v = LLVMBuildFAdd(c->b, v, cvv, "");
+    }
+    cg_store(c, k.ptr[0], yt, add(c, mul_c(c, t, N), j3), v);
+    cg_for_end(c, &lj3);
+    cg_for_end(c, &lt);
+    return cg_kernel_end(c, &k);
+}
+
+// ---------------------------------------------------------------------------------------------
 // Problem setup
 
 static dl_status emit_prob(cg *c, const gemm_prob *p, bool is_gemm) {
@@ -566,7 +629,7 @@ static dl_status emit_prob(cg *c, const gemm_prob *p, bool is_gemm) {
         return DL_OK; // nothing to write
     }
     if (dl_dtype_is_float(t)) {
-        return emit_float(c, p);
+        return is_small(p) ? emit_float_small(c, p) : emit_float(c, p);
     }
     if (t == DL_DT_INT32 || t == DL_DT_INT64) {
         return emit_int(c, p, is_gemm);

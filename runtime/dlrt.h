@@ -72,6 +72,15 @@ DLRT_API dlrt_status dlrt_model_load_file(const char *path, dlrt_model **out);
 // Loads an artifact from memory (the bytes are copied into an anonymous memory file; nothing is
 // written to disk). `data` stays the caller's. Otherwise as dlrt_model_load_file.
 DLRT_API dlrt_status dlrt_model_load_memory(const void *data, size_t size, dlrt_model **out);
+// Loads the artifact stored under `key_hex` (32 hex digits, as `dlcc compile -v` and
+// `dlcc-cache list` print it) in the compilation cache in `cache_dir` (NULL: the default,
+// $DLCC_CACHE_DIR, else $XDG_CACHE_HOME/dlcc, else ~/.cache/dlcc). The cache is opened
+// read-only and never created; the stored bytes are checked against their hash before loading.
+// Errors: DLRT_ERR_INVALID_ARG for a malformed key or one with no artifact in the cache,
+// DLRT_ERR_IO when the cache cannot be opened or read (the message says why), then as
+// dlrt_model_load_memory. On DLRT_OK *out holds one reference. Thread-safe.
+DLRT_API dlrt_status dlrt_model_load_cached(const char *cache_dir, const char *key_hex,
+                                            dlrt_model **out);
 // Reference counting. Thread-safe (atomic). Releasing the last reference unloads the artifact;
 // every session holds a reference of its own.
 DLRT_API void dlrt_model_retain(dlrt_model *m);

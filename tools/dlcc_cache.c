@@ -1,5 +1,2179 @@
-// placeholder, replaced by the real tool
+// tools/dlcc_cache.c — the `dlcc-cache` command line: inspect and maintain the compilation cache
+// (ls, stats, show, verify, prune, rm, clear, config, export, import) and explain why two models
+// get different cache keys (explain).
+//
+// Like tools/dlcc.c this is the only layer that prints and chooses exit codes: 0 success, 1
+// invalid input or a failed check (damaged cache, unknown key, bad model), 2 bad usage, 3
+// internal error (out of memory). The store (cache/dl_cache.h) reports problems as warnings in a
+// dl_diags sink; they are printed as "dlcc-cache: warning: ..." and never crash the tool. A cache
+// that does not exist yet is not created by the read-only commands (ls, stats, show, verify,
+// export): they report it as empty. Every command parses all of its arguments before opening the
+// cache, so a usage error has no side effects. `--json` output is produced by the small emitter
+// below (one JSON document on stdout, strings escaped, invalid UTF-8 replaced by U+FFFD).
 #include "dl_cache.h"
-int main(void) {
-    return 2;
+#include "dl_ir.h"
+#include "dlcc.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef DL_VERSION
+#    define DL_VERSION "0.0.0"
+#endif
+
+enum { EXIT_OK = 0, EXIT_INPUT = 1, EXIT_USAGE = 2, EXIT_INTERNAL = 3 };
+
+// ---------------------------------------------------------------------------------------------
+// Help texts
+
+typedef struct cmd_help {
+    const char *name;
+    const char *summary;
+    const char *usage;
+    const char *details;
+} cmd_help;
+
+#define COMMON_OPTS                                                                                \
+    "  --cache-dir DIR   the cache directory (default: $DLCC_CACHE_DIR, $XDG_CACHE_HOME/dlcc or\n" \
+    "                    ~/.cache/dlcc)\n"
+#define JSON_OPT "  --json            machine-readable output (one JSON document on stdout)\n"
+
+static const cmd_help helps[] = {
+    {"ls", "list cached artifacts, most recently used first", "dlcc-cache ls [--json]",
+     "Lists every entry: key prefix, model, target, artifact size, hits and when it was last\n"
+     "used, most recently used first. A cache that does not exist yet is reported as empty.\n"
+     "\n" COMMON_OPTS JSON_OPT},
+    {"stats", "entries, size, hit rate and compile time saved", "dlcc-cache stats [--json]",
+     "Prints the number of entries, their total size, hits, misses, the hit rate, the compile\n"
+     "time the hits saved, the size limit and the cache location.\n"
+     "\n" COMMON_OPTS JSON_OPT},
+    {"show", "every metadata field of one entry", "dlcc-cache show KEY [--json]",
+     "Shows one entry. KEY is its hex key or a unique prefix of at least 4 hex digits; an\n"
+     "ambiguous prefix lists the matching keys and exits 1.\n"
+     "\n" COMMON_OPTS JSON_OPT},
+    {"verify", "check the database and every artifact's hash", "dlcc-cache verify [--json]",
+     "Runs SQLite's integrity check and recomputes every stored artifact's hash. Prints\n"
+     "'ok: N entries verified', or each problem and exits 1.\n"
+     "\n" COMMON_OPTS JSON_OPT},
+    {"prune", "remove old entries or shrink the cache",
+     "dlcc-cache prune [--max-size SIZE] [--older-than DURATION] [--json]",
+     "Removes entries not used for DURATION, then least recently used entries until the cache\n"
+     "is at most SIZE (default: the configured limit). Entries in use by a running process are\n"
+     "kept. Prints how many entries were removed and how much space was freed.\n"
+     "\n"
+     "  --max-size SIZE          e.g. 500M, 2G, 1048576 (K/M/G/T are powers of 1024)\n"
+     "  --older-than DURATION    e.g. 30d, 12h, 90m, 45s\n" COMMON_OPTS JSON_OPT},
+    {"rm", "remove one entry", "dlcc-cache rm KEY",
+     "Removes the entry whose key is KEY or starts with KEY (at least 4 hex digits).\n"
+     "\n" COMMON_OPTS},
+    {"clear", "remove every entry", "dlcc-cache clear",
+     "Removes every entry and prints how many were removed.\n\n" COMMON_OPTS},
+    {"config", "show or set the size limit", "dlcc-cache config max-size [SIZE]",
+     "Without SIZE prints the size limit; with SIZE (e.g. 500M, 2G) stores a new limit and\n"
+     "evicts least recently used entries at the next store if the cache is larger. The\n"
+     "environment variable DLCC_CACHE_MAX_SIZE overrides the stored limit.\n"
+     "\n" COMMON_OPTS},
+    {"export", "write every entry to a directory", "dlcc-cache export DIR",
+     "Writes one self-describing file per entry (KEY.dlcc) into DIR, created if needed.\n"
+     "\n" COMMON_OPTS},
+    {"import", "read entries written by export", "dlcc-cache import DIR",
+     "Adds the KEY.dlcc files in DIR to the cache; damaged files are skipped with a warning.\n"
+     "\n" COMMON_OPTS},
+    {"explain", "why two models get the same or different cache keys",
+     "dlcc-cache explain A.dlg B.dlg [-D NAME=INT]... [--cpu NAME] [--features F] [-O N] "
+     "[--json]",
+     "Loads both models with the same options and prints both cache keys and, for each key\n"
+     "component (ir, dims, options, target, format, compiler), 'same' or 'differs'. When the\n"
+     "IR differs, prints the first node that differs with its line in both files, and any\n"
+     "difference in inputs, params, outputs and node count. Exits 0 whether or not the keys\n"
+     "differ, 1 if a model has an error.\n"
+     "\n"
+     "  -D NAME=INT        bind dim NAME in both models\n"
+     "  --cpu NAME         target CPU (default: this machine)\n"
+     "  --features F       LLVM target features (default: the CPU's)\n"
+     "  -O N               optimisation level 0-3 (default 3)\n" JSON_OPT},
+};
+
+static const cmd_help *find_help(const char *name) {
+    for (size_t i = 0; i < DL_ARRAY_LEN(helps); i++) {
+        if (strcmp(helps[i].name, name) == 0) {
+            return &helps[i];
+        }
+    }
+    return NULL;
+}
+
+static void print_main_help(FILE *f) {
+    fprintf(f, "dlcc-cache %s — inspect and maintain the dlcc compilation cache\n\n", DL_VERSION);
+    fprintf(f, "usage: dlcc-cache COMMAND [--cache-dir DIR] [--json] [ARGS...]\n\ncommands:\n");
+    for (size_t i = 0; i < DL_ARRAY_LEN(helps); i++) {
+        fprintf(f, "  %-8s %s\n", helps[i].name, helps[i].summary);
+    }
+    fprintf(f, "  %-8s %s\n", "help", "show help for a command (dlcc-cache help COMMAND)");
+    fprintf(f, "\noptions:\n" COMMON_OPTS JSON_OPT "  -h, --help        show this help\n");
+    fprintf(f, "\nexit status: 0 success, 1 invalid input or failed check, 2 bad usage, "
+               "3 internal error\n");
+}
+
+static int usage_error(const char *cmd, const char *fmt, ...) DL_PRINTF(2, 3);
+static int usage_error(const char *cmd, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "dlcc-cache%s%s: error: ", cmd ? " " : "", cmd ? cmd : "");
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+    va_end(ap);
+    const cmd_help *h = cmd ? find_help(cmd) : NULL;
+    if (h) {
+        fprintf(stderr, "usage: %s\n(run 'dlcc-cache help %s' for details)\n", h->usage, cmd);
+    } else {
+        fprintf(stderr, "(run 'dlcc-cache --help' for a list of commands)\n");
+    }
+    return EXIT_USAGE;
+}
+
+// An error that is not about usage: "dlcc-cache CMD: error: MSG". Returns `rc`.
+static int cmd_error(const char *cmd, int rc, const char *fmt, ...) DL_PRINTF(3, 4);
+static int cmd_error(const char *cmd, int rc, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "dlcc-cache %s: error: ", cmd);
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+    va_end(ap);
+    return rc;
+}
+
+static int status_exit(dl_status st) {
+    return st == DL_OK ? EXIT_OK : st == DL_ERR_NOMEM ? EXIT_INTERNAL : EXIT_INPUT;
+}
+
+// Prints the store's messages ("dlcc-cache: warning: ...") and clears the sink.
+static void flush_store_diags(dl_diags *d) {
+    if (!d) {
+        return;
+    }
+    for (size_t i = 0; i < dl_diags_count(d); i++) {
+        const dl_diag_entry *e = dl_diags_get(d, i);
+        const char *sev = e->sev == DL_SEV_ERROR     ? "error"
+                          : e->sev == DL_SEV_WARNING ? "warning"
+                                                     : "note";
+        fprintf(stderr, "dlcc-cache: %s: %s\n", sev, e->msg);
+    }
+    if (dl_diags_oom(d)) {
+        fprintf(stderr, "dlcc-cache: error: out of memory (some messages were lost)\n");
+    }
+    dl_diags_clear(d);
+}
+
+// Model diagnostics (explain) with file:line and caret.
+static bool flush_model_diags(dl_diags *d) {
+    if (dl_diags_count(d) > 0) {
+        char *text = NULL;
+        if (dl_diags_render(d, &text) != DL_OK) {
+            fprintf(stderr, "dlcc-cache: error: out of memory rendering diagnostics\n");
+            return false;
+        }
+        fputs(text, stderr);
+        free(text);
+    }
+    dl_diags_clear(d);
+    return true;
+}
+
+// ---------------------------------------------------------------------------------------------
+// A small JSON emitter: compact output, commas placed automatically.
+
+typedef struct json {
+    dl_strbuf b;
+    int depth;
+    bool first[64];
+    bool after_key;
+} json;
+
+static void json_sep(json *j) {
+    if (j->after_key) {
+        j->after_key = false;
+        return;
+    }
+    if (j->depth > 0) {
+        if (!j->first[j->depth]) {
+            dl_strbuf_puts(&j->b, ",");
+        }
+        j->first[j->depth] = false;
+    }
+}
+
+// Length of the valid UTF-8 sequence at s (1..4), or 0 if invalid.
+static size_t utf8_len(const unsigned char *s) {
+    unsigned c = s[0];
+    size_t n;
+    unsigned min;
+    if (c < 0x80) {
+        return 1;
+    } else if ((c & 0xE0) == 0xC0) {
+        n = 2;
+        min = 0x80;
+        c &= 0x1F;
+    } else if ((c & 0xF0) == 0xE0) {
+        n = 3;
+        min = 0x800;
+        c &= 0x0F;
+    } else if ((c & 0xF8) == 0xF0) {
+        n = 4;
+        min = 0x10000;
+        c &= 0x07;
+    } else {
+        return 0;
+    }
+    for (size_t k = 1; k < n; k++) {
+        if ((s[k] & 0xC0) != 0x80) {
+            return 0;
+        }
+        c = (c << 6) | (s[k] & 0x3Fu);
+    }
+    if (c < min || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF)) {
+        return 0;
+    }
+    return n;
+}
+
+static void json_put_string(dl_strbuf *b, const char *s) {
+    dl_strbuf_puts(b, "\"");
+    const unsigned char *p = (const unsigned char *)(s ? s : "");
+    while (*p) {
+        unsigned char c = *p;
+        switch (c) {
+        case '"':
+            dl_strbuf_puts(b, "\\\"");
+            p++;
+            continue;
+        case '\\':
+            dl_strbuf_puts(b, "\\\\");
+            p++;
+            continue;
+        case '\n':
+            dl_strbuf_puts(b, "\\n");
+            p++;
+            continue;
+        case '\r':
+            dl_strbuf_puts(b, "\\r");
+            p++;
+            continue;
+        case '\t':
+            dl_strbuf_puts(b, "\\t");
+            p++;
+            continue;
+        default:
+            break;
+        }
+        if (c < 0x20 || c == 0x7F) {
+            dl_strbuf_printf(b, "\\u%04x", c);
+            p++;
+            continue;
+        }
+        size_t n = utf8_len(p);
+        if (n == 0) {
+            dl_strbuf_puts(b, "\\ufffd");
+            p++;
+            continue;
+        }
+        dl_strbuf_append(b, (const char *)p, n);
+        p += n;
+    }
+    dl_strbuf_puts(b, "\"");
+}
+
+static void json_open(json *j, const char *bracket) {
+    json_sep(j);
+    dl_strbuf_puts(&j->b, bracket);
+    DL_ASSERT(j->depth + 1 < (int)DL_ARRAY_LEN(j->first));
+    j->first[++j->depth] = true;
+}
+
+static void json_close(json *j, const char *bracket) {
+    DL_ASSERT(j->depth > 0);
+    j->depth--;
+    dl_strbuf_puts(&j->b, bracket);
+}
+
+static void json_obj(json *j) {
+    json_open(j, "{");
+}
+static void json_obj_end(json *j) {
+    json_close(j, "}");
+}
+static void json_arr(json *j) {
+    json_open(j, "[");
+}
+static void json_arr_end(json *j) {
+    json_close(j, "]");
+}
+
+static void json_key(json *j, const char *k) {
+    json_sep(j);
+    json_put_string(&j->b, k);
+    dl_strbuf_puts(&j->b, ":");
+    j->after_key = true;
+}
+
+static void json_str(json *j, const char *s) {
+    json_sep(j);
+    if (s) {
+        json_put_string(&j->b, s);
+    } else {
+        dl_strbuf_puts(&j->b, "null");
+    }
+}
+
+static void json_i64(json *j, int64_t v) {
+    json_sep(j);
+    dl_strbuf_printf(&j->b, "%" PRId64, v);
+}
+
+static void json_u64(json *j, uint64_t v) {
+    json_sep(j);
+    dl_strbuf_printf(&j->b, "%" PRIu64, v);
+}
+
+static void json_f64(json *j, double v) {
+    json_sep(j);
+    if (v != v || v > 1e308 || v < -1e308) {
+        dl_strbuf_puts(&j->b, "null"); // JSON has no NaN or infinity
+    } else {
+        dl_strbuf_printf(&j->b, "%.6g", v);
+    }
+}
+
+static void json_bool(json *j, bool v) {
+    json_sep(j);
+    dl_strbuf_puts(&j->b, v ? "true" : "false");
+}
+
+// Convenience: "key": value.
+static void json_kstr(json *j, const char *k, const char *v) {
+    json_key(j, k);
+    json_str(j, v);
+}
+static void json_ki64(json *j, const char *k, int64_t v) {
+    json_key(j, k);
+    json_i64(j, v);
+}
+static void json_ku64(json *j, const char *k, uint64_t v) {
+    json_key(j, k);
+    json_u64(j, v);
+}
+static void json_kf64(json *j, const char *k, double v) {
+    json_key(j, k);
+    json_f64(j, v);
+}
+static void json_kbool(json *j, const char *k, bool v) {
+    json_key(j, k);
+    json_bool(j, v);
+}
+
+// Prints the document and a newline; EXIT_INTERNAL if building it ran out of memory.
+static int json_print(json *j) {
+    DL_ASSERT(j->depth == 0);
+    int rc = EXIT_OK;
+    if (j->b.oom) {
+        fprintf(stderr, "dlcc-cache: error: out of memory\n");
+        rc = EXIT_INTERNAL;
+    } else {
+        printf("%s\n", j->b.data ? j->b.data : "");
+    }
+    dl_strbuf_fini(&j->b);
+    return rc;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sizes, durations and times
+
+static void format_size(uint64_t n, char *buf, size_t size) {
+    if (n < 1024) {
+        snprintf(buf, size, "%" PRIu64 " B", n);
+    } else if (n < (uint64_t)1024 * 1024) {
+        snprintf(buf, size, "%.1f KiB", (double)n / 1024.0);
+    } else if (n < (uint64_t)1024 * 1024 * 1024) {
+        snprintf(buf, size, "%.1f MiB", (double)n / (1024.0 * 1024.0));
+    } else {
+        snprintf(buf, size, "%.1f GiB", (double)n / (1024.0 * 1024.0 * 1024.0));
+    }
+}
+
+// "30d", "12h", "90m", "45s" (also "2w"; a bare number is seconds) -> seconds.
+static bool parse_duration(const char *s, int64_t *out) {
+    char *end = NULL;
+    if (!s || *s < '0' || *s > '9') {
+        return false;
+    }
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno == ERANGE) {
+        return false;
+    }
+    int64_t mul = 1;
+    if (*end != 0) {
+        if (end[1] != 0) {
+            return false;
+        }
+        switch (*end) {
+        case 's':
+            mul = 1;
+            break;
+        case 'm':
+            mul = 60;
+            break;
+        case 'h':
+            mul = 3600;
+            break;
+        case 'd':
+            mul = 86400;
+            break;
+        case 'w':
+            mul = 7 * 86400;
+            break;
+        default:
+            return false;
+        }
+    }
+    if (v > INT64_MAX / mul) {
+        return false;
+    }
+    *out = (int64_t)v * mul;
+    return true;
+}
+
+static void format_iso(int64_t t, char *buf, size_t size) {
+    time_t tt = (time_t)t;
+    struct tm tm;
+    if (!localtime_r(&tt, &tm) || strftime(buf, size, "%Y-%m-%d %H:%M", &tm) == 0) {
+        snprintf(buf, size, "%" PRId64, t);
+    }
+}
+
+// "just now", "42 s ago", "3 min ago", "5 h ago", "2 days ago", else the ISO date.
+static void format_ago(int64_t t, int64_t now, char *buf, size_t size) {
+    int64_t d = now - t;
+    if (t <= 0) {
+        snprintf(buf, size, "never");
+    } else if (d < 0) {
+        format_iso(t, buf, size); // clock skew: say when, not "in the future"
+    } else if (d < 5) {
+        snprintf(buf, size, "just now");
+    } else if (d < 60) {
+        snprintf(buf, size, "%" PRId64 " s ago", d);
+    } else if (d < 3600) {
+        snprintf(buf, size, "%" PRId64 " min ago", d / 60);
+    } else if (d < 86400) {
+        snprintf(buf, size, "%" PRId64 " h ago", d / 3600);
+    } else if (d < 7 * 86400) {
+        snprintf(buf, size, "%" PRId64 " day%s ago", d / 86400, d / 86400 == 1 ? "" : "s");
+    } else {
+        char iso[64];
+        format_iso(t, iso, sizeof iso);
+        iso[10] = 0; // the date is enough this far back
+        snprintf(buf, size, "%s", iso);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Arguments: per command, the common flags (--cache-dir, --json) are taken wherever they appear.
+
+typedef struct opts {
+    const char *cmd;
+    const char *cache_dir;
+    bool json;
+    DL_VEC(const char *) pos; // positional arguments
+} opts;
+
+// If argv[*i] is flag `l` (or `s`), consumes it and its value. 1 match, 0 no match, -1 usage.
+static int take_flag(const char *cmd, int argc, char **argv, int *i, const char *s, const char *l,
+                     const char **val) {
+    const char *arg = argv[*i];
+    size_t ln = l ? strlen(l) : 0;
+    if ((s && strcmp(arg, s) == 0) || (l && strcmp(arg, l) == 0)) {
+        if (*i + 1 >= argc) {
+            usage_error(cmd, "%s needs an argument", arg);
+            return -1;
+        }
+        *val = argv[*i + 1];
+        *i += 2;
+        return 1;
+    }
+    if (l && strncmp(arg, l, ln) == 0 && arg[ln] == '=') {
+        *val = arg + ln + 1;
+        *i += 1;
+        return 1;
+    }
+    if (s && strncmp(arg, s, 2) == 0 && arg[2] != 0) {
+        *val = arg + 2;
+        *i += 1;
+        return 1;
+    }
+    return 0;
+}
+
+// Extra per-command flags: a callback consumes argv[*i] (returns 1 taken, 0 unknown, -1 usage).
+typedef int (*flag_fn)(void *ctx, const char *cmd, int argc, char **argv, int *i);
+
+// Parses the command's arguments: common flags, the command's own flags, positionals. Checks
+// the positional count is within [min_pos, max_pos] and that --json is allowed.
+static int parse_args(opts *o, int argc, char **argv, bool json_ok, size_t min_pos, size_t max_pos,
+                      const char *pos_what, flag_fn fn, void *ctx) {
+    bool no_more = false;
+    int i = 0;
+    while (i < argc) {
+        const char *arg = argv[i];
+        const char *val = NULL;
+        int r;
+        if (!no_more && strcmp(arg, "--") == 0) {
+            no_more = true;
+            i++;
+        } else if (no_more || arg[0] != '-' || arg[1] == 0) {
+            if (!DL_VEC_PUSH(&o->pos, arg)) {
+                return EXIT_INTERNAL;
+            }
+            i++;
+        } else if ((r = take_flag(o->cmd, argc, argv, &i, NULL, "--cache-dir", &val)) != 0) {
+            if (r < 0) {
+                return EXIT_USAGE;
+            }
+            if (!*val) {
+                return usage_error(o->cmd, "--cache-dir needs a directory");
+            }
+            o->cache_dir = val;
+        } else if (strcmp(arg, "--json") == 0) {
+            if (!json_ok) {
+                return usage_error(o->cmd, "--json is not supported by this command");
+            }
+            o->json = true;
+            i++;
+        } else if (fn && (r = fn(ctx, o->cmd, argc, argv, &i)) != 0) {
+            if (r < 0) {
+                return EXIT_USAGE;
+            }
+        } else {
+            return usage_error(o->cmd, "unknown flag '%s'", arg);
+        }
+    }
+    if (o->pos.len < min_pos) {
+        return usage_error(o->cmd, "missing %s", pos_what);
+    }
+    if (o->pos.len > max_pos) {
+        return usage_error(o->cmd, "unexpected argument '%s'", o->pos.data[max_pos]);
+    }
+    return EXIT_OK;
+}
+
+// A key prefix must be >= 4 and <= 32 hex digits. Lower-cases it into buf[33].
+static int check_key_arg(const char *cmd, const char *key, char buf[33]) {
+    size_t n = strlen(key);
+    if (n < 4 || n > 32) {
+        return usage_error(cmd, "KEY must be 4 to 32 hex digits, got '%s'", key);
+    }
+    for (size_t i = 0; i < n; i++) {
+        char c = key[i];
+        if (c >= 'A' && c <= 'F') {
+            c = (char)(c - 'A' + 'a');
+        }
+        if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) {
+            return usage_error(cmd, "KEY must be hex digits, got '%s'", key);
+        }
+        buf[i] = c;
+    }
+    buf[n] = 0;
+    return EXIT_OK;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Opening the cache
+
+typedef struct cache_ctx {
+    char *dir; // resolved directory (heap)
+    dl_diags *d;
+    dl_cache *c;
+} cache_ctx;
+
+static void cache_ctx_fini(cache_ctx *cx) {
+    dl_cache_close(cx->c);
+    flush_store_diags(cx->d);
+    dl_diags_destroy(cx->d);
+    free(cx->dir);
+    memset(cx, 0, sizeof *cx);
+}
+
+// Resolves the directory and creates the diagnostics sink.
+static int cache_resolve(const opts *o, cache_ctx *cx) {
+    memset(cx, 0, sizeof *cx);
+    if (dl_diags_create(&cx->d) != DL_OK) {
+        return EXIT_INTERNAL;
+    }
+    if (o->cache_dir) {
+        cx->dir = strdup(o->cache_dir);
+        if (!cx->dir) {
+            return EXIT_INTERNAL;
+        }
+        return EXIT_OK;
+    }
+    dl_status st = dl_cache_default_dir(&cx->dir);
+    if (st != DL_OK) {
+        flush_store_diags(cx->d);
+        if (st == DL_ERR_NOMEM) {
+            return EXIT_INTERNAL;
+        }
+        return cmd_error(o->cmd, EXIT_INPUT,
+                         "no cache location: set DLCC_CACHE_DIR (or HOME), or pass --cache-dir");
+    }
+    return EXIT_OK;
+}
+
+// Whether the store's database exists in the resolved directory (read-only commands do not
+// create a cache that is not there). When it does not, the directory itself must still pass the
+// trust rules the store applies (ours, not writable by group or others): otherwise prints a
+// warning and returns 1, as opening would. Returns 0 with *out_exists set otherwise.
+static int cache_probe(const opts *o, const cache_ctx *cx, bool *out_exists) {
+    *out_exists = true;
+    size_t n = strlen(cx->dir) + sizeof "/cache.db";
+    char *p = malloc(n);
+    if (!p) {
+        return EXIT_INTERNAL;
+    }
+    snprintf(p, n, "%s/cache.db", cx->dir);
+    struct stat sb;
+    bool ok = lstat(p, &sb) == 0;
+    free(p);
+    if (ok) {
+        return EXIT_OK;
+    }
+    *out_exists = false;
+    if (stat(cx->dir, &sb) != 0) {
+        return EXIT_OK; // no directory either: simply no cache yet
+    }
+    if (!S_ISDIR(sb.st_mode)) {
+        fprintf(stderr, "dlcc-cache: warning: cache location %s is not a directory\n", cx->dir);
+    } else if (sb.st_uid != geteuid()) {
+        fprintf(stderr,
+                "dlcc-cache: warning: refusing the cache directory %s: it belongs to another "
+                "user (use your own directory: --cache-dir or DLCC_CACHE_DIR)\n",
+                cx->dir);
+    } else if ((sb.st_mode & 022) != 0) {
+        fprintf(stderr,
+                "dlcc-cache: warning: refusing the cache directory %s: it is writable by group "
+                "or others (fix: chmod 700 %s)\n",
+                cx->dir, cx->dir);
+    } else {
+        return EXIT_OK;
+    }
+    return cmd_error(o->cmd, EXIT_INPUT, "cannot use the cache in %s", cx->dir);
+}
+
+// Opens the store; on failure prints its warning and returns 1 (3 when out of memory).
+static int cache_open(const opts *o, cache_ctx *cx) {
+    dl_status st = dl_cache_open(cx->dir, cx->d, &cx->c);
+    if (st != DL_OK) {
+        flush_store_diags(cx->d);
+        if (st == DL_ERR_NOMEM) {
+            return EXIT_INTERNAL;
+        }
+        return cmd_error(o->cmd, EXIT_INPUT, "cannot use the cache in %s (%s)", cx->dir,
+                         dl_status_str(st));
+    }
+    return EXIT_OK;
+}
+
+static int store_error(const opts *o, cache_ctx *cx, dl_status st, const char *what) {
+    flush_store_diags(cx->d);
+    if (st == DL_ERR_NOMEM) {
+        fprintf(stderr, "dlcc-cache %s: error: out of memory\n", o->cmd);
+        return EXIT_INTERNAL;
+    }
+    return cmd_error(o->cmd, EXIT_INPUT, "%s failed (%s)", what, dl_status_str(st));
+}
+
+static void free_entries(dl_cache_entry *es, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        dl_cache_entry_fini(&es[i]);
+    }
+    free(es);
+}
+
+// Resolves KEY (a prefix) to exactly one entry. 0 with *out filled; 1 (printed) when none or
+// several match.
+static int resolve_key(const opts *o, cache_ctx *cx, const char *prefix, dl_cache_entry *out) {
+    dl_cache_entry *es = NULL;
+    size_t n = 0;
+    dl_status st = dl_cache_find_prefix(cx->c, prefix, &es, &n);
+    if (st != DL_OK) {
+        return store_error(o, cx, st, "lookup");
+    }
+    if (n == 0) {
+        free_entries(es, n);
+        return cmd_error(o->cmd, EXIT_INPUT, "no entry matches '%s'", prefix);
+    }
+    if (n > 1) {
+        fprintf(stderr, "dlcc-cache %s: error: '%s' is ambiguous: %zu entries match:\n", o->cmd,
+                prefix, n);
+        for (size_t i = 0; i < n; i++) {
+            char hex[33];
+            dl_hash128_hex(es[i].key, hex);
+            fprintf(stderr, "  %s  %s\n", hex, es[i].model ? es[i].model : "");
+        }
+        fprintf(stderr, "(give more digits)\n");
+        free_entries(es, n);
+        return EXIT_INPUT;
+    }
+    *out = es[0]; // moves the strings
+    free(es);
+    return EXIT_OK;
+}
+
+// ---------------------------------------------------------------------------------------------
+// ls
+
+static void json_entry(json *j, const dl_cache_entry *e) {
+    char hex[33], bh[33];
+    dl_hash128_hex(e->key, hex);
+    dl_hash128_hex(e->blob_hash, bh);
+    json_obj(j);
+    json_kstr(j, "key", hex);
+    json_kstr(j, "model", e->model);
+    json_kstr(j, "target", e->target);
+    json_kstr(j, "compiler_version", e->compiler_version);
+    json_ku64(j, "size", e->size);
+    json_ku64(j, "source_size", e->source_size);
+    json_kf64(j, "compile_ms", e->compile_ms);
+    json_ki64(j, "created", e->created);
+    json_ki64(j, "last_used", e->last_used);
+    json_ki64(j, "hits", e->hits);
+    json_kstr(j, "blob_hash", bh);
+    json_obj_end(j);
+}
+
+static int cmd_ls(opts *o, int argc, char **argv) {
+    int rc = parse_args(o, argc, argv, true, 0, 0, "", NULL, NULL);
+    if (rc != EXIT_OK) {
+        return rc;
+    }
+    cache_ctx cx;
+    dl_cache_entry *es = NULL;
+    size_t n = 0;
+    bool exists = false;
+    if ((rc = cache_resolve(o, &cx)) != EXIT_OK || (rc = cache_probe(o, &cx, &exists)) != EXIT_OK) {
+        goto out;
+    }
+    if (exists) {
+        if ((rc = cache_open(o, &cx)) != EXIT_OK) {
+            goto out;
+        }
+        dl_status st = dl_cache_list(cx.c, &es, &n);
+        if (st != DL_OK) {
+            rc = store_error(o, &cx, st, "listing");
+            goto out;
+        }
+    }
+    if (o->json) {
+        json j = {0};
+        json_obj(&j);
+        json_kstr(&j, "cache_dir", cx.dir);
+        json_key(&j, "entries");
+        json_arr(&j);
+        for (size_t i = 0; i < n; i++) {
+            json_entry(&j, &es[i]);
+        }
+        json_arr_end(&j);
+        json_obj_end(&j);
+        rc = json_print(&j);
+        goto out;
+    }
+    if (n == 0) {
+        printf("the cache is empty (%s)\n", cx.dir);
+        goto out;
+    }
+    int64_t now = (int64_t)time(NULL);
+    int wm = 5, wt = 6;
+    for (size_t i = 0; i < n; i++) {
+        int lm = es[i].model ? (int)strlen(es[i].model) : 0;
+        int lt = es[i].target ? (int)strlen(es[i].target) : 0;
+        wm = lm > wm ? lm : wm;
+        wt = lt > wt ? lt : wt;
+    }
+    printf("%-12s  %-*s  %-*s  %10s  %6s  %s\n", "KEY", wm, "MODEL", wt, "TARGET", "SIZE", "HITS",
+           "LAST USED");
+    for (size_t i = 0; i < n; i++) {
+        char hex[33], size[32], ago[64];
+        dl_hash128_hex(es[i].key, hex);
+        hex[12] = 0;
+        format_size(es[i].size, size, sizeof size);
+        format_ago(es[i].last_used, now, ago, sizeof ago);
+        printf("%-12s  %-*s  %-*s  %10s  %6" PRId64 "  %s\n", hex, wm,
+               es[i].model ? es[i].model : "", wt, es[i].target ? es[i].target : "", size,
+               es[i].hits, ago);
+    }
+out:
+    free_entries(es, n);
+    cache_ctx_fini(&cx);
+    return rc;
+}
+
+// ---------------------------------------------------------------------------------------------
+// stats
+
+static int cmd_stats(opts *o, int argc, char **argv) {
+    int rc = parse_args(o, argc, argv, true, 0, 0, "", NULL, NULL);
+    if (rc != EXIT_OK) {
+        return rc;
+    }
+    cache_ctx cx;
+    dl_cache_stats s;
+    memset(&s, 0, sizeof s);
+    bool exists = false;
+    if ((rc = cache_resolve(o, &cx)) != EXIT_OK || (rc = cache_probe(o, &cx, &exists)) != EXIT_OK) {
+        goto out;
+    }
+    if (exists) {
+        if ((rc = cache_open(o, &cx)) != EXIT_OK) {
+            goto out;
+        }
+        dl_status st = dl_cache_stats_get(cx.c, &s);
+        if (st != DL_OK) {
+            rc = store_error(o, &cx, st, "reading the statistics");
+            goto out;
+        }
+    } else {
+        // No database yet: the limit is what a new cache would get.
+        s.max_size = (uint64_t)2 << 30;
+        const char *env = getenv("DLCC_CACHE_MAX_SIZE");
+        uint64_t v;
+        if (env && dl_cache_parse_size(env, &v)) {
+            s.max_size = v;
+        }
+    }
+    int64_t lookups = s.hits + s.misses;
+    double rate = lookups > 0 ? (double)s.hits / (double)lookups : 0.0;
+    if (o->json) {
+        json j = {0};
+        json_obj(&j);
+        json_kstr(&j, "cache_dir", cx.dir);
+        json_kbool(&j, "exists", exists);
+        json_ki64(&j, "entries", s.entries);
+        json_ku64(&j, "bytes", s.bytes);
+        json_ki64(&j, "hits", s.hits);
+        json_ki64(&j, "misses", s.misses);
+        json_kf64(&j, "hit_rate", rate);
+        json_kf64(&j, "compile_ms_saved", s.compile_ms_saved);
+        json_ku64(&j, "max_size", s.max_size);
+        json_obj_end(&j);
+        rc = json_print(&j);
+        goto out;
+    }
+    char bytes[32], lim[32];
+    format_size(s.bytes, bytes, sizeof bytes);
+    format_size(s.max_size, lim, sizeof lim);
+    if (!exists) {
+        printf("the cache is empty (no cache in %s yet)\n", cx.dir);
+    }
+    printf("location:           %s\n", cx.dir);
+    printf("entries:            %" PRId64 "\n", s.entries);
+    printf("size:               %s (%" PRIu64 " bytes)\n", bytes, s.bytes);
+    printf("size limit:         %s (%" PRIu64 " bytes)%s\n", lim, s.max_size,
+           getenv("DLCC_CACHE_MAX_SIZE") ? " (from DLCC_CACHE_MAX_SIZE)" : "");
+    printf("hits:               %" PRId64 "\n", s.hits);
+    printf("misses:             %" PRId64 "\n", s.misses);
+    if (lookups > 0) {
+        printf("hit rate:           %.1f %%\n", 100.0 * rate);
+    } else {
+        printf("hit rate:           - (no lookups yet)\n");
+    }
+    if (s.compile_ms_saved >= 1000.0) {
+        printf("compile time saved: %.1f s\n", s.compile_ms_saved / 1000.0);
+    } else {
+        printf("compile time saved: %.0f ms\n", s.compile_ms_saved);
+    }
+out:
+    cache_ctx_fini(&cx);
+    return rc;
+}
+
+// ---------------------------------------------------------------------------------------------
+// show
+
+static int cmd_show(opts *o, int argc, char **argv) {
+    int rc = parse_args(o, argc, argv, true, 1, 1, "KEY", NULL, NULL);
+    if (rc != EXIT_OK) {
+        return rc;
+    }
+    char prefix[33];
+    if ((rc = check_key_arg(o->cmd, o->pos.data[0], prefix)) != EXIT_OK) {
+        return rc;
+    }
+    cache_ctx cx;
+    dl_cache_entry e;
+    memset(&e, 0, sizeof e);
+    bool exists = false;
+    if ((rc = cache_resolve(o, &cx)) != EXIT_OK || (rc = cache_probe(o, &cx, &exists)) != EXIT_OK) {
+        goto out;
+    }
+    if (!exists) {
+        rc = cmd_error(o->cmd, EXIT_INPUT, "no entry matches '%s' (the cache in %s is empty)",
+                       prefix, cx.dir);
+        goto out;
+    }
+    if ((rc = cache_open(o, &cx)) != EXIT_OK || (rc = resolve_key(o, &cx, prefix, &e)) != EXIT_OK) {
+        goto out;
+    }
+    if (o->json) {
+        json j = {0};
+        json_entry(&j, &e);
+        rc = json_print(&j);
+        goto out;
+    }
+    char hex[33], bh[33], size[32], src[32], created[64], used[64], ago[64];
+    dl_hash128_hex(e.key, hex);
+    dl_hash128_hex(e.blob_hash, bh);
+    format_size(e.size, size, sizeof size);
+    format_size(e.source_size, src, sizeof src);
+    format_iso(e.created, created, sizeof created);
+    format_iso(e.last_used, used, sizeof used);
+    format_ago(e.last_used, (int64_t)time(NULL), ago, sizeof ago);
+    printf("key:              %s\n", hex);
+    printf("model:            %s\n", e.model ? e.model : "");
+    printf("target:           %s\n", e.target ? e.target : "");
+    printf("compiler version: %s\n", e.compiler_version ? e.compiler_version : "");
+    printf("size:             %s (%" PRIu64 " bytes)\n", size, e.size);
+    printf("source size:      %s (%" PRIu64 " bytes of canonical IR)\n", src, e.source_size);
+    printf("compile time:     %.1f ms\n", e.compile_ms);
+    printf("created:          %s\n", created);
+    printf("last used:        %s (%s)\n", used, ago);
+    printf("hits:             %" PRId64 "\n", e.hits);
+    printf("blob hash:        %s\n", bh);
+out:
+    dl_cache_entry_fini(&e);
+    cache_ctx_fini(&cx);
+    return rc;
+}
+
+// ---------------------------------------------------------------------------------------------
+// verify
+
+static int cmd_verify(opts *o, int argc, char **argv) {
+    int rc = parse_args(o, argc, argv, true, 0, 0, "", NULL, NULL);
+    if (rc != EXIT_OK) {
+        return rc;
+    }
+    cache_ctx cx;
+    int64_t bad = 0;
+    dl_cache_stats s;
+    memset(&s, 0, sizeof s);
+    bool exists = false;
+    if ((rc = cache_resolve(o, &cx)) != EXIT_OK || (rc = cache_probe(o, &cx, &exists)) != EXIT_OK) {
+        goto out;
+    }
+    dl_status st = DL_OK;
+    if (exists) {
+        st = dl_cache_open(cx.dir, cx.d, &cx.c);
+        if (st == DL_ERR_NOMEM) {
+            rc = EXIT_INTERNAL;
+            goto out;
+        }
+        if (st == DL_OK) {
+            st = dl_cache_stats_get(cx.c, &s);
+        }
+        if (st == DL_OK) {
+            st = dl_cache_verify(cx.c, cx.d, &bad);
+        }
+        if (st == DL_ERR_NOMEM) {
+            rc = EXIT_INTERNAL;
+            goto out;
+        }
+        if (st != DL_OK && bad == 0) {
+            bad = 1; // the database could not be opened or checked at all
+        }
+    }
+    if (o->json) {
+        json j = {0};
+        json_obj(&j);
+        json_kstr(&j, "cache_dir", cx.dir);
+        json_kbool(&j, "ok", bad == 0 && st == DL_OK);
+        json_ki64(&j, "entries", s.entries);
+        json_ki64(&j, "problems_found", bad);
+        json_key(&j, "problems");
+        json_arr(&j);
+        for (size_t i = 0; i < dl_diags_count(cx.d); i++) {
+            json_str(&j, dl_diags_get(cx.d, i)->msg);
+        }
+        if (st != DL_OK && dl_diags_count(cx.d) == 0) {
+            json_str(&j, dl_status_str(st));
+        }
+        json_arr_end(&j);
+        json_obj_end(&j);
+        dl_diags_clear(cx.d);
+        rc = json_print(&j);
+        if (rc == EXIT_OK && (bad != 0 || st != DL_OK)) {
+            rc = EXIT_INPUT;
+        }
+        goto out;
+    }
+    if (bad == 0 && st == DL_OK) {
+        flush_store_diags(cx.d);
+        printf("ok: %" PRId64 " entries verified%s\n", s.entries,
+               exists ? "" : " (no cache here yet)");
+        goto out;
+    }
+    for (size_t i = 0; i < dl_diags_count(cx.d); i++) {
+        printf("problem: %s\n", dl_diags_get(cx.d, i)->msg);
+    }
+    if (st != DL_OK && dl_diags_count(cx.d) == 0) {
+        printf("problem: the cache in %s cannot be checked (%s)\n", cx.dir, dl_status_str(st));
+    }
+    dl_diags_clear(cx.d);
+    printf("verify: %" PRId64 " problem%s found in %s (run 'dlcc-cache clear' to start over)\n",
+           bad, bad == 1 ? "" : "s", cx.dir);
+    rc = EXIT_INPUT;
+out:
+    cache_ctx_fini(&cx);
+    return rc;
+}
+
+// ---------------------------------------------------------------------------------------------
+// prune
+
+typedef struct prune_flags {
+    const char *max_size, *older_than;
+} prune_flags;
+
+static int prune_flag(void *ctx, const char *cmd, int argc, char **argv, int *i) {
+    prune_flags *p = ctx;
+    int r = take_flag(cmd, argc, argv, i, NULL, "--max-size", &p->max_size);
+    if (r == 0) {
+        r = take_flag(cmd, argc, argv, i, NULL, "--older-than", &p->older_than);
+    }
+    return r;
+}
+
+static int cmd_prune(opts *o, int argc, char **argv) {
+    prune_flags pf = {0};
+    int rc = parse_args(o, argc, argv, true, 0, 0, "", prune_flag, &pf);
+    if (rc != EXIT_OK) {
+        return rc;
+    }
+    uint64_t max_size = 0;
+    int64_t older = -1;
+    if (pf.max_size && (!dl_cache_parse_size(pf.max_size, &max_size) || max_size == 0)) {
+        return usage_error(o->cmd, "--max-size expects a size like 500M or 2G, got '%s'",
+                           pf.max_size);
+    }
+    if (pf.older_than && !parse_duration(pf.older_than, &older)) {
+        return usage_error(o->cmd,
+                           "--older-than expects a duration like 30d, 12h, 90m or 45s, got '%s'",
+                           pf.older_than);
+    }
+    cache_ctx cx;
+    int64_t removed = 0;
+    uint64_t freed = 0;
+    bool exists = false;
+    if ((rc = cache_resolve(o, &cx)) != EXIT_OK || (rc = cache_probe(o, &cx, &exists)) != EXIT_OK) {
+        goto out;
+    }
+    if (exists) {
+        if ((rc = cache_open(o, &cx)) != EXIT_OK) {
+            goto out;
+        }
+        dl_status st = dl_cache_prune(cx.c, max_size, older, &removed, &freed);
+        if (st != DL_OK) {
+            rc = store_error(o, &cx, st, "pruning");
+            goto out;
+        }
+    }
+    if (o->json) {
+        json j = {0};
+        json_obj(&j);
+        json_ki64(&j, "removed", removed);
+        json_ku64(&j, "freed", freed);
+        json_obj_end(&j);
+        rc = json_print(&j);
+        goto out;
+    }
+    char fs[32];
+    format_size(freed, fs, sizeof fs);
+    printf("removed %" PRId64 " entr%s, freed %s\n", removed, removed == 1 ? "y" : "ies", fs);
+out:
+    cache_ctx_fini(&cx);
+    return rc;
+}
+
+// ---------------------------------------------------------------------------------------------
+// rm, clear
+
+static int cmd_rm(opts *o, int argc, char **argv) {
+    int rc = parse_args(o, argc, argv, false, 1, 1, "KEY", NULL, NULL);
+    if (rc != EXIT_OK) {
+        return rc;
+    }
+    char prefix[33];
+    if ((rc = check_key_arg(o->cmd, o->pos.data[0], prefix)) != EXIT_OK) {
+        return rc;
+    }
+    cache_ctx cx;
+    dl_cache_entry e;
+    memset(&e, 0, sizeof e);
+    bool exists = false;
+    if ((rc = cache_resolve(o, &cx)) != EXIT_OK || (rc = cache_probe(o, &cx, &exists)) != EXIT_OK) {
+        goto out;
+    }
+    if (!exists) {
+        rc = cmd_error(o->cmd, EXIT_INPUT, "no entry matches '%s' (the cache in %s is empty)",
+                       prefix, cx.dir);
+        goto out;
+    }
+    if ((rc = cache_open(o, &cx)) != EXIT_OK || (rc = resolve_key(o, &cx, prefix, &e)) != EXIT_OK) {
+        goto out;
+    }
+    bool removed = false;
+    dl_status st = dl_cache_remove(cx.c, e.key, &removed);
+    if (st != DL_OK) {
+        rc = store_error(o, &cx, st, "removing");
+        goto out;
+    }
+    char hex[33], size[32];
+    dl_hash128_hex(e.key, hex);
+    format_size(e.size, size, sizeof size);
+    if (!removed) {
+        rc =
+            cmd_error(o->cmd, EXIT_INPUT, "%s was not removed (in use by a running process?)", hex);
+        goto out;
+    }
+    printf("removed %s (%s, %s)\n", hex, e.model ? e.model : "", size);
+out:
+    dl_cache_entry_fini(&e);
+    cache_ctx_fini(&cx);
+    return rc;
+}
+
+// Deletes DIR/cache.db (and its -wal/-shm) when it is a regular file in a directory that passes
+// the trust rules (ours, not writable by group or others) and the file is ours: only then may
+// `clear` start afresh. True when the database file is gone afterwards.
+static bool remove_damaged_db(const char *dir) {
+    struct stat ds, fs;
+    if (stat(dir, &ds) != 0 || !S_ISDIR(ds.st_mode) || ds.st_uid != geteuid() ||
+        (ds.st_mode & 022) != 0) {
+        return false;
+    }
+    char path[4200];
+    snprintf(path, sizeof path, "%s/cache.db", dir);
+    if (lstat(path, &fs) != 0 || !S_ISREG(fs.st_mode) || fs.st_uid != geteuid()) {
+        return false;
+    }
+    static const char *const suffixes[] = {"-wal", "-shm", ""};
+    for (size_t i = 0; i < DL_ARRAY_LEN(suffixes); i++) {
+        snprintf(path, sizeof path, "%s/cache.db%s", dir, suffixes[i]);
+        if (unlink(path) != 0 && errno != ENOENT) {
+            return false;
+        }
+    }
+    return true;
+}
+
+static int cmd_clear(opts *o, int argc, char **argv) {
+    int rc = parse_args(o, argc, argv, false, 0, 0, "", NULL, NULL);
+    if (rc != EXIT_OK) {
+        return rc;
+    }
+    cache_ctx cx;
+    int64_t removed = 0;
+    uint64_t bytes = 0;
+    bool exists = false;
+    if ((rc = cache_resolve(o, &cx)) != EXIT_OK || (rc = cache_probe(o, &cx, &exists)) != EXIT_OK) {
+        goto out;
+    }
+    if (exists) {
+        dl_status ost = dl_cache_open(cx.dir, cx.d, &cx.c);
+        if (ost == DL_ERR_CACHE && remove_damaged_db(cx.dir)) {
+            // The store refuses a damaged database (its warning says to run `clear`): clearing
+            // means starting afresh, so the files go and a new database is created.
+            dl_diags_clear(cx.d);
+            printf("removed the damaged cache database in %s\n", cx.dir);
+            ost = dl_cache_open(cx.dir, cx.d, &cx.c);
+        }
+        if (ost != DL_OK) {
+            flush_store_diags(cx.d);
+            rc = ost == DL_ERR_NOMEM
+                     ? EXIT_INTERNAL
+                     : cmd_error(o->cmd, EXIT_INPUT, "cannot use the cache in %s (%s)", cx.dir,
+                                 dl_status_str(ost));
+            goto out;
+        }
+        dl_cache_stats s;
+        if (dl_cache_stats_get(cx.c, &s) == DL_OK) {
+            bytes = s.bytes;
+        }
+        dl_status st = dl_cache_clear(cx.c, &removed);
+        if (st != DL_OK) {
+            rc = store_error(o, &cx, st, "clearing");
+            goto out;
+        }
+    }
+    char fs[32];
+    format_size(bytes, fs, sizeof fs);
+    printf("removed %" PRId64 " entr%s, freed %s\n", removed, removed == 1 ? "y" : "ies", fs);
+out:
+    cache_ctx_fini(&cx);
+    return rc;
+}
+
+// ---------------------------------------------------------------------------------------------
+// config
+
+static int cmd_config(opts *o, int argc, char **argv) {
+    int rc = parse_args(o, argc, argv, false, 1, 2, "setting name (max-size)", NULL, NULL);
+    if (rc != EXIT_OK) {
+        return rc;
+    }
+    if (strcmp(o->pos.data[0], "max-size") != 0) {
+        return usage_error(o->cmd, "unknown setting '%s' (known: max-size)", o->pos.data[0]);
+    }
+    uint64_t v = 0;
+    bool set = o->pos.len == 2;
+    if (set && (!dl_cache_parse_size(o->pos.data[1], &v) || v == 0)) {
+        return usage_error(o->cmd, "max-size expects a size like 500M or 2G, got '%s'",
+                           o->pos.data[1]);
+    }
+    cache_ctx cx;
+    if ((rc = cache_resolve(o, &cx)) != EXIT_OK || (rc = cache_open(o, &cx)) != EXIT_OK) {
+        goto out;
+    }
+    dl_status st;
+    char hs[32];
+    if (set) {
+        st = dl_cache_set_max_size(cx.c, v);
+        if (st != DL_OK) {
+            rc = store_error(o, &cx, st, "setting max-size");
+            goto out;
+        }
+        format_size(v, hs, sizeof hs);
+        printf("max-size set to %s (%" PRIu64 " bytes)\n", hs, v);
+    } else {
+        dl_cache_stats s;
+        st = dl_cache_stats_get(cx.c, &s);
+        if (st != DL_OK) {
+            rc = store_error(o, &cx, st, "reading max-size");
+            goto out;
+        }
+        format_size(s.max_size, hs, sizeof hs);
+        printf("max-size: %s (%" PRIu64 " bytes)\n", hs, s.max_size);
+    }
+    const char *env = getenv("DLCC_CACHE_MAX_SIZE");
+    if (env) {
+        printf("note: DLCC_CACHE_MAX_SIZE=%s is set and overrides the stored limit\n", env);
+    } else {
+        printf("note: the environment variable DLCC_CACHE_MAX_SIZE overrides this limit\n");
+    }
+out:
+    cache_ctx_fini(&cx);
+    return rc;
+}
+
+// ---------------------------------------------------------------------------------------------
+// export, import
+
+static int cmd_export_import(opts *o, int argc, char **argv, bool is_import) {
+    int rc = parse_args(o, argc, argv, false, 1, 1, "DIR", NULL, NULL);
+    if (rc != EXIT_OK) {
+        return rc;
+    }
+    const char *dir = o->pos.data[0];
+    cache_ctx cx;
+    int64_t n = 0;
+    bool exists = false;
+    if ((rc = cache_resolve(o, &cx)) != EXIT_OK || (rc = cache_probe(o, &cx, &exists)) != EXIT_OK) {
+        goto out;
+    }
+    if (!is_import && !exists) {
+        printf("exported 0 entries to %s (the cache in %s is empty)\n", dir, cx.dir);
+        goto out;
+    }
+    if (is_import) {
+        struct stat sb;
+        if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+            rc = cmd_error(o->cmd, EXIT_INPUT, "%s: %s", dir,
+                           errno == 0 || S_ISREG(sb.st_mode) ? "not a directory" : strerror(errno));
+            goto out;
+        }
+    } else if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
+        rc = cmd_error(o->cmd, EXIT_INPUT, "cannot create %s: %s", dir, strerror(errno));
+        goto out;
+    }
+    if ((rc = cache_open(o, &cx)) != EXIT_OK) {
+        goto out;
+    }
+    dl_status st =
+        is_import ? dl_cache_import(cx.c, dir, cx.d, &n) : dl_cache_export(cx.c, dir, cx.d, &n);
+    bool warned = dl_diags_count(cx.d) > 0;
+    flush_store_diags(cx.d);
+    if (st != DL_OK) {
+        rc = store_error(o, &cx, st, is_import ? "import" : "export");
+        goto out;
+    }
+    printf("%s %" PRId64 " entr%s %s %s%s\n", is_import ? "imported" : "exported", n,
+           n == 1 ? "y" : "ies", is_import ? "from" : "to", dir,
+           warned ? " (see the warnings above)" : "");
+out:
+    cache_ctx_fini(&cx);
+    return rc;
+}
+
+static int cmd_export(opts *o, int argc, char **argv) {
+    return cmd_export_import(o, argc, argv, false);
+}
+
+static int cmd_import(opts *o, int argc, char **argv) {
+    return cmd_export_import(o, argc, argv, true);
+}
+
+// ---------------------------------------------------------------------------------------------
+// explain: both keys, per component, and the first IR difference.
+//
+// The node comparison mirrors what the canonical IR (ir/ir_canon.c) hashes, so that "ir differs"
+// can be pinned to a node: op; each input as a reference (inputs, params, consts and module
+// outputs by name, other node outputs by their number in definition order, so intermediate
+// names do not count); every attribute the op knows with its default applied (plus unknown
+// ones); output count and inferred types. Interface values (inputs, params, outputs) compare by
+// name, type and initialiser.
+
+typedef struct model_src {
+    const char *path;
+    char *text;
+    size_t len;
+    dl_ir_module *m;
+    int64_t *num; // per value id: definition-order number of an intermediate, or -1
+} model_src;
+
+// The source line `line` (1-based), trimmed, into buf.
+static void source_line(const model_src *s, uint32_t line, char *buf, size_t size) {
+    buf[0] = 0;
+    if (!s->text || line == 0) {
+        return;
+    }
+    const char *p = s->text;
+    for (uint32_t l = 1; l < line && p; l++) {
+        p = strchr(p, '\n');
+        p = p ? p + 1 : NULL;
+    }
+    if (!p) {
+        return;
+    }
+    const char *e = strchr(p, '\n');
+    size_t n = e ? (size_t)(e - p) : strlen(p);
+    while (n > 0 && (*p == ' ' || *p == '\t')) {
+        p++;
+        n--;
+    }
+    while (n > 0 && (p[n - 1] == ' ' || p[n - 1] == '\t' || p[n - 1] == '\r')) {
+        n--;
+    }
+    if (n >= size) {
+        n = size - 4;
+        snprintf(buf, size, "%.*s...", (int)n, p);
+        return;
+    }
+    memcpy(buf, p, n);
+    buf[n] = 0;
+}
+
+static bool number_values(model_src *s) {
+    const dl_ir_module *m = s->m;
+    s->num = malloc((m->values.len ? m->values.len : 1) * sizeof(int64_t));
+    if (!s->num) {
+        return false;
+    }
+    for (size_t i = 0; i < m->values.len; i++) {
+        s->num[i] = -1;
+    }
+    int64_t k = 0;
+    for (size_t i = 0; i < m->nodes.len; i++) {
+        const dl_ir_node *n = m->nodes.data[i];
+        for (size_t o = 0; o < n->n_outputs; o++) {
+            const dl_ir_value *v = n->outputs[o];
+            if (v && !v->is_output && v->id < m->values.len) {
+                s->num[v->id] = k++;
+            }
+        }
+    }
+    return true;
+}
+
+// Reference for comparison: "name" or "%k".
+static void value_ref(const model_src *s, const dl_ir_value *v, char *buf, size_t size) {
+    if (!v) {
+        snprintf(buf, size, "-");
+    } else if (v->id < s->m->values.len && s->num[v->id] >= 0) {
+        snprintf(buf, size, "%%%" PRId64, s->num[v->id]);
+    } else {
+        snprintf(buf, size, "%s", v->name);
+    }
+}
+
+// Reference for display: "r" or "r (intermediate %3)".
+static void value_display(const model_src *s, const dl_ir_value *v, char *buf, size_t size) {
+    if (!v) {
+        snprintf(buf, size, "(omitted)");
+    } else if (v->id < s->m->values.len && s->num[v->id] >= 0) {
+        snprintf(buf, size, "%s (intermediate value #%" PRId64 ")", v->name, s->num[v->id]);
+    } else {
+        snprintf(buf, size, "%s", v->name);
+    }
+}
+
+static void put_double(dl_strbuf *b, double v) {
+    char f[40];
+    dl_format_double(v, f);
+    dl_strbuf_puts(b, f);
+}
+
+// An attribute value as .dlg text, converted to the spec's kind where exact (as the canonical
+// IR does): `alpha = 1` and `alpha = 1.0` print the same.
+static void attr_text(dl_strbuf *b, const dl_ir_attr_spec *spec, const dl_ir_attr *a) {
+    dl_ir_attr_kind want = spec ? spec->kind : a->kind;
+    bool as_float = want == DL_IR_ATTR_FLOAT || want == DL_IR_ATTR_FLOATS;
+    switch (a->kind) {
+    case DL_IR_ATTR_INT:
+        if (as_float) {
+            put_double(b, (double)a->i);
+        } else {
+            dl_strbuf_printf(b, "%" PRId64, a->i);
+        }
+        return;
+    case DL_IR_ATTR_FLOAT:
+        put_double(b, a->f);
+        return;
+    case DL_IR_ATTR_STRING:
+        dl_strbuf_printf(b, "\"%s\"", a->s ? a->s : "");
+        return;
+    case DL_IR_ATTR_INTS:
+    case DL_IR_ATTR_FLOATS:
+    case DL_IR_ATTR_STRINGS:
+        dl_strbuf_puts(b, "[");
+        for (size_t k = 0; k < a->n; k++) {
+            if (k) {
+                dl_strbuf_puts(b, ", ");
+            }
+            if (a->kind == DL_IR_ATTR_INTS && !as_float) {
+                dl_strbuf_printf(b, "%" PRId64, a->ints[k]);
+            } else if (a->kind == DL_IR_ATTR_INTS) {
+                put_double(b, (double)a->ints[k]);
+            } else if (a->kind == DL_IR_ATTR_FLOATS) {
+                put_double(b, a->floats[k]);
+            } else {
+                dl_strbuf_printf(b, "\"%s\"", a->strs[k] ? a->strs[k] : "");
+            }
+        }
+        dl_strbuf_puts(b, "]");
+        return;
+    }
+}
+
+static void spec_default_text(dl_strbuf *b, const dl_ir_attr_spec *s) {
+    switch (s->kind) {
+    case DL_IR_ATTR_INT:
+        dl_strbuf_printf(b, "%" PRId64 " (default)", s->def_i);
+        return;
+    case DL_IR_ATTR_FLOAT:
+        put_double(b, s->def_f);
+        dl_strbuf_puts(b, " (default)");
+        return;
+    case DL_IR_ATTR_STRING:
+        if (s->def_s) {
+            dl_strbuf_printf(b, "\"%s\" (default)", s->def_s);
+            return;
+        }
+        dl_strbuf_puts(b, "(absent)");
+        return;
+    case DL_IR_ATTR_INTS:
+    case DL_IR_ATTR_FLOATS:
+    case DL_IR_ATTR_STRINGS:
+        dl_strbuf_puts(b, "(absent)");
+        return;
+    }
+}
+
+// Attribute `name` of node n as text with the default applied; *out_cmp gets the same without
+// the " (default)" marker, for comparison. Returns false when out of memory.
+static bool node_attr_text(const dl_ir_node *n, const char *name, char **out_disp, char **out_cmp) {
+    const dl_ir_attr_spec *spec = dl_ir_op_find_attr_spec(n->op, name);
+    const dl_ir_attr *a = dl_ir_node_attr(n, name);
+    dl_strbuf b = {0};
+    if (a) {
+        attr_text(&b, spec, a);
+    } else if (spec) {
+        // Clip min/max and Dropout seed: absence means something else than the default.
+        bool presence =
+            (n->op == DL_IR_OP_CLIP && (strcmp(name, "min") == 0 || strcmp(name, "max") == 0)) ||
+            (n->op == DL_IR_OP_DROPOUT && strcmp(name, "seed") == 0);
+        if (presence) {
+            dl_strbuf_puts(&b, "(absent)");
+        } else {
+            spec_default_text(&b, spec);
+        }
+    } else {
+        dl_strbuf_puts(&b, "(absent)");
+    }
+    char *disp = dl_strbuf_take(&b);
+    if (!disp) {
+        return false;
+    }
+    char *cmp = strdup(disp);
+    if (!cmp) {
+        free(disp);
+        return false;
+    }
+    char *mark = strstr(cmp, " (default)");
+    if (mark) {
+        *mark = 0;
+    }
+    *out_disp = disp;
+    *out_cmp = cmp;
+    return true;
+}
+
+static void type_text(const dl_ir_type *t, char *buf, size_t size) {
+    if (t->rank < 0) {
+        snprintf(buf, size, "?");
+        return;
+    }
+    dl_ir_type_format(NULL, t, buf, size);
+}
+
+// Attribute names to compare (each once).
+typedef DL_VEC(const char *) name_vec;
+
+static bool push_unique(name_vec *v, const char *s) {
+    for (size_t i = 0; i < v->len; i++) {
+        if (strcmp(v->data[i], s) == 0) {
+            return true;
+        }
+    }
+    return DL_VEC_PUSH(v, s);
+}
+
+// Compares node na (in A) with nb (in B). Returns 1 if they differ (description in *what), 0 if
+// not, -1 when out of memory.
+static int compare_nodes(const model_src *A, const model_src *B, const dl_ir_node *na,
+                         const dl_ir_node *nb, dl_strbuf *what) {
+    if (na->op != nb->op) {
+        dl_strbuf_printf(what, "op %s vs %s", dl_ir_op_get_info(na->op)->name,
+                         dl_ir_op_get_info(nb->op)->name);
+        return 1;
+    }
+    if (na->n_inputs != nb->n_inputs) {
+        dl_strbuf_printf(what, "%zu inputs vs %zu", na->n_inputs, nb->n_inputs);
+        return 1;
+    }
+    for (size_t i = 0; i < na->n_inputs; i++) {
+        char ra[160], rb[160];
+        value_ref(A, na->inputs[i], ra, sizeof ra);
+        value_ref(B, nb->inputs[i], rb, sizeof rb);
+        if (strcmp(ra, rb) != 0) {
+            char da[200], db[200];
+            value_display(A, na->inputs[i], da, sizeof da);
+            value_display(B, nb->inputs[i], db, sizeof db);
+            dl_strbuf_printf(what, "input %zu is %s vs %s", i, da, db);
+            return 1;
+        }
+    }
+    // Attributes: every spec of the op, then unknown ones of either node.
+    const dl_ir_op_info *info = dl_ir_op_get_info(na->op);
+    name_vec names = {0};
+    bool ok = true;
+    for (size_t i = 0; i < info->n_attrs && ok; i++) {
+        ok = push_unique(&names, info->attrs[i].name);
+    }
+    for (size_t i = 0; i < na->n_attrs && ok; i++) {
+        ok = push_unique(&names, na->attrs[i].name);
+    }
+    for (size_t i = 0; i < nb->n_attrs && ok; i++) {
+        ok = push_unique(&names, nb->attrs[i].name);
+    }
+    int rc = 0;
+    for (size_t i = 0; i < names.len && ok && rc == 0; i++) {
+        char *da = NULL, *ca = NULL, *db = NULL, *cb = NULL;
+        ok = node_attr_text(na, names.data[i], &da, &ca) &&
+             node_attr_text(nb, names.data[i], &db, &cb);
+        if (ok && strcmp(ca, cb) != 0) {
+            dl_strbuf_printf(what, "attribute %s %s vs %s", names.data[i], da, db);
+            rc = 1;
+        }
+        free(da);
+        free(ca);
+        free(db);
+        free(cb);
+    }
+    free(names.data);
+    if (!ok) {
+        return -1;
+    }
+    if (rc) {
+        return rc;
+    }
+    if (na->n_outputs != nb->n_outputs) {
+        dl_strbuf_printf(what, "%zu outputs vs %zu", na->n_outputs, nb->n_outputs);
+        return 1;
+    }
+    for (size_t i = 0; i < na->n_outputs; i++) {
+        const dl_ir_value *va = na->outputs[i], *vb = nb->outputs[i];
+        if (!va || !vb) {
+            continue;
+        }
+        char ta[160], tb[160];
+        type_text(&va->type, ta, sizeof ta);
+        type_text(&vb->type, tb, sizeof tb);
+        if (strcmp(ta, tb) != 0) {
+            dl_strbuf_printf(what, "output %s has type %s vs %s", va->name, ta, tb);
+            return 1;
+        }
+        if (va->is_output != vb->is_output || (va->is_output && strcmp(va->name, vb->name) != 0)) {
+            dl_strbuf_printf(what, "output %zu is %s%s vs %s%s", i, va->name,
+                             va->is_output ? " (a model output)" : "", vb->name,
+                             vb->is_output ? " (a model output)" : "");
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static void init_text(const dl_ir_value *p, dl_strbuf *b) {
+    const dl_ir_init *in = p->init;
+    if (!in) {
+        dl_strbuf_puts(b, "none");
+        return;
+    }
+    switch (in->kind) {
+    case DL_IR_INIT_ZEROS:
+        dl_strbuf_puts(b, "zeros");
+        return;
+    case DL_IR_INIT_ONES:
+        dl_strbuf_puts(b, "ones");
+        return;
+    case DL_IR_INIT_CONSTANT:
+        dl_strbuf_puts(b, "constant(");
+        put_double(b, in->a);
+        dl_strbuf_puts(b, ")");
+        return;
+    case DL_IR_INIT_UNIFORM:
+    case DL_IR_INIT_NORMAL:
+        dl_strbuf_puts(b, in->kind == DL_IR_INIT_UNIFORM ? "uniform(" : "normal(");
+        put_double(b, in->a);
+        dl_strbuf_puts(b, ", ");
+        put_double(b, in->b);
+        dl_strbuf_printf(b, ", seed = %" PRIu64 ")", dl_ir_init_seed(p));
+        return;
+    case DL_IR_INIT_GLOROT_UNIFORM:
+        dl_strbuf_printf(b, "glorot_uniform(seed = %" PRIu64 ")", dl_ir_init_seed(p));
+        return;
+    case DL_IR_INIT_HE_NORMAL:
+        dl_strbuf_printf(b, "he_normal(seed = %" PRIu64 ")", dl_ir_init_seed(p));
+        return;
+    case DL_IR_INIT_LITERAL: {
+        const dl_ir_literal *l = in->lit;
+        dl_strbuf_puts(b, "literal");
+        if (l) {
+            // A digest of the data keeps the text short; equal data gives equal text.
+            dl_hash128 h = {0, 0};
+            if (l->f) {
+                h = dl_hash128_of(l->f, (size_t)l->n * sizeof(double));
+            } else if (l->i) {
+                h = dl_hash128_of(l->i, (size_t)l->n * sizeof(int64_t));
+            }
+            char hex[33];
+            dl_hash128_hex(h, hex);
+            dl_strbuf_printf(b, "(%" PRId64 " values%s, data %.8s)", l->n,
+                             l->is_splat ? ", splat" : "", hex);
+        }
+        return;
+    }
+    case DL_IR_INIT_FILE:
+        dl_strbuf_printf(b, "file(\"%s\", \"%s\")", in->path ? in->path : "",
+                         in->tensor ? in->tensor : "");
+        return;
+    }
+}
+
+// Collected explain output, printed as text or JSON.
+typedef struct explain_out {
+    bool has_first;
+    size_t node_index;
+    uint32_t line_a, line_b;
+    char src_a[512], src_b[512];
+    char *first_what;
+    DL_VEC(char *) diffs; // other differences, one line each
+} explain_out;
+
+static bool add_diff(explain_out *x, const char *fmt, ...) DL_PRINTF(2, 3);
+static bool add_diff(explain_out *x, const char *fmt, ...) {
+    dl_strbuf b = {0};
+    va_list ap;
+    va_start(ap, fmt);
+    dl_strbuf_vprintf(&b, fmt, ap);
+    va_end(ap);
+    char *s = dl_strbuf_take(&b);
+    if (!s || !DL_VEC_PUSH(&x->diffs, s)) {
+        free(s);
+        return false;
+    }
+    return true;
+}
+
+// Compares two lists of interface values (inputs, params or outputs) by position.
+static bool compare_values(explain_out *x, const char *what, dl_ir_value *const *va, size_t na,
+                           dl_ir_value *const *vb, size_t nb) {
+    if (na != nb) {
+        if (!add_diff(x, "%s: %zu vs %zu", what, na, nb)) {
+            return false;
+        }
+    }
+    size_t n = na < nb ? na : nb;
+    for (size_t i = 0; i < n; i++) {
+        const dl_ir_value *a = va[i], *b = vb[i];
+        if (strcmp(a->name, b->name) != 0) {
+            if (!add_diff(x, "%s %zu: name %s vs %s", what, i, a->name, b->name)) {
+                return false;
+            }
+            continue;
+        }
+        char ta[160], tb[160];
+        type_text(&a->type, ta, sizeof ta);
+        type_text(&b->type, tb, sizeof tb);
+        if (strcmp(ta, tb) != 0) {
+            if (!add_diff(x, "%s %s: type %s vs %s", what, a->name, ta, tb)) {
+                return false;
+            }
+        }
+        if (a->kind == DL_IR_VAL_PARAM && b->kind == DL_IR_VAL_PARAM) {
+            dl_strbuf ia = {0}, ib = {0};
+            init_text(a, &ia);
+            init_text(b, &ib);
+            bool ok = !ia.oom && !ib.oom;
+            if (ok && strcmp(ia.data ? ia.data : "", ib.data ? ib.data : "") != 0) {
+                ok = add_diff(x, "%s %s: initialiser %s vs %s", what, a->name, ia.data, ib.data);
+            }
+            dl_strbuf_fini(&ia);
+            dl_strbuf_fini(&ib);
+            if (!ok) {
+                return false;
+            }
+        }
+    }
+    return true;
+}
+
+static bool explain_ir(const model_src *A, const model_src *B, explain_out *x) {
+    const dl_ir_module *ma = A->m, *mb = B->m;
+    if (strcmp(ma->name ? ma->name : "", mb->name ? mb->name : "") != 0 &&
+        !add_diff(x, "model name %s vs %s", ma->name, mb->name)) {
+        return false;
+    }
+    if (!compare_values(x, "input", ma->inputs.data, ma->inputs.len, mb->inputs.data,
+                        mb->inputs.len) ||
+        !compare_values(x, "param", ma->params.data, ma->params.len, mb->params.data,
+                        mb->params.len) ||
+        !compare_values(x, "const", ma->consts.data, ma->consts.len, mb->consts.data,
+                        mb->consts.len) ||
+        !compare_values(x, "output", ma->outputs.data, ma->outputs.len, mb->outputs.data,
+                        mb->outputs.len)) {
+        return false;
+    }
+    if (ma->nodes.len != mb->nodes.len &&
+        !add_diff(x, "node count: %zu vs %zu", ma->nodes.len, mb->nodes.len)) {
+        return false;
+    }
+    bool ta = ma->train != NULL, tb = mb->train != NULL;
+    if (ta != tb && !add_diff(x, "train block: %s vs %s", ta ? "present" : "absent",
+                              tb ? "present" : "absent")) {
+        return false;
+    }
+    if (ta && tb && ma->train->optimizer != mb->train->optimizer &&
+        !add_diff(x, "optimizer: %s vs %s", dl_ir_optim_name(ma->train->optimizer),
+                  dl_ir_optim_name(mb->train->optimizer))) {
+        return false;
+    }
+    size_t n = ma->nodes.len < mb->nodes.len ? ma->nodes.len : mb->nodes.len;
+    for (size_t i = 0; i < n; i++) {
+        const dl_ir_node *na = ma->nodes.data[i], *nb = mb->nodes.data[i];
+        dl_strbuf what = {0};
+        int r = compare_nodes(A, B, na, nb, &what);
+        if (r < 0 || what.oom) {
+            dl_strbuf_fini(&what);
+            return false;
+        }
+        if (r > 0) {
+            x->has_first = true;
+            x->node_index = i;
+            x->line_a = na->loc.line;
+            x->line_b = nb->loc.line;
+            source_line(A, na->loc.line, x->src_a, sizeof x->src_a);
+            source_line(B, nb->loc.line, x->src_b, sizeof x->src_b);
+            x->first_what = dl_strbuf_take(&what);
+            return x->first_what != NULL;
+        }
+        dl_strbuf_fini(&what);
+    }
+    if (ma->nodes.len != mb->nodes.len) {
+        // Every common node is equal: the first extra node is the first difference.
+        const model_src *S = ma->nodes.len > n ? A : B;
+        const dl_ir_node *extra = S->m->nodes.data[n];
+        x->has_first = true;
+        x->node_index = n;
+        if (S == A) {
+            x->line_a = extra->loc.line;
+            source_line(S, extra->loc.line, x->src_a, sizeof x->src_a);
+        } else {
+            x->line_b = extra->loc.line;
+            source_line(S, extra->loc.line, x->src_b, sizeof x->src_b);
+        }
+        dl_strbuf what = {0};
+        dl_strbuf_printf(&what, "only %s has a node %zu (%s)", S == A ? "A" : "B", n,
+                         dl_ir_op_get_info(extra->op)->name);
+        x->first_what = dl_strbuf_take(&what);
+        return x->first_what != NULL;
+    }
+    return true;
+}
+
+typedef struct explain_flags {
+    DL_VEC(dlcc_bind) binds;
+    DL_VEC(char *) bind_names; // owned copies of NAME
+    const char *cpu, *features, *opt;
+    int bad; // a malformed -D already reported
+} explain_flags;
+
+static int explain_flag(void *ctx, const char *cmd, int argc, char **argv, int *i) {
+    explain_flags *f = ctx;
+    const char *val = NULL;
+    int r = take_flag(cmd, argc, argv, i, "-D", NULL, &val);
+    if (r > 0) {
+        const char *eq = strchr(val, '=');
+        char *end = NULL;
+        if (!eq || eq == val) {
+            usage_error(cmd, "-D expects NAME=INT, got '%s'", val);
+            return -1;
+        }
+        errno = 0;
+        long long v = strtoll(eq + 1, &end, 10);
+        if (eq[1] == 0 || *end != 0 || errno == ERANGE) {
+            usage_error(cmd, "-D %.*s: '%s' is not an integer", (int)(eq - val), val, eq + 1);
+            return -1;
+        }
+        char *name = strndup(val, (size_t)(eq - val));
+        if (!name || !DL_VEC_PUSH(&f->bind_names, name)) {
+            free(name);
+            f->bad = EXIT_INTERNAL;
+            return -1;
+        }
+        dlcc_bind b = {name, v};
+        if (!DL_VEC_PUSH(&f->binds, b)) {
+            f->bad = EXIT_INTERNAL;
+            return -1;
+        }
+        return 1;
+    }
+    if (r == 0) {
+        r = take_flag(cmd, argc, argv, i, NULL, "--cpu", &f->cpu);
+    }
+    if (r == 0) {
+        r = take_flag(cmd, argc, argv, i, NULL, "--features", &f->features);
+    }
+    if (r == 0) {
+        r = take_flag(cmd, argc, argv, i, "-O", NULL, &f->opt);
+    }
+    return r;
+}
+
+static dl_status load_src(model_src *s, const dlcc_options *o, dl_diags *d) {
+    dl_status st = dlcc_load_module(s->path, o, d, &s->m);
+    if (st != DL_OK) {
+        return st;
+    }
+    if (dl_read_file(s->path, &s->text, &s->len) != DL_OK) {
+        s->text = NULL; // lines are a nicety; the module is what counts
+    }
+    return number_values(s) ? DL_OK : DL_ERR_NOMEM;
+}
+
+static void print_explain_text(const model_src *A, const model_src *B, const char *ha,
+                               const char *hb, const dlcc_key_part *pa, const dlcc_key_part *pb,
+                               const explain_out *x) {
+    bool same = strcmp(ha, hb) == 0;
+    printf("A: %s  %s\n", ha, A->path);
+    printf("B: %s  %s\n", hb, B->path);
+    printf("keys: %s\n", same ? "same (B would reuse A's cache entry)" : "differ");
+    for (int i = 0; i < DLCC_KEY_PARTS; i++) {
+        printf("  %-9s %s\n", pa[i].name ? pa[i].name : "?",
+               dl_hash128_eq(pa[i].hash, pb[i].hash) ? "same" : "differs");
+    }
+    if (x->has_first) {
+        printf("first difference: node %zu — %s:%u `%s` vs %s:%u `%s`: %s\n", x->node_index,
+               A->path, x->line_a, x->src_a, B->path, x->line_b, x->src_b, x->first_what);
+    }
+    for (size_t i = 0; i < x->diffs.len; i++) {
+        printf("difference: %s\n", x->diffs.data[i]);
+    }
+    bool ir_differs = false;
+    for (int i = 0; i < DLCC_KEY_PARTS; i++) {
+        if (pa[i].name && strcmp(pa[i].name, "ir") == 0 && !dl_hash128_eq(pa[i].hash, pb[i].hash)) {
+            ir_differs = true;
+        }
+    }
+    if (ir_differs && !x->has_first && x->diffs.len == 0) {
+        printf("note: no node, input, param or output differs; the IR differs elsewhere (consts' "
+               "data, the train block)\n");
+    }
+}
+
+static void print_explain_json(const model_src *A, const model_src *B, const char *ha,
+                               const char *hb, const dlcc_key_part *pa, const dlcc_key_part *pb,
+                               const explain_out *x, json *j) {
+    json_obj(j);
+    json_key(j, "a");
+    json_obj(j);
+    json_kstr(j, "file", A->path);
+    json_kstr(j, "key", ha);
+    json_obj_end(j);
+    json_key(j, "b");
+    json_obj(j);
+    json_kstr(j, "file", B->path);
+    json_kstr(j, "key", hb);
+    json_obj_end(j);
+    json_kbool(j, "same", strcmp(ha, hb) == 0);
+    json_key(j, "components");
+    json_obj(j);
+    for (int i = 0; i < DLCC_KEY_PARTS; i++) {
+        json_kstr(j, pa[i].name ? pa[i].name : "?",
+                  dl_hash128_eq(pa[i].hash, pb[i].hash) ? "same" : "differs");
+    }
+    json_obj_end(j);
+    json_key(j, "first_difference");
+    if (x->has_first) {
+        json_obj(j);
+        json_ku64(j, "node", x->node_index);
+        json_ku64(j, "line_a", x->line_a);
+        json_ku64(j, "line_b", x->line_b);
+        json_kstr(j, "source_a", x->src_a);
+        json_kstr(j, "source_b", x->src_b);
+        json_kstr(j, "what", x->first_what);
+        json_obj_end(j);
+    } else {
+        json_sep(j);
+        dl_strbuf_puts(&j->b, "null");
+    }
+    json_key(j, "differences");
+    json_arr(j);
+    for (size_t i = 0; i < x->diffs.len; i++) {
+        json_str(j, x->diffs.data[i]);
+    }
+    json_arr_end(j);
+    json_obj_end(j);
+}
+
+static int cmd_explain(opts *o, int argc, char **argv) {
+    explain_flags f;
+    memset(&f, 0, sizeof f);
+    model_src A = {0}, B = {0};
+    explain_out x;
+    memset(&x, 0, sizeof x);
+    dl_diags *d = NULL;
+    int rc = parse_args(o, argc, argv, true, 2, 2, "model files (A.dlg B.dlg)", explain_flag, &f);
+    if (f.bad) {
+        rc = f.bad;
+    }
+    if (rc != EXIT_OK) {
+        goto out;
+    }
+    dlcc_options opt;
+    dlcc_options_init(&opt);
+    opt.use_cache = false;
+    opt.cg.cpu = f.cpu ? f.cpu : opt.cg.cpu;
+    opt.cg.features = f.features ? f.features : opt.cg.features;
+    if (f.opt) {
+        if (strlen(f.opt) != 1 || f.opt[0] < '0' || f.opt[0] > '3') {
+            rc = usage_error(o->cmd, "-O expects 0, 1, 2 or 3, got '%s'", f.opt);
+            goto out;
+        }
+        opt.cg.opt_level = f.opt[0] - '0';
+    }
+    char oerr[256];
+    if (dl_cg_options_check(&opt.cg, oerr, sizeof oerr) != DL_OK) {
+        rc = usage_error(o->cmd, "%s", oerr);
+        goto out;
+    }
+    opt.binds = f.binds.data;
+    opt.n_binds = f.binds.len;
+    A.path = o->pos.data[0];
+    B.path = o->pos.data[1];
+    if (dl_diags_create(&d) != DL_OK) {
+        rc = EXIT_INTERNAL;
+        goto out;
+    }
+    dl_status st = load_src(&A, &opt, d);
+    dl_status st2 = load_src(&B, &opt, d);
+    if (!flush_model_diags(d)) {
+        rc = EXIT_INTERNAL;
+        goto out;
+    }
+    if (st != DL_OK || st2 != DL_OK) {
+        rc = status_exit(st != DL_OK ? st : st2);
+        if (rc == EXIT_OK) {
+            rc = status_exit(st2);
+        }
+        goto out;
+    }
+    dl_hash128 ka, kb;
+    dlcc_key_part pa[DLCC_KEY_PARTS], pb[DLCC_KEY_PARTS];
+    memset(pa, 0, sizeof pa);
+    memset(pb, 0, sizeof pb);
+    st = dlcc_key(A.m, &opt, &ka, pa);
+    if (st == DL_OK) {
+        st = dlcc_key(B.m, &opt, &kb, pb);
+    }
+    if (st != DL_OK) {
+        rc = cmd_error(o->cmd, status_exit(st), "cannot compute the cache key (%s)",
+                       dl_status_str(st));
+        goto out;
+    }
+    char ha[33], hb[33];
+    dl_hash128_hex(ka, ha);
+    dl_hash128_hex(kb, hb);
+    if (!explain_ir(&A, &B, &x)) {
+        rc = cmd_error(o->cmd, EXIT_INTERNAL, "out of memory");
+        goto out;
+    }
+    if (o->json) {
+        json j = {0};
+        print_explain_json(&A, &B, ha, hb, pa, pb, &x, &j);
+        rc = json_print(&j);
+    } else {
+        print_explain_text(&A, &B, ha, hb, pa, pb, &x);
+    }
+out:
+    for (size_t i = 0; i < f.bind_names.len; i++) {
+        free(f.bind_names.data[i]);
+    }
+    free(f.bind_names.data);
+    free(f.binds.data);
+    for (size_t i = 0; i < x.diffs.len; i++) {
+        free(x.diffs.data[i]);
+    }
+    free(x.diffs.data);
+    free(x.first_what);
+    dl_ir_module_destroy(A.m);
+    dl_ir_module_destroy(B.m);
+    free(A.text);
+    free(B.text);
+    free(A.num);
+    free(B.num);
+    dl_diags_destroy(d);
+    return rc;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+typedef int (*cmd_fn)(opts *o, int argc, char **argv);
+
+static const struct {
+    const char *name;
+    cmd_fn fn;
+} commands[] = {
+    {"ls", cmd_ls},         {"stats", cmd_stats},     {"show", cmd_show},
+    {"verify", cmd_verify}, {"prune", cmd_prune},     {"rm", cmd_rm},
+    {"clear", cmd_clear},   {"config", cmd_config},   {"export", cmd_export},
+    {"import", cmd_import}, {"explain", cmd_explain},
+};
+
+static bool wants_help(int argc, char **argv) {
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--") == 0) {
+            return false;
+        }
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        print_main_help(stderr);
+        return EXIT_USAGE;
+    }
+    // Common flags may also come before the command: dlcc-cache --cache-dir D ls.
+    opts o;
+    memset(&o, 0, sizeof o);
+    int first = 1;
+    while (first < argc && argv[first][0] == '-') {
+        const char *arg = argv[first];
+        const char *val = NULL;
+        if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
+            print_main_help(stdout);
+            return EXIT_OK;
+        }
+        if (strcmp(arg, "--version") == 0) {
+            printf("dlcc-cache %s (%s)\n", DL_VERSION, dlcc_version_string());
+            return EXIT_OK;
+        }
+        if (strcmp(arg, "--json") == 0) {
+            o.json = true;
+            first++;
+            continue;
+        }
+        int r = take_flag(NULL, argc, argv, &first, NULL, "--cache-dir", &val);
+        if (r < 0) {
+            return EXIT_USAGE;
+        }
+        if (r == 0) {
+            return usage_error(NULL, "unknown option '%s'", arg);
+        }
+        o.cache_dir = val;
+    }
+    if (first >= argc) {
+        return usage_error(NULL, "no command");
+    }
+    const char *cmd = argv[first];
+    if (strcmp(cmd, "help") == 0) {
+        if (first + 1 >= argc) {
+            print_main_help(stdout);
+            return EXIT_OK;
+        }
+        const cmd_help *h = find_help(argv[first + 1]);
+        if (!h) {
+            return usage_error(NULL, "no help for unknown command '%s'", argv[first + 1]);
+        }
+        printf("usage: %s\n\n%s", h->usage, h->details);
+        return EXIT_OK;
+    }
+    for (size_t i = 0; i < DL_ARRAY_LEN(commands); i++) {
+        if (strcmp(cmd, commands[i].name) == 0) {
+            int cargc = argc - first - 1;
+            char **cargv = argv + first + 1;
+            if (wants_help(cargc, cargv)) {
+                const cmd_help *h = find_help(cmd);
+                printf("usage: %s\n\n%s", h->usage, h->details);
+                return EXIT_OK;
+            }
+            o.cmd = cmd;
+            bool json_ok = strcmp(cmd, "ls") == 0 || strcmp(cmd, "stats") == 0 ||
+                           strcmp(cmd, "show") == 0 || strcmp(cmd, "verify") == 0 ||
+                           strcmp(cmd, "prune") == 0 || strcmp(cmd, "explain") == 0;
+            if (o.json && !json_ok) {
+                return usage_error(cmd, "--json is not supported by this command");
+            }
+            int rc = commands[i].fn(&o, cargc, cargv);
+            free(o.pos.data);
+            return rc;
+        }
+    }
+    return usage_error(NULL, "unknown command '%s'", cmd);
 }

@@ -1,0 +1,13 @@
+# The compilation cache store (cache/dl_cache.h): unit tests (round trips, counting, listing,
+# pruning with pins, size limit, trust checks, export/import, 8-process stress) and fault tests
+# (damaged rows and files, unwritable places, full disk, locks). Each test uses a fresh
+# temporary DLCC_CACHE_DIR, never the user's cache.
+add_executable(test_cache_store ${CMAKE_CURRENT_LIST_DIR}/test_store.c)
+target_link_libraries(test_cache_store PRIVATE dl_cache dl_base dl_test_harness dl_flags)
+add_test(NAME cache_store_unit COMMAND test_cache_store)
+set_tests_properties(cache_store_unit PROPERTIES LABELS unit TIMEOUT 60)
+
+add_executable(test_cache_store_fault ${CMAKE_CURRENT_LIST_DIR}/test_store_fault.c)
+target_link_libraries(test_cache_store_fault PRIVATE dl_cache dl_base dl_test_harness dl_flags)
+add_test(NAME cache_store_fault COMMAND test_cache_store_fault)
+set_tests_properties(cache_store_fault PROPERTIES LABELS fault TIMEOUT 60)

@@ -1,0 +1,8 @@
+# The dlcc-cache command line end to end: a cache built by `dlcc compile` in a fresh
+# DLCC_CACHE_DIR, then every command (ls, stats, show, verify, prune, rm, clear, config,
+# export/import, explain), --json output, damaged blobs and usage errors. Exits 77 (skipped) when
+# `dlcc compile -v` does not mention the cache. Needs /usr/bin/python3 (json, sqlite3).
+add_test(NAME cache_tool
+         COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_cache_tool.sh $<TARGET_FILE:dlcc-cache>
+                 $<TARGET_FILE:dlcc>)
+set_tests_properties(cache_tool PROPERTIES LABELS unit SKIP_RETURN_CODE 77 TIMEOUT 120)
