@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # bench/compile_time.sh — wall time of `dlcc compile` (whole process: parse, shapes, LLVM -O3,
-# link) for each sample, best of 5 runs, plus the artifact size.
+# link) for each sample, best of 5 runs, plus the artifact size. --no-cache: this measures
+# compilation, not a cache hit (bench/cache_bench.sh measures those).
 # Usage: bash bench/compile_time.sh [BUILD_DIR]   (default: build; builds dlcc if needed)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,7 +14,7 @@ for f in samples/*.dlg; do
   best=""
   for _ in 1 2 3 4 5; do
     t0=$(date +%s%N)
-    "$build/dlcc" compile "$f" -o "$out/a.so" >/dev/null
+    "$build/dlcc" compile --no-cache "$f" -o "$out/a.so" >/dev/null
     t1=$(date +%s%N)
     ms=$(( (t1 - t0) / 1000000 ))
     if [ -z "$best" ] || [ "$ms" -lt "$best" ]; then best=$ms; fi
