@@ -7,6 +7,8 @@ PKGS=(
   build-essential cmake ninja-build ccache pkg-config git
   clang-19 lld-19 libclang-rt-19-dev llvm-19-dev   # LLVM C API (pinned 19), libFuzzer
   libzstd-dev                                       # LLVM static libraries need it
+  zlib1g-dev                                        # gzip-compressed IDX datasets
+  dataset-fashion-mnist                             # Fashion-MNIST (IDX files) for training
   clang-format-19                                   # formatting check
   libsqlite3-dev libxxhash-dev                      # cache store and keys
   libprotobuf-c-dev protobuf-c-compiler libonnx-dev # ONNX protobuf (onnx.proto from libonnx-dev)
