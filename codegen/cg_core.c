@@ -519,6 +519,30 @@ static uint32_t isa_of_features(const char *f) {
     return isa;
 }
 
+// The resolved features plus "+64bit" (x86-64 code needs the 64-bit feature; a CPU name without
+// it, such as i686, would make LLVM abort). Heap string or NULL.
+static char *features_with_64bit(const char *features) {
+    char *f = malloc(strlen(features) + 8);
+    if (f) {
+        sprintf(f, "%s%s+64bit", features, features[0] ? "," : "");
+    }
+    return f;
+}
+
+char *dl_cg_target_features(const dl_cg_options *o) {
+    dl_cg_options def;
+    if (!o) {
+        dl_cg_options_init(&def);
+        o = &def;
+    }
+    char *cpu, *features;
+    bool fl;
+    resolve_cpu(o, &cpu, &features, &fl);
+    char *f = features_with_64bit(features ? features : "");
+    free_cpu(cpu, features, o, fl);
+    return f;
+}
+
 static dl_status make_target_machine(cg *c, const dl_cg_options *o) {
     init_targets();
     char *triple = LLVMGetDefaultTargetTriple();
@@ -534,14 +558,12 @@ static dl_status make_target_machine(cg *c, const dl_cg_options *o) {
     char *cpu, *features;
     bool fl;
     resolve_cpu(o, &cpu, &features, &fl);
-    // x86-64 code needs the 64-bit feature; a CPU name without it (i686) would make LLVM abort.
-    char *feats64 = malloc(strlen(features) + 8);
+    char *feats64 = features_with_64bit(features);
     if (!feats64) {
         free_cpu(cpu, features, o, fl);
         LLVMDisposeMessage(triple);
         return DL_ERR_NOMEM;
     }
-    sprintf(feats64, "%s%s+64bit", features, features[0] ? "," : "");
     c->isa = isa_of_features(feats64);
     LLVMCodeGenOptLevel lvl = o->opt_level <= 0   ? LLVMCodeGenLevelNone
                               : o->opt_level == 1 ? LLVMCodeGenLevelLess

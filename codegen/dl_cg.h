@@ -35,6 +35,11 @@ DL_NODISCARD dl_status dl_cg_compile(const dl_ir_module *m, const dl_cg_options 
 // buf. For `dlcc --version` and (later) the cache key.
 void dl_cg_target_describe(const dl_cg_options *o, char *buf, size_t size);
 
+// The exact target feature string codegen uses for `o` (the host's features from cpuid when the
+// CPU is the host and no features are given, then "+64bit" appended) as a heap string the caller
+// frees; NULL when out of memory. Cheap (no LLVM target initialisation): the cache key uses it.
+char *dl_cg_target_features(const dl_cg_options *o);
+
 // LLVM's version string, e.g. "19.1.7".
 const char *dl_cg_llvm_version(void);
 

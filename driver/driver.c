@@ -6,10 +6,10 @@
 // part_names. Each component's own hash (over the same framed bytes) is reported in parts[] for
 // `dlcc-cache explain`. Changing any encoding below means bumping KEY_VERSION.
 //
-// Invariants: the warm path (a cache hit) never initialises LLVM: the key needs only the triple
-// and host CPU name (dl_cg_target_describe, cheap cpuid queries) and the host's feature flags,
-// read from /proc/cpuinfo. Cache problems never fail a compile: each becomes ONE warning in the
-// caller's sink and the compile goes on without the cache.
+// Invariants: the warm path (a cache hit) never initialises LLVM targets: the key needs only the
+// triple, the host CPU name and the exact feature string codegen will use
+// (dl_cg_target_describe, dl_cg_target_features: cheap cpuid queries). Cache problems never fail a
+// compile: each becomes ONE warning in the caller's sink and the compile goes on without the cache.
 #include "dl_cache.h"
 #include "dl_fe.h"
 #include "dl_pass.h"
@@ -29,7 +29,7 @@
 #endif
 
 #define KEY_MAGIC   "dlcc-key"
-#define KEY_VERSION 1u
+#define KEY_VERSION 2u
 
 static const char *const part_names[DLCC_KEY_PARTS] = {"ir",     "dims",   "options",
                                                        "target", "format", "compiler"};
@@ -161,30 +161,6 @@ static void put_str(dl_strbuf *b, const char *s) {
     dl_strbuf_append(b, s ? s : "", n);
 }
 
-static bool is_host_cpu(const dl_cg_options *o) {
-    return !o->cpu || !o->cpu[0] || strcmp(o->cpu, "native") == 0;
-}
-
-// The host's feature flags as the kernel reports them (the "flags" line of the first
-// processor in /proc/cpuinfo). Codegen asks LLVM for the host features (cpuid); the driver may
-// not use LLVM, and these flags change whenever LLVM's answer can (a VM that hides AVX-512, a
-// different microcode). Missing file: empty (the CPU name still counts).
-static void put_host_flags(dl_strbuf *b) {
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    char line[8192];
-    bool found = false;
-    while (f && fgets(line, sizeof line, f)) {
-        if (strncmp(line, "flags", 5) == 0) {
-            found = true;
-            break;
-        }
-    }
-    if (f) {
-        fclose(f);
-    }
-    put_str(b, found ? line : "");
-}
-
 // Encodes component `idx` of the key into `b` (its bytes only; framing is done by the caller).
 static dl_status encode_part(size_t idx, const dl_ir_module *m, const dlcc_options *o, dl_strbuf *b,
                              size_t *out_canon_len) {
@@ -221,11 +197,12 @@ static dl_status encode_part(size_t idx, const dl_ir_module *m, const dlcc_optio
         put_str(b, target);
         put_str(b, o->cg.cpu);
         put_str(b, o->cg.features);
-        bool host = is_host_cpu(&o->cg) && !o->cg.features;
-        put_u32(b, host ? 1u : 0u);
-        if (host) {
-            put_host_flags(b);
+        char *feats = dl_cg_target_features(&o->cg);
+        if (!feats) {
+            return DL_ERR_NOMEM;
         }
+        put_str(b, feats); // what codegen will actually target
+        free(feats);
         return DL_OK;
     }
     case 4: // format: the artifact format version
