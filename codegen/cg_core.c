@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <pthread.h>
 #include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
@@ -323,7 +324,9 @@ dl_status cg_kernel_begin(cg *c, dl_ir_value *const *vals, size_t n_vals, int64_
     while (k->n_out < n_vals && n && vals[k->n_out]->def == n) {
         k->n_out++;
     }
-    k->range = range < 1 ? 1 : range;
+    // Lowerings skip empty outputs: a kernel always has work (range >= 1).
+    DL_ASSERT(range >= 1);
+    k->range = range;
     k->first_arg = (uint32_t)c->args.len;
     for (size_t i = 0; i < n_vals; i++) {
         LLVMValueRef idx = cg_i64(c, (int64_t)i);
@@ -385,17 +388,18 @@ void cg_for_end(cg *c, cg_loop *l) {
 // ---------------------------------------------------------------------------------------------
 // Target
 
-static bool targets_ready;
+static pthread_once_t targets_once = PTHREAD_ONCE_INIT;
 
+static void init_targets_once(void) {
+    LLVMInitializeX86TargetInfo();
+    LLVMInitializeX86Target();
+    LLVMInitializeX86TargetMC();
+    LLVMInitializeX86AsmPrinter();
+}
+
+// LLVM's target registration is not thread-safe; concurrent first compiles go through once.
 static void init_targets(void) {
-    // Idempotent; LLVM's initialisers are themselves safe to call more than once.
-    if (!targets_ready) {
-        LLVMInitializeX86TargetInfo();
-        LLVMInitializeX86Target();
-        LLVMInitializeX86TargetMC();
-        LLVMInitializeX86AsmPrinter();
-        targets_ready = true;
-    }
+    pthread_once(&targets_once, init_targets_once);
 }
 
 #include "dl_cg_x86_names.h"

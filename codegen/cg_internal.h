@@ -54,7 +54,8 @@ typedef struct cg_kernel {
     LLVMValueRef begin, end; // i64 parameters
     LLVMValueRef ptr[64];    // argument pointers, in the order given to cg_kernel_begin
     size_t n_args;
-    size_t n_out; // leading args that are outputs of the node being lowered
+    size_t n_out; // leading args written by the kernel: the node's outputs among the leading
+                  // values (a lowering that reads back one of its node's outputs sets it)
     int64_t range;
     uint32_t first_arg;
 } cg_kernel;

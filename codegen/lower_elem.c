@@ -33,6 +33,9 @@ static dl_status emit_map_ex(cg *c, dl_ir_value *out, dl_ir_value *const *ins, s
                              scalar_fn f, const void *user) {
     DL_ASSERT(n_in + 1 <= MAX_OPS);
     const dl_ir_type *ot = &out->type;
+    if (dl_ir_type_numel(ot) == 0) {
+        return DL_OK; // an empty output: nothing to compute (and no kernel with an empty range)
+    }
     int32_t r = ot->rank;
     int64_t dims[DL_MAX_RANK];
     int64_t st[MAX_OPS][DL_MAX_RANK];
@@ -167,11 +170,28 @@ static LLVMValueRef f_binary(cg *c, const map_args *a, LLVMValueRef *in) {
     }
 }
 
+// Float results: powf. Integer results: pow in double (exact for every result below 2^53, as
+// the evaluator computes it), then truncated and saturated to the integer type.
+static LLVMValueRef to_f64(cg *c, LLVMValueRef v, dl_dtype t) {
+    if (is_f(t)) {
+        return LLVMBuildFPExt(c->b, v, c->t_f64, "");
+    }
+    if (t == DL_DT_BOOL) {
+        return LLVMBuildUIToFP(c->b, v, c->t_f64, "");
+    }
+    return LLVMBuildSIToFP(c->b, v, c->t_f64, "");
+}
+
 static LLVMValueRef f_pow(cg *c, const map_args *a, LLVMValueRef *in) {
+    if (!is_f(a->out_dt)) {
+        LLVMValueRef x = to_f64(c, in[0], a->in_dt[0]);
+        LLVMValueRef y = to_f64(c, in[1], a->in_dt[1]);
+        LLVMValueRef r = cg_intrinsic2(c, "llvm.pow", c->t_f64, x, y);
+        return cg_intrinsic1(c, "llvm.fptosi.sat", cg_compute_type(c, a->out_dt), r);
+    }
     LLVMValueRef x = cg_convert(c, in[0], a->in_dt[0], DL_DT_FLOAT);
     LLVMValueRef y = cg_convert(c, in[1], a->in_dt[1], DL_DT_FLOAT);
-    LLVMValueRef r = cg_intrinsic2(c, "llvm.pow", c->t_f32, x, y);
-    return is_f(a->out_dt) ? r : cg_convert(c, r, DL_DT_FLOAT, a->out_dt);
+    return cg_intrinsic2(c, "llvm.pow", c->t_f32, x, y);
 }
 
 static LLVMValueRef fsel_neg(cg *c, LLVMValueRef x, LLVMValueRef if_neg) {
@@ -203,8 +223,9 @@ static LLVMValueRef f_unary(cg *c, const map_args *a, LLVMValueRef *in) {
     case DL_IR_OP_RECIPROCAL:
         return LLVMBuildFDiv(c->b, cg_f32(c, 1), x, "");
     case DL_IR_OP_RELU:
-        if (fl) {
-            return fsel_neg(c, x, cg_f32(c, 0));
+        if (fl) { // x > 0 ? x : +0, as the evaluator (NaN and -0 give +0)
+            LLVMValueRef pos = LLVMBuildFCmp(c->b, LLVMRealOGT, x, cg_f32(c, 0), "");
+            return LLVMBuildSelect(c->b, pos, x, cg_f32(c, 0), "");
         }
         return LLVMBuildSelect(c->b, LLVMBuildICmp(c->b, LLVMIntSLT, x, LLVMConstInt(t, 0, 0), ""),
                                LLVMConstInt(t, 0, 0), x, "");
@@ -293,13 +314,14 @@ static LLVMValueRef f_clip(cg *c, const map_args *a, LLVMValueRef *in) {
     } else if (ci->has_hi_attr) {
         hi = cg_const(c, a->in_dt[0], ci->hi_attr);
     }
-    // ONNX: y = min(max(x, lo), hi); with lo > hi every element becomes hi.
+    // ONNX: y = min(max(x, lo), hi); with lo > hi every element becomes hi. As the evaluator,
+    // x < lo ? lo : x then > hi ? hi : x: a NaN input stays NaN, a NaN bound is ignored.
     if (lo) {
-        v = fl ? cg_intrinsic2(c, "llvm.maxnum", LLVMTypeOf(v), v, lo)
+        v = fl ? LLVMBuildSelect(c->b, LLVMBuildFCmp(c->b, LLVMRealOLT, v, lo, ""), lo, v, "")
                : cg_intrinsic2(c, "llvm.smax", LLVMTypeOf(v), v, lo);
     }
     if (hi) {
-        v = fl ? cg_intrinsic2(c, "llvm.minnum", LLVMTypeOf(v), v, hi)
+        v = fl ? LLVMBuildSelect(c->b, LLVMBuildFCmp(c->b, LLVMRealOGT, v, hi, ""), hi, v, "")
                : cg_intrinsic2(c, "llvm.smin", LLVMTypeOf(v), v, hi);
     }
     return v;

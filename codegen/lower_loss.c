@@ -86,6 +86,7 @@ static dl_status emit_nll(cg *c, const nll_args *a) {
     dl_ir_value *vals[4] = {a->y, a->x, a->labels, a->weights};
     cg_kernel k;
     DL_TRY(cg_kernel_begin(c, vals, a->weights ? 4 : 3, none ? N : 1, &k));
+    k.n_out = 1; // only y is written (x may be this node's own log_prob output, read back)
     LLVMValueRef py = k.ptr[0], px = k.ptr[1], pl = k.ptr[2], pw = a->weights ? k.ptr[3] : NULL;
     LLVMTypeRef t = c->t_f32;
     LLVMValueRef am = NULL, as = NULL, acc = NULL;

@@ -64,7 +64,13 @@ dlrt_status dlrt_model_load_cached(const char *cache_dir, const char *key_hex, d
     if (!blob) {
         char hex[33];
         dl_hash128_hex(key, hex);
-        rs = rt__fail(DLRT_ERR_INVALID_ARG, "no artifact with key %s in %s", hex, dl_cache_dir(c));
+        if (dl_diags_count(d) > 0) { // the store found the entry damaged (and dropped it)
+            diags_text(d, "damaged entry", why, sizeof why);
+            rs = rt__fail(DLRT_ERR_CORRUPT, "artifact %s in %s: %s", hex, dl_cache_dir(c), why);
+        } else {
+            rs = rt__fail(DLRT_ERR_INVALID_ARG, "no artifact with key %s in %s", hex,
+                          dl_cache_dir(c));
+        }
         goto out;
     }
     rs = dlrt_model_load_memory(blob, len, out);

@@ -68,7 +68,13 @@ dlrt_status dlrt_session_create(dlrt_model *m, dlrt_session **out) {
     size_t total = 0;
     for (uint32_t i = 0; i < h->n_buffers; i++) {
         offs[i] = total;
-        total += align_up((size_t)m->buffers[i].size, DLRT_BUFFER_ALIGN);
+        size_t sz = align_up((size_t)m->buffers[i].size, DLRT_BUFFER_ALIGN);
+        if (sz > ((size_t)1 << 48) - total) { // a forged plan: the sum must not wrap
+            free(offs);
+            dlrt_session_destroy(s);
+            return rt__fail(DLRT_ERR_CORRUPT, "corrupt artifact: buffers exceed 2^48 bytes");
+        }
+        total += sz;
     }
     s->arena_size = total ? total : DLRT_BUFFER_ALIGN;
     s->arena = aligned_alloc(DLRT_BUFFER_ALIGN, s->arena_size);
@@ -182,7 +188,7 @@ static void run_split(dlrt_kernel_fn fn, void *const *args, int64_t range, int p
     bounds[0] = 0;
     for (int j = 0; j < parts; j++) {
         acc += j + 1;
-        bounds[j + 1] = range * acc / shares;
+        bounds[j + 1] = range / shares * acc + range % shares * acc / shares; // no overflow
     }
     for (int j = parts - 1; j >= 0; j--) {
         if (bounds[j + 1] > bounds[j]) {

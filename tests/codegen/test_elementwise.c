@@ -93,3 +93,25 @@ DL_TEST(identity_dropout_consts) {
              "output d\noutput mask\n",
              CG_TOL_ARITH);
 }
+
+// Regressions found in review: NaN and -0 through Relu/Clip as the evaluator, exact integer
+// Pow, and an empty elementwise output next to another buffer (it must not write anything).
+DL_TEST(relu_clip_nan_and_negative_zero) {
+    CG_CHECK("model m\ninput a : float[4]\nconst k : float[4] = [nan, -0.0, 2, -1]\n"
+             "b = Add (a, k)\nr = Relu (b)\nc = Clip <min = -1.0, max = 1.0> (b)\n"
+             "r2 = Relu (k)\nc2 = Clip <min = -1.0, max = 1.0> (k)\n"
+             "output r\noutput c\noutput r2\noutput c2\n",
+             CG_TOL_EXACT);
+}
+
+DL_TEST(integer_pow_is_exact) {
+    CG_CHECK("model m\ninput a : int64[4]\nconst p : int64[4] = [3, 7, -5, 2]\n"
+             "const q : int64[4] = [16, 9, 9, 5]\nr = Pow (p, q)\ns = Add (r, a)\noutput s\n",
+             CG_TOL_EXACT);
+}
+
+DL_TEST(empty_elementwise_output_writes_nothing) {
+    CG_CHECK("model m\ninput a : float[0, 4]\ninput b : float[4]\ny = Relu (a)\n"
+             "z = Identity (b)\noutput y\noutput z\n",
+             CG_TOL_EXACT);
+}
