@@ -7,7 +7,7 @@
 //   DL_IR_CANON_NO_HYPERPARAMS: intermediate names, comments and layout do not count; input,
 //   param and output names do), the bound dims, every option that changes code (opt level,
 //   target triple, CPU, features), the artifact format version, and the compiler's version
-//   (project version, git revision, LLVM version).
+//   (project version, git revision, a build ID hashing the compiler's sources, LLVM version).
 #ifndef DLCC_H
 #define DLCC_H
 
@@ -69,7 +69,9 @@ DL_NODISCARD dl_status dlcc_compile_file(const char *path, const dlcc_options *o
 DL_NODISCARD dl_status dlcc_load_module(const char *path, const dlcc_options *o, dl_diags *d,
                                         dl_ir_module **out);
 
-// The compiler's version string used in keys: "dlcc VERSION (GITREV) LLVM X.Y.Z".
+// The compiler's version string used in keys: "dlcc VERSION (GITREV, build ID) LLVM X.Y.Z", where
+// ID hashes every compiler source file at build time (so a locally edited compiler never reuses
+// artifacts of another build).
 const char *dlcc_version_string(void);
 
 #endif

@@ -10,6 +10,7 @@
 // triple, the host CPU name and the exact feature string codegen will use
 // (dl_cg_target_describe, dl_cg_target_features: cheap cpuid queries). Cache problems never fail a
 // compile: each becomes ONE warning in the caller's sink and the compile goes on without the cache.
+#include "dl_build_id.h"
 #include "dl_cache.h"
 #include "dl_fe.h"
 #include "dl_pass.h"
@@ -47,8 +48,8 @@ static char version_buf[128];
 static pthread_once_t version_once = PTHREAD_ONCE_INIT;
 
 static void version_init(void) {
-    snprintf(version_buf, sizeof version_buf, "dlcc %s (%s) LLVM %s", DL_VERSION, DL_GIT_REV,
-             dl_cg_llvm_version());
+    snprintf(version_buf, sizeof version_buf, "dlcc %s (%s, build %s) LLVM %s", DL_VERSION,
+             DL_GIT_REV, DL_BUILD_ID, dl_cg_llvm_version());
 }
 
 const char *dlcc_version_string(void) {

@@ -1155,6 +1155,18 @@ out:
     return rc;
 }
 
+// True when the store refused the database because its file is damaged (not SQLite, truncated,
+// corrupt) — not because it is locked, newer than this dlcc or untrusted: only then may `clear`
+// delete it. The store's message for that case says "is damaged".
+static bool store_said_damaged(const dl_diags *d) {
+    for (size_t i = 0; i < dl_diags_count(d); i++) {
+        if (strstr(dl_diags_get(d, i)->msg, " is damaged")) {
+            return true;
+        }
+    }
+    return false;
+}
+
 // Deletes DIR/cache.db (and its -wal/-shm) when it is a regular file in a directory that passes
 // the trust rules (ours, not writable by group or others) and the file is ours: only then may
 // `clear` start afresh. True when the database file is gone afterwards.
@@ -1193,7 +1205,7 @@ static int cmd_clear(opts *o, int argc, char **argv) {
     }
     if (exists) {
         dl_status ost = dl_cache_open(cx.dir, cx.d, &cx.c);
-        if (ost == DL_ERR_CACHE && remove_damaged_db(cx.dir)) {
+        if (ost == DL_ERR_CACHE && store_said_damaged(cx.d) && remove_damaged_db(cx.dir)) {
             // The store refuses a damaged database (its warning says to run `clear`): clearing
             // means starting afresh, so the files go and a new database is created.
             dl_diags_clear(cx.d);
@@ -1299,9 +1311,10 @@ static int cmd_export_import(opts *o, int argc, char **argv, bool is_import) {
     }
     if (is_import) {
         struct stat sb;
-        if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+        int serr = stat(dir, &sb) != 0 ? errno : 0;
+        if (serr != 0 || !S_ISDIR(sb.st_mode)) {
             rc = cmd_error(o->cmd, EXIT_INPUT, "%s: %s", dir,
-                           errno == 0 || S_ISREG(sb.st_mode) ? "not a directory" : strerror(errno));
+                           serr != 0 ? strerror(serr) : "not a directory");
             goto out;
         }
     } else if (mkdir(dir, 0700) != 0 && errno != EEXIST) {

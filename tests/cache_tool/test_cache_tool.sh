@@ -366,6 +366,13 @@ expect 0 "explain --help" explain --help
 check "explain --help usage" has "usage: dlcc-cache explain" "$out"
 expect 2 "help unknown" help frobnicate
 
+# A database from a newer dlcc (schema version 99) is refused but is NOT damaged: `clear` must
+# not delete it.
+"$py" -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute("PRAGMA user_version=99"); c.commit()' "$DLCC_CACHE_DIR/cache.db"
+expect 1 "clear on a database of a newer dlcc is refused" clear
+check "the newer database is kept" test -s "$DLCC_CACHE_DIR/cache.db"
+rm -f "$DLCC_CACHE_DIR"/cache.db*
+
 # A damaged database: every command refuses it with the store's warning, and `clear` (which the
 # warning recommends) starts afresh instead of failing too.
 head -c 4096 /dev/urandom >"$DLCC_CACHE_DIR/cache.db"
