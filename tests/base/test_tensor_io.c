@@ -334,7 +334,7 @@ DL_TEST(safetensors_reads_tensors_by_name) {
     data[40] = 1;
     data[41] = 0;
     const char *json =
-        "{\"__metadata__\": {\"format\": \"pt\", \"nested\": [1, 2.5e3, true, null, {}]},"
+        "{\"__metadata__\": {\"format\": \"pt\", \"note\": \"\\u00e9 \\\" x\"},"
         " \"w\": {\"dtype\": \"F32\", \"shape\": [2, 3], \"data_offsets\": [0, 24]},"
         " \"idx\": {\"data_offsets\": [24, 40], \"dtype\": \"I64\", \"shape\": [2]},"
         " \"m\\u00e9\\\"x\": {\"dtype\": \"BOOL\", \"shape\": [2], \"data_offsets\": [40, 42]},"
@@ -394,24 +394,24 @@ DL_TEST(safetensors_rejects_malformed_headers) {
                    16, "data_offsets [0, 24] exceed the data section (16 bytes)"));
     DL_CHECK(
         st_rejects("{\"w\": {\"dtype\": \"F32\", \"shape\": [2, 3], \"data_offsets\": [0, 20]}}", d,
-                   24, "data_offsets span 20 bytes but float[2, 3] needs 24"));
+                   24, "data_offsets span 20 bytes but F32[2, 3] needs 24"));
     DL_CHECK(st_rejects("{\"w\": {\"dtype\": \"F64\", \"shape\": [2], \"data_offsets\": [0, 16]}}",
                         d, 16, "unsupported dtype F64 (supported: F32 F16 BF16 I32 I64 BOOL)"));
     DL_CHECK(st_rejects("{\"w\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [8, 0]}}",
-                        d, 16, "begin <= end"));
+                        d, 16, "have begin > end"));
     DL_CHECK(st_rejects("{\"w\": {\"dtype\": \"F32\", \"shape\": [-2], \"data_offsets\": [0, 8]}}",
-                        d, 16, "shape must be a list"));
+                        d, 16, "expected a non-negative integer"));
     DL_CHECK(st_rejects("{\"w\": {\"dtype\": \"F32\", \"shape\": [2]}}", d, 16,
-                        "entry 'w' lacks 'data_offsets'"));
+                        "tensor 'w' lacks 'data_offsets'"));
     DL_CHECK(st_rejects("{\"w\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [0, 8]},}",
                         d, 16, "bad safetensors header"));
-    DL_CHECK(st_rejects("[1, 2]", d, 16, "not a JSON object"));
+    DL_CHECK(st_rejects("[1, 2]", d, 16, "expected '{'"));
     DL_CHECK(st_rejects("{\"w\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [0, 8]}} x",
                         d, 16, "unexpected text after the JSON object"));
     DL_CHECK(st_rejects("{\"w\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [0, 8]},"
                         " \"w\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [8, 16]}}",
                         d, 16, "listed twice"));
-    DL_CHECK(st_rejects("{\"__metadata__\": {\"a\": \"\\q\"}}", d, 0, "malformed __metadata__"));
+    DL_CHECK(st_rejects("{\"__metadata__\": {\"a\": \"\\q\"}}", d, 0, "bad escape '\\q'"));
     DL_CHECK(st_rejects("{\"v\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [0, 8]}}",
                         d, 8, "no tensor named 'w'"));
     unsigned char bools[2] = {0, 7};
