@@ -317,6 +317,7 @@ dl_status cg_kernel_begin(cg *c, dl_ir_value *const *vals, size_t n_vals, int64_
     LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(c->ctx, k->fn, "entry");
     LLVMPositionBuilderAtEnd(c->b, entry);
     LLVMValueRef args = LLVMGetParam(k->fn, 0);
+    k->args = args;
     k->begin = LLVMGetParam(k->fn, 1);
     k->end = LLVMGetParam(k->fn, 2);
     k->n_args = n_vals;
@@ -342,9 +343,42 @@ dl_status cg_kernel_begin(cg *c, dl_ir_value *const *vals, size_t n_vals, int64_
     return DL_OK;
 }
 
+dl_status cg_kernel_begin_bufs(cg *c, const uint32_t *bufs, size_t n_bufs, size_t n_out,
+                               int64_t range, const char *name, cg_kernel *k) {
+    DL_ASSERT(range >= 1 && n_out <= n_bufs);
+    memset(k, 0, sizeof *k);
+    char fname[96];
+    snprintf(fname, sizeof fname, "k%zu_%s", c->kernels.len, name);
+    k->fn = LLVMAddFunction(c->mod, fname, c->t_kernel);
+    LLVMSetLinkage(k->fn, LLVMInternalLinkage);
+    LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(c->ctx, k->fn, "entry");
+    LLVMPositionBuilderAtEnd(c->b, entry);
+    k->args = LLVMGetParam(k->fn, 0);
+    k->begin = LLVMGetParam(k->fn, 1);
+    k->end = LLVMGetParam(k->fn, 2);
+    k->n_args = n_bufs;
+    k->n_out = n_out;
+    k->range = range;
+    k->name = name;
+    k->first_arg = (uint32_t)c->args.len;
+    for (size_t i = 0; i < n_bufs; i++) {
+        if (!DL_VEC_PUSH(&c->args, bufs[i])) {
+            return DL_ERR_NOMEM;
+        }
+    }
+    return DL_OK;
+}
+
+LLVMValueRef cg_kernel_arg(cg *c, const cg_kernel *k, size_t i) {
+    DL_ASSERT(i < k->n_args);
+    LLVMValueRef idx = cg_i64(c, (int64_t)i);
+    LLVMValueRef slot = LLVMBuildInBoundsGEP2(c->b, c->t_ptr, k->args, &idx, 1, "");
+    return LLVMBuildLoad2(c->b, c->t_ptr, slot, "");
+}
+
 dl_status cg_kernel_end(cg *c, cg_kernel *k) {
     LLVMBuildRetVoid(c->b);
-    const dl_ir_node *n = c->node;
+    const dl_ir_node *n = k->name ? NULL : c->node;
     cg_kernel_rec r = {(uint32_t)c->fns.len,
                        k->first_arg,
                        (uint32_t)k->n_args,
@@ -353,9 +387,10 @@ dl_status cg_kernel_end(cg *c, cg_kernel *k) {
                        n ? (uint32_t)n->op : UINT32_MAX,
                        k->range,
                        n ? n->loc.line : 0,
-                       n && n->n_outputs ? n->outputs[0]->name : ""};
-    if (!DL_VEC_PUSH(&c->fns, k->fn) || !DL_VEC_PUSH(&c->kernels, r) ||
-        !DL_VEC_PUSH(&c->infer_kernels, (uint32_t)(c->kernels.len - 1))) {
+                       k->name             ? k->name
+                       : n && n->n_outputs ? n->outputs[0]->name
+                                           : ""};
+    if (!DL_VEC_PUSH(&c->fns, k->fn) || !DL_VEC_PUSH(&c->kernels, r)) {
         return DL_ERR_NOMEM;
     }
     return DL_OK;
@@ -731,16 +766,18 @@ static dl_status fill_tensor(cg *c, const dl_ir_value *v, uint32_t role, plan_ct
     return DL_OK;
 }
 
-// Kernel dependencies from buffer accesses, in plan order: a kernel waits for the last writer of
-// every buffer it touches (read-after-write, write-after-write), for every reader since that
-// write of each buffer it writes (write-after-read), and for the previous kernel of its node.
-// Results go to *deps (concatenated, each kernel's list sorted and unique) and first/count.
-static dl_status compute_deps(cg *c, size_t n_buf, uint32_t **deps, size_t *n_deps, uint32_t *first,
-                              uint32_t *count) {
-    size_t nk = c->kernels.len;
+typedef DL_VEC(uint32_t) u32_vec;
+
+// Kernel dependencies from buffer accesses, over one entry point's kernel sequence `seq`
+// (indices into c->kernels) whose plan records are base, base + 1, ...: a kernel waits for the
+// last writer of every buffer it touches (read-after-write, write-after-write), for every reader
+// since that write of each buffer it writes (write-after-read), and for the previous kernel of
+// its node. Kernels never depend on another entry's kernels. Lists are appended to *all (each
+// sorted and unique); first/count are indexed by plan record.
+static dl_status compute_deps(cg *c, size_t n_buf, const uint32_t *seq, size_t nk, uint32_t base,
+                              u32_vec *all, uint32_t *first, uint32_t *count) {
     int64_t *last_writer = malloc((n_buf ? n_buf : 1) * sizeof(int64_t));
-    DL_VEC(uint32_t) *readers = calloc(n_buf ? n_buf : 1, sizeof *readers);
-    DL_VEC(uint32_t) all = {0};
+    u32_vec *readers = calloc(n_buf ? n_buf : 1, sizeof *readers);
     uint8_t *mark = calloc(nk ? nk : 1, 1);
     dl_status st = DL_OK;
     if (!last_writer || !readers || !mark) {
@@ -751,20 +788,20 @@ static dl_status compute_deps(cg *c, size_t n_buf, uint32_t **deps, size_t *n_de
         last_writer[b] = -1;
     }
     for (size_t k = 0; k < nk && st == DL_OK; k++) {
-        const cg_kernel_rec *r = &c->kernels.data[k];
-        size_t start = all.len;
-        first[k] = (uint32_t)start;
+        const cg_kernel_rec *r = &c->kernels.data[seq[k]];
+        size_t start = all->len;
+        first[base + k] = (uint32_t)start;
 #define ADD_DEP(j)                                                                                 \
     do {                                                                                           \
         uint32_t j_ = (uint32_t)(j);                                                               \
         if (j_ != k && !mark[j_]) {                                                                \
             mark[j_] = 1;                                                                          \
-            if (!DL_VEC_PUSH(&all, j_)) {                                                          \
+            if (!DL_VEC_PUSH(all, j_)) {                                                           \
                 st = DL_ERR_NOMEM;                                                                 \
             }                                                                                      \
         }                                                                                          \
     } while (0)
-        if (k > 0 && r->node != UINT32_MAX && c->kernels.data[k - 1].node == r->node) {
+        if (k > 0 && r->node != UINT32_MAX && c->kernels.data[seq[k - 1]].node == r->node) {
             ADD_DEP(k - 1);
         }
         for (uint32_t a = 0; a < r->n_args; a++) {
@@ -789,20 +826,21 @@ static dl_status compute_deps(cg *c, size_t n_buf, uint32_t **deps, size_t *n_de
                 st = DL_ERR_NOMEM;
             }
         }
-        for (size_t q = start; q < all.len; q++) {
-            mark[all.data[q]] = 0;
+        for (size_t q = start; q < all->len; q++) {
+            mark[all->data[q]] = 0;
+            all->data[q] += base; // positions in the sequence -> plan records
         }
         // Sorted lists make the plan independent of discovery order (and easy to read).
-        for (size_t i = start + 1; i < all.len; i++) {
-            uint32_t v = all.data[i];
+        for (size_t i = start + 1; i < all->len; i++) {
+            uint32_t v = all->data[i];
             size_t j = i;
-            while (j > start && all.data[j - 1] > v) {
-                all.data[j] = all.data[j - 1];
+            while (j > start && all->data[j - 1] > v) {
+                all->data[j] = all->data[j - 1];
                 j--;
             }
-            all.data[j] = v;
+            all->data[j] = v;
         }
-        count[k] = (uint32_t)(all.len - start);
+        count[base + k] = (uint32_t)(all->len - start);
     }
 out:
     for (size_t b = 0; readers && b < n_buf; b++) {
@@ -811,38 +849,53 @@ out:
     free(readers);
     free(last_writer);
     free(mark);
-    if (st != DL_OK) {
-        free(all.data);
-        return st;
-    }
-    *deps = all.data;
-    *n_deps = all.len;
-    return DL_OK;
+    return st;
 }
 
 static dl_status build_plan(cg *c, const char *target, blob *out) {
     const dl_ir_module *m = c->m;
     plan_ctx pc = {0};
     dl_status st = DL_OK;
-    size_t n_buf = m->values.len;
-    size_t n_ten = m->inputs.len + m->outputs.len + m->params.len;
+    size_t n_val = m->values.len;
+    size_t n_buf = n_val + c->extra.len;
+    size_t n_ten = m->inputs.len + m->outputs.len + m->params.len + c->states.len;
+    size_t n_inf = c->infer_kernels.len, n_tr = c->train_kernels.len, nk = n_inf + n_tr;
     dlrt_plan_buffer *bufs = calloc(n_buf ? n_buf : 1, sizeof *bufs);
     dlrt_plan_tensor *tens = calloc(n_ten ? n_ten : 1, sizeof *tens);
-    dlrt_plan_kernel *ks = calloc(c->kernels.len ? c->kernels.len : 1, sizeof *ks);
-    uint32_t *dep_first = calloc(c->kernels.len ? c->kernels.len : 1, sizeof(uint32_t));
-    uint32_t *dep_count = calloc(c->kernels.len ? c->kernels.len : 1, sizeof(uint32_t));
-    uint32_t *deps = NULL;
-    size_t n_deps = 0;
-    if (!bufs || !tens || !ks || !dep_first || !dep_count) {
+    dlrt_plan_kernel *ks = calloc(nk ? nk : 1, sizeof *ks);
+    uint32_t *dep_first = calloc(nk ? nk : 1, sizeof(uint32_t));
+    uint32_t *dep_count = calloc(nk ? nk : 1, sizeof(uint32_t));
+    uint32_t *seq = calloc(nk ? nk : 1, sizeof(uint32_t));
+    dlrt_plan_hparam *hps = calloc(c->hparams.len ? c->hparams.len : 1, sizeof *hps);
+    u32_vec deps = {0};
+    if (!bufs || !tens || !ks || !dep_first || !dep_count || !seq || !hps) {
         st = DL_ERR_NOMEM;
         goto out;
     }
-    if ((st = compute_deps(c, n_buf, &deps, &n_deps, dep_first, dep_count)) != DL_OK) {
+    if ((st = compute_deps(c, n_buf, c->infer_kernels.data, n_inf, 0, &deps, dep_first,
+                           dep_count)) != DL_OK ||
+        (st = compute_deps(c, n_buf, c->train_kernels.data, n_tr, (uint32_t)n_inf, &deps, dep_first,
+                           dep_count)) != DL_OK) {
         goto out;
     }
-    for (size_t i = 0; i < n_buf; i++) {
+    for (size_t i = 0; i < n_inf; i++) {
+        seq[i] = c->infer_kernels.data[i];
+    }
+    for (size_t i = 0; i < n_tr; i++) {
+        seq[n_inf + i] = c->train_kernels.data[i];
+    }
+    for (size_t i = 0; i < n_val; i++) {
         const dl_ir_value *v = m->values.data[i];
         bufs[i].size = (uint64_t)dl_ir_type_numel(&v->type) * dl_dtype_size(v->type.dtype);
+        if (i == c->seed_buf && c->seed_init) {
+            // The loss seed of a train step with loss scaling: session state that starts at
+            // the initial scale and that the prologue kernel rewrites each step.
+            float f = (float)*c->seed_init;
+            bufs[i].kind = DLRT_BUF_STATE;
+            bufs[i].flags = DLRT_BUF_F_INIT_DATA;
+            bufs[i].data_off = put_data(&pc, &f, sizeof f);
+            continue;
+        }
         switch (v->kind) {
         case DL_IR_VAL_INPUT:
             bufs[i].kind = DLRT_BUF_INPUT;
@@ -861,6 +914,15 @@ static dl_status build_plan(cg *c, const char *target, blob *out) {
             break;
         }
     }
+    for (size_t i = 0; i < c->extra.len; i++) {
+        const cg_extra_buf *e = &c->extra.data[i];
+        bufs[n_val + i].size = e->size;
+        bufs[n_val + i].kind = e->kind;
+        bufs[n_val + i].flags = e->flags;
+        if (e->init) {
+            bufs[n_val + i].data_off = put_data(&pc, e->init, (size_t)e->size);
+        }
+    }
     size_t t = 0;
     for (size_t i = 0; i < m->inputs.len && st == DL_OK; i++) {
         st = fill_tensor(c, m->inputs.data[i], DLRT_ROLE_INPUT, &pc, &tens[t++]);
@@ -874,8 +936,23 @@ static dl_status build_plan(cg *c, const char *target, blob *out) {
     if (st != DL_OK) {
         goto out;
     }
-    for (size_t i = 0; i < c->kernels.len; i++) {
-        const cg_kernel_rec *r = &c->kernels.data[i];
+    for (size_t i = 0; i < c->states.len; i++) {
+        const cg_state_tensor *sv = &c->states.data[i];
+        dlrt_plan_tensor *pt = &tens[t++];
+        memset(pt, 0, sizeof *pt);
+        pt->name_off = put_string(&pc, sv->name, &pt->name_len);
+        pt->role = DLRT_ROLE_STATE;
+        pt->dtype = (uint32_t)sv->param->type.dtype;
+        pt->rank = (uint32_t)sv->param->type.rank;
+        type_dims64(&sv->param->type, pt->dims);
+        pt->buffer = sv->buf;
+    }
+    for (size_t i = 0; i < c->hparams.len; i++) {
+        hps[i] = c->hparams.data[i];
+        hps[i].name_off = put_string(&pc, c->hparam_names.data[i], &hps[i].name_len);
+    }
+    for (size_t i = 0; i < nk; i++) {
+        const cg_kernel_rec *r = &c->kernels.data[seq[i]];
         ks[i] = (dlrt_plan_kernel){.fn = r->fn,
                                    .first_arg = r->first_arg,
                                    .n_args = r->n_args,
@@ -886,6 +963,7 @@ static dl_status build_plan(cg *c, const char *target, blob *out) {
                                    .first_dep = dep_first[i],
                                    .n_deps = dep_count[i]};
         ks[i].name_off = put_string(&pc, r->name, &ks[i].name_len);
+        seq[i] = (uint32_t)i; // now the entry lists: plan records in order
     }
     dlrt_plan_hdr h;
     memset(&h, 0, sizeof h);
@@ -894,14 +972,21 @@ static dl_status build_plan(cg *c, const char *target, blob *out) {
     h.hdr_size = sizeof h;
     h.n_buffers = (uint32_t)n_buf;
     h.n_tensors = (uint32_t)n_ten;
-    h.n_kernels = (uint32_t)c->kernels.len;
+    h.n_kernels = (uint32_t)nk;
     h.n_args = (uint32_t)c->args.len;
-    h.n_entry_kernels = (uint32_t)c->infer_kernels.len;
+    h.n_entry_kernels = (uint32_t)nk;
     h.n_fns = (uint32_t)c->fns.len;
     h.entry_first[DLRT_ENTRY_INFER] = 0;
-    h.entry_count[DLRT_ENTRY_INFER] = (uint32_t)c->infer_kernels.len;
+    h.entry_count[DLRT_ENTRY_INFER] = (uint32_t)n_inf;
+    h.entry_first[DLRT_ENTRY_TRAIN_STEP] = (uint32_t)n_inf;
+    h.entry_count[DLRT_ENTRY_TRAIN_STEP] = (uint32_t)n_tr;
     h.model_name_off = put_string(&pc, m->name, &h.model_name_len);
     h.target_off = put_string(&pc, target, &h.target_len);
+    h.optimizer = c->has_train ? c->optimizer : DLRT_OPTIM_NONE;
+    h.hyper_buffer = c->has_train ? c->hyper_buf : UINT32_MAX;
+    h.loss_buffer = c->has_train ? c->loss_buf : UINT32_MAX;
+    h.seed_buffer = c->has_train && c->seed_init ? c->seed_buf : UINT32_MAX;
+    h.n_hparams = (uint32_t)c->hparams.len;
 
     blob_put(out, NULL, sizeof h);
     blob_align(out, 8);
@@ -909,16 +994,17 @@ static dl_status build_plan(cg *c, const char *target, blob *out) {
     blob_align(out, 8);
     h.off_tensors = blob_put(out, tens, n_ten * sizeof *tens);
     blob_align(out, 8);
-    h.off_kernels = blob_put(out, ks, c->kernels.len * sizeof *ks);
+    h.off_kernels = blob_put(out, ks, nk * sizeof *ks);
+    blob_align(out, 8);
+    h.off_hparams = blob_put(out, hps, c->hparams.len * sizeof *hps);
     blob_align(out, 8);
     h.off_args = blob_put(out, c->args.data, c->args.len * sizeof(uint32_t));
     blob_align(out, 8);
-    h.off_entry_kernels =
-        blob_put(out, c->infer_kernels.data, c->infer_kernels.len * sizeof(uint32_t));
+    h.off_entry_kernels = blob_put(out, seq, nk * sizeof(uint32_t));
     blob_align(out, 8);
-    h.n_deps = (uint32_t)n_deps;
+    h.n_deps = (uint32_t)deps.len;
     h.isa = c->isa;
-    h.off_deps = blob_put(out, deps, n_deps * sizeof(uint32_t));
+    h.off_deps = blob_put(out, deps.data, deps.len * sizeof(uint32_t));
     blob_align(out, 8);
     h.off_strings = blob_put(out, pc.strings.p, pc.strings.len);
     h.size_strings = pc.strings.len;
@@ -937,7 +1023,9 @@ out:
     free(ks);
     free(dep_first);
     free(dep_count);
-    free(deps);
+    free(seq);
+    free(hps);
+    free(deps.data);
     free(pc.strings.p);
     free(pc.data.p);
     return st;
@@ -1131,6 +1219,20 @@ static void cg_fini(cg *c) {
     free(c->kernels.data);
     free(c->args.data);
     free(c->infer_kernels.data);
+    free(c->train_kernels.data);
+    free(c->node_k0);
+    free(c->node_k1);
+    for (size_t i = 0; i < c->extra.len; i++) {
+        free(c->extra.data[i].init);
+    }
+    free(c->extra.data);
+    for (size_t i = 0; i < c->states.len; i++) {
+        free(c->states.data[i].name);
+    }
+    free(c->states.data);
+    free(c->hparams.data);
+    free(c->hparam_names.data);
+    free(c->seed_init);
 }
 
 dl_status dl_cg_compile(const dl_ir_module *m, const dl_cg_options *o, dl_diags *d, uint8_t **out,
@@ -1189,11 +1291,33 @@ dl_status dl_cg_compile(const dl_ir_module *m, const dl_cg_options *o, dl_diags 
     for (size_t i = 0; i < m->values.len; i++) {
         c.value_buf[i] = (uint32_t)i; // one buffer per value until the memory plan lands
     }
+    c.hyper_buf = c.loss_buf = c.seed_buf = UINT32_MAX;
+    c.optimizer = DLRT_OPTIM_NONE;
+    c.node_k0 = calloc(m->nodes.len ? m->nodes.len : 1, sizeof(uint32_t));
+    c.node_k1 = calloc(m->nodes.len ? m->nodes.len : 1, sizeof(uint32_t));
+    if (!c.node_k0 || !c.node_k1) {
+        st = DL_ERR_NOMEM;
+        goto out;
+    }
+    // Every node is lowered once. Forward nodes [0, n_fwd) make the infer entry; the train step
+    // (lower_train.c) reuses the LLVM functions of the forward nodes it needs.
+    size_t n_fwd = m->has_backward ? m->n_fwd_nodes : m->nodes.len;
     for (size_t i = 0; i < m->nodes.len && st == DL_OK; i++) {
         c.node = m->nodes.data[i];
+        DL_ASSERT(c.node->id == i);
+        c.node_k0[i] = (uint32_t)c.kernels.len;
         st = dl_cg__lower_node(&c, c.node);
+        c.node_k1[i] = (uint32_t)c.kernels.len;
+        for (uint32_t k = c.node_k0[i]; st == DL_OK && i < n_fwd && k < c.node_k1[i]; k++) {
+            if (!DL_VEC_PUSH(&c.infer_kernels, k)) {
+                st = DL_ERR_NOMEM;
+            }
+        }
     }
     c.node = NULL;
+    if (st == DL_OK && m->has_backward && m->train) {
+        st = dl_cg__lower_train(&c);
+    }
     if (st != DL_OK) {
         goto out;
     }

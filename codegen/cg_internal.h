@@ -31,6 +31,22 @@ typedef struct cg_kernel_rec {
     const char *name;
 } cg_kernel_rec;
 
+// A buffer that is no IR value (ids after the values'): the train step's hyper buffer, its
+// optimizer slots and its norm partials.
+typedef struct cg_extra_buf {
+    uint64_t size;  // bytes
+    uint32_t kind;  // DLRT_BUF_*
+    uint32_t flags; // DLRT_BUF_F_*
+    uint8_t *init;  // OWNED: `size` bytes of initial contents (DLRT_BUF_F_INIT_DATA), or NULL
+} cg_extra_buf;
+
+// A STATE tensor of the plan (an optimizer slot "PARAM.SLOT").
+typedef struct cg_state_tensor {
+    char *name; // OWNED
+    const dl_ir_value *param;
+    uint32_t buf;
+} cg_state_tensor;
+
 typedef struct cg {
     const dl_ir_module *m;
     dl_diags *d;
@@ -43,9 +59,21 @@ typedef struct cg {
     DL_VEC(LLVMValueRef) fns; // kernel table
     DL_VEC(cg_kernel_rec) kernels;
     DL_VEC(uint32_t) args;
+    // Entry points: indices into `kernels` in execution order. A kernel record may appear in
+    // both (a forward node the train step needs); the plan gives each appearance its own record.
     DL_VEC(uint32_t) infer_kernels;
-    const dl_ir_node *node; // node being lowered (for diagnostics and names)
-    uint32_t isa;           // DLRT_ISA_* enabled by the target features
+    DL_VEC(uint32_t) train_kernels;
+    bool has_train;                         // a train_step entry is built
+    uint32_t *node_k0, *node_k1;            // kernels [k0, k1) of node id (after lowering)
+    DL_VEC(cg_extra_buf) extra;             // buffer id = values.len + index
+    DL_VEC(cg_state_tensor) states;         // plan tensors of role STATE
+    DL_VEC(dlrt_plan_hparam) hparams;       // name_off holds an index into hparam_names
+    DL_VEC(const char *) hparam_names;      // static strings
+    uint32_t optimizer;                     // DLRT_OPTIM_*
+    uint32_t hyper_buf, loss_buf, seed_buf; // UINT32_MAX when absent
+    double *seed_init;                      // NULL or the seed buffer's initial value
+    const dl_ir_node *node;                 // node being lowered (for diagnostics and names)
+    uint32_t isa;                           // DLRT_ISA_* enabled by the target features
 } cg;
 
 // A kernel under construction.
@@ -58,13 +86,24 @@ typedef struct cg_kernel {
                   // values (a lowering that reads back one of its node's outputs sets it)
     int64_t range;
     uint32_t first_arg;
+    LLVMValueRef args; // the kernel's args parameter (cg_kernel_arg loads from it)
+    const char *name;  // record name for a kernel of no node ("train.update.adam"), else NULL
 } cg_kernel;
 
 // Opens a kernel over `vals` (outputs first, then inputs; NULL entries are not allowed) whose
 // outer parallel dimension has `range` iterations (>= 1). Positions the builder in the body.
 DL_NODISCARD dl_status cg_kernel_begin(cg *c, dl_ir_value *const *vals, size_t n_vals,
                                        int64_t range, cg_kernel *k);
-// Closes the kernel (ret void), adds it to the kernel table and to the infer entry point.
+// Opens a kernel of no node over buffer ids (the first n_out written), for kernels with more
+// arguments than cg_kernel.ptr holds (the train step's multi-tensor kernels): pointers are not
+// loaded up front; cg_kernel_arg loads argument i where it is needed. `name` names the kernel
+// in the plan (profilers show it) and must be a static string.
+DL_NODISCARD dl_status cg_kernel_begin_bufs(cg *c, const uint32_t *bufs, size_t n_bufs,
+                                            size_t n_out, int64_t range, const char *name,
+                                            cg_kernel *k);
+LLVMValueRef cg_kernel_arg(cg *c, const cg_kernel *k, size_t i);
+// Closes the kernel (ret void) and adds it to the kernel table. The compile driver assigns the
+// kernels of node lowerings to entry points; cg_kernel_begin_bufs kernels go to the train step.
 DL_NODISCARD dl_status cg_kernel_end(cg *c, cg_kernel *k);
 
 // Counted loop `for (iv = lo; iv < hi; iv++)` over i64 values. cg_for_begin positions the
@@ -128,6 +167,15 @@ DL_NODISCARD dl_status dl_cg__lower_linalg(cg *c, const dl_ir_node *n);
 DL_NODISCARD dl_status dl_cg__lower_nn(cg *c, const dl_ir_node *n);
 DL_NODISCARD dl_status dl_cg__lower_shape(cg *c, const dl_ir_node *n);
 DL_NODISCARD dl_status dl_cg__lower_loss(cg *c, const dl_ir_node *n);
+// Internal gradient ops: lower_grad.c (UnaryGrad, loss grads, LayerNormalizationGrad,
+// GatherGrad, SliceGrad, PadGrad) and lower_grad_nn.c (ConvGradWeight, MaxPoolGrad,
+// AveragePoolGrad, BatchNormalizationGrad).
+DL_NODISCARD dl_status dl_cg__lower_grad(cg *c, const dl_ir_node *n);
+DL_NODISCARD dl_status dl_cg__lower_grad_nn(cg *c, const dl_ir_node *n);
+// The train step (lower_train.c): after every node is lowered, builds the train_step entry (the
+// forward kernels the training roots need, every training-graph kernel, then the multi-tensor
+// step kernels: grad norm, prologue, optimizer update, assigns) from m->train and m->grads.
+DL_NODISCARD dl_status dl_cg__lower_train(cg *c);
 // Dispatches a node to its family. That switch is the exhaustive one (-Wswitch-enum); a family
 // function switches over its own ops only, so family files include
 // DL_CG_FAMILY_SWITCHES_ARE_PARTIAL below.

@@ -71,6 +71,19 @@ dl_status dl_cg__lower_node(cg *c, const dl_ir_node *n) {
     case DL_IR_OP_NEGATIVE_LOG_LIKELIHOOD_LOSS:
     case DL_IR_OP_MEAN_SQUARED_ERROR:
         return dl_cg__lower_loss(c, n);
+    case DL_IR_OP_UNARY_GRAD:
+    case DL_IR_OP_SOFTMAX_CROSS_ENTROPY_LOSS_GRAD:
+    case DL_IR_OP_NEGATIVE_LOG_LIKELIHOOD_LOSS_GRAD:
+    case DL_IR_OP_LAYER_NORMALIZATION_GRAD:
+    case DL_IR_OP_GATHER_GRAD:
+    case DL_IR_OP_SLICE_GRAD:
+    case DL_IR_OP_PAD_GRAD:
+        return dl_cg__lower_grad(c, n);
+    case DL_IR_OP_BATCH_NORMALIZATION_GRAD:
+    case DL_IR_OP_CONV_GRAD_WEIGHT:
+    case DL_IR_OP_MAX_POOL_GRAD:
+    case DL_IR_OP_AVERAGE_POOL_GRAD:
+        return dl_cg__lower_grad_nn(c, n);
     case DL_IR_OP_COUNT:
         break;
     }

@@ -3,11 +3,13 @@
 // start-up and for the dlcc command line.
 //
 // The cache key is XXH3-128 over a versioned, length-prefixed encoding of (docs/cache.md):
-//   the canonical IR without optimizer hyper-parameter values (dl_ir_canonical with
-//   DL_IR_CANON_NO_HYPERPARAMS: intermediate names, comments and layout do not count; input,
-//   param and output names do), the bound dims, every option that changes code (opt level,
-//   target triple, CPU, features), the artifact format version, and the compiler's version
-//   (project version, git revision, a build ID hashing the compiler's sources, LLVM version).
+//   the canonical IR (dl_ir_canonical: intermediate names, comments and layout do not count;
+//   input, param and output names do; the train block's optimizer hyper-parameters do, because
+//   an artifact carries them as the initial values of its session's hyper-parameters — a
+//   schedule that changes them at run time never recompiles), the bound dims, every option that
+//   changes code (opt level, target triple, CPU, features), the artifact format version, and the
+//   compiler's version (project version, git revision, a build ID hashing the compiler's sources,
+//   LLVM version).
 #ifndef DLCC_H
 #define DLCC_H
 

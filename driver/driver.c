@@ -169,7 +169,7 @@ static dl_status encode_part(size_t idx, const dl_ir_module *m, const dlcc_optio
     case 0: { // ir: canonical text without optimizer hyper-parameter values
         char *text = NULL;
         size_t len = 0;
-        DL_TRY(dl_ir_canonical(m, DL_IR_CANON_NO_HYPERPARAMS, &text, &len));
+        DL_TRY(dl_ir_canonical(m, 0, &text, &len));
         dl_strbuf_append(b, text, len);
         free(text);
         if (out_canon_len) {
@@ -284,8 +284,8 @@ static void cache_warning(dl_diags *d, dl_diags *scratch, dl_status st, const ch
 }
 
 // The back half of dlcc_compile_*: `m` is verified and shape-inferred; consumes nothing.
-static dl_status compile_module(const dl_ir_module *m, const dlcc_options *o, dl_diags *d,
-                                double t_start, double front_ms, dlcc_result *r) {
+static dl_status compile_module(dl_ir_module *m, const dlcc_options *o, dl_diags *d, double t_start,
+                                double front_ms, dlcc_result *r) {
     size_t canon_len = 0;
     dl_diags *scratch = NULL; // the store's messages, folded into one warning each
     dl_cache *c = NULL;
@@ -338,7 +338,14 @@ static dl_status compile_module(const dl_ir_module *m, const dlcc_options *o, dl
         }
     }
     double t_cg = now_ms();
-    st = dl_cg_compile(m, &o->cg, d, &r->artifact, &r->artifact_len);
+    // The train step's backward graph is derived here, after the key (which covers the forward
+    // graph and the train block it is derived from), so a cache hit skips it.
+    if (m->train && !m->has_backward) {
+        st = dl_pass_autodiff(m, d);
+    }
+    if (st == DL_OK) {
+        st = dl_cg_compile(m, &o->cg, d, &r->artifact, &r->artifact_len);
+    }
     if (st != DL_OK) {
         if (dl_diags_error_count(d) == 0) {
             dl_diag(d, DL_SEV_ERROR, DL_NO_LOC, "compilation failed (%s)", dl_status_str(st));

@@ -593,7 +593,7 @@ static dl_status check_model(const Onnx__ModelProto *mp, int64_t *out_opset, cha
             }
             continue;
         }
-        if (!dl_ir_op_from_name(opn, &op)) {
+        if (!dl_ir_op_from_name(opn, &op) || dl_ir_op_is_internal(op)) {
             snprintf(why, why_size, "%s: op '%s' is not supported", desc, opn);
             return DL_ERR_UNSUPPORTED;
         }

@@ -29,6 +29,12 @@ typedef enum dl_ir_op {
     DL_IR_OP_COUNT
 } dl_ir_op;
 
+// Ops from here on are internal (created by autodiff; see ir_ops.def).
+#define DL_IR_OP_FIRST_INTERNAL DL_IR_OP_UNARY_GRAD
+static inline bool dl_ir_op_is_internal(dl_ir_op op) {
+    return op >= DL_IR_OP_FIRST_INTERNAL;
+}
+
 typedef enum dl_ir_attr_kind {
     DL_IR_ATTR_INT,
     DL_IR_ATTR_FLOAT,
@@ -265,6 +271,12 @@ typedef struct dl_ir_stmt {
 
 typedef struct dl_ir_name_map dl_ir_name_map;
 
+// A value copied into a param at the end of the train step (BatchNormalization running stats).
+typedef struct dl_ir_assign {
+    dl_ir_value *param;
+    dl_ir_value *value; // same type as param
+} dl_ir_assign;
+
 struct dl_ir_module {
     dl_arena arena;
     const char *name;
@@ -282,6 +294,21 @@ struct dl_ir_module {
     DL_VEC(dl_ir_stmt) stmts;
     dl_ir_train *train;    // NULL without a train block
     dl_ir_name_map *names; // name -> value index
+
+    // Set by dl_pass_autodiff (passes/autodiff.c); has_backward false before.
+    // nodes[0, n_fwd_nodes) are the forward graph (the `infer` entry point); nodes after it are
+    // the training graph: training-mode clones of forward nodes (BatchNormalization, Dropout and
+    // what depends on them) and the backward nodes. The `train_step` entry point runs every
+    // forward node its roots (train_loss, each grad, each assign's value) depend on, then those.
+    bool has_backward;
+    size_t n_fwd_nodes;
+    dl_ir_value *train_loss; // the loss as the training graph computes it (a float scalar)
+    dl_ir_value *grad_seed;  // float scalar const 1.0 seeding the backward pass: codegen
+                             // gives it the session's loss scale when loss scaling is on
+    DL_VEC(dl_ir_value *)
+    grads; // parallel to params: d train_loss / d param, NULL when frozen
+           // or when the loss does not depend on the param
+    DL_VEC(dl_ir_assign) assigns;
 };
 
 // Creates an empty module named `name`. Caller owns *out (dl_ir_module_destroy).
@@ -397,5 +424,13 @@ DL_NODISCARD dl_status dl_ir_eval(const dl_ir_module *m, const dl_ir_eval_opts *
 // and the array with free().
 DL_NODISCARD dl_status dl_ir_eval_all(const dl_ir_module *m, const dl_ir_eval_opts *opts,
                                       const dl_tensor *inputs, dl_tensor **out_values, dl_diags *d);
+
+// As dl_ir_eval_all, but every value as the evaluator holds it: doubles (float values not
+// rounded to float32), values[i] a malloc'd array of numel(i) elements (NULL for a value without
+// one). For gradient checks and oracles that need more than float32. Caller frees each array
+// and the outer one.
+DL_NODISCARD dl_status dl_ir_eval_all_f64(const dl_ir_module *m, const dl_ir_eval_opts *opts,
+                                          const dl_tensor *inputs, double ***out_values,
+                                          dl_diags *d);
 
 #endif

@@ -515,3 +515,23 @@ dl_status dl_ir_eval_all(const dl_ir_module *m, const dl_ir_eval_opts *opts,
     *out_values = res;
     return DL_OK;
 }
+
+dl_status dl_ir_eval_all_f64(const dl_ir_module *m, const dl_ir_eval_opts *opts,
+                             const dl_tensor *inputs, double ***out_values, dl_diags *d) {
+    *out_values = NULL;
+    dl_ir__et *vals;
+    DL_TRY(eval_values(m, opts, inputs, &vals, d));
+    size_t nv = m->values.len;
+    double **res = calloc(nv ? nv : 1, sizeof(double *));
+    if (!res) {
+        free_vals(vals, nv);
+        return DL_ERR_NOMEM;
+    }
+    for (size_t i = 0; i < nv; i++) { // hand the evaluator's own arrays over
+        res[i] = vals[i].d;
+        vals[i].d = NULL;
+    }
+    free_vals(vals, nv);
+    *out_values = res;
+    return DL_OK;
+}

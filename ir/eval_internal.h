@@ -38,6 +38,14 @@ DL_NODISCARD dl_status dl_ir__eval_node(dl_ir__ectx *cx, dl_ir__et *const *in, s
 DL_NODISCARD dl_status dl_ir__eval_nn(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in,
                                       dl_ir__et *out, size_t n_out);
 
+// Internal gradient ops: eval_grad.c (UnaryGrad, the loss grads, LayerNormalizationGrad,
+// GatherGrad, SliceGrad, PadGrad) and eval_grad_nn.c (ConvGradWeight, MaxPoolGrad,
+// AveragePoolGrad, BatchNormalizationGrad).
+DL_NODISCARD dl_status dl_ir__eval_grad(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in,
+                                        dl_ir__et *out, size_t n_out);
+DL_NODISCARD dl_status dl_ir__eval_grad_nn(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in,
+                                           dl_ir__et *out, size_t n_out);
+
 // Index helpers. unravel: flat C-order index -> coordinates; ravel: the inverse.
 void dl_ir__unravel(int64_t flat, const int64_t *dims, int32_t rank, int64_t *coord);
 int64_t dl_ir__ravel(const int64_t *coord, const int64_t *dims, int32_t rank);

@@ -727,6 +727,19 @@ dl_status dl_ir__eval_node(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in, d
     case DL_IR_OP_NEGATIVE_LOG_LIKELIHOOD_LOSS:
     case DL_IR_OP_MEAN_SQUARED_ERROR:
         return dl_ir__eval_nn(cx, in, n_in, out, n_out);
+    case DL_IR_OP_UNARY_GRAD:
+    case DL_IR_OP_SOFTMAX_CROSS_ENTROPY_LOSS_GRAD:
+    case DL_IR_OP_NEGATIVE_LOG_LIKELIHOOD_LOSS_GRAD:
+    case DL_IR_OP_LAYER_NORMALIZATION_GRAD:
+    case DL_IR_OP_GATHER_GRAD:
+    case DL_IR_OP_SLICE_GRAD:
+    case DL_IR_OP_PAD_GRAD:
+        return dl_ir__eval_grad(cx, in, n_in, out, n_out);
+    case DL_IR_OP_BATCH_NORMALIZATION_GRAD:
+    case DL_IR_OP_CONV_GRAD_WEIGHT:
+    case DL_IR_OP_MAX_POOL_GRAD:
+    case DL_IR_OP_AVERAGE_POOL_GRAD:
+        return dl_ir__eval_grad_nn(cx, in, n_in, out, n_out);
     case DL_IR_OP_COUNT:
         break;
     }

@@ -92,6 +92,8 @@ void dl_ir_module_destroy(dl_ir_module *m) {
     free(m->outputs.data);
     free(m->nodes.data);
     free(m->stmts.data);
+    free(m->grads.data);
+    free(m->assigns.data);
     if (m->names) {
         free(m->names->slots);
         free(m->names);

@@ -97,6 +97,22 @@ static const dl_ir_attr_spec pad_a[] = {A_STR("mode", "constant", "constant|refl
                                         A_INTS_REQ("pads"), A_FLOAT("value", 0.0)};
 static const dl_ir_attr_spec sce_a[] = {A_INT("ignore_index", 0), REDUCTION};
 static const dl_ir_attr_spec mse_a[] = {REDUCTION};
+// Internal gradient ops.
+static const dl_ir_attr_spec unary_grad_a[] = {
+    A_FLOAT("alpha", 0.01),
+    A_STR("approximate", "none", "none|tanh"),
+    {"op", DL_IR_ATTR_STRING, true, 0, 0, NULL, false, 0,
+     "Relu|LeakyRelu|Sigmoid|Tanh|Exp|Log|Sqrt|Reciprocal|Abs|Erf|Gelu|Softplus"},
+};
+static const dl_ir_attr_spec norm_grad_a[] = {A_INT("axis", -1), A_FLOAT("epsilon", 1e-5)};
+static const dl_ir_attr_spec conv_grad_weight_a[] = {
+    AUTO_PAD,
+    A_INTS_MIN("dilations", 1),
+    A_INT_MIN("group", 1, 1),
+    A_INTS_REQ_MIN("kernel_shape", 1),
+    A_INTS_MIN("pads", 0),
+    A_INTS_MIN("strides", 1),
+};
 
 typedef struct op_attrs {
     const dl_ir_attr_spec *attrs;
@@ -141,6 +157,17 @@ static const op_attrs op_attr_table[DL_IR_OP_COUNT] = {
     [DL_IR_OP_SOFTMAX_CROSS_ENTROPY_LOSS] = ATTRS(sce_a),
     [DL_IR_OP_NEGATIVE_LOG_LIKELIHOOD_LOSS] = ATTRS(sce_a),
     [DL_IR_OP_MEAN_SQUARED_ERROR] = ATTRS(mse_a),
+    [DL_IR_OP_UNARY_GRAD] = ATTRS(unary_grad_a),
+    [DL_IR_OP_SOFTMAX_CROSS_ENTROPY_LOSS_GRAD] = ATTRS(sce_a),
+    [DL_IR_OP_NEGATIVE_LOG_LIKELIHOOD_LOSS_GRAD] = ATTRS(sce_a),
+    [DL_IR_OP_LAYER_NORMALIZATION_GRAD] = ATTRS(norm_grad_a),
+    [DL_IR_OP_BATCH_NORMALIZATION_GRAD] = ATTRS(norm_grad_a),
+    [DL_IR_OP_CONV_GRAD_WEIGHT] = ATTRS(conv_grad_weight_a),
+    [DL_IR_OP_MAX_POOL_GRAD] = ATTRS(max_pool_a),
+    [DL_IR_OP_AVERAGE_POOL_GRAD] = ATTRS(average_pool_a),
+    [DL_IR_OP_GATHER_GRAD] = ATTRS(gather_a),
+    [DL_IR_OP_SLICE_GRAD] = ATTRS(slice_a),
+    [DL_IR_OP_PAD_GRAD] = ATTRS(pad_a),
 };
 
 static const struct {

@@ -1,4 +1,4 @@
-// passes/dl_pass.h — passes over the IR. For now: shape and type inference.
+// passes/dl_pass.h — passes over the IR: shape and type inference, reverse-mode autodiff.
 #ifndef DL_PASS_H
 #define DL_PASS_H
 
@@ -13,5 +13,14 @@
 // Continues past errors where it can (outputs of a failed node stay unknown and nodes that
 // depend on them are skipped silently). Returns DL_ERR_SHAPE if any error was reported.
 DL_NODISCARD dl_status dl_pass_shape(dl_ir_module *m, dl_diags *d);
+
+// Reverse-mode automatic differentiation of m->train->loss with respect to every param not
+// frozen by the train block (passes/autodiff.c). Requires a verified, shape-inferred module with
+// a train block whose loss is a float scalar. Appends the training graph after the forward
+// nodes and fills the autodiff fields of dl_ir_module (has_backward, n_fwd_nodes, train_loss,
+// grad_seed, grads, assigns); the added nodes have inferred types. Running it twice is an
+// error. Errors (a non-scalar loss, an op without a gradient rule on the path from a param to
+// the loss) go to `d` at the node's location; the module is then unusable.
+DL_NODISCARD dl_status dl_pass_autodiff(dl_ir_module *m, dl_diags *d);
 
 #endif

@@ -262,6 +262,19 @@ static bool infer_node(dl_pass__sh *c) {
         return dl_pass__sh_loss(c);
     case DL_IR_OP_MEAN_SQUARED_ERROR:
         return dl_pass__sh_mse(c);
+    case DL_IR_OP_UNARY_GRAD:
+    case DL_IR_OP_SOFTMAX_CROSS_ENTROPY_LOSS_GRAD:
+    case DL_IR_OP_NEGATIVE_LOG_LIKELIHOOD_LOSS_GRAD:
+    case DL_IR_OP_LAYER_NORMALIZATION_GRAD:
+    case DL_IR_OP_GATHER_GRAD:
+    case DL_IR_OP_SLICE_GRAD:
+    case DL_IR_OP_PAD_GRAD:
+        return dl_pass__sh_grad(c);
+    case DL_IR_OP_BATCH_NORMALIZATION_GRAD:
+    case DL_IR_OP_CONV_GRAD_WEIGHT:
+    case DL_IR_OP_MAX_POOL_GRAD:
+    case DL_IR_OP_AVERAGE_POOL_GRAD:
+        return dl_pass__sh_grad_nn(c);
     case DL_IR_OP_COUNT:
         break;
     }
@@ -330,6 +343,21 @@ static bool check_train(const dl_ir_module *m, dl_diags *d) {
         }
     }
     return ok;
+}
+
+bool dl_pass__shape_node(const dl_ir_module *m, const dl_ir_node *n, dl_diags *d) {
+    dl_pass__sh c = {.m = m, .d = d, .n = n};
+    reset_outputs(n);
+    for (size_t k = 0; k < n->n_inputs; k++) {
+        if (n->inputs[k] && n->inputs[k]->type.rank < 0) {
+            return false;
+        }
+    }
+    if (!infer_node(&c)) {
+        reset_outputs(n);
+        return false;
+    }
+    return true;
 }
 
 dl_status dl_pass_shape(dl_ir_module *m, dl_diags *d) {

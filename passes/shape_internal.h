@@ -116,4 +116,14 @@ bool dl_pass__sh_unsqueeze(dl_pass__sh *c);
 bool dl_pass__sh_expand(dl_pass__sh *c);
 bool dl_pass__sh_pad(dl_pass__sh *c);
 
+// Infers the output types of one node whose inputs are typed (for passes that add nodes, like
+// autodiff). False, with a diagnostic, if a rule is broken.
+bool dl_pass__shape_node(const dl_ir_module *m, const dl_ir_node *n, dl_diags *d);
+
+// Internal gradient ops: shape_grad.c (UnaryGrad, loss grads, LayerNormalizationGrad,
+// GatherGrad, SliceGrad, PadGrad) and shape_grad_nn.c (ConvGradWeight, MaxPoolGrad,
+// AveragePoolGrad, BatchNormalizationGrad).
+bool dl_pass__sh_grad(dl_pass__sh *c);
+bool dl_pass__sh_grad_nn(dl_pass__sh *c);
+
 #endif

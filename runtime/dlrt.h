@@ -2,8 +2,8 @@
 // neither LLVM nor the compiler's IR; trainers include only this header.
 //
 // Lifecycle: load a model (file or memory), create a session (params initialised), set inputs,
-// run infer, read outputs. Errors are returned as dlrt_status, never printed; the message is
-// available from dlrt_last_error(). train_step arrives with the training work.
+// run infer (or train_step), read outputs. Errors are returned as dlrt_status, never printed; the
+// message is available from dlrt_last_error().
 #ifndef DLRT_H
 #define DLRT_H
 
@@ -117,6 +117,52 @@ DLRT_API dlrt_status dlrt_session_get_param(dlrt_session *s, const char *name, v
                                             size_t size);
 DLRT_API dlrt_status dlrt_session_set_param(dlrt_session *s, const char *name, const void *data,
                                             size_t size);
+
+// ---------------------------------------------------------------------------------------------
+// Training (models compiled from a .dlg with a `train` block)
+
+// True when the model has a `train_step` entry point.
+DLRT_API int dlrt_model_has_train_step(const dlrt_model *m);
+// Optimizer state tensors ("PARAM.SLOT", e.g. "w1.exp_avg"; slot names as PyTorch's
+// state_dict), in plan order. dlrt_session_get_param / set_param accept these names too.
+DLRT_API size_t dlrt_model_num_state(const dlrt_model *m);
+DLRT_API dlrt_status dlrt_model_state(const dlrt_model *m, size_t i, dlrt_tensor_desc *out);
+// Hyper-parameters and step scalars of the train step, by name: settable ones ("lr",
+// "momentum", "dampening", "beta1", "beta2", "eps", "weight_decay", "alpha", "clip_norm" — those
+// of the model's optimizer) and the session's step state ("step", "loss_scale",
+// "growth_tracker"). Values are doubles. The name is BORROWED from the model.
+DLRT_API size_t dlrt_model_num_hparams(const dlrt_model *m);
+DLRT_API const char *dlrt_model_hparam_name(const dlrt_model *m, size_t i); // NULL if i too big
+DLRT_API dlrt_status dlrt_session_get_hparam(dlrt_session *s, const char *name, double *out);
+// Sets a hyper-parameter for the following steps (a learning-rate schedule writes "lr" before
+// each step; nothing is recompiled). DLRT_ERR_INVALID_ARG for an unknown name or a value
+// PyTorch's optimizer would refuse (negative lr, beta outside [0, 1), ...).
+DLRT_API dlrt_status dlrt_session_set_hparam(dlrt_session *s, const char *name, double value);
+
+// What one train step did.
+typedef struct dlrt_step_info {
+    double loss;       // the loss of this step's batch (as computed, before the update)
+    int skipped;       // 1: a non-finite gradient; params and optimizer state are unchanged
+    double grad_norm;  // global L2 norm of the (unscaled) gradients, before clipping
+    double loss_scale; // the loss scale the next step will use (1 without loss scaling)
+    int64_t step;      // optimizer steps applied so far (skipped steps do not count)
+} dlrt_step_info;
+
+// Runs the `train_step` entry point on the current inputs: forward, backward, global norm,
+// non-finite check, loss-scale update and the masked optimizer update of every param, all in
+// compiled kernels with no read-back in between. `info` may be NULL. DLRT_ERR_UNSUPPORTED if
+// the model has no train step.
+DLRT_API dlrt_status dlrt_session_train_step(dlrt_session *s, dlrt_step_info *info);
+
+// Checkpoints in safetensors format: every param by name, every optimizer slot as
+// "PARAM.SLOT", and __metadata__ {"dlcc.step", "dlcc.loss_scale", "dlcc.growth_tracker",
+// "dlcc.model"}. Saving is atomic (a temporary file renamed into place). Loading accepts a file
+// with a subset of the tensors (e.g. params only, as exported from PyTorch): tensors present are
+// loaded (dtype and shape must match), absent optimizer slots and step state are reset to their
+// initial values, absent params keep their current values; an unknown tensor name is an error.
+// On error the session is unchanged.
+DLRT_API dlrt_status dlrt_session_save(dlrt_session *s, const char *path);
+DLRT_API dlrt_status dlrt_session_load(dlrt_session *s, const char *path);
 
 #ifdef __cplusplus
 }

@@ -18,6 +18,7 @@
 //   dlrt_plan_buffer[n_buffers]   every tensor-sized region a session owns
 //   dlrt_plan_tensor[n_tensors]   named interface tensors: inputs, outputs, params
 //   dlrt_plan_kernel[n_kernels]
+//   dlrt_plan_hparam[n_hparams]   named scalars of the train step's hyper buffer (format 2)
 //   uint32_t args[n_args]         buffer ids, referenced by kernels
 //   uint32_t entry_kernels[n_entry_kernels]  kernel ids in execution order per entry point
 //   uint32_t deps[n_deps]         per kernel, the earlier kernels it must wait for (sorted)
@@ -30,7 +31,7 @@
 #include <stdint.h>
 
 #define DLRT_PLAN_MAGIC      "DLRTPLAN"
-#define DLRT_FORMAT_VERSION  1u
+#define DLRT_FORMAT_VERSION  2u
 #define DLRT_ARTIFACT_SYMBOL "dlcc_artifact_v1"
 #define DLRT_MAX_RANK        8
 #define DLRT_BUFFER_ALIGN    64u
@@ -52,10 +53,19 @@ enum {
     DLRT_BUF_PARAM = 1, // trainable state, initialised at session creation
     DLRT_BUF_CONST = 2, // filled from data[data_off, data_off + size) at session creation
     DLRT_BUF_TEMP = 3,  // written by kernels
+    DLRT_BUF_STATE = 4, // persistent training state (optimizer slots, the hyper buffer, the loss
+                        // seed): initialised at session creation from data[data_off, +size) when
+                        // flags has DLRT_BUF_F_INIT_DATA, else zeros; then only kernels and the
+                        // checkpoint / hparam API change it
 };
 
+// dlrt_plan_buffer.flags
+enum { DLRT_BUF_F_INIT_DATA = 1u };
+
 // Roles of interface tensors.
-enum { DLRT_ROLE_INPUT = 0, DLRT_ROLE_OUTPUT = 1, DLRT_ROLE_PARAM = 2 };
+// STATE tensors are optimizer slots named "PARAM.SLOT" (PyTorch's state_dict names), in STATE
+// buffers; they come after the params.
+enum { DLRT_ROLE_INPUT = 0, DLRT_ROLE_OUTPUT = 1, DLRT_ROLE_PARAM = 2, DLRT_ROLE_STATE = 3 };
 
 // How a param is initialised. Seeded kinds reproduce base/dl_base.h's dl_rng exactly:
 // element i (C order) = a + (b - a) * dl_rng_uniform(seed, i)   (UNIFORM, computed in double)
@@ -86,6 +96,61 @@ enum {
 // Entry points.
 enum { DLRT_ENTRY_INFER = 0, DLRT_ENTRY_TRAIN_STEP = 1, DLRT_ENTRY_COUNT = 2 };
 
+// Optimizers (dlrt_plan_hdr.optimizer; the values equal ir/dl_ir.h's dl_ir_optim).
+enum {
+    DLRT_OPTIM_SGD = 0,
+    DLRT_OPTIM_ADAM = 1,
+    DLRT_OPTIM_ADAMW = 2,
+    DLRT_OPTIM_RMSPROP = 3,
+};
+#define DLRT_OPTIM_NONE 0xffffffffu // no train step
+
+// The hyper buffer: a STATE buffer of DLRT_HP_COUNT doubles read and written by the train step's
+// kernels (never folded into code, so a learning-rate schedule needs no recompile). Fixed
+// indices; the hparam table names those the runtime exposes.
+enum {
+    // optimizer hyper-parameters (PyTorch's names; flags are 0/1)
+    DLRT_HP_LR = 0,
+    DLRT_HP_MOMENTUM = 1,
+    DLRT_HP_DAMPENING = 2,
+    DLRT_HP_NESTEROV = 3,
+    DLRT_HP_BETA1 = 4,
+    DLRT_HP_BETA2 = 5,
+    DLRT_HP_EPS = 6,
+    DLRT_HP_WEIGHT_DECAY = 7,
+    DLRT_HP_ALPHA = 8,
+    DLRT_HP_CENTERED = 9,
+    DLRT_HP_AMSGRAD = 10,
+    DLRT_HP_CLIP_NORM = 11, // 0 when the model clips nothing
+    // step state (saved in checkpoints)
+    DLRT_HP_STEP = 12,           // optimizer steps applied (skipped steps do not count)
+    DLRT_HP_LOSS_SCALE = 13,     // the scale the next step's backward uses (1 without scaling)
+    DLRT_HP_GROWTH = 14,         // GradScaler growth_factor
+    DLRT_HP_BACKOFF = 15,        // GradScaler backoff_factor
+    DLRT_HP_INTERVAL = 16,       // GradScaler growth_interval
+    DLRT_HP_GROWTH_TRACKER = 17, // consecutive finite steps
+    DLRT_HP_ACCUM_COUNT = 18,    // reserved: micro-steps since the last update (accumulate > 1)
+    DLRT_HP_ACCUMULATE = 19,     // reserved: the accumulate setting
+    // outputs of the last step
+    DLRT_HP_GRAD_NORM = 20, // global L2 norm of the unscaled gradients, before clipping
+    DLRT_HP_SKIPPED = 21,   // 1: non-finite gradient, nothing but the loss scale changed
+    DLRT_HP_LOSS = 22,      // the loss of the step's batch
+    // scratch written by the prologue kernel for the update kernel
+    DLRT_HP_APPLY = 23,     // 1: apply the update
+    DLRT_HP_GRAD_MULT = 24, // (float)(1 / loss_scale): PyTorch's GradScaler.unscale_ factor
+    DLRT_HP_STEP_SIZE = 25, // adam: lr / (1 - beta1^step)
+    DLRT_HP_BC2_SQRT = 26,  // adam: sqrt(1 - beta2^step)
+    DLRT_HP_CLIP_COEF = 27, // min(clip_norm / (grad_norm + 1e-6), 1); 1 without clipping
+    DLRT_HP_COUNT = 32,
+};
+
+// dlrt_plan_hparam.flags
+enum {
+    DLRT_HPF_SETTABLE = 1u, // dlrt_session_set_hparam may change it
+    DLRT_HPF_STATE = 2u,    // step state: saved in checkpoints, reset when a checkpoint lacks it
+    DLRT_HPF_OUTPUT = 4u,   // written by every step
+};
+
 typedef struct dlrt_plan_hdr {
     char magic[8];       // DLRT_PLAN_MAGIC
     uint32_t version;    // DLRT_FORMAT_VERSION
@@ -102,14 +167,22 @@ typedef struct dlrt_plan_hdr {
     uint32_t n_deps;
     uint32_t isa; // DLRT_ISA_* the kernels may use; the runtime refuses CPUs that lack one
     uint64_t off_deps;
+    // Format 2: the train step. All buffer ids are UINT32_MAX when there is no train step.
+    uint32_t optimizer;    // DLRT_OPTIM_*
+    uint32_t hyper_buffer; // STATE buffer of DLRT_HP_COUNT doubles
+    uint32_t loss_buffer;  // the train loss (a float, float16 or bfloat16 scalar)
+    uint32_t seed_buffer;  // STATE float scalar seeding backward (= loss scale), or UINT32_MAX
+    uint32_t n_hparams;
+    uint32_t reserved2;
+    uint64_t off_hparams;
 } dlrt_plan_hdr;
-_Static_assert(sizeof(dlrt_plan_hdr) == 168, "abi: dlrt_plan_hdr");
+_Static_assert(sizeof(dlrt_plan_hdr) == 200, "abi: dlrt_plan_hdr");
 
 typedef struct dlrt_plan_buffer {
-    uint64_t size; // bytes (0 allowed for empty tensors)
-    uint32_t kind; // DLRT_BUF_*
-    uint32_t reserved;
-    uint64_t data_off; // CONST: bytes in data
+    uint64_t size;     // bytes (0 allowed for empty tensors)
+    uint32_t kind;     // DLRT_BUF_*
+    uint32_t flags;    // DLRT_BUF_F_* (STATE only)
+    uint64_t data_off; // CONST, STATE with DLRT_BUF_F_INIT_DATA: bytes in data
 } dlrt_plan_buffer;
 _Static_assert(sizeof(dlrt_plan_buffer) == 24, "abi: dlrt_plan_buffer");
 
@@ -145,6 +218,15 @@ typedef struct dlrt_plan_kernel {
     uint32_t first_dep, n_deps;  // into deps
 } dlrt_plan_kernel;
 _Static_assert(sizeof(dlrt_plan_kernel) == 48, "abi: dlrt_plan_kernel");
+
+// A named scalar of the hyper buffer.
+typedef struct dlrt_plan_hparam {
+    uint32_t name_off, name_len; // in strings
+    uint32_t index;              // DLRT_HP_* (< DLRT_HP_COUNT)
+    uint32_t flags;              // DLRT_HPF_*
+    double init;                 // initial value (also in the hyper buffer's init data)
+} dlrt_plan_hparam;
+_Static_assert(sizeof(dlrt_plan_hparam) == 24, "abi: dlrt_plan_hparam");
 
 typedef void (*dlrt_kernel_fn)(void *const *args, int64_t begin, int64_t end);
 

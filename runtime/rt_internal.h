@@ -13,6 +13,8 @@
 struct dlrt_model {
     atomic_int refs;
     void *handle; // dlopen handle; closed when the last reference goes
+    int memfd;    // loaded from memory: the fd number its dlopen name used, held (on /dev/null)
+                  // until the model is released so no other artifact gets the name (0: none)
     const dlrt_artifact_desc *desc;
     const uint8_t *plan; // inside the loaded object
     const dlrt_plan_hdr *hdr;
@@ -25,8 +27,10 @@ struct dlrt_model {
     const uint8_t *data;
     char *name, *target; // NUL-terminated copies (OWNED)
     char **tensor_names; // NUL-terminated copies per tensor (OWNED)
-    size_t n_inputs, n_outputs, n_params;
-    size_t first_input, first_output, first_param; // tensor index ranges by role
+    size_t n_inputs, n_outputs, n_params, n_states;
+    size_t first_input, first_output, first_param, first_state; // tensor index ranges by role
+    const dlrt_plan_hparam *hparams;                            // n = hdr->n_hparams
+    char **hparam_names;                                        // NUL-terminated copies (OWNED)
 };
 
 struct dlrt_session {
@@ -41,5 +45,11 @@ struct dlrt_session {
 // Sets the thread's last error message (printf-style) and returns `st`.
 dlrt_status rt__fail(dlrt_status st, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 size_t rt__dtype_size(uint32_t dtype);
+// Runs entry point `entry` (DLRT_ENTRY_*) kernel by kernel (rt_session.c).
+void rt__run_entry(dlrt_session *s, int entry);
+// Resets STATE buffer `b` to its initial contents (plan data or zeros) (rt_session.c).
+void rt__state_reset(dlrt_session *s, uint32_t b);
+// The tensor named `name` among params and optimizer state (-1 if none) (rt_session.c).
+long rt__find_param_or_state(const dlrt_model *m, const char *name);
 
 #endif

@@ -9,6 +9,7 @@
 #include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -112,6 +113,48 @@ static dlrt_status check_isa(const dlrt_plan_hdr *h, const char *target, size_t 
     return DLRT_OK;
 }
 
+static bool is_buffer(const dlrt_model *m, uint32_t b, uint32_t kind, uint64_t size) {
+    return b < m->hdr->n_buffers && m->buffers[b].kind == kind && m->buffers[b].size == size;
+}
+
+// Format 2: the train step's header fields and the hparam table (after the tables are set).
+static dlrt_status validate_train(dlrt_model *m) {
+    const dlrt_plan_hdr *h = m->hdr;
+    if (!table_ok(h, h->off_hparams, h->n_hparams, sizeof(dlrt_plan_hparam))) {
+        return corrupt("the hparam table lies outside the plan");
+    }
+    m->hparams = (const dlrt_plan_hparam *)(m->plan + h->off_hparams);
+    if (h->entry_count[DLRT_ENTRY_TRAIN_STEP] == 0) {
+        if (h->n_hparams != 0 || h->hyper_buffer != UINT32_MAX) {
+            return corrupt("train step state without a train step");
+        }
+        return DLRT_OK;
+    }
+    if (h->optimizer > DLRT_OPTIM_RMSPROP) {
+        return corrupt("unknown optimizer");
+    }
+    if (!is_buffer(m, h->hyper_buffer, DLRT_BUF_STATE, DLRT_HP_COUNT * sizeof(double))) {
+        return corrupt("bad hyper-parameter buffer");
+    }
+    if (h->loss_buffer >= h->n_buffers ||
+        (m->buffers[h->loss_buffer].size != 4 && m->buffers[h->loss_buffer].size != 2)) {
+        return corrupt("bad loss buffer");
+    }
+    if (h->seed_buffer != UINT32_MAX &&
+        !is_buffer(m, h->seed_buffer, DLRT_BUF_STATE, sizeof(float))) {
+        return corrupt("bad loss seed buffer");
+    }
+    for (uint32_t i = 0; i < h->n_hparams; i++) {
+        const dlrt_plan_hparam *p = &m->hparams[i];
+        if (p->index >= DLRT_HP_COUNT ||
+            (p->flags & ~(uint32_t)(DLRT_HPF_SETTABLE | DLRT_HPF_STATE | DLRT_HPF_OUTPUT)) != 0 ||
+            p->name_len == 0 || !fits(p->name_off, p->name_len, h->size_strings)) {
+            return corrupt("bad hparam record");
+        }
+    }
+    return DLRT_OK;
+}
+
 static dlrt_status validate(dlrt_model *m, uint64_t plan_size) {
     if (plan_size < sizeof(dlrt_plan_hdr)) {
         return corrupt("plan smaller than its header");
@@ -151,10 +194,13 @@ static dlrt_status validate(dlrt_model *m, uint64_t plan_size) {
     m->data = m->plan + h->off_data;
     for (uint32_t i = 0; i < h->n_buffers; i++) {
         const dlrt_plan_buffer *b = &m->buffers[i];
-        if (b->kind > DLRT_BUF_TEMP || b->size > (UINT64_C(1) << 48)) {
+        if (b->kind > DLRT_BUF_STATE || b->size > (UINT64_C(1) << 48) ||
+            (b->flags & ~(uint32_t)DLRT_BUF_F_INIT_DATA) != 0 ||
+            (b->flags != 0 && b->kind != DLRT_BUF_STATE)) {
             return corrupt("bad buffer");
         }
-        if (b->kind == DLRT_BUF_CONST && !fits(b->data_off, b->size, h->size_data)) {
+        if ((b->kind == DLRT_BUF_CONST || (b->flags & DLRT_BUF_F_INIT_DATA)) &&
+            !fits(b->data_off, b->size, h->size_data)) {
             return corrupt("constant data outside the plan");
         }
     }
@@ -197,11 +243,15 @@ static dlrt_status validate(dlrt_model *m, uint64_t plan_size) {
     if (ist != DLRT_OK) {
         return ist;
     }
-    // Tensors: grouped by role (inputs, outputs, params), each consistent with its buffer.
+    dlrt_status tst = validate_train(m);
+    if (tst != DLRT_OK) {
+        return tst;
+    }
+    // Tensors: grouped by role (inputs, outputs, params, states), each consistent with its buffer.
     uint32_t prev_role = 0;
     for (uint32_t i = 0; i < h->n_tensors; i++) {
         const dlrt_plan_tensor *t = &m->tensors[i];
-        if (t->role > DLRT_ROLE_PARAM || t->role < prev_role || t->dtype >= DLRT_DT_COUNT ||
+        if (t->role > DLRT_ROLE_STATE || t->role < prev_role || t->dtype >= DLRT_DT_COUNT ||
             t->rank > DLRT_MAX_RANK || t->buffer >= h->n_buffers ||
             !fits(t->name_off, t->name_len, h->size_strings) || t->name_len == 0) {
             return corrupt("bad tensor record");
@@ -225,6 +275,9 @@ static dlrt_status validate(dlrt_model *m, uint64_t plan_size) {
                 return corrupt("bad param initialiser");
             }
         }
+        if (t->role == DLRT_ROLE_STATE && m->buffers[t->buffer].kind != DLRT_BUF_STATE) {
+            return corrupt("optimizer state outside a state buffer");
+        }
         switch (t->role) {
         case DLRT_ROLE_INPUT:
             m->n_inputs++;
@@ -232,14 +285,18 @@ static dlrt_status validate(dlrt_model *m, uint64_t plan_size) {
         case DLRT_ROLE_OUTPUT:
             m->n_outputs++;
             break;
-        default:
+        case DLRT_ROLE_PARAM:
             m->n_params++;
+            break;
+        default:
+            m->n_states++;
             break;
         }
     }
     m->first_input = 0;
     m->first_output = m->n_inputs;
     m->first_param = m->n_inputs + m->n_outputs;
+    m->first_state = m->first_param + m->n_params;
     return DLRT_OK;
 }
 
@@ -285,6 +342,17 @@ static dlrt_status finish_load(void *handle, const char *what, dlrt_model **out)
             m->tensor_names[i] =
                 dup_range(m->strings + m->tensors[i].name_off, m->tensors[i].name_len);
             if (!m->tensor_names[i]) {
+                st = DLRT_ERR_NOMEM;
+            }
+        }
+        if (st == DLRT_OK) {
+            m->hparam_names = calloc(h->n_hparams ? h->n_hparams : 1, sizeof(char *));
+            st = m->hparam_names ? DLRT_OK : DLRT_ERR_NOMEM;
+        }
+        for (uint32_t i = 0; st == DLRT_OK && i < h->n_hparams; i++) {
+            m->hparam_names[i] =
+                dup_range(m->strings + m->hparams[i].name_off, m->hparams[i].name_len);
+            if (!m->hparam_names[i]) {
                 st = DLRT_ERR_NOMEM;
             }
         }
@@ -394,11 +462,29 @@ dlrt_status dlrt_model_load_memory(const void *data, size_t size, dlrt_model **o
     char path[64];
     snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
     void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    close(fd); // the mapping keeps the memory alive; nothing remains on disk
     if (!h) {
+        close(fd);
         return rt__fail(DLRT_ERR_CORRUPT, "cannot load the artifact: %s", dlerror());
     }
-    return finish_load(h, "the artifact", out);
+    // The dynamic loader finds already loaded objects by the name given to dlopen, so a second
+    // artifact loaded from memory under a reused fd number would silently get the first one
+    // back. The memory file is closed (its mapping keeps it alive), but its fd number stays
+    // taken by /dev/null until the model is released, so the name is unique while it lives.
+    dlrt_status st = finish_load(h, "the artifact", out);
+    int nul = st == DLRT_OK ? open("/dev/null", O_RDONLY | O_CLOEXEC) : -1;
+    if (nul >= 0 && dup3(nul, fd, O_CLOEXEC) == fd) {
+        (*out)->memfd = fd; // now /dev/null
+    } else if (st == DLRT_OK) {
+        (*out)->memfd = fd; // keep the memory file itself open instead
+        fd = -1;
+    }
+    if (nul >= 0) {
+        close(nul);
+    }
+    if (st != DLRT_OK) {
+        close(fd);
+    }
+    return st;
 }
 
 void dlrt_model_retain(dlrt_model *m) {
@@ -425,10 +511,19 @@ void dlrt_model_release(dlrt_model *m) {
         }
         free(m->tensor_names);
     }
+    if (m->hparam_names) {
+        for (uint32_t i = 0; m->hdr && i < m->hdr->n_hparams; i++) {
+            free(m->hparam_names[i]);
+        }
+        free(m->hparam_names);
+    }
     free(m->name);
     free(m->target);
     if (m->handle) {
         dlclose(m->handle);
+    }
+    if (m->memfd > 0) {
+        close(m->memfd);
     }
     free(m);
 }
@@ -488,4 +583,8 @@ dlrt_status dlrt_model_output(const dlrt_model *m, size_t i, dlrt_tensor_desc *o
 
 dlrt_status dlrt_model_param(const dlrt_model *m, size_t i, dlrt_tensor_desc *out) {
     return describe_role(m, m ? m->first_param : 0, m ? m->n_params : 0, i, out, "param");
+}
+
+dlrt_status dlrt_model_state(const dlrt_model *m, size_t i, dlrt_tensor_desc *out) {
+    return describe_role(m, m ? m->first_state : 0, m ? m->n_states : 0, i, out, "state");
 }

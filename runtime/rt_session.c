@@ -87,7 +87,7 @@ dlrt_status dlrt_session_create(dlrt_model *m, dlrt_session **out) {
     for (uint32_t i = 0; i < h->n_buffers; i++) {
         s->buf_ptr[i] = s->arena + offs[i];
         const dlrt_plan_buffer *b = &m->buffers[i];
-        if (b->kind == DLRT_BUF_CONST) {
+        if (b->kind == DLRT_BUF_CONST || (b->flags & DLRT_BUF_F_INIT_DATA)) {
             memcpy(s->buf_ptr[i], m->data + b->data_off, (size_t)b->size);
         }
     }
@@ -130,6 +130,19 @@ static long find_tensor(const dlrt_model *m, size_t first, size_t n, const char 
     return -1;
 }
 
+long rt__find_param_or_state(const dlrt_model *m, const char *name) {
+    return find_tensor(m, m->first_param, m->n_params + m->n_states, name);
+}
+
+void rt__state_reset(dlrt_session *s, uint32_t b) {
+    const dlrt_plan_buffer *pb = &s->model->buffers[b];
+    if (pb->flags & DLRT_BUF_F_INIT_DATA) {
+        memcpy(s->buf_ptr[b], s->model->data + pb->data_off, (size_t)pb->size);
+    } else {
+        memset(s->buf_ptr[b], 0, (size_t)pb->size);
+    }
+}
+
 static dlrt_status lookup(dlrt_session *s, const char *name, int role, size_t size, bool check_size,
                           const dlrt_plan_tensor **out) {
     if (!s) {
@@ -139,9 +152,10 @@ static dlrt_status lookup(dlrt_session *s, const char *name, int role, size_t si
     size_t first = role == DLRT_ROLE_INPUT    ? m->first_input
                    : role == DLRT_ROLE_OUTPUT ? m->first_output
                                               : m->first_param;
+    // Params and optimizer state ("PARAM.SLOT") share get_param / set_param.
     size_t n = role == DLRT_ROLE_INPUT    ? m->n_inputs
                : role == DLRT_ROLE_OUTPUT ? m->n_outputs
-                                          : m->n_params;
+                                          : m->n_params + m->n_states;
     const char *what = role == DLRT_ROLE_INPUT    ? "input"
                        : role == DLRT_ROLE_OUTPUT ? "output"
                                                   : "param";
@@ -201,9 +215,14 @@ dlrt_status dlrt_session_infer(dlrt_session *s) {
     if (!s) {
         return rt__fail(DLRT_ERR_INVALID_ARG, "dlrt_session_infer: session is NULL");
     }
+    rt__run_entry(s, DLRT_ENTRY_INFER);
+    return DLRT_OK;
+}
+
+void rt__run_entry(dlrt_session *s, int entry) {
     const dlrt_model *m = s->model;
     const dlrt_plan_hdr *h = m->hdr;
-    uint32_t first = h->entry_first[DLRT_ENTRY_INFER], n = h->entry_count[DLRT_ENTRY_INFER];
+    uint32_t first = h->entry_first[entry], n = h->entry_count[entry];
     for (uint32_t i = 0; i < n; i++) {
         const dlrt_plan_kernel *k = &m->kernels[m->entry_kernels[first + i]];
         dlrt_kernel_fn fn = m->desc->fns[k->fn];
@@ -213,7 +232,6 @@ dlrt_status dlrt_session_infer(dlrt_session *s) {
             fn(s->kargs + k->first_arg, 0, k->range);
         }
     }
-    return DLRT_OK;
 }
 
 dlrt_status dlrt_session_output(dlrt_session *s, const char *name, const void **data,

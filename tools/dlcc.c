@@ -1,4 +1,4 @@
-// tools/dlcc.c — the `dlcc` command line: check, fmt, run, import.
+// tools/dlcc.c — the `dlcc` command line: check, fmt, compile, run, train, import.
 //
 // The only place that prints and chooses exit codes (STYLE.md 3.3). Library calls report into a
 // dl_diags sink; each command renders it with dl_diags_render to stderr. Exit codes:
@@ -11,14 +11,19 @@
 
 #include "dl_cg.h"
 #include "dl_fe.h"
+#include "dl_idx.h"
 #include "dl_ir.h"
+#include "dl_pass.h"
 #include "dl_tensor_io.h"
 #include "dlrt.h"
 #include "dlrt_format.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #ifndef DL_VERSION
@@ -72,9 +77,11 @@ static const cmd_help helps[] = {
      "  --no-cache         neither read nor write the compilation cache\n"
      "  --cache-dir DIR    use the cache in DIR (default: see above)\n"
      "  -v, --verbose      print 'cache hit|miss KEY (N.N ms)', the target, sizes and times\n"},
-    {"run", "run a model's infer entry point (compiled, or with the reference evaluator)",
+    {"run", "run a model's infer or train_step entry point",
      "dlcc run FILE [-D NAME=INT]... [--in NAME=PATH.npy]... [--out NAME=PATH.npy]...\n"
-     "                [--backend cpu|ref] [--entry infer]",
+     "                [--backend cpu|ref] [--entry infer]\n"
+     "       dlcc run FILE --entry train_step [--steps K] [--in NAME=PATH.npy]...\n"
+     "                [--init-params IN.safetensors] [--save-params OUT.safetensors]",
      "Runs FILE, a .dlg model or an artifact compiled by 'dlcc compile', on the given inputs.\n"
      "A .dlg is compiled on the fly for --backend cpu (the default; through the compilation\n"
      "cache, as 'dlcc compile'; see --no-cache, --cache-dir, -v below) or evaluated by the\n"
@@ -88,10 +95,71 @@ static const cmd_help helps[] = {
      "  --out NAME=PATH      write output NAME to a .npy file\n"
      "  --backend cpu        compiled native code (default)\n"
      "  --backend ref        the reference evaluator (the oracle; .dlg models only)\n"
-     "  --entry infer        the inference entry point (the only entry in this build)\n"
+     "  --entry infer        the inference entry point (default)\n"
+     "  --entry train_step   K training steps (forward, backward, optimizer update) of a model\n"
+     "                       with a train block, compiled (--backend cpu); see below\n"
      "  --no-cache           compile without the compilation cache (--backend cpu)\n"
      "  --cache-dir DIR      use the cache in DIR\n"
-     "  -v, --verbose        print 'cache hit|miss KEY (N.N ms)' for a compiled .dlg\n"},
+     "  -v, --verbose        print 'cache hit|miss KEY (N.N ms)' for a compiled .dlg\n"
+     "\n"
+     "With --entry train_step each --in file either has exactly the input's shape (the same\n"
+     "batch every step) or one extra leading dim of size >= K (step i uses slice i); the dtype\n"
+     "must match (nothing is converted). Prints one line per step to stdout:\n"
+     "  step I loss L grad_norm G skipped 0|1\n"
+     "\n"
+     "  --steps K            number of train steps (default 1)\n"
+     "  --init-params PATH   load params (and optimizer state, if present) from a safetensors\n"
+     "                       checkpoint before the first step\n"
+     "  --save-params PATH   write a safetensors checkpoint (params, optimizer state, step)\n"
+     "                       atomically after the last step\n"},
+    {"train", "train a model on a data set (Fashion-MNIST, IDX or .npy files)",
+     "dlcc train MODEL.dlg --dataset SPEC [--test SPEC] [--epochs E] [--batch N] [--threads T]\n"
+     "                  [--save CKPT] [--init CKPT] [--lr V] [--lr-schedule NAME]\n"
+     "                  [--warmup-steps S] [--seed S] [--limit-train N] [-D NAME=INT]...\n"
+     "                  [--no-cache] [--cache-dir DIR] [--dry-run] [-v]",
+     "Trains MODEL.dlg, a model with a `train` block and exactly two inputs: the data\n"
+     "(float[B, ...], B a named dim: the batch) and the labels (int64[B] or int32[B]). The\n"
+     "model is compiled through the compilation cache with B bound to --batch. Each epoch\n"
+     "visits the training set in a new seeded random order, in full batches (the final\n"
+     "partial batch of an epoch is dropped), one compiled train step per batch. Then the\n"
+     "infer entry point classifies the test set: the argmax of the model's first float\n"
+     "output of shape [B, C] is compared with the label. The checkpoint is written last,\n"
+     "atomically; a failed run writes nothing.\n"
+     "\n"
+     "Data: uint8 pixels become x/255; then every value is normalised with the mean and\n"
+     "standard deviation of the training samples used (printed with -v). A sample's\n"
+     "element count must equal the data input's per-sample count (784 for Fashion-MNIST,\n"
+     "whatever the input's shape, e.g. [N, 784] or [N, 1, 28, 28]).\n"
+     "\n"
+     "Output: per epoch 'epoch E: mean loss L, T s, S samples/s, skipped K' (stdout), and\n"
+     "at the end 'test accuracy: A (CORRECT/TOTAL)'. Progress goes to stderr: one line\n"
+     "rewritten in place on a terminal, else one line per epoch.\n"
+     "\n"
+     "  --dataset SPEC       fashion-mnist (Debian's dataset-fashion-mnist package, in\n"
+     "                       /usr/share/datasets/fashion-mnist; its t10k set is the test set),\n"
+     "                       fashion-mnist:DIR (the four IDX files in DIR),\n"
+     "                       idx:IMAGES,LABELS (IDX files, plain or gzip), or\n"
+     "                       npy:X.npy,Y.npy (X float32 or uint8 [S, ...], Y int64/int32 [S])\n"
+     "  --test SPEC          the test set for idx: and npy: data sets (same kind); without\n"
+     "                       it there is no test accuracy\n"
+     "  --epochs E           passes over the training set (default 1)\n"
+     "  --batch N            batch size: binds the batch dim (default: its value in the model)\n"
+     "  --threads T          worker threads, >= 1 (used once the threaded executor lands)\n"
+     "  --save CKPT          write a safetensors checkpoint (params, optimizer state, step)\n"
+     "  --init CKPT          start from a checkpoint or a params-only safetensors file\n"
+     "  --lr V               base learning rate (default: the model's optimizer lr)\n"
+     "  --lr-schedule NAME   constant (default); step: x0.1 at 50% and again at 75% of the\n"
+     "                       steps; cosine: lr/2 (1 + cos(pi t/T)); warmup-cosine: lr (t+1)/S\n"
+     "                       for the first S steps, then cosine over the rest\n"
+     "  --warmup-steps S     warm-up steps of warmup-cosine (default 5% of the steps)\n"
+     "  --seed S             seed of the shuffling (default 0)\n"
+     "  --limit-train N      use only the first N training samples\n"
+     "  -D NAME=INT          bind a dim, as for 'dlcc compile'\n"
+     "  --no-cache           compile without the compilation cache\n"
+     "  --cache-dir DIR      use the cache in DIR\n"
+     "  --dry-run            check the arguments, model and data, print the plan (each epoch's\n"
+     "                       first samples, each step's lr) and exit without compiling\n"
+     "  -v, --verbose        print the data statistics, the plan and the cache line\n"},
     {"import", "convert an ONNX model to .dlg", "dlcc import MODEL.onnx [-o OUT.dlg] [--consts]",
      "Imports an ONNX model (opset 13-17) and prints it as .dlg text to stdout or atomically\n"
      "to OUT. Errors exit 1 and write nothing.\n"
@@ -370,6 +438,12 @@ static int cmd_check(int argc, char **argv) {
     for (size_t i = 0; i < files.len; i++) {
         dl_ir_module *m = NULL;
         dl_status st = load_model(files.data[i], NULL, 0, d, &m);
+        size_t n_fwd = m ? m->nodes.len : 0;
+        // A train block is checked by deriving its backward graph (an op on the path from a
+        // param to the loss without a gradient rule is an error here, not at compile time).
+        if (st == DL_OK && m->train) {
+            st = dl_pass_autodiff(m, d);
+        }
         if (!flush_diags(d)) {
             rc = EXIT_INTERNAL;
         }
@@ -377,7 +451,12 @@ static int cmd_check(int argc, char **argv) {
             int e = status_exit(st);
             rc = rc > e ? rc : e;
         } else if (verbose) {
-            printf("%s: ok (%zu nodes, %zu params)\n", files.data[i], m->nodes.len, m->params.len);
+            if (m->has_backward) {
+                printf("%s: ok (%zu nodes, %zu params; train step: %zu backward nodes)\n",
+                       files.data[i], n_fwd, m->params.len, m->nodes.len - n_fwd);
+            } else {
+                printf("%s: ok (%zu nodes, %zu params)\n", files.data[i], n_fwd, m->params.len);
+            }
         }
         dl_ir_module_destroy(m);
     }
@@ -643,6 +722,90 @@ static bool in_list(const char *s, const char *const *list, size_t n) {
     return false;
 }
 
+// ---------------------------------------------------------------------------------------------
+// Helpers of `dlcc run --entry train_step`
+
+// An integer argument in [lo, hi]; false when malformed or out of range.
+static bool parse_long_arg(const char *s, long lo, long hi, long *out) {
+    char *end = NULL;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (*s == 0 || *end != 0 || errno == ERANGE || v < lo || v > hi) {
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
+// `t` is [K', ...io's shape] of io's dtype with K' >= steps.
+static bool io_matches_stepped(const dl_tensor *t, const io_desc *io, long steps) {
+    if (t->dtype != io->dtype || t->rank != io->rank + 1 || t->dims[0] < steps) {
+        return false;
+    }
+    for (int32_t i = 0; i < io->rank; i++) {
+        if (t->dims[i + 1] != io->dims[i]) {
+            return false;
+        }
+    }
+    return true;
+}
+
+// `dlcc run --entry train_step`: optional checkpoint load, `steps` train steps (input j from
+// in_t[j], or its slice i when stepped[j]), one line per step, optional checkpoint save.
+static int run_train_steps(dl_diags *d, const char *file, dlrt_model *rtm, const io_desc *in_io,
+                           const dl_tensor *in_t, const bool *stepped, size_t n_in, long steps,
+                           const char *init_params, const char *save_params) {
+    if (!dlrt_model_has_train_step(rtm)) {
+        file_diag(d, file, "the artifact has no train_step entry point");
+        return EXIT_INPUT;
+    }
+    dlrt_session *s = NULL;
+    dlrt_status rs = dlrt_session_create(rtm, &s);
+    if (rs != DLRT_OK) {
+        rt_diag(d, file, rs);
+        dlrt_session_destroy(s);
+        return rs == DLRT_ERR_NOMEM ? EXIT_INTERNAL : EXIT_INPUT;
+    }
+    int rc = EXIT_OK;
+    if (init_params && (rs = dlrt_session_load(s, init_params)) != DLRT_OK) {
+        rt_diag(d, init_params, rs);
+        rc = rs == DLRT_ERR_NOMEM ? EXIT_INTERNAL : EXIT_INPUT;
+        goto out;
+    }
+    for (long i = 0; i < steps; i++) {
+        for (size_t j = 0; j < n_in; j++) {
+            size_t nb = dl_tensor_nbytes(&in_t[j]);
+            const uint8_t *data = in_t[j].data;
+            if (stepped[j]) {
+                nb /= (size_t)in_t[j].dims[0];
+                data += nb * (size_t)i;
+            }
+            if ((rs = dlrt_session_set_input(s, in_io[j].name, data, nb)) != DLRT_OK) {
+                break;
+            }
+        }
+        dlrt_step_info info;
+        memset(&info, 0, sizeof info);
+        if (rs == DLRT_OK) {
+            rs = dlrt_session_train_step(s, &info);
+        }
+        if (rs != DLRT_OK) {
+            rt_diag(d, file, rs);
+            rc = rs == DLRT_ERR_NOMEM ? EXIT_INTERNAL : EXIT_INPUT;
+            goto out;
+        }
+        printf("step %ld loss %.9g grad_norm %.9g skipped %d\n", i + 1, info.loss, info.grad_norm,
+               info.skipped);
+    }
+    if (save_params && (rs = dlrt_session_save(s, save_params)) != DLRT_OK) {
+        rt_diag(d, save_params, rs);
+        rc = rs == DLRT_ERR_NOMEM ? EXIT_INTERNAL : EXIT_INPUT;
+    }
+out:
+    dlrt_session_destroy(s);
+    return rc;
+}
+
 static int cmd_run(int argc, char **argv) {
     args a = {"run", argc, argv, 0, false};
     const char *file = NULL;
@@ -664,6 +827,9 @@ static int cmd_run(int argc, char **argv) {
     dlcc_options copts;
     dlcc_options_init(&copts);
     dlcc_bind *cbinds = NULL;
+    const char *steps_arg = NULL, *init_params = NULL, *save_params = NULL;
+    bool *stepped = NULL; // per input: its .npy has a leading step dim
+    long steps = 1;
     int rc = EXIT_OK;
 
     // 1. Arguments (no file is touched before they are all valid).
@@ -725,7 +891,10 @@ static int cmd_run(int argc, char **argv) {
                 goto out;
             }
         } else if ((r = take_flag(&a, NULL, "--backend", true, &backend)) != 0 ||
-                   (r = take_flag(&a, NULL, "--entry", true, &entry)) != 0) {
+                   (r = take_flag(&a, NULL, "--entry", true, &entry)) != 0 ||
+                   (r = take_flag(&a, NULL, "--steps", true, &steps_arg)) != 0 ||
+                   (r = take_flag(&a, NULL, "--init-params", true, &init_params)) != 0 ||
+                   (r = take_flag(&a, NULL, "--save-params", true, &save_params)) != 0) {
             if (r < 0) {
                 rc = EXIT_USAGE;
                 goto out;
@@ -769,16 +938,41 @@ static int cmd_run(int argc, char **argv) {
                          binds.data[0].name);
         goto out;
     }
-    if (strcmp(entry, "infer") != 0) {
-        if (in_list(entry, known_entries, DL_ARRAY_LEN(known_entries))) {
-            rc = usage_error("run",
-                             "entry point '%s' is not available yet in this build "
-                             "(available: infer)",
-                             entry);
-        } else {
-            rc = usage_error("run", "unknown entry point '%s' (available: infer)", entry);
-        }
+    if (!in_list(entry, known_entries, DL_ARRAY_LEN(known_entries))) {
+        rc = usage_error("run", "unknown entry point '%s' (available: infer, train_step)", entry);
         goto out;
+    }
+    bool train = strcmp(entry, "train_step") == 0;
+    if (!train && (steps_arg || init_params || save_params)) {
+        rc = usage_error("run", "%s only applies to --entry train_step",
+                         steps_arg     ? "--steps"
+                         : init_params ? "--init-params"
+                                       : "--save-params");
+        goto out;
+    }
+    if (train) {
+        if (use_ref) {
+            rc = usage_error("run", "--entry train_step runs compiled code; --backend ref "
+                                    "evaluates the infer entry point only");
+            goto out;
+        }
+        if (outs.len > 0) {
+            rc = usage_error("run",
+                             "--out %s: --entry train_step writes no outputs (use "
+                             "--save-params for the trained params)",
+                             outs.data[0].name);
+            goto out;
+        }
+        if (steps_arg && !parse_long_arg(steps_arg, 1, 1000000000L, &steps)) {
+            rc =
+                usage_error("run", "--steps expects an integer 1..1000000000, got '%s'", steps_arg);
+            goto out;
+        }
+        if ((init_params && !*init_params) || (save_params && !*save_params)) {
+            rc = usage_error("run", "%s needs a file name",
+                             init_params && !*init_params ? "--init-params" : "--save-params");
+            goto out;
+        }
     }
 
     if (dl_diags_create(&d) != DL_OK) {
@@ -836,11 +1030,20 @@ static int cmd_run(int argc, char **argv) {
         }
     }
     const char *model_name = m ? m->name : dlrt_model_name(rtm);
+    if (train && (m ? m->train == NULL : !dlrt_model_has_train_step(rtm))) {
+        file_diag(d, file,
+                  "model '%s' has no train block: --entry train_step needs a model with "
+                  "`train LOSS { ... }`%s",
+                  model_name, m ? "" : " (compiled from such a .dlg)");
+        rc = EXIT_INPUT;
+        goto out;
+    }
 
     // 3. Inputs: names first (cheap, and the clearest errors), then the files.
     in_t = calloc(n_in ? n_in : 1, sizeof *in_t);
+    stepped = calloc(n_in ? n_in : 1, sizeof *stepped);
     int *given = calloc(n_in ? n_in : 1, sizeof *given); // index into ins + 1; 0 = missing
-    if (!in_t || !given) {
+    if (!in_t || !given || !stepped) {
         free(given);
         rc = EXIT_INTERNAL;
         goto out;
@@ -894,7 +1097,26 @@ static int cmd_run(int argc, char **argv) {
                 file_diag(d, io->path, "%s", err);
                 continue;
             }
-            if (!io_matches(&in_t[j], &in_io[j])) {
+            if (train && !io_matches(&in_t[j], &in_io[j])) {
+                // --entry train_step: [K', ...shape] with K' >= K gives one batch per step.
+                char want[256], got[256];
+                io_format(&in_io[j], want, sizeof want);
+                tensor_type_format(&in_t[j], got, sizeof got);
+                if (in_t[j].dtype != in_io[j].dtype) {
+                    dl_diag(d, DL_SEV_ERROR, DL_NO_LOC,
+                            "input '%s': expected dtype %s, got %s (from %s; nothing is "
+                            "converted)",
+                            in_io[j].name, dl_dtype_name(in_io[j].dtype),
+                            dl_dtype_name(in_t[j].dtype), io->path);
+                } else if (!io_matches_stepped(&in_t[j], &in_io[j], steps)) {
+                    dl_diag(d, DL_SEV_ERROR, DL_NO_LOC,
+                            "input '%s': expected %s, or [K, ...] with K >= %ld steps, got %s "
+                            "(from %s)",
+                            in_io[j].name, want, steps, got, io->path);
+                } else {
+                    stepped[j] = true;
+                }
+            } else if (!io_matches(&in_t[j], &in_io[j])) {
                 char want[256], got[256];
                 io_format(&in_io[j], want, sizeof want);
                 tensor_type_format(&in_t[j], got, sizeof got);
@@ -941,6 +1163,11 @@ static int cmd_run(int argc, char **argv) {
     out_t = calloc(n_out ? n_out : 1, sizeof *out_t);
     if (!out_t) {
         rc = EXIT_INTERNAL;
+        goto out;
+    }
+    if (train) {
+        rc = run_train_steps(d, file, rtm, in_io, in_t, stepped, n_in, steps, init_params,
+                             save_params);
         goto out;
     }
     if (use_ref) {
@@ -1052,6 +1279,7 @@ out:
         dl_tensor_free(&out_t[j]);
     }
     free(in_t);
+    free(stepped);
     free(out_t);
     free(tmp_paths);
     free(cbinds);
@@ -1295,17 +1523,1095 @@ out:
 }
 
 // ---------------------------------------------------------------------------------------------
+// dlcc train
+//
+// Trains a .dlg model with a `train` block on a labelled data set: loads and preprocesses the
+// whole set into memory (float, normalised with the training set's mean and std), compiles the
+// model through the cache with its batch dim bound to --batch, then runs epochs of shuffled
+// full batches through dlrt_session_train_step, setting "lr" from the schedule before every
+// step. Afterwards the infer entry point classifies the test set (argmax of the first float
+// [batch, C] output) and the checkpoint, if asked for, is written last. Everything that can be
+// checked (arguments, model interface, data files and shapes) is checked before the compile, so
+// a mistake costs no training time; nothing is written unless training and testing succeeded.
+
+typedef enum lr_sched { SCHED_CONSTANT, SCHED_STEP, SCHED_COSINE, SCHED_WARMUP_COSINE } lr_sched;
+static const char *const sched_names[] = {"constant", "step", "cosine", "warmup-cosine"};
+
+// The learning rate of step t (0-based) of T, from base rate `lr`: constant; step (x0.1 from
+// 50% of T, x0.01 from 75%); cosine lr/2 (1 + cos(pi t / T)); warmup-cosine: lr (t+1) / W for
+// the first W steps, then cosine over the remaining T - W.
+static double sched_lr(lr_sched k, double lr, int64_t t, int64_t T, int64_t W) {
+    const double pi = 3.14159265358979323846;
+    switch (k) {
+    case SCHED_CONSTANT:
+        return lr;
+    case SCHED_STEP:
+        return 4 * t >= 3 * T ? lr * 0.01 : 2 * t >= T ? lr * 0.1 : lr;
+    case SCHED_COSINE:
+        return lr * 0.5 * (1.0 + cos(pi * (double)t / (double)T));
+    case SCHED_WARMUP_COSINE:
+        if (t < W) {
+            return lr * (double)(t + 1) / (double)W;
+        }
+        return lr * 0.5 * (1.0 + cos(pi * (double)(t - W) / (double)(T - W)));
+    }
+    return lr;
+}
+
+typedef DL_VEC(bind) bind_vec;
+
+typedef struct train_args {
+    const char *file, *dataset, *test, *save, *init;
+    long epochs;
+    long batch; // 0: the batch dim's value in the model
+    long threads;
+    bool has_lr;
+    double lr;
+    lr_sched sched;
+    long warmup; // -1: 5% of the total steps
+    uint64_t seed;
+    long limit; // 0: all
+    bool verbose, dry_run;
+} train_args;
+
+// One split of a data set in memory, preprocessed: x [n, per] float, y [n] int64.
+typedef struct train_split {
+    int64_t n, per;
+    int32_t rank; // of one sample
+    int64_t dims[DL_MAX_RANK];
+    float *x;
+    int64_t *y;
+    const char *x_path, *y_path; // for messages (BORROWED)
+} train_split;
+
+static void split_fini(train_split *s) {
+    free(s->x);
+    free(s->y);
+    memset(s, 0, sizeof *s);
+}
+
+// What `dlcc train` needs to know about the model (pointers into the module).
+typedef struct train_model {
+    const dl_ir_value *x, *y; // data input (float [B, ...]) and label input (int [B])
+    int32_t batch_sym;        // module dim index of B
+    int64_t batch, per;       // B and the values per sample
+    const dl_ir_value *out;   // first float output of shape [B, C], or NULL
+    int64_t n_classes;        // C, 0 without `out`
+} train_model;
+
+// Finds the data and label inputs and the batch dim. Errors (exit 1) into `d`.
+static bool train_model_inspect(const dl_ir_module *m, const char *file, dl_diags *d,
+                                train_model *tm) {
+    memset(tm, 0, sizeof *tm);
+    if (!m->train) {
+        file_diag(d, file, "model '%s' has no train block: dlcc train needs `train LOSS { ... }`",
+                  m->name);
+        return false;
+    }
+    char ty[256];
+    for (size_t i = 0; i < m->inputs.len; i++) {
+        const dl_ir_value *v = m->inputs.data[i];
+        if (v->type.dtype == DL_DT_FLOAT && !tm->x) {
+            tm->x = v;
+        } else if ((v->type.dtype == DL_DT_INT64 || v->type.dtype == DL_DT_INT32) && !tm->y) {
+            tm->y = v;
+        }
+    }
+    if (m->inputs.len != 2 || !tm->x || !tm->y) {
+        dl_strbuf b = {0};
+        for (size_t i = 0; i < m->inputs.len; i++) {
+            dl_ir_type_format(m, &m->inputs.data[i]->type, ty, sizeof ty);
+            dl_strbuf_printf(&b, "%s%s: %s", i ? ", " : "", m->inputs.data[i]->name, ty);
+        }
+        file_diag(d, file,
+                  "dlcc train needs a model with exactly two inputs, the data (float[B, ...]) "
+                  "and the labels (int64[B] or int32[B]); model '%s' has %s",
+                  m->name, b.data ? b.data : "none");
+        dl_strbuf_fini(&b);
+        return false;
+    }
+    if (tm->x->type.rank < 1 || tm->x->type.dims[0].sym < 0) {
+        dl_ir_type_format(m, &tm->x->type, ty, sizeof ty);
+        file_diag(d, file,
+                  "data input '%s' is %s: its first dim must be a named dim (the batch, e.g. "
+                  "`dim N = 64` and float[N, 784])",
+                  tm->x->name, ty);
+        return false;
+    }
+    tm->batch_sym = tm->x->type.dims[0].sym;
+    tm->batch = tm->x->type.dims[0].value;
+    if (tm->y->type.rank != 1 || tm->y->type.dims[0].value != tm->batch) {
+        char xty[256];
+        dl_ir_type_format(m, &tm->y->type, ty, sizeof ty);
+        dl_ir_type_format(m, &tm->x->type, xty, sizeof xty);
+        file_diag(d, file, "label input '%s' is %s: expected [%s] to match data input '%s' %s",
+                  tm->y->name, ty, m->dims.data[tm->batch_sym].name, tm->x->name, xty);
+        return false;
+    }
+    tm->per = 1;
+    for (int32_t i = 1; i < tm->x->type.rank; i++) {
+        tm->per *= tm->x->type.dims[i].value;
+    }
+    for (size_t i = 0; i < m->outputs.len; i++) {
+        const dl_ir_value *v = m->outputs.data[i];
+        if (v->type.dtype == DL_DT_FLOAT && v->type.rank == 2 &&
+            v->type.dims[0].value == tm->batch && v->type.dims[1].value > 0) {
+            tm->out = v;
+            tm->n_classes = v->type.dims[1].value;
+            break;
+        }
+    }
+    return true;
+}
+
+// ---- data files
+
+// An array read from .npy: a dl_tensor, or uint8 data (which dl_npy_read does not take).
+typedef struct npy_array {
+    dl_tensor t; // t.data NULL when is_u8 (t.rank and t.dims still describe the shape)
+    bool is_u8;
+    uint8_t *u8;
+} npy_array;
+
+static void npy_array_fini(npy_array *a) {
+    dl_tensor_free(&a->t);
+    free(a->u8);
+    memset(a, 0, sizeof *a);
+}
+
+// Parses the "'shape': (a, b, )" tuple of an .npy header.
+static bool npy_header_shape(const char *h, int32_t *rank, int64_t *dims) {
+    const char *p = strstr(h, "'shape'");
+    if (!p || !(p = strchr(p, '('))) {
+        return false;
+    }
+    p++;
+    *rank = 0;
+    for (;;) {
+        while (*p == ' ' || *p == ',') {
+            p++;
+        }
+        if (*p == ')') {
+            return true;
+        }
+        char *end = NULL;
+        errno = 0;
+        long long v = strtoll(p, &end, 10);
+        if (end == p || errno == ERANGE || v < 0 || *rank >= DL_MAX_RANK) {
+            return false;
+        }
+        dims[(*rank)++] = v;
+        p = end;
+    }
+}
+
+// Reads an .npy file: everything dl_npy_parse takes, plus '|u1' (uint8, C order).
+static dl_status npy_read_any(const char *path, npy_array *out, char *err, size_t err_size) {
+    memset(out, 0, sizeof *out);
+    char *buf = NULL;
+    size_t len = 0;
+    dl_status st = dl_read_file(path, &buf, &len);
+    if (st != DL_OK) {
+        snprintf(err, err_size, "cannot read: %s", strerror(errno));
+        return st;
+    }
+    const unsigned char *u = (const unsigned char *)buf;
+    size_t hlen = 0, hoff = 0;
+    if (len >= 10 && memcmp(buf, "\x93NUMPY", 6) == 0) {
+        if (u[6] == 1) {
+            hlen = (size_t)u[8] | (size_t)u[9] << 8;
+            hoff = 10;
+        } else if (len >= 12) {
+            hlen = (size_t)u[8] | (size_t)u[9] << 8 | (size_t)u[10] << 16 | (size_t)u[11] << 24;
+            hoff = 12;
+        }
+    }
+    bool is_u8 = false;
+    char header[1024] = {0};
+    if (hoff && hlen < sizeof header && hoff + hlen <= len) {
+        memcpy(header, buf + hoff, hlen);
+        is_u8 = strstr(header, "'descr': '|u1'") != NULL;
+    }
+    if (!is_u8) {
+        st = dl_npy_parse(buf, len, &out->t, err, err_size);
+        free(buf);
+        return st;
+    }
+    // uint8: the same checks dl_npy_parse makes, for the one dtype it does not know.
+    int64_t n = 1;
+    if (!strstr(header, "'fortran_order': False")) {
+        snprintf(err, err_size, "Fortran-order arrays are not supported");
+        st = DL_ERR_PARSE;
+    } else if (!npy_header_shape(header, &out->t.rank, out->t.dims)) {
+        snprintf(err, err_size, "malformed shape in the .npy header");
+        st = DL_ERR_PARSE;
+    } else {
+        for (int32_t i = 0; i < out->t.rank; i++) {
+            n *= out->t.dims[i];
+        }
+        if ((size_t)n != len - hoff - hlen) {
+            snprintf(err, err_size, "expected %lld data bytes, got %zu", (long long)n,
+                     len - hoff - hlen);
+            st = DL_ERR_PARSE;
+        }
+    }
+    if (st == DL_OK) {
+        out->is_u8 = true;
+        out->u8 = malloc(n ? (size_t)n : 1);
+        if (!out->u8) {
+            st = DL_ERR_NOMEM;
+            snprintf(err, err_size, "out of memory");
+        } else {
+            memcpy(out->u8, buf + hoff + hlen, (size_t)n);
+        }
+    }
+    free(buf);
+    if (st != DL_OK) {
+        npy_array_fini(out);
+    }
+    return st;
+}
+
+static const char *npy_array_type(const npy_array *a) {
+    return a->is_u8 ? "uint8" : a->t.dtype == DL_DT_FLOAT ? "float32" : dl_dtype_name(a->t.dtype);
+}
+
+// Checks a split's sample shape against the model's data input. Error (exit 1) into `d`.
+static bool split_check_sample(const train_split *s, const dl_ir_module *m, const train_model *tm,
+                               dl_diags *d) {
+    if (s->per == tm->per) {
+        return true;
+    }
+    char shp[200], ty[256];
+    dl_shape_format(s->dims, s->rank, shp, sizeof shp);
+    dl_ir_type_format(m, &tm->x->type, ty, sizeof ty);
+    file_diag(d, s->x_path,
+              "samples of shape %s (%lld values each) do not fit the model's data input '%s' "
+              "%s (%lld values per sample)",
+              shp, (long long)s->per, tm->x->name, ty, (long long)tm->per);
+    return false;
+}
+
+// Labels must lie in [0, C) (C = n_classes when known, else only >= 0 and, for an int32 label
+// input, within int32).
+static bool split_check_labels(const train_split *s, int64_t n_classes, bool i32, dl_diags *d) {
+    for (int64_t i = 0; i < s->n; i++) {
+        int64_t v = s->y[i];
+        if (v < 0 || (n_classes > 0 && v >= n_classes) || (i32 && v > INT32_MAX)) {
+            if (n_classes > 0) {
+                file_diag(d, s->y_path, "label %lld of sample %lld is outside [0, %lld)",
+                          (long long)v, (long long)i, (long long)n_classes);
+            } else {
+                file_diag(d, s->y_path, "label %lld of sample %lld is not a class index",
+                          (long long)v, (long long)i);
+            }
+            return false;
+        }
+    }
+    return true;
+}
+
+// Reads an IDX image/label pair into *s (pixels of uint8 files scaled by 1/255).
+static dl_status split_load_idx(const char *xp, const char *yp, int64_t n_classes, dl_diags *d,
+                                train_split *s) {
+    dl_idx xi, yi;
+    memset(&xi, 0, sizeof xi);
+    memset(&yi, 0, sizeof yi);
+    char err[512];
+    s->x_path = xp;
+    s->y_path = yp;
+    dl_status st = dl_idx_read(xp, &xi, err, sizeof err);
+    if (st != DL_OK) {
+        file_diag(d, xp, "%s", err);
+        goto out;
+    }
+    if ((st = dl_idx_read(yp, &yi, err, sizeof err)) != DL_OK) {
+        file_diag(d, yp, "%s", err);
+        goto out;
+    }
+    if (xi.rank < 2) {
+        file_diag(d, xp, "expected images [S, ...] (rank >= 2), got rank %d", (int)xi.rank);
+        st = DL_ERR_SHAPE;
+        goto out;
+    }
+    if ((st = dl_idx_check_pair(&xi, &yi, err, sizeof err)) != DL_OK) {
+        file_diag(d, yp, "%s (images: %s)", err, xp);
+        goto out;
+    }
+    s->n = xi.dims[0];
+    s->rank = xi.rank - 1;
+    s->per = 1;
+    for (int32_t i = 1; i < xi.rank; i++) {
+        s->dims[i - 1] = xi.dims[i];
+        s->per *= xi.dims[i];
+    }
+    s->x = malloc((size_t)(s->n * s->per) * sizeof(float) + 1);
+    s->y = malloc((size_t)s->n * sizeof(int64_t) + 1);
+    if (!s->x || !s->y) {
+        st = DL_ERR_NOMEM;
+        goto out;
+    }
+    dl_idx_to_float(&xi, s->x, xi.type == DL_IDX_U8 ? 1.0f / 255.0f : 1.0f, 0.0f);
+    if ((st = dl_idx_labels_to_i64(&yi, s->y, n_classes, err, sizeof err)) != DL_OK) {
+        file_diag(d, yp, "%s", err);
+    }
+out:
+    dl_idx_free(&xi);
+    dl_idx_free(&yi);
+    return st;
+}
+
+// Reads an .npy pair: X float32 or uint8 (scaled by 1/255) [S, ...], Y int64 or int32 [S].
+static dl_status split_load_npy(const char *xp, const char *yp, dl_diags *d, train_split *s) {
+    npy_array xa, ya;
+    memset(&xa, 0, sizeof xa);
+    memset(&ya, 0, sizeof ya);
+    char err[512];
+    s->x_path = xp;
+    s->y_path = yp;
+    dl_status st = npy_read_any(xp, &xa, err, sizeof err);
+    if (st != DL_OK) {
+        file_diag(d, xp, "%s", err);
+        goto out;
+    }
+    if ((st = npy_read_any(yp, &ya, err, sizeof err)) != DL_OK) {
+        file_diag(d, yp, "%s", err);
+        goto out;
+    }
+    st = DL_ERR_SHAPE;
+    if (!xa.is_u8 && xa.t.dtype != DL_DT_FLOAT) {
+        file_diag(d, xp, "data must be float32 or uint8, got %s", npy_array_type(&xa));
+        goto out;
+    }
+    if (xa.t.rank < 2) {
+        file_diag(d, xp, "expected samples [S, ...] (rank >= 2), got rank %d", (int)xa.t.rank);
+        goto out;
+    }
+    if (ya.is_u8 || (ya.t.dtype != DL_DT_INT64 && ya.t.dtype != DL_DT_INT32)) {
+        file_diag(d, yp, "labels must be int64 or int32, got %s", npy_array_type(&ya));
+        goto out;
+    }
+    if (ya.t.rank != 1 || ya.t.dims[0] != xa.t.dims[0]) {
+        char shp[200];
+        dl_shape_format(ya.t.dims, ya.t.rank, shp, sizeof shp);
+        file_diag(d, yp, "expected labels [%lld] (one per sample of %s), got %s",
+                  (long long)xa.t.dims[0], xp, shp);
+        goto out;
+    }
+    s->n = xa.t.dims[0];
+    s->rank = xa.t.rank - 1;
+    s->per = 1;
+    for (int32_t i = 1; i < xa.t.rank; i++) {
+        s->dims[i - 1] = xa.t.dims[i];
+        s->per *= xa.t.dims[i];
+    }
+    size_t numel = (size_t)(s->n * s->per);
+    s->x = malloc(numel * sizeof(float) + 1);
+    s->y = malloc((size_t)s->n * sizeof(int64_t) + 1);
+    if (!s->x || !s->y) {
+        st = DL_ERR_NOMEM;
+        goto out;
+    }
+    if (xa.is_u8) {
+        for (size_t i = 0; i < numel; i++) {
+            s->x[i] = (float)xa.u8[i] * (1.0f / 255.0f);
+        }
+    } else {
+        memcpy(s->x, xa.t.data, numel * sizeof(float));
+    }
+    for (int64_t i = 0; i < s->n; i++) {
+        s->y[i] = ya.t.dtype == DL_DT_INT64 ? ((const int64_t *)ya.t.data)[i]
+                                            : ((const int32_t *)ya.t.data)[i];
+    }
+    st = DL_OK;
+out:
+    npy_array_fini(&xa);
+    npy_array_fini(&ya);
+    return st;
+}
+
+// "npy:A,B" / "idx:A,B" -> A and B (in `buf`, which must outlive them). False if malformed.
+static bool split_pair(const char *spec, const char *prefix, char *buf, size_t size, const char **a,
+                       const char **b) {
+    size_t pl = strlen(prefix);
+    if (strncmp(spec, prefix, pl) != 0 || strlen(spec + pl) >= size) {
+        return false;
+    }
+    strcpy(buf, spec + pl);
+    char *comma = strchr(buf, ',');
+    if (!comma || comma == buf || !comma[1] || strchr(comma + 1, ',')) {
+        return false;
+    }
+    *comma = 0;
+    *a = buf;
+    *b = comma + 1;
+    return true;
+}
+
+// The data set arguments, checked before any file is read.
+typedef struct train_specs {
+    enum { DS_FMNIST, DS_IDX, DS_NPY } kind;
+    const char *fmnist_dir;
+    char train_buf[4096], test_buf[4096];
+    const char *train_x, *train_y, *test_x, *test_y; // NULL test: none
+} train_specs;
+
+static int train_specs_parse(const train_args *ta, train_specs *sp) {
+    const char *ds = ta->dataset;
+    if (strcmp(ds, "fashion-mnist") == 0 || strncmp(ds, "fashion-mnist:", 14) == 0) {
+        sp->kind = DS_FMNIST;
+        sp->fmnist_dir = ds[13] == ':' ? ds + 14 : dl_idx_default_fashion_mnist_dir();
+        if (!*sp->fmnist_dir) {
+            return usage_error("train", "--dataset fashion-mnist:DIR needs a directory");
+        }
+        if (ta->test) {
+            return usage_error("train", "--test: the fashion-mnist data set brings its own test "
+                                        "set (t10k); --test is for idx: and npy: data sets");
+        }
+        return EXIT_OK;
+    }
+    bool is_idx = strncmp(ds, "idx:", 4) == 0, is_npy = strncmp(ds, "npy:", 4) == 0;
+    if (!is_idx && !is_npy) {
+        return usage_error("train",
+                           "--dataset: unknown data set '%s' (expected fashion-mnist, "
+                           "fashion-mnist:DIR, idx:IMAGES,LABELS or npy:X.npy,Y.npy)",
+                           ds);
+    }
+    const char *prefix = is_idx ? "idx:" : "npy:";
+    sp->kind = is_idx ? DS_IDX : DS_NPY;
+    if (!split_pair(ds, prefix, sp->train_buf, sizeof sp->train_buf, &sp->train_x, &sp->train_y)) {
+        return usage_error("train", "--dataset expects %s%s, got '%s'", prefix,
+                           is_idx ? "IMAGES,LABELS" : "X.npy,Y.npy", ds);
+    }
+    if (ta->test && !split_pair(ta->test, prefix, sp->test_buf, sizeof sp->test_buf, &sp->test_x,
+                                &sp->test_y)) {
+        return usage_error("train", "--test expects %s%s (the same kind as --dataset), got '%s'",
+                           prefix, is_idx ? "IMAGES,LABELS" : "X.npy,Y.npy", ta->test);
+    }
+    return EXIT_OK;
+}
+
+// Loads the training split (first `limit` samples when limit > 0) and the test split (if any)
+// and checks them against the model. Returns an exit code; errors are in `d`.
+static int train_load_data(const train_specs *sp, const train_args *ta, dl_idx_mnist_paths *mp,
+                           const dl_ir_module *m, const train_model *tm, dl_diags *d,
+                           train_split *tr, train_split *te) {
+    dl_status st = DL_OK;
+    char err[1024];
+    bool has_test = true;
+    if (sp->kind == DS_FMNIST) {
+        if ((st = dl_idx_find_mnist_files(sp->fmnist_dir, mp, err, sizeof err)) != DL_OK) {
+            dl_diag(d, DL_SEV_ERROR, DL_NO_LOC, "--dataset fashion-mnist: %s", err);
+            return status_exit(st);
+        }
+        st = split_load_idx(mp->path[DL_IDX_TRAIN_IMAGES], mp->path[DL_IDX_TRAIN_LABELS],
+                            tm->n_classes, d, tr);
+        if (st == DL_OK) {
+            st = split_load_idx(mp->path[DL_IDX_TEST_IMAGES], mp->path[DL_IDX_TEST_LABELS],
+                                tm->n_classes, d, te);
+        }
+    } else {
+        has_test = sp->test_x != NULL;
+        st = sp->kind == DS_IDX ? split_load_idx(sp->train_x, sp->train_y, tm->n_classes, d, tr)
+                                : split_load_npy(sp->train_x, sp->train_y, d, tr);
+        if (st == DL_OK && has_test) {
+            st = sp->kind == DS_IDX ? split_load_idx(sp->test_x, sp->test_y, tm->n_classes, d, te)
+                                    : split_load_npy(sp->test_x, sp->test_y, d, te);
+        }
+    }
+    if (st != DL_OK) {
+        return status_exit(st);
+    }
+    bool i32 = tm->y->type.dtype == DL_DT_INT32;
+    if (!split_check_sample(tr, m, tm, d) || (has_test && !split_check_sample(te, m, tm, d)) ||
+        !split_check_labels(tr, tm->n_classes, i32, d) ||
+        (has_test && !split_check_labels(te, tm->n_classes, i32, d))) {
+        return EXIT_INPUT;
+    }
+    if (has_test && !tm->out) {
+        file_diag(d, ta->file,
+                  "model '%s' has no float output of shape [%s, C] (logits or probabilities) "
+                  "to measure the test accuracy with",
+                  m->name, m->dims.data[tm->batch_sym].name);
+        return EXIT_INPUT;
+    }
+    if (ta->limit > 0 && ta->limit < tr->n) {
+        tr->n = ta->limit;
+    }
+    return EXIT_OK;
+}
+
+// Mean and (population) standard deviation over the training samples, in double; then both
+// splits become (x - mean) / std. A constant data set keeps std 1.
+static void train_normalise(train_split *tr, train_split *te, double *out_mean, double *out_std) {
+    size_t n = (size_t)(tr->n * tr->per);
+    double sum = 0, sq = 0;
+    for (size_t i = 0; i < n; i++) {
+        sum += tr->x[i];
+    }
+    double mean = n ? sum / (double)n : 0;
+    for (size_t i = 0; i < n; i++) {
+        double dv = tr->x[i] - mean;
+        sq += dv * dv;
+    }
+    double sd = n ? sqrt(sq / (double)n) : 1;
+    if (!(sd > 0) || !isfinite(sd)) {
+        sd = 1;
+    }
+    float fm = (float)mean, fs = (float)(1.0 / sd);
+    for (size_t i = 0; i < n; i++) {
+        tr->x[i] = (tr->x[i] - fm) * fs;
+    }
+    size_t nt = (size_t)(te->n * te->per);
+    for (size_t i = 0; i < nt; i++) {
+        te->x[i] = (te->x[i] - fm) * fs;
+    }
+    *out_mean = mean;
+    *out_std = sd;
+}
+
+// The permutation of epoch `e` (0-based): Fisher-Yates over the identity with the counter-based
+// generator, counters e * n + i, so every epoch's order depends on (seed, e) alone.
+static void train_shuffle(int64_t *perm, int64_t n, uint64_t seed, long e) {
+    for (int64_t i = 0; i < n; i++) {
+        perm[i] = i;
+    }
+    for (int64_t i = n - 1; i > 0; i--) {
+        double u = dl_rng_uniform(seed, (uint64_t)e * (uint64_t)n + (uint64_t)i);
+        int64_t j = (int64_t)(u * (double)(i + 1));
+        j = j > i ? i : j;
+        int64_t t = perm[i];
+        perm[i] = perm[j];
+        perm[j] = t;
+    }
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+// "1:02:03" or "2:03".
+static void format_eta(double s, char *buf, size_t size) {
+    long t = s > 0 && s < 1e9 ? (long)(s + 0.5) : 0;
+    if (t >= 3600) {
+        snprintf(buf, size, "%ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
+    } else {
+        snprintf(buf, size, "%ld:%02ld", t / 60, t % 60);
+    }
+}
+
+// Copies the samples idx[0..n) (rows of `s`) into x [n, per] and y [n] (int64 or int32);
+// rows n..B of a padded batch are zero.
+static void gather_batch(const train_split *s, const int64_t *idx, int64_t n, int64_t B, float *x,
+                         void *y, bool y32) {
+    size_t row = (size_t)s->per * sizeof(float);
+    for (int64_t b = 0; b < B; b++) {
+        if (b < n) {
+            memcpy(x + b * s->per, s->x + idx[b] * s->per, row);
+        } else {
+            memset(x + b * s->per, 0, row);
+        }
+        int64_t v = b < n ? s->y[idx[b]] : 0;
+        if (y32) {
+            ((int32_t *)y)[b] = (int32_t)v;
+        } else {
+            ((int64_t *)y)[b] = v;
+        }
+    }
+}
+
+static int rt_fail(dl_diags *d, const char *what, dlrt_status rs) {
+    rt_diag(d, what, rs);
+    return rs == DLRT_ERR_NOMEM ? EXIT_INTERNAL : EXIT_INPUT;
+}
+
+// The test accuracy with the infer entry point: argmax over the C columns of the output per row,
+// the last partial batch padded with zero rows that are not counted.
+static int train_test(dlrt_session *s, const train_model *tm, const train_split *te,
+                      const char *file, float *xb, void *yb, dl_diags *d) {
+    int64_t B = tm->batch, C = tm->n_classes, correct = 0;
+    bool y32 = tm->y->type.dtype == DL_DT_INT32;
+    size_t xbytes = (size_t)(B * tm->per) * sizeof(float);
+    size_t ybytes = (size_t)B * (y32 ? sizeof(int32_t) : sizeof(int64_t));
+    int64_t *idx = malloc((size_t)B * sizeof *idx);
+    if (!idx) {
+        return EXIT_INTERNAL;
+    }
+    for (int64_t start = 0; start < te->n; start += B) {
+        int64_t n = te->n - start < B ? te->n - start : B;
+        for (int64_t b = 0; b < n; b++) {
+            idx[b] = start + b;
+        }
+        gather_batch(te, idx, n, B, xb, yb, y32);
+        dlrt_status rs = dlrt_session_set_input(s, tm->x->name, xb, xbytes);
+        if (rs == DLRT_OK) {
+            rs = dlrt_session_set_input(s, tm->y->name, yb, ybytes);
+        }
+        if (rs == DLRT_OK) {
+            rs = dlrt_session_infer(s);
+        }
+        const void *outp = NULL;
+        if (rs == DLRT_OK) {
+            rs = dlrt_session_output(s, tm->out->name, &outp, NULL);
+        }
+        if (rs != DLRT_OK) {
+            free(idx);
+            return rt_fail(d, file, rs);
+        }
+        const float *o = outp;
+        for (int64_t b = 0; b < n; b++) {
+            int64_t best = 0;
+            for (int64_t c = 1; c < C; c++) {
+                if (o[b * C + c] > o[b * C + best]) {
+                    best = c;
+                }
+            }
+            correct += best == te->y[start + b];
+        }
+    }
+    free(idx);
+    printf("test accuracy: %.4f (%lld/%lld)\n", te->n ? (double)correct / (double)te->n : 0.0,
+           (long long)correct, (long long)te->n);
+    return EXIT_OK;
+}
+
+// Parses `dlcc train`'s arguments into *ta and the -D list. Returns an exit code.
+static int train_parse_args(int argc, char **argv, train_args *ta, dlcc_options *copts,
+                            bind_vec *binds) {
+    args a = {"train", argc, argv, 0, false};
+    const char *epochs = NULL, *batch = NULL, *threads = NULL, *lr = NULL, *sched = NULL,
+               *warmup = NULL, *seed = NULL, *limit = NULL;
+    memset(ta, 0, sizeof *ta);
+    ta->epochs = 1;
+    ta->threads = 1;
+    ta->warmup = -1;
+    while (a.i < argc) {
+        const char *arg = argv[a.i];
+        const char *val = NULL;
+        int r;
+        if (!a.no_more_flags && strcmp(arg, "--") == 0) {
+            a.no_more_flags = true;
+            a.i++;
+        } else if (!is_flag(&a)) {
+            if (ta->file) {
+                return usage_error("train", "one model file at a time ('%s' and '%s')", ta->file,
+                                   arg);
+            }
+            ta->file = arg;
+            a.i++;
+        } else if ((r = take_flag(&a, "-D", NULL, true, &val)) != 0) {
+            bind b;
+            int e;
+            if (r < 0) {
+                return EXIT_USAGE;
+            }
+            if ((e = parse_define("train", val, &b)) != EXIT_OK) {
+                return e;
+            }
+            if (!DL_VEC_PUSH(binds, b)) {
+                return EXIT_INTERNAL;
+            }
+        } else if ((r = take_flag(&a, NULL, "--dataset", true, &ta->dataset)) != 0 ||
+                   (r = take_flag(&a, NULL, "--test", true, &ta->test)) != 0 ||
+                   (r = take_flag(&a, NULL, "--epochs", true, &epochs)) != 0 ||
+                   (r = take_flag(&a, NULL, "--batch", true, &batch)) != 0 ||
+                   (r = take_flag(&a, NULL, "--threads", true, &threads)) != 0 ||
+                   (r = take_flag(&a, NULL, "--save", true, &ta->save)) != 0 ||
+                   (r = take_flag(&a, NULL, "--init", true, &ta->init)) != 0 ||
+                   (r = take_flag(&a, NULL, "--lr", true, &lr)) != 0 ||
+                   (r = take_flag(&a, NULL, "--lr-schedule", true, &sched)) != 0 ||
+                   (r = take_flag(&a, NULL, "--warmup-steps", true, &warmup)) != 0 ||
+                   (r = take_flag(&a, NULL, "--seed", true, &seed)) != 0 ||
+                   (r = take_flag(&a, NULL, "--limit-train", true, &limit)) != 0 ||
+                   (r = take_cache_flag(&a, copts)) != 0) {
+            if (r < 0) {
+                return EXIT_USAGE;
+            }
+        } else if (take_flag(&a, "-v", "--verbose", false, NULL) == 1) {
+            ta->verbose = true;
+        } else if (take_flag(&a, NULL, "--dry-run", false, NULL) == 1) {
+            ta->dry_run = true;
+        } else {
+            return usage_error("train", "unknown flag '%s'", arg);
+        }
+    }
+    if (!ta->file) {
+        return usage_error("train", "no model file");
+    }
+    if (!ta->dataset) {
+        return usage_error("train", "no data set (give one with --dataset fashion-mnist, "
+                                    "idx:IMAGES,LABELS or npy:X.npy,Y.npy)");
+    }
+    if (epochs && !parse_long_arg(epochs, 1, 1000000, &ta->epochs)) {
+        return usage_error("train", "--epochs expects an integer 1..1000000, got '%s'", epochs);
+    }
+    if (batch && !parse_long_arg(batch, 1, 1L << 30, &ta->batch)) {
+        return usage_error("train", "--batch expects an integer >= 1, got '%s'", batch);
+    }
+    if (threads && !parse_long_arg(threads, 1, 4096, &ta->threads)) {
+        return usage_error("train", "--threads expects an integer 1..4096, got '%s'", threads);
+    }
+    if (limit && !parse_long_arg(limit, 1, LONG_MAX, &ta->limit)) {
+        return usage_error("train", "--limit-train expects an integer >= 1, got '%s'", limit);
+    }
+    if (warmup && !parse_long_arg(warmup, 0, LONG_MAX, &ta->warmup)) {
+        return usage_error("train", "--warmup-steps expects an integer >= 0, got '%s'", warmup);
+    }
+    if (lr) {
+        char *end = NULL;
+        errno = 0;
+        ta->lr = strtod(lr, &end);
+        if (!*lr || *end || errno == ERANGE || !isfinite(ta->lr) || ta->lr < 0) {
+            return usage_error("train", "--lr expects a finite number >= 0, got '%s'", lr);
+        }
+        ta->has_lr = true;
+    }
+    if (seed) {
+        char *end = NULL;
+        errno = 0;
+        unsigned long long v = strtoull(seed, &end, 10);
+        if (!*seed || *end || errno == ERANGE || seed[0] == '-') {
+            return usage_error("train", "--seed expects an integer 0..2^64-1, got '%s'", seed);
+        }
+        ta->seed = (uint64_t)v;
+    }
+    ta->sched = SCHED_CONSTANT;
+    if (sched) {
+        size_t k = 0;
+        while (k < DL_ARRAY_LEN(sched_names) && strcmp(sched, sched_names[k]) != 0) {
+            k++;
+        }
+        if (k == DL_ARRAY_LEN(sched_names)) {
+            return usage_error("train",
+                               "--lr-schedule: unknown schedule '%s' (constant, step, cosine, "
+                               "warmup-cosine)",
+                               sched);
+        }
+        ta->sched = (lr_sched)k;
+    }
+    if (warmup && ta->sched != SCHED_WARMUP_COSINE) {
+        return usage_error("train", "--warmup-steps only applies to --lr-schedule warmup-cosine");
+    }
+    if ((ta->save && !*ta->save) || (ta->init && !*ta->init)) {
+        return usage_error("train", "%s needs a file name",
+                           ta->save && !*ta->save ? "--save" : "--init");
+    }
+    return EXIT_OK;
+}
+
+// Refuses a --save target whose directory cannot be written, before hours of training.
+static bool save_dir_writable(const char *path) {
+    const char *slash = strrchr(path, '/');
+    if (!slash) {
+        return access(".", W_OK) == 0;
+    }
+    if (slash == path) {
+        return access("/", W_OK) == 0;
+    }
+    char dir[4096];
+    size_t n = (size_t)(slash - path);
+    if (n >= sizeof dir) {
+        return true; // let the save itself report it
+    }
+    memcpy(dir, path, n);
+    dir[n] = 0;
+    return access(dir, W_OK) == 0;
+}
+
+static int cmd_train(int argc, char **argv) {
+    train_args ta;
+    train_specs *sp = calloc(1, sizeof *sp);
+    bind_vec binds = {0};
+    dlcc_options copts;
+    dlcc_options_init(&copts);
+    dlcc_bind *cbinds = NULL;
+    dl_diags *d = NULL;
+    dl_ir_module *m = NULL;
+    dl_idx_mnist_paths mp;
+    memset(&mp, 0, sizeof mp);
+    train_split tr, te;
+    memset(&tr, 0, sizeof tr);
+    memset(&te, 0, sizeof te);
+    train_model tm;
+    uint8_t *art = NULL;
+    dlrt_model *rtm = NULL;
+    dlrt_session *s = NULL;
+    int64_t *perm = NULL;
+    float *xb = NULL;
+    void *yb = NULL;
+    int rc = EXIT_OK;
+    if (!sp) {
+        rc = EXIT_INTERNAL;
+        goto out;
+    }
+
+    // 1. Arguments.
+    if ((rc = train_parse_args(argc, argv, &ta, &copts, &binds)) != EXIT_OK ||
+        (rc = train_specs_parse(&ta, sp)) != EXIT_OK) {
+        goto out;
+    }
+    if (dl_diags_create(&d) != DL_OK) {
+        rc = EXIT_INTERNAL;
+        goto out;
+    }
+
+    // 2. The model: its interface decides the batch dim; --batch binds it like -D.
+    dl_status st = load_model(ta.file, binds.data, binds.len, d, &m);
+    if (st != DL_OK) {
+        rc = status_exit(st);
+        goto out;
+    }
+    if (!train_model_inspect(m, ta.file, d, &tm)) {
+        rc = EXIT_INPUT;
+        goto out;
+    }
+    if (ta.batch > 0 && ta.batch != tm.batch) {
+        const char *bname = m->dims.data[tm.batch_sym].name;
+        for (size_t i = 0; i < binds.len; i++) {
+            if (strcmp(binds.data[i].name, bname) == 0) {
+                rc = usage_error("train",
+                                 "--batch %ld and -D %s=%lld disagree (%s is the batch dim)",
+                                 ta.batch, bname, (long long)binds.data[i].value, bname);
+                goto out;
+            }
+        }
+        bind b;
+        memset(&b, 0, sizeof b);
+        snprintf(b.name, sizeof b.name, "%s", bname);
+        b.value = ta.batch;
+        if (!DL_VEC_PUSH(&binds, b)) {
+            rc = EXIT_INTERNAL;
+            goto out;
+        }
+        dl_ir_module_destroy(m);
+        m = NULL;
+        if ((st = load_model(ta.file, binds.data, binds.len, d, &m)) != DL_OK) {
+            rc = status_exit(st);
+            goto out;
+        }
+        if (!train_model_inspect(m, ta.file, d, &tm)) {
+            rc = EXIT_INPUT;
+            goto out;
+        }
+    }
+    if (ta.save && !save_dir_writable(ta.save)) {
+        file_diag(d, ta.save, "cannot write the checkpoint there: %s", strerror(errno));
+        rc = EXIT_INPUT;
+        goto out;
+    }
+
+    // 3. The data, preprocessed.
+    if ((rc = train_load_data(sp, &ta, &mp, m, &tm, d, &tr, &te)) != EXIT_OK) {
+        goto out;
+    }
+    double mean = 0, sd = 1;
+    train_normalise(&tr, &te, &mean, &sd);
+    int64_t B = tm.batch, spe = tr.n / B;
+    if (spe == 0) {
+        file_diag(d, tr.x_path,
+                  "%lld training samples are fewer than one batch of %lld (the partial batch "
+                  "of an epoch is dropped)",
+                  (long long)tr.n, (long long)B);
+        rc = EXIT_INPUT;
+        goto out;
+    }
+    int64_t T = spe * ta.epochs;
+    int64_t W = ta.sched != SCHED_WARMUP_COSINE ? 0 : ta.warmup >= 0 ? ta.warmup : T / 20;
+    if (W >= T && ta.sched == SCHED_WARMUP_COSINE) {
+        rc = usage_error("train", "--warmup-steps %lld must be below the %lld steps of training",
+                         (long long)W, (long long)T);
+        goto out;
+    }
+    double base_lr = ta.has_lr ? ta.lr : dl_ir_train_opt_value(m->train, "lr");
+    if (ta.verbose || ta.dry_run) {
+        FILE *f = ta.dry_run ? stdout : stderr;
+        fprintf(f, "dlcc: data: %lld training samples of [%lld values]", (long long)tr.n,
+                (long long)tr.per);
+        if (te.x) {
+            fprintf(f, ", %lld test samples", (long long)te.n);
+        }
+        fprintf(f, "; normalised with mean %.6g std %.6g\n", mean, sd);
+        fprintf(f,
+                "dlcc: model %s: batch dim %s = %lld, %lld steps per epoch (%lld samples "
+                "dropped), %lld steps, lr %.6g (%s schedule",
+                m->name, m->dims.data[tm.batch_sym].name, (long long)B, (long long)spe,
+                (long long)(tr.n - spe * B), (long long)T, base_lr, sched_names[ta.sched]);
+        if (ta.sched == SCHED_WARMUP_COSINE) {
+            fprintf(f, ", %lld warm-up steps", (long long)W);
+        }
+        fprintf(f, "), seed %llu\n", (unsigned long long)ta.seed);
+    }
+    perm = malloc((size_t)tr.n * sizeof *perm);
+    xb = malloc((size_t)(B * tm.per) * sizeof(float) + 1);
+    yb = malloc((size_t)B * sizeof(int64_t) + 1);
+    if (!perm || !xb || !yb) {
+        rc = EXIT_INTERNAL;
+        goto out;
+    }
+    if (ta.dry_run) {
+        // The plan without compiling or training: every step's lr and the first samples of each
+        // epoch's order (what the tests check).
+        for (long e = 0; e < ta.epochs; e++) {
+            train_shuffle(perm, tr.n, ta.seed, e);
+            printf("epoch %ld order:", e + 1);
+            for (int64_t i = 0; i < tr.n && i < 8; i++) {
+                printf(" %lld", (long long)perm[i]);
+            }
+            printf("\n");
+        }
+        for (int64_t t = 0; t < T; t++) {
+            printf("step %lld lr %.9g\n", (long long)t + 1, sched_lr(ta.sched, base_lr, t, T, W));
+        }
+        goto out;
+    }
+
+    // 4. Compile (through the cache) and set up the session.
+    dlcc_result res;
+    if (!options_set_binds(&copts, binds.data, binds.len, &cbinds)) {
+        rc = EXIT_INTERNAL;
+        goto out;
+    }
+    st = dlcc_compile_file(ta.file, &copts, d, &res);
+    if (ta.verbose && st == DL_OK) {
+        print_cache_line(&res);
+    }
+    if (!flush_diags(d)) {
+        rc = EXIT_INTERNAL;
+        goto out;
+    }
+    if (st != DL_OK) {
+        rc = status_exit(st);
+        goto out;
+    }
+    art = res.artifact;
+    dlrt_status rs = dlrt_model_load_memory(art, res.artifact_len, &rtm);
+    if (rs != DLRT_OK) {
+        rc = rt_fail(d, ta.file, rs);
+        goto out;
+    }
+    if (!dlrt_model_has_train_step(rtm)) {
+        file_diag(d, ta.file, "the compiled model has no train_step entry point");
+        rc = EXIT_INPUT;
+        goto out;
+    }
+    if ((rs = dlrt_session_create(rtm, &s)) != DLRT_OK) {
+        rc = rt_fail(d, ta.file, rs);
+        goto out;
+    }
+    if (ta.init && (rs = dlrt_session_load(s, ta.init)) != DLRT_OK) {
+        rc = rt_fail(d, ta.init, rs);
+        goto out;
+    }
+    if (!ta.has_lr && (rs = dlrt_session_get_hparam(s, "lr", &base_lr)) != DLRT_OK) {
+        rc = rt_fail(d, ta.file, rs);
+        goto out;
+    }
+
+    // 5. Train.
+    bool y32 = tm.y->type.dtype == DL_DT_INT32;
+    size_t xbytes = (size_t)(B * tm.per) * sizeof(float);
+    size_t ybytes = (size_t)B * (y32 ? sizeof(int32_t) : sizeof(int64_t));
+    bool tty = isatty(STDERR_FILENO) != 0;
+    double t_start = now_s();
+    for (long e = 0; e < ta.epochs; e++) {
+        double t0 = now_s(), last_print = 0, loss_sum = 0;
+        long skipped = 0;
+        train_shuffle(perm, tr.n, ta.seed, e);
+        for (int64_t k = 0; k < spe; k++) {
+            int64_t t = e * spe + k;
+            gather_batch(&tr, perm + k * B, B, B, xb, yb, y32);
+            rs = dlrt_session_set_input(s, tm.x->name, xb, xbytes);
+            if (rs == DLRT_OK) {
+                rs = dlrt_session_set_input(s, tm.y->name, yb, ybytes);
+            }
+            if (rs == DLRT_OK) {
+                rs = dlrt_session_set_hparam(s, "lr", sched_lr(ta.sched, base_lr, t, T, W));
+            }
+            dlrt_step_info info;
+            memset(&info, 0, sizeof info);
+            if (rs == DLRT_OK) {
+                rs = dlrt_session_train_step(s, &info);
+            }
+            if (rs != DLRT_OK) {
+                if (tty) {
+                    fprintf(stderr, "\r\033[K");
+                }
+                rc = rt_fail(d, ta.file, rs);
+                goto out;
+            }
+            loss_sum += info.loss;
+            skipped += info.skipped != 0;
+            double now = now_s();
+            bool last = k + 1 == spe;
+            if ((tty && (now - last_print >= 0.2 || last)) || (!tty && last)) {
+                double el = now - t0, done = (double)(k + 1);
+                double rate = el > 0 ? done * (double)B / el : 0;
+                double per_step = (now - t_start) / (double)(t + 1);
+                char eta[32];
+                format_eta(per_step * (double)(T - t - 1), eta, sizeof eta);
+                fprintf(stderr,
+                        "%sepoch %ld/%ld  step %lld/%lld  loss %.4f  %.0f samples/s  ETA %s%s",
+                        tty ? "\r\033[K" : "", e + 1, ta.epochs, (long long)k + 1, (long long)spe,
+                        loss_sum / done, rate, eta, tty ? "" : "\n");
+                fflush(stderr);
+                last_print = now;
+            }
+        }
+        if (tty) {
+            fprintf(stderr, "\r\033[K");
+            fflush(stderr);
+        }
+        double el = now_s() - t0;
+        printf("epoch %ld: mean loss %.6g, %.2f s, %.0f samples/s, skipped %ld\n", e + 1,
+               loss_sum / (double)spe, el, el > 0 ? (double)(spe * B) / el : 0.0, skipped);
+        fflush(stdout);
+    }
+
+    // 6. Test accuracy, then the checkpoint (last: nothing is written unless all went well).
+    if (te.x && (rc = train_test(s, &tm, &te, ta.file, xb, yb, d)) != EXIT_OK) {
+        goto out;
+    }
+    if (ta.save && (rs = dlrt_session_save(s, ta.save)) != DLRT_OK) {
+        rc = rt_fail(d, ta.save, rs);
+        goto out;
+    }
+    if (ta.save && ta.verbose) {
+        fprintf(stderr, "dlcc: wrote %s\n", ta.save);
+    }
+
+out:
+    if (d && !flush_diags(d)) {
+        rc = EXIT_INTERNAL;
+    }
+    dlrt_session_destroy(s);
+    dlrt_model_release(rtm);
+    free(art);
+    free(perm);
+    free(xb);
+    free(yb);
+    split_fini(&tr);
+    split_fini(&te);
+    dl_idx_mnist_paths_fini(&mp);
+    dl_ir_module_destroy(m);
+    dl_diags_destroy(d);
+    free(cbinds);
+    free(binds.data);
+    free(sp);
+    fflush(stdout);
+    return rc;
+}
+
+// ---------------------------------------------------------------------------------------------
 
 typedef int (*cmd_fn)(int argc, char **argv);
 
 static const struct {
     const char *name;
     cmd_fn fn;
-} commands[] = {{"check", cmd_check},
-                {"fmt", cmd_fmt},
-                {"compile", cmd_compile},
-                {"run", cmd_run},
-                {"import", cmd_import}};
+} commands[] = {{"check", cmd_check}, {"fmt", cmd_fmt},     {"compile", cmd_compile},
+                {"run", cmd_run},     {"train", cmd_train}, {"import", cmd_import}};
 
 int main(int argc, char **argv) {
     if (argc < 2) {

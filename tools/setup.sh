@@ -14,6 +14,7 @@ PKGS=(
   libprotobuf-c-dev protobuf-c-compiler libonnx-dev # ONNX protobuf (onnx.proto from libonnx-dev)
   libonnx-testdata                                  # ONNX node conformance data
   python3 python3-numpy                             # test helpers (.npy fixtures)
+  python3-torch                                     # PyTorch parity tests (tests/parity)
   libopenblas-dev                                   # GEMM baseline for bench/ (not linked by dlcc)
 )
 

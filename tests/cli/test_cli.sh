@@ -94,7 +94,7 @@ expect_msg 2 "--in without '='" "--in expects NAME=PATH.npy, got 'x.npy'" run --
 expect_msg 2 "--in twice for one input" "input 'x' is given twice (a.npy and b.npy)" run --in x=a.npy --in x=b.npy "$src/samples/mlp_fmnist.dlg"
 expect_msg 2 "--backend cuda" "backend 'cuda' is not available yet in this build (available: cpu, ref)" run --backend cuda "$src/samples/mlp_fmnist.dlg"
 expect_msg 2 "--backend unknown" "unknown backend 'tpu'" run --backend=tpu "$src/samples/mlp_fmnist.dlg"
-expect_msg 2 "--entry train_step" "entry point 'train_step' is not available yet in this build" run --entry train_step "$src/samples/mlp_fmnist.dlg"
+expect_msg 2 "--steps without --entry train_step" "--steps only applies to --entry train_step" run --steps 3 "$src/samples/mlp_fmnist.dlg"
 expect_msg 2 "run without a model" "no model file" run
 expect_msg 2 "fmt of two files without --check" "one file at a time" fmt a.dlg b.dlg
 expect_msg 2 "import without a model" "no ONNX model file" import
@@ -108,7 +108,7 @@ for s in "$src"/samples/*.dlg; do
   check "check $(basename "$s") is quiet and succeeds" test "$rc" -eq 0 -a ! -s "$out" -a ! -s "$err"
 done
 run_dlcc check -v "$src"/samples/mlp_fmnist.dlg
-check "check -v reports nodes and params" grep -qE "mlp_fmnist.dlg: ok \(5 nodes, 4 params\)" "$out"
+check "check -v reports nodes, params and the train step" grep -qE "mlp_fmnist.dlg: ok \(5 nodes, 4 params; train step: [0-9]+ backward nodes\)" "$out"
 
 cat >bad.dlg <<'EOF'
 model bad

@@ -1090,7 +1090,8 @@ DL_TEST(rt_rejects_altered_plan) {
     const uint64_t tens = h.off_tensors, kern = h.off_kernels;
     alt alts[] = {
         {"bad magic", 0, 4, 0x4e4c5244, DLRT_ERR_CORRUPT},
-        {"version 2", offsetof(dlrt_plan_hdr, version), 4, 2, DLRT_ERR_UNSUPPORTED},
+        {"version +1", offsetof(dlrt_plan_hdr, version), 4, DLRT_FORMAT_VERSION + 1,
+         DLRT_ERR_UNSUPPORTED},
         {"version 0", offsetof(dlrt_plan_hdr, version), 4, 0, DLRT_ERR_UNSUPPORTED},
         {"header size", offsetof(dlrt_plan_hdr, hdr_size), 4, 8, DLRT_ERR_CORRUPT},
         {"total size", offsetof(dlrt_plan_hdr, total_size), 8, h.total_size + 8, DLRT_ERR_CORRUPT},
@@ -1183,10 +1184,10 @@ DL_TEST(rt_rejects_altered_plan) {
     }
     // The version message names both versions.
     memcpy(copy, f->art, f->art_len);
-    put32(copy + at + offsetof(dlrt_plan_hdr, version), 2);
+    put32(copy + at + offsetof(dlrt_plan_hdr, version), 7);
     dlrt_model *rm = NULL;
     DL_CHECK_EQ_I64(dlrt_model_load_memory(copy, f->art_len, &rm), DLRT_ERR_UNSUPPORTED);
-    DL_CHECK(strstr(dlrt_last_error(), "version 2") != NULL);
+    DL_CHECK(strstr(dlrt_last_error(), "version 7") != NULL);
     free(copy);
     DL_CHECK_EQ_I64(bad, 0);
 }

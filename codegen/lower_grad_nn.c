@@ -1,0 +1,757 @@
+// codegen/lower_grad_nn.c — lowering of the internal gradient ops of the NN family (see
+// cg_internal.h): ConvGradWeight, MaxPoolGrad, AveragePoolGrad, BatchNormalizationGrad.
+// Semantics as ir/eval_grad_nn.c (the oracle); geometry as lower_nn.c's forward lowering.
+//
+// ConvGradWeight: outer range M * C/group, iteration (m, c) owns dw[m, c, :, :] and reduces over
+// n, oh, ow entirely inside itself (fixed order: n, oh, column tiles, then the edge columns),
+// so any split of the range gives the same bytes. The kernel taps are handled in blocks of IB
+// tap rows: a block keeps IB * kW vector accumulators (TW lanes over output columns) in
+// registers, and each dy vector dy[n, m, oh, ow0 .. ow0+TW) is loaded once and multiplied by the
+// matching x vector of every tap of the block. Columns whose taps all lie inside the input
+// (compile-time range) use unchecked vector loads; a remainder narrower than TW is one more tile
+// ending at the last interior column with its already-counted leading lanes zeroed (dy and x, so
+// an inf in x cannot make 0 * inf); the few edge columns use a scalar path that checks each tap.
+// Output rows whose tap rows are all inside the input skip the per-row check. No divisions in
+// the hot loops; lane sums and scalar edge sums are added in the epilogue.
+//
+// MaxPoolGrad / AveragePoolGrad: outer range N * C, one [n, c] plane per iteration: dx plane =
+// 0, then the output windows in order, each scattering into its own plane only (the forward's
+// argmax by lower_pool's rule, or dy / count over the in-image taps).
+//
+// BatchNormalizationGrad: outer range C; a channel's statistics, sums and dx are all inside its
+// iteration (f32 sums with 16-lane partials per contiguous run, runs added in batch order).
+#include "cg_internal.h"
+
+#include <math.h>
+#include <string.h>
+
+DL_CG_FAMILY_SWITCHES_ARE_PARTIAL
+
+// ---------------------------------------------------------------------------------------------
+// Small IR helpers (the same as lower_nn.c's, which keeps them file-local)
+
+static LLVMValueRef iadd(cg *c, LLVMValueRef a, LLVMValueRef b) {
+    return LLVMBuildAdd(c->b, a, b, "");
+}
+
+static LLVMValueRef imul(cg *c, LLVMValueRef a, int64_t k) {
+    return LLVMBuildMul(c->b, a, cg_i64(c, k), "");
+}
+
+static LLVMValueRef iaddk(cg *c, LLVMValueRef a, int64_t k) {
+    return LLVMBuildAdd(c->b, a, cg_i64(c, k), "");
+}
+
+// lo <= v < hi for i64 values (bounds constants).
+static LLVMValueRef in_range(cg *c, LLVMValueRef v, int64_t lo, int64_t hi) {
+    LLVMValueRef a = LLVMBuildICmp(c->b, LLVMIntSGE, v, cg_i64(c, lo), "");
+    LLVMValueRef b = LLVMBuildICmp(c->b, LLVMIntSLT, v, cg_i64(c, hi), "");
+    return LLVMBuildAnd(c->b, a, b, "");
+}
+
+static int64_t floor_div(int64_t a, int64_t b) { // b > 0
+    int64_t q = a / b;
+    return (a % b != 0 && a < 0) ? q - 1 : q;
+}
+
+static int64_t ceil_div(int64_t a, int64_t b) { // b > 0
+    return -floor_div(-a, b);
+}
+
+static int64_t max64(int64_t a, int64_t b) {
+    return a > b ? a : b;
+}
+
+static int64_t min64(int64_t a, int64_t b) {
+    return a < b ? a : b;
+}
+
+// An alloca in the entry block of the current function (so mem2reg/SROA promote it).
+static LLVMValueRef entry_alloca(cg *c, LLVMTypeRef ty) {
+    LLVMValueRef fn = LLVMGetBasicBlockParent(LLVMGetInsertBlock(c->b));
+    LLVMBasicBlockRef entry = LLVMGetEntryBasicBlock(fn);
+    LLVMBuilderRef tb = LLVMCreateBuilderInContext(c->ctx);
+    LLVMValueRef first = LLVMGetFirstInstruction(entry);
+    if (first) {
+        LLVMPositionBuilderBefore(tb, first);
+    } else {
+        LLVMPositionBuilderAtEnd(tb, entry);
+    }
+    LLVMValueRef a = LLVMBuildAlloca(tb, ty, "acc");
+    LLVMDisposeBuilder(tb);
+    return a;
+}
+
+static LLVMValueRef ld(cg *c, LLVMTypeRef ty, LLVMValueRef p) {
+    return LLVMBuildLoad2(c->b, ty, p, "");
+}
+
+static void st(cg *c, LLVMValueRef v, LLVMValueRef p) {
+    LLVMBuildStore(c->b, v, p);
+}
+
+// `if (cond) { ... }`: gif_begin positions the builder in the body, gif_end after it.
+typedef struct gif {
+    LLVMBasicBlockRef then, merge;
+} gif;
+
+static void gif_begin(cg *c, gif *f, LLVMValueRef cond) {
+    LLVMValueRef fn = LLVMGetBasicBlockParent(LLVMGetInsertBlock(c->b));
+    f->then = LLVMAppendBasicBlockInContext(c->ctx, fn, "then");
+    f->merge = LLVMAppendBasicBlockInContext(c->ctx, fn, "endif");
+    LLVMBuildCondBr(c->b, cond, f->then, f->merge);
+    LLVMPositionBuilderAtEnd(c->b, f->then);
+}
+
+static void gif_end(cg *c, gif *f) {
+    LLVMBuildBr(c->b, f->merge);
+    LLVMPositionBuilderAtEnd(c->b, f->merge);
+}
+
+// f32 vector of `w` lanes (w == 1: plain f32).
+static LLVMTypeRef vty(cg *c, unsigned w) {
+    return w == 1 ? c->t_f32 : LLVMVectorType(c->t_f32, w);
+}
+
+// acc + a * b (llvm.fmuladd: fused where the target has FMA).
+static LLVMValueRef fmuladd(cg *c, LLVMValueRef a, LLVMValueRef b, LLVMValueRef acc) {
+    LLVMTypeRef ty = LLVMTypeOf(a);
+    static const char name[] = "llvm.fmuladd";
+    unsigned id = LLVMLookupIntrinsicID(name, sizeof name - 1);
+    LLVMValueRef fn = LLVMGetIntrinsicDeclaration(c->mod, id, &ty, 1);
+    LLVMTypeRef fty = LLVMIntrinsicGetType(c->ctx, id, &ty, 1);
+    LLVMValueRef args[3] = {a, b, acc};
+    return LLVMBuildCall2(c->b, fty, fn, args, 3, "");
+}
+
+// Loads `w` contiguous elements of a float-typed buffer from element idx as an f32 vector.
+static LLVMValueRef vload(cg *c, LLVMValueRef base, dl_dtype dt, LLVMValueRef idx, unsigned w) {
+    if (w == 1) {
+        return cg_load(c, base, dt, idx);
+    }
+    LLVMTypeRef et = dt == DL_DT_FLOAT ? c->t_f32 : dt == DL_DT_FLOAT16 ? c->t_f16 : c->t_i16;
+    LLVMValueRef p = LLVMBuildInBoundsGEP2(c->b, et, base, &idx, 1, "");
+    LLVMValueRef v = LLVMBuildLoad2(c->b, LLVMVectorType(et, w), p, "");
+    LLVMSetAlignment(v, dt == DL_DT_FLOAT ? 4 : 2);
+    switch (dt) {
+    case DL_DT_FLOAT:
+        return v;
+    case DL_DT_FLOAT16:
+        return LLVMBuildFPExt(c->b, v, vty(c, w), "");
+    case DL_DT_BFLOAT16: {
+        LLVMTypeRef it = LLVMVectorType(c->t_i32, w);
+        LLVMValueRef x = LLVMBuildZExt(c->b, v, it, "");
+        LLVMValueRef sixteen[64];
+        DL_ASSERT(w <= 64);
+        for (unsigned l = 0; l < w; l++) {
+            sixteen[l] = cg_i32(c, 16);
+        }
+        x = LLVMBuildShl(c->b, x, LLVMConstVector(sixteen, w), "");
+        return LLVMBuildBitCast(c->b, x, vty(c, w), "");
+    }
+    default:
+        DL_UNREACHABLE();
+    }
+}
+
+// Horizontal sum of an f32 vector (ordered over its lanes).
+static LLVMValueRef hsum(cg *c, LLVMValueRef v, unsigned w) {
+    if (w == 1) {
+        return v;
+    }
+    LLVMValueRef s = cg_f32(c, 0);
+    for (unsigned l = 0; l < w; l++) {
+        s = LLVMBuildFAdd(c->b, s, LLVMBuildExtractElement(c->b, v, cg_i32(c, (int32_t)l), ""), "");
+    }
+    return s;
+}
+
+// Reads INTS attribute `name` into out[n] (absent or empty: every entry `def`). Returns false
+// (after a diagnostic) when it has the wrong length.
+static bool attr_ints(cg *c, const char *name, int32_t n, int64_t def, int64_t *out) {
+    const dl_ir_attr *a = dl_ir_node_attr(c->node, name);
+    if (a && a->n > 0 && (int32_t)a->n != n) {
+        cg_error(c, "%s has %zu entries, expected %d", name, a->n, n);
+        return false;
+    }
+    for (int32_t i = 0; i < n; i++) {
+        out[i] = (a && a->n > 0) ? a->ints[i] : def;
+    }
+    return true;
+}
+
+// ---------------------------------------------------------------------------------------------
+// ConvGradWeight
+
+#define CGW_MAX_ACC 64 // accumulators of one tap block (IB * kW), register-sized blocks are <= 12
+
+typedef struct cgw_geo {
+    int64_t N, C, H, W, M, OH, OW, Cg, Mg, kH, kW;
+    int64_t s[2], dil[2], pb[2];
+    dl_dtype dt;
+    int64_t in_lo, in_hi; // interior columns: every tap of every column inside the input
+    unsigned tw;          // vector tile width (0: every column on the scalar path)
+} cgw_geo;
+
+// State of one tap block inside the kernel.
+typedef struct cgw_blk {
+    const cgw_geo *g;
+    const cg_kernel *k;
+    int64_t i0, ib;                        // tap rows [i0, i0 + ib)
+    LLVMValueRef vacc[CGW_MAX_ACC];        // [r * kW + j]: lanes over columns
+    LLVMValueRef sacc[CGW_MAX_ACC];        // scalar sums of the edge columns
+    LLVMValueRef dyrow, xrow[CGW_MAX_ACC]; // per output row: dy row start, x row start per r
+    LLVMValueRef valid[CGW_MAX_ACC];       // per r: tap row inside the input (NULL: known)
+} cgw_blk;
+
+// x[xrow + ow0*sw - pl + j*dil .. step sw] for `tw` lanes (every lane inside the row).
+static LLVMValueRef cgw_xvec(cg *c, const cgw_blk *b, LLVMValueRef xrow, LLVMValueRef ow0,
+                             int64_t j) {
+    const cgw_geo *g = b->g;
+    unsigned tw = g->tw;
+    int64_t sw = g->s[1];
+    LLVMValueRef p0 = iaddk(c, iadd(c, xrow, imul(c, ow0, sw)), -g->pb[1] + j * g->dil[1]);
+    if (sw == 1) {
+        return vload(c, b->k->ptr[2], g->dt, p0, tw);
+    }
+    if (sw <= 4) { // one wide load, every sw-th lane (the interior keeps it inside the row)
+        LLVMValueRef wide = vload(c, b->k->ptr[2], g->dt, p0, tw * (unsigned)sw);
+        LLVMValueRef mask[16];
+        for (unsigned l = 0; l < tw; l++) {
+            mask[l] = cg_i32(c, (int32_t)(l * (unsigned)sw));
+        }
+        return LLVMBuildShuffleVector(c->b, wide, LLVMGetUndef(LLVMTypeOf(wide)),
+                                      LLVMConstVector(mask, tw), "");
+    }
+    LLVMValueRef v = LLVMGetUndef(vty(c, tw));
+    for (unsigned l = 0; l < tw; l++) {
+        LLVMValueRef e = cg_load(c, b->k->ptr[2], g->dt, iaddk(c, p0, (int64_t)l * sw));
+        v = LLVMBuildInsertElement(c->b, v, e, cg_i32(c, (int32_t)l), "");
+    }
+    return v;
+}
+
+// One vector tile at column ow0; the first `skip` lanes are zeroed (the remainder tile).
+static void cgw_tile(cg *c, const cgw_blk *b, LLVMValueRef ow0, unsigned skip) {
+    const cgw_geo *g = b->g;
+    unsigned tw = g->tw;
+    LLVMTypeRef vt = vty(c, tw);
+    LLVMValueRef keep = NULL;
+    if (skip > 0) {
+        LLVMValueRef bits[16];
+        for (unsigned l = 0; l < tw; l++) {
+            bits[l] = LLVMConstInt(c->t_i1, l >= skip, 0);
+        }
+        keep = LLVMConstVector(bits, tw);
+    }
+    LLVMValueRef dyv = vload(c, b->k->ptr[1], g->dt, iadd(c, b->dyrow, ow0), tw);
+    if (keep) {
+        dyv = LLVMBuildSelect(c->b, keep, dyv, LLVMConstNull(vt), "");
+    }
+    for (int64_t r = 0; r < b->ib; r++) {
+        gif f;
+        if (b->valid[r]) {
+            gif_begin(c, &f, b->valid[r]);
+        }
+        for (int64_t j = 0; j < g->kW; j++) {
+            LLVMValueRef xv = cgw_xvec(c, b, b->xrow[r], ow0, j);
+            if (keep) {
+                xv = LLVMBuildSelect(c->b, keep, xv, LLVMConstNull(vt), "");
+            }
+            LLVMValueRef acc = b->vacc[r * g->kW + j];
+            st(c, fmuladd(c, dyv, xv, ld(c, vt, acc)), acc);
+        }
+        if (b->valid[r]) {
+            gif_end(c, &f);
+        }
+    }
+}
+
+// Scalar columns [lo, hi), every tap checked against the row.
+static void cgw_edge(cg *c, const cgw_blk *b, int64_t lo, int64_t hi) {
+    const cgw_geo *g = b->g;
+    if (lo >= hi) {
+        return;
+    }
+    cg_loop l;
+    LLVMValueRef ow = cg_for_begin(c, &l, cg_i64(c, lo), cg_i64(c, hi), "ow");
+    LLVMValueRef dyv = cg_load(c, b->k->ptr[1], g->dt, iadd(c, b->dyrow, ow));
+    LLVMValueRef base = iaddk(c, imul(c, ow, g->s[1]), -g->pb[1]);
+    for (int64_t r = 0; r < b->ib; r++) {
+        gif f;
+        if (b->valid[r]) {
+            gif_begin(c, &f, b->valid[r]);
+        }
+        for (int64_t j = 0; j < g->kW; j++) {
+            LLVMValueRef iw = iaddk(c, base, j * g->dil[1]);
+            LLVMValueRef ok = in_range(c, iw, 0, g->W);
+            LLVMValueRef idx = LLVMBuildSelect(c->b, ok, iadd(c, b->xrow[r], iw), b->xrow[r], "");
+            LLVMValueRef xv =
+                LLVMBuildSelect(c->b, ok, cg_load(c, b->k->ptr[2], g->dt, idx), cg_f32(c, 0), "");
+            LLVMValueRef acc = b->sacc[r * g->kW + j];
+            st(c, fmuladd(c, dyv, xv, ld(c, c->t_f32, acc)), acc);
+        }
+        if (b->valid[r]) {
+            gif_end(c, &f);
+        }
+    }
+    cg_for_end(c, &l);
+}
+
+// Output rows [lo, hi) of batch item n (dyplane, xplane: starts of dy[n, m] and x[n, g*Cg+c]);
+// `checked`: some tap row of the block may fall outside the input.
+static void cgw_rows(cg *c, cgw_blk *b, LLVMValueRef dyplane, LLVMValueRef xplane, int64_t lo,
+                     int64_t hi, bool checked) {
+    const cgw_geo *g = b->g;
+    if (lo >= hi) {
+        return;
+    }
+    cg_loop l;
+    LLVMValueRef oh = cg_for_begin(c, &l, cg_i64(c, lo), cg_i64(c, hi), "oh");
+    b->dyrow = iadd(c, dyplane, imul(c, oh, g->OW));
+    LLVMValueRef ih0 = iaddk(c, imul(c, oh, g->s[0]), -g->pb[0]);
+    for (int64_t r = 0; r < b->ib; r++) {
+        LLVMValueRef ih = iaddk(c, ih0, (b->i0 + r) * g->dil[0]);
+        b->valid[r] = checked ? in_range(c, ih, 0, g->H) : NULL;
+        // a row outside the input is never read (every use sits under valid[r])
+        b->xrow[r] = iadd(c, xplane, imul(c, ih, g->W));
+    }
+    if (g->tw > 0) {
+        int64_t width = g->in_hi - g->in_lo, n_full = width / (int64_t)g->tw;
+        int64_t rem = width % (int64_t)g->tw;
+        cg_loop lt;
+        LLVMValueRef t = cg_for_begin(c, &lt, cg_i64(c, 0), cg_i64(c, n_full), "tile");
+        cgw_tile(c, b, iaddk(c, imul(c, t, (int64_t)g->tw), g->in_lo), 0);
+        cg_for_end(c, &lt);
+        if (rem > 0) {
+            cgw_tile(c, b, cg_i64(c, g->in_hi - (int64_t)g->tw), g->tw - (unsigned)rem);
+        }
+        cgw_edge(c, b, 0, g->in_lo);
+        cgw_edge(c, b, g->in_hi, g->OW);
+    } else {
+        cgw_edge(c, b, 0, g->OW);
+    }
+    cg_for_end(c, &l);
+}
+
+// dw: [M, C/group, kH, kW] from dy: [N, M, OH, OW], x: [N, C, H, W]; outer range M * C/group.
+static dl_status lower_conv_grad_weight(cg *c, const dl_ir_node *n) {
+    dl_ir_value *dy = n->inputs[0], *x = n->inputs[1], *dw = n->outputs[0];
+    const dl_ir_type *xt = &x->type, *yt = &dy->type, *wt = &dw->type;
+    if (xt->rank != 4 || yt->rank != 4 || wt->rank != 4) {
+        cg_error(c, "only 2-D convolutions (rank-4 tensors) are supported");
+        return DL_ERR_UNSUPPORTED;
+    }
+    cgw_geo g;
+    memset(&g, 0, sizeof g);
+    g.N = xt->dims[0].value;
+    g.C = xt->dims[1].value;
+    g.H = xt->dims[2].value;
+    g.W = xt->dims[3].value;
+    g.M = yt->dims[1].value;
+    g.OH = yt->dims[2].value;
+    g.OW = yt->dims[3].value;
+    g.kH = wt->dims[2].value;
+    g.kW = wt->dims[3].value;
+    g.dt = xt->dtype;
+    int64_t G = dl_ir_node_attr_int(n, "group");
+    if (G < 1 || g.C % G != 0 || g.M % G != 0) {
+        cg_error(c, "group %lld does not divide the channels", (long long)G);
+        return DL_ERR_UNSUPPORTED;
+    }
+    g.Cg = g.C / G;
+    g.Mg = g.M / G;
+    int64_t pads[4];
+    if (!attr_ints(c, "strides", 2, 1, g.s) || !attr_ints(c, "dilations", 2, 1, g.dil) ||
+        !attr_ints(c, "pads", 4, 0, pads)) {
+        return DL_ERR_UNSUPPORTED;
+    }
+    const char *ap = dl_ir_node_attr_string(n, "auto_pad");
+    int64_t in[2] = {g.H, g.W}, out[2] = {g.OH, g.OW}, kk[2] = {g.kH, g.kW};
+    for (int i = 0; i < 2; i++) {
+        int64_t pe;
+        dl_ir_conv_pads(ap, in[i], out[i], kk[i], g.s[i], g.dil[i], pads[i], pads[2 + i], &g.pb[i],
+                        &pe);
+    }
+    int64_t n_dw = g.M * g.Cg * g.kH * g.kW;
+    if (n_dw == 0) {
+        return DL_OK;
+    }
+    // Interior columns: ow*sw - pl >= 0 and ow*sw - pl + (kW-1)*dil (+ sw-1 for the wide
+    // strided loads) <= W - 1.
+    int64_t offmax = -g.pb[1] + (g.kW - 1) * g.dil[1];
+    if (g.s[1] > 1 && g.s[1] <= 4) {
+        offmax += g.s[1] - 1;
+    }
+    g.in_lo = max64(0, ceil_div(g.pb[1], g.s[1]));
+    g.in_hi = min64(g.OW, floor_div(g.W - 1 - offmax, g.s[1]) + 1);
+    int64_t width = g.in_hi > g.in_lo ? g.in_hi - g.in_lo : 0;
+    g.tw = width >= 8 ? 8 : width >= 4 ? 4 : 0;
+    // Interior rows of a tap block [i0, i0 + ib): every tap row inside the input.
+    int64_t IB = max64(1, 12 / g.kW);
+    if (IB * g.kW > CGW_MAX_ACC) {
+        IB = 1;
+    }
+    if (g.kW > CGW_MAX_ACC) {
+        cg_error(c, "kernel width %lld is too large", (long long)g.kW);
+        return DL_ERR_UNSUPPORTED;
+    }
+
+    dl_ir_value *vals[3] = {dw, dy, x};
+    cg_kernel k;
+    DL_TRY(cg_kernel_begin(c, vals, 3, g.M * g.Cg, &k));
+    cg_loop lit;
+    LLVMValueRef it = cg_for_begin(c, &lit, k.begin, k.end, "it");
+    // it = m * Cg + ci; group grp = m / Mg
+    LLVMValueRef m = LLVMBuildSDiv(c->b, it, cg_i64(c, g.Cg), "m");
+    LLVMValueRef ci = LLVMBuildSRem(c->b, it, cg_i64(c, g.Cg), "ci");
+    LLVMValueRef grp = LLVMBuildSDiv(c->b, m, cg_i64(c, g.Mg), "grp");
+    LLVMValueRef xch = iadd(c, imul(c, grp, g.Cg), ci); // input channel
+    LLVMTypeRef vt = vty(c, g.tw ? g.tw : 1);
+    for (int64_t i0 = 0; i0 < g.kH; i0 += IB) {
+        cgw_blk b;
+        memset(&b, 0, sizeof b);
+        b.g = &g;
+        b.k = &k;
+        b.i0 = i0;
+        b.ib = min64(IB, g.kH - i0);
+        for (int64_t a = 0; a < b.ib * g.kW; a++) {
+            if (g.tw) {
+                b.vacc[a] = entry_alloca(c, vt);
+                st(c, LLVMConstNull(vt), b.vacc[a]);
+            }
+            b.sacc[a] = entry_alloca(c, c->t_f32);
+            st(c, cg_f32(c, 0), b.sacc[a]);
+        }
+        // Rows oh in [r_lo, r_hi) have all tap rows i0 .. i0+ib-1 inside [0, H).
+        int64_t r_lo = max64(0, ceil_div(g.pb[0] - i0 * g.dil[0], g.s[0]));
+        int64_t r_hi =
+            min64(g.OH, floor_div(g.H - 1 + g.pb[0] - (i0 + b.ib - 1) * g.dil[0], g.s[0]) + 1);
+        if (r_hi < r_lo) {
+            r_lo = r_hi = g.OH;
+        }
+        if (g.N > 0) {
+            cg_loop ln;
+            LLVMValueRef nb = cg_for_begin(c, &ln, cg_i64(c, 0), cg_i64(c, g.N), "n");
+            LLVMValueRef dyplane = imul(c, iadd(c, imul(c, nb, g.M), m), g.OH * g.OW);
+            LLVMValueRef xplane = imul(c, iadd(c, imul(c, nb, g.C), xch), g.H * g.W);
+            cgw_rows(c, &b, dyplane, xplane, 0, min64(r_lo, g.OH), true);
+            cgw_rows(c, &b, dyplane, xplane, r_lo, r_hi, false);
+            cgw_rows(c, &b, dyplane, xplane, max64(r_hi, r_lo), g.OH, true);
+            cg_for_end(c, &ln);
+        }
+        // Epilogue: dw[m, ci, i0 + r, j] = lane sum + edge sum.
+        LLVMValueRef wbase = imul(c, it, g.kH * g.kW);
+        for (int64_t r = 0; r < b.ib; r++) {
+            for (int64_t j = 0; j < g.kW; j++) {
+                int64_t a = r * g.kW + j;
+                LLVMValueRef s = ld(c, c->t_f32, b.sacc[a]);
+                if (g.tw) {
+                    s = LLVMBuildFAdd(c->b, hsum(c, ld(c, vt, b.vacc[a]), g.tw), s, "");
+                }
+                cg_store(c, k.ptr[0], g.dt, iaddk(c, wbase, (i0 + r) * g.kW + j), s);
+            }
+        }
+    }
+    cg_for_end(c, &lit);
+    return cg_kernel_end(c, &k);
+}
+
+// ---------------------------------------------------------------------------------------------
+// MaxPoolGrad / AveragePoolGrad
+
+// dy: [N, C, o1..ok], x: [N, C, d1..dk] -> dx like x; outer range N*C (one plane each).
+static dl_status lower_pool_grad(cg *c, const dl_ir_node *n) {
+    bool is_max = n->op == DL_IR_OP_MAX_POOL_GRAD;
+    dl_ir_value *dy = n->inputs[0], *x = n->inputs[1], *dx = n->outputs[0];
+    const dl_ir_type *xt = &x->type, *yt = &dy->type;
+    if (xt->rank < 3 || yt->rank != xt->rank) {
+        cg_error(c, "pooling gradients need x of rank >= 3 and dy of the same rank");
+        return DL_ERR_UNSUPPORTED;
+    }
+    int32_t nsp = xt->rank - 2;
+    int64_t k[DL_MAX_RANK], s[DL_MAX_RANK], dil[DL_MAX_RANK], pads[2 * DL_MAX_RANK];
+    int64_t pb[DL_MAX_RANK], pe[DL_MAX_RANK], xd[DL_MAX_RANK], yd[DL_MAX_RANK];
+    if (!attr_ints(c, "kernel_shape", nsp, 1, k) || !attr_ints(c, "strides", nsp, 1, s) ||
+        !attr_ints(c, "dilations", nsp, 1, dil) || !attr_ints(c, "pads", 2 * nsp, 0, pads)) {
+        return DL_ERR_UNSUPPORTED;
+    }
+    const char *ap = dl_ir_node_attr_string(n, "auto_pad");
+    int64_t in_sp = 1, out_sp = 1;
+    for (int32_t i = 0; i < nsp; i++) {
+        xd[i] = xt->dims[2 + i].value;
+        yd[i] = yt->dims[2 + i].value;
+        dl_ir_conv_pads(ap, xd[i], yd[i], k[i], s[i], dil[i], pads[i], pads[nsp + i], &pb[i],
+                        &pe[i]);
+        in_sp *= xd[i];
+        out_sp *= yd[i];
+    }
+    int64_t xs[DL_MAX_RANK], ys[DL_MAX_RANK], sx = 1, sy = 1;
+    for (int32_t i = nsp - 1; i >= 0; i--) {
+        xs[i] = sx;
+        ys[i] = sy;
+        sx *= xd[i];
+        sy *= yd[i];
+    }
+    bool incl = !is_max && dl_ir_node_attr_int(n, "count_include_pad") != 0;
+    int64_t NC = xt->dims[0].value * xt->dims[1].value;
+    if (NC * in_sp == 0) {
+        return DL_OK;
+    }
+    dl_dtype dt = xt->dtype;
+    dl_ir_value *vals[3] = {dx, dy, x};
+    cg_kernel kr;
+    DL_TRY(cg_kernel_begin(c, vals, is_max ? 3 : 2, NC, &kr));
+    cg_loop lnc, lz, lo[DL_MAX_RANK], lk[DL_MAX_RANK];
+    LLVMValueRef nc = cg_for_begin(c, &lnc, kr.begin, kr.end, "nc");
+    LLVMValueRef xb = imul(c, nc, in_sp);
+    // dx plane = 0
+    LLVMValueRef zi = cg_for_begin(c, &lz, cg_i64(c, 0), cg_i64(c, in_sp), "z");
+    cg_store(c, kr.ptr[0], dt, iadd(c, xb, zi), cg_f32(c, 0));
+    cg_for_end(c, &lz);
+    if (out_sp > 0) {
+        LLVMValueRef oc[DL_MAX_RANK], wst[DL_MAX_RANK];
+        LLVMValueRef yoff = imul(c, nc, out_sp);
+        for (int32_t i = 0; i < nsp; i++) {
+            oc[i] = cg_for_begin(c, &lo[i], cg_i64(c, 0), cg_i64(c, yd[i]), "o");
+            yoff = iadd(c, yoff, imul(c, oc[i], ys[i]));
+            wst[i] = iaddk(c, imul(c, oc[i], s[i]), -pb[i]);
+        }
+        LLVMValueRef gy = cg_load(c, kr.ptr[1], dt, yoff);
+        LLVMValueRef share = NULL, acc = NULL, arg = NULL;
+        if (is_max) {
+            acc = entry_alloca(c, c->t_f32);
+            arg = entry_alloca(c, c->t_i64);
+            st(c, cg_f32(c, -(double)INFINITY), acc);
+            st(c, cg_i64(c, -1), arg);
+        } else { // count = product over dims of the taps inside [lo, hi), as lower_pool
+            LLVMValueRef cnt = cg_i64(c, 1);
+            for (int32_t i = 0; i < nsp; i++) {
+                LLVMValueRef ca = entry_alloca(c, c->t_i64);
+                st(c, cg_i64(c, 0), ca);
+                cg_loop l;
+                LLVMValueRef j = cg_for_begin(c, &l, cg_i64(c, 0), cg_i64(c, k[i]), "j");
+                LLVMValueRef p = iadd(c, wst[i], imul(c, j, dil[i]));
+                LLVMValueRef ok =
+                    incl ? in_range(c, p, -pb[i], xd[i] + pe[i]) : in_range(c, p, 0, xd[i]);
+                st(c, iadd(c, ld(c, c->t_i64, ca), LLVMBuildZExt(c->b, ok, c->t_i64, "")), ca);
+                cg_for_end(c, &l);
+                cnt = LLVMBuildMul(c->b, cnt, ld(c, c->t_i64, ca), "");
+            }
+            share = LLVMBuildFDiv(c->b, gy, LLVMBuildSIToFP(c->b, cnt, c->t_f32, ""), "");
+        }
+        gif fk[DL_MAX_RANK];
+        LLVMValueRef xoff = xb;
+        for (int32_t i = 0; i < nsp; i++) {
+            LLVMValueRef j = cg_for_begin(c, &lk[i], cg_i64(c, 0), cg_i64(c, k[i]), "kj");
+            LLVMValueRef p = iadd(c, wst[i], imul(c, j, dil[i]));
+            gif_begin(c, &fk[i], in_range(c, p, 0, xd[i]));
+            xoff = iadd(c, xoff, imul(c, p, xs[i]));
+        }
+        if (is_max) { // lower_pool's rule: first in-image tap, a larger value, or NaN over a number
+            LLVMValueRef v = cg_load(c, kr.ptr[2], dt, xoff);
+            LLVMValueRef cur = ld(c, c->t_f32, acc), a = ld(c, c->t_i64, arg);
+            LLVMValueRef first = LLVMBuildICmp(c->b, LLVMIntSLT, a, cg_i64(c, 0), "");
+            LLVMValueRef gt = LLVMBuildFCmp(c->b, LLVMRealOGT, v, cur, "");
+            LLVMValueRef vnan = LLVMBuildFCmp(c->b, LLVMRealUNO, v, v, "");
+            LLVMValueRef cnum = LLVMBuildFCmp(c->b, LLVMRealORD, cur, cur, "");
+            LLVMValueRef upd = LLVMBuildOr(c->b, LLVMBuildOr(c->b, first, gt, ""),
+                                           LLVMBuildAnd(c->b, vnan, cnum, ""), "");
+            st(c, LLVMBuildSelect(c->b, upd, v, cur, ""), acc);
+            st(c, LLVMBuildSelect(c->b, upd, xoff, a, ""), arg);
+        } else {
+            LLVMValueRef d = cg_load(c, kr.ptr[0], dt, xoff);
+            cg_store(c, kr.ptr[0], dt, xoff, LLVMBuildFAdd(c->b, d, share, ""));
+        }
+        for (int32_t i = nsp - 1; i >= 0; i--) {
+            gif_end(c, &fk[i]);
+            cg_for_end(c, &lk[i]);
+        }
+        if (is_max) {
+            LLVMValueRef a = ld(c, c->t_i64, arg);
+            gif fa;
+            gif_begin(c, &fa, LLVMBuildICmp(c->b, LLVMIntSGE, a, cg_i64(c, 0), ""));
+            LLVMValueRef d = cg_load(c, kr.ptr[0], dt, a);
+            cg_store(c, kr.ptr[0], dt, a, LLVMBuildFAdd(c->b, d, gy, ""));
+            gif_end(c, &fa);
+        }
+        for (int32_t i = nsp - 1; i >= 0; i--) {
+            cg_for_end(c, &lo[i]);
+        }
+    }
+    cg_for_end(c, &lnc);
+    return cg_kernel_end(c, &kr);
+}
+
+// ---------------------------------------------------------------------------------------------
+// BatchNormalizationGrad
+
+typedef enum bn_red {
+    BN_SUM, // sum a
+    BN_SQ,  // sum (a - mean)^2
+    BN_DOT, // sum b * (a - mean)
+} bn_red;
+
+// One reduction over `len` contiguous elements from element off of a (and b): f32, 16-lane
+// partial sums, then the tail in order.
+static LLVMValueRef bn_sum(cg *c, bn_red kind, LLVMValueRef pa, LLVMValueRef pb, dl_dtype dt,
+                           LLVMValueRef off, int64_t len, LLVMValueRef mean) {
+    enum { SW = 16 };
+    int64_t nv = len / SW;
+    LLVMValueRef total = cg_f32(c, 0);
+    for (int vec = 1; vec >= 0; vec--) {
+        unsigned w = vec ? SW : 1;
+        int64_t lo = vec ? 0 : nv * SW, hi = vec ? nv : len; // vec: vector index
+        if (lo >= hi) {
+            continue;
+        }
+        LLVMTypeRef vt = vty(c, w);
+        LLVMValueRef acc = entry_alloca(c, vt);
+        st(c, vec ? LLVMConstNull(vt) : total, acc);
+        LLVMValueRef vm = NULL;
+        if (kind != BN_SUM) {
+            vm = mean;
+            if (vec) {
+                LLVMValueRef v0 =
+                    LLVMBuildInsertElement(c->b, LLVMGetUndef(vt), mean, cg_i32(c, 0), "");
+                vm = LLVMBuildShuffleVector(c->b, v0, LLVMGetUndef(vt),
+                                            LLVMConstNull(LLVMVectorType(c->t_i32, w)), "");
+            }
+        }
+        cg_loop l;
+        LLVMValueRef i = cg_for_begin(c, &l, cg_i64(c, lo), cg_i64(c, hi), "r");
+        LLVMValueRef idx = iadd(c, off, vec ? imul(c, i, SW) : i);
+        LLVMValueRef v = vload(c, pa, dt, idx, w);
+        LLVMValueRef cur = ld(c, vt, acc), r;
+        if (kind == BN_SUM) {
+            r = LLVMBuildFAdd(c->b, cur, v, "");
+        } else {
+            LLVMValueRef d = LLVMBuildFSub(c->b, v, vm, "");
+            LLVMValueRef f = kind == BN_SQ ? d : vload(c, pb, dt, idx, w);
+            r = fmuladd(c, d, f, cur);
+        }
+        st(c, r, acc);
+        cg_for_end(c, &l);
+        total = vec ? hsum(c, ld(c, vt, acc), w) : ld(c, vt, acc);
+    }
+    return total;
+}
+
+// dy, x: [N, C, S...], scale: [C] -> dx like x, dscale?, dbias?: [C]; outer range C.
+static dl_status lower_batch_norm_grad(cg *c, const dl_ir_node *n) {
+    dl_ir_value *dy = n->inputs[0], *x = n->inputs[1], *sc = n->inputs[2];
+    const dl_ir_type *xt = &x->type;
+    if (xt->rank < 2) {
+        cg_error(c, "needs x of rank >= 2");
+        return DL_ERR_UNSUPPORTED;
+    }
+    int64_t N = xt->dims[0].value, C = xt->dims[1].value;
+    if (C == 0) {
+        return DL_OK;
+    }
+    int64_t S = N != 0 ? dl_ir_type_numel(xt) / (N * C) : 0;
+    double eps = dl_ir_node_attr_float(n, "epsilon");
+    dl_ir_value *ods = n->n_outputs > 1 ? n->outputs[1] : NULL;
+    dl_ir_value *odb = n->n_outputs > 2 ? n->outputs[2] : NULL;
+    // args: dx, [dscale], [dbias], dy, x, scale
+    dl_ir_value *vals[6];
+    size_t nv = 0;
+    vals[nv++] = n->outputs[0];
+    size_t a_ds = ods ? nv++ : 0, a_db = odb ? nv++ : 0;
+    if (ods) {
+        vals[a_ds] = ods;
+    }
+    if (odb) {
+        vals[a_db] = odb;
+    }
+    size_t a_dy = nv;
+    vals[nv++] = dy;
+    vals[nv++] = x;
+    vals[nv++] = sc;
+    dl_dtype dt = xt->dtype;
+    cg_kernel k;
+    DL_TRY(cg_kernel_begin(c, vals, nv, C, &k));
+    LLVMValueRef pdy = k.ptr[a_dy], px = k.ptr[a_dy + 1];
+    cg_loop l, ln;
+    LLVMValueRef ch = cg_for_begin(c, &l, k.begin, k.end, "c");
+    LLVMValueRef cnt = cg_f32(c, (double)(N * S));
+    bool empty = N * S == 0;
+    // sums[0]: x, [1]: (x - mean)^2, [2]: dy, [3]: dy * (x - mean); batch item b's run starts
+    // at (b*C + c)*S.
+    static const bn_red kinds[4] = {BN_SUM, BN_SQ, BN_SUM, BN_DOT};
+    LLVMValueRef sums[4], mean = NULL;
+    for (int q = 0; q < 4; q++) {
+        LLVMValueRef acc = entry_alloca(c, c->t_f32);
+        st(c, cg_f32(c, 0), acc);
+        if (!empty) {
+            LLVMValueRef b = cg_for_begin(c, &ln, cg_i64(c, 0), cg_i64(c, N), "b");
+            LLVMValueRef off = imul(c, iadd(c, imul(c, b, C), ch), S);
+            LLVMValueRef pa = q == 2 ? pdy : px;
+            LLVMValueRef part = bn_sum(c, kinds[q], pa, pdy, dt, off, S, mean);
+            st(c, LLVMBuildFAdd(c->b, ld(c, c->t_f32, acc), part, ""), acc);
+            cg_for_end(c, &ln);
+        }
+        sums[q] = ld(c, c->t_f32, acc);
+        if (q == 0) {
+            mean = LLVMBuildFDiv(c->b, sums[0], cnt, "mean");
+        }
+    }
+    LLVMValueRef var = LLVMBuildFDiv(c->b, sums[1], cnt, "var");
+    LLVMValueRef sd =
+        cg_intrinsic1(c, "llvm.sqrt", c->t_f32, LLVMBuildFAdd(c->b, var, cg_f32(c, eps), ""));
+    LLVMValueRef rstd = LLVMBuildFDiv(c->b, cg_f32(c, 1), sd, "rstd");
+    LLVMValueRef db = sums[2];
+    // dscale = sum dy * xhat = rstd * sum dy * (x - mean); an empty batch sums nothing (0)
+    LLVMValueRef ds = empty ? cg_f32(c, 0) : LLVMBuildFMul(c->b, sums[3], rstd, "dscale");
+    if (!empty) {
+        // dx = a * (cnt*dy - db - xhat*ds), a = scale * rstd / cnt
+        LLVMValueRef scv = cg_load(c, k.ptr[a_dy + 2], sc->type.dtype, ch);
+        LLVMValueRef a = LLVMBuildFDiv(c->b, LLVMBuildFMul(c->b, scv, rstd, ""), cnt, "");
+        LLVMValueRef rds = LLVMBuildFMul(c->b, rstd, ds, ""); // xhat * ds = (x - mean) * rds
+        cg_loop li;
+        LLVMValueRef b = cg_for_begin(c, &ln, cg_i64(c, 0), cg_i64(c, N), "b");
+        LLVMValueRef off = imul(c, iadd(c, imul(c, b, C), ch), S);
+        LLVMValueRef i = cg_for_begin(c, &li, cg_i64(c, 0), cg_i64(c, S), "s");
+        LLVMValueRef idx = iadd(c, off, i);
+        LLVMValueRef xv = cg_load(c, px, dt, idx), gv = cg_load(c, pdy, dt, idx);
+        LLVMValueRef t = LLVMBuildFSub(c->b, LLVMBuildFMul(c->b, cnt, gv, ""), db, "");
+        t = LLVMBuildFSub(c->b, t, LLVMBuildFMul(c->b, LLVMBuildFSub(c->b, xv, mean, ""), rds, ""),
+                          "");
+        cg_store(c, k.ptr[0], n->outputs[0]->type.dtype, idx, LLVMBuildFMul(c->b, a, t, ""));
+        cg_for_end(c, &li);
+        cg_for_end(c, &ln);
+    }
+    if (ods) {
+        cg_store(c, k.ptr[a_ds], ods->type.dtype, ch, ds);
+    }
+    if (odb) {
+        cg_store(c, k.ptr[a_db], odb->type.dtype, ch, db);
+    }
+    cg_for_end(c, &l);
+    return cg_kernel_end(c, &k);
+}
+
+// ---------------------------------------------------------------------------------------------
+
+dl_status dl_cg__lower_grad_nn(cg *c, const dl_ir_node *n) {
+    size_t n_req = n->op == DL_IR_OP_BATCH_NORMALIZATION_GRAD ? 3 : 2;
+    for (size_t i = 0; i < n_req; i++) {
+        if (n->n_inputs <= i || !n->inputs[i]) {
+            cg_error(c, "input %zu is missing", i);
+            return DL_ERR_UNSUPPORTED;
+        }
+    }
+    switch (n->op) {
+    case DL_IR_OP_CONV_GRAD_WEIGHT:
+        return lower_conv_grad_weight(c, n);
+    case DL_IR_OP_MAX_POOL_GRAD:
+    case DL_IR_OP_AVERAGE_POOL_GRAD:
+        return lower_pool_grad(c, n);
+    case DL_IR_OP_BATCH_NORMALIZATION_GRAD:
+        return lower_batch_norm_grad(c, n);
+    default:
+        break;
+    }
+    cg_error(c, "%s is not lowered by this family", dl_ir_op_get_info(n->op)->name);
+    return DL_ERR_UNSUPPORTED;
+}

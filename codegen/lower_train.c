@@ -1,0 +1,774 @@
+// codegen/lower_train.c — the sync-free train step: the `train_step` entry point and its
+// multi-tensor step kernels, built from m->train and m->grads after every node is lowered.
+//
+// The entry runs, in order: the kernels of every forward node the training roots (train_loss,
+// each grad, each assign's value) depend on (the same LLVM functions as infer, but records of
+// their own, so each entry's dependencies stay inside it), every training-graph node, then
+//   train.gradsq    one double partial sum of squares per chunk of the gradients
+//   train.prologue  range 1: norm, finite check, clip coefficient, step count, bias
+//                   corrections, dynamic loss-scale update, the loss, the next step's seed
+//   train.update.*  the masked optimizer update of every trained param and its slots
+//   train.assign    param := value (BatchNormalization running statistics)
+// Multi-tensor kernels: the trained params form one virtual concatenation (param order) cut into
+// chunks of TRAIN_CHUNK elements; a kernel's range is the chunk count and its body visits the
+// part of each param inside the chunks it is given (params unrolled at compile time, each with
+// its own dtype), so any partition of the range gives the same bytes. Every hyper-parameter is
+// read from the hyper buffer (runtime/dlrt_format.h DLRT_HP_*) when the kernel runs; only
+// structural choices (optimizer, nesterov, amsgrad, centered, whether momentum is used, whether
+// clipping and loss scaling exist) are compiled in. Float math follows PyTorch's float32 kernels
+// (scalars rounded to float, the same operation order); scalars of the prologue are doubles, as
+// PyTorch's Python floats.
+#include "cg_internal.h"
+#include "dl_optim_ref.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { TRAIN_CHUNK = 4096 };
+
+_Static_assert(DLRT_OPTIM_SGD == (int)DL_IR_OPTIM_SGD && DLRT_OPTIM_ADAM == (int)DL_IR_OPTIM_ADAM &&
+                   DLRT_OPTIM_ADAMW == (int)DL_IR_OPTIM_ADAMW &&
+                   DLRT_OPTIM_RMSPROP == (int)DL_IR_OPTIM_RMSPROP,
+               "optimizer codes of the plan equal dl_ir_optim");
+
+// A trained param: its gradient, its place in the virtual concatenation and its slot buffers.
+typedef struct trained {
+    const dl_ir_value *p, *g;
+    int64_t n, off;
+    uint32_t slot[DL_OPTIM_REF_MAX_SLOTS];
+} trained;
+
+typedef struct train_ctx {
+    cg *c;
+    const dl_ir_train *t;
+    dl_optim_ref_hparams hp;
+    dl_optim_ref_loss_scale ls;
+    const char *slot_names[DL_OPTIM_REF_MAX_SLOTS];
+    size_t n_slots;
+    trained *tp;
+    size_t n_tp;
+    int64_t total, n_chunks;
+    uint32_t partial_buf;
+    double hyper[DLRT_HP_COUNT];
+} train_ctx;
+
+static dl_status add_extra(cg *c, uint64_t size, uint32_t kind, const void *init, uint32_t *id) {
+    cg_extra_buf e = {size, kind, init ? DLRT_BUF_F_INIT_DATA : 0u, NULL};
+    if (init) {
+        e.init = malloc(size ? (size_t)size : 1);
+        if (!e.init) {
+            return DL_ERR_NOMEM;
+        }
+        memcpy(e.init, init, (size_t)size);
+    }
+    if (!DL_VEC_PUSH(&c->extra, e)) {
+        free(e.init);
+        return DL_ERR_NOMEM;
+    }
+    *id = (uint32_t)(c->m->values.len + c->extra.len - 1);
+    return DL_OK;
+}
+
+static dl_status add_hparam(train_ctx *x, const char *name, uint32_t index, uint32_t flags) {
+    dlrt_plan_hparam h = {0, 0, index, flags, x->hyper[index]};
+    if (!DL_VEC_PUSH(&x->c->hparams, h) || !DL_VEC_PUSH(&x->c->hparam_names, name)) {
+        return DL_ERR_NOMEM;
+    }
+    return DL_OK;
+}
+
+static bool is_frozen(const dl_ir_train *t, const dl_ir_value *p) {
+    for (size_t i = 0; i < t->n_freeze; i++) {
+        if (t->freeze[i] == p) {
+            return true;
+        }
+    }
+    return false;
+}
+
+// ---------------------------------------------------------------------------------------------
+// IR helpers
+
+static LLVMValueRef f64c(cg *c, double v) {
+    return LLVMConstReal(c->t_f64, v);
+}
+
+static LLVMValueRef hp_ptr(cg *c, LLVMValueRef hyper, int idx) {
+    LLVMValueRef i = cg_i64(c, idx);
+    return LLVMBuildInBoundsGEP2(c->b, c->t_f64, hyper, &i, 1, "");
+}
+
+static LLVMValueRef hp_load(cg *c, LLVMValueRef hyper, int idx) {
+    return LLVMBuildLoad2(c->b, c->t_f64, hp_ptr(c, hyper, idx), "");
+}
+
+static void hp_store(cg *c, LLVMValueRef hyper, int idx, LLVMValueRef v) {
+    LLVMBuildStore(c->b, v, hp_ptr(c, hyper, idx));
+}
+
+// A double scalar rounded to float, as PyTorch passes Python floats to float32 kernels.
+static LLVMValueRef hp_f32(cg *c, LLVMValueRef hyper, int idx) {
+    return LLVMBuildFPTrunc(c->b, hp_load(c, hyper, idx), c->t_f32, "");
+}
+
+static LLVMValueRef to_f32(cg *c, LLVMValueRef d) {
+    return LLVMBuildFPTrunc(c->b, d, c->t_f32, "");
+}
+
+static LLVMValueRef is_finite64(cg *c, LLVMValueRef v) {
+    LLVMValueRef a = cg_intrinsic1(c, "llvm.fabs", c->t_f64, v);
+    return LLVMBuildFCmp(c->b, LLVMRealOLT, a, f64c(c, INFINITY), "");
+}
+
+static LLVMValueRef smax(cg *c, LLVMValueRef a, LLVMValueRef b) {
+    return LLVMBuildSelect(c->b, LLVMBuildICmp(c->b, LLVMIntSGT, a, b, ""), a, b, "");
+}
+
+static LLVMValueRef smin(cg *c, LLVMValueRef a, LLVMValueRef b) {
+    return LLVMBuildSelect(c->b, LLVMBuildICmp(c->b, LLVMIntSLT, a, b, ""), a, b, "");
+}
+
+// Visits the elements [elo, ehi) of the virtual concatenation: for each trained param j, the
+// part of it inside, calling body(x, j, ptrs, local index) in a loop. ptrs[] are the kernel
+// arguments `arg_of(j, s)` loaded once per param.
+typedef void (*elem_body)(train_ctx *x, void *u, size_t j, LLVMValueRef local);
+
+static void for_each_elem(train_ctx *x, LLVMValueRef elo, LLVMValueRef ehi, elem_body body,
+                          void *u) {
+    cg *c = x->c;
+    for (size_t j = 0; j < x->n_tp; j++) {
+        const trained *tp = &x->tp[j];
+        LLVMValueRef lo = smax(c, elo, cg_i64(c, tp->off));
+        LLVMValueRef hi = smin(c, ehi, cg_i64(c, tp->off + tp->n));
+        lo = LLVMBuildSub(c->b, lo, cg_i64(c, tp->off), "");
+        hi = LLVMBuildSub(c->b, hi, cg_i64(c, tp->off), "");
+        cg_loop l;
+        LLVMValueRef i = cg_for_begin(c, &l, lo, hi, "e");
+        body(x, u, j, i);
+        cg_for_end(c, &l);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// train.gradsq: partial[ci] = sum over the chunk's elements of (double)g^2, in element order.
+// args: partials | grads of the trained params
+
+typedef struct gradsq_u {
+    LLVMValueRef *g; // per param
+    LLVMValueRef acc;
+} gradsq_u;
+
+static void gradsq_body(train_ctx *x, void *u_, size_t j, LLVMValueRef i) {
+    cg *c = x->c;
+    gradsq_u *u = u_;
+    LLVMValueRef g = cg_load(c, u->g[j], x->tp[j].g->type.dtype, i);
+    LLVMValueRef d = LLVMBuildFPExt(c->b, g, c->t_f64, "");
+    LLVMValueRef a = LLVMBuildLoad2(c->b, c->t_f64, u->acc, "");
+    LLVMBuildStore(c->b, LLVMBuildFAdd(c->b, a, LLVMBuildFMul(c->b, d, d, ""), ""), u->acc);
+}
+
+static dl_status emit_gradsq(train_ctx *x) {
+    cg *c = x->c;
+    size_t n_args = 1 + x->n_tp;
+    uint32_t *bufs = calloc(n_args, sizeof *bufs);
+    LLVMValueRef *g = calloc(x->n_tp ? x->n_tp : 1, sizeof *g);
+    if (!bufs || !g) {
+        free(bufs);
+        free(g);
+        return DL_ERR_NOMEM;
+    }
+    bufs[0] = x->partial_buf;
+    for (size_t j = 0; j < x->n_tp; j++) {
+        bufs[1 + j] = c->value_buf[x->tp[j].g->id];
+    }
+    cg_kernel k;
+    dl_status st = cg_kernel_begin_bufs(c, bufs, n_args, 1, x->n_chunks, "train.gradsq", &k);
+    if (st == DL_OK) {
+        LLVMValueRef part = cg_kernel_arg(c, &k, 0);
+        for (size_t j = 0; j < x->n_tp; j++) {
+            g[j] = cg_kernel_arg(c, &k, 1 + j);
+        }
+        gradsq_u u = {g, cg_entry_alloca(c, &k, c->t_f64, 1)};
+        cg_loop l;
+        LLVMValueRef ci = cg_for_begin(c, &l, k.begin, k.end, "chunk");
+        LLVMBuildStore(c->b, f64c(c, 0.0), u.acc);
+        LLVMValueRef elo = LLVMBuildMul(c->b, ci, cg_i64(c, TRAIN_CHUNK), "");
+        LLVMValueRef ehi =
+            smin(c, LLVMBuildAdd(c->b, elo, cg_i64(c, TRAIN_CHUNK), ""), cg_i64(c, x->total));
+        for_each_elem(x, elo, ehi, gradsq_body, &u);
+        LLVMValueRef p = LLVMBuildInBoundsGEP2(c->b, c->t_f64, part, &ci, 1, "");
+        LLVMBuildStore(c->b, LLVMBuildLoad2(c->b, c->t_f64, u.acc, ""), p);
+        cg_for_end(c, &l);
+        st = cg_kernel_end(c, &k);
+    }
+    free(bufs);
+    free(g);
+    return st;
+}
+
+// ---------------------------------------------------------------------------------------------
+// train.prologue (range 1). args: hyper, [seed] | partials, loss
+
+static dl_status emit_prologue(train_ctx *x) {
+    cg *c = x->c;
+    bool has_seed = c->seed_init != NULL;
+    uint32_t bufs[4];
+    size_t n = 0;
+    bufs[n++] = c->hyper_buf;
+    if (has_seed) {
+        bufs[n++] = c->seed_buf;
+    }
+    size_t n_out = n;
+    bufs[n++] = x->partial_buf;
+    bufs[n++] = c->loss_buf;
+    cg_kernel k;
+    DL_TRY(cg_kernel_begin_bufs(c, bufs, n, n_out, 1, "train.prologue", &k));
+    LLVMValueRef hyper = cg_kernel_arg(c, &k, 0);
+    LLVMValueRef seed = has_seed ? cg_kernel_arg(c, &k, 1) : NULL;
+    LLVMValueRef part = cg_kernel_arg(c, &k, n_out);
+    LLVMValueRef lossp = cg_kernel_arg(c, &k, n_out + 1);
+    // total = sum of the partials in chunk order (a fixed order: deterministic).
+    LLVMValueRef acc = cg_entry_alloca(c, &k, c->t_f64, 1);
+    LLVMBuildStore(c->b, f64c(c, 0.0), acc);
+    cg_loop l;
+    LLVMValueRef ci = cg_for_begin(c, &l, cg_i64(c, 0), cg_i64(c, x->n_chunks), "chunk");
+    LLVMValueRef pv =
+        LLVMBuildLoad2(c->b, c->t_f64, LLVMBuildInBoundsGEP2(c->b, c->t_f64, part, &ci, 1, ""), "");
+    LLVMBuildStore(c->b, LLVMBuildFAdd(c->b, LLVMBuildLoad2(c->b, c->t_f64, acc, ""), pv, ""), acc);
+    cg_for_end(c, &l);
+    LLVMValueRef total = LLVMBuildLoad2(c->b, c->t_f64, acc, "total");
+    LLVMValueRef finite = is_finite64(c, total);
+    // GradScaler.unscale_: inv_scale = (float)(1 / scale); the norm is that of the unscaled grads.
+    LLVMValueRef scale = hp_load(c, hyper, DLRT_HP_LOSS_SCALE);
+    LLVMValueRef inv = LLVMBuildFPExt(c->b, to_f32(c, LLVMBuildFDiv(c->b, f64c(c, 1.0), scale, "")),
+                                      c->t_f64, "inv_scale");
+    LLVMValueRef norm =
+        LLVMBuildFMul(c->b, cg_intrinsic1(c, "llvm.sqrt", c->t_f64, total), inv, "norm");
+    LLVMValueRef coef = f64c(c, 1.0);
+    if (x->t->has_clip_norm) { // clip_grad_norm_: clamp(max_norm / (norm + 1e-6), max=1)
+        LLVMValueRef mx = hp_load(c, hyper, DLRT_HP_CLIP_NORM);
+        LLVMValueRef cc = LLVMBuildFDiv(c->b, mx, LLVMBuildFAdd(c->b, norm, f64c(c, 1e-6), ""), "");
+        LLVMValueRef lt = LLVMBuildFCmp(c->b, LLVMRealULT, cc, f64c(c, 1.0), "");
+        coef = LLVMBuildSelect(c->b, lt, cc, f64c(c, 1.0), "coef");
+    }
+    LLVMValueRef apply = LLVMBuildUIToFP(c->b, finite, c->t_f64, "apply");
+    LLVMValueRef step = LLVMBuildFAdd(c->b, hp_load(c, hyper, DLRT_HP_STEP), apply, "step");
+    hp_store(c, hyper, DLRT_HP_STEP, step);
+    hp_store(c, hyper, DLRT_HP_APPLY, apply);
+    hp_store(c, hyper, DLRT_HP_SKIPPED, LLVMBuildFSub(c->b, f64c(c, 1.0), apply, ""));
+    hp_store(c, hyper, DLRT_HP_GRAD_NORM, norm);
+    hp_store(c, hyper, DLRT_HP_GRAD_MULT, inv);
+    hp_store(c, hyper, DLRT_HP_CLIP_COEF, coef);
+    if (x->t->optimizer == DL_IR_OPTIM_ADAM || x->t->optimizer == DL_IR_OPTIM_ADAMW) {
+        // Python floats in _single_tensor_adam: bias_correction1 = 1 - beta1 ** step, ...
+        LLVMValueRef b1 = hp_load(c, hyper, DLRT_HP_BETA1), b2 = hp_load(c, hyper, DLRT_HP_BETA2);
+        LLVMValueRef bc1 =
+            LLVMBuildFSub(c->b, f64c(c, 1.0), cg_intrinsic2(c, "llvm.pow", c->t_f64, b1, step), "");
+        LLVMValueRef bc2 =
+            LLVMBuildFSub(c->b, f64c(c, 1.0), cg_intrinsic2(c, "llvm.pow", c->t_f64, b2, step), "");
+        hp_store(c, hyper, DLRT_HP_STEP_SIZE,
+                 LLVMBuildFDiv(c->b, hp_load(c, hyper, DLRT_HP_LR), bc1, ""));
+        hp_store(c, hyper, DLRT_HP_BC2_SQRT, cg_intrinsic1(c, "llvm.sqrt", c->t_f64, bc2));
+    }
+    LLVMValueRef loss = cg_load(c, lossp, c->m->train_loss->type.dtype, cg_i64(c, 0));
+    hp_store(c, hyper, DLRT_HP_LOSS, LLVMBuildFPExt(c->b, loss, c->t_f64, ""));
+    if (x->t->loss_scale == DL_IR_LS_DYNAMIC) {
+        // dl_optim_ref_loss_scale_update (GradScaler._amp_update_scale_).
+        LLVMValueRef tr = hp_load(c, hyper, DLRT_HP_GROWTH_TRACKER);
+        LLVMValueRef succ = LLVMBuildFAdd(c->b, tr, f64c(c, 1.0), "");
+        LLVMValueRef at_int =
+            LLVMBuildFCmp(c->b, LLVMRealOEQ, succ, hp_load(c, hyper, DLRT_HP_INTERVAL), "");
+        LLVMValueRef grown = LLVMBuildFMul(c->b, scale, hp_load(c, hyper, DLRT_HP_GROWTH), "");
+        LLVMValueRef grown_ok =
+            is_finite64(c, LLVMBuildFPExt(c->b, to_f32(c, grown), c->t_f64, ""));
+        LLVMValueRef fin_scale = LLVMBuildSelect(
+            c->b, at_int, LLVMBuildSelect(c->b, grown_ok, grown, scale, ""), scale, "");
+        LLVMValueRef fin_tr = LLVMBuildSelect(c->b, at_int, f64c(c, 0.0), succ, "");
+        LLVMValueRef back = LLVMBuildFMul(c->b, scale, hp_load(c, hyper, DLRT_HP_BACKOFF), "");
+        LLVMValueRef new_scale = LLVMBuildSelect(c->b, finite, fin_scale, back, "new_scale");
+        hp_store(c, hyper, DLRT_HP_LOSS_SCALE, new_scale);
+        hp_store(c, hyper, DLRT_HP_GROWTH_TRACKER,
+                 LLVMBuildSelect(c->b, finite, fin_tr, f64c(c, 0.0), ""));
+        scale = new_scale;
+    }
+    if (has_seed) { // the next step's backward starts from d(loss * scale)/d(loss) = scale
+        cg_store(c, seed, c->m->grad_seed->type.dtype, cg_i64(c, 0), to_f32(c, scale));
+    }
+    return cg_kernel_end(c, &k);
+}
+
+// ---------------------------------------------------------------------------------------------
+// train.update.*: args: params, slots (param-major) | grads, hyper
+
+typedef struct update_u {
+    LLVMValueRef *p, *g, *s; // per param; s: n_slots per param
+    // float scalars
+    LLVMValueRef mult, coef, lr_neg, wd, wd_nz, mom, one_m_damp, is_first, b1w, b2, one_m_b2, eps,
+        bc2s, neg_step, decay, alpha, one_m_alpha;
+} update_u;
+
+// torch.lerp for a float weight: w < 0.5 ? a + w * (b - a) : b - (b - a) * (1 - w).
+static LLVMValueRef lerp(cg *c, LLVMValueRef a, LLVMValueRef b, LLVMValueRef w) {
+    LLVMValueRef d = LLVMBuildFSub(c->b, b, a, "");
+    LLVMValueRef lo = LLVMBuildFAdd(c->b, a, LLVMBuildFMul(c->b, w, d, ""), "");
+    LLVMValueRef hi = LLVMBuildFSub(
+        c->b, b, LLVMBuildFMul(c->b, d, LLVMBuildFSub(c->b, cg_f32(c, 1.0), w, ""), ""), "");
+    return LLVMBuildSelect(c->b, LLVMBuildFCmp(c->b, LLVMRealOLT, w, cg_f32(c, 0.5), ""), lo, hi,
+                           "");
+}
+
+static LLVMValueRef fadd(cg *c, LLVMValueRef a, LLVMValueRef b) {
+    return LLVMBuildFAdd(c->b, a, b, "");
+}
+
+static LLVMValueRef fmul(cg *c, LLVMValueRef a, LLVMValueRef b) {
+    return LLVMBuildFMul(c->b, a, b, "");
+}
+
+static LLVMValueRef fdiv(cg *c, LLVMValueRef a, LLVMValueRef b) {
+    return LLVMBuildFDiv(c->b, a, b, "");
+}
+
+// Stores v into a slot and gives it back as stored (rounded for a narrow dtype).
+static LLVMValueRef slot_set(cg *c, LLVMValueRef s, dl_dtype t, LLVMValueRef i, LLVMValueRef v) {
+    cg_store(c, s, t, i, v);
+    return t == DL_DT_FLOAT ? v : cg_load(c, s, t, i);
+}
+
+// One element of one param: ir/optim_ref.c's formulas in PyTorch's float32 operation order.
+static void update_body(train_ctx *x, void *u_, size_t j, LLVMValueRef i) {
+    cg *c = x->c;
+    update_u *u = u_;
+    const trained *tp = &x->tp[j];
+    dl_dtype pt = tp->p->type.dtype;
+    LLVMValueRef *s = u->s + j * x->n_slots;
+    LLVMValueRef p = cg_load(c, u->p[j], pt, i);
+    LLVMValueRef g = cg_load(c, u->g[j], tp->g->type.dtype, i);
+    g = fmul(c, g, u->mult); // GradScaler.unscale_
+    g = fmul(c, g, u->coef); // clip_grad_norm_
+    const dl_optim_ref_hparams *hp = &x->hp;
+    dl_ir_optim kind = x->t->optimizer;
+    if (kind != DL_IR_OPTIM_ADAMW) { // if weight_decay != 0: grad = grad.add(param, alpha=wd)
+        g = LLVMBuildSelect(c->b, u->wd_nz, fadd(c, g, fmul(c, u->wd, p)), g, "");
+    }
+    switch (kind) {
+    case DL_IR_OPTIM_SGD:
+        if (x->n_slots > 0) {
+            // buf.mul_(momentum).add_(grad, alpha=1 - dampening); torch.clone(grad) at step 1
+            LLVMValueRef b = cg_load(c, s[0], pt, i);
+            LLVMValueRef nb = fadd(c, fmul(c, b, u->mom), fmul(c, u->one_m_damp, g));
+            nb = slot_set(c, s[0], pt, i, LLVMBuildSelect(c->b, u->is_first, g, nb, ""));
+            g = hp->nesterov ? fadd(c, g, fmul(c, u->mom, nb)) : nb;
+        }
+        p = fadd(c, p, fmul(c, u->lr_neg, g)); // param.add_(grad, alpha=-lr)
+        break;
+    case DL_IR_OPTIM_ADAM:
+    case DL_IR_OPTIM_ADAMW: {
+        if (kind == DL_IR_OPTIM_ADAMW) {
+            p = fmul(c, p, u->decay); // param.mul_(1 - lr * weight_decay)
+        }
+        // exp_avg.lerp_(grad, 1 - beta1); exp_avg_sq.mul_(beta2).addcmul_(grad, grad, 1 - beta2)
+        LLVMValueRef m = slot_set(c, s[0], pt, i, lerp(c, cg_load(c, s[0], pt, i), g, u->b1w));
+        LLVMValueRef v =
+            fadd(c, fmul(c, cg_load(c, s[1], pt, i), u->b2), fmul(c, fmul(c, u->one_m_b2, g), g));
+        v = slot_set(c, s[1], pt, i, v);
+        if (hp->amsgrad) { // torch.maximum(max_exp_avg_sq, exp_avg_sq, out=max_exp_avg_sq)
+            LLVMValueRef vm = cg_load(c, s[2], pt, i);
+            LLVMValueRef gt = LLVMBuildFCmp(c->b, LLVMRealOGT, v, vm, "");
+            v = slot_set(c, s[2], pt, i, LLVMBuildSelect(c->b, gt, v, vm, ""));
+        }
+        // denom = (v.sqrt() / bias_correction2_sqrt).add_(eps); param.addcdiv_(m, denom, -ss)
+        LLVMValueRef denom =
+            fadd(c, fdiv(c, cg_intrinsic1(c, "llvm.sqrt", c->t_f32, v), u->bc2s), u->eps);
+        p = fadd(c, p, fdiv(c, fmul(c, u->neg_step, m), denom));
+        break;
+    }
+    case DL_IR_OPTIM_RMSPROP: {
+        size_t k = 0;
+        LLVMValueRef sq_p = s[k++];
+        LLVMValueRef buf_p = hp->momentum > 0.0 ? s[k++] : NULL;
+        LLVMValueRef gavg_p = hp->centered ? s[k++] : NULL;
+        // square_avg.mul_(alpha).addcmul_(grad, grad, value=1 - alpha)
+        LLVMValueRef sq = fadd(c, fmul(c, cg_load(c, sq_p, pt, i), u->alpha),
+                               fmul(c, fmul(c, u->one_m_alpha, g), g));
+        sq = slot_set(c, sq_p, pt, i, sq);
+        LLVMValueRef avg;
+        if (gavg_p) { // grad_avg.lerp_(grad, 1 - alpha); addcmul(square_avg, ga, ga, value=-1)
+            LLVMValueRef ga =
+                slot_set(c, gavg_p, pt, i, lerp(c, cg_load(c, gavg_p, pt, i), g, u->one_m_alpha));
+            avg = fadd(c, sq, fmul(c, fmul(c, cg_f32(c, -1.0), ga), ga));
+        } else {
+            avg = sq;
+        }
+        avg = fadd(c, cg_intrinsic1(c, "llvm.sqrt", c->t_f32, avg), u->eps);
+        if (buf_p) { // buf.mul_(momentum).addcdiv_(grad, avg); param.add_(buf, alpha=-lr)
+            LLVMValueRef b = fadd(c, fmul(c, cg_load(c, buf_p, pt, i), u->mom), fdiv(c, g, avg));
+            b = slot_set(c, buf_p, pt, i, b);
+            p = fadd(c, p, fmul(c, u->lr_neg, b));
+        } else { // param.addcdiv_(grad, avg, value=-lr)
+            p = fadd(c, p, fdiv(c, fmul(c, u->lr_neg, g), avg));
+        }
+        break;
+    }
+    }
+    cg_store(c, u->p[j], pt, i, p);
+}
+
+static const char *update_name(dl_ir_optim o) {
+    switch (o) {
+    case DL_IR_OPTIM_SGD:
+        return "train.update.sgd";
+    case DL_IR_OPTIM_ADAM:
+        return "train.update.adam";
+    case DL_IR_OPTIM_ADAMW:
+        return "train.update.adamw";
+    case DL_IR_OPTIM_RMSPROP:
+        return "train.update.rmsprop";
+    }
+    DL_UNREACHABLE();
+}
+
+static dl_status emit_update(train_ctx *x) {
+    cg *c = x->c;
+    size_t ns = x->n_slots, np = x->n_tp;
+    size_t n_out = np * (1 + ns), n_args = n_out + np + 1;
+    uint32_t *bufs = calloc(n_args, sizeof *bufs);
+    LLVMValueRef *ptrs = calloc(n_args, sizeof *ptrs);
+    if (!bufs || !ptrs) {
+        free(bufs);
+        free(ptrs);
+        return DL_ERR_NOMEM;
+    }
+    for (size_t j = 0; j < np; j++) {
+        bufs[j] = c->value_buf[x->tp[j].p->id];
+        for (size_t q = 0; q < ns; q++) {
+            bufs[np + j * ns + q] = x->tp[j].slot[q];
+        }
+        bufs[n_out + j] = c->value_buf[x->tp[j].g->id];
+    }
+    bufs[n_out + np] = c->hyper_buf;
+    cg_kernel k;
+    dl_status st =
+        cg_kernel_begin_bufs(c, bufs, n_args, n_out, x->n_chunks, update_name(x->t->optimizer), &k);
+    if (st == DL_OK) {
+        LLVMValueRef hyper = cg_kernel_arg(c, &k, n_out + np);
+        // A skipped step (non-finite gradient) changes nothing: return before any store.
+        LLVMValueRef apply = hp_load(c, hyper, DLRT_HP_APPLY);
+        LLVMBasicBlockRef run = LLVMAppendBasicBlockInContext(c->ctx, k.fn, "apply");
+        LLVMBasicBlockRef skip = LLVMAppendBasicBlockInContext(c->ctx, k.fn, "skip");
+        LLVMBuildCondBr(c->b, LLVMBuildFCmp(c->b, LLVMRealUNE, apply, f64c(c, 0.0), ""), run, skip);
+        LLVMPositionBuilderAtEnd(c->b, skip);
+        LLVMBuildRetVoid(c->b);
+        LLVMPositionBuilderAtEnd(c->b, run);
+        for (size_t a = 0; a < n_out + np; a++) {
+            ptrs[a] = cg_kernel_arg(c, &k, a);
+        }
+        update_u u;
+        memset(&u, 0, sizeof u);
+        u.p = ptrs;
+        u.s = ptrs + np;
+        u.g = ptrs + n_out;
+        u.mult = hp_f32(c, hyper, DLRT_HP_GRAD_MULT);
+        u.coef = hp_f32(c, hyper, DLRT_HP_CLIP_COEF);
+        LLVMValueRef lr = hp_load(c, hyper, DLRT_HP_LR);
+        LLVMValueRef wd = hp_load(c, hyper, DLRT_HP_WEIGHT_DECAY);
+        u.lr_neg = to_f32(c, LLVMBuildFNeg(c->b, lr, ""));
+        u.wd = to_f32(c, wd);
+        u.wd_nz = LLVMBuildFCmp(c->b, LLVMRealUNE, wd, f64c(c, 0.0), "");
+        u.mom = hp_f32(c, hyper, DLRT_HP_MOMENTUM);
+        u.one_m_damp =
+            to_f32(c, LLVMBuildFSub(c->b, f64c(c, 1.0), hp_load(c, hyper, DLRT_HP_DAMPENING), ""));
+        u.is_first =
+            LLVMBuildFCmp(c->b, LLVMRealOEQ, hp_load(c, hyper, DLRT_HP_STEP), f64c(c, 1.0), "");
+        u.b1w = to_f32(c, LLVMBuildFSub(c->b, f64c(c, 1.0), hp_load(c, hyper, DLRT_HP_BETA1), ""));
+        u.b2 = hp_f32(c, hyper, DLRT_HP_BETA2);
+        u.one_m_b2 =
+            to_f32(c, LLVMBuildFSub(c->b, f64c(c, 1.0), hp_load(c, hyper, DLRT_HP_BETA2), ""));
+        u.eps = hp_f32(c, hyper, DLRT_HP_EPS);
+        u.bc2s = hp_f32(c, hyper, DLRT_HP_BC2_SQRT);
+        u.neg_step = to_f32(c, LLVMBuildFNeg(c->b, hp_load(c, hyper, DLRT_HP_STEP_SIZE), ""));
+        u.decay = to_f32(c, LLVMBuildFSub(c->b, f64c(c, 1.0), LLVMBuildFMul(c->b, lr, wd, ""), ""));
+        u.alpha = hp_f32(c, hyper, DLRT_HP_ALPHA);
+        u.one_m_alpha =
+            to_f32(c, LLVMBuildFSub(c->b, f64c(c, 1.0), hp_load(c, hyper, DLRT_HP_ALPHA), ""));
+        LLVMValueRef elo = LLVMBuildMul(c->b, k.begin, cg_i64(c, TRAIN_CHUNK), "");
+        LLVMValueRef ehi =
+            smin(c, LLVMBuildMul(c->b, k.end, cg_i64(c, TRAIN_CHUNK), ""), cg_i64(c, x->total));
+        for_each_elem(x, elo, ehi, update_body, &u);
+        st = cg_kernel_end(c, &k);
+    }
+    free(bufs);
+    free(ptrs);
+    return st;
+}
+
+// ---------------------------------------------------------------------------------------------
+// train.assign: param := value, one kernel per assign. args: param | value
+
+static dl_status emit_assign(cg *c, const dl_ir_assign *a) {
+    int64_t n = dl_ir_type_numel(&a->param->type);
+    int64_t chunks = n > 0 ? (n + TRAIN_CHUNK - 1) / TRAIN_CHUNK : 1;
+    uint32_t bufs[2] = {c->value_buf[a->param->id], c->value_buf[a->value->id]};
+    cg_kernel k;
+    DL_TRY(cg_kernel_begin_bufs(c, bufs, 2, 1, chunks, "train.assign", &k));
+    LLVMValueRef dst = cg_kernel_arg(c, &k, 0), src = cg_kernel_arg(c, &k, 1);
+    LLVMValueRef lo = LLVMBuildMul(c->b, k.begin, cg_i64(c, TRAIN_CHUNK), "");
+    LLVMValueRef hi = smin(c, LLVMBuildMul(c->b, k.end, cg_i64(c, TRAIN_CHUNK), ""), cg_i64(c, n));
+    cg_loop l;
+    LLVMValueRef i = cg_for_begin(c, &l, lo, hi, "e");
+    LLVMValueRef v = cg_load(c, src, a->value->type.dtype, i);
+    cg_store(c, dst, a->param->type.dtype, i,
+             cg_convert(c, v, a->value->type.dtype, a->param->type.dtype));
+    cg_for_end(c, &l);
+    return cg_kernel_end(c, &k);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The driver
+
+// Checks what the step needs of the module; a problem is the user's (a hand-built or future
+// module), so it is a diagnostic, never an assert.
+static dl_status check_module(cg *c) {
+    const dl_ir_module *m = c->m;
+    const dl_ir_train *t = m->train;
+    const dl_ir_value *loss = m->train_loss;
+    if (!loss || !dl_dtype_is_float(loss->type.dtype) || dl_ir_type_numel(&loss->type) != 1) {
+        cg_error(c, "train step: the loss must be a float scalar");
+        return DL_ERR_INVALID_ARG;
+    }
+    if (m->grads.len != m->params.len) {
+        cg_error(c, "train step: %zu gradients for %zu params", m->grads.len, m->params.len);
+        return DL_ERR_INVALID_ARG;
+    }
+    if (t->has_accumulate && t->accumulate > 1) {
+        cg_error(c, "train step: accumulate = %lld is not supported yet", (long long)t->accumulate);
+        return DL_ERR_UNSUPPORTED;
+    }
+    if (m->grad_seed &&
+        (m->grad_seed->kind != DL_IR_VAL_CONST || m->grad_seed->type.dtype != DL_DT_FLOAT ||
+         dl_ir_type_numel(&m->grad_seed->type) != 1)) {
+        cg_error(c, "train step: the gradient seed must be a float scalar const");
+        return DL_ERR_INVALID_ARG;
+    }
+    for (size_t i = 0; i < m->params.len; i++) {
+        const dl_ir_value *p = m->params.data[i], *g = m->grads.data[i];
+        if (!g) {
+            continue;
+        }
+        if (!dl_dtype_is_float(p->type.dtype) || !dl_dtype_is_float(g->type.dtype) ||
+            dl_ir_type_numel(&p->type) != dl_ir_type_numel(&g->type)) {
+            cg_error(c,
+                     "train step: param '%s' and its gradient '%s' differ in size or are "
+                     "not float",
+                     p->name, g->name);
+            return DL_ERR_INVALID_ARG;
+        }
+    }
+    for (size_t i = 0; i < m->assigns.len; i++) {
+        const dl_ir_assign *a = &m->assigns.data[i];
+        if (dl_ir_type_numel(&a->param->type) != dl_ir_type_numel(&a->value->type)) {
+            cg_error(c, "train step: assign to '%s' changes its size", a->param->name);
+            return DL_ERR_INVALID_ARG;
+        }
+    }
+    return DL_OK;
+}
+
+// The train entry's node kernels: forward nodes the roots need (marked backwards through the
+// topological order), then every training-graph node.
+static dl_status collect_node_kernels(cg *c) {
+    const dl_ir_module *m = c->m;
+    size_t nn = m->nodes.len;
+    uint8_t *need = calloc(nn ? nn : 1, 1);
+    if (!need) {
+        return DL_ERR_NOMEM;
+    }
+#define MARK(v)                                                                                    \
+    do {                                                                                           \
+        const dl_ir_value *v_ = (v);                                                               \
+        if (v_ && v_->def) {                                                                       \
+            need[v_->def->id] = 1;                                                                 \
+        }                                                                                          \
+    } while (0)
+    MARK(m->train_loss);
+    for (size_t i = 0; i < m->grads.len; i++) {
+        MARK(m->grads.data[i]);
+    }
+    for (size_t i = 0; i < m->assigns.len; i++) {
+        MARK(m->assigns.data[i].value);
+    }
+    for (size_t i = nn; i-- > 0;) {
+        const dl_ir_node *n = m->nodes.data[i];
+        if (i >= m->n_fwd_nodes) {
+            need[i] = 1;
+        }
+        for (size_t a = 0; need[i] && a < n->n_inputs; a++) {
+            MARK(n->inputs[a]);
+        }
+    }
+#undef MARK
+    dl_status st = DL_OK;
+    for (size_t i = 0; i < nn && st == DL_OK; i++) {
+        for (uint32_t k = c->node_k0[i]; need[i] && k < c->node_k1[i]; k++) {
+            if (!DL_VEC_PUSH(&c->train_kernels, k)) {
+                st = DL_ERR_NOMEM;
+                break;
+            }
+        }
+    }
+    free(need);
+    return st;
+}
+
+static void init_hyper(train_ctx *x) {
+    double *h = x->hyper;
+    const dl_optim_ref_hparams *hp = &x->hp;
+    h[DLRT_HP_LR] = hp->lr;
+    h[DLRT_HP_MOMENTUM] = hp->momentum;
+    h[DLRT_HP_DAMPENING] = hp->dampening;
+    h[DLRT_HP_NESTEROV] = hp->nesterov;
+    h[DLRT_HP_BETA1] = hp->beta1;
+    h[DLRT_HP_BETA2] = hp->beta2;
+    h[DLRT_HP_EPS] = hp->eps;
+    h[DLRT_HP_WEIGHT_DECAY] = hp->weight_decay;
+    h[DLRT_HP_ALPHA] = hp->alpha;
+    h[DLRT_HP_CENTERED] = hp->centered;
+    h[DLRT_HP_AMSGRAD] = hp->amsgrad;
+    h[DLRT_HP_CLIP_NORM] = x->t->has_clip_norm ? x->t->clip_norm : 0.0;
+    h[DLRT_HP_LOSS_SCALE] = x->ls.scale;
+    h[DLRT_HP_GROWTH] = x->ls.growth;
+    h[DLRT_HP_BACKOFF] = x->ls.backoff;
+    h[DLRT_HP_INTERVAL] = (double)x->ls.interval;
+    h[DLRT_HP_ACCUMULATE] = x->t->has_accumulate ? (double)x->t->accumulate : 1.0;
+    h[DLRT_HP_GRAD_MULT] = 1.0;
+    h[DLRT_HP_CLIP_COEF] = 1.0;
+}
+
+static dl_status add_hparams(train_ctx *x) {
+    const uint32_t S = DLRT_HPF_SETTABLE;
+    DL_TRY(add_hparam(x, "lr", DLRT_HP_LR, S));
+    switch (x->t->optimizer) {
+    case DL_IR_OPTIM_SGD:
+        DL_TRY(add_hparam(x, "momentum", DLRT_HP_MOMENTUM, S));
+        DL_TRY(add_hparam(x, "dampening", DLRT_HP_DAMPENING, S));
+        DL_TRY(add_hparam(x, "nesterov", DLRT_HP_NESTEROV, 0));
+        break;
+    case DL_IR_OPTIM_ADAM:
+    case DL_IR_OPTIM_ADAMW:
+        DL_TRY(add_hparam(x, "beta1", DLRT_HP_BETA1, S));
+        DL_TRY(add_hparam(x, "beta2", DLRT_HP_BETA2, S));
+        DL_TRY(add_hparam(x, "eps", DLRT_HP_EPS, S));
+        DL_TRY(add_hparam(x, "amsgrad", DLRT_HP_AMSGRAD, 0));
+        break;
+    case DL_IR_OPTIM_RMSPROP:
+        DL_TRY(add_hparam(x, "alpha", DLRT_HP_ALPHA, S));
+        DL_TRY(add_hparam(x, "eps", DLRT_HP_EPS, S));
+        DL_TRY(add_hparam(x, "momentum", DLRT_HP_MOMENTUM, S));
+        DL_TRY(add_hparam(x, "centered", DLRT_HP_CENTERED, 0));
+        break;
+    }
+    DL_TRY(add_hparam(x, "weight_decay", DLRT_HP_WEIGHT_DECAY, S));
+    if (x->t->has_clip_norm) {
+        DL_TRY(add_hparam(x, "clip_norm", DLRT_HP_CLIP_NORM, S));
+    }
+    DL_TRY(add_hparam(x, "step", DLRT_HP_STEP, DLRT_HPF_STATE));
+    DL_TRY(add_hparam(x, "loss_scale", DLRT_HP_LOSS_SCALE, DLRT_HPF_STATE));
+    DL_TRY(add_hparam(x, "growth_tracker", DLRT_HP_GROWTH_TRACKER, DLRT_HPF_STATE));
+    if (x->t->loss_scale == DL_IR_LS_DYNAMIC) {
+        DL_TRY(add_hparam(x, "growth", DLRT_HP_GROWTH, 0));
+        DL_TRY(add_hparam(x, "backoff", DLRT_HP_BACKOFF, 0));
+        DL_TRY(add_hparam(x, "interval", DLRT_HP_INTERVAL, 0));
+    }
+    DL_TRY(add_hparam(x, "loss", DLRT_HP_LOSS, DLRT_HPF_OUTPUT));
+    DL_TRY(add_hparam(x, "grad_norm", DLRT_HP_GRAD_NORM, DLRT_HPF_OUTPUT));
+    DL_TRY(add_hparam(x, "skipped", DLRT_HP_SKIPPED, DLRT_HPF_OUTPUT));
+    return DL_OK;
+}
+
+// Trained params, their slots (STATE buffers and "PARAM.SLOT" tensors) and the buffers.
+static dl_status plan_state(train_ctx *x) {
+    cg *c = x->c;
+    const dl_ir_module *m = c->m;
+    x->tp = calloc(m->params.len ? m->params.len : 1, sizeof *x->tp);
+    if (!x->tp) {
+        return DL_ERR_NOMEM;
+    }
+    for (size_t i = 0; i < m->params.len; i++) {
+        const dl_ir_value *p = m->params.data[i], *g = m->grads.data[i];
+        if (!g || is_frozen(x->t, p)) {
+            continue;
+        }
+        trained *tp = &x->tp[x->n_tp++];
+        tp->p = p;
+        tp->g = g;
+        tp->n = dl_ir_type_numel(&p->type);
+        tp->off = x->total;
+        x->total += tp->n;
+        uint64_t bytes = (uint64_t)tp->n * dl_dtype_size(p->type.dtype);
+        for (size_t q = 0; q < x->n_slots; q++) {
+            DL_TRY(add_extra(c, bytes, DLRT_BUF_STATE, NULL, &tp->slot[q]));
+            size_t len = strlen(p->name) + strlen(x->slot_names[q]) + 2;
+            cg_state_tensor sv = {malloc(len), p, tp->slot[q]};
+            if (!sv.name) {
+                return DL_ERR_NOMEM;
+            }
+            snprintf(sv.name, len, "%s.%s", p->name, x->slot_names[q]);
+            if (!DL_VEC_PUSH(&c->states, sv)) {
+                free(sv.name);
+                return DL_ERR_NOMEM;
+            }
+        }
+    }
+    x->n_chunks = x->total > 0 ? (x->total + TRAIN_CHUNK - 1) / TRAIN_CHUNK : 1;
+    DL_TRY(
+        add_extra(c, (uint64_t)x->n_chunks * sizeof(double), DLRT_BUF_TEMP, NULL, &x->partial_buf));
+    return add_extra(c, sizeof x->hyper, DLRT_BUF_STATE, x->hyper, &c->hyper_buf);
+}
+
+dl_status dl_cg__lower_train(cg *c) {
+    const dl_ir_module *m = c->m;
+    train_ctx x;
+    memset(&x, 0, sizeof x);
+    x.c = c;
+    x.t = m->train;
+    c->node = NULL;
+    dl_status st = check_module(c);
+    if (st != DL_OK) {
+        return st;
+    }
+    dl_optim_ref_hparams_from_train(x.t, &x.hp);
+    dl_optim_ref_loss_scale_init_from_train(&x.ls, x.t);
+    dl_optim_ref_slots(x.t->optimizer, &x.hp, x.slot_names, &x.n_slots);
+    init_hyper(&x);
+    c->has_train = true;
+    c->optimizer = (uint32_t)x.t->optimizer;
+    c->loss_buf = c->value_buf[m->train_loss->id];
+    if (x.t->loss_scale != DL_IR_LS_NONE && m->grad_seed) {
+        c->seed_buf = c->value_buf[m->grad_seed->id];
+        c->seed_init = malloc(sizeof(double));
+        if (!c->seed_init) {
+            return DL_ERR_NOMEM;
+        }
+        *c->seed_init = x.ls.scale;
+    }
+    size_t first_step = 0;
+    if ((st = collect_node_kernels(c)) == DL_OK && (st = add_hparams(&x)) == DL_OK &&
+        (st = plan_state(&x)) == DL_OK) {
+        // The step kernels, created in execution order after every node kernel.
+        first_step = c->kernels.len;
+        if ((st = emit_gradsq(&x)) == DL_OK && (st = emit_prologue(&x)) == DL_OK) {
+            st = emit_update(&x);
+        }
+        for (size_t i = 0; i < m->assigns.len && st == DL_OK; i++) {
+            st = emit_assign(c, &m->assigns.data[i]);
+        }
+        for (size_t k = first_step; k < c->kernels.len && st == DL_OK; k++) {
+            if (!DL_VEC_PUSH(&c->train_kernels, (uint32_t)k)) {
+                st = DL_ERR_NOMEM;
+            }
+        }
+    }
+    free(x.tp);
+    return st;
+}

@@ -1,0 +1,454 @@
+// ir/eval_grad.c — reference kernels of the internal gradient ops of family A: UnaryGrad,
+// SoftmaxCrossEntropyLossGrad, NegativeLogLikelihoodLossGrad, LayerNormalizationGrad,
+// GatherGrad, SliceGrad and PadGrad (semantics: docs/design-training.md and the comments below).
+//
+// Each kernel is the adjoint of the forward kernel in eval_ops.c / eval_nn.c and mirrors its
+// index normalisation exactly (Slice's clamping, Pad's source coordinates, Gather's negative
+// indices, the losses' ignore_index / weights / mean divisor), so that central finite
+// differences of the forward op match these results (tests/eval_grad). Like the forward ops,
+// data errors (a label or index out of range) are diagnostics. Scatter-adds (GatherGrad,
+// PadGrad) accumulate in a fixed order: the output is zeroed, then dy is walked in C order.
+// Everything is computed in double; the driver rounds to the output dtype.
+#include "eval_internal.h"
+
+#include <math.h>
+#include <string.h>
+
+#define ERR(...) dl_ir__node_err(cx, __VA_ARGS__)
+
+#define PI 3.14159265358979323846
+
+static dl_status need_inputs(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        if (i >= n_in || !in[i]) {
+            return ERR("input %zu is missing", i);
+        }
+    }
+    return DL_OK;
+}
+
+static bool same_shape(const dl_ir__et *a, const dl_ir__et *b) {
+    if (a->rank != b->rank) {
+        return false;
+    }
+    for (int32_t i = 0; i < a->rank; i++) {
+        if (a->dims[i] != b->dims[i]) {
+            return false;
+        }
+    }
+    return true;
+}
+
+// ---------------------------------------------------------------------------------------------
+// UnaryGrad: dx = dy * f'(x) with PyTorch's conventions at the kinks (Relu'(0) = 0,
+// LeakyRelu'(0) = alpha, Abs'(0) = 0).
+
+static double sigmoid(double x) {
+    if (x >= 0) {
+        return 1.0 / (1.0 + exp(-x));
+    }
+    double e = exp(x);
+    return e / (1.0 + e);
+}
+
+static double unary_deriv(const char *op, double alpha, bool tanh_approx, double x) {
+    if (strcmp(op, "Relu") == 0) {
+        return x > 0 ? 1.0 : 0.0;
+    }
+    if (strcmp(op, "LeakyRelu") == 0) {
+        return x > 0 ? 1.0 : alpha;
+    }
+    if (strcmp(op, "Sigmoid") == 0) {
+        double s = sigmoid(x);
+        return s * (1.0 - s);
+    }
+    if (strcmp(op, "Tanh") == 0) {
+        double t = tanh(x);
+        return 1.0 - t * t;
+    }
+    if (strcmp(op, "Exp") == 0) {
+        return exp(x);
+    }
+    if (strcmp(op, "Log") == 0) {
+        return 1.0 / x;
+    }
+    if (strcmp(op, "Sqrt") == 0) {
+        return 0.5 / sqrt(x);
+    }
+    if (strcmp(op, "Reciprocal") == 0) {
+        return -1.0 / (x * x);
+    }
+    if (strcmp(op, "Abs") == 0) {
+        return x > 0 ? 1.0 : (x < 0 ? -1.0 : (x == 0 ? 0.0 : x)); // NaN stays NaN
+    }
+    if (strcmp(op, "Erf") == 0) {
+        return 2.0 / sqrt(PI) * exp(-x * x);
+    }
+    if (strcmp(op, "Gelu") == 0) {
+        if (tanh_approx) {
+            double k = sqrt(2.0 / PI), x2 = x * x;
+            double t = tanh(k * (x + 0.044715 * x2 * x));
+            return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * k * (1.0 + 3.0 * 0.044715 * x2);
+        }
+        double cdf = 0.5 * (1.0 + erf(x / sqrt(2.0)));
+        double pdf = exp(-0.5 * x * x) / sqrt(2.0 * PI);
+        return cdf + x * pdf;
+    }
+    if (strcmp(op, "Softplus") == 0) {
+        return sigmoid(x);
+    }
+    return NAN; // the attribute spec admits no other name
+}
+
+static dl_status unary_grad(dl_ir__ectx *cx, dl_ir__et *const *in, dl_ir__et *y) {
+    const dl_ir_node *n = cx->node;
+    const dl_ir__et *dy = in[0], *x = in[1];
+    if (!same_shape(dy, x) || y->n != x->n) {
+        return ERR("dy, x and dx must have one shape");
+    }
+    const char *op = dl_ir_node_attr_string(n, "op");
+    double alpha = dl_ir_node_attr_float(n, "alpha");
+    bool tanh_approx = strcmp(dl_ir_node_attr_string(n, "approximate"), "tanh") == 0;
+    for (int64_t i = 0; i < x->n; i++) {
+        y->d[i] = dy->d[i] * unary_deriv(op, alpha, tanh_approx, x->d[i]);
+    }
+    return DL_OK;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Loss gradients. x: [N, C, d...] viewed as [N, C, D]; labels: [N, D]; weights?: [C].
+// Per position (n, d) with target t (not ignored, in range): coefficient g * w[t], where g is
+// dloss (sum), dloss / wsum (mean; wsum as the forward: the sum of w[t] over the counted
+// positions, 0 / 0 giving a non-finite g that only counted positions see) or dloss[n, d]
+// (none). Then SCE: dx[n, c, d] = (g w[t]) (softmax(x)[n, c, d] - [c == t]);
+// NLL: dx[n, t, d] = -(g w[t]), 0 elsewhere. Ignored positions get 0.
+
+static dl_status loss_grad(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in, dl_ir__et *y) {
+    const dl_ir_node *nd = cx->node;
+    const dl_ir__et *dl = in[0], *x = in[1], *lab = in[2];
+    const dl_ir__et *w = n_in > 3 ? in[3] : NULL;
+    bool is_sce = nd->op == DL_IR_OP_SOFTMAX_CROSS_ENTROPY_LOSS_GRAD;
+    if (x->rank < 2) {
+        return ERR("scores must have rank >= 2, got %d", x->rank);
+    }
+    int64_t N = x->dims[0], C = x->dims[1], D = 1;
+    for (int32_t i = 2; i < x->rank; i++) {
+        D *= x->dims[i];
+    }
+    if (lab->n != N * D || lab->rank != x->rank - 1) {
+        return ERR("labels must be [N, d...] with %lld elements", (long long)(N * D));
+    }
+    if (w && w->n != C) {
+        return ERR("weights must have %lld elements", (long long)C);
+    }
+    if (y->n != x->n) {
+        return ERR("dx must have the scores' shape");
+    }
+    const dl_ir_attr *ig = dl_ir_node_attr(nd, "ignore_index");
+    const char *red = dl_ir_node_attr_string(nd, "reduction");
+    bool none = strcmp(red, "none") == 0, is_mean = strcmp(red, "mean") == 0;
+    if (none ? dl->n != N * D : dl->n != 1) {
+        return ERR("dloss has %lld elements for reduction '%s'", (long long)dl->n, red);
+    }
+    // Validate every label first (the forward reports the first bad one) and sum the weights.
+    double wsum = 0;
+    for (int64_t p = 0; p < N * D; p++) {
+        int64_t t = (int64_t)lab->d[p];
+        if (ig && t == ig->i) {
+            continue;
+        }
+        if (t < 0 || t >= C) {
+            return ERR("label %lld is out of range for %lld classes", (long long)t, (long long)C);
+        }
+        wsum += w ? w->d[t] : 1.0;
+    }
+    memset(y->d, 0, sizeof(double) * (size_t)y->n);
+    for (int64_t n = 0; n < N; n++) {
+        for (int64_t d = 0; d < D; d++) {
+            int64_t t = (int64_t)lab->d[n * D + d];
+            if (ig && t == ig->i) {
+                continue;
+            }
+            double g = none ? dl->d[n * D + d] : (is_mean ? dl->d[0] / wsum : dl->d[0]);
+            double coef = g * (w ? w->d[t] : 1.0);
+            if (!is_sce) {
+                y->d[(n * C + t) * D + d] = -coef;
+                continue;
+            }
+            double mx = -INFINITY, s = 0;
+            for (int64_t c = 0; c < C; c++) {
+                double v = x->d[(n * C + c) * D + d];
+                mx = v > mx ? v : mx;
+            }
+            for (int64_t c = 0; c < C; c++) {
+                s += exp(x->d[(n * C + c) * D + d] - mx);
+            }
+            for (int64_t c = 0; c < C; c++) {
+                int64_t i = (n * C + c) * D + d;
+                double p = exp(x->d[i] - mx) / s;
+                y->d[i] = coef * (p - (c == t ? 1.0 : 0.0));
+            }
+        }
+    }
+    return DL_OK;
+}
+
+// ---------------------------------------------------------------------------------------------
+// LayerNormalizationGrad (dy, x, scale) -> dx, dscale?, dbias?. Rows: x viewed as
+// [outer, M] with M = prod(x.shape[axis:]); scale: [M]. Per row (biased variance, as the
+// forward): xhat = (x - mean) rstd, rstd = 1 / sqrt(var + eps), g = dy * scale,
+// dx = rstd (g - mean(g) - xhat mean(g xhat)); dscale = sum_rows dy xhat; dbias = sum_rows dy.
+
+static dl_status layer_norm_grad(dl_ir__ectx *cx, dl_ir__et *const *in, dl_ir__et *out,
+                                 size_t n_out) {
+    const dl_ir_node *nd = cx->node;
+    const dl_ir__et *dy = in[0], *x = in[1], *sc = in[2];
+    int32_t ax;
+    if (!dl_ir__axis(dl_ir_node_attr_int(nd, "axis"), x->rank, &ax)) {
+        return ERR("axis is out of range for rank %d", x->rank);
+    }
+    int64_t outer = 1;
+    for (int32_t i = 0; i < ax; i++) {
+        outer *= x->dims[i];
+    }
+    int64_t M = outer ? x->n / outer : 0;
+    if (!same_shape(dy, x) || out[0].n != x->n || sc->n != M) {
+        return ERR("dy must have X's shape and Scale its normalised shape");
+    }
+    for (size_t k = 1; k < n_out; k++) {
+        if (out[k].n != M) {
+            return ERR("output %zu must have %lld elements", k, (long long)M);
+        }
+        memset(out[k].d, 0, sizeof(double) * (size_t)out[k].n);
+    }
+    double eps = dl_ir_node_attr_float(nd, "epsilon");
+    for (int64_t o = 0; o < outer; o++) {
+        const double *px = x->d + o * M, *pdy = dy->d + o * M;
+        double mean = 0, var = 0;
+        for (int64_t k = 0; k < M; k++) {
+            mean += px[k];
+        }
+        mean /= (double)M;
+        for (int64_t k = 0; k < M; k++) {
+            var += (px[k] - mean) * (px[k] - mean);
+        }
+        var /= (double)M;
+        double rstd = 1.0 / sqrt(var + eps);
+        double sg = 0, sgx = 0;
+        for (int64_t k = 0; k < M; k++) {
+            double g = pdy[k] * sc->d[k], xh = (px[k] - mean) * rstd;
+            sg += g;
+            sgx += g * xh;
+        }
+        sg /= (double)M;
+        sgx /= (double)M;
+        for (int64_t k = 0; k < M; k++) {
+            double g = pdy[k] * sc->d[k], xh = (px[k] - mean) * rstd;
+            out[0].d[o * M + k] = rstd * (g - sg - xh * sgx);
+            if (n_out > 1) {
+                out[1].d[k] += pdy[k] * xh;
+            }
+            if (n_out > 2) {
+                out[2].d[k] += pdy[k];
+            }
+        }
+    }
+    return DL_OK;
+}
+
+// ---------------------------------------------------------------------------------------------
+// GatherGrad (dy, indices, x) -> dx: x: [A, Dx, B], dy: [A, J, B] (J = numel(indices));
+// dx = 0, then dx[a, idx[j], b] += dy[a, j, b] (negative indices add Dx, as Gather).
+
+static dl_status gather_grad(dl_ir__ectx *cx, dl_ir__et *const *in, dl_ir__et *y) {
+    const dl_ir__et *dy = in[0], *idx = in[1], *x = in[2];
+    int32_t ax;
+    if (!dl_ir__axis(dl_ir_node_attr_int(cx->node, "axis"), x->rank, &ax)) {
+        return ERR("axis is out of range for rank %d", x->rank);
+    }
+    int64_t A = 1, B = 1, Dx = x->dims[ax];
+    for (int32_t i = 0; i < ax; i++) {
+        A *= x->dims[i];
+    }
+    for (int32_t i = ax + 1; i < x->rank; i++) {
+        B *= x->dims[i];
+    }
+    if (dy->n != A * idx->n * B || y->n != x->n) {
+        return ERR("dy has %lld elements, expected %lld", (long long)dy->n,
+                   (long long)(A * idx->n * B));
+    }
+    for (int64_t k = 0; k < idx->n; k++) {
+        int64_t j = (int64_t)idx->d[k];
+        if (j < -Dx || j >= Dx) {
+            return ERR("index %lld is out of range for axis %d of size %lld", (long long)j, ax,
+                       (long long)Dx);
+        }
+    }
+    memset(y->d, 0, sizeof(double) * (size_t)y->n);
+    for (int64_t a = 0; a < A; a++) {
+        for (int64_t k = 0; k < idx->n; k++) {
+            int64_t j = (int64_t)idx->d[k];
+            j = j < 0 ? j + Dx : j;
+            for (int64_t b = 0; b < B; b++) {
+                y->d[(a * Dx + j) * B + b] += dy->d[(a * idx->n + k) * B + b];
+            }
+        }
+    }
+    return DL_OK;
+}
+
+// ---------------------------------------------------------------------------------------------
+// SliceGrad (dy, x) -> dx = 0 with dx[start + i * step] = dy[i] per axis (Slice's clamping).
+
+static dl_status slice_grad(dl_ir__ectx *cx, dl_ir__et *const *in, dl_ir__et *y) {
+    const dl_ir_node *n = cx->node;
+    const dl_ir__et *dy = in[0], *x = in[1];
+    const dl_ir_attr *st = dl_ir_node_attr(n, "starts"), *en = dl_ir_node_attr(n, "ends");
+    const dl_ir_attr *ax = dl_ir_node_attr(n, "axes"), *sp = dl_ir_node_attr(n, "steps");
+    int64_t start[DL_MAX_RANK], step[DL_MAX_RANK], len[DL_MAX_RANK];
+    for (int32_t i = 0; i < x->rank; i++) {
+        start[i] = 0;
+        step[i] = 1;
+        len[i] = x->dims[i];
+    }
+    if (!st || !en || st->n != en->n || (ax && ax->n && ax->n != st->n) ||
+        (sp && sp->n && sp->n != st->n)) {
+        return ERR("starts, ends, axes and steps must have the same length");
+    }
+    for (size_t k = 0; k < st->n; k++) {
+        int32_t a;
+        int64_t axis = (ax && ax->n) ? ax->ints[k] : (int64_t)k;
+        if (!dl_ir__axis(axis, x->rank, &a)) {
+            return ERR("axis %lld is out of range for rank %d", (long long)axis, x->rank);
+        }
+        int64_t d = x->dims[a], s = st->ints[k], e = en->ints[k];
+        int64_t p = (sp && sp->n) ? sp->ints[k] : 1;
+        if (p == 0) {
+            return ERR("step must not be 0");
+        }
+        s = s < 0 ? s + d : s;
+        e = e < 0 ? e + d : e;
+        if (p > 0) {
+            s = s < 0 ? 0 : (s > d ? d : s);
+            e = e < 0 ? 0 : (e > d ? d : e);
+            len[a] = e > s ? (e - s + p - 1) / p : 0;
+        } else {
+            s = s < 0 ? 0 : (s > d - 1 ? d - 1 : s);
+            e = e < -1 ? -1 : (e > d - 1 ? d - 1 : e);
+            len[a] = s > e ? (s - e + (-p) - 1) / (-p) : 0;
+        }
+        start[a] = s;
+        step[a] = p;
+    }
+    if (dy->rank != x->rank || y->n != x->n) {
+        return ERR("dy rank %d differs from x rank %d", dy->rank, x->rank);
+    }
+    for (int32_t i = 0; i < x->rank; i++) {
+        if (len[i] != dy->dims[i]) {
+            return ERR("dy dim %d is %lld, the slice gives %lld", i, (long long)dy->dims[i],
+                       (long long)len[i]);
+        }
+    }
+    memset(y->d, 0, sizeof(double) * (size_t)y->n);
+    int64_t oc[DL_MAX_RANK];
+    for (int64_t i = 0; i < dy->n; i++) {
+        dl_ir__unravel(i, dy->dims, dy->rank, oc);
+        for (int32_t k = 0; k < dy->rank; k++) {
+            oc[k] = start[k] + oc[k] * step[k];
+        }
+        y->d[dl_ir__ravel(oc, x->dims, x->rank)] = dy->d[i];
+    }
+    return DL_OK;
+}
+
+// ---------------------------------------------------------------------------------------------
+// PadGrad (dy, x) -> dx: dx = 0, then every dy element adds into the x element the forward
+// pad() reads for it (constant mode: none outside the interior; edge: the clamped coordinate;
+// wrap / reflect: the wrapped / reflected one). Cropped x elements (negative pads) stay 0.
+
+static dl_status pad_grad(dl_ir__ectx *cx, dl_ir__et *const *in, dl_ir__et *y) {
+    const dl_ir_node *n = cx->node;
+    const dl_ir__et *dy = in[0], *x = in[1];
+    const dl_ir_attr *p = dl_ir_node_attr(n, "pads");
+    if (!p || (int32_t)p->n != 2 * x->rank) {
+        return ERR("pads must have %d entries", 2 * x->rank);
+    }
+    const char *mode = dl_ir_node_attr_string(n, "mode");
+    if (dy->rank != x->rank || y->n != x->n) {
+        return ERR("dy rank differs from the x rank");
+    }
+    for (int32_t i = 0; i < x->rank; i++) {
+        int64_t want = x->dims[i] + p->ints[i] + p->ints[i + x->rank];
+        if (want != dy->dims[i]) {
+            return ERR("dy dim %d is %lld, padding gives %lld", i, (long long)dy->dims[i],
+                       (long long)want);
+        }
+        if (x->dims[i] == 0 && dy->dims[i] > 0 && strcmp(mode, "constant") != 0) {
+            return ERR("%s padding of an empty axis", mode);
+        }
+    }
+    memset(y->d, 0, sizeof(double) * (size_t)y->n);
+    int64_t oc[DL_MAX_RANK];
+    for (int64_t i = 0; i < dy->n; i++) {
+        dl_ir__unravel(i, dy->dims, dy->rank, oc);
+        bool outside = false;
+        for (int32_t k = 0; k < x->rank; k++) {
+            int64_t d = x->dims[k], c = oc[k] - p->ints[k];
+            if (c >= 0 && c < d) {
+                oc[k] = c;
+                continue;
+            }
+            if (strcmp(mode, "edge") == 0) {
+                c = c < 0 ? 0 : d - 1;
+            } else if (strcmp(mode, "wrap") == 0) {
+                c = ((c % d) + d) % d;
+            } else if (strcmp(mode, "reflect") == 0) {
+                if (d == 1) {
+                    c = 0;
+                } else {
+                    int64_t per = 2 * (d - 1);
+                    c = ((c % per) + per) % per;
+                    c = c >= d ? per - c : c;
+                }
+            } else {
+                outside = true;
+            }
+            oc[k] = c;
+        }
+        if (!outside) {
+            y->d[dl_ir__ravel(oc, x->dims, x->rank)] += dy->d[i];
+        }
+    }
+    return DL_OK;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+dl_status dl_ir__eval_grad(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in, dl_ir__et *out,
+                           size_t n_out) {
+    // Partial switch (cast to int): dl_ir__eval_node's exhaustive switch sends only these here.
+    switch ((int)cx->node->op) {
+    case DL_IR_OP_UNARY_GRAD:
+        DL_TRY(need_inputs(cx, in, n_in, 2));
+        return unary_grad(cx, in, &out[0]);
+    case DL_IR_OP_SOFTMAX_CROSS_ENTROPY_LOSS_GRAD:
+    case DL_IR_OP_NEGATIVE_LOG_LIKELIHOOD_LOSS_GRAD:
+        DL_TRY(need_inputs(cx, in, n_in, 3));
+        return loss_grad(cx, in, n_in, &out[0]);
+    case DL_IR_OP_LAYER_NORMALIZATION_GRAD:
+        DL_TRY(need_inputs(cx, in, n_in, 3));
+        return layer_norm_grad(cx, in, out, n_out);
+    case DL_IR_OP_GATHER_GRAD:
+        DL_TRY(need_inputs(cx, in, n_in, 3));
+        return gather_grad(cx, in, &out[0]);
+    case DL_IR_OP_SLICE_GRAD:
+        DL_TRY(need_inputs(cx, in, n_in, 2));
+        return slice_grad(cx, in, &out[0]);
+    case DL_IR_OP_PAD_GRAD:
+        DL_TRY(need_inputs(cx, in, n_in, 2));
+        return pad_grad(cx, in, &out[0]);
+    default:
+        break;
+    }
+    return ERR("not implemented in the evaluator");
+}

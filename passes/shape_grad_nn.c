@@ -1,0 +1,206 @@
+// passes/shape_grad_nn.c — shape rules of the internal gradient ops of the NN family
+// (see shape_internal.h): ConvGradWeight, MaxPoolGrad, AveragePoolGrad, BatchNormalizationGrad.
+//
+// Each gradient op repeats the geometry check of its forward op: dy must be exactly the shape
+// the forward op (Conv, MaxPool, AveragePool with the same attributes) gives for x, so a
+// mismatch between the autodiff pass and the forward is reported here instead of becoming an
+// out-of-bounds access in a kernel. The output-size rule is the one of shape_nn.c (kept in step
+// with its spatial_out: NOTSET/VALID floor or ceil_mode ceil with the last window dropped when
+// it starts inside the end padding, SAME_* ceil(in / s)). All outputs take x's dtype.
+//   ConvGradWeight         (dy: [N, M, OH, OW], x: [N, C, H, W]) -> dw: [M, C/group, kH, kW]
+//   MaxPoolGrad            (dy: [N, C, o...], x: [N, C, d...])  -> dx: like x
+//   AveragePoolGrad        (dy: [N, C, o...], x: [N, C, d...])  -> dx: like x
+//   BatchNormalizationGrad (dy: like x, x: [N, C, ...], scale: [C]) -> dx, dscale?, dbias?: [C]
+#include "shape_internal.h"
+
+#include <string.h>
+
+// Reads an INTS attribute that must have `n` entries, or fills `def` when absent.
+static bool ints_n(dl_pass__sh *c, const char *name, size_t n, int64_t def, int64_t *out) {
+    size_t got;
+    const int64_t *v = dl_pass__sh_attr_ints(c, name, &got, NULL);
+    if (!v) {
+        for (size_t i = 0; i < n; i++) {
+            out[i] = def;
+        }
+        return true;
+    }
+    if (got != n) {
+        return dl_pass__sh_fail(c, "%s must have %zu entries, got %zu", name, n, got);
+    }
+    memcpy(out, v, sizeof(int64_t) * n);
+    return true;
+}
+
+// Forward output spatial sizes over x ([N, C, spatial...]) with kernel k (as shape_nn.c).
+static bool spatial_out(dl_pass__sh *c, const dl_ir_type *x, const int64_t *k, bool ceil_mode,
+                        int64_t *out) {
+    size_t n_sp = (size_t)x->rank - 2;
+    int64_t s[DL_MAX_RANK], d[DL_MAX_RANK], p[2 * DL_MAX_RANK];
+    if (!ints_n(c, "strides", n_sp, 1, s) || !ints_n(c, "dilations", n_sp, 1, d) ||
+        !ints_n(c, "pads", 2 * n_sp, 0, p)) {
+        return false;
+    }
+    const char *ap = dl_ir_node_attr_string(c->n, "auto_pad");
+    bool same = strcmp(ap, "SAME_UPPER") == 0 || strcmp(ap, "SAME_LOWER") == 0;
+    if (strcmp(ap, "VALID") == 0) {
+        memset(p, 0, sizeof p);
+    }
+    for (size_t i = 0; i < n_sp; i++) {
+        int64_t in = x->dims[2 + i].value, ek = (k[i] - 1) * d[i] + 1;
+        int64_t padded = in + p[i] + p[i + n_sp];
+        if (same) {
+            out[i] = (in + s[i] - 1) / s[i];
+            continue;
+        }
+        if (padded < ek) {
+            return dl_pass__sh_fail(
+                c, "kernel %s (dilated %lld) is larger than the padded input %s",
+                dl_pass__sh_ints(c, k, n_sp), (long long)ek, dl_pass__sh_shape(c, x));
+        }
+        int64_t span = padded - ek;
+        out[i] = (ceil_mode ? (span + s[i] - 1) / s[i] : span / s[i]) + 1;
+        if (ceil_mode && (out[i] - 1) * s[i] >= in + p[i]) {
+            out[i]--;
+        }
+    }
+    return true;
+}
+
+// dy must be [N, ch, o...] for x [N, ...]: the forward's output shape.
+static bool check_dy(dl_pass__sh *c, const dl_ir_type *dy, const dl_ir_type *x, int64_t ch,
+                     const int64_t *o, const char *fwd) {
+    bool ok =
+        dy->rank == x->rank && dy->dims[0].value == x->dims[0].value && dy->dims[1].value == ch;
+    for (int32_t i = 2; ok && i < x->rank; i++) {
+        ok = dy->dims[i].value == o[i - 2];
+    }
+    if (!ok) {
+        dl_ir_type want = {.dtype = x->dtype, .rank = x->rank};
+        want.dims[0] = x->dims[0];
+        want.dims[1] = sh_dim(ch, -1);
+        for (int32_t i = 2; i < x->rank; i++) {
+            want.dims[i] = sh_dim(o[i - 2], -1);
+        }
+        return dl_pass__sh_fail(c, "dy must have the %s output shape %s for x %s, got %s", fwd,
+                                dl_pass__sh_shape(c, &want), dl_pass__sh_shape(c, x),
+                                dl_pass__sh_shape(c, dy));
+    }
+    return true;
+}
+
+// ConvGradWeight (dy: [N, M, OH, OW], x: [N, C, H, W]) -> dw: [M, C/group, kH, kW]
+static bool conv_grad_weight(dl_pass__sh *c) {
+    const dl_ir_type *dy = sh_in(c, 0), *x = sh_in(c, 1);
+    if (!dl_pass__sh_need_float(c, x, "x") || !dl_pass__sh_same_dtype(c, x, dy)) {
+        return false;
+    }
+    if (x->rank != 4 || dy->rank != 4) {
+        return dl_pass__sh_fail(c, "dy and x must have rank 4 (N, C, H, W), got dy %s, x %s",
+                                dl_pass__sh_shape(c, dy), dl_pass__sh_shape(c, x));
+    }
+    int64_t group = dl_ir_node_attr_int(c->n, "group");
+    int64_t ch = x->dims[1].value, m = dy->dims[1].value;
+    if (ch % group != 0 || m % group != 0) {
+        return dl_pass__sh_fail(c, "group %lld does not divide the channels: dy %s, x %s",
+                                (long long)group, dl_pass__sh_shape(c, dy),
+                                dl_pass__sh_shape(c, x));
+    }
+    if (!dl_ir_node_attr(c->n, "kernel_shape")) {
+        return dl_pass__sh_fail(c, "kernel_shape is required");
+    }
+    int64_t k[2], o[2];
+    if (!ints_n(c, "kernel_shape", 2, 1, k) || !spatial_out(c, x, k, false, o) ||
+        !check_dy(c, dy, x, m, o, "Conv")) {
+        return false;
+    }
+    dl_ir_type *w = sh_out(c, 0);
+    *w = (dl_ir_type){.dtype = x->dtype, .rank = 4};
+    w->dims[0] = dy->dims[1];
+    w->dims[1] = sh_dim(ch / group, group == 1 ? x->dims[1].sym : -1);
+    w->dims[2] = sh_dim(k[0], -1);
+    w->dims[3] = sh_dim(k[1], -1);
+    return true;
+}
+
+// MaxPoolGrad / AveragePoolGrad (dy: [N, C, o...], x: [N, C, d...]) -> dx: like x
+static bool pool_grad(dl_pass__sh *c) {
+    const dl_ir_type *dy = sh_in(c, 0), *x = sh_in(c, 1);
+    if (!dl_pass__sh_need_float(c, x, "x") || !dl_pass__sh_same_dtype(c, x, dy)) {
+        return false;
+    }
+    if (x->rank < 3) {
+        return dl_pass__sh_fail(c, "x must have rank >= 3 (N, C, spatial...), got %s",
+                                dl_pass__sh_shape(c, x));
+    }
+    if (!dl_ir_node_attr(c->n, "kernel_shape")) {
+        return dl_pass__sh_fail(c, "kernel_shape is required");
+    }
+    size_t n_sp = (size_t)x->rank - 2;
+    int64_t k[DL_MAX_RANK], o[DL_MAX_RANK];
+    bool is_max = c->n->op == DL_IR_OP_MAX_POOL_GRAD;
+    if (!ints_n(c, "kernel_shape", n_sp, 1, k) ||
+        !spatial_out(c, x, k, dl_ir_node_attr_int(c->n, "ceil_mode") != 0, o) ||
+        !check_dy(c, dy, x, x->dims[1].value, o, is_max ? "MaxPool" : "AveragePool")) {
+        return false;
+    }
+    *sh_out(c, 0) = *x;
+    return true;
+}
+
+// BatchNormalizationGrad (dy: like x, x: [N, C, ...], scale: [C]) -> dx like x, dscale and
+// dbias: [C]
+static bool batch_norm_grad(dl_pass__sh *c) {
+    const dl_ir_type *dy = sh_in(c, 0), *x = sh_in(c, 1), *sc = sh_in(c, 2);
+    if (!dl_pass__sh_need_float(c, x, "x") || !dl_pass__sh_same_dtype(c, x, dy) ||
+        !dl_pass__sh_same_dtype(c, x, sc)) {
+        return false;
+    }
+    if (x->rank < 2) {
+        return dl_pass__sh_fail(c, "x must have rank >= 2 (N, C, ...), got %s",
+                                dl_pass__sh_shape(c, x));
+    }
+    bool same = dy->rank == x->rank;
+    for (int32_t i = 0; same && i < x->rank; i++) {
+        same = dy->dims[i].value == x->dims[i].value;
+    }
+    if (!same) {
+        return dl_pass__sh_fail(c, "dy must have the shape of x %s, got %s",
+                                dl_pass__sh_shape(c, x), dl_pass__sh_shape(c, dy));
+    }
+    if (sc->rank != 1 || sc->dims[0].value != x->dims[1].value) {
+        return dl_pass__sh_fail(c, "scale must have shape [%lld] (the channels of x %s), got %s",
+                                (long long)x->dims[1].value, dl_pass__sh_shape(c, x),
+                                dl_pass__sh_shape(c, sc));
+    }
+    *sh_out(c, 0) = *x;
+    for (size_t i = 1; i < 3; i++) {
+        dl_ir_type *t = sh_out(c, i);
+        if (t) {
+            *t = (dl_ir_type){.dtype = x->dtype, .rank = 1};
+            t->dims[0] = x->dims[1];
+        }
+    }
+    return true;
+}
+
+bool dl_pass__sh_grad_nn(dl_pass__sh *c) {
+    size_t n_req = c->n->op == DL_IR_OP_BATCH_NORMALIZATION_GRAD ? 3 : 2;
+    for (size_t i = 0; i < n_req; i++) {
+        if (!sh_in(c, i)) {
+            return dl_pass__sh_fail(c, "input %zu is required", i);
+        }
+    }
+    switch ((int)c->n->op) { // partial: passes/shape.c sends only these ops here
+    case DL_IR_OP_CONV_GRAD_WEIGHT:
+        return conv_grad_weight(c);
+    case DL_IR_OP_MAX_POOL_GRAD:
+    case DL_IR_OP_AVERAGE_POOL_GRAD:
+        return pool_grad(c);
+    case DL_IR_OP_BATCH_NORMALIZATION_GRAD:
+        return batch_norm_grad(c);
+    default:
+        break;
+    }
+    return dl_pass__sh_fail(c, "no shape rule for this op");
+}

@@ -1,0 +1,371 @@
+// runtime/rt_train.c — the training API: introspection of optimizer state and hyper-parameters,
+// the train_step entry point, and safetensors checkpoints.
+//
+// Hyper-parameters and step scalars live in the session's hyper buffer (a STATE buffer of
+// DLRT_HP_COUNT doubles, runtime/dlrt_format.h) that the compiled step reads and writes; the
+// plan's hparam table names the entries this API exposes. The loss seed buffer (present with
+// loss scaling) must always hold (float)loss_scale: whoever changes the scale outside a step
+// (a checkpoint load) rewrites it. Loading a checkpoint is all-or-nothing: the whole file is
+// validated and staged in memory before the session is touched.
+#include "dl_base.h"
+#include "dl_safetensors.h"
+#include "rt_internal.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int dlrt_model_has_train_step(const dlrt_model *m) {
+    return m && m->hdr->entry_count[DLRT_ENTRY_TRAIN_STEP] > 0;
+}
+
+size_t dlrt_model_num_state(const dlrt_model *m) {
+    return m ? m->n_states : 0;
+}
+
+size_t dlrt_model_num_hparams(const dlrt_model *m) {
+    return m ? m->hdr->n_hparams : 0;
+}
+
+const char *dlrt_model_hparam_name(const dlrt_model *m, size_t i) {
+    return m && i < m->hdr->n_hparams ? m->hparam_names[i] : NULL;
+}
+
+static double *hyper(dlrt_session *s) {
+    return (double *)s->buf_ptr[s->model->hdr->hyper_buffer];
+}
+
+static long find_hparam(const dlrt_model *m, const char *name) {
+    for (uint32_t i = 0; i < m->hdr->n_hparams; i++) {
+        if (strcmp(m->hparam_names[i], name) == 0) {
+            return (long)i;
+        }
+    }
+    return -1;
+}
+
+static dlrt_status unknown_hparam(const dlrt_model *m, const char *name) {
+    char list[512];
+    size_t at = 0;
+    list[0] = 0;
+    for (uint32_t i = 0; i < m->hdr->n_hparams && at < sizeof list; i++) {
+        int w = snprintf(list + at, sizeof list - at, "%s%s", i ? ", " : "", m->hparam_names[i]);
+        at += w > 0 ? (size_t)w : 0;
+    }
+    return rt__fail(DLRT_ERR_INVALID_ARG, "model '%s' has no hyper-parameter '%s' (it has: %s)",
+                    m->name, name, m->hdr->n_hparams ? list : "none, no train step");
+}
+
+dlrt_status dlrt_session_get_hparam(dlrt_session *s, const char *name, double *out) {
+    if (!s || !name || !out) {
+        return rt__fail(DLRT_ERR_INVALID_ARG, "dlrt_session_get_hparam: NULL argument");
+    }
+    long i = find_hparam(s->model, name);
+    if (i < 0) {
+        return unknown_hparam(s->model, name);
+    }
+    *out = hyper(s)[s->model->hparams[i].index];
+    return DLRT_OK;
+}
+
+// The checks torch.optim's constructors make (and ir/optim_ref.c's dl_optim_ref_hparams_check),
+// plus what the compiled step cannot change: whether momentum is used (it decides the slots).
+static dlrt_status check_hparam(dlrt_session *s, const dlrt_plan_hparam *p, const char *name,
+                                double v) {
+    const dlrt_model *m = s->model;
+    const double *h = hyper(s);
+    if (isnan(v)) {
+        return rt__fail(DLRT_ERR_INVALID_ARG, "invalid %s value: nan", name);
+    }
+    switch (p->index) {
+    case DLRT_HP_LR:
+    case DLRT_HP_EPS:
+    case DLRT_HP_WEIGHT_DECAY:
+    case DLRT_HP_ALPHA:
+    case DLRT_HP_CLIP_NORM:
+        if (!(v >= 0.0)) {
+            return rt__fail(DLRT_ERR_INVALID_ARG, "invalid %s value: %g (must be >= 0)", name, v);
+        }
+        return DLRT_OK;
+    case DLRT_HP_BETA1:
+    case DLRT_HP_BETA2:
+        if (!(v >= 0.0 && v < 1.0)) {
+            return rt__fail(DLRT_ERR_INVALID_ARG, "invalid %s value: %g (must be in [0, 1))", name,
+                            v);
+        }
+        return DLRT_OK;
+    case DLRT_HP_MOMENTUM:
+        if (!(v >= 0.0)) {
+            return rt__fail(DLRT_ERR_INVALID_ARG, "invalid momentum value: %g (must be >= 0)", v);
+        }
+        if ((p->init != 0.0) != (v != 0.0)) {
+            return rt__fail(DLRT_ERR_INVALID_ARG,
+                            "momentum %g: the model was compiled with momentum %g, and whether "
+                            "momentum is used (its momentum_buffer) needs a recompile",
+                            v, p->init);
+        }
+        if (m->hdr->optimizer == DLRT_OPTIM_SGD && h[DLRT_HP_NESTEROV] != 0.0 && v <= 0.0) {
+            return rt__fail(DLRT_ERR_INVALID_ARG, "nesterov momentum requires a momentum > 0");
+        }
+        return DLRT_OK;
+    case DLRT_HP_DAMPENING:
+        if (h[DLRT_HP_NESTEROV] != 0.0 && v != 0.0) {
+            return rt__fail(DLRT_ERR_INVALID_ARG, "nesterov momentum requires zero dampening");
+        }
+        return DLRT_OK;
+    default:
+        return DLRT_OK;
+    }
+}
+
+dlrt_status dlrt_session_set_hparam(dlrt_session *s, const char *name, double value) {
+    if (!s || !name) {
+        return rt__fail(DLRT_ERR_INVALID_ARG, "dlrt_session_set_hparam: NULL argument");
+    }
+    long i = find_hparam(s->model, name);
+    if (i < 0) {
+        return unknown_hparam(s->model, name);
+    }
+    const dlrt_plan_hparam *p = &s->model->hparams[i];
+    if (!(p->flags & DLRT_HPF_SETTABLE)) {
+        return rt__fail(DLRT_ERR_INVALID_ARG, "hyper-parameter '%s' cannot be set (it is %s)", name,
+                        p->flags & DLRT_HPF_OUTPUT  ? "an output of the step"
+                        : p->flags & DLRT_HPF_STATE ? "step state, restored from checkpoints"
+                                                    : "compiled into the step");
+    }
+    dlrt_status st = check_hparam(s, p, name, value);
+    if (st == DLRT_OK) {
+        hyper(s)[p->index] = value;
+    }
+    return st;
+}
+
+dlrt_status dlrt_session_train_step(dlrt_session *s, dlrt_step_info *info) {
+    if (!s) {
+        return rt__fail(DLRT_ERR_INVALID_ARG, "dlrt_session_train_step: session is NULL");
+    }
+    if (!dlrt_model_has_train_step(s->model)) {
+        return rt__fail(DLRT_ERR_UNSUPPORTED, "model '%s' has no train step (no train block)",
+                        s->model->name);
+    }
+    rt__run_entry(s, DLRT_ENTRY_TRAIN_STEP);
+    if (info) {
+        const double *h = hyper(s);
+        info->loss = h[DLRT_HP_LOSS];
+        info->skipped = h[DLRT_HP_SKIPPED] != 0.0;
+        info->grad_norm = h[DLRT_HP_GRAD_NORM];
+        info->loss_scale = h[DLRT_HP_LOSS_SCALE];
+        info->step = (int64_t)h[DLRT_HP_STEP];
+    }
+    return DLRT_OK;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Checkpoints
+
+static void tensor_of(dlrt_session *s, size_t t, dl_tensor *out) {
+    const dlrt_plan_tensor *pt = &s->model->tensors[t];
+    memset(out, 0, sizeof *out);
+    out->dtype = (dl_dtype)pt->dtype;
+    out->rank = (int32_t)pt->rank;
+    for (uint32_t d = 0; d < pt->rank; d++) {
+        out->dims[d] = pt->dims[d];
+    }
+    out->data = s->buf_ptr[pt->buffer];
+}
+
+static dlrt_status st_status(dl_status st) {
+    switch (st) {
+    case DL_OK:
+        return DLRT_OK;
+    case DL_ERR_NOMEM:
+        return DLRT_ERR_NOMEM;
+    case DL_ERR_IO:
+        return DLRT_ERR_IO;
+    case DL_ERR_UNSUPPORTED:
+        return DLRT_ERR_UNSUPPORTED;
+    case DL_ERR_PARSE:
+    case DL_ERR_CORRUPT:
+        return DLRT_ERR_CORRUPT;
+    case DL_ERR_INVALID_ARG:
+    case DL_ERR_SHAPE:
+    case DL_ERR_BACKEND:
+    case DL_ERR_CACHE:
+        break;
+    }
+    return DLRT_ERR_INVALID_ARG;
+}
+
+dlrt_status dlrt_session_save(dlrt_session *s, const char *path) {
+    if (!s || !path) {
+        return rt__fail(DLRT_ERR_INVALID_ARG, "dlrt_session_save: NULL argument");
+    }
+    const dlrt_model *m = s->model;
+    dl_st_writer *w = NULL;
+    dl_status st = dl_st_writer_create(&w);
+    for (size_t i = 0; st == DL_OK && i < m->n_params + m->n_states; i++) {
+        dl_tensor t;
+        tensor_of(s, m->first_param + i, &t);
+        st = dl_st_writer_add(w, m->tensor_names[m->first_param + i], &t);
+    }
+    if (st == DL_OK && dlrt_model_has_train_step(m)) {
+        const double *h = hyper(s);
+        char v[64];
+        snprintf(v, sizeof v, "%lld", (long long)h[DLRT_HP_STEP]);
+        st = dl_st_writer_set_metadata(w, "dlcc.step", v);
+        if (st == DL_OK) {
+            snprintf(v, sizeof v, "%.17g", h[DLRT_HP_LOSS_SCALE]);
+            st = dl_st_writer_set_metadata(w, "dlcc.loss_scale", v);
+        }
+        if (st == DL_OK) {
+            snprintf(v, sizeof v, "%lld", (long long)h[DLRT_HP_GROWTH_TRACKER]);
+            st = dl_st_writer_set_metadata(w, "dlcc.growth_tracker", v);
+        }
+    }
+    if (st == DL_OK) {
+        st = dl_st_writer_set_metadata(w, "dlcc.model", m->name);
+    }
+    if (st == DL_OK) {
+        st = dl_st_write_file(w, path);
+        if (st != DL_OK) {
+            int e = errno;
+            dl_st_writer_destroy(w);
+            return rt__fail(st_status(st), "cannot write checkpoint %s: %s", path, strerror(e));
+        }
+    }
+    dl_st_writer_destroy(w);
+    if (st != DL_OK) {
+        return rt__fail(st_status(st), "cannot write checkpoint %s: %s", path,
+                        st == DL_ERR_NOMEM ? "out of memory" : "invalid tensor or name");
+    }
+    return DLRT_OK;
+}
+
+// Parses a metadata number: an integer >= 0 (is_int) or a finite double > 0.
+static bool parse_meta(const char *v, bool is_int, double *out) {
+    if (!v || !*v) {
+        return false;
+    }
+    char *end = NULL;
+    errno = 0;
+    if (is_int) {
+        long long x = strtoll(v, &end, 10);
+        if (*end || errno || x < 0) {
+            return false;
+        }
+        *out = (double)x;
+        return true;
+    }
+    double x = strtod(v, &end);
+    if (*end || errno || !isfinite(x) || !(x > 0.0)) {
+        return false;
+    }
+    *out = x;
+    return true;
+}
+
+static const struct {
+    const char *key;
+    int index;
+    bool is_int;
+} meta_keys[] = {{"dlcc.step", DLRT_HP_STEP, true},
+                 {"dlcc.loss_scale", DLRT_HP_LOSS_SCALE, false},
+                 {"dlcc.growth_tracker", DLRT_HP_GROWTH_TRACKER, true}};
+
+dlrt_status dlrt_session_load(dlrt_session *s, const char *path) {
+    if (!s || !path) {
+        return rt__fail(DLRT_ERR_INVALID_ARG, "dlrt_session_load: NULL argument");
+    }
+    const dlrt_model *m = s->model;
+    size_t n_ten = m->n_params + m->n_states;
+    char err[256];
+    dl_st_file *f = NULL;
+    dl_status dst = dl_st_open(path, &f, err, sizeof err);
+    if (dst != DL_OK) {
+        return rt__fail(st_status(dst), "cannot load checkpoint %s: %s", path, err);
+    }
+    // staged[t]: the file's bytes for plan tensor first_param + t, or NULL when absent.
+    void **staged = calloc(n_ten ? n_ten : 1, sizeof *staged);
+    dlrt_status st = staged ? DLRT_OK : rt__fail(DLRT_ERR_NOMEM, "out of memory");
+    size_t n_file = dl_st_count(f);
+    for (size_t i = 0; st == DLRT_OK && i < n_file; i++) {
+        dl_st_tensor_info info;
+        if (dl_st_info(f, i, &info) != DL_OK) {
+            st = rt__fail(DLRT_ERR_CORRUPT, "checkpoint %s: cannot list tensor %zu", path, i);
+            break;
+        }
+        long t = rt__find_param_or_state(m, info.name);
+        if (t < 0) {
+            st = rt__fail(DLRT_ERR_INVALID_ARG,
+                          "checkpoint %s: model '%s' has no param or optimizer state named '%s'",
+                          path, m->name, info.name);
+            break;
+        }
+        const dlrt_plan_tensor *pt = &m->tensors[t];
+        bool same = (uint32_t)info.dtype == pt->dtype && (uint32_t)info.rank == pt->rank;
+        for (uint32_t d = 0; same && d < pt->rank; d++) {
+            same = info.dims[d] == pt->dims[d];
+        }
+        if (!same) {
+            st = rt__fail(DLRT_ERR_INVALID_ARG,
+                          "checkpoint %s: tensor '%s' has a different dtype or shape than the "
+                          "model's",
+                          path, info.name);
+            break;
+        }
+        size_t k = (size_t)t - m->first_param, size = (size_t)m->buffers[pt->buffer].size;
+        staged[k] = malloc(size ? size : 1);
+        if (!staged[k]) {
+            st = rt__fail(DLRT_ERR_NOMEM, "out of memory");
+        } else if ((dst = dl_st_read_into(f, i, staged[k], size, err, sizeof err)) != DL_OK) {
+            st = rt__fail(st_status(dst), "checkpoint %s: %s", path, err);
+        }
+    }
+    bool train = dlrt_model_has_train_step(m);
+    double meta[DL_ARRAY_LEN(meta_keys)];
+    bool has_meta[DL_ARRAY_LEN(meta_keys)] = {false};
+    for (size_t i = 0; st == DLRT_OK && train && i < DL_ARRAY_LEN(meta_keys); i++) {
+        const char *v = dl_st_metadata(f, meta_keys[i].key);
+        if (v && !parse_meta(v, meta_keys[i].is_int, &meta[i])) {
+            st = rt__fail(DLRT_ERR_INVALID_ARG, "checkpoint %s: bad %s value '%s'", path,
+                          meta_keys[i].key, v);
+        }
+        has_meta[i] = v != NULL;
+    }
+    if (st == DLRT_OK) {
+        // Commit: nothing below can fail.
+        for (size_t k = 0; k < n_ten; k++) {
+            const dlrt_plan_tensor *pt = &m->tensors[m->first_param + k];
+            if (staged[k]) {
+                memcpy(s->buf_ptr[pt->buffer], staged[k], (size_t)m->buffers[pt->buffer].size);
+            } else if (pt->role == DLRT_ROLE_STATE) {
+                rt__state_reset(s, pt->buffer);
+            }
+        }
+        if (train) {
+            double *h = hyper(s);
+            for (uint32_t i = 0; i < m->hdr->n_hparams; i++) {
+                if (m->hparams[i].flags & DLRT_HPF_STATE) {
+                    h[m->hparams[i].index] = m->hparams[i].init;
+                }
+            }
+            for (size_t i = 0; i < DL_ARRAY_LEN(meta_keys); i++) {
+                if (has_meta[i]) {
+                    h[meta_keys[i].index] = meta[i];
+                }
+            }
+            if (m->hdr->seed_buffer != UINT32_MAX) {
+                float seed = (float)h[DLRT_HP_LOSS_SCALE];
+                memcpy(s->buf_ptr[m->hdr->seed_buffer], &seed, sizeof seed);
+            }
+        }
+    }
+    for (size_t k = 0; staged && k < n_ten; k++) {
+        free(staged[k]);
+    }
+    free(staged);
+    dl_st_close(f);
+    return st;
+}

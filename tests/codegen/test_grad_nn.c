@@ -1,0 +1,165 @@
+// tests/codegen/test_grad_nn.c — compiled ConvGradWeight, MaxPoolGrad, AveragePoolGrad and
+// BatchNormalizationGrad against the reference evaluator: strides 1 and 2, pads, dilations,
+// groups, auto_pad, ceil_mode, count_include_pad, widths below / at / above the vector tile with
+// remainders, 1-D, 2-D and 3-D pools, the optional BN outputs. The evaluator's own correctness
+// (finite differences of the forward ops) is in tests/eval_grad_nn/.
+#include "cg_check.h"
+#include "dl_base.h"
+#include "dl_test.h"
+
+#include <stdio.h>
+
+// One node `node` over `decls`, output `outs`, checked with `tol`.
+static bool check1(const char *decls, const char *node, const char *outs, cg_tol tol) {
+    char text[2048];
+    snprintf(text, sizeof text, "model m\n%s%s\n%s", decls, node, outs);
+    return cg_check(text, tol);
+}
+
+#define CHECK1(decls, node, tol) DL_CHECK(check1((decls), (node), "output y\n", (tol)))
+
+// dy has the Conv output shape [n, m, oh, ow] for x [n, c, h, w].
+static bool cgw(int n, int c, int h, int w, int m, int oh, int ow, const char *attrs) {
+    char d[512], node[512];
+    snprintf(d, sizeof d, "input dy : float[%d, %d, %d, %d]\ninput x : float[%d, %d, %d, %d]\n", n,
+             m, oh, ow, n, c, h, w);
+    snprintf(node, sizeof node, "y = ConvGradWeight <%s> (dy, x)", attrs);
+    return check1(d, node, "output y\n", CG_TOL_REDUCE);
+}
+
+DL_TEST(grad_nn_conv_weight_basic) {
+    // 3x3, no padding: 9x21 -> 7x19 (interior 19 wide: two 8-lane tiles + remainder 3)
+    DL_CHECK(cgw(2, 3, 9, 21, 5, 7, 19, "kernel_shape = [3, 3]"));
+    DL_CHECK(cgw(2, 3, 9, 21, 5, 9, 21, "kernel_shape = [3, 3], pads = [1, 1, 1, 1]"));
+    DL_CHECK(cgw(2, 3, 9, 21, 5, 9, 21, "kernel_shape = [3, 3], auto_pad = \"SAME_UPPER\""));
+    DL_CHECK(cgw(1, 2, 8, 16, 3, 8, 16, "kernel_shape = [2, 2], auto_pad = \"SAME_UPPER\""));
+    DL_CHECK(cgw(1, 2, 8, 16, 3, 8, 16, "kernel_shape = [2, 4], auto_pad = \"SAME_LOWER\""));
+    // strides 2 (wide strided loads), asymmetric pads
+    DL_CHECK(cgw(2, 3, 11, 29, 4, 6, 15,
+                 "kernel_shape = [3, 3], strides = [2, 2], pads = [1, 1, 1, 1]"));
+    DL_CHECK(cgw(2, 3, 11, 29, 4, 5, 15,
+                 "kernel_shape = [3, 3], strides = [2, 2], pads = [0, 1, "
+                 "0, 1]"));
+    DL_CHECK(cgw(1, 2, 10, 40, 3, 5, 8,
+                 "kernel_shape = [3, 5], strides = [2, 5], pads = [1, 2, 0, "
+                 "0]")); // stride 5: lane-by-lane loads
+    // dilations
+    DL_CHECK(cgw(2, 2, 12, 30, 3, 10, 26,
+                 "kernel_shape = [3, 3], dilations = [2, 3], pads = [1, 1, 1, 1]"));
+    DL_CHECK(cgw(1, 3, 9, 17, 2, 9, 17,
+                 "kernel_shape = [3, 3], dilations = [2, 2], auto_pad = \"SAME_UPPER\""));
+    // 1x1 kernels
+    DL_CHECK(cgw(2, 8, 6, 17, 6, 6, 17, "kernel_shape = [1, 1]"));
+    DL_CHECK(cgw(1, 4, 7, 7, 5, 4, 4, "kernel_shape = [1, 1], strides = [2, 2]"));
+}
+
+DL_TEST(grad_nn_conv_weight_shapes) {
+    // widths 3 (scalar only), 5 (4-lane tile + remainder), 8 (one tile), 37
+    static const int widths[] = {3, 5, 8, 10, 37};
+    for (size_t i = 0; i < DL_ARRAY_LEN(widths); i++) {
+        int w = widths[i];
+        DL_CHECK(cgw(2, 3, 5, w, 4, 5, w, "kernel_shape = [3, 3], pads = [1, 1, 1, 1]"));
+        if (w >= 3) {
+            DL_CHECK(cgw(1, 2, 6, w, 3, 4, w - 2, "kernel_shape = [3, 3]"));
+        }
+    }
+    // groups: 2 groups (C 6 -> 3 per group, M 8 -> 4 per group)
+    DL_CHECK(cgw(2, 6, 8, 19, 8, 8, 19, "kernel_shape = [3, 3], group = 2, pads = [1, 1, 1, 1]"));
+    // depthwise, strides 2
+    DL_CHECK(cgw(2, 7, 10, 23, 7, 5, 12,
+                 "kernel_shape = [3, 3], group = 7, pads = [1, 1, 1, 1], strides = [2, 2]"));
+    // channel multiplier 2 with a 5x5 SAME kernel (IB = 2 tap rows per block)
+    DL_CHECK(cgw(1, 4, 9, 18, 8, 9, 18,
+                 "kernel_shape = [5, 5], group = 4, auto_pad = "
+                 "\"SAME_UPPER\""));
+    // 7x7 stride 2 pad 3 (ResNet stem; 7 taps per row: 1 tap row per block)
+    DL_CHECK(cgw(1, 3, 20, 20, 4, 10, 10,
+                 "kernel_shape = [7, 7], strides = [2, 2], pads = [3, 3, 3, 3]"));
+    // kernel wider than the interior: everything on the scalar path
+    DL_CHECK(cgw(1, 2, 4, 6, 3, 4, 8, "kernel_shape = [2, 5], pads = [1, 3, 0, 3]"));
+    // odd sizes
+    DL_CHECK(cgw(3, 5, 11, 29, 17, 10, 29,
+                 "kernel_shape = [3, 2], dilations = [2, 1], pads = [2, 0, 1, 1]"));
+    // MNIST-like first layer (one input channel)
+    DL_CHECK(cgw(4, 1, 28, 28, 8, 28, 28, "kernel_shape = [3, 3], pads = [1, 1, 1, 1]"));
+}
+
+DL_TEST(grad_nn_conv_weight_lowp) {
+    DL_CHECK(check1("input dy : float16[1, 4, 6, 20]\ninput x : float16[1, 3, 6, 20]\n",
+                    "y = ConvGradWeight <kernel_shape = [3, 3], pads = [1, 1, 1, 1]> (dy, x)",
+                    "output y\n", ((cg_tol){5e-2, 2e-2, 0, 0})));
+    DL_CHECK(check1("input dy : bfloat16[1, 4, 6, 20]\ninput x : bfloat16[1, 3, 6, 20]\n",
+                    "y = ConvGradWeight <kernel_shape = [3, 3], pads = [1, 1, 1, 1]> (dy, x)",
+                    "output y\n", ((cg_tol){2e-1, 2e-2, 0, 0})));
+}
+
+// A pool gradient: dy [n, c, o...], x [n, c, d...] given as shape texts.
+static bool pg(const char *op, const char *dys, const char *xs, const char *attrs) {
+    char d[512], node[512];
+    snprintf(d, sizeof d, "input dy : float%s\ninput x : float%s\n", dys, xs);
+    snprintf(node, sizeof node, "y = %s <%s> (dy, x)", op, attrs);
+    return check1(d, node, "output y\n", CG_TOL_ARITH);
+}
+
+DL_TEST(grad_nn_max_pool) {
+    const char *mp = "MaxPoolGrad";
+    DL_CHECK(pg(mp, "[2, 3, 4, 5]", "[2, 3, 8, 10]", "kernel_shape = [2, 2], strides = [2, 2]"));
+    // overlapping windows (an element can win several windows)
+    DL_CHECK(pg(mp, "[2, 3, 7, 9]", "[2, 3, 9, 11]", "kernel_shape = [3, 3]"));
+    DL_CHECK(pg(mp, "[1, 2, 5, 6]", "[1, 2, 9, 11]",
+                "kernel_shape = [3, 3], strides = [2, 2], pads = [1, 1, 1, 1]"));
+    DL_CHECK(pg(mp, "[1, 2, 5, 6]", "[1, 2, 9, 11]",
+                "kernel_shape = [3, 3], strides = [2, 2], auto_pad = \"SAME_UPPER\""));
+    // ceil_mode: 8 -> ceil((8 - 3) / 2) + 1 = 4, 10 -> 5 (the last window overhangs the end)
+    DL_CHECK(pg(mp, "[1, 2, 4, 5]", "[1, 2, 8, 10]",
+                "kernel_shape = [3, 3], strides = [2, 2], ceil_mode = 1"));
+    DL_CHECK(pg(mp, "[1, 2, 3, 4]", "[1, 2, 9, 11]",
+                "kernel_shape = [2, 3], strides = [3, 3], dilations = [2, 1], ceil_mode = 1"));
+    // 1-D and 3-D
+    DL_CHECK(pg(mp, "[2, 3, 6]", "[2, 3, 13]", "kernel_shape = [3], strides = [2], pads = [1, 0]"));
+    DL_CHECK(pg(mp, "[1, 2, 2, 3, 3]", "[1, 2, 4, 6, 7]",
+                "kernel_shape = [2, 2, 3], strides = [2, 2, 2], pads = [0, 0, 0, 0, 0, 1]"));
+}
+
+DL_TEST(grad_nn_average_pool) {
+    const char *ap = "AveragePoolGrad";
+    DL_CHECK(pg(ap, "[2, 3, 4, 5]", "[2, 3, 8, 10]", "kernel_shape = [2, 2], strides = [2, 2]"));
+    DL_CHECK(pg(ap, "[2, 3, 7, 9]", "[2, 3, 9, 11]", "kernel_shape = [3, 3]"));
+    DL_CHECK(pg(ap, "[1, 2, 5, 6]", "[1, 2, 9, 11]",
+                "kernel_shape = [3, 3], strides = [2, 2], pads = [1, 1, 1, 1]"));
+    DL_CHECK(pg(ap, "[1, 2, 5, 6]", "[1, 2, 9, 11]",
+                "kernel_shape = [3, 3], strides = [2, 2], pads = [1, 1, 1, 1], "
+                "count_include_pad = 1"));
+    DL_CHECK(pg(ap, "[1, 2, 5, 6]", "[1, 2, 9, 11]",
+                "kernel_shape = [3, 3], strides = [2, 2], auto_pad = \"SAME_UPPER\""));
+    DL_CHECK(pg(ap, "[1, 2, 5, 6]", "[1, 2, 9, 11]",
+                "kernel_shape = [3, 3], strides = [2, 2], auto_pad = \"SAME_LOWER\", "
+                "count_include_pad = 1"));
+    // ceil_mode with and without count_include_pad (clipped last windows)
+    DL_CHECK(pg(ap, "[1, 2, 4, 5]", "[1, 2, 8, 10]",
+                "kernel_shape = [3, 3], strides = [2, 2], ceil_mode = 1"));
+    DL_CHECK(pg(ap, "[1, 2, 5, 6]", "[1, 2, 8, 10]",
+                "kernel_shape = [3, 3], strides = [2, 2], pads = [1, 1, 1, 1], ceil_mode = 1, "
+                "count_include_pad = 1"));
+    DL_CHECK(pg(ap, "[2, 3, 6]", "[2, 3, 13]",
+                "kernel_shape = [3], strides = [2], pads = [1, 0], count_include_pad = 1"));
+    DL_CHECK(pg(ap, "[1, 2, 2, 3, 3]", "[1, 2, 4, 6, 7]",
+                "kernel_shape = [2, 2, 3], strides = [2, 2, 2], pads = [0, 0, 0, 0, 0, 1]"));
+}
+
+DL_TEST(grad_nn_batch_norm) {
+    static const char *const shapes[] = {"[4, 3, 5, 7]", "[2, 5]", "[3, 2, 37]", "[2, 3, 4, 5, 6]",
+                                         "[1, 4, 1, 1]"};
+    for (size_t i = 0; i < DL_ARRAY_LEN(shapes); i++) {
+        char d[512];
+        const char *s = shapes[i];
+        int ch = s[4] - '0'; // every shape above has a one-digit C
+        snprintf(d, sizeof d, "input dy : float%s\ninput x : float%s\ninput sc : float[%d]\n", s, s,
+                 ch);
+        DL_CHECK(check1(d, "y = BatchNormalizationGrad (dy, x, sc)", "output y\n", CG_TOL_MATH));
+        DL_CHECK(check1(d, "y, ds, db = BatchNormalizationGrad <epsilon = 0.01> (dy, x, sc)",
+                        "output y\noutput ds\noutput db\n", CG_TOL_MATH));
+        DL_CHECK(check1(d, "y, ds = BatchNormalizationGrad (dy, x, sc)", "output y\noutput ds\n",
+                        CG_TOL_MATH));
+    }
+}

@@ -1,0 +1,859 @@
+// tests/train/test_train_step.c — the compiled sync-free train step against the double-precision
+// oracle (the reference evaluator for the gradients, ir/dl_optim_ref.h for clipping, the
+// optimizers and the loss scale), plus hyper-parameters, skipped steps, frozen params,
+// checkpoints and forged plans.
+//
+// Until autodiff lands the modules are built by hand: the gradients are ordinary forward nodes
+// named g_PARAM (any value of the param's shape), the loss a float scalar named "loss", and an
+// optional const "seed" multiplies the gradients like the backward seed would (so loss scaling is
+// exercised); the autodiff fields of the module are filled here.
+#include "dl_base.h"
+#include "dl_cg.h"
+#include "dl_fe.h"
+#include "dl_optim_ref.h"
+#include "dl_pass.h"
+#include "dl_safetensors.h"
+#include "dl_test.h"
+#include "dlrt.h"
+#include "dlrt_format.h"
+
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+// w1 spans two 4096-element chunks of the step kernels; b is trained too; f has no gradient
+// and z is frozen by the train block although it has one.
+#define MODEL_HEAD                                                                                 \
+    "model t\n"                                                                                    \
+    "input xa : float[70, 64]\n"                                                                   \
+    "input xb : float[70, 64]\n"                                                                   \
+    "input xc : float[64]\n"                                                                       \
+    "input xd : float[64]\n"                                                                       \
+    "param w1 : float[70, 64] = uniform(-1, 1, seed = 3)\n"                                        \
+    "param b : float[64] = uniform(-0.5, 0.5, seed = 4)\n"                                         \
+    "param f : float[64] = ones\n"                                                                 \
+    "param z : float[64] = uniform(0, 1, seed = 5)\n"                                              \
+    "const seed : float[] = 1.0\n"                                                                 \
+    "t1 = Mul (w1, xa)\n"                                                                          \
+    "t2 = Sub (t1, xb)\n"                                                                          \
+    "g_w1 = Mul (t2, seed)\n"                                                                      \
+    "t3 = Mul (b, xc)\n"                                                                           \
+    "t4 = Sub (t3, xd)\n"                                                                          \
+    "t5 = Add (t4, f)\n"                                                                           \
+    "g_b = Mul (t5, seed)\n"                                                                       \
+    "t9 = Mul (z, xc)\n"                                                                           \
+    "g_z = Mul (t9, seed)\n"                                                                       \
+    "t6 = Mul (w1, w1)\n"                                                                          \
+    "t7 = ReduceSum <keepdims = 0> (t6)\n"                                                         \
+    "t8 = ReduceSum <keepdims = 0> (t5)\n"                                                         \
+    "loss = Add (t7, t8)\n"                                                                        \
+    "y = Mul (w1, xa)\n"                                                                           \
+    "output y\n"
+
+static void print_diags(dl_diags *d) {
+    char *s = NULL;
+    if (dl_diags_render(d, &s) == DL_OK && s) {
+        fputs(s, stderr);
+    }
+    free(s);
+}
+
+typedef struct fix {
+    dl_ir_module *m;
+    uint8_t *art;
+    size_t art_len;
+    dlrt_model *rm;
+} fix;
+
+// Builds the module (autodiff fields by hand) and compiles it. `seeded`: the seed const is the
+// backward seed (its buffer carries the loss scale).
+// `n_fwd` >= 0: nodes from that index on are the training graph (else every node is forward);
+// AUTODIFF: the module's gradients come from dl_pass_autodiff.
+#define AUTODIFF (-2)
+static bool build_text(const char *text, long n_fwd, fix *f) {
+    memset(f, 0, sizeof *f);
+    dl_diags *d = NULL;
+    if (dl_diags_create(&d) != DL_OK) {
+        return false;
+    }
+    bool ok = false;
+    if (dl_fe_parse("t.dlg", text, strlen(text), d, &f->m) != DL_OK ||
+        dl_pass_shape(f->m, d) != DL_OK) {
+        fprintf(stderr, "model does not check:\n%s\n", text);
+        goto out;
+    }
+    dl_ir_module *m = f->m;
+    if (n_fwd == AUTODIFF) {
+        if (dl_pass_autodiff(m, d) != DL_OK) {
+            fprintf(stderr, "autodiff failed:\n%s\n", text);
+            goto out;
+        }
+        goto compile;
+    }
+    m->has_backward = true;
+    m->n_fwd_nodes = n_fwd >= 0 ? (size_t)n_fwd : m->nodes.len;
+    m->train_loss = dl_ir_module_find(m, "loss");
+    m->grad_seed = dl_ir_module_find(m, "seed");
+    for (size_t i = 0; i < m->params.len; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "g_%s", m->params.data[i]->name);
+        if (!DL_VEC_PUSH(&m->grads, dl_ir_module_find(m, name))) {
+            goto out;
+        }
+    }
+compile:
+    if (dl_cg_compile(m, NULL, d, &f->art, &f->art_len) != DL_OK) {
+        fprintf(stderr, "compile failed:\n");
+        goto out;
+    }
+    if (dlrt_model_load_memory(f->art, f->art_len, &f->rm) != DLRT_OK) {
+        fprintf(stderr, "load failed: %s\n", dlrt_last_error());
+        goto out;
+    }
+    ok = true;
+out:
+    print_diags(d);
+    dl_diags_destroy(d);
+    return ok;
+}
+
+static bool build(const char *train_block, fix *f) {
+    char text[4096];
+    snprintf(text, sizeof text, "%s%s", MODEL_HEAD, train_block);
+    return build_text(text, -1, f);
+}
+
+static void fix_free(fix *f) {
+    dlrt_model_release(f->rm);
+    free(f->art);
+    dl_ir_module_destroy(f->m);
+}
+
+// Inputs: uniform [-1, 1) from a seed; `inf_at` >= 0 puts +inf into xa there.
+static bool set_inputs(const fix *f, dlrt_session *s, dl_tensor *ins, uint64_t seed, long inf_at) {
+    for (size_t i = 0; i < f->m->inputs.len; i++) {
+        const dl_ir_value *v = f->m->inputs.data[i];
+        int64_t dims[DL_MAX_RANK];
+        for (int32_t k = 0; k < v->type.rank; k++) {
+            dims[k] = v->type.dims[k].value;
+        }
+        dl_tensor_free(&ins[i]);
+        if (dl_tensor_alloc(&ins[i], v->type.dtype, v->type.rank, dims) != DL_OK) {
+            return false;
+        }
+        int64_t n = dl_tensor_numel(&ins[i]);
+        bool is_f = dl_dtype_is_float(v->type.dtype);
+        for (int64_t e = 0; e < n; e++) { // ints (class labels) in [0, 3)
+            double u = dl_rng_uniform(seed * 10 + i, (uint64_t)e);
+            dl_tensor_set(&ins[i], e, is_f ? -1.0 + 2.0 * u : floor(3.0 * u));
+        }
+        if (i == 0 && inf_at >= 0) {
+            dl_tensor_set(&ins[i], inf_at, INFINITY);
+        }
+        if (dlrt_session_set_input(s, v->name, ins[i].data, dl_tensor_nbytes(&ins[i])) != DLRT_OK) {
+            return false;
+        }
+    }
+    return true;
+}
+
+// The double-precision reference of the whole training state.
+typedef struct ref {
+    const fix *f;
+    dl_ir_optim kind;
+    dl_optim_ref_hparams hp;
+    dl_optim_ref_loss_scale ls;
+    bool clip;
+    double clip_norm;
+    size_t n;               // params
+    double **p;             // per param, its values
+    dl_optim_ref_state *st; // per param (trained ones used)
+    bool *trained;
+    double loss, norm;
+    bool skipped;
+} ref;
+
+static bool ref_init(ref *r, const fix *f, dlrt_session *s) {
+    memset(r, 0, sizeof *r);
+    const dl_ir_module *m = f->m;
+    r->f = f;
+    r->kind = m->train->optimizer;
+    dl_optim_ref_hparams_from_train(m->train, &r->hp);
+    dl_optim_ref_loss_scale_init_from_train(&r->ls, m->train);
+    r->clip = m->train->has_clip_norm;
+    r->clip_norm = m->train->clip_norm;
+    r->n = m->params.len;
+    r->p = calloc(r->n, sizeof *r->p);
+    r->st = calloc(r->n, sizeof *r->st);
+    r->trained = calloc(r->n, sizeof *r->trained);
+    for (size_t i = 0; i < r->n; i++) {
+        const dl_ir_value *pv = m->params.data[i];
+        int64_t n = dl_ir_type_numel(&pv->type);
+        float *tmp = malloc((size_t)n * 4);
+        r->p[i] = malloc((size_t)n * sizeof(double));
+        if (dlrt_session_get_param(s, pv->name, tmp, (size_t)n * 4) != DLRT_OK) {
+            free(tmp);
+            return false;
+        }
+        for (int64_t e = 0; e < n; e++) {
+            r->p[i][e] = tmp[e];
+        }
+        free(tmp);
+        r->trained[i] = m->grads.data[i] != NULL;
+        for (size_t k = 0; k < m->train->n_freeze; k++) {
+            if (m->train->freeze[k] == pv) {
+                r->trained[i] = false;
+            }
+        }
+        if (dl_optim_ref_state_init(&r->st[i], r->kind, &r->hp, n) != DL_OK) {
+            return false;
+        }
+    }
+    return true;
+}
+
+static void ref_fini(ref *r) {
+    for (size_t i = 0; i < r->n; i++) {
+        free(r->p[i]);
+        dl_optim_ref_state_fini(&r->st[i]);
+    }
+    free(r->p);
+    free(r->st);
+    free(r->trained);
+}
+
+// One reference step on the inputs `ins`.
+static bool ref_step(ref *r, const dl_tensor *ins) {
+    const dl_ir_module *m = r->f->m;
+    dl_tensor *pt = calloc(r->n, sizeof *pt);
+    for (size_t i = 0; i < r->n; i++) {
+        const dl_ir_value *pv = m->params.data[i];
+        int64_t dims[DL_MAX_RANK];
+        for (int32_t k = 0; k < pv->type.rank; k++) {
+            dims[k] = pv->type.dims[k].value;
+        }
+        if (dl_tensor_alloc(&pt[i], DL_DT_FLOAT, pv->type.rank, dims) != DL_OK) {
+            return false;
+        }
+        for (int64_t e = 0; e < dl_tensor_numel(&pt[i]); e++) {
+            ((float *)pt[i].data)[e] = (float)r->p[i][e];
+        }
+    }
+    dl_ir_eval_opts o = {pt, r->n, true};
+    dl_tensor *vals = NULL;
+    dl_diags *d = NULL;
+    bool ok = dl_diags_create(&d) == DL_OK && dl_ir_eval_all(m, &o, ins, &vals, d) == DL_OK;
+    dl_diags_destroy(d);
+    if (!ok) {
+        return false;
+    }
+    r->loss = dl_tensor_get(&vals[m->train_loss->id], 0);
+    double *gs[8];
+    int64_t ns[8];
+    size_t idx[8], ng = 0;
+    for (size_t i = 0; i < r->n; i++) {
+        if (!r->trained[i]) {
+            continue;
+        }
+        const dl_tensor *gt = &vals[m->grads.data[i]->id];
+        ns[ng] = dl_tensor_numel(gt);
+        gs[ng] = malloc((size_t)ns[ng] * sizeof(double));
+        for (int64_t e = 0; e < ns[ng]; e++) {
+            gs[ng][e] = dl_tensor_get(gt, e);
+        }
+        idx[ng++] = i;
+    }
+    // The evaluator's seed is 1: the gradients are unscaled already; check finiteness.
+    bool found_inf = false;
+    for (size_t j = 0; j < ng; j++) {
+        for (int64_t e = 0; e < ns[j]; e++) {
+            found_inf |= !isfinite(gs[j][e]);
+        }
+    }
+    double sq = 0;
+    for (size_t j = 0; j < ng; j++) {
+        for (int64_t e = 0; e < ns[j]; e++) {
+            sq += gs[j][e] * gs[j][e];
+        }
+    }
+    r->norm = sqrt(sq);
+    if (r->clip) {
+        dl_optim_ref_clip_global_norm(gs, ns, ng, r->clip_norm, NULL);
+    }
+    r->skipped = found_inf;
+    if (!found_inf) {
+        for (size_t j = 0; j < ng; j++) {
+            r->st[idx[j]].hp = r->hp; // a changed lr applies from this step on
+            ok &= dl_optim_ref_state_step(&r->st[idx[j]], r->p[idx[j]], gs[j]) == DL_OK;
+        }
+    }
+    dl_optim_ref_loss_scale_update(&r->ls, found_inf);
+    for (size_t j = 0; j < ng; j++) {
+        free(gs[j]);
+    }
+    for (size_t i = 0; i < m->values.len; i++) {
+        dl_tensor_free(&vals[i]);
+    }
+    free(vals);
+    for (size_t i = 0; i < r->n; i++) {
+        dl_tensor_free(&pt[i]);
+    }
+    free(pt);
+    return ok;
+}
+
+static bool close_to(double got, double want, double atol, double rtol) {
+    return fabs(got - want) <= atol + rtol * fabs(want);
+}
+
+// Compares the session's params and slots with the reference; prints the first mismatches.
+static int compare(dlrt_session *s, const ref *r, const char *what) {
+    const dl_ir_module *m = r->f->m;
+    int bad = 0;
+    for (size_t i = 0; i < r->n; i++) {
+        const dl_ir_value *pv = m->params.data[i];
+        int64_t n = dl_ir_type_numel(&pv->type);
+        float *got = malloc((size_t)n * 4);
+        for (size_t q = 0; q <= r->st[i].n_slots; q++) {
+            if (q > 0 && !r->trained[i]) {
+                break;
+            }
+            char name[96];
+            const double *want = q == 0 ? r->p[i] : r->st[i].slots[q - 1];
+            snprintf(name, sizeof name, "%s%s%s", pv->name, q ? "." : "",
+                     q ? r->st[i].slot_names[q - 1] : "");
+            if (dlrt_session_get_param(s, name, got, (size_t)n * 4) != DLRT_OK) {
+                fprintf(stderr, "%s: cannot read %s: %s\n", what, name, dlrt_last_error());
+                bad++;
+                continue;
+            }
+            for (int64_t e = 0; e < n; e++) {
+                if (!close_to(got[e], want[e], 1e-5, 1e-5)) {
+                    if (bad++ < 5) {
+                        fprintf(stderr, "%s: %s[%lld] = %.9g, want %.9g\n", what, name,
+                                (long long)e, got[e], want[e]);
+                    }
+                }
+            }
+        }
+        free(got);
+    }
+    return bad;
+}
+
+static void free_ins(const fix *f, dl_tensor *ins) {
+    for (size_t i = 0; i < f->m->inputs.len; i++) {
+        dl_tensor_free(&ins[i]);
+    }
+}
+
+// Runs `steps` compiled and reference steps (lr changed to lr2 > 0 after step 2) and compares.
+static int run_case_text(const char *train_block, const char *text, long mode, int steps,
+                         double lr2) {
+    fix f;
+    if (!(text ? build_text(text, mode, &f) : build(train_block, &f))) {
+        return 1;
+    }
+    dlrt_session *s = NULL;
+    ref r;
+    dl_tensor ins[8] = {{0}};
+    int bad = 0;
+    if (dlrt_session_create(f.rm, &s) != DLRT_OK || !ref_init(&r, &f, s)) {
+        fix_free(&f);
+        return 1;
+    }
+    for (int k = 0; k < steps && !bad; k++) {
+        if (k == 2 && lr2 > 0) {
+            if (dlrt_session_set_hparam(s, "lr", lr2) != DLRT_OK) {
+                bad++;
+            }
+            r.hp.lr = lr2;
+        }
+        dlrt_step_info info;
+        if (!set_inputs(&f, s, ins, (uint64_t)k + 1, -1) ||
+            dlrt_session_train_step(s, &info) != DLRT_OK || !ref_step(&r, ins)) {
+            fprintf(stderr, "%s: step %d failed\n", train_block, k);
+            bad++;
+            break;
+        }
+        char what[600];
+        snprintf(what, sizeof what, "%s step %d", train_block, k + 1);
+        bad += compare(s, &r, what);
+        if (info.skipped || info.step != k + 1 || !close_to(info.loss, r.loss, 1e-3, 1e-5) ||
+            !close_to(info.grad_norm, r.norm, 1e-4, 1e-5)) {
+            fprintf(stderr,
+                    "%s: info skipped %d step %lld loss %.9g (want %.9g) norm %.9g (%.9g)\n", what,
+                    info.skipped, (long long)info.step, info.loss, r.loss, info.grad_norm, r.norm);
+            bad++;
+        }
+    }
+    free_ins(&f, ins);
+    ref_fini(&r);
+    dlrt_session_destroy(s);
+    fix_free(&f);
+    return bad;
+}
+
+static int run_case(const char *train_block, int steps, double lr2) {
+    return run_case_text(train_block, NULL, -1, steps, lr2);
+}
+
+static const char *const optimizers[] = {
+    "sgd <lr = 0.1>",
+    "sgd <lr = 0.1, momentum = 0.9, dampening = 0.3>",
+    "sgd <lr = 0.05, momentum = 0.8, nesterov = 1, weight_decay = 0.01>",
+    "adam <lr = 0.01>",
+    "adam <lr = 0.01, weight_decay = 0.1>",
+    "adam <lr = 0.01, amsgrad = 1>",
+    "adamw <lr = 0.01, weight_decay = 0.1>",
+    "rmsprop <lr = 0.01>",
+    "rmsprop <lr = 0.01, momentum = 0.9>",
+    "rmsprop <lr = 0.01, momentum = 0.5, centered = 1, weight_decay = 0.01>",
+};
+
+DL_TEST(train_optimizers_match_reference) {
+    for (size_t i = 0; i < DL_ARRAY_LEN(optimizers); i++) {
+        for (int clip = 0; clip < 2; clip++) {
+            char block[512];
+            snprintf(block, sizeof block, "train loss {\n  optimizer = %s\n%s  freeze = [z]\n}\n",
+                     optimizers[i], clip ? "  clip_norm = 1.0\n" : "");
+            DL_CHECK_EQ_I64(run_case(block, 5, 0), 0);
+        }
+    }
+}
+
+DL_TEST(train_lr_change_takes_effect) {
+    DL_CHECK_EQ_I64(run_case("train loss {\n optimizer = adam <lr = 0.01>\n}\n", 5, 0.2), 0);
+    DL_CHECK_EQ_I64(
+        run_case("train loss {\n optimizer = sgd <lr = 0.01, momentum = 0.5>\n}\n", 4, 0.5), 0);
+}
+
+static float *read_all(dlrt_session *s, const dlrt_model *rm, size_t *n_out) {
+    size_t total = 0, n_p = dlrt_model_num_params(rm), n_s = dlrt_model_num_state(rm);
+    dlrt_tensor_desc d;
+    for (size_t i = 0; i < n_p + n_s; i++) {
+        if ((i < n_p ? dlrt_model_param(rm, i, &d) : dlrt_model_state(rm, i - n_p, &d)) !=
+            DLRT_OK) {
+            return NULL;
+        }
+        total += d.nbytes;
+    }
+    uint8_t *buf = malloc(total ? total : 1), *at = buf;
+    for (size_t i = 0; i < n_p + n_s; i++) {
+        (void)(i < n_p ? dlrt_model_param(rm, i, &d) : dlrt_model_state(rm, i - n_p, &d));
+        if (dlrt_session_get_param(s, d.name, at, d.nbytes) != DLRT_OK) {
+            free(buf);
+            return NULL;
+        }
+        at += d.nbytes;
+    }
+    *n_out = total;
+    return (float *)buf;
+}
+
+DL_TEST(train_nonfinite_step_is_skipped) {
+    fix f;
+    DL_CHECK(build("train loss {\n optimizer = adam <lr = 0.01>\n clip_norm = 2.0\n"
+                   " loss_scale = dynamic <init = 1024, interval = 2>\n}\n",
+                   &f));
+    if (!f.rm) {
+        return;
+    }
+    DL_CHECK(dlrt_model_has_train_step(f.rm));
+    dlrt_session *s = NULL;
+    DL_CHECK_EQ_I64(dlrt_session_create(f.rm, &s), DLRT_OK);
+    dl_tensor ins[4] = {{0}};
+    dlrt_step_info info;
+    DL_CHECK(set_inputs(&f, s, ins, 1, -1));
+    DL_CHECK_EQ_I64(dlrt_session_train_step(s, &info), DLRT_OK);
+    DL_CHECK_EQ_I64(info.skipped, 0);
+    DL_CHECK_EQ_I64(info.step, 1);
+    DL_CHECK(info.loss_scale == 1024);
+    size_t n0 = 0, n1 = 0;
+    float *before = read_all(s, f.rm, &n0);
+    DL_CHECK(set_inputs(&f, s, ins, 2, 77));
+    DL_CHECK_EQ_I64(dlrt_session_train_step(s, &info), DLRT_OK);
+    float *after = read_all(s, f.rm, &n1);
+    DL_CHECK(before && after && n0 == n1 && memcmp(before, after, n0) == 0);
+    DL_CHECK_EQ_I64(info.skipped, 1);
+    DL_CHECK_EQ_I64(info.step, 1);
+    DL_CHECK(info.loss_scale == 512);
+    double v = 0;
+    DL_CHECK_EQ_I64(dlrt_session_get_hparam(s, "growth_tracker", &v), DLRT_OK);
+    DL_CHECK(v == 0);
+    // Two finite steps: the interval is 2, so the scale grows back.
+    for (int k = 0; k < 2; k++) {
+        DL_CHECK(set_inputs(&f, s, ins, 3 + (uint64_t)k, -1));
+        DL_CHECK_EQ_I64(dlrt_session_train_step(s, &info), DLRT_OK);
+        DL_CHECK_EQ_I64(info.skipped, 0);
+    }
+    DL_CHECK_EQ_I64(info.step, 3);
+    DL_CHECK(info.loss_scale == 1024);
+    free(before);
+    free(after);
+    free_ins(&f, ins);
+    dlrt_session_destroy(s);
+    fix_free(&f);
+}
+
+DL_TEST(train_loss_scale_matches_reference) {
+    // Gradients scaled by the seed (the loss scale) are unscaled in the step.
+    DL_CHECK_EQ_I64(run_case("train loss {\n optimizer = sgd <lr = 0.1, momentum = 0.9>\n"
+                             " loss_scale = dynamic <init = 65536, interval = 2>\n}\n",
+                             5, 0),
+                    0);
+    DL_CHECK_EQ_I64(run_case("train loss {\n optimizer = adam <lr = 0.01>\n"
+                             " loss_scale = 128\n clip_norm = 1.0\n}\n",
+                             4, 0),
+                    0);
+}
+
+DL_TEST(train_frozen_params_never_change) {
+    fix f;
+    DL_CHECK(build("train loss {\n optimizer = adamw <lr = 0.1, weight_decay = 0.5>\n"
+                   " freeze = [z]\n}\n",
+                   &f));
+    if (!f.rm) {
+        return;
+    }
+    // Slots exist for trained params only.
+    DL_CHECK_EQ_I64(dlrt_model_num_state(f.rm), 4);
+    dlrt_tensor_desc d;
+    DL_CHECK_EQ_I64(dlrt_model_state(f.rm, 0, &d), DLRT_OK);
+    DL_CHECK(strcmp(d.name, "w1.exp_avg") == 0);
+    dlrt_session *s = NULL;
+    DL_CHECK_EQ_I64(dlrt_session_create(f.rm, &s), DLRT_OK);
+    float z0[64], f0[64], z1[64], f1[64];
+    DL_CHECK_EQ_I64(dlrt_session_get_param(s, "z", z0, sizeof z0), DLRT_OK);
+    DL_CHECK_EQ_I64(dlrt_session_get_param(s, "f", f0, sizeof f0), DLRT_OK);
+    dl_tensor ins[4] = {{0}};
+    for (int k = 0; k < 3; k++) {
+        DL_CHECK(set_inputs(&f, s, ins, 1 + (uint64_t)k, -1));
+        DL_CHECK_EQ_I64(dlrt_session_train_step(s, NULL), DLRT_OK);
+    }
+    DL_CHECK_EQ_I64(dlrt_session_get_param(s, "z", z1, sizeof z1), DLRT_OK);
+    DL_CHECK_EQ_I64(dlrt_session_get_param(s, "f", f1, sizeof f1), DLRT_OK);
+    DL_CHECK(memcmp(z0, z1, sizeof z0) == 0 && memcmp(f0, f1, sizeof f0) == 0);
+    // infer runs only forward kernels and still works.
+    DL_CHECK_EQ_I64(dlrt_session_infer(s), DLRT_OK);
+    free_ins(&f, ins);
+    dlrt_session_destroy(s);
+    fix_free(&f);
+}
+
+DL_TEST(train_hparams_by_name) {
+    fix f;
+    DL_CHECK(build("train loss {\n optimizer = sgd <lr = 0.1, momentum = 0.9>\n}\n", &f));
+    if (!f.rm) {
+        return;
+    }
+    dlrt_session *s = NULL;
+    DL_CHECK_EQ_I64(dlrt_session_create(f.rm, &s), DLRT_OK);
+    double v = 0;
+    DL_CHECK_EQ_I64(dlrt_session_get_hparam(s, "lr", &v), DLRT_OK);
+    DL_CHECK(v == 0.1);
+    DL_CHECK_EQ_I64(dlrt_session_get_hparam(s, "momentum", &v), DLRT_OK);
+    DL_CHECK(v == 0.9);
+    DL_CHECK_EQ_I64(dlrt_session_set_hparam(s, "lr", -1.0), DLRT_ERR_INVALID_ARG);
+    DL_CHECK_EQ_I64(dlrt_session_set_hparam(s, "lr", NAN), DLRT_ERR_INVALID_ARG);
+    DL_CHECK_EQ_I64(dlrt_session_set_hparam(s, "momentum", 0.0), DLRT_ERR_INVALID_ARG);
+    DL_CHECK_EQ_I64(dlrt_session_set_hparam(s, "step", 3.0), DLRT_ERR_INVALID_ARG);
+    DL_CHECK_EQ_I64(dlrt_session_set_hparam(s, "bogus", 1.0), DLRT_ERR_INVALID_ARG);
+    DL_CHECK(strstr(dlrt_last_error(), "lr") != NULL && strstr(dlrt_last_error(), "momentum"));
+    DL_CHECK_EQ_I64(dlrt_session_set_hparam(s, "lr", 0.25), DLRT_OK);
+    DL_CHECK_EQ_I64(dlrt_session_get_hparam(s, "lr", &v), DLRT_OK);
+    DL_CHECK(v == 0.25);
+    bool seen_step = false;
+    for (size_t i = 0; i < dlrt_model_num_hparams(f.rm); i++) {
+        seen_step |= strcmp(dlrt_model_hparam_name(f.rm, i), "step") == 0;
+    }
+    DL_CHECK(seen_step);
+    DL_CHECK(dlrt_model_hparam_name(f.rm, 999) == NULL);
+    dlrt_session_destroy(s);
+    fix_free(&f);
+}
+
+static void tmp_path(char *buf, size_t n, const char *tag) {
+    const char *t = getenv("TMPDIR");
+    snprintf(buf, n, "%s/dlcc-train-%ld-%s.safetensors", t && *t ? t : "/tmp", (long)getpid(), tag);
+}
+
+DL_TEST(train_checkpoint_resume_is_bit_identical) {
+    fix f;
+    DL_CHECK(build("train loss {\n optimizer = adam <lr = 0.01, amsgrad = 1>\n"
+                   " loss_scale = dynamic <init = 256, interval = 3>\n clip_norm = 1.0\n}\n",
+                   &f));
+    if (!f.rm) {
+        return;
+    }
+    dlrt_session *a = NULL, *b = NULL;
+    DL_CHECK_EQ_I64(dlrt_session_create(f.rm, &a), DLRT_OK);
+    DL_CHECK_EQ_I64(dlrt_session_create(f.rm, &b), DLRT_OK);
+    dl_tensor ins[4] = {{0}};
+    for (int k = 0; k < 4; k++) { // step 3 is skipped: the loss scale and tracker move
+        DL_CHECK(set_inputs(&f, a, ins, 1 + (uint64_t)k, k == 2 ? 5 : -1));
+        DL_CHECK_EQ_I64(dlrt_session_train_step(a, NULL), DLRT_OK);
+    }
+    char path[512];
+    tmp_path(path, sizeof path, "ckpt");
+    DL_CHECK_EQ_I64(dlrt_session_save(a, path), DLRT_OK);
+    DL_CHECK_EQ_I64(dlrt_session_load(b, path), DLRT_OK);
+    const char *names[] = {"step", "loss_scale", "growth_tracker"};
+    for (size_t i = 0; i < 3; i++) {
+        double va = 0, vb = -1;
+        DL_CHECK_EQ_I64(dlrt_session_get_hparam(a, names[i], &va), DLRT_OK);
+        DL_CHECK_EQ_I64(dlrt_session_get_hparam(b, names[i], &vb), DLRT_OK);
+        DL_CHECK(va == vb);
+    }
+    for (int k = 0; k < 3; k++) {
+        dlrt_step_info ia, ib;
+        DL_CHECK(set_inputs(&f, a, ins, 10 + (uint64_t)k, -1));
+        DL_CHECK(set_inputs(&f, b, ins, 10 + (uint64_t)k, -1));
+        DL_CHECK_EQ_I64(dlrt_session_train_step(a, &ia), DLRT_OK);
+        DL_CHECK_EQ_I64(dlrt_session_train_step(b, &ib), DLRT_OK);
+        DL_CHECK(ia.loss == ib.loss && ia.step == ib.step && ia.loss_scale == ib.loss_scale);
+    }
+    size_t na = 0, nb = 0;
+    float *pa = read_all(a, f.rm, &na), *pb = read_all(b, f.rm, &nb);
+    DL_CHECK(pa && pb && na == nb && memcmp(pa, pb, na) == 0);
+    free(pa);
+    free(pb);
+
+    // A bad file leaves the session unchanged: a wrong shape, an unknown tensor.
+    float *before = read_all(b, f.rm, &nb);
+    float junk[64] = {0};
+    const struct {
+        const char *name;
+        int64_t dim;
+    } bad[] = {{"w1", 64}, {"nope", 64}, {"b.exp_avg", 63}};
+    for (size_t i = 0; i < DL_ARRAY_LEN(bad); i++) {
+        dl_st_writer *w = NULL;
+        DL_CHECK_EQ_I64(dl_st_writer_create(&w), DL_OK);
+        dl_tensor ok_t = {DL_DT_FLOAT, 1, {64}, junk};
+        dl_tensor bad_t = {DL_DT_FLOAT, 1, {bad[i].dim}, junk};
+        DL_CHECK_EQ_I64(dl_st_writer_add(w, "b", &ok_t), DL_OK); // valid, must not be applied
+        DL_CHECK_EQ_I64(dl_st_writer_add(w, bad[i].name, &bad_t), DL_OK);
+        DL_CHECK_EQ_I64(dl_st_write_file(w, path), DL_OK);
+        dl_st_writer_destroy(w);
+        DL_CHECK_EQ_I64(dlrt_session_load(b, path), DLRT_ERR_INVALID_ARG);
+        float *now = read_all(b, f.rm, &na);
+        DL_CHECK(now && na == nb && memcmp(now, before, na) == 0);
+        free(now);
+    }
+    free(before);
+    unlink(path);
+    free_ins(&f, ins);
+    dlrt_session_destroy(a);
+    dlrt_session_destroy(b);
+    fix_free(&f);
+}
+
+static long find_plan(const uint8_t *a, size_t n) {
+    long at = -1;
+    for (size_t i = 0; i + 8 <= n; i++) {
+        if (memcmp(a + i, DLRT_PLAN_MAGIC, 8) == 0) {
+            if (at >= 0) {
+                return -1;
+            }
+            at = (long)i;
+        }
+    }
+    return at;
+}
+
+DL_TEST(train_forged_plan_is_refused) {
+    fix f;
+    DL_CHECK(build("train loss {\n optimizer = adam <lr = 0.01>\n}\n", &f));
+    if (!f.rm) {
+        return;
+    }
+    long at = find_plan(f.art, f.art_len);
+    DL_CHECK(at >= 0);
+    if (at < 0) {
+        fix_free(&f);
+        return;
+    }
+    dlrt_plan_hdr h;
+    memcpy(&h, f.art + at, sizeof h);
+    DL_CHECK_EQ_I64(h.version, DLRT_FORMAT_VERSION);
+    DL_CHECK(h.n_hparams > 0 && h.hyper_buffer < h.n_buffers);
+    uint8_t *copy = malloc(f.art_len);
+    // The last tensor is an optimizer slot (role STATE).
+    uint64_t last_tensor = h.off_tensors + (uint64_t)(h.n_tensors - 1) * sizeof(dlrt_plan_tensor);
+    const struct {
+        const char *what;
+        uint64_t off;
+        uint32_t val;
+    } alts[] = {
+        {"hparam index", h.off_hparams + offsetof(dlrt_plan_hparam, index), DLRT_HP_COUNT},
+        {"hparam flags", h.off_hparams + offsetof(dlrt_plan_hparam, flags), 64},
+        {"hparam name", h.off_hparams + offsetof(dlrt_plan_hparam, name_off), 0x7fffffff},
+        {"hyper buffer is an input", offsetof(dlrt_plan_hdr, hyper_buffer), 0},
+        {"hyper buffer out of range", offsetof(dlrt_plan_hdr, hyper_buffer), 0xfffffff0u},
+        {"loss buffer", offsetof(dlrt_plan_hdr, loss_buffer), h.n_buffers},
+        {"optimizer", offsetof(dlrt_plan_hdr, optimizer), 9},
+        {"n_hparams", offsetof(dlrt_plan_hdr, n_hparams), 0x10000000u},
+        {"state tensor in an input buffer", last_tensor + offsetof(dlrt_plan_tensor, buffer), 0},
+        {"state buffer kind",
+         h.off_buffers + (uint64_t)h.hyper_buffer * sizeof(dlrt_plan_buffer) +
+             offsetof(dlrt_plan_buffer, kind),
+         9},
+        {"state buffer flags",
+         h.off_buffers + (uint64_t)h.hyper_buffer * sizeof(dlrt_plan_buffer) +
+             offsetof(dlrt_plan_buffer, flags),
+         6},
+    };
+    for (size_t i = 0; i < DL_ARRAY_LEN(alts); i++) {
+        memcpy(copy, f.art, f.art_len);
+        memcpy(copy + at + alts[i].off, &alts[i].val, 4);
+        dlrt_model *rm = NULL;
+        dlrt_status st = dlrt_model_load_memory(copy, f.art_len, &rm);
+        if (st != DLRT_ERR_CORRUPT) {
+            fprintf(stderr, "forged plan (%s): status %s\n", alts[i].what, dlrt_status_str(st));
+        }
+        DL_CHECK_EQ_I64(st, DLRT_ERR_CORRUPT);
+        dlrt_model_release(rm);
+    }
+    free(copy);
+    fix_free(&f);
+}
+
+// End to end with the autodiff pass: a small MLP classifier, 5 steps against the reference.
+DL_TEST(train_mlp_with_autodiff_matches_reference) {
+    static const char *const opts[] = {"adam <lr = 0.01>", "sgd <lr = 0.1, momentum = 0.9>",
+                                       "rmsprop <lr = 0.01, momentum = 0.5>"};
+    for (size_t i = 0; i < DL_ARRAY_LEN(opts); i++) {
+        char text[2048];
+        snprintf(text, sizeof text,
+                 "model mlp\n"
+                 "input x : float[4, 6]\n"
+                 "input y : int64[4]\n"
+                 "param w1 : float[6, 5] = glorot_uniform(seed = 1)\n"
+                 "param b1 : float[5] = zeros\n"
+                 "param w2 : float[5, 3] = glorot_uniform(seed = 2)\n"
+                 "param b2 : float[3] = zeros\n"
+                 "h = Gemm (x, w1, b1)\n"
+                 "a = Relu (h)\n"
+                 "logits = Gemm (a, w2, b2)\n"
+                 "loss = SoftmaxCrossEntropyLoss (logits, y)\n"
+                 "output logits\n"
+                 "train loss {\n optimizer = %s\n clip_norm = 0.5\n"
+                 " loss_scale = dynamic <init = 1024>\n}\n",
+                 opts[i]);
+        DL_CHECK_EQ_I64(run_case_text(text, text, AUTODIFF, 5, 0), 0);
+    }
+}
+
+// The infer entry runs forward kernels only; the train entry runs the forward nodes its roots
+// need (with records of its own) and the training graph; the step kernels carry names.
+DL_TEST(train_entries_split_forward_and_training_graph) {
+    const char *text = "model u\n"
+                       "input x : float[8]\n"
+                       "param w : float[8] = ones\n"
+                       "y = Mul (w, x)\n"
+                       "u = Neg (x)\n"
+                       "loss = ReduceSum <keepdims = 0> (y)\n"
+                       "output y\n"
+                       "output u\n"
+                       "g_w = Mul (x, w)\n"
+                       "train loss { optimizer = sgd <lr = 0.5> }\n";
+    fix f;
+    DL_CHECK(build_text(text, 3, &f));
+    if (!f.rm) {
+        return;
+    }
+    long at = find_plan(f.art, f.art_len);
+    DL_CHECK(at >= 0);
+    dlrt_plan_hdr h;
+    memcpy(&h, f.art + at, sizeof h);
+    const uint8_t *plan = f.art + at;
+    int inf_lines[16] = {0}, tr_lines[16] = {0}, n_named = 0;
+    for (int e = 0; e < 2; e++) {
+        for (uint32_t i = 0; i < h.entry_count[e]; i++) {
+            uint32_t kid;
+            memcpy(&kid, plan + h.off_entry_kernels + 4 * (h.entry_first[e] + i), 4);
+            dlrt_plan_kernel k;
+            memcpy(&k, plan + h.off_kernels + kid * sizeof k, sizeof k);
+            (e == 0 ? inf_lines : tr_lines)[k.src_line < 16 ? k.src_line : 0]++;
+            // Entries never share a record; deps stay inside the entry.
+            DL_CHECK(e == 0 ? kid < h.entry_count[0] : kid >= h.entry_count[0]);
+            for (uint32_t q = 0; q < k.n_deps; q++) {
+                uint32_t dep;
+                memcpy(&dep, plan + h.off_deps + 4 * (k.first_dep + q), 4);
+                DL_CHECK(e == 0 ? dep < h.entry_count[0] : dep >= h.entry_count[0]);
+            }
+            if (e == 1 && k.src_line == 0) {
+                char name[32] = {0};
+                memcpy(name, plan + h.off_strings + k.name_off, k.name_len < 31 ? k.name_len : 31);
+                n_named += strncmp(name, "train.", 6) == 0;
+            }
+        }
+    }
+    DL_CHECK(inf_lines[4] > 0 && inf_lines[5] > 0 && inf_lines[6] > 0 && inf_lines[9] == 0);
+    // train: y (4) and loss (6) are needed, u (5) is not; g_w (9) is the training graph.
+    DL_CHECK(tr_lines[4] > 0 && tr_lines[5] == 0 && tr_lines[6] > 0 && tr_lines[9] > 0);
+    DL_CHECK_EQ_I64(n_named, 3); // gradsq, prologue, update
+    // And it runs: w -= 0.5 * x * w.
+    dlrt_session *s = NULL;
+    DL_CHECK_EQ_I64(dlrt_session_create(f.rm, &s), DLRT_OK);
+    float x[8] = {1, 2, 3, 4, -1, -2, 0.5f, 0}, w[8];
+    DL_CHECK_EQ_I64(dlrt_session_set_input(s, "x", x, sizeof x), DLRT_OK);
+    dlrt_step_info info;
+    DL_CHECK_EQ_I64(dlrt_session_train_step(s, &info), DLRT_OK);
+    DL_CHECK_EQ_I64(dlrt_session_get_param(s, "w", w, sizeof w), DLRT_OK);
+    for (int i = 0; i < 8; i++) {
+        DL_CHECK(w[i] == 1.0f - 0.5f * x[i]);
+    }
+    DL_CHECK(info.loss == 7.5 && info.step == 1);
+    dlrt_session_destroy(s);
+    fix_free(&f);
+}
+
+// Any partition of the step kernels' ranges gives the same bytes, and compiles are
+// deterministic.
+DL_TEST(train_split_and_compile_are_deterministic) {
+    const char *block = "train loss {\n optimizer = rmsprop <lr = 0.01, momentum = 0.5, "
+                        "centered = 1>\n clip_norm = 1.0\n}\n";
+    fix f, g;
+    DL_CHECK(build(block, &f));
+    DL_CHECK(build(block, &g));
+    if (!f.rm || !g.rm) {
+        return;
+    }
+    DL_CHECK(f.art_len == g.art_len && memcmp(f.art, g.art, f.art_len) == 0);
+    const char *old = getenv("DLRT_DEBUG_SPLIT");
+    char *saved = old ? strdup(old) : NULL;
+    dlrt_session *a = NULL, *b = NULL;
+    unsetenv("DLRT_DEBUG_SPLIT");
+    DL_CHECK_EQ_I64(dlrt_session_create(f.rm, &a), DLRT_OK);
+    setenv("DLRT_DEBUG_SPLIT", "7", 1);
+    DL_CHECK_EQ_I64(dlrt_session_create(f.rm, &b), DLRT_OK);
+    if (saved) {
+        setenv("DLRT_DEBUG_SPLIT", saved, 1);
+    } else {
+        unsetenv("DLRT_DEBUG_SPLIT");
+    }
+    free(saved);
+    dl_tensor ins[4] = {{0}};
+    for (int k = 0; k < 3; k++) {
+        DL_CHECK(set_inputs(&f, a, ins, 1 + (uint64_t)k, -1));
+        DL_CHECK(set_inputs(&f, b, ins, 1 + (uint64_t)k, -1));
+        DL_CHECK_EQ_I64(dlrt_session_train_step(a, NULL), DLRT_OK);
+        DL_CHECK_EQ_I64(dlrt_session_train_step(b, NULL), DLRT_OK);
+    }
+    size_t na = 0, nb = 0;
+    float *pa = read_all(a, f.rm, &na), *pb = read_all(b, f.rm, &nb);
+    DL_CHECK(pa && pb && na == nb && memcmp(pa, pb, na) == 0);
+    free(pa);
+    free(pb);
+    free_ins(&f, ins);
+    dlrt_session_destroy(a);
+    dlrt_session_destroy(b);
+    fix_free(&f);
+    fix_free(&g);
+}
+
+DL_TEST_MAIN()

@@ -1,0 +1,14 @@
+# `dlcc run --entry train_step` and `dlcc train` (tools/dlcc.c). Shell scripts with /usr/bin/python3
+# + numpy; each sets DLCC_CACHE_DIR to a temporary directory of its own.
+# Arguments, model and data errors, the data pipeline and the --dry-run plan: no training runtime.
+add_test(NAME train_cli_args
+         COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_args.sh $<TARGET_FILE:dlcc> ${CMAKE_SOURCE_DIR})
+set_tests_properties(train_cli_args PROPERTIES LABELS unit)
+# `dlcc run --entry train_step --steps 3` on the MLP sample, checkpoints read back by Python.
+add_test(NAME train_cli_steps
+         COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_steps.sh $<TARGET_FILE:dlcc> ${CMAKE_SOURCE_DIR})
+set_tests_properties(train_cli_steps PROPERTIES LABELS unit)
+# `dlcc train` on Fashion-MNIST (2048 training samples, the 10000 test images).
+add_test(NAME train_cli_fmnist
+         COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_fmnist.sh $<TARGET_FILE:dlcc> ${CMAKE_SOURCE_DIR})
+set_tests_properties(train_cli_fmnist PROPERTIES LABELS slow TIMEOUT 120)
