@@ -896,6 +896,16 @@ static dl_status build_plan(cg *c, const char *target, blob *out) {
             bufs[i].data_off = put_data(&pc, &f, sizeof f);
             continue;
         }
+        if (i == c->counter_buf) {
+            // The train step's RNG counter: session state starting at the const's value (0),
+            // incremented by the prologue kernel at every call.
+            bufs[i].kind = DLRT_BUF_STATE;
+            bufs[i].flags = DLRT_BUF_F_INIT_DATA;
+            if ((st = const_bytes(c, v, &pc, &bufs[i].data_off)) != DL_OK) {
+                goto out;
+            }
+            continue;
+        }
         switch (v->kind) {
         case DL_IR_VAL_INPUT:
             bufs[i].kind = DLRT_BUF_INPUT;
@@ -987,6 +997,7 @@ static dl_status build_plan(cg *c, const char *target, blob *out) {
     h.loss_buffer = c->has_train ? c->loss_buf : UINT32_MAX;
     h.seed_buffer = c->has_train && c->seed_init ? c->seed_buf : UINT32_MAX;
     h.n_hparams = (uint32_t)c->hparams.len;
+    h.counter_buffer = c->has_train ? c->counter_buf : UINT32_MAX;
 
     blob_put(out, NULL, sizeof h);
     blob_align(out, 8);
@@ -1291,7 +1302,7 @@ dl_status dl_cg_compile(const dl_ir_module *m, const dl_cg_options *o, dl_diags 
     for (size_t i = 0; i < m->values.len; i++) {
         c.value_buf[i] = (uint32_t)i; // one buffer per value until the memory plan lands
     }
-    c.hyper_buf = c.loss_buf = c.seed_buf = UINT32_MAX;
+    c.hyper_buf = c.loss_buf = c.seed_buf = c.counter_buf = UINT32_MAX;
     c.optimizer = DLRT_OPTIM_NONE;
     c.node_k0 = calloc(m->nodes.len ? m->nodes.len : 1, sizeof(uint32_t));
     c.node_k1 = calloc(m->nodes.len ? m->nodes.len : 1, sizeof(uint32_t));

@@ -40,7 +40,7 @@ typedef struct cg_extra_buf {
     uint8_t *init;  // OWNED: `size` bytes of initial contents (DLRT_BUF_F_INIT_DATA), or NULL
 } cg_extra_buf;
 
-// A STATE tensor of the plan (an optimizer slot "PARAM.SLOT").
+// A STATE tensor of the plan (an optimizer slot or gradient accumulator "PARAM.SLOT").
 typedef struct cg_state_tensor {
     char *name; // OWNED
     const dl_ir_value *param;
@@ -72,8 +72,11 @@ typedef struct cg {
     uint32_t optimizer;                     // DLRT_OPTIM_*
     uint32_t hyper_buf, loss_buf, seed_buf; // UINT32_MAX when absent
     double *seed_init;                      // NULL or the seed buffer's initial value
-    const dl_ir_node *node;                 // node being lowered (for diagnostics and names)
-    uint32_t isa;                           // DLRT_ISA_* enabled by the target features
+    // The train step's RNG counter (m->step_counter's buffer): a STATE int64 scalar starting at
+    // the const's value that the prologue increments per call; UINT32_MAX when absent.
+    uint32_t counter_buf;
+    const dl_ir_node *node; // node being lowered (for diagnostics and names)
+    uint32_t isa;           // DLRT_ISA_* enabled by the target features
 } cg;
 
 // A kernel under construction.

@@ -384,6 +384,122 @@ static dl_status lower_clip(cg *c, const dl_ir_node *n) {
     return emit_map_ex(c, n->outputs[0], ins, k, f_clip, &ci);
 }
 
+// ---------------------------------------------------------------------------------------------
+// Dropout (x, ratio?, training_mode?, counter?) -> y, mask?
+//
+// Without a training_mode input, or with a const false one, Dropout is the identity and its mask
+// is all true (the infer entry point). With a const true one (the training-mode clones autodiff
+// makes for the train step), or a bool input read when the kernel runs, element i of the
+// C-order flat index is kept when u >= ratio, where u = dl_rng_uniform(seed, counter * numel + i)
+// (base/base.c) replicated bit for bit: splitmix64's finaliser, whose first application to the
+// seed is folded here at compile time, the counter mix and the top 53 bits as a double. y is
+// x / (1 - ratio) computed in double (as ir/eval_nn.c does) or 0; counter comes from the 4th
+// input's int64 buffer (the train step's RNG counter, session state), 0 when absent.
+
+static uint64_t rng_mix64(uint64_t z) { // ORDER DL_RNG: base/base.c mix64
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static LLVMValueRef emit_mix64(cg *c, LLVMValueRef z) {
+    LLVMTypeRef t = c->t_i64;
+    z = LLVMBuildXor(c->b, z, LLVMBuildLShr(c->b, z, LLVMConstInt(t, 30, 0), ""), "");
+    z = LLVMBuildMul(c->b, z, LLVMConstInt(t, 0xbf58476d1ce4e5b9ull, 0), "");
+    z = LLVMBuildXor(c->b, z, LLVMBuildLShr(c->b, z, LLVMConstInt(t, 27, 0), ""), "");
+    z = LLVMBuildMul(c->b, z, LLVMConstInt(t, 0x94d049bb133111ebull, 0), "");
+    return LLVMBuildXor(c->b, z, LLVMBuildLShr(c->b, z, LLVMConstInt(t, 31, 0), ""), "");
+}
+
+// A const scalar's truth (bool / int / float literal), or -1 when v is no const.
+static int const_truth(const dl_ir_value *v) {
+    if (!v || v->kind != DL_IR_VAL_CONST || !v->lit || v->lit->n < 1) {
+        return -1;
+    }
+    return (v->lit->i ? v->lit->i[0] != 0 : v->lit->f ? v->lit->f[0] != 0 : 0) ? 1 : 0;
+}
+
+static dl_status lower_dropout(cg *c, const dl_ir_node *n) {
+    dl_ir_value *x = n->inputs[0], *y = n->outputs[0];
+    dl_ir_value *mask = n->n_outputs > 1 ? n->outputs[1] : NULL;
+    dl_ir_value *ratio_in = n->n_inputs > 1 ? n->inputs[1] : NULL;
+    dl_ir_value *tm = n->n_inputs > 2 ? n->inputs[2] : NULL;
+    dl_ir_value *cnt = n->n_inputs > 3 ? n->inputs[3] : NULL;
+    int truth = tm ? const_truth(tm) : 0;
+    if (truth == 0) { // identity; mask all true
+        DL_TRY(emit_map(c, y, n->inputs, 1, f_copy));
+        return mask ? emit_map(c, mask, NULL, 0, f_true) : DL_OK;
+    }
+    int64_t numel = dl_ir_type_numel(&x->type);
+    if (numel == 0) {
+        return DL_OK;
+    }
+    // x: [numel] flat (y, mask: the same shape); ratio, training_mode, counter: scalars.
+    dl_ir_value *vals[6];
+    size_t nv = 0;
+    vals[nv++] = y;
+    if (mask) {
+        vals[nv++] = mask;
+    }
+    size_t ix = nv;
+    vals[nv++] = x;
+    size_t iratio = ratio_in ? nv : 0;
+    if (ratio_in) {
+        vals[nv++] = ratio_in;
+    }
+    size_t itm = truth < 0 ? nv : 0;
+    if (truth < 0) {
+        vals[nv++] = tm;
+    }
+    size_t icnt = cnt ? nv : 0;
+    if (cnt) {
+        vals[nv++] = cnt;
+    }
+    cg_kernel k;
+    DL_TRY(cg_kernel_begin(c, vals, nv, numel, &k));
+    LLVMValueRef zero64 = cg_i64(c, 0);
+    LLVMValueRef ratio =
+        ratio_in ? LLVMBuildFPExt(c->b, cg_load(c, k.ptr[iratio], ratio_in->type.dtype, zero64),
+                                  c->t_f64, "ratio")
+                 : LLVMConstReal(c->t_f64, dl_ir_node_attr_float(n, "ratio"));
+    LLVMValueRef train = truth < 0 ? cg_load(c, k.ptr[itm], tm->type.dtype, zero64) : NULL;
+    if (train && tm->type.dtype != DL_DT_BOOL) {
+        train = cg_convert(c, train, tm->type.dtype, DL_DT_BOOL);
+    }
+    LLVMValueRef counter = cnt ? cg_load(c, k.ptr[icnt], DL_DT_INT64, zero64) : zero64;
+    LLVMValueRef base = LLVMBuildMul(c->b, counter, cg_i64(c, numel), "rng_base");
+    LLVMValueRef scale = LLVMBuildFSub(c->b, LLVMConstReal(c->t_f64, 1.0), ratio, "");
+    uint64_t seed = (uint64_t)dl_ir_node_attr_int(n, "seed");
+    LLVMValueRef seed_mix = LLVMConstInt(c->t_i64, rng_mix64(seed + 0x9e3779b97f4a7c15ull), 0);
+    cg_loop l;
+    LLVMValueRef i = cg_for_begin(c, &l, k.begin, k.end, "i");
+    // dl_rng_bits(seed, base + i) >> 11, times 2^-53.
+    LLVMValueRef ctr = LLVMBuildAdd(c->b, base, i, "");
+    LLVMValueRef z = LLVMBuildAdd(
+        c->b, LLVMBuildMul(c->b, ctr, LLVMConstInt(c->t_i64, 0xd1b54a32d192ed03ull, 0), ""),
+        LLVMConstInt(c->t_i64, 0x8cb92ba72f3d8dd7ull, 0), "");
+    z = emit_mix64(c, LLVMBuildXor(c->b, seed_mix, z, ""));
+    z = LLVMBuildLShr(c->b, z, LLVMConstInt(c->t_i64, 11, 0), "");
+    LLVMValueRef u = LLVMBuildFMul(c->b, LLVMBuildUIToFP(c->b, z, c->t_f64, ""),
+                                   LLVMConstReal(c->t_f64, 0x1.0p-53), "u");
+    LLVMValueRef keep = LLVMBuildFCmp(c->b, LLVMRealOGE, u, ratio, "keep");
+    LLVMValueRef xv = cg_load(c, k.ptr[ix], x->type.dtype, i);
+    LLVMValueRef xd = LLVMBuildFPExt(c->b, xv, c->t_f64, "");
+    LLVMValueRef yd = LLVMBuildSelect(c->b, keep, LLVMBuildFDiv(c->b, xd, scale, ""),
+                                      LLVMConstReal(c->t_f64, 0.0), "");
+    if (train) { // not training: identity, mask true
+        yd = LLVMBuildSelect(c->b, train, yd, xd, "");
+        keep = LLVMBuildOr(c->b, keep, LLVMBuildNot(c->b, train, ""), "");
+    }
+    cg_store(c, k.ptr[0], y->type.dtype, i,
+             LLVMBuildFPTrunc(c->b, yd, cg_compute_type(c, y->type.dtype), ""));
+    if (mask) {
+        cg_store(c, k.ptr[1], DL_DT_BOOL, i, keep);
+    }
+    cg_for_end(c, &l);
+    return cg_kernel_end(c, &k);
+}
+
 dl_status dl_cg__lower_elementwise(cg *c, const dl_ir_node *n) {
     dl_ir_value *out = n->outputs[0];
     switch (n->op) {
@@ -431,13 +547,7 @@ dl_status dl_cg__lower_elementwise(cg *c, const dl_ir_node *n) {
     case DL_IR_OP_IDENTITY:
         return emit_map(c, out, n->inputs, 1, f_copy);
     case DL_IR_OP_DROPOUT:
-        // The infer entry point: Dropout is the identity and its mask is all true. (The
-        // training step, where it is active, is lowered with train_step.)
-        DL_TRY(emit_map(c, out, n->inputs, 1, f_copy));
-        if (n->n_outputs > 1) {
-            return emit_map(c, n->outputs[1], NULL, 0, f_true);
-        }
-        return DL_OK;
+        return lower_dropout(c, n);
     default:
         break;
     }

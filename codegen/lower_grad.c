@@ -23,6 +23,7 @@
 // dx itself (for a float16 / bfloat16 dx every addition rounds to that type). Where the evaluator
 // reports a data error (a label or a gather index out of range), compiled code contributes 0 for
 // that element and never reads or writes out of bounds.
+#include "cg_geometry.h"
 #include "cg_internal.h"
 
 #include <math.h>
@@ -36,13 +37,10 @@ DL_CG_FAMILY_SWITCHES_ARE_PARTIAL
 #define LOSS_CH 32  // most iterations of a "mean" loss grad kernel
 
 // ---------------------------------------------------------------------------------------------
-// Small IR helpers
+// Small IR helpers (iadd and the `if` builder: cg_geometry.h)
 
-static LLVMValueRef iadd(cg *c, LLVMValueRef a, LLVMValueRef b) {
-    return LLVMBuildAdd(c->b, a, b, "");
-}
-
-static LLVMValueRef imul(cg *c, LLVMValueRef a, int64_t k) {
+// a * k, or a itself when k == 1 (cg_geometry.h's imul always multiplies).
+static LLVMValueRef imul1(cg *c, LLVMValueRef a, int64_t k) {
     return k == 1 ? a : LLVMBuildMul(c->b, a, cg_i64(c, k), "");
 }
 
@@ -71,24 +69,6 @@ static LLVMValueRef slot_get(cg *c, LLVMValueRef s) {
 
 static void slot_set(cg *c, LLVMValueRef s, LLVMValueRef v) {
     arr_set(c, s, cg_i64(c, 0), v);
-}
-
-// `if (cond) { ... }`: if_begin positions the builder in the body, if_end after it.
-typedef struct gif {
-    LLVMBasicBlockRef then, merge;
-} gif;
-
-static void if_begin(cg *c, gif *f, LLVMValueRef cond) {
-    LLVMValueRef fn = LLVMGetBasicBlockParent(LLVMGetInsertBlock(c->b));
-    f->then = LLVMAppendBasicBlockInContext(c->ctx, fn, "then");
-    f->merge = LLVMAppendBasicBlockInContext(c->ctx, fn, "endif");
-    LLVMBuildCondBr(c->b, cond, f->then, f->merge);
-    LLVMPositionBuilderAtEnd(c->b, f->then);
-}
-
-static void if_end(cg *c, gif *f) {
-    LLVMBuildBr(c->b, f->merge);
-    LLVMPositionBuilderAtEnd(c->b, f->merge);
 }
 
 static bool need_float(cg *c, const dl_ir_value *v, const char *what) {
@@ -312,14 +292,14 @@ static dl_status lower_loss_grad(cg *c, const dl_ir_node *n) {
         cg_for_end(c, &lp);
         g0 = LLVMBuildFDiv(c->b, g0, slot_get(c, s_ws), "");
     }
-    LLVMValueRef n_lo = imul(c, it, rb);
+    LLVMValueRef n_lo = imul1(c, it, rb);
     LLVMValueRef n_hi = rb == 1 ? iadd(c, n_lo, cg_i64(c, 1))
                                 : cg_intrinsic2(c, "llvm.smin", c->t_i64,
                                                 iadd(c, n_lo, cg_i64(c, rb)), cg_i64(c, N));
     LLVMValueRef nv = cg_for_begin(c, &ln, n_lo, n_hi, "n");
     LLVMValueRef dv = cg_for_begin(c, &ld, cg_i64(c, 0), cg_i64(c, D), "d");
-    LLVMValueRef pos = iadd(c, imul(c, nv, D), dv);      // labels / dloss index
-    LLVMValueRef xrow = iadd(c, imul(c, nv, C * D), dv); // x[n, 0, d]
+    LLVMValueRef pos = iadd(c, imul1(c, nv, D), dv);      // labels / dloss index
+    LLVMValueRef xrow = iadd(c, imul1(c, nv, C * D), dv); // x[n, 0, d]
     LLVMValueRef t, valid;
     LABEL_AT(pos, t, valid);
     LLVMValueRef g = none ? cg_load(c, pdl, dl->type.dtype, pos) : g0;
@@ -329,17 +309,17 @@ static dl_status lower_loss_grad(cg *c, const dl_ir_node *n) {
         slot_set(c, s_m, cg_f32(c, -INFINITY));
         slot_set(c, s_s, cg_f32(c, 0));
         LLVMValueRef cv = cg_for_begin(c, &lc, cg_i64(c, 0), cg_i64(c, C), "c");
-        LLVMValueRef v = cg_load(c, px, dt, iadd(c, xrow, imul(c, cv, D)));
+        LLVMValueRef v = cg_load(c, px, dt, iadd(c, xrow, imul1(c, cv, D)));
         slot_set(c, s_m, cg_intrinsic2(c, "llvm.maximum", c->t_f32, slot_get(c, s_m), v));
         cg_for_end(c, &lc);
         LLVMValueRef m = slot_get(c, s_m);
         cv = cg_for_begin(c, &lc, cg_i64(c, 0), cg_i64(c, C), "c");
-        v = cg_load(c, px, dt, iadd(c, xrow, imul(c, cv, D)));
+        v = cg_load(c, px, dt, iadd(c, xrow, imul1(c, cv, D)));
         slot_set(c, s_s, cg_fadd_reassoc(c, slot_get(c, s_s), dl_cg__exp_f32(c, fsub(c, v, m))));
         cg_for_end(c, &lc);
         LLVMValueRef inv = LLVMBuildFDiv(c->b, cg_f32(c, 1), slot_get(c, s_s), "");
         cv = cg_for_begin(c, &lc, cg_i64(c, 0), cg_i64(c, C), "c");
-        LLVMValueRef xi = iadd(c, xrow, imul(c, cv, D));
+        LLVMValueRef xi = iadd(c, xrow, imul1(c, cv, D));
         v = cg_load(c, px, dt, xi);
         LLVMValueRef p = fmul(c, dl_cg__exp_f32(c, fsub(c, v, m)), inv);
         LLVMValueRef is_t = LLVMBuildICmp(c->b, LLVMIntEQ, cv, t, "");
@@ -349,7 +329,7 @@ static dl_status lower_loss_grad(cg *c, const dl_ir_node *n) {
         cg_for_end(c, &lc);
     } else {
         LLVMValueRef cv = cg_for_begin(c, &lc, cg_i64(c, 0), cg_i64(c, C), "c");
-        LLVMValueRef xi = iadd(c, xrow, imul(c, cv, D));
+        LLVMValueRef xi = iadd(c, xrow, imul1(c, cv, D));
         LLVMValueRef hit = LLVMBuildAnd(c->b, valid, LLVMBuildICmp(c->b, LLVMIntEQ, cv, t, ""), "");
         LLVMValueRef r =
             LLVMBuildSelect(c->b, hit, LLVMBuildFNeg(c->b, coef, ""), cg_f32(c, 0), "");
@@ -429,7 +409,7 @@ static dl_status lower_layer_norm_grad(cg *c, const dl_ir_node *n) {
         LLVMValueRef s_b = cg_entry_alloca(c, &k, c->t_f32, 1);
         cg_loop lo, l;
         LLVMValueRef o = cg_for_begin(c, &lo, k.begin, k.end, "o");
-        LLVMValueRef xo = imul(c, o, M), mean, rstd;
+        LLVMValueRef xo = imul1(c, o, M), mean, rstd;
         emit_row_stats(c, k.ptr[2], dt, xo, M, eps, s_acc, &mean, &rstd);
         slot_set(c, s_a, cg_f32(c, 0));
         slot_set(c, s_b, cg_f32(c, 0));
@@ -476,7 +456,7 @@ static dl_status lower_layer_norm_grad(cg *c, const dl_ir_node *n) {
     LLVMValueRef acb = db ? cg_entry_alloca(c, &k, c->t_f32, cb) : NULL;
     cg_loop lch, lr, lj;
     LLVMValueRef ch = cg_for_begin(c, &lch, k.begin, k.end, "ch");
-    LLVMValueRef j0 = imul(c, ch, cb);
+    LLVMValueRef j0 = imul1(c, ch, cb);
     LLVMValueRef nj = cg_i64(c, cb);
     if (M % cb != 0) {
         nj = cg_intrinsic2(c, "llvm.smin", c->t_i64, LLVMBuildSub(c->b, cg_i64(c, M), j0, ""),
@@ -489,7 +469,7 @@ static dl_status lower_layer_norm_grad(cg *c, const dl_ir_node *n) {
     }
     cg_for_end(c, &lj);
     LLVMValueRef o = cg_for_begin(c, &lr, cg_i64(c, 0), cg_i64(c, R), "o");
-    LLVMValueRef xo = imul(c, o, M), mean, rstd;
+    LLVMValueRef xo = imul1(c, o, M), mean, rstd;
     emit_row_stats(c, k.ptr[a_x], dt, xo, M, eps, s_acc, &mean, &rstd);
     j = cg_for_begin(c, &lj, cg_i64(c, 0), nj, "j");
     LLVMValueRef idx = iadd(c, iadd(c, xo, j0), j);
@@ -550,16 +530,16 @@ static dl_status lower_gather_grad(cg *c, const dl_ir_node *n) {
     LLVMValueRef itv = cg_for_begin(c, &lo, k.begin, k.end, "it");
     LLVMValueRef a = nbc == 1 ? itv : LLVMBuildSDiv(c->b, itv, cg_i64(c, nbc), "");
     LLVMValueRef b0 =
-        nbc == 1 ? cg_i64(c, 0) : imul(c, LLVMBuildSRem(c->b, itv, cg_i64(c, nbc), ""), bc);
+        nbc == 1 ? cg_i64(c, 0) : imul1(c, LLVMBuildSRem(c->b, itv, cg_i64(c, nbc), ""), bc);
     LLVMValueRef nb = cg_i64(c, bc);
     if (B % bc != 0) {
         nb = cg_intrinsic2(c, "llvm.smin", c->t_i64, LLVMBuildSub(c->b, cg_i64(c, B), b0, ""),
                            cg_i64(c, bc));
     }
-    LLVMValueRef xa = iadd(c, imul(c, a, Dx * B), b0); // dx[a, 0, b0]
+    LLVMValueRef xa = iadd(c, imul1(c, a, Dx * B), b0); // dx[a, 0, b0]
     LLVMValueRef r = cg_for_begin(c, &lr, cg_i64(c, 0), cg_i64(c, Dx), "r");
     LLVMValueRef b = cg_for_begin(c, &lb, cg_i64(c, 0), nb, "b");
-    cg_store(c, k.ptr[0], xdt, iadd(c, iadd(c, xa, imul(c, r, B)), b), cg_const(c, xdt, 0));
+    cg_store(c, k.ptr[0], xdt, iadd(c, iadd(c, xa, imul1(c, r, B)), b), cg_const(c, xdt, 0));
     cg_for_end(c, &lb);
     cg_for_end(c, &lr);
     if (J > 0) {
@@ -567,17 +547,17 @@ static dl_status lower_gather_grad(cg *c, const dl_ir_node *n) {
         LLVMValueRef t = cg_convert(c, cg_load(c, k.ptr[2], it, jv), it, DL_DT_INT64);
         LLVMValueRef negt = LLVMBuildICmp(c->b, LLVMIntSLT, t, cg_i64(c, 0), "");
         t = LLVMBuildSelect(c->b, negt, iadd(c, t, cg_i64(c, Dx)), t, "");
-        gif f;
-        if_begin(c, &f, LLVMBuildICmp(c->b, LLVMIntULT, t, cg_i64(c, Dx), ""));
-        LLVMValueRef xrow = iadd(c, xa, imul(c, t, B));
-        LLVMValueRef yrow = iadd(c, iadd(c, imul(c, a, J * B), imul(c, jv, B)), b0);
+        dl_cg__if f;
+        dl_cg__if_begin(c, &f, LLVMBuildICmp(c->b, LLVMIntULT, t, cg_i64(c, Dx), ""));
+        LLVMValueRef xrow = iadd(c, xa, imul1(c, t, B));
+        LLVMValueRef yrow = iadd(c, iadd(c, imul1(c, a, J * B), imul1(c, jv, B)), b0);
         b = cg_for_begin(c, &lb, cg_i64(c, 0), nb, "b");
         LLVMValueRef xi = iadd(c, xrow, b);
         LLVMValueRef v = LLVMBuildFAdd(c->b, cg_load(c, k.ptr[0], xdt, xi),
                                        cg_load(c, k.ptr[1], ydt, iadd(c, yrow, b)), "");
         cg_store(c, k.ptr[0], xdt, xi, v);
         cg_for_end(c, &lb);
-        if_end(c, &f);
+        dl_cg__if_end(c, &f);
         cg_for_end(c, &lj);
     }
     cg_for_end(c, &lo);
@@ -624,7 +604,7 @@ static dl_status emit_affine_gather(cg *c, dl_ir_value *dx, dl_ir_value *dy, con
         LLVMValueRef lo = j == 0 ? k.begin : cg_i64(c, 0);
         LLVMValueRef hi = j == 0 ? k.end : cg_i64(c, dims[j]);
         LLVMValueRef iv = cg_for_begin(c, &loops[j], lo, hi, "i");
-        ox = iadd(c, ox, imul(c, iv, sx[j]));
+        ox = iadd(c, ox, imul1(c, iv, sx[j]));
         int64_t ap = a[j].step > 0 ? a[j].step : -a[j].step;
         LLVMValueRef dv = a[j].step > 0 ? LLVMBuildSub(c->b, iv, cg_i64(c, a[j].start), "")
                                         : LLVMBuildSub(c->b, cg_i64(c, a[j].start), iv, "");
@@ -637,7 +617,7 @@ static dl_status emit_affine_gather(cg *c, dl_ir_value *dx, dl_ir_value *dy, con
             q = LLVMBuildSDiv(c->b, dv, cg_i64(c, ap), "");
         }
         valid = LLVMBuildAnd(c->b, valid, ok, "");
-        oy = iadd(c, oy, imul(c, q, sy[j]));
+        oy = iadd(c, oy, imul1(c, q, sy[j]));
     }
     dl_dtype xdt = dx->type.dtype;
     LLVMValueRef v = cg_const(c, xdt, 0);
@@ -771,7 +751,7 @@ static dl_status lower_pad_grad_tables(cg *c, dl_ir_value *dx, dl_ir_value *dy, 
         LLVMValueRef lo = j == 0 ? k.begin : cg_i64(c, 0);
         LLVMValueRef hi = j == 0 ? k.end : cg_i64(c, xt->dims[j].value);
         iv[j] = cg_for_begin(c, &li[j], lo, hi, "i");
-        ox = iadd(c, ox, imul(c, iv[j], sx[j]));
+        ox = iadd(c, ox, imul1(c, iv[j], sx[j]));
     }
     slot_set(c, acc, cg_f32(c, 0));
     LLVMValueRef oy = cg_i64(c, 0);
@@ -779,7 +759,7 @@ static dl_status lower_pad_grad_tables(cg *c, dl_ir_value *dx, dl_ir_value *dy, 
         LLVMValueRef lo = table_get(c, tstart[j], iv[j]);
         LLVMValueRef hi = table_get(c, tstart[j], iadd(c, iv[j], cg_i64(c, 1)));
         LLVMValueRef p = cg_for_begin(c, &lp[j], lo, hi, "p");
-        oy = iadd(c, oy, imul(c, table_get(c, tlist[j], p), sy[j]));
+        oy = iadd(c, oy, imul1(c, table_get(c, tlist[j], p), sy[j]));
     }
     slot_set(c, acc,
              LLVMBuildFAdd(c->b, slot_get(c, acc), cg_load(c, k.ptr[1], dy->type.dtype, oy), ""));

@@ -1,6 +1,7 @@
 // codegen/lower_grad_nn.c — lowering of the internal gradient ops of the NN family (see
 // cg_internal.h): ConvGradWeight, MaxPoolGrad, AveragePoolGrad, BatchNormalizationGrad.
-// Semantics as ir/eval_grad_nn.c (the oracle); geometry as lower_nn.c's forward lowering.
+// Semantics as ir/eval_grad_nn.c (the oracle); pool geometry, window count and the max rule are
+// lower_nn.c's own (shared through cg_geometry.h).
 //
 // ConvGradWeight: outer range M * C/group, iteration (m, c) owns dw[m, c, :, :] and reduces over
 // n, oh, ow entirely inside itself (fixed order: n, oh, column tiles, then the edge columns),
@@ -20,6 +21,7 @@
 //
 // BatchNormalizationGrad: outer range C; a channel's statistics, sums and dx are all inside its
 // iteration (f32 sums with 16-lane partials per contiguous run, runs added in batch order).
+#include "cg_geometry.h"
 #include "cg_internal.h"
 
 #include <math.h>
@@ -28,35 +30,7 @@
 DL_CG_FAMILY_SWITCHES_ARE_PARTIAL
 
 // ---------------------------------------------------------------------------------------------
-// Small IR helpers (the same as lower_nn.c's, which keeps them file-local)
-
-static LLVMValueRef iadd(cg *c, LLVMValueRef a, LLVMValueRef b) {
-    return LLVMBuildAdd(c->b, a, b, "");
-}
-
-static LLVMValueRef imul(cg *c, LLVMValueRef a, int64_t k) {
-    return LLVMBuildMul(c->b, a, cg_i64(c, k), "");
-}
-
-static LLVMValueRef iaddk(cg *c, LLVMValueRef a, int64_t k) {
-    return LLVMBuildAdd(c->b, a, cg_i64(c, k), "");
-}
-
-// lo <= v < hi for i64 values (bounds constants).
-static LLVMValueRef in_range(cg *c, LLVMValueRef v, int64_t lo, int64_t hi) {
-    LLVMValueRef a = LLVMBuildICmp(c->b, LLVMIntSGE, v, cg_i64(c, lo), "");
-    LLVMValueRef b = LLVMBuildICmp(c->b, LLVMIntSLT, v, cg_i64(c, hi), "");
-    return LLVMBuildAnd(c->b, a, b, "");
-}
-
-static int64_t floor_div(int64_t a, int64_t b) { // b > 0
-    int64_t q = a / b;
-    return (a % b != 0 && a < 0) ? q - 1 : q;
-}
-
-static int64_t ceil_div(int64_t a, int64_t b) { // b > 0
-    return -floor_div(-a, b);
-}
+// Small helpers (the ones shared with lower_nn.c: cg_geometry.h)
 
 static int64_t max64(int64_t a, int64_t b) {
     return a > b ? a : b;
@@ -64,120 +38,6 @@ static int64_t max64(int64_t a, int64_t b) {
 
 static int64_t min64(int64_t a, int64_t b) {
     return a < b ? a : b;
-}
-
-// An alloca in the entry block of the current function (so mem2reg/SROA promote it).
-static LLVMValueRef entry_alloca(cg *c, LLVMTypeRef ty) {
-    LLVMValueRef fn = LLVMGetBasicBlockParent(LLVMGetInsertBlock(c->b));
-    LLVMBasicBlockRef entry = LLVMGetEntryBasicBlock(fn);
-    LLVMBuilderRef tb = LLVMCreateBuilderInContext(c->ctx);
-    LLVMValueRef first = LLVMGetFirstInstruction(entry);
-    if (first) {
-        LLVMPositionBuilderBefore(tb, first);
-    } else {
-        LLVMPositionBuilderAtEnd(tb, entry);
-    }
-    LLVMValueRef a = LLVMBuildAlloca(tb, ty, "acc");
-    LLVMDisposeBuilder(tb);
-    return a;
-}
-
-static LLVMValueRef ld(cg *c, LLVMTypeRef ty, LLVMValueRef p) {
-    return LLVMBuildLoad2(c->b, ty, p, "");
-}
-
-static void st(cg *c, LLVMValueRef v, LLVMValueRef p) {
-    LLVMBuildStore(c->b, v, p);
-}
-
-// `if (cond) { ... }`: gif_begin positions the builder in the body, gif_end after it.
-typedef struct gif {
-    LLVMBasicBlockRef then, merge;
-} gif;
-
-static void gif_begin(cg *c, gif *f, LLVMValueRef cond) {
-    LLVMValueRef fn = LLVMGetBasicBlockParent(LLVMGetInsertBlock(c->b));
-    f->then = LLVMAppendBasicBlockInContext(c->ctx, fn, "then");
-    f->merge = LLVMAppendBasicBlockInContext(c->ctx, fn, "endif");
-    LLVMBuildCondBr(c->b, cond, f->then, f->merge);
-    LLVMPositionBuilderAtEnd(c->b, f->then);
-}
-
-static void gif_end(cg *c, gif *f) {
-    LLVMBuildBr(c->b, f->merge);
-    LLVMPositionBuilderAtEnd(c->b, f->merge);
-}
-
-// f32 vector of `w` lanes (w == 1: plain f32).
-static LLVMTypeRef vty(cg *c, unsigned w) {
-    return w == 1 ? c->t_f32 : LLVMVectorType(c->t_f32, w);
-}
-
-// acc + a * b (llvm.fmuladd: fused where the target has FMA).
-static LLVMValueRef fmuladd(cg *c, LLVMValueRef a, LLVMValueRef b, LLVMValueRef acc) {
-    LLVMTypeRef ty = LLVMTypeOf(a);
-    static const char name[] = "llvm.fmuladd";
-    unsigned id = LLVMLookupIntrinsicID(name, sizeof name - 1);
-    LLVMValueRef fn = LLVMGetIntrinsicDeclaration(c->mod, id, &ty, 1);
-    LLVMTypeRef fty = LLVMIntrinsicGetType(c->ctx, id, &ty, 1);
-    LLVMValueRef args[3] = {a, b, acc};
-    return LLVMBuildCall2(c->b, fty, fn, args, 3, "");
-}
-
-// Loads `w` contiguous elements of a float-typed buffer from element idx as an f32 vector.
-static LLVMValueRef vload(cg *c, LLVMValueRef base, dl_dtype dt, LLVMValueRef idx, unsigned w) {
-    if (w == 1) {
-        return cg_load(c, base, dt, idx);
-    }
-    LLVMTypeRef et = dt == DL_DT_FLOAT ? c->t_f32 : dt == DL_DT_FLOAT16 ? c->t_f16 : c->t_i16;
-    LLVMValueRef p = LLVMBuildInBoundsGEP2(c->b, et, base, &idx, 1, "");
-    LLVMValueRef v = LLVMBuildLoad2(c->b, LLVMVectorType(et, w), p, "");
-    LLVMSetAlignment(v, dt == DL_DT_FLOAT ? 4 : 2);
-    switch (dt) {
-    case DL_DT_FLOAT:
-        return v;
-    case DL_DT_FLOAT16:
-        return LLVMBuildFPExt(c->b, v, vty(c, w), "");
-    case DL_DT_BFLOAT16: {
-        LLVMTypeRef it = LLVMVectorType(c->t_i32, w);
-        LLVMValueRef x = LLVMBuildZExt(c->b, v, it, "");
-        LLVMValueRef sixteen[64];
-        DL_ASSERT(w <= 64);
-        for (unsigned l = 0; l < w; l++) {
-            sixteen[l] = cg_i32(c, 16);
-        }
-        x = LLVMBuildShl(c->b, x, LLVMConstVector(sixteen, w), "");
-        return LLVMBuildBitCast(c->b, x, vty(c, w), "");
-    }
-    default:
-        DL_UNREACHABLE();
-    }
-}
-
-// Horizontal sum of an f32 vector (ordered over its lanes).
-static LLVMValueRef hsum(cg *c, LLVMValueRef v, unsigned w) {
-    if (w == 1) {
-        return v;
-    }
-    LLVMValueRef s = cg_f32(c, 0);
-    for (unsigned l = 0; l < w; l++) {
-        s = LLVMBuildFAdd(c->b, s, LLVMBuildExtractElement(c->b, v, cg_i32(c, (int32_t)l), ""), "");
-    }
-    return s;
-}
-
-// Reads INTS attribute `name` into out[n] (absent or empty: every entry `def`). Returns false
-// (after a diagnostic) when it has the wrong length.
-static bool attr_ints(cg *c, const char *name, int32_t n, int64_t def, int64_t *out) {
-    const dl_ir_attr *a = dl_ir_node_attr(c->node, name);
-    if (a && a->n > 0 && (int32_t)a->n != n) {
-        cg_error(c, "%s has %zu entries, expected %d", name, a->n, n);
-        return false;
-    }
-    for (int32_t i = 0; i < n; i++) {
-        out[i] = (a && a->n > 0) ? a->ints[i] : def;
-    }
-    return true;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -212,10 +72,10 @@ static LLVMValueRef cgw_xvec(cg *c, const cgw_blk *b, LLVMValueRef xrow, LLVMVal
     int64_t sw = g->s[1];
     LLVMValueRef p0 = iaddk(c, iadd(c, xrow, imul(c, ow0, sw)), -g->pb[1] + j * g->dil[1]);
     if (sw == 1) {
-        return vload(c, b->k->ptr[2], g->dt, p0, tw);
+        return dl_cg__vload(c, b->k->ptr[2], g->dt, p0, tw);
     }
     if (sw <= 4) { // one wide load, every sw-th lane (the interior keeps it inside the row)
-        LLVMValueRef wide = vload(c, b->k->ptr[2], g->dt, p0, tw * (unsigned)sw);
+        LLVMValueRef wide = dl_cg__vload(c, b->k->ptr[2], g->dt, p0, tw * (unsigned)sw);
         LLVMValueRef mask[16];
         for (unsigned l = 0; l < tw; l++) {
             mask[l] = cg_i32(c, (int32_t)(l * (unsigned)sw));
@@ -244,14 +104,14 @@ static void cgw_tile(cg *c, const cgw_blk *b, LLVMValueRef ow0, unsigned skip) {
         }
         keep = LLVMConstVector(bits, tw);
     }
-    LLVMValueRef dyv = vload(c, b->k->ptr[1], g->dt, iadd(c, b->dyrow, ow0), tw);
+    LLVMValueRef dyv = dl_cg__vload(c, b->k->ptr[1], g->dt, iadd(c, b->dyrow, ow0), tw);
     if (keep) {
         dyv = LLVMBuildSelect(c->b, keep, dyv, LLVMConstNull(vt), "");
     }
     for (int64_t r = 0; r < b->ib; r++) {
-        gif f;
+        dl_cg__if f;
         if (b->valid[r]) {
-            gif_begin(c, &f, b->valid[r]);
+            dl_cg__if_begin(c, &f, b->valid[r]);
         }
         for (int64_t j = 0; j < g->kW; j++) {
             LLVMValueRef xv = cgw_xvec(c, b, b->xrow[r], ow0, j);
@@ -259,10 +119,10 @@ static void cgw_tile(cg *c, const cgw_blk *b, LLVMValueRef ow0, unsigned skip) {
                 xv = LLVMBuildSelect(c->b, keep, xv, LLVMConstNull(vt), "");
             }
             LLVMValueRef acc = b->vacc[r * g->kW + j];
-            st(c, fmuladd(c, dyv, xv, ld(c, vt, acc)), acc);
+            st(c, dl_cg__fmuladd(c, dyv, xv, ld(c, vt, acc)), acc);
         }
         if (b->valid[r]) {
-            gif_end(c, &f);
+            dl_cg__if_end(c, &f);
         }
     }
 }
@@ -278,9 +138,9 @@ static void cgw_edge(cg *c, const cgw_blk *b, int64_t lo, int64_t hi) {
     LLVMValueRef dyv = cg_load(c, b->k->ptr[1], g->dt, iadd(c, b->dyrow, ow));
     LLVMValueRef base = iaddk(c, imul(c, ow, g->s[1]), -g->pb[1]);
     for (int64_t r = 0; r < b->ib; r++) {
-        gif f;
+        dl_cg__if f;
         if (b->valid[r]) {
-            gif_begin(c, &f, b->valid[r]);
+            dl_cg__if_begin(c, &f, b->valid[r]);
         }
         for (int64_t j = 0; j < g->kW; j++) {
             LLVMValueRef iw = iaddk(c, base, j * g->dil[1]);
@@ -289,10 +149,10 @@ static void cgw_edge(cg *c, const cgw_blk *b, int64_t lo, int64_t hi) {
             LLVMValueRef xv =
                 LLVMBuildSelect(c->b, ok, cg_load(c, b->k->ptr[2], g->dt, idx), cg_f32(c, 0), "");
             LLVMValueRef acc = b->sacc[r * g->kW + j];
-            st(c, fmuladd(c, dyv, xv, ld(c, c->t_f32, acc)), acc);
+            st(c, dl_cg__fmuladd(c, dyv, xv, ld(c, c->t_f32, acc)), acc);
         }
         if (b->valid[r]) {
-            gif_end(c, &f);
+            dl_cg__if_end(c, &f);
         }
     }
     cg_for_end(c, &l);
@@ -362,8 +222,9 @@ static dl_status lower_conv_grad_weight(cg *c, const dl_ir_node *n) {
     g.Cg = g.C / G;
     g.Mg = g.M / G;
     int64_t pads[4];
-    if (!attr_ints(c, "strides", 2, 1, g.s) || !attr_ints(c, "dilations", 2, 1, g.dil) ||
-        !attr_ints(c, "pads", 4, 0, pads)) {
+    if (!dl_cg__attr_ints(c, "strides", 2, 1, g.s) ||
+        !dl_cg__attr_ints(c, "dilations", 2, 1, g.dil) ||
+        !dl_cg__attr_ints(c, "pads", 4, 0, pads)) {
         return DL_ERR_UNSUPPORTED;
     }
     const char *ap = dl_ir_node_attr_string(n, "auto_pad");
@@ -417,10 +278,10 @@ static dl_status lower_conv_grad_weight(cg *c, const dl_ir_node *n) {
         b.ib = min64(IB, g.kH - i0);
         for (int64_t a = 0; a < b.ib * g.kW; a++) {
             if (g.tw) {
-                b.vacc[a] = entry_alloca(c, vt);
+                b.vacc[a] = dl_cg__entry_alloca(c, vt);
                 st(c, LLVMConstNull(vt), b.vacc[a]);
             }
-            b.sacc[a] = entry_alloca(c, c->t_f32);
+            b.sacc[a] = dl_cg__entry_alloca(c, c->t_f32);
             st(c, cg_f32(c, 0), b.sacc[a]);
         }
         // Rows oh in [r_lo, r_hi) have all tap rows i0 .. i0+ib-1 inside [0, H).
@@ -447,7 +308,7 @@ static dl_status lower_conv_grad_weight(cg *c, const dl_ir_node *n) {
                 int64_t a = r * g.kW + j;
                 LLVMValueRef s = ld(c, c->t_f32, b.sacc[a]);
                 if (g.tw) {
-                    s = LLVMBuildFAdd(c->b, hsum(c, ld(c, vt, b.vacc[a]), g.tw), s, "");
+                    s = LLVMBuildFAdd(c->b, dl_cg__hsum(c, ld(c, vt, b.vacc[a]), g.tw), s, "");
                 }
                 cg_store(c, k.ptr[0], g.dt, iaddk(c, wbase, (i0 + r) * g.kW + j), s);
             }
@@ -469,30 +330,14 @@ static dl_status lower_pool_grad(cg *c, const dl_ir_node *n) {
         cg_error(c, "pooling gradients need x of rank >= 3 and dy of the same rank");
         return DL_ERR_UNSUPPORTED;
     }
-    int32_t nsp = xt->rank - 2;
-    int64_t k[DL_MAX_RANK], s[DL_MAX_RANK], dil[DL_MAX_RANK], pads[2 * DL_MAX_RANK];
-    int64_t pb[DL_MAX_RANK], pe[DL_MAX_RANK], xd[DL_MAX_RANK], yd[DL_MAX_RANK];
-    if (!attr_ints(c, "kernel_shape", nsp, 1, k) || !attr_ints(c, "strides", nsp, 1, s) ||
-        !attr_ints(c, "dilations", nsp, 1, dil) || !attr_ints(c, "pads", 2 * nsp, 0, pads)) {
+    dl_cg__pool_geo geo;
+    if (!dl_cg__pool_geometry(c, xt, yt, &geo)) {
         return DL_ERR_UNSUPPORTED;
     }
-    const char *ap = dl_ir_node_attr_string(n, "auto_pad");
-    int64_t in_sp = 1, out_sp = 1;
-    for (int32_t i = 0; i < nsp; i++) {
-        xd[i] = xt->dims[2 + i].value;
-        yd[i] = yt->dims[2 + i].value;
-        dl_ir_conv_pads(ap, xd[i], yd[i], k[i], s[i], dil[i], pads[i], pads[nsp + i], &pb[i],
-                        &pe[i]);
-        in_sp *= xd[i];
-        out_sp *= yd[i];
-    }
-    int64_t xs[DL_MAX_RANK], ys[DL_MAX_RANK], sx = 1, sy = 1;
-    for (int32_t i = nsp - 1; i >= 0; i--) {
-        xs[i] = sx;
-        ys[i] = sy;
-        sx *= xd[i];
-        sy *= yd[i];
-    }
+    int32_t nsp = geo.nsp;
+    const int64_t *k = geo.k, *s = geo.s, *dil = geo.dil, *pb = geo.pb;
+    const int64_t *xd = geo.xd, *yd = geo.yd, *xs = geo.xs, *ys = geo.ys;
+    int64_t in_sp = geo.in_sp, out_sp = geo.out_sp;
     bool incl = !is_max && dl_ir_node_attr_int(n, "count_include_pad") != 0;
     int64_t NC = xt->dims[0].value * xt->dims[1].value;
     if (NC * in_sp == 0) {
@@ -520,60 +365,39 @@ static dl_status lower_pool_grad(cg *c, const dl_ir_node *n) {
         LLVMValueRef gy = cg_load(c, kr.ptr[1], dt, yoff);
         LLVMValueRef share = NULL, acc = NULL, arg = NULL;
         if (is_max) {
-            acc = entry_alloca(c, c->t_f32);
-            arg = entry_alloca(c, c->t_i64);
+            acc = dl_cg__entry_alloca(c, c->t_f32);
+            arg = dl_cg__entry_alloca(c, c->t_i64);
             st(c, cg_f32(c, -(double)INFINITY), acc);
             st(c, cg_i64(c, -1), arg);
-        } else { // count = product over dims of the taps inside [lo, hi), as lower_pool
-            LLVMValueRef cnt = cg_i64(c, 1);
-            for (int32_t i = 0; i < nsp; i++) {
-                LLVMValueRef ca = entry_alloca(c, c->t_i64);
-                st(c, cg_i64(c, 0), ca);
-                cg_loop l;
-                LLVMValueRef j = cg_for_begin(c, &l, cg_i64(c, 0), cg_i64(c, k[i]), "j");
-                LLVMValueRef p = iadd(c, wst[i], imul(c, j, dil[i]));
-                LLVMValueRef ok =
-                    incl ? in_range(c, p, -pb[i], xd[i] + pe[i]) : in_range(c, p, 0, xd[i]);
-                st(c, iadd(c, ld(c, c->t_i64, ca), LLVMBuildZExt(c->b, ok, c->t_i64, "")), ca);
-                cg_for_end(c, &l);
-                cnt = LLVMBuildMul(c->b, cnt, ld(c, c->t_i64, ca), "");
-            }
+        } else { // the forward's divisor
+            LLVMValueRef cnt = dl_cg__pool_count(c, &geo, wst, incl);
             share = LLVMBuildFDiv(c->b, gy, LLVMBuildSIToFP(c->b, cnt, c->t_f32, ""), "");
         }
-        gif fk[DL_MAX_RANK];
+        dl_cg__if fk[DL_MAX_RANK];
         LLVMValueRef xoff = xb;
         for (int32_t i = 0; i < nsp; i++) {
             LLVMValueRef j = cg_for_begin(c, &lk[i], cg_i64(c, 0), cg_i64(c, k[i]), "kj");
             LLVMValueRef p = iadd(c, wst[i], imul(c, j, dil[i]));
-            gif_begin(c, &fk[i], in_range(c, p, 0, xd[i]));
+            dl_cg__if_begin(c, &fk[i], in_range(c, p, 0, xd[i]));
             xoff = iadd(c, xoff, imul(c, p, xs[i]));
         }
         if (is_max) { // lower_pool's rule: first in-image tap, a larger value, or NaN over a number
-            LLVMValueRef v = cg_load(c, kr.ptr[2], dt, xoff);
-            LLVMValueRef cur = ld(c, c->t_f32, acc), a = ld(c, c->t_i64, arg);
-            LLVMValueRef first = LLVMBuildICmp(c->b, LLVMIntSLT, a, cg_i64(c, 0), "");
-            LLVMValueRef gt = LLVMBuildFCmp(c->b, LLVMRealOGT, v, cur, "");
-            LLVMValueRef vnan = LLVMBuildFCmp(c->b, LLVMRealUNO, v, v, "");
-            LLVMValueRef cnum = LLVMBuildFCmp(c->b, LLVMRealORD, cur, cur, "");
-            LLVMValueRef upd = LLVMBuildOr(c->b, LLVMBuildOr(c->b, first, gt, ""),
-                                           LLVMBuildAnd(c->b, vnan, cnum, ""), "");
-            st(c, LLVMBuildSelect(c->b, upd, v, cur, ""), acc);
-            st(c, LLVMBuildSelect(c->b, upd, xoff, a, ""), arg);
+            dl_cg__pool_max_update(c, cg_load(c, kr.ptr[2], dt, xoff), xoff, acc, arg);
         } else {
             LLVMValueRef d = cg_load(c, kr.ptr[0], dt, xoff);
             cg_store(c, kr.ptr[0], dt, xoff, LLVMBuildFAdd(c->b, d, share, ""));
         }
         for (int32_t i = nsp - 1; i >= 0; i--) {
-            gif_end(c, &fk[i]);
+            dl_cg__if_end(c, &fk[i]);
             cg_for_end(c, &lk[i]);
         }
         if (is_max) {
             LLVMValueRef a = ld(c, c->t_i64, arg);
-            gif fa;
-            gif_begin(c, &fa, LLVMBuildICmp(c->b, LLVMIntSGE, a, cg_i64(c, 0), ""));
+            dl_cg__if fa;
+            dl_cg__if_begin(c, &fa, LLVMBuildICmp(c->b, LLVMIntSGE, a, cg_i64(c, 0), ""));
             LLVMValueRef d = cg_load(c, kr.ptr[0], dt, a);
             cg_store(c, kr.ptr[0], dt, a, LLVMBuildFAdd(c->b, d, gy, ""));
-            gif_end(c, &fa);
+            dl_cg__if_end(c, &fa);
         }
         for (int32_t i = nsp - 1; i >= 0; i--) {
             cg_for_end(c, &lo[i]);
@@ -606,7 +430,7 @@ static LLVMValueRef bn_sum(cg *c, bn_red kind, LLVMValueRef pa, LLVMValueRef pb,
             continue;
         }
         LLVMTypeRef vt = vty(c, w);
-        LLVMValueRef acc = entry_alloca(c, vt);
+        LLVMValueRef acc = dl_cg__entry_alloca(c, vt);
         st(c, vec ? LLVMConstNull(vt) : total, acc);
         LLVMValueRef vm = NULL;
         if (kind != BN_SUM) {
@@ -621,18 +445,18 @@ static LLVMValueRef bn_sum(cg *c, bn_red kind, LLVMValueRef pa, LLVMValueRef pb,
         cg_loop l;
         LLVMValueRef i = cg_for_begin(c, &l, cg_i64(c, lo), cg_i64(c, hi), "r");
         LLVMValueRef idx = iadd(c, off, vec ? imul(c, i, SW) : i);
-        LLVMValueRef v = vload(c, pa, dt, idx, w);
+        LLVMValueRef v = dl_cg__vload(c, pa, dt, idx, w);
         LLVMValueRef cur = ld(c, vt, acc), r;
         if (kind == BN_SUM) {
             r = LLVMBuildFAdd(c->b, cur, v, "");
         } else {
             LLVMValueRef d = LLVMBuildFSub(c->b, v, vm, "");
-            LLVMValueRef f = kind == BN_SQ ? d : vload(c, pb, dt, idx, w);
-            r = fmuladd(c, d, f, cur);
+            LLVMValueRef f = kind == BN_SQ ? d : dl_cg__vload(c, pb, dt, idx, w);
+            r = dl_cg__fmuladd(c, d, f, cur);
         }
         st(c, r, acc);
         cg_for_end(c, &l);
-        total = vec ? hsum(c, ld(c, vt, acc), w) : ld(c, vt, acc);
+        total = vec ? dl_cg__hsum(c, ld(c, vt, acc), w) : ld(c, vt, acc);
     }
     return total;
 }
@@ -655,15 +479,8 @@ static dl_status lower_batch_norm_grad(cg *c, const dl_ir_node *n) {
     dl_ir_value *odb = n->n_outputs > 2 ? n->outputs[2] : NULL;
     // args: dx, [dscale], [dbias], dy, x, scale
     dl_ir_value *vals[6];
-    size_t nv = 0;
-    vals[nv++] = n->outputs[0];
-    size_t a_ds = ods ? nv++ : 0, a_db = odb ? nv++ : 0;
-    if (ods) {
-        vals[a_ds] = ods;
-    }
-    if (odb) {
-        vals[a_db] = odb;
-    }
+    size_t a_ds, a_db;
+    size_t nv = dl_cg__out_args3(n, vals, &a_ds, &a_db);
     size_t a_dy = nv;
     vals[nv++] = dy;
     vals[nv++] = x;
@@ -681,7 +498,7 @@ static dl_status lower_batch_norm_grad(cg *c, const dl_ir_node *n) {
     static const bn_red kinds[4] = {BN_SUM, BN_SQ, BN_SUM, BN_DOT};
     LLVMValueRef sums[4], mean = NULL;
     for (int q = 0; q < 4; q++) {
-        LLVMValueRef acc = entry_alloca(c, c->t_f32);
+        LLVMValueRef acc = dl_cg__entry_alloca(c, c->t_f32);
         st(c, cg_f32(c, 0), acc);
         if (!empty) {
             LLVMValueRef b = cg_for_begin(c, &ln, cg_i64(c, 0), cg_i64(c, N), "b");

@@ -16,6 +16,7 @@
 //
 // Pools, GlobalAveragePool and the norms are loop nests over [N*C(, first output dim)] or the
 // leading dims, with float sums accumulated in f32 (vector partial sums for the long ones).
+#include "cg_geometry.h"
 #include "cg_internal.h"
 
 #include <math.h>
@@ -24,42 +25,51 @@
 DL_CG_FAMILY_SWITCHES_ARE_PARTIAL
 
 // ---------------------------------------------------------------------------------------------
-// Small IR helpers
-
-static LLVMValueRef iadd(cg *c, LLVMValueRef a, LLVMValueRef b) {
-    return LLVMBuildAdd(c->b, a, b, "");
-}
-
-static LLVMValueRef imul(cg *c, LLVMValueRef a, int64_t k) {
-    return LLVMBuildMul(c->b, a, cg_i64(c, k), "");
-}
-
-static LLVMValueRef iaddk(cg *c, LLVMValueRef a, int64_t k) {
-    return LLVMBuildAdd(c->b, a, cg_i64(c, k), "");
-}
+// Small IR helpers (the shared ones: cg_geometry.h)
 
 static LLVMValueRef iand(cg *c, LLVMValueRef a, LLVMValueRef b) {
     return LLVMBuildAnd(c->b, a, b, "");
 }
 
-// lo <= v < hi for i64 values (hi a constant).
-static LLVMValueRef in_range(cg *c, LLVMValueRef v, int64_t lo, int64_t hi) {
-    LLVMValueRef a = LLVMBuildICmp(c->b, LLVMIntSGE, v, cg_i64(c, lo), "");
-    LLVMValueRef b = LLVMBuildICmp(c->b, LLVMIntSLT, v, cg_i64(c, hi), "");
-    return iand(c, a, b);
+static LLVMValueRef splat(cg *c, LLVMValueRef s, unsigned w) {
+    if (w == 1) {
+        return s;
+    }
+    LLVMTypeRef vt = vty(c, w);
+    LLVMValueRef v = LLVMBuildInsertElement(c->b, LLVMGetUndef(vt), s, cg_i32(c, 0), "");
+    LLVMValueRef mask = LLVMConstNull(LLVMVectorType(c->t_i32, w));
+    return LLVMBuildShuffleVector(c->b, v, LLVMGetUndef(vt), mask, "");
 }
 
-static int64_t floor_div(int64_t a, int64_t b) { // b > 0
-    int64_t q = a / b;
-    return (a % b != 0 && a < 0) ? q - 1 : q;
+// Stores an f32 vector of `w` lanes as contiguous elements idx.. of a float-typed buffer.
+static void vstore(cg *c, LLVMValueRef base, dl_dtype dt, LLVMValueRef idx, LLVMValueRef v,
+                   unsigned w) {
+    if (w == 1) {
+        cg_store(c, base, dt, idx, v);
+        return;
+    }
+    if (dt == DL_DT_FLOAT || dt == DL_DT_FLOAT16) {
+        LLVMTypeRef et = dt == DL_DT_FLOAT ? c->t_f32 : c->t_f16;
+        if (dt == DL_DT_FLOAT16) {
+            v = LLVMBuildFPTrunc(c->b, v, LLVMVectorType(c->t_f16, w), "");
+        }
+        LLVMValueRef p = LLVMBuildInBoundsGEP2(c->b, et, base, &idx, 1, "");
+        LLVMValueRef s = LLVMBuildStore(c->b, v, p);
+        LLVMSetAlignment(s, dt == DL_DT_FLOAT ? 4 : 2);
+        return;
+    }
+    // bfloat16: cg_store's rounding lane by lane (the epilogue only).
+    for (unsigned l = 0; l < w; l++) {
+        LLVMValueRef e = LLVMBuildExtractElement(c->b, v, cg_i32(c, (int32_t)l), "");
+        cg_store(c, base, dt, iaddk(c, idx, (int64_t)l), e);
+    }
 }
 
-static int64_t ceil_div(int64_t a, int64_t b) { // b > 0
-    return -floor_div(-a, b);
-}
+// ---------------------------------------------------------------------------------------------
+// Builders shared with the gradient lowerings (declared in cg_geometry.h)
 
 // An alloca in the entry block of the current function (so mem2reg/SROA promote it).
-static LLVMValueRef entry_alloca(cg *c, LLVMTypeRef ty) {
+LLVMValueRef dl_cg__entry_alloca(cg *c, LLVMTypeRef ty) {
     LLVMValueRef fn = LLVMGetBasicBlockParent(LLVMGetInsertBlock(c->b));
     LLVMBasicBlockRef entry = LLVMGetEntryBasicBlock(fn);
     LLVMBuilderRef tb = LLVMCreateBuilderInContext(c->ctx);
@@ -74,20 +84,7 @@ static LLVMValueRef entry_alloca(cg *c, LLVMTypeRef ty) {
     return a;
 }
 
-static LLVMValueRef ld(cg *c, LLVMTypeRef ty, LLVMValueRef p) {
-    return LLVMBuildLoad2(c->b, ty, p, "");
-}
-
-static void st(cg *c, LLVMValueRef v, LLVMValueRef p) {
-    LLVMBuildStore(c->b, v, p);
-}
-
-// `if (cond) { ... }`: nn_if_begin positions the builder in the body, nn_if_end after it.
-typedef struct nn_if {
-    LLVMBasicBlockRef then, merge;
-} nn_if;
-
-static void nn_if_begin(cg *c, nn_if *f, LLVMValueRef cond) {
+void dl_cg__if_begin(cg *c, dl_cg__if *f, LLVMValueRef cond) {
     LLVMValueRef fn = LLVMGetBasicBlockParent(LLVMGetInsertBlock(c->b));
     f->then = LLVMAppendBasicBlockInContext(c->ctx, fn, "then");
     f->merge = LLVMAppendBasicBlockInContext(c->ctx, fn, "endif");
@@ -95,28 +92,13 @@ static void nn_if_begin(cg *c, nn_if *f, LLVMValueRef cond) {
     LLVMPositionBuilderAtEnd(c->b, f->then);
 }
 
-static void nn_if_end(cg *c, nn_if *f) {
+void dl_cg__if_end(cg *c, dl_cg__if *f) {
     LLVMBuildBr(c->b, f->merge);
     LLVMPositionBuilderAtEnd(c->b, f->merge);
 }
 
-// f32 vector of `w` lanes (w == 1: plain f32).
-static LLVMTypeRef vty(cg *c, unsigned w) {
-    return w == 1 ? c->t_f32 : LLVMVectorType(c->t_f32, w);
-}
-
-static LLVMValueRef splat(cg *c, LLVMValueRef s, unsigned w) {
-    if (w == 1) {
-        return s;
-    }
-    LLVMTypeRef vt = vty(c, w);
-    LLVMValueRef v = LLVMBuildInsertElement(c->b, LLVMGetUndef(vt), s, cg_i32(c, 0), "");
-    LLVMValueRef mask = LLVMConstNull(LLVMVectorType(c->t_i32, w));
-    return LLVMBuildShuffleVector(c->b, v, LLVMGetUndef(vt), mask, "");
-}
-
 // acc + a * b (llvm.fmuladd: fused where the target has FMA).
-static LLVMValueRef fmuladd(cg *c, LLVMValueRef a, LLVMValueRef b, LLVMValueRef acc) {
+LLVMValueRef dl_cg__fmuladd(cg *c, LLVMValueRef a, LLVMValueRef b, LLVMValueRef acc) {
     LLVMTypeRef ty = LLVMTypeOf(a);
     static const char name[] = "llvm.fmuladd";
     unsigned id = LLVMLookupIntrinsicID(name, sizeof name - 1);
@@ -127,7 +109,7 @@ static LLVMValueRef fmuladd(cg *c, LLVMValueRef a, LLVMValueRef b, LLVMValueRef 
 }
 
 // Loads `w` contiguous elements of a float-typed buffer from element idx as an f32 vector.
-static LLVMValueRef vload(cg *c, LLVMValueRef base, dl_dtype dt, LLVMValueRef idx, unsigned w) {
+LLVMValueRef dl_cg__vload(cg *c, LLVMValueRef base, dl_dtype dt, LLVMValueRef idx, unsigned w) {
     if (w == 1) {
         return cg_load(c, base, dt, idx);
     }
@@ -156,32 +138,8 @@ static LLVMValueRef vload(cg *c, LLVMValueRef base, dl_dtype dt, LLVMValueRef id
     }
 }
 
-// Stores an f32 vector of `w` lanes as contiguous elements idx.. of a float-typed buffer.
-static void vstore(cg *c, LLVMValueRef base, dl_dtype dt, LLVMValueRef idx, LLVMValueRef v,
-                   unsigned w) {
-    if (w == 1) {
-        cg_store(c, base, dt, idx, v);
-        return;
-    }
-    if (dt == DL_DT_FLOAT || dt == DL_DT_FLOAT16) {
-        LLVMTypeRef et = dt == DL_DT_FLOAT ? c->t_f32 : c->t_f16;
-        if (dt == DL_DT_FLOAT16) {
-            v = LLVMBuildFPTrunc(c->b, v, LLVMVectorType(c->t_f16, w), "");
-        }
-        LLVMValueRef p = LLVMBuildInBoundsGEP2(c->b, et, base, &idx, 1, "");
-        LLVMValueRef s = LLVMBuildStore(c->b, v, p);
-        LLVMSetAlignment(s, dt == DL_DT_FLOAT ? 4 : 2);
-        return;
-    }
-    // bfloat16: cg_store's rounding lane by lane (the epilogue only).
-    for (unsigned l = 0; l < w; l++) {
-        LLVMValueRef e = LLVMBuildExtractElement(c->b, v, cg_i32(c, (int32_t)l), "");
-        cg_store(c, base, dt, iaddk(c, idx, (int64_t)l), e);
-    }
-}
-
 // Horizontal sum of an f32 vector (ordered over its lanes).
-static LLVMValueRef hsum(cg *c, LLVMValueRef v, unsigned w) {
+LLVMValueRef dl_cg__hsum(cg *c, LLVMValueRef v, unsigned w) {
     if (w == 1) {
         return v;
     }
@@ -192,9 +150,28 @@ static LLVMValueRef hsum(cg *c, LLVMValueRef v, unsigned w) {
     return s;
 }
 
+// Kernel arguments of a node with outputs [0, 1?, 2?] (BatchNormalization in training mode and
+// its gradient): vals = output 0, then outputs 1 and 2 where present (*a1, *a2: their argument
+// indices, 0 when absent). Returns the number written.
+size_t dl_cg__out_args3(const dl_ir_node *n, dl_ir_value **vals, size_t *a1, size_t *a2) {
+    dl_ir_value *o1 = n->n_outputs > 1 ? n->outputs[1] : NULL;
+    dl_ir_value *o2 = n->n_outputs > 2 ? n->outputs[2] : NULL;
+    size_t nv = 0;
+    vals[nv++] = n->outputs[0];
+    *a1 = o1 ? nv++ : 0;
+    *a2 = o2 ? nv++ : 0;
+    if (o1) {
+        vals[*a1] = o1;
+    }
+    if (o2) {
+        vals[*a2] = o2;
+    }
+    return nv;
+}
+
 // Reads INTS attribute `name` into out[n] (absent or empty: every entry `def`). Returns false
 // (after a diagnostic) when it has the wrong length.
-static bool attr_ints(cg *c, const char *name, int32_t n, int64_t def, int64_t *out) {
+bool dl_cg__attr_ints(cg *c, const char *name, int32_t n, int64_t def, int64_t *out) {
     const dl_ir_attr *a = dl_ir_node_attr(c->node, name);
     if (a && a->n > 0 && (int32_t)a->n != n) {
         cg_error(c, "%s has %zu entries, expected %d", name, a->n, n);
@@ -256,7 +233,7 @@ static void conv_tile(cg *c, const conv_row *r, LLVMValueRef m0, unsigned mb, LL
     LLVMTypeRef vt = vty(c, tw);
     LLVMValueRef acc[CONV_MAX_MB];
     for (unsigned j = 0; j < mb; j++) {
-        acc[j] = entry_alloca(c, vt);
+        acc[j] = dl_cg__entry_alloca(c, vt);
         st(c, LLVMConstNull(vt), acc[j]);
     }
     // kh outermost so the row check is made once per tile and tap row.
@@ -264,8 +241,8 @@ static void conv_tile(cg *c, const conv_row *r, LLVMValueRef m0, unsigned mb, LL
     LLVMValueRef kh = cg_for_begin(c, &lkh, cg_i64(c, 0), cg_i64(c, g->kH), "kh");
     LLVMValueRef hvalid;
     LLVMValueRef ih = conv_pos(c, g, 0, r->oh, kh, &hvalid);
-    nn_if fh;
-    nn_if_begin(c, &fh, hvalid);
+    dl_cg__if fh;
+    dl_cg__if_begin(c, &fh, hvalid);
     LLVMValueRef ci = cg_for_begin(c, &lci, cg_i64(c, 0), cg_i64(c, g->Cg), "ci");
     // x row: x[n, g*Cg + ci, ih, :]; weights w[g, m0 + j, ci, kh, :] (or the transposed layout)
     LLVMValueRef xrow = iadd(c, r->xbase, iadd(c, imul(c, ci, g->H * g->W), imul(c, ih, g->W)));
@@ -282,11 +259,11 @@ static void conv_tile(cg *c, const conv_row *r, LLVMValueRef m0, unsigned mb, LL
         LLVMValueRef iw0 = iadd(c, iaddk(c, imul(c, ow0, g->a[1]), g->b[1]), imul(c, kw, g->cc[1]));
         LLVMValueRef p0 = iadd(c, xrow, iw0);
         if (g->a[1] == 1) {
-            xv = vload(c, k->ptr[1], g->dt, p0, tw);
+            xv = dl_cg__vload(c, k->ptr[1], g->dt, p0, tw);
         } else if (g->a[1] <= 4) {
             // strided columns: one wide load of tw*a elements, keep every a-th (emit_conv keeps
             // the a-1 extra elements inside the row)
-            LLVMValueRef wide = vload(c, k->ptr[1], g->dt, p0, tw * (unsigned)g->a[1]);
+            LLVMValueRef wide = dl_cg__vload(c, k->ptr[1], g->dt, p0, tw * (unsigned)g->a[1]);
             LLVMValueRef mask[16];
             for (unsigned l = 0; l < tw; l++) {
                 mask[l] = cg_i32(c, (int32_t)(l * (unsigned)g->a[1]));
@@ -305,11 +282,11 @@ static void conv_tile(cg *c, const conv_row *r, LLVMValueRef m0, unsigned mb, LL
         LLVMValueRef wv = cg_load(c, k->ptr[2], g->dt,
                                   iadd(c, iadd(c, wrow, kw), cg_i64(c, (int64_t)j * g->wsm)));
         LLVMValueRef a = ld(c, vt, acc[j]);
-        st(c, fmuladd(c, splat(c, wv, tw), xv, a), acc[j]);
+        st(c, dl_cg__fmuladd(c, splat(c, wv, tw), xv, a), acc[j]);
     }
     cg_for_end(c, &lkw);
     cg_for_end(c, &lci);
-    nn_if_end(c, &fh);
+    dl_cg__if_end(c, &fh);
     cg_for_end(c, &lkh);
     // Epilogue: bias, store y[n, g*Mg + m0 + j, oh, ow0 + l].
     for (unsigned j = 0; j < mb; j++) {
@@ -445,8 +422,8 @@ static dl_status lower_conv(cg *c, const dl_ir_node *n) {
     conv_geo g;
     DL_TRY(conv_dims(c, n, &g));
     int64_t s[2], dil[2], pads[4];
-    if (!attr_ints(c, "strides", 2, 1, s) || !attr_ints(c, "dilations", 2, 1, dil) ||
-        !attr_ints(c, "pads", 4, 0, pads)) {
+    if (!dl_cg__attr_ints(c, "strides", 2, 1, s) || !dl_cg__attr_ints(c, "dilations", 2, 1, dil) ||
+        !dl_cg__attr_ints(c, "pads", 4, 0, pads)) {
         return DL_ERR_UNSUPPORTED;
     }
     const char *ap = dl_ir_node_attr_string(n, "auto_pad");
@@ -472,8 +449,9 @@ static dl_status lower_conv_transpose(cg *c, const dl_ir_node *n) {
     conv_geo g;
     DL_TRY(conv_dims(c, n, &g));
     int64_t s[2], dil[2], pads[4], outpad[2];
-    if (!attr_ints(c, "strides", 2, 1, s) || !attr_ints(c, "dilations", 2, 1, dil) ||
-        !attr_ints(c, "pads", 4, 0, pads) || !attr_ints(c, "output_padding", 2, 0, outpad)) {
+    if (!dl_cg__attr_ints(c, "strides", 2, 1, s) || !dl_cg__attr_ints(c, "dilations", 2, 1, dil) ||
+        !dl_cg__attr_ints(c, "pads", 4, 0, pads) ||
+        !dl_cg__attr_ints(c, "output_padding", 2, 0, outpad)) {
         return DL_ERR_UNSUPPORTED;
     }
     const char *ap = dl_ir_node_attr_string(n, "auto_pad");
@@ -512,30 +490,30 @@ static LLVMValueRef emit_sum(cg *c, LLVMValueRef base, dl_dtype dt, LLVMValueRef
     LLVMValueRef total = cg_f32(c, 0);
     if (nv > 0) {
         LLVMTypeRef vt = vty(c, SW);
-        LLVMValueRef acc = entry_alloca(c, vt);
+        LLVMValueRef acc = dl_cg__entry_alloca(c, vt);
         st(c, LLVMConstNull(vt), acc);
         LLVMValueRef vm = mean ? splat(c, mean, SW) : NULL;
         cg_loop l;
         LLVMValueRef i = cg_for_begin(c, &l, cg_i64(c, 0), cg_i64(c, nv), "v");
-        LLVMValueRef v = vload(c, base, dt, iadd(c, off, imul(c, i, SW)), SW);
+        LLVMValueRef v = dl_cg__vload(c, base, dt, iadd(c, off, imul(c, i, SW)), SW);
         if (vm) {
             LLVMValueRef d = LLVMBuildFSub(c->b, v, vm, "");
-            st(c, fmuladd(c, d, d, ld(c, vt, acc)), acc);
+            st(c, dl_cg__fmuladd(c, d, d, ld(c, vt, acc)), acc);
         } else {
             st(c, LLVMBuildFAdd(c->b, ld(c, vt, acc), v, ""), acc);
         }
         cg_for_end(c, &l);
-        total = hsum(c, ld(c, vt, acc), SW);
+        total = dl_cg__hsum(c, ld(c, vt, acc), SW);
     }
     if (len % SW != 0) {
-        LLVMValueRef acc = entry_alloca(c, c->t_f32);
+        LLVMValueRef acc = dl_cg__entry_alloca(c, c->t_f32);
         st(c, total, acc);
         cg_loop l;
         LLVMValueRef i = cg_for_begin(c, &l, cg_i64(c, nv * SW), cg_i64(c, len), "t");
         LLVMValueRef v = cg_load(c, base, dt, iadd(c, off, i));
         if (mean) {
             LLVMValueRef d = LLVMBuildFSub(c->b, v, mean, "");
-            st(c, fmuladd(c, d, d, ld(c, c->t_f32, acc)), acc);
+            st(c, dl_cg__fmuladd(c, d, d, ld(c, c->t_f32, acc)), acc);
         } else {
             st(c, LLVMBuildFAdd(c->b, ld(c, c->t_f32, acc), v, ""), acc);
         }
@@ -543,6 +521,69 @@ static LLVMValueRef emit_sum(cg *c, LLVMValueRef base, dl_dtype dt, LLVMValueRef
         total = ld(c, c->t_f32, acc);
     }
     return total;
+}
+
+// Pool geometry, window count and the max rule, shared with MaxPoolGrad / AveragePoolGrad
+// (lower_grad_nn.c) through cg_geometry.h.
+bool dl_cg__pool_geometry(cg *c, const dl_ir_type *xt, const dl_ir_type *yt, dl_cg__pool_geo *g) {
+    int32_t nsp = xt->rank - 2;
+    int64_t pads[2 * DL_MAX_RANK];
+    g->nsp = nsp;
+    if (!dl_cg__attr_ints(c, "kernel_shape", nsp, 1, g->k) ||
+        !dl_cg__attr_ints(c, "strides", nsp, 1, g->s) ||
+        !dl_cg__attr_ints(c, "dilations", nsp, 1, g->dil) ||
+        !dl_cg__attr_ints(c, "pads", 2 * nsp, 0, pads)) {
+        return false;
+    }
+    const char *ap = dl_ir_node_attr_string(c->node, "auto_pad");
+    g->in_sp = 1;
+    g->out_sp = 1;
+    for (int32_t i = 0; i < nsp; i++) {
+        g->xd[i] = xt->dims[2 + i].value;
+        g->yd[i] = yt->dims[2 + i].value;
+        dl_ir_conv_pads(ap, g->xd[i], g->yd[i], g->k[i], g->s[i], g->dil[i], pads[i], pads[nsp + i],
+                        &g->pb[i], &g->pe[i]);
+        g->in_sp *= g->xd[i];
+        g->out_sp *= g->yd[i];
+    }
+    int64_t sx = 1, sy = 1;
+    for (int32_t i = nsp - 1; i >= 0; i--) {
+        g->xs[i] = sx;
+        g->ys[i] = sy;
+        sx *= g->xd[i];
+        sy *= g->yd[i];
+    }
+    return true;
+}
+
+LLVMValueRef dl_cg__pool_count(cg *c, const dl_cg__pool_geo *g, const LLVMValueRef *wst,
+                               bool incl) {
+    LLVMValueRef cnt = cg_i64(c, 1);
+    for (int32_t i = 0; i < g->nsp; i++) {
+        LLVMValueRef ca = dl_cg__entry_alloca(c, c->t_i64);
+        st(c, cg_i64(c, 0), ca);
+        cg_loop l;
+        LLVMValueRef j = cg_for_begin(c, &l, cg_i64(c, 0), cg_i64(c, g->k[i]), "j");
+        LLVMValueRef p = iadd(c, wst[i], imul(c, j, g->dil[i]));
+        LLVMValueRef ok =
+            incl ? in_range(c, p, -g->pb[i], g->xd[i] + g->pe[i]) : in_range(c, p, 0, g->xd[i]);
+        st(c, iadd(c, ld(c, c->t_i64, ca), LLVMBuildZExt(c->b, ok, c->t_i64, "")), ca);
+        cg_for_end(c, &l);
+        cnt = LLVMBuildMul(c->b, cnt, ld(c, c->t_i64, ca), "");
+    }
+    return cnt;
+}
+
+void dl_cg__pool_max_update(cg *c, LLVMValueRef v, LLVMValueRef pos, LLVMValueRef acc,
+                            LLVMValueRef arg) {
+    LLVMValueRef cur = ld(c, c->t_f32, acc), a = ld(c, c->t_i64, arg);
+    LLVMValueRef first = LLVMBuildICmp(c->b, LLVMIntSLT, a, cg_i64(c, 0), "");
+    LLVMValueRef gt = LLVMBuildFCmp(c->b, LLVMRealOGT, v, cur, "");
+    LLVMValueRef vnan = LLVMBuildFCmp(c->b, LLVMRealUNO, v, v, "");
+    LLVMValueRef cnum = LLVMBuildFCmp(c->b, LLVMRealORD, cur, cur, "");
+    LLVMValueRef upd = LLVMBuildOr(c->b, LLVMBuildOr(c->b, first, gt, ""), iand(c, vnan, cnum), "");
+    st(c, LLVMBuildSelect(c->b, upd, v, cur, ""), acc);
+    st(c, LLVMBuildSelect(c->b, upd, pos, a, ""), arg);
 }
 
 // MaxPool / AveragePool: x: [N, C, d1..dk] -> y (and MaxPool's Indices, int64): [N, C, o1..ok],
@@ -560,34 +601,19 @@ static dl_status lower_pool(cg *c, const dl_ir_node *n) {
         cg_error(c, "pooling needs an input of rank >= 3");
         return DL_ERR_UNSUPPORTED;
     }
-    int32_t nsp = xt->rank - 2;
-    int64_t k[DL_MAX_RANK], s[DL_MAX_RANK], dil[DL_MAX_RANK], pads[2 * DL_MAX_RANK];
-    int64_t pb[DL_MAX_RANK], pe[DL_MAX_RANK], xd[DL_MAX_RANK], yd[DL_MAX_RANK];
-    if (!attr_ints(c, "kernel_shape", nsp, 1, k) || !attr_ints(c, "strides", nsp, 1, s) ||
-        !attr_ints(c, "dilations", nsp, 1, dil) || !attr_ints(c, "pads", 2 * nsp, 0, pads)) {
+    dl_cg__pool_geo geo;
+    if (!dl_cg__pool_geometry(c, xt, yt, &geo)) {
         return DL_ERR_UNSUPPORTED;
     }
-    const char *ap = dl_ir_node_attr_string(n, "auto_pad");
-    int64_t in_sp = 1, out_sp = 1;
-    for (int32_t i = 0; i < nsp; i++) {
-        xd[i] = xt->dims[2 + i].value;
-        yd[i] = yt->dims[2 + i].value;
-        dl_ir_conv_pads(ap, xd[i], yd[i], k[i], s[i], dil[i], pads[i], pads[nsp + i], &pb[i],
-                        &pe[i]);
-        in_sp *= xd[i];
-        out_sp *= yd[i];
-    }
-    // Strides inside one [N, C] block: x and y row major; the index output row or column major.
-    int64_t xs[DL_MAX_RANK], ys[DL_MAX_RANK], is[DL_MAX_RANK];
+    int32_t nsp = geo.nsp;
+    const int64_t *k = geo.k, *s = geo.s, *dil = geo.dil, *pb = geo.pb;
+    const int64_t *xd = geo.xd, *yd = geo.yd, *xs = geo.xs, *ys = geo.ys;
+    int64_t in_sp = geo.in_sp, out_sp = geo.out_sp;
+    // The index output: row or column major inside one [N, C] block.
+    int64_t is[DL_MAX_RANK];
     bool col_major = is_max && dl_ir_node_attr_int(n, "storage_order") != 0;
     bool incl = !is_max && dl_ir_node_attr_int(n, "count_include_pad") != 0;
-    int64_t sx = 1, sy = 1, scm = 1;
-    for (int32_t i = nsp - 1; i >= 0; i--) {
-        xs[i] = sx;
-        ys[i] = sy;
-        sx *= xd[i];
-        sy *= yd[i];
-    }
+    int64_t scm = 1;
     for (int32_t i = 0; i < nsp; i++) {
         is[i] = col_major ? scm : xs[i];
         scm *= xd[i];
@@ -620,51 +646,29 @@ static dl_status lower_pool(cg *c, const dl_ir_node *n) {
         wst[i] = iaddk(c, imul(c, oc[i], s[i]), -pb[i]);
     }
     LLVMValueRef cntf = NULL;
-    if (!is_max) { // count = product over dims of the taps inside [lo, hi)
-        LLVMValueRef cnt = cg_i64(c, 1);
-        for (int32_t i = 0; i < nsp; i++) {
-            LLVMValueRef ca = entry_alloca(c, c->t_i64);
-            st(c, cg_i64(c, 0), ca);
-            cg_loop l;
-            LLVMValueRef j = cg_for_begin(c, &l, cg_i64(c, 0), cg_i64(c, k[i]), "j");
-            LLVMValueRef p = iadd(c, wst[i], imul(c, j, dil[i]));
-            LLVMValueRef ok =
-                incl ? in_range(c, p, -pb[i], xd[i] + pe[i]) : in_range(c, p, 0, xd[i]);
-            st(c, iadd(c, ld(c, c->t_i64, ca), LLVMBuildZExt(c->b, ok, c->t_i64, "")), ca);
-            cg_for_end(c, &l);
-            cnt = LLVMBuildMul(c->b, cnt, ld(c, c->t_i64, ca), "");
-        }
-        cntf = LLVMBuildSIToFP(c->b, cnt, c->t_f32, "");
+    if (!is_max) {
+        cntf = LLVMBuildSIToFP(c->b, dl_cg__pool_count(c, &geo, wst, incl), c->t_f32, "");
     }
-    LLVMValueRef acc = entry_alloca(c, c->t_f32), arg = entry_alloca(c, c->t_i64);
+    LLVMValueRef acc = dl_cg__entry_alloca(c, c->t_f32), arg = dl_cg__entry_alloca(c, c->t_i64);
     st(c, cg_f32(c, is_max ? -(double)INFINITY : 0.0), acc);
     st(c, cg_i64(c, -1), arg);
-    nn_if fk[DL_MAX_RANK];
+    dl_cg__if fk[DL_MAX_RANK];
     LLVMValueRef xoff = xb, ioff = xb;
     for (int32_t i = 0; i < nsp; i++) {
         LLVMValueRef j = cg_for_begin(c, &lk[i], cg_i64(c, 0), cg_i64(c, k[i]), "kj");
         LLVMValueRef p = iadd(c, wst[i], imul(c, j, dil[i]));
-        nn_if_begin(c, &fk[i], in_range(c, p, 0, xd[i]));
+        dl_cg__if_begin(c, &fk[i], in_range(c, p, 0, xd[i]));
         xoff = iadd(c, xoff, imul(c, p, xs[i]));
         ioff = iadd(c, ioff, imul(c, p, is[i]));
     }
     LLVMValueRef v = cg_load(c, kr.ptr[xa], xt->dtype, xoff);
-    LLVMValueRef cur = ld(c, c->t_f32, acc);
     if (is_max) {
-        LLVMValueRef a = ld(c, c->t_i64, arg);
-        LLVMValueRef first = LLVMBuildICmp(c->b, LLVMIntSLT, a, cg_i64(c, 0), "");
-        LLVMValueRef gt = LLVMBuildFCmp(c->b, LLVMRealOGT, v, cur, "");
-        LLVMValueRef vnan = LLVMBuildFCmp(c->b, LLVMRealUNO, v, v, "");
-        LLVMValueRef cnum = LLVMBuildFCmp(c->b, LLVMRealORD, cur, cur, "");
-        LLVMValueRef upd =
-            LLVMBuildOr(c->b, LLVMBuildOr(c->b, first, gt, ""), iand(c, vnan, cnum), "");
-        st(c, LLVMBuildSelect(c->b, upd, v, cur, ""), acc);
-        st(c, LLVMBuildSelect(c->b, upd, ioff, a, ""), arg);
+        dl_cg__pool_max_update(c, v, ioff, acc, arg);
     } else {
-        st(c, LLVMBuildFAdd(c->b, cur, v, ""), acc);
+        st(c, LLVMBuildFAdd(c->b, ld(c, c->t_f32, acc), v, ""), acc);
     }
     for (int32_t i = nsp - 1; i >= 0; i--) {
-        nn_if_end(c, &fk[i]);
+        dl_cg__if_end(c, &fk[i]);
         cg_for_end(c, &lk[i]);
     }
     LLVMValueRef res = ld(c, c->t_f32, acc);
@@ -733,15 +737,8 @@ static dl_status lower_batch_norm_train(cg *c, const dl_ir_node *n) {
     dl_ir_value *rv = n->n_outputs > 2 ? n->outputs[2] : NULL;
     // args: y, [running_mean], [running_var], x, scale, B, input_mean, input_var
     dl_ir_value *vals[8];
-    size_t nv = 0;
-    vals[nv++] = n->outputs[0];
-    size_t a_rm = rm ? nv++ : 0, a_rv = rv ? nv++ : 0;
-    if (rm) {
-        vals[a_rm] = rm;
-    }
-    if (rv) {
-        vals[a_rv] = rv;
-    }
+    size_t a_rm, a_rv;
+    size_t nv = dl_cg__out_args3(n, vals, &a_rm, &a_rv);
     size_t a_x = nv;
     for (size_t i = 0; i < 5; i++) {
         vals[nv++] = n->inputs[i];
@@ -750,7 +747,7 @@ static dl_status lower_batch_norm_train(cg *c, const dl_ir_node *n) {
     DL_TRY(cg_kernel_begin(c, vals, nv, C, &k));
     cg_loop l, ln;
     LLVMValueRef ch = cg_for_begin(c, &l, k.begin, k.end, "c");
-    LLVMValueRef acc = entry_alloca(c, c->t_f32);
+    LLVMValueRef acc = dl_cg__entry_alloca(c, c->t_f32);
     LLVMValueRef cnt = cg_f32(c, (double)(N * S));
     // pass 1: mean; pass 2: biased variance. Batch item b's run starts at (b*C + c)*S.
     LLVMValueRef stat[2] = {NULL, NULL};
@@ -780,7 +777,7 @@ static dl_status lower_batch_norm_train(cg *c, const dl_ir_node *n) {
         LLVMValueRef i = cg_for_begin(c, &li, cg_i64(c, 0), cg_i64(c, S), "s");
         LLVMValueRef idx = iadd(c, off, i);
         LLVMValueRef xv = cg_load(c, k.ptr[a_x], xt->dtype, idx);
-        LLVMValueRef r = fmuladd(c, LLVMBuildFSub(c->b, xv, mean, ""), a, bi);
+        LLVMValueRef r = dl_cg__fmuladd(c, LLVMBuildFSub(c->b, xv, mean, ""), a, bi);
         cg_store(c, k.ptr[0], n->outputs[0]->type.dtype, idx, r);
         cg_for_end(c, &li);
         cg_for_end(c, &ln);
@@ -843,7 +840,7 @@ static dl_status lower_batch_norm(cg *c, const dl_ir_node *n) {
         LLVMValueRef i = cg_for_begin(c, &li, cg_i64(c, 0), cg_i64(c, S), "s");
         LLVMValueRef idx = iadd(c, imul(c, it, S), i);
         LLVMValueRef xv = cg_load(c, k.ptr[1], xt->dtype, idx);
-        LLVMValueRef r = fmuladd(c, LLVMBuildFSub(c->b, xv, mu, ""), a, bi);
+        LLVMValueRef r = dl_cg__fmuladd(c, LLVMBuildFSub(c->b, xv, mu, ""), a, bi);
         cg_store(c, k.ptr[0], y->type.dtype, idx, r);
         cg_for_end(c, &li);
         cg_for_end(c, &l);

@@ -18,6 +18,17 @@
 // clipping and loss scaling exist) are compiled in. Float math follows PyTorch's float32 kernels
 // (scalars rounded to float, the same operation order); scalars of the prologue are doubles, as
 // PyTorch's Python floats.
+//
+// Gradient accumulation (accumulate = k > 1): each trained param gets a STATE accumulator
+// "PARAM.grad_accum" (its dtype). train.gradsq adds the call's gradient into it and sums the
+// squares of the new accumulator; the prologue counts micro-steps (DLRT_HP_ACCUM_COUNT) and marks
+// the k-th call a boundary (DLRT_HP_BOUNDARY). Only at a boundary do the finite check, the step
+// count, the loss-scale update and the update kernel act, on the mean gradient accum / k; the
+// update kernel then zeroes the accumulators (also when the step is skipped as non-finite). Off
+// a boundary grad_norm reports the norm of the running mean accum / (micro-steps so far).
+//
+// The RNG counter (m->step_counter, fed to the training-mode Dropouts): its buffer is STATE and
+// the prologue adds 1 at every call, skipped or not, so call n (0-based) draws with counter n.
 #include "cg_internal.h"
 #include "dl_optim_ref.h"
 
@@ -37,6 +48,7 @@ typedef struct trained {
     const dl_ir_value *p, *g;
     int64_t n, off;
     uint32_t slot[DL_OPTIM_REF_MAX_SLOTS];
+    uint32_t accum; // the "PARAM.grad_accum" buffer (accumulation only)
 } trained;
 
 typedef struct train_ctx {
@@ -50,6 +62,7 @@ typedef struct train_ctx {
     size_t n_tp;
     int64_t total, n_chunks;
     uint32_t partial_buf;
+    bool acc; // accumulate > 1
     double hyper[DLRT_HP_COUNT];
 } train_ctx;
 
@@ -152,10 +165,12 @@ static void for_each_elem(train_ctx *x, LLVMValueRef elo, LLVMValueRef ehi, elem
 
 // ---------------------------------------------------------------------------------------------
 // train.gradsq: partial[ci] = sum over the chunk's elements of (double)g^2, in element order.
-// args: partials | grads of the trained params
+// With accumulation g is the accumulator after adding this call's gradient into it.
+// args: partials, [accumulators] | grads of the trained params
 
 typedef struct gradsq_u {
-    LLVMValueRef *g; // per param
+    LLVMValueRef *g;  // per param
+    LLVMValueRef *ac; // per param, accumulators (accumulation only)
     LLVMValueRef acc;
 } gradsq_u;
 
@@ -163,6 +178,15 @@ static void gradsq_body(train_ctx *x, void *u_, size_t j, LLVMValueRef i) {
     cg *c = x->c;
     gradsq_u *u = u_;
     LLVMValueRef g = cg_load(c, u->g[j], x->tp[j].g->type.dtype, i);
+    if (x->acc) { // accum += g, as stored (rounded to the param's dtype)
+        dl_dtype pt = x->tp[j].p->type.dtype;
+        g = cg_convert(c, g, x->tp[j].g->type.dtype, pt);
+        g = LLVMBuildFAdd(c->b, cg_load(c, u->ac[j], pt, i), g, "");
+        cg_store(c, u->ac[j], pt, i, g);
+        if (pt != DL_DT_FLOAT) {
+            g = cg_load(c, u->ac[j], pt, i);
+        }
+    }
     LLVMValueRef d = LLVMBuildFPExt(c->b, g, c->t_f64, "");
     LLVMValueRef a = LLVMBuildLoad2(c->b, c->t_f64, u->acc, "");
     LLVMBuildStore(c->b, LLVMBuildFAdd(c->b, a, LLVMBuildFMul(c->b, d, d, ""), ""), u->acc);
@@ -170,9 +194,9 @@ static void gradsq_body(train_ctx *x, void *u_, size_t j, LLVMValueRef i) {
 
 static dl_status emit_gradsq(train_ctx *x) {
     cg *c = x->c;
-    size_t n_args = 1 + x->n_tp;
+    size_t n_out = 1 + (x->acc ? x->n_tp : 0), n_args = n_out + x->n_tp;
     uint32_t *bufs = calloc(n_args, sizeof *bufs);
-    LLVMValueRef *g = calloc(x->n_tp ? x->n_tp : 1, sizeof *g);
+    LLVMValueRef *g = calloc(x->n_tp ? 2 * x->n_tp : 1, sizeof *g);
     if (!bufs || !g) {
         free(bufs);
         free(g);
@@ -180,16 +204,22 @@ static dl_status emit_gradsq(train_ctx *x) {
     }
     bufs[0] = x->partial_buf;
     for (size_t j = 0; j < x->n_tp; j++) {
-        bufs[1 + j] = c->value_buf[x->tp[j].g->id];
+        if (x->acc) {
+            bufs[1 + j] = x->tp[j].accum;
+        }
+        bufs[n_out + j] = c->value_buf[x->tp[j].g->id];
     }
     cg_kernel k;
-    dl_status st = cg_kernel_begin_bufs(c, bufs, n_args, 1, x->n_chunks, "train.gradsq", &k);
+    dl_status st = cg_kernel_begin_bufs(c, bufs, n_args, n_out, x->n_chunks, "train.gradsq", &k);
     if (st == DL_OK) {
         LLVMValueRef part = cg_kernel_arg(c, &k, 0);
         for (size_t j = 0; j < x->n_tp; j++) {
-            g[j] = cg_kernel_arg(c, &k, 1 + j);
+            g[j] = cg_kernel_arg(c, &k, n_out + j);
+            if (x->acc) {
+                g[x->n_tp + j] = cg_kernel_arg(c, &k, 1 + j);
+            }
         }
-        gradsq_u u = {g, cg_entry_alloca(c, &k, c->t_f64, 1)};
+        gradsq_u u = {g, g + x->n_tp, cg_entry_alloca(c, &k, c->t_f64, 1)};
         cg_loop l;
         LLVMValueRef ci = cg_for_begin(c, &l, k.begin, k.end, "chunk");
         LLVMBuildStore(c->b, f64c(c, 0.0), u.acc);
@@ -208,16 +238,20 @@ static dl_status emit_gradsq(train_ctx *x) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// train.prologue (range 1). args: hyper, [seed] | partials, loss
+// train.prologue (range 1). args: hyper, [seed], [rng counter] | partials, loss
 
 static dl_status emit_prologue(train_ctx *x) {
     cg *c = x->c;
-    bool has_seed = c->seed_init != NULL;
-    uint32_t bufs[4];
+    bool has_seed = c->seed_init != NULL, has_counter = c->counter_buf != UINT32_MAX;
+    uint32_t bufs[5];
     size_t n = 0;
     bufs[n++] = c->hyper_buf;
     if (has_seed) {
         bufs[n++] = c->seed_buf;
+    }
+    size_t i_counter = n;
+    if (has_counter) {
+        bufs[n++] = c->counter_buf;
     }
     size_t n_out = n;
     bufs[n++] = x->partial_buf;
@@ -245,6 +279,21 @@ static dl_status emit_prologue(train_ctx *x) {
                                       c->t_f64, "inv_scale");
     LLVMValueRef norm =
         LLVMBuildFMul(c->b, cg_intrinsic1(c, "llvm.sqrt", c->t_f64, total), inv, "norm");
+    // Accumulation: this call is micro-step `count` of the cycle; the k-th is the boundary. The
+    // norm is that of the running mean accum / count (at the boundary, the mean gradient's).
+    LLVMValueRef boundary = NULL;
+    if (x->acc) {
+        LLVMValueRef count =
+            LLVMBuildFAdd(c->b, hp_load(c, hyper, DLRT_HP_ACCUM_COUNT), f64c(c, 1.0), "count");
+        boundary = LLVMBuildFCmp(c->b, LLVMRealOGE, count, hp_load(c, hyper, DLRT_HP_ACCUMULATE),
+                                 "boundary");
+        norm = LLVMBuildFDiv(c->b, norm, count, "norm");
+        hp_store(c, hyper, DLRT_HP_ACCUM_COUNT,
+                 LLVMBuildSelect(c->b, boundary, f64c(c, 0.0), count, ""));
+        hp_store(c, hyper, DLRT_HP_BOUNDARY, LLVMBuildUIToFP(c->b, boundary, c->t_f64, ""));
+    } else {
+        hp_store(c, hyper, DLRT_HP_BOUNDARY, f64c(c, 1.0));
+    }
     LLVMValueRef coef = f64c(c, 1.0);
     if (x->t->has_clip_norm) { // clip_grad_norm_: clamp(max_norm / (norm + 1e-6), max=1)
         LLVMValueRef mx = hp_load(c, hyper, DLRT_HP_CLIP_NORM);
@@ -252,11 +301,16 @@ static dl_status emit_prologue(train_ctx *x) {
         LLVMValueRef lt = LLVMBuildFCmp(c->b, LLVMRealULT, cc, f64c(c, 1.0), "");
         coef = LLVMBuildSelect(c->b, lt, cc, f64c(c, 1.0), "coef");
     }
-    LLVMValueRef apply = LLVMBuildUIToFP(c->b, finite, c->t_f64, "apply");
+    LLVMValueRef apply_b = boundary ? LLVMBuildAnd(c->b, boundary, finite, "") : finite;
+    LLVMValueRef apply = LLVMBuildUIToFP(c->b, apply_b, c->t_f64, "apply");
     LLVMValueRef step = LLVMBuildFAdd(c->b, hp_load(c, hyper, DLRT_HP_STEP), apply, "step");
     hp_store(c, hyper, DLRT_HP_STEP, step);
     hp_store(c, hyper, DLRT_HP_APPLY, apply);
-    hp_store(c, hyper, DLRT_HP_SKIPPED, LLVMBuildFSub(c->b, f64c(c, 1.0), apply, ""));
+    LLVMValueRef skipped = LLVMBuildNot(c->b, finite, "");
+    if (boundary) { // off a boundary nothing is skipped (nothing was due)
+        skipped = LLVMBuildAnd(c->b, boundary, skipped, "");
+    }
+    hp_store(c, hyper, DLRT_HP_SKIPPED, LLVMBuildUIToFP(c->b, skipped, c->t_f64, ""));
     hp_store(c, hyper, DLRT_HP_GRAD_NORM, norm);
     hp_store(c, hyper, DLRT_HP_GRAD_MULT, inv);
     hp_store(c, hyper, DLRT_HP_CLIP_COEF, coef);
@@ -287,13 +341,22 @@ static dl_status emit_prologue(train_ctx *x) {
         LLVMValueRef fin_tr = LLVMBuildSelect(c->b, at_int, f64c(c, 0.0), succ, "");
         LLVMValueRef back = LLVMBuildFMul(c->b, scale, hp_load(c, hyper, DLRT_HP_BACKOFF), "");
         LLVMValueRef new_scale = LLVMBuildSelect(c->b, finite, fin_scale, back, "new_scale");
+        LLVMValueRef new_tr = LLVMBuildSelect(c->b, finite, fin_tr, f64c(c, 0.0), "");
+        if (boundary) { // the scaler updates once per optimizer step
+            new_scale = LLVMBuildSelect(c->b, boundary, new_scale, scale, "");
+            new_tr = LLVMBuildSelect(c->b, boundary, new_tr, tr, "");
+        }
         hp_store(c, hyper, DLRT_HP_LOSS_SCALE, new_scale);
-        hp_store(c, hyper, DLRT_HP_GROWTH_TRACKER,
-                 LLVMBuildSelect(c->b, finite, fin_tr, f64c(c, 0.0), ""));
+        hp_store(c, hyper, DLRT_HP_GROWTH_TRACKER, new_tr);
         scale = new_scale;
     }
     if (has_seed) { // the next step's backward starts from d(loss * scale)/d(loss) = scale
         cg_store(c, seed, c->m->grad_seed->type.dtype, cg_i64(c, 0), to_f32(c, scale));
+    }
+    if (has_counter) { // the next call's Dropout masks draw with counter + 1
+        LLVMValueRef cp = cg_kernel_arg(c, &k, i_counter);
+        LLVMValueRef v = cg_load(c, cp, DL_DT_INT64, cg_i64(c, 0));
+        cg_store(c, cp, DL_DT_INT64, cg_i64(c, 0), LLVMBuildAdd(c->b, v, cg_i64(c, 1), ""));
     }
     return cg_kernel_end(c, &k);
 }
@@ -303,6 +366,8 @@ static dl_status emit_prologue(train_ctx *x) {
 
 typedef struct update_u {
     LLVMValueRef *p, *g, *s; // per param; s: n_slots per param
+    LLVMValueRef *ac;        // per param, accumulators (accumulation only; then g is unused)
+    LLVMValueRef kf;         // (float)k: the mean gradient is accum / k
     // float scalars
     LLVMValueRef mult, coef, lr_neg, wd, wd_nz, mom, one_m_damp, is_first, b1w, b2, one_m_b2, eps,
         bc2s, neg_step, decay, alpha, one_m_alpha;
@@ -344,7 +409,13 @@ static void update_body(train_ctx *x, void *u_, size_t j, LLVMValueRef i) {
     dl_dtype pt = tp->p->type.dtype;
     LLVMValueRef *s = u->s + j * x->n_slots;
     LLVMValueRef p = cg_load(c, u->p[j], pt, i);
-    LLVMValueRef g = cg_load(c, u->g[j], tp->g->type.dtype, i);
+    LLVMValueRef g;
+    if (x->acc) { // the mean gradient accum / k; the accumulator restarts at 0
+        g = fdiv(c, cg_load(c, u->ac[j], pt, i), u->kf);
+        cg_store(c, u->ac[j], pt, i, cg_f32(c, 0.0));
+    } else {
+        g = cg_load(c, u->g[j], tp->g->type.dtype, i);
+    }
     g = fmul(c, g, u->mult); // GradScaler.unscale_
     g = fmul(c, g, u->coef); // clip_grad_norm_
     const dl_optim_ref_hparams *hp = &x->hp;
@@ -429,10 +500,18 @@ static const char *update_name(dl_ir_optim o) {
     DL_UNREACHABLE();
 }
 
+// Accumulation, a skipped boundary: the accumulators restart at 0 (PyTorch's zero_grad).
+static void zero_body(train_ctx *x, void *u_, size_t j, LLVMValueRef i) {
+    update_u *u = u_;
+    cg_store(x->c, u->ac[j], x->tp[j].p->type.dtype, i, cg_f32(x->c, 0.0));
+}
+
+// args: params, slots (param-major), [accumulators] | grads (without accumulation), hyper
 static dl_status emit_update(train_ctx *x) {
     cg *c = x->c;
     size_t ns = x->n_slots, np = x->n_tp;
-    size_t n_out = np * (1 + ns), n_args = n_out + np + 1;
+    size_t n_out = np * (1 + ns + (x->acc ? 1 : 0)), n_g = x->acc ? 0 : np;
+    size_t n_args = n_out + n_g + 1;
     uint32_t *bufs = calloc(n_args, sizeof *bufs);
     LLVMValueRef *ptrs = calloc(n_args, sizeof *ptrs);
     if (!bufs || !ptrs) {
@@ -445,23 +524,19 @@ static dl_status emit_update(train_ctx *x) {
         for (size_t q = 0; q < ns; q++) {
             bufs[np + j * ns + q] = x->tp[j].slot[q];
         }
-        bufs[n_out + j] = c->value_buf[x->tp[j].g->id];
+        if (x->acc) {
+            bufs[np * (1 + ns) + j] = x->tp[j].accum;
+        } else {
+            bufs[n_out + j] = c->value_buf[x->tp[j].g->id];
+        }
     }
-    bufs[n_out + np] = c->hyper_buf;
+    bufs[n_out + n_g] = c->hyper_buf;
     cg_kernel k;
     dl_status st =
         cg_kernel_begin_bufs(c, bufs, n_args, n_out, x->n_chunks, update_name(x->t->optimizer), &k);
     if (st == DL_OK) {
-        LLVMValueRef hyper = cg_kernel_arg(c, &k, n_out + np);
-        // A skipped step (non-finite gradient) changes nothing: return before any store.
-        LLVMValueRef apply = hp_load(c, hyper, DLRT_HP_APPLY);
-        LLVMBasicBlockRef run = LLVMAppendBasicBlockInContext(c->ctx, k.fn, "apply");
-        LLVMBasicBlockRef skip = LLVMAppendBasicBlockInContext(c->ctx, k.fn, "skip");
-        LLVMBuildCondBr(c->b, LLVMBuildFCmp(c->b, LLVMRealUNE, apply, f64c(c, 0.0), ""), run, skip);
-        LLVMPositionBuilderAtEnd(c->b, skip);
-        LLVMBuildRetVoid(c->b);
-        LLVMPositionBuilderAtEnd(c->b, run);
-        for (size_t a = 0; a < n_out + np; a++) {
+        LLVMValueRef hyper = cg_kernel_arg(c, &k, n_out + n_g);
+        for (size_t a = 0; a < n_out + n_g; a++) {
             ptrs[a] = cg_kernel_arg(c, &k, a);
         }
         update_u u;
@@ -469,6 +544,32 @@ static dl_status emit_update(train_ctx *x) {
         u.p = ptrs;
         u.s = ptrs + np;
         u.g = ptrs + n_out;
+        u.ac = ptrs + np * (1 + ns);
+        LLVMValueRef elo = LLVMBuildMul(c->b, k.begin, cg_i64(c, TRAIN_CHUNK), "");
+        LLVMValueRef ehi =
+            smin(c, LLVMBuildMul(c->b, k.end, cg_i64(c, TRAIN_CHUNK), ""), cg_i64(c, x->total));
+        // A skipped step (non-finite gradient) changes nothing: return before any store. With
+        // accumulation, a call that is no boundary returns too, and a skipped boundary only
+        // zeroes the accumulators.
+        LLVMValueRef apply = hp_load(c, hyper, DLRT_HP_APPLY);
+        LLVMValueRef boundary = hp_load(c, hyper, DLRT_HP_BOUNDARY);
+        LLVMBasicBlockRef run = LLVMAppendBasicBlockInContext(c->ctx, k.fn, "apply");
+        LLVMBasicBlockRef skip = LLVMAppendBasicBlockInContext(c->ctx, k.fn, "skip");
+        LLVMBuildCondBr(c->b, LLVMBuildFCmp(c->b, LLVMRealUNE, apply, f64c(c, 0.0), ""), run, skip);
+        LLVMPositionBuilderAtEnd(c->b, skip);
+        if (x->acc) {
+            LLVMBasicBlockRef zero = LLVMAppendBasicBlockInContext(c->ctx, k.fn, "zero");
+            LLVMBasicBlockRef out = LLVMAppendBasicBlockInContext(c->ctx, k.fn, "out");
+            LLVMBuildCondBr(c->b, LLVMBuildFCmp(c->b, LLVMRealUNE, boundary, f64c(c, 0.0), ""),
+                            zero, out);
+            LLVMPositionBuilderAtEnd(c->b, zero);
+            for_each_elem(x, elo, ehi, zero_body, &u);
+            LLVMBuildBr(c->b, out);
+            LLVMPositionBuilderAtEnd(c->b, out);
+        }
+        LLVMBuildRetVoid(c->b);
+        LLVMPositionBuilderAtEnd(c->b, run);
+        u.kf = hp_f32(c, hyper, DLRT_HP_ACCUMULATE);
         u.mult = hp_f32(c, hyper, DLRT_HP_GRAD_MULT);
         u.coef = hp_f32(c, hyper, DLRT_HP_CLIP_COEF);
         LLVMValueRef lr = hp_load(c, hyper, DLRT_HP_LR);
@@ -492,9 +593,6 @@ static dl_status emit_update(train_ctx *x) {
         u.alpha = hp_f32(c, hyper, DLRT_HP_ALPHA);
         u.one_m_alpha =
             to_f32(c, LLVMBuildFSub(c->b, f64c(c, 1.0), hp_load(c, hyper, DLRT_HP_ALPHA), ""));
-        LLVMValueRef elo = LLVMBuildMul(c->b, k.begin, cg_i64(c, TRAIN_CHUNK), "");
-        LLVMValueRef ehi =
-            smin(c, LLVMBuildMul(c->b, k.end, cg_i64(c, TRAIN_CHUNK), ""), cg_i64(c, x->total));
         for_each_elem(x, elo, ehi, update_body, &u);
         st = cg_kernel_end(c, &k);
     }
@@ -541,9 +639,15 @@ static dl_status check_module(cg *c) {
         cg_error(c, "train step: %zu gradients for %zu params", m->grads.len, m->params.len);
         return DL_ERR_INVALID_ARG;
     }
-    if (t->has_accumulate && t->accumulate > 1) {
-        cg_error(c, "train step: accumulate = %lld is not supported yet", (long long)t->accumulate);
-        return DL_ERR_UNSUPPORTED;
+    if (t->has_accumulate && t->accumulate < 1) {
+        cg_error(c, "train step: accumulate = %lld must be >= 1", (long long)t->accumulate);
+        return DL_ERR_INVALID_ARG;
+    }
+    const dl_ir_value *sc = m->step_counter;
+    if (sc && (sc->kind != DL_IR_VAL_CONST || sc->type.dtype != DL_DT_INT64 || sc->type.rank != 0 ||
+               !sc->lit)) {
+        cg_error(c, "train step: the RNG step counter must be an int64 scalar const");
+        return DL_ERR_INVALID_ARG;
     }
     if (m->grad_seed &&
         (m->grad_seed->kind != DL_IR_VAL_CONST || m->grad_seed->type.dtype != DL_DT_FLOAT ||
@@ -640,7 +744,9 @@ static void init_hyper(train_ctx *x) {
     h[DLRT_HP_GROWTH] = x->ls.growth;
     h[DLRT_HP_BACKOFF] = x->ls.backoff;
     h[DLRT_HP_INTERVAL] = (double)x->ls.interval;
-    h[DLRT_HP_ACCUMULATE] = x->t->has_accumulate ? (double)x->t->accumulate : 1.0;
+    h[DLRT_HP_ACCUMULATE] = x->acc ? (double)x->t->accumulate : 1.0;
+    h[DLRT_HP_ACCUM_COUNT] = 0.0;
+    h[DLRT_HP_BOUNDARY] = 1.0;
     h[DLRT_HP_GRAD_MULT] = 1.0;
     h[DLRT_HP_CLIP_COEF] = 1.0;
 }
@@ -675,6 +781,10 @@ static dl_status add_hparams(train_ctx *x) {
     DL_TRY(add_hparam(x, "step", DLRT_HP_STEP, DLRT_HPF_STATE));
     DL_TRY(add_hparam(x, "loss_scale", DLRT_HP_LOSS_SCALE, DLRT_HPF_STATE));
     DL_TRY(add_hparam(x, "growth_tracker", DLRT_HP_GROWTH_TRACKER, DLRT_HPF_STATE));
+    if (x->acc) {
+        DL_TRY(add_hparam(x, "accumulate", DLRT_HP_ACCUMULATE, 0));
+        DL_TRY(add_hparam(x, "accum_count", DLRT_HP_ACCUM_COUNT, DLRT_HPF_STATE));
+    }
     if (x->t->loss_scale == DL_IR_LS_DYNAMIC) {
         DL_TRY(add_hparam(x, "growth", DLRT_HP_GROWTH, 0));
         DL_TRY(add_hparam(x, "backoff", DLRT_HP_BACKOFF, 0));
@@ -706,14 +816,18 @@ static dl_status plan_state(train_ctx *x) {
         tp->off = x->total;
         x->total += tp->n;
         uint64_t bytes = (uint64_t)tp->n * dl_dtype_size(p->type.dtype);
-        for (size_t q = 0; q < x->n_slots; q++) {
-            DL_TRY(add_extra(c, bytes, DLRT_BUF_STATE, NULL, &tp->slot[q]));
-            size_t len = strlen(p->name) + strlen(x->slot_names[q]) + 2;
-            cg_state_tensor sv = {malloc(len), p, tp->slot[q]};
+        size_t n_st = x->n_slots + (x->acc ? 1 : 0);
+        for (size_t q = 0; q < n_st; q++) {
+            bool is_acc = q == x->n_slots;
+            uint32_t *buf = is_acc ? &tp->accum : &tp->slot[q];
+            const char *slot = is_acc ? "grad_accum" : x->slot_names[q];
+            DL_TRY(add_extra(c, bytes, DLRT_BUF_STATE, NULL, buf));
+            size_t len = strlen(p->name) + strlen(slot) + 2;
+            cg_state_tensor sv = {malloc(len), p, *buf};
             if (!sv.name) {
                 return DL_ERR_NOMEM;
             }
-            snprintf(sv.name, len, "%s.%s", p->name, x->slot_names[q]);
+            snprintf(sv.name, len, "%s.%s", p->name, slot);
             if (!DL_VEC_PUSH(&c->states, sv)) {
                 free(sv.name);
                 return DL_ERR_NOMEM;
@@ -732,10 +846,14 @@ dl_status dl_cg__lower_train(cg *c) {
     memset(&x, 0, sizeof x);
     x.c = c;
     x.t = m->train;
+    x.acc = x.t->has_accumulate && x.t->accumulate > 1;
     c->node = NULL;
     dl_status st = check_module(c);
     if (st != DL_OK) {
         return st;
+    }
+    if (m->step_counter) {
+        c->counter_buf = c->value_buf[m->step_counter->id];
     }
     dl_optim_ref_hparams_from_train(x.t, &x.hp);
     dl_optim_ref_loss_scale_init_from_train(&x.ls, x.t);

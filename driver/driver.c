@@ -343,6 +343,11 @@ static dl_status compile_module(dl_ir_module *m, const dlcc_options *o, dl_diags
     if (m->train && !m->has_backward) {
         st = dl_pass_autodiff(m, d);
     }
+    // Mixed precision (docs/precision.md) rewrites the forward and backward products alike, so
+    // it runs after autodiff; the key already covers it through the train block's precision.
+    if (st == DL_OK && m->train && m->train->has_precision && m->train->precision != DL_DT_FLOAT) {
+        st = dl_pass_precision(m, m->train->precision, d, NULL);
+    }
     if (st == DL_OK) {
         st = dl_cg_compile(m, &o->cg, d, &r->artifact, &r->artifact_len);
     }

@@ -309,6 +309,10 @@ struct dl_ir_module {
     grads; // parallel to params: d train_loss / d param, NULL when frozen
            // or when the loss does not depend on the param
     DL_VEC(dl_ir_assign) assigns;
+    // int64 scalar const 0 feeding the training-mode Dropout clones as their 4th input (the RNG
+    // counter base), or NULL when there is none: codegen makes it session state that every
+    // train_step call increments, so each step draws a fresh mask.
+    dl_ir_value *step_counter;
 };
 
 // Creates an empty module named `name`. Caller owns *out (dl_ir_module_destroy).

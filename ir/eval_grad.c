@@ -1,6 +1,6 @@
 // ir/eval_grad.c — reference kernels of the internal gradient ops of family A: UnaryGrad,
 // SoftmaxCrossEntropyLossGrad, NegativeLogLikelihoodLossGrad, LayerNormalizationGrad,
-// GatherGrad, SliceGrad and PadGrad (semantics: docs/design-training.md and the comments below).
+// GatherGrad, SliceGrad and PadGrad (semantics: docs/training.md and the comments below).
 //
 // Each kernel is the adjoint of the forward kernel in eval_ops.c / eval_nn.c and mirrors its
 // index normalisation exactly (Slice's clamping, Pad's source coordinates, Gather's negative
@@ -266,24 +266,13 @@ static dl_status gather_grad(dl_ir__ectx *cx, dl_ir__et *const *in, dl_ir__et *y
     if (!dl_ir__axis(dl_ir_node_attr_int(cx->node, "axis"), x->rank, &ax)) {
         return ERR("axis is out of range for rank %d", x->rank);
     }
-    int64_t A = 1, B = 1, Dx = x->dims[ax];
-    for (int32_t i = 0; i < ax; i++) {
-        A *= x->dims[i];
-    }
-    for (int32_t i = ax + 1; i < x->rank; i++) {
-        B *= x->dims[i];
-    }
+    int64_t A, B, Dx = x->dims[ax];
+    dl_ir__axis_split(x, ax, &A, &B);
     if (dy->n != A * idx->n * B || y->n != x->n) {
         return ERR("dy has %lld elements, expected %lld", (long long)dy->n,
                    (long long)(A * idx->n * B));
     }
-    for (int64_t k = 0; k < idx->n; k++) {
-        int64_t j = (int64_t)idx->d[k];
-        if (j < -Dx || j >= Dx) {
-            return ERR("index %lld is out of range for axis %d of size %lld", (long long)j, ax,
-                       (long long)Dx);
-        }
-    }
+    DL_TRY(dl_ir__gather_check_indices(cx, idx, ax, Dx));
     memset(y->d, 0, sizeof(double) * (size_t)y->n);
     for (int64_t a = 0; a < A; a++) {
         for (int64_t k = 0; k < idx->n; k++) {
@@ -301,45 +290,9 @@ static dl_status gather_grad(dl_ir__ectx *cx, dl_ir__et *const *in, dl_ir__et *y
 // SliceGrad (dy, x) -> dx = 0 with dx[start + i * step] = dy[i] per axis (Slice's clamping).
 
 static dl_status slice_grad(dl_ir__ectx *cx, dl_ir__et *const *in, dl_ir__et *y) {
-    const dl_ir_node *n = cx->node;
     const dl_ir__et *dy = in[0], *x = in[1];
-    const dl_ir_attr *st = dl_ir_node_attr(n, "starts"), *en = dl_ir_node_attr(n, "ends");
-    const dl_ir_attr *ax = dl_ir_node_attr(n, "axes"), *sp = dl_ir_node_attr(n, "steps");
     int64_t start[DL_MAX_RANK], step[DL_MAX_RANK], len[DL_MAX_RANK];
-    for (int32_t i = 0; i < x->rank; i++) {
-        start[i] = 0;
-        step[i] = 1;
-        len[i] = x->dims[i];
-    }
-    if (!st || !en || st->n != en->n || (ax && ax->n && ax->n != st->n) ||
-        (sp && sp->n && sp->n != st->n)) {
-        return ERR("starts, ends, axes and steps must have the same length");
-    }
-    for (size_t k = 0; k < st->n; k++) {
-        int32_t a;
-        int64_t axis = (ax && ax->n) ? ax->ints[k] : (int64_t)k;
-        if (!dl_ir__axis(axis, x->rank, &a)) {
-            return ERR("axis %lld is out of range for rank %d", (long long)axis, x->rank);
-        }
-        int64_t d = x->dims[a], s = st->ints[k], e = en->ints[k];
-        int64_t p = (sp && sp->n) ? sp->ints[k] : 1;
-        if (p == 0) {
-            return ERR("step must not be 0");
-        }
-        s = s < 0 ? s + d : s;
-        e = e < 0 ? e + d : e;
-        if (p > 0) {
-            s = s < 0 ? 0 : (s > d ? d : s);
-            e = e < 0 ? 0 : (e > d ? d : e);
-            len[a] = e > s ? (e - s + p - 1) / p : 0;
-        } else {
-            s = s < 0 ? 0 : (s > d - 1 ? d - 1 : s);
-            e = e < -1 ? -1 : (e > d - 1 ? d - 1 : e);
-            len[a] = s > e ? (s - e + (-p) - 1) / (-p) : 0;
-        }
-        start[a] = s;
-        step[a] = p;
-    }
+    DL_TRY(dl_ir__slice_params(cx, x, start, step, len));
     if (dy->rank != x->rank || y->n != x->n) {
         return ERR("dy rank %d differs from x rank %d", dy->rank, x->rank);
     }
@@ -377,45 +330,12 @@ static dl_status pad_grad(dl_ir__ectx *cx, dl_ir__et *const *in, dl_ir__et *y) {
     if (dy->rank != x->rank || y->n != x->n) {
         return ERR("dy rank differs from the x rank");
     }
-    for (int32_t i = 0; i < x->rank; i++) {
-        int64_t want = x->dims[i] + p->ints[i] + p->ints[i + x->rank];
-        if (want != dy->dims[i]) {
-            return ERR("dy dim %d is %lld, padding gives %lld", i, (long long)dy->dims[i],
-                       (long long)want);
-        }
-        if (x->dims[i] == 0 && dy->dims[i] > 0 && strcmp(mode, "constant") != 0) {
-            return ERR("%s padding of an empty axis", mode);
-        }
-    }
+    DL_TRY(dl_ir__pad_check_dims(cx, x, p->ints, mode, dy, "dy"));
     memset(y->d, 0, sizeof(double) * (size_t)y->n);
     int64_t oc[DL_MAX_RANK];
     for (int64_t i = 0; i < dy->n; i++) {
         dl_ir__unravel(i, dy->dims, dy->rank, oc);
-        bool outside = false;
-        for (int32_t k = 0; k < x->rank; k++) {
-            int64_t d = x->dims[k], c = oc[k] - p->ints[k];
-            if (c >= 0 && c < d) {
-                oc[k] = c;
-                continue;
-            }
-            if (strcmp(mode, "edge") == 0) {
-                c = c < 0 ? 0 : d - 1;
-            } else if (strcmp(mode, "wrap") == 0) {
-                c = ((c % d) + d) % d;
-            } else if (strcmp(mode, "reflect") == 0) {
-                if (d == 1) {
-                    c = 0;
-                } else {
-                    int64_t per = 2 * (d - 1);
-                    c = ((c % per) + per) % per;
-                    c = c >= d ? per - c : c;
-                }
-            } else {
-                outside = true;
-            }
-            oc[k] = c;
-        }
-        if (!outside) {
+        if (dl_ir__pad_source(x, p->ints, mode, oc)) {
             y->d[dl_ir__ravel(oc, x->dims, x->rank)] += dy->d[i];
         }
     }

@@ -46,6 +46,29 @@ DL_NODISCARD dl_status dl_ir__eval_grad(dl_ir__ectx *cx, dl_ir__et *const *in, s
 DL_NODISCARD dl_status dl_ir__eval_grad_nn(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in,
                                            dl_ir__et *out, size_t n_out);
 
+// Index normalisation shared by a forward op (eval_ops.c) and its gradient (eval_grad.c), so
+// the adjoint reads exactly the elements the forward wrote.
+// Slice: the current node's starts / ends / axes? / steps? for input x, ONNX-clamped, as per
+// axis the first index, the step and the length (untouched axes: 0, 1, dim); errors on
+// malformed attributes.
+DL_NODISCARD dl_status dl_ir__slice_params(dl_ir__ectx *cx, const dl_ir__et *x, int64_t *start,
+                                           int64_t *step, int64_t *len);
+// Pad (pads = [b_0, ..., b_{r-1}, e_0, ..., e_{r-1}]): `padded` (Pad's output or PadGrad's dy,
+// named `what` in the message) must have x's dims plus both pads, and only mode "constant" may
+// pad an empty axis.
+DL_NODISCARD dl_status dl_ir__pad_check_dims(dl_ir__ectx *cx, const dl_ir__et *x,
+                                             const int64_t *pads, const char *mode,
+                                             const dl_ir__et *padded, const char *what);
+// Pad: maps padded coordinate oc (in place) to the x coordinate Pad reads for it (edge: clamped,
+// wrap / reflect: wrapped / reflected); false when it reads none (constant mode, outside x).
+bool dl_ir__pad_source(const dl_ir__et *x, const int64_t *pads, const char *mode, int64_t *oc);
+
+// Gather: x viewed as [outer, x.dims[ax], inner]; every index of idx in [-d, d) (else an error
+// naming axis ax).
+void dl_ir__axis_split(const dl_ir__et *x, int32_t ax, int64_t *outer, int64_t *inner);
+DL_NODISCARD dl_status dl_ir__gather_check_indices(dl_ir__ectx *cx, const dl_ir__et *idx,
+                                                   int32_t ax, int64_t d);
+
 // Index helpers. unravel: flat C-order index -> coordinates; ravel: the inverse.
 void dl_ir__unravel(int64_t flat, const int64_t *dims, int32_t rank, int64_t *coord);
 int64_t dl_ir__ravel(const int64_t *coord, const int64_t *dims, int32_t rank);

@@ -462,12 +462,13 @@ static dl_status split(dl_ir__ectx *cx, const dl_ir__et *x, dl_ir__et *out, size
 }
 
 // Slice (ONNX clamping): starts/ends are made non-negative by adding the dim, then clamped to
-// [0, dim] for positive steps and to [0, dim-1] / [-1, dim-1] for negative steps.
-static dl_status slice(dl_ir__ectx *cx, const dl_ir__et *x, dl_ir__et *y) {
+// [0, dim] for positive steps and to [0, dim-1] / [-1, dim-1] for negative steps. Shared with
+// SliceGrad (eval_grad.c), which scatters through the same start / step / len.
+dl_status dl_ir__slice_params(dl_ir__ectx *cx, const dl_ir__et *x, int64_t *start, int64_t *step,
+                              int64_t *len) {
     const dl_ir_node *n = cx->node;
     const dl_ir_attr *st = dl_ir_node_attr(n, "starts"), *en = dl_ir_node_attr(n, "ends");
     const dl_ir_attr *ax = dl_ir_node_attr(n, "axes"), *sp = dl_ir_node_attr(n, "steps");
-    int64_t start[DL_MAX_RANK], step[DL_MAX_RANK], len[DL_MAX_RANK];
     for (int32_t i = 0; i < x->rank; i++) {
         start[i] = 0;
         step[i] = 1;
@@ -502,6 +503,12 @@ static dl_status slice(dl_ir__ectx *cx, const dl_ir__et *x, dl_ir__et *y) {
         start[a] = s;
         step[a] = p;
     }
+    return DL_OK;
+}
+
+static dl_status slice(dl_ir__ectx *cx, const dl_ir__et *x, dl_ir__et *y) {
+    int64_t start[DL_MAX_RANK], step[DL_MAX_RANK], len[DL_MAX_RANK];
+    DL_TRY(dl_ir__slice_params(cx, x, start, step, len));
     if (y->rank != x->rank) {
         return ERR("output rank %d differs from input rank %d", y->rank, x->rank);
     }
@@ -522,6 +529,31 @@ static dl_status slice(dl_ir__ectx *cx, const dl_ir__et *x, dl_ir__et *y) {
     return DL_OK;
 }
 
+// Gather's geometry, shared with GatherGrad (eval_grad.c). axis_split: x viewed as
+// [outer, dims[ax], inner]. gather_check_indices: every index in [-d, d).
+void dl_ir__axis_split(const dl_ir__et *x, int32_t ax, int64_t *outer, int64_t *inner) {
+    *outer = 1;
+    *inner = 1;
+    for (int32_t i = 0; i < ax; i++) {
+        *outer *= x->dims[i];
+    }
+    for (int32_t i = ax + 1; i < x->rank; i++) {
+        *inner *= x->dims[i];
+    }
+}
+
+dl_status dl_ir__gather_check_indices(dl_ir__ectx *cx, const dl_ir__et *idx, int32_t ax,
+                                      int64_t d) {
+    for (int64_t k = 0; k < idx->n; k++) {
+        int64_t j = (int64_t)idx->d[k];
+        if (j < -d || j >= d) {
+            return ERR("index %lld is out of range for axis %d of size %lld", (long long)j, ax,
+                       (long long)d);
+        }
+    }
+    return DL_OK;
+}
+
 // Gather: y[a..., i..., b...] = x[a..., idx[i...], b...]; negative indices count from the end.
 static dl_status gather(dl_ir__ectx *cx, const dl_ir__et *x, const dl_ir__et *idx, dl_ir__et *y) {
     int32_t ax;
@@ -531,24 +563,13 @@ static dl_status gather(dl_ir__ectx *cx, const dl_ir__et *x, const dl_ir__et *id
     if (y->rank != x->rank - 1 + idx->rank) {
         return ERR("output rank %d, expected %d", y->rank, x->rank - 1 + idx->rank);
     }
-    int64_t outer = 1, inner = 1, d = x->dims[ax];
-    for (int32_t i = 0; i < ax; i++) {
-        outer *= x->dims[i];
-    }
-    for (int32_t i = ax + 1; i < x->rank; i++) {
-        inner *= x->dims[i];
-    }
+    int64_t outer, inner, d = x->dims[ax];
+    dl_ir__axis_split(x, ax, &outer, &inner);
     if (outer * idx->n * inner != y->n) {
         return ERR("output has %lld elements, expected %lld", (long long)y->n,
                    (long long)(outer * idx->n * inner));
     }
-    for (int64_t k = 0; k < idx->n; k++) {
-        int64_t j = (int64_t)idx->d[k];
-        if (j < -d || j >= d) {
-            return ERR("index %lld is out of range for axis %d of size %lld", (long long)j, ax,
-                       (long long)d);
-        }
-    }
+    DL_TRY(dl_ir__gather_check_indices(cx, idx, ax, d));
     for (int64_t o = 0; o < outer; o++) {
         for (int64_t k = 0; k < idx->n; k++) {
             int64_t j = (int64_t)idx->d[k];
@@ -573,6 +594,51 @@ static dl_status expand(dl_ir__ectx *cx, const dl_ir__et *x, dl_ir__et *y) {
     return DL_OK;
 }
 
+// Pad's geometry, shared with PadGrad (eval_grad.c). pad_check_dims: `padded` (named `what`)
+// has x's dims plus both pads, and only mode "constant" pads an empty axis.
+dl_status dl_ir__pad_check_dims(dl_ir__ectx *cx, const dl_ir__et *x, const int64_t *pads,
+                                const char *mode, const dl_ir__et *padded, const char *what) {
+    for (int32_t i = 0; i < x->rank; i++) {
+        int64_t want = x->dims[i] + pads[i] + pads[i + x->rank];
+        if (want != padded->dims[i]) {
+            return ERR("%s dim %d is %lld, padding gives %lld", what, i, (long long)padded->dims[i],
+                       (long long)want);
+        }
+        if (x->dims[i] == 0 && padded->dims[i] > 0 && strcmp(mode, "constant") != 0) {
+            return ERR("%s padding of an empty axis", mode);
+        }
+    }
+    return DL_OK;
+}
+
+bool dl_ir__pad_source(const dl_ir__et *x, const int64_t *pads, const char *mode, int64_t *oc) {
+    bool outside = false;
+    for (int32_t k = 0; k < x->rank; k++) {
+        int64_t d = x->dims[k], c = oc[k] - pads[k];
+        if (c >= 0 && c < d) {
+            oc[k] = c;
+            continue;
+        }
+        if (strcmp(mode, "edge") == 0) {
+            c = c < 0 ? 0 : d - 1;
+        } else if (strcmp(mode, "wrap") == 0) {
+            c = ((c % d) + d) % d;
+        } else if (strcmp(mode, "reflect") == 0) {
+            if (d == 1) {
+                c = 0;
+            } else {
+                int64_t per = 2 * (d - 1);
+                c = ((c % per) + per) % per;
+                c = c >= d ? per - c : c;
+            }
+        } else {
+            outside = true;
+        }
+        oc[k] = c;
+    }
+    return !outside;
+}
+
 // Pad: pads = [b_0, ..., b_{r-1}, e_0, ..., e_{r-1}]; negative pads crop. The constant comes
 // from input 1 when given, else the `value` attribute.
 static dl_status pad(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in, dl_ir__et *y) {
@@ -593,44 +659,12 @@ static dl_status pad(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in, dl_ir__
     if (y->rank != x->rank) {
         return ERR("output rank differs from the input rank");
     }
-    for (int32_t i = 0; i < x->rank; i++) {
-        int64_t want = x->dims[i] + p->ints[i] + p->ints[i + x->rank];
-        if (want != y->dims[i]) {
-            return ERR("output dim %d is %lld, padding gives %lld", i, (long long)y->dims[i],
-                       (long long)want);
-        }
-        if (x->dims[i] == 0 && y->dims[i] > 0 && strcmp(mode, "constant") != 0) {
-            return ERR("%s padding of an empty axis", mode);
-        }
-    }
+    DL_TRY(dl_ir__pad_check_dims(cx, x, p->ints, mode, y, "output"));
     int64_t oc[DL_MAX_RANK];
     for (int64_t i = 0; i < y->n; i++) {
         dl_ir__unravel(i, y->dims, y->rank, oc);
-        bool outside = false;
-        for (int32_t k = 0; k < x->rank; k++) {
-            int64_t d = x->dims[k], c = oc[k] - p->ints[k];
-            if (c >= 0 && c < d) {
-                oc[k] = c;
-                continue;
-            }
-            if (strcmp(mode, "edge") == 0) {
-                c = c < 0 ? 0 : d - 1;
-            } else if (strcmp(mode, "wrap") == 0) {
-                c = ((c % d) + d) % d;
-            } else if (strcmp(mode, "reflect") == 0) {
-                if (d == 1) {
-                    c = 0;
-                } else {
-                    int64_t per = 2 * (d - 1);
-                    c = ((c % per) + per) % per;
-                    c = c >= d ? per - c : c;
-                }
-            } else {
-                outside = true;
-            }
-            oc[k] = c;
-        }
-        y->d[i] = outside ? value : x->d[dl_ir__ravel(oc, x->dims, x->rank)];
+        bool inside = dl_ir__pad_source(x, p->ints, mode, oc);
+        y->d[i] = inside ? x->d[dl_ir__ravel(oc, x->dims, x->rank)] : value;
     }
     return DL_OK;
 }

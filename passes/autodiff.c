@@ -94,9 +94,12 @@ static bool node_n(ad *a, dl_ir_op op, dl_ir_value *const *ins, size_t n_in,
     if (a->st != DL_OK) {
         return false;
     }
-    char names[3][32];
-    const char *np[3];
-    DL_ASSERT(n_out <= 3);
+    char names[64][32];
+    const char *np[64];
+    if (n_out > 64) {
+        ad_error(a, "too many outputs (%zu)", n_out);
+        return false;
+    }
     for (size_t i = 0; i < n_out; i++) {
         fresh_name(a, names[i], sizeof names[i]);
         np[i] = names[i];
@@ -720,6 +723,61 @@ static void rule_loss(ad *a, const dl_ir_node *n, dl_ir_value *dy) {
     }
 }
 
+// A bool / int scalar const that is true (non-zero).
+static bool const_true(const dl_ir_value *v) {
+    return v && v->kind == DL_IR_VAL_CONST && v->lit && v->lit->n >= 1 &&
+           (v->lit->i ? v->lit->i[0] != 0 : v->lit->f[0] != 0);
+}
+
+// Dropout: the training-mode clone (training_mode a true const) scales the kept elements,
+// dx = dy * mask / (1 - ratio); the infer-mode op is the identity.
+static void rule_dropout(ad *a, const dl_ir_node *n, dl_ir_value *dy) {
+    dl_ir_value *x = n->inputs[0];
+    bool training = n->n_inputs > 2 && const_true(n->inputs[2]);
+    if (!training) {
+        accumulate(a, x, dy);
+        return;
+    }
+    if (n->n_outputs < 2) {
+        ad_error(a, "internal error: a training-mode Dropout without its mask output");
+        return;
+    }
+    dl_ir_value *mask = cast_float(a, n->outputs[1], dy->type.dtype);
+    dl_ir_value *g = mul(a, dy, mask);
+    dl_ir_value *ratio = n->n_inputs > 1 ? n->inputs[1] : NULL;
+    if (ratio) { // dx = dy * mask / (1 - ratio); 0 when ratio == 1 (every element dropped)
+        dl_ir_value *keep = N1(a, DL_IR_OP_SUB, cscalar(a, 1, ratio->type.dtype), ratio);
+        dl_ir_value *z = cscalar(a, 0, dy->type.dtype);
+        dl_ir_value *all = N1(a, DL_IR_OP_EQUAL, keep, z);
+        dl_ir_value *safe = N1(a, DL_IR_OP_WHERE, all, cscalar(a, 1, ratio->type.dtype), keep);
+        g = N1(a, DL_IR_OP_DIV, g, cast_float(a, safe, dy->type.dtype));
+        g = N1(a, DL_IR_OP_WHERE, all, z, g);
+    } else {
+        double r = dl_ir_node_attr_float(n, "ratio");
+        g = mul_c(a, g, r < 1 ? 1.0 / (1.0 - r) : 0.0);
+    }
+    accumulate(a, x, g);
+}
+
+// BatchNormalization in training mode (the clone autodiff made): batch statistics, so the
+// gradient reaches x, scale and B; the running statistics get none.
+static void rule_batch_norm(ad *a, const dl_ir_node *n, dl_ir_value *dy) {
+    if (dl_ir_node_attr_int(n, "training_mode") == 0) {
+        ad_error(a, "internal error: an inference-mode BatchNormalization in the train step");
+        return;
+    }
+    dl_ir_value *x = n->inputs[0], *scale = n->inputs[1], *bias = n->inputs[2];
+    dl_ir_attr at = attr_float("epsilon", dl_ir_node_attr_float(n, "epsilon"));
+    dl_ir_value *outs[3] = {NULL, NULL, NULL};
+    if (!node_n(a, DL_IR_OP_BATCH_NORMALIZATION_GRAD, (dl_ir_value *[]){dy, x, scale}, 3, &at, 1, 3,
+                outs)) {
+        return;
+    }
+    accumulate(a, x, outs[0]);
+    accumulate(a, scale, outs[1]);
+    accumulate(a, bias, outs[2]);
+}
+
 static void differentiate(ad *a, const dl_ir_node *n) {
     dl_ir_value *dy = a->grad[n->outputs[0]->id];
     if (!dy && n->op != DL_IR_OP_SPLIT) {
@@ -759,8 +817,10 @@ static void differentiate(ad *a, const dl_ir_node *n) {
         accumulate(a, n->inputs[0], neg(a, dy));
         return;
     case DL_IR_OP_IDENTITY:
-    case DL_IR_OP_DROPOUT: // infer-mode Dropout only (train-mode is rejected before)
         accumulate(a, n->inputs[0], dy);
+        return;
+    case DL_IR_OP_DROPOUT:
+        rule_dropout(a, n, dy);
         return;
     case DL_IR_OP_CAST:
         if (dl_dtype_is_float(n->inputs[0]->type.dtype)) {
@@ -898,8 +958,7 @@ static void differentiate(ad *a, const dl_ir_node *n) {
         rule_mse(a, n, dy);
         return;
     case DL_IR_OP_BATCH_NORMALIZATION:
-        ad_error(a, "BatchNormalization in a train step (batch statistics and running-stat "
-                    "updates) is not supported yet");
+        rule_batch_norm(a, n, dy);
         return;
     case DL_IR_OP_EQUAL:
     case DL_IR_OP_LESS:
@@ -940,8 +999,102 @@ static bool is_frozen(const dl_ir_train *t, const dl_ir_value *p) {
     return false;
 }
 
-static bool train_mode_op(const dl_ir_node *n) {
-    return n->op == DL_IR_OP_DROPOUT && dl_ir_node_attr_float(n, "ratio") > 0;
+// Ops that behave differently in the train step: BatchNormalization in inference mode (the
+// train step uses batch statistics and updates the running ones) and an active Dropout.
+static bool mode_dependent(const dl_ir_node *n) {
+    if (n->op == DL_IR_OP_BATCH_NORMALIZATION) {
+        return dl_ir_node_attr_int(n, "training_mode") == 0;
+    }
+    if (n->op == DL_IR_OP_DROPOUT) {
+        bool has_ratio = n->n_inputs > 1 && n->inputs[1];
+        bool train = n->n_inputs > 2 && const_true(n->inputs[2]);
+        return !train && (has_ratio || dl_ir_node_attr_float(n, "ratio") > 0);
+    }
+    return false;
+}
+
+static dl_ir_value *const_bool_true(ad *a) {
+    char name[32];
+    fresh_name(a, name, sizeof name);
+    dl_ir_type t = {.dtype = DL_DT_BOOL, .rank = 0};
+    dl_ir_literal *lit = dl_ir_module_new_literal(a->m, DL_DT_BOOL, 1);
+    dl_ir_value *out = NULL;
+    if (!lit) {
+        fail(a, DL_ERR_NOMEM);
+        return NULL;
+    }
+    lit->is_splat = true;
+    lit->i[0] = 1;
+    dl_status st = dl_ir_module_add_const(a->m, name, &t, lit, cur_loc(a), &out);
+    if (st != DL_OK) {
+        fail(a, st);
+    }
+    return out;
+}
+
+static dl_ir_value *step_counter(ad *a) {
+    if (a->m->step_counter || a->st != DL_OK) {
+        return a->m->step_counter;
+    }
+    char name[32];
+    fresh_name(a, name, sizeof name);
+    dl_ir_type t = {.dtype = DL_DT_INT64, .rank = 0};
+    dl_ir_literal *lit = dl_ir_module_new_literal(a->m, DL_DT_INT64, 1);
+    if (!lit) {
+        fail(a, DL_ERR_NOMEM);
+        return NULL;
+    }
+    lit->is_splat = true;
+    lit->i[0] = 0;
+    dl_status st = dl_ir_module_add_const(a->m, name, &t, lit, cur_loc(a), &a->m->step_counter);
+    if (st != DL_OK) {
+        fail(a, st);
+    }
+    return a->m->step_counter;
+}
+
+// Appends the training-mode clone of forward node n (inputs already mapped in `ins`). Returns
+// the clone's outputs in outs[] (n->n_outputs of them, in n's order).
+static bool clone_for_training(ad *a, const dl_ir_node *n, dl_ir_value **ins, dl_ir_value **outs) {
+    dl_ir_attr at[16];
+    size_t na = 0;
+    for (size_t i = 0; i < n->n_attrs && na < 15; i++) {
+        if (strcmp(n->attrs[i].name, "training_mode") != 0) {
+            at[na++] = n->attrs[i];
+        }
+    }
+    if (n->op == DL_IR_OP_BATCH_NORMALIZATION && mode_dependent(n)) {
+        at[na++] = attr_int("training_mode", 1);
+        dl_ir_value *o3[3];
+        if (!node_n(a, n->op, ins, n->n_inputs, at, na, 3, o3)) {
+            return false;
+        }
+        outs[0] = o3[0];
+        // The running statistics become the params' new values at the end of the step.
+        for (int k = 1; k <= 2; k++) {
+            dl_ir_value *p = n->inputs[2 + k];
+            if (p && p->kind == DL_IR_VAL_PARAM &&
+                !DL_VEC_PUSH(&a->m->assigns, ((dl_ir_assign){p, o3[k]}))) {
+                fail(a, DL_ERR_NOMEM);
+                return false;
+            }
+        }
+        return true;
+    }
+    if (n->op == DL_IR_OP_DROPOUT && mode_dependent(n)) {
+        dl_ir_value *din[4] = {ins[0], n->n_inputs > 1 ? ins[1] : NULL, const_bool_true(a),
+                               step_counter(a)};
+        dl_ir_value *o2[2];
+        if (!node_n(a, n->op, din, 4, at, na, 2, o2)) {
+            return false;
+        }
+        outs[0] = o2[0];
+        if (n->n_outputs > 1) {
+            outs[1] = o2[1];
+        }
+        return true;
+    }
+    return node_n(a, n->op, ins, n->n_inputs, at, na, n->n_outputs, outs);
 }
 
 dl_status dl_pass_autodiff(dl_ir_module *m, dl_diags *d) {
@@ -962,35 +1115,33 @@ dl_status dl_pass_autodiff(dl_ir_module *m, dl_diags *d) {
                 loss->name, ty);
         return DL_ERR_SHAPE;
     }
-    ad a = {.m = m, .d = d, .n_vals = m->values.len};
-    size_t n_fwd = m->nodes.len;
-    a.grad = calloc(a.n_vals ? a.n_vals : 1, sizeof *a.grad);
-    a.needs = calloc(a.n_vals ? a.n_vals : 1, sizeof *a.needs);
-    bool *on_path = calloc(a.n_vals ? a.n_vals : 1, sizeof *on_path);
-    if (!a.grad || !a.needs || !on_path) {
-        free(a.grad);
-        free(a.needs);
+    ad a = {.m = m, .d = d};
+    size_t n_fwd = m->nodes.len, nv0 = m->values.len;
+    bool *on_path = calloc(nv0 ? nv0 : 1, sizeof *on_path);
+    dl_ir_value **tmap = calloc(nv0 ? nv0 : 1, sizeof *tmap);
+    DL_VEC(const dl_ir_node *) seq = {0};
+    if (!on_path || !tmap) {
         free(on_path);
+        free(tmap);
         return DL_ERR_NOMEM;
     }
-    // Forward: which values depend on a trained param (float values only).
-    for (size_t i = 0; i < m->params.len; i++) {
-        dl_ir_value *p = m->params.data[i];
-        a.needs[p->id] = dl_dtype_is_float(p->type.dtype) && !is_frozen(t, p);
-    }
-    for (size_t i = 0; i < n_fwd; i++) {
-        const dl_ir_node *n = m->nodes.data[i];
-        bool any = false;
-        for (size_t k = 0; k < n->n_inputs; k++) {
-            any |= n->inputs[k] && a.needs[n->inputs[k]->id];
-        }
-        for (size_t k = 0; k < n->n_outputs; k++) {
-            a.needs[n->outputs[k]->id] = any && dl_dtype_is_float(n->outputs[k]->type.dtype);
-        }
-    }
-    // Backward reachability from the loss: the nodes the loss depends on.
+    // Backward reachability from the loss: the forward nodes the loss depends on.
     on_path[loss->id] = true;
     for (size_t i = n_fwd; i-- > 0;) {
+        const dl_ir_node *n = m->nodes.data[i];
+        bool used = false;
+        for (size_t k = 0; k < n->n_outputs; k++) {
+            used |= on_path[n->outputs[k]->id];
+        }
+        for (size_t k = 0; used && k < n->n_inputs; k++) {
+            if (n->inputs[k]) {
+                on_path[n->inputs[k]->id] = true;
+            }
+        }
+    }
+    // The training graph's forward part: the nodes on the path in order, with training-mode
+    // clones of mode-dependent nodes and of every node downstream of one.
+    for (size_t i = 0; i < n_fwd && a.st == DL_OK; i++) {
         const dl_ir_node *n = m->nodes.data[i];
         bool used = false;
         for (size_t k = 0; k < n->n_outputs; k++) {
@@ -999,26 +1150,63 @@ dl_status dl_pass_autodiff(dl_ir_module *m, dl_diags *d) {
         if (!used) {
             continue;
         }
-        if (train_mode_op(n)) {
-            a.n = n;
-            ad_error(&a, "Dropout in a train step is not supported yet (its training-mode mask "
-                         "and gradient are not implemented)");
+        bool clone = mode_dependent(n);
+        dl_ir_value *ins[64];
+        for (size_t k = 0; k < n->n_inputs && k < 64; k++) {
+            dl_ir_value *v = n->inputs[k];
+            ins[k] = v && v->id < nv0 && tmap[v->id] ? tmap[v->id] : v;
+            clone |= ins[k] != v;
         }
-        for (size_t k = 0; k < n->n_inputs; k++) {
-            if (n->inputs[k]) {
-                on_path[n->inputs[k]->id] = true;
+        if (!clone) {
+            if (!DL_VEC_PUSH(&seq, n)) {
+                fail(&a, DL_ERR_NOMEM);
             }
+            continue;
+        }
+        dl_ir_value *outs[64] = {NULL};
+        a.n = n;
+        if (n->n_inputs > 64 || n->n_outputs > 64 || !clone_for_training(&a, n, ins, outs)) {
+            fail(&a, DL_ERR_UNSUPPORTED);
+            break;
+        }
+        for (size_t k = 0; k < n->n_outputs; k++) {
+            tmap[n->outputs[k]->id] = outs[k];
+        }
+        if (!DL_VEC_PUSH(&seq, outs[0]->def)) {
+            fail(&a, DL_ERR_NOMEM);
         }
     }
+    a.n = NULL;
+    dl_ir_value *tloss = tmap[loss->id] ? tmap[loss->id] : loss;
+    a.n_vals = m->values.len;
+    a.grad = calloc(a.n_vals ? a.n_vals : 1, sizeof *a.grad);
+    a.needs = calloc(a.n_vals ? a.n_vals : 1, sizeof *a.needs);
+    if (!a.grad || !a.needs) {
+        fail(&a, DL_ERR_NOMEM);
+    }
     if (a.st == DL_OK) {
-        a.n = NULL;
+        // Which values depend on a trained param (float values only).
+        for (size_t i = 0; i < m->params.len; i++) {
+            dl_ir_value *p = m->params.data[i];
+            a.needs[p->id] = dl_dtype_is_float(p->type.dtype) && !is_frozen(t, p);
+        }
+        for (size_t i = 0; i < seq.len; i++) {
+            const dl_ir_node *n = seq.data[i];
+            bool any = false;
+            for (size_t k = 0; k < n->n_inputs; k++) {
+                any |= n->inputs[k] && a.needs[n->inputs[k]->id];
+            }
+            for (size_t k = 0; k < n->n_outputs; k++) {
+                a.needs[n->outputs[k]->id] = any && dl_dtype_is_float(n->outputs[k]->type.dtype);
+            }
+        }
         m->grad_seed = cscalar(&a, 1.0, loss->type.dtype);
-        a.grad[loss->id] = m->grad_seed;
-        for (size_t i = n_fwd; i-- > 0 && a.st == DL_OK;) {
-            const dl_ir_node *n = m->nodes.data[i];
+        a.grad[tloss->id] = m->grad_seed;
+        for (size_t i = seq.len; i-- > 0 && a.st == DL_OK;) {
+            const dl_ir_node *n = seq.data[i];
             bool any = false;
             for (size_t k = 0; k < n->n_outputs; k++) {
-                any |= a.grad[n->outputs[k]->id] != NULL;
+                any |= n->outputs[k]->id < a.n_vals && a.grad[n->outputs[k]->id] != NULL;
             }
             if (!any) {
                 continue;
@@ -1042,10 +1230,12 @@ dl_status dl_pass_autodiff(dl_ir_module *m, dl_diags *d) {
     if (st == DL_OK) {
         m->has_backward = true;
         m->n_fwd_nodes = n_fwd;
-        m->train_loss = loss;
+        m->train_loss = tloss;
     }
     free(a.grad);
     free(a.needs);
     free(on_path);
+    free(tmap);
+    free(seq.data);
     return st;
 }

@@ -1,4 +1,5 @@
-// passes/dl_pass.h — passes over the IR: shape and type inference, reverse-mode autodiff.
+// passes/dl_pass.h — passes over the IR: shape and type inference, reverse-mode autodiff,
+// mixed precision.
 #ifndef DL_PASS_H
 #define DL_PASS_H
 
@@ -22,5 +23,19 @@ DL_NODISCARD dl_status dl_pass_shape(dl_ir_module *m, dl_diags *d);
 // error. Errors (a non-scalar loss, an op without a gradient rule on the path from a param to
 // the loss) go to `d` at the node's location; the module is then unusable.
 DL_NODISCARD dl_status dl_pass_autodiff(dl_ir_module *m, dl_diags *d);
+
+// Autocast (docs/precision.md): every MatMul, Gemm, Conv, ConvTranspose and ConvGradWeight node
+// whose inputs and output are all float32 computes in `precision` (bfloat16 or float16): each
+// input goes through a `Cast <to = "P">` (one per value, shared by its later users) and the op's
+// result through a `Cast <to = "float">`, which takes over the op's original output value, so
+// every consumer (nodes, outputs, train_loss, grads, assigns) reads float32 as before. Params
+// and optimizer state stay float32. Run after dl_pass_autodiff (the backward products are
+// rewritten too) on a shape-inferred module; the module stays valid for dl_ir_verify (node ids,
+// statement order, n_fwd_nodes are rebuilt). `precision` == DL_DT_FLOAT is a no-op; running it
+// twice changes nothing more (rewritten ops no longer have float32 inputs). *out_n_ops (may be
+// NULL) receives the number of ops rewritten. Errors: DL_ERR_INVALID_ARG for another dtype,
+// DL_ERR_NOMEM, or a shape error on a rewritten node (a bug), each with a diagnostic.
+DL_NODISCARD dl_status dl_pass_precision(dl_ir_module *m, dl_dtype precision, dl_diags *d,
+                                         size_t *out_n_ops);
 
 #endif

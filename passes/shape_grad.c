@@ -148,25 +148,13 @@ static bool gather_grad(dl_pass__sh *c) {
         return dl_pass__sh_fail(c, "the gathered rank %d exceeds the maximum %d",
                                 (int)(x->rank - 1 + idx->rank), DL_MAX_RANK);
     }
-    dl_ir_type want = {.dtype = x->dtype, .rank = 0};
-    for (int32_t i = 0; i < axis; i++) {
-        want.dims[want.rank++] = x->dims[i];
-    }
-    for (int32_t i = 0; i < idx->rank; i++) {
-        want.dims[want.rank++] = idx->dims[i];
-    }
-    for (int32_t i = axis + 1; i < x->rank; i++) {
-        want.dims[want.rank++] = x->dims[i];
-    }
+    dl_ir_type want;
+    dl_pass__sh_gather_dims(x, idx, axis, &want);
     if (!need_shape(c, dy, &want, "dy")) {
         return false;
     }
     *sh_out(c, 0) = *x;
     return true;
-}
-
-static int64_t clamp64(int64_t v, int64_t lo, int64_t hi) {
-    return v < lo ? lo : (v > hi ? hi : v);
 }
 
 // SliceGrad <starts, ends, axes?, steps?> (dy, x) -> dx: x's type; dy has Slice(x)'s shape
@@ -179,47 +167,9 @@ static bool slice_grad(dl_pass__sh *c) {
     if (!dl_pass__sh_need_float(c, x, "x") || !dl_pass__sh_same_dtype(c, dy, x)) {
         return false;
     }
-    size_t ns, ne, na, nst;
-    const int64_t *starts = dl_pass__sh_attr_ints(c, "starts", &ns, NULL);
-    const int64_t *ends = dl_pass__sh_attr_ints(c, "ends", &ne, NULL);
-    const int64_t *axes = dl_pass__sh_attr_ints(c, "axes", &na, NULL);
-    const int64_t *steps = dl_pass__sh_attr_ints(c, "steps", &nst, NULL);
-    if (ne != ns || (axes && na != ns) || (steps && nst != ns)) {
-        return dl_pass__sh_fail(c,
-                                "starts, ends, axes and steps must have the same length, got "
-                                "%zu, %zu, %zu and %zu",
-                                ns, ne, axes ? na : ns, steps ? nst : ns);
-    }
-    dl_ir_type want = *x;
-    bool seen[DL_MAX_RANK] = {0};
-    for (size_t i = 0; i < ns; i++) {
-        int32_t a;
-        if (!dl_pass__sh_axis(c, axes ? axes[i] : (int64_t)i, x->rank, false, &a)) {
-            return false;
-        }
-        if (seen[a]) {
-            return dl_pass__sh_fail(c, "axis %lld is repeated in axes %s",
-                                    (long long)(axes ? axes[i] : (int64_t)i),
-                                    dl_pass__sh_ints(c, axes, na));
-        }
-        seen[a] = true;
-        int64_t step = steps ? steps[i] : 1, dim = x->dims[a].value;
-        if (step == 0) {
-            return dl_pass__sh_fail(c, "steps must not be 0: %s", dl_pass__sh_ints(c, steps, nst));
-        }
-        int64_t s = starts[i], e = ends[i], len;
-        s = s < 0 ? s + dim : s;
-        e = e < 0 ? e + dim : e;
-        if (step > 0) {
-            s = clamp64(s, 0, dim);
-            e = clamp64(e, 0, dim);
-            len = e > s ? 1 + (e - s - 1) / step : 0;
-        } else {
-            s = clamp64(s, 0, dim - 1);
-            e = clamp64(e, -1, dim - 1);
-            len = s > e ? 1 - (s - e - 1) / step : 0;
-        }
-        want.dims[a] = sh_dim(len, -1);
+    dl_ir_type want;
+    if (!dl_pass__sh_slice_shape(c, x, false, &want)) {
+        return false;
     }
     if (!need_shape(c, dy, &want, "dy")) {
         return false;
@@ -244,22 +194,9 @@ static bool pad_grad(dl_pass__sh *c) {
         return dl_pass__sh_fail(c, "pads %s must have %d entries for rank %d",
                                 dl_pass__sh_ints(c, pads, n), (int)(2 * x->rank), (int)x->rank);
     }
-    bool is_const = strcmp(dl_ir_node_attr_string(c->n, "mode"), "constant") == 0;
-    dl_ir_type want = *x;
-    for (int32_t i = 0; i < x->rank; i++) {
-        int64_t len = x->dims[i].value + pads[i] + pads[i + x->rank];
-        if (len < 0) {
-            return dl_pass__sh_fail(c,
-                                    "pads %s remove more than the %lld elements of axis %d of %s",
-                                    dl_pass__sh_ints(c, pads, n), (long long)x->dims[i].value,
-                                    (int)i, dl_pass__sh_shape(c, x));
-        }
-        if (!is_const && x->dims[i].value == 0 && len > 0) {
-            return dl_pass__sh_fail(c, "%s padding of the empty axis %d of %s",
-                                    dl_ir_node_attr_string(c->n, "mode"), (int)i,
-                                    dl_pass__sh_shape(c, x));
-        }
-        want.dims[i] = sh_dim(len, -1);
+    dl_ir_type want;
+    if (!dl_pass__sh_pad_dims(c, x, pads, n, true, &want)) {
+        return false;
     }
     if (!need_shape(c, dy, &want, "dy")) {
         return false;

@@ -115,6 +115,18 @@ bool dl_pass__sh_squeeze(dl_pass__sh *c);
 bool dl_pass__sh_unsqueeze(dl_pass__sh *c);
 bool dl_pass__sh_expand(dl_pass__sh *c);
 bool dl_pass__sh_pad(dl_pass__sh *c);
+// Shape arithmetic shared by a forward rule and its gradient's rule (shape_grad.c), which
+// checks dy against the forward output shape computed here. Slice: *out = x with the sliced
+// axes' lengths (ONNX clamping), keep_sym keeping an axis's symbol when it is taken whole; false
+// (after a diagnostic) on malformed starts / ends / axes / steps. Pad: *out = x.shape + pads
+// (2 * rank entries, checked by the caller); for_grad: PadGrad's rule (a non-constant mode must
+// not pad an empty axis; no symbols kept). Gather: *out = data[:axis] + indices.shape +
+// data[axis+1:] (the rank checked by the caller).
+bool dl_pass__sh_slice_shape(dl_pass__sh *c, const dl_ir_type *x, bool keep_sym, dl_ir_type *out);
+void dl_pass__sh_gather_dims(const dl_ir_type *x, const dl_ir_type *idx, int32_t axis,
+                             dl_ir_type *out);
+bool dl_pass__sh_pad_dims(dl_pass__sh *c, const dl_ir_type *x, const int64_t *pads, size_t n,
+                          bool for_grad, dl_ir_type *out);
 
 // Infers the output types of one node whose inputs are typed (for passes that add nodes, like
 // autodiff). False, with a diagnostic, if a rule is broken.

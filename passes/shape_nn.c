@@ -345,9 +345,12 @@ bool dl_pass__sh_softmax(dl_pass__sh *c) {
     return true;
 }
 
-// Dropout (data, ratio?: float scalar, training_mode?: bool scalar) -> output, mask?: bool
+// Dropout (data, ratio?: float scalar, training_mode?: bool scalar, counter?: int64 scalar)
+//   -> output, mask?: bool
+// counter is the train step's RNG counter (the autodiff pass feeds m->step_counter).
 bool dl_pass__sh_dropout(dl_pass__sh *c) {
     const dl_ir_type *x = sh_in(c, 0), *ratio = sh_in(c, 1), *tm = sh_in(c, 2);
+    const dl_ir_type *cnt = sh_in(c, 3);
     if (!dl_pass__sh_need_float(c, x, "data")) {
         return false;
     }
@@ -360,6 +363,10 @@ bool dl_pass__sh_dropout(dl_pass__sh *c) {
     if (tm && (tm->dtype != DL_DT_BOOL || tm->rank != 0)) {
         return dl_pass__sh_fail(c, "training_mode must be a bool scalar, got %s%s",
                                 dl_dtype_name(tm->dtype), dl_pass__sh_shape(c, tm));
+    }
+    if (cnt && (cnt->dtype != DL_DT_INT64 || cnt->rank != 0)) {
+        return dl_pass__sh_fail(c, "counter must be an int64 scalar, got %s%s",
+                                dl_dtype_name(cnt->dtype), dl_pass__sh_shape(c, cnt));
     }
     *sh_out(c, 0) = *x;
     dl_ir_type *mask = sh_out(c, 1);

@@ -247,9 +247,9 @@ static int64_t clamp64(int64_t v, int64_t lo, int64_t hi) {
 
 // Slice <starts, ends, axes?, steps?> (x), ONNX clamping: negative starts/ends count from the
 // end; starts clamp to [0, dim] ([0, dim - 1] for negative steps) and ends to [0, dim]
-// ([-1, dim - 1] for negative steps).
-bool dl_pass__sh_slice(dl_pass__sh *c) {
-    const dl_ir_type *x = sh_in(c, 0);
+// ([-1, dim - 1] for negative steps). Shared with SliceGrad (shape_grad.c) through
+// shape_internal.h.
+bool dl_pass__sh_slice_shape(dl_pass__sh *c, const dl_ir_type *x, bool keep_sym, dl_ir_type *out) {
     size_t ns, ne, na, nst;
     const int64_t *starts = dl_pass__sh_attr_ints(c, "starts", &ns, NULL);
     const int64_t *ends = dl_pass__sh_attr_ints(c, "ends", &ne, NULL);
@@ -291,10 +291,31 @@ bool dl_pass__sh_slice(dl_pass__sh *c) {
             len = s > e ? 1 - (s - e - 1) / step : 0; // also safe for step == INT64_MIN
         }
         bool whole = step == 1 && s == 0 && len == dim;
-        o.dims[a] = sh_dim(len, whole ? x->dims[a].sym : -1);
+        o.dims[a] = sh_dim(len, keep_sym && whole ? x->dims[a].sym : -1);
     }
-    *sh_out(c, 0) = o;
+    *out = o;
     return true;
+}
+
+bool dl_pass__sh_slice(dl_pass__sh *c) {
+    return dl_pass__sh_slice_shape(c, sh_in(c, 0), true, sh_out(c, 0));
+}
+
+// Gather's output type data[:axis] + indices.shape + data[axis+1:] (rank checked by the caller).
+// Shared with GatherGrad (shape_grad.c) through shape_internal.h.
+void dl_pass__sh_gather_dims(const dl_ir_type *x, const dl_ir_type *idx, int32_t axis,
+                             dl_ir_type *out) {
+    dl_ir_type o = {.dtype = x->dtype, .rank = 0};
+    for (int32_t i = 0; i < axis; i++) {
+        o.dims[o.rank++] = x->dims[i];
+    }
+    for (int32_t i = 0; i < idx->rank; i++) {
+        o.dims[o.rank++] = idx->dims[i];
+    }
+    for (int32_t i = axis + 1; i < x->rank; i++) {
+        o.dims[o.rank++] = x->dims[i];
+    }
+    *out = o;
 }
 
 // Gather <axis> (data, indices) -> data[:axis] + indices.shape + data[axis+1:]
@@ -306,17 +327,7 @@ bool dl_pass__sh_gather(dl_pass__sh *c) {
         !rank_fits(c, (int64_t)x->rank - 1 + idx->rank)) {
         return false;
     }
-    dl_ir_type o = {.dtype = x->dtype, .rank = 0};
-    for (int32_t i = 0; i < axis; i++) {
-        o.dims[o.rank++] = x->dims[i];
-    }
-    for (int32_t i = 0; i < idx->rank; i++) {
-        o.dims[o.rank++] = idx->dims[i];
-    }
-    for (int32_t i = axis + 1; i < x->rank; i++) {
-        o.dims[o.rank++] = x->dims[i];
-    }
-    *sh_out(c, 0) = o;
+    dl_pass__sh_gather_dims(x, idx, axis, sh_out(c, 0));
     return true;
 }
 
@@ -409,6 +420,32 @@ bool dl_pass__sh_expand(dl_pass__sh *c) {
     return true;
 }
 
+// Pad's output dims x.shape + begin pads + end pads (negative pads crop; pads: 2 * rank
+// entries, checked by the caller). Shared with PadGrad (shape_grad.c) through shape_internal.h.
+bool dl_pass__sh_pad_dims(dl_pass__sh *c, const dl_ir_type *x, const int64_t *pads, size_t n,
+                          bool for_grad, dl_ir_type *out) {
+    bool is_const = !for_grad || strcmp(dl_ir_node_attr_string(c->n, "mode"), "constant") == 0;
+    dl_ir_type o = *x;
+    for (int32_t i = 0; i < x->rank; i++) {
+        int64_t b = pads[i], e = pads[i + x->rank];
+        int64_t len = x->dims[i].value + b + e;
+        if (len < 0) {
+            return dl_pass__sh_fail(c,
+                                    "pads %s remove more than the %lld elements of axis %d of %s",
+                                    dl_pass__sh_ints(c, pads, n), (long long)x->dims[i].value,
+                                    (int)i, dl_pass__sh_shape(c, x));
+        }
+        if (!is_const && x->dims[i].value == 0 && len > 0) {
+            return dl_pass__sh_fail(c, "%s padding of the empty axis %d of %s",
+                                    dl_ir_node_attr_string(c->n, "mode"), (int)i,
+                                    dl_pass__sh_shape(c, x));
+        }
+        o.dims[i] = sh_dim(len, !for_grad && b == 0 && e == 0 ? x->dims[i].sym : -1);
+    }
+    *out = o;
+    return true;
+}
+
 // Pad <pads, mode, value> (data, constant_value?): pads = [b_1..b_r, e_1..e_r], may be negative.
 bool dl_pass__sh_pad(dl_pass__sh *c) {
     const dl_ir_type *x = sh_in(c, 0), *cv = sh_in(c, 1);
@@ -423,18 +460,5 @@ bool dl_pass__sh_pad(dl_pass__sh *c) {
             c, "constant_value must be a scalar of the data's type %s, got %s%s",
             dl_dtype_name(x->dtype), dl_dtype_name(cv->dtype), dl_pass__sh_shape(c, cv));
     }
-    dl_ir_type o = *x;
-    for (int32_t i = 0; i < x->rank; i++) {
-        int64_t b = pads[i], e = pads[i + x->rank];
-        int64_t len = x->dims[i].value + b + e;
-        if (len < 0) {
-            return dl_pass__sh_fail(c,
-                                    "pads %s remove more than the %lld elements of axis %d of %s",
-                                    dl_pass__sh_ints(c, pads, n), (long long)x->dims[i].value,
-                                    (int)i, dl_pass__sh_shape(c, x));
-        }
-        o.dims[i] = sh_dim(len, b == 0 && e == 0 ? x->dims[i].sym : -1);
-    }
-    *sh_out(c, 0) = o;
-    return true;
+    return dl_pass__sh_pad_dims(c, x, pads, n, false, sh_out(c, 0));
 }

@@ -124,13 +124,18 @@ DLRT_API dlrt_status dlrt_session_set_param(dlrt_session *s, const char *name, c
 // True when the model has a `train_step` entry point.
 DLRT_API int dlrt_model_has_train_step(const dlrt_model *m);
 // Optimizer state tensors ("PARAM.SLOT", e.g. "w1.exp_avg"; slot names as PyTorch's
-// state_dict), in plan order. dlrt_session_get_param / set_param accept these names too.
+// state_dict), in plan order, and with gradient accumulation each param's accumulator
+// "PARAM.grad_accum" (the sum of the gradients of the current cycle's micro-batches, times the
+// loss scale with loss scaling, as PyTorch's .grad before GradScaler.unscale_).
+// dlrt_session_get_param / set_param accept these names too.
 DLRT_API size_t dlrt_model_num_state(const dlrt_model *m);
 DLRT_API dlrt_status dlrt_model_state(const dlrt_model *m, size_t i, dlrt_tensor_desc *out);
 // Hyper-parameters and step scalars of the train step, by name: settable ones ("lr",
 // "momentum", "dampening", "beta1", "beta2", "eps", "weight_decay", "alpha", "clip_norm" — those
 // of the model's optimizer) and the session's step state ("step", "loss_scale",
-// "growth_tracker"). Values are doubles. The name is BORROWED from the model.
+// "growth_tracker", and with accumulate = k > 1 "accum_count", the micro-steps of the current
+// cycle in [0, k), next to the read-only "accumulate" = k). Values are doubles. The name is
+// BORROWED from the model.
 DLRT_API size_t dlrt_model_num_hparams(const dlrt_model *m);
 DLRT_API const char *dlrt_model_hparam_name(const dlrt_model *m, size_t i); // NULL if i too big
 DLRT_API dlrt_status dlrt_session_get_hparam(dlrt_session *s, const char *name, double *out);
@@ -141,10 +146,13 @@ DLRT_API dlrt_status dlrt_session_set_hparam(dlrt_session *s, const char *name, 
 
 // What one train step did.
 typedef struct dlrt_step_info {
-    double loss;       // the loss of this step's batch (as computed, before the update)
+    double loss;       // the loss of this call's batch (as computed, before the update)
     int skipped;       // 1: a non-finite gradient; params and optimizer state are unchanged
-    double grad_norm;  // global L2 norm of the (unscaled) gradients, before clipping
-    double loss_scale; // the loss scale the next step will use (1 without loss scaling)
+                       // (always 0 on a call that is no accumulation boundary)
+    double grad_norm;  // global L2 norm of the (unscaled) gradients, before clipping; with
+                       // accumulation, of the running mean accum / (micro-steps so far in the
+                       // cycle, this call included), so at a boundary of the mean gradient
+    double loss_scale; // the loss scale the next call will use (1 without loss scaling)
     int64_t step;      // optimizer steps applied so far (skipped steps do not count)
 } dlrt_step_info;
 
@@ -152,15 +160,30 @@ typedef struct dlrt_step_info {
 // non-finite check, loss-scale update and the masked optimizer update of every param, all in
 // compiled kernels with no read-back in between. `info` may be NULL. DLRT_ERR_UNSUPPORTED if
 // the model has no train step.
+//
+// Gradient accumulation (`accumulate = k` in the train block, k > 1): every call runs forward
+// and backward on its batch and adds the gradients into the accumulators "PARAM.grad_accum".
+// Every k-th call (the boundary) uses their MEAN, accum / k (as PyTorch's usual loss / k
+// accumulation), for the global norm, clipping, the non-finite check, the optimizer update and
+// the loss-scale update, then zeroes the accumulators; a non-finite mean skips the update
+// (skipped = 1) and still zeroes them, as zero_grad would. Other calls change nothing but the
+// accumulators and the micro-step count ("accum_count"): skipped = 0, step unchanged. The loss
+// scale only changes at boundaries, so every micro-batch of a cycle uses the same one.
+//
+// Dropout: the training-mode Dropouts draw their masks from a counter-based RNG keyed by the
+// op's seed and the session's RNG counter, which starts at 0 and grows by 1 at every call
+// (skipped or not, boundary or not): call n (0-based) keeps element i when
+// dl_rng_uniform(seed, n * numel + i) >= ratio, the same masks as the reference evaluator.
 DLRT_API dlrt_status dlrt_session_train_step(dlrt_session *s, dlrt_step_info *info);
 
-// Checkpoints in safetensors format: every param by name, every optimizer slot as
-// "PARAM.SLOT", and __metadata__ {"dlcc.step", "dlcc.loss_scale", "dlcc.growth_tracker",
-// "dlcc.model"}. Saving is atomic (a temporary file renamed into place). Loading accepts a file
-// with a subset of the tensors (e.g. params only, as exported from PyTorch): tensors present are
-// loaded (dtype and shape must match), absent optimizer slots and step state are reset to their
-// initial values, absent params keep their current values; an unknown tensor name is an error.
-// On error the session is unchanged.
+// Checkpoints in safetensors format: every param by name, every optimizer slot and accumulator
+// as "PARAM.SLOT", and __metadata__ {"dlcc.step", "dlcc.loss_scale", "dlcc.growth_tracker",
+// "dlcc.model"}, plus "dlcc.accum_count" with accumulation and "dlcc.rng_counter" with
+// training-mode Dropout, so a run saved mid-cycle resumes bit-identically. Saving is atomic (a
+// temporary file renamed into place). Loading accepts a file with a subset of the tensors (e.g.
+// params only, as exported from PyTorch): tensors present are loaded (dtype and shape must match),
+// absent optimizer slots and step state are reset to their initial values, absent params keep their
+// current values; an unknown tensor name is an error. On error the session is unchanged.
 DLRT_API dlrt_status dlrt_session_save(dlrt_session *s, const char *path);
 DLRT_API dlrt_status dlrt_session_load(dlrt_session *s, const char *path);
 

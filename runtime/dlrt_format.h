@@ -63,8 +63,9 @@ enum {
 enum { DLRT_BUF_F_INIT_DATA = 1u };
 
 // Roles of interface tensors.
-// STATE tensors are optimizer slots named "PARAM.SLOT" (PyTorch's state_dict names), in STATE
-// buffers; they come after the params.
+// STATE tensors are optimizer slots named "PARAM.SLOT" (PyTorch's state_dict names) and, with
+// gradient accumulation, the accumulators "PARAM.grad_accum", in STATE buffers; they come after
+// the params.
 enum { DLRT_ROLE_INPUT = 0, DLRT_ROLE_OUTPUT = 1, DLRT_ROLE_PARAM = 2, DLRT_ROLE_STATE = 3 };
 
 // How a param is initialised. Seeded kinds reproduce base/dl_base.h's dl_rng exactly:
@@ -108,6 +109,9 @@ enum {
 // The hyper buffer: a STATE buffer of DLRT_HP_COUNT doubles read and written by the train step's
 // kernels (never folded into code, so a learning-rate schedule needs no recompile). Fixed
 // indices; the hparam table names those the runtime exposes.
+// Gradient accumulation (accumulate = k > 1): every call adds its gradients into STATE
+// accumulators "PARAM.grad_accum"; the k-th call (the boundary) uses their mean (accum / k) for
+// the norm, clipping, the finite check, the update and the loss-scale update, then zeroes them.
 enum {
     // optimizer hyper-parameters (PyTorch's names; flags are 0/1)
     DLRT_HP_LR = 0,
@@ -129,8 +133,8 @@ enum {
     DLRT_HP_BACKOFF = 15,        // GradScaler backoff_factor
     DLRT_HP_INTERVAL = 16,       // GradScaler growth_interval
     DLRT_HP_GROWTH_TRACKER = 17, // consecutive finite steps
-    DLRT_HP_ACCUM_COUNT = 18,    // reserved: micro-steps since the last update (accumulate > 1)
-    DLRT_HP_ACCUMULATE = 19,     // reserved: the accumulate setting
+    DLRT_HP_ACCUM_COUNT = 18,    // micro-steps accumulated since the last boundary (< accumulate)
+    DLRT_HP_ACCUMULATE = 19,     // the accumulate setting k (1: every call is a boundary)
     // outputs of the last step
     DLRT_HP_GRAD_NORM = 20, // global L2 norm of the unscaled gradients, before clipping
     DLRT_HP_SKIPPED = 21,   // 1: non-finite gradient, nothing but the loss scale changed
@@ -141,6 +145,7 @@ enum {
     DLRT_HP_STEP_SIZE = 25, // adam: lr / (1 - beta1^step)
     DLRT_HP_BC2_SQRT = 26,  // adam: sqrt(1 - beta2^step)
     DLRT_HP_CLIP_COEF = 27, // min(clip_norm / (grad_norm + 1e-6), 1); 1 without clipping
+    DLRT_HP_BOUNDARY = 28,  // 1: this call is an accumulation boundary (always 1 when k = 1)
     DLRT_HP_COUNT = 32,
 };
 
@@ -173,7 +178,9 @@ typedef struct dlrt_plan_hdr {
     uint32_t loss_buffer;  // the train loss (a float, float16 or bfloat16 scalar)
     uint32_t seed_buffer;  // STATE float scalar seeding backward (= loss scale), or UINT32_MAX
     uint32_t n_hparams;
-    uint32_t reserved2;
+    // STATE int64 scalar: the RNG counter of the training-mode Dropouts (the train step's
+    // prologue adds 1 per call; checkpoints save it as "dlcc.rng_counter"), or UINT32_MAX.
+    uint32_t counter_buffer;
     uint64_t off_hparams;
 } dlrt_plan_hdr;
 _Static_assert(sizeof(dlrt_plan_hdr) == 200, "abi: dlrt_plan_hdr");

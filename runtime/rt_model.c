@@ -125,7 +125,7 @@ static dlrt_status validate_train(dlrt_model *m) {
     }
     m->hparams = (const dlrt_plan_hparam *)(m->plan + h->off_hparams);
     if (h->entry_count[DLRT_ENTRY_TRAIN_STEP] == 0) {
-        if (h->n_hparams != 0 || h->hyper_buffer != UINT32_MAX) {
+        if (h->n_hparams != 0 || h->hyper_buffer != UINT32_MAX || h->counter_buffer != UINT32_MAX) {
             return corrupt("train step state without a train step");
         }
         return DLRT_OK;
@@ -143,6 +143,10 @@ static dlrt_status validate_train(dlrt_model *m) {
     if (h->seed_buffer != UINT32_MAX &&
         !is_buffer(m, h->seed_buffer, DLRT_BUF_STATE, sizeof(float))) {
         return corrupt("bad loss seed buffer");
+    }
+    if (h->counter_buffer != UINT32_MAX &&
+        !is_buffer(m, h->counter_buffer, DLRT_BUF_STATE, sizeof(int64_t))) {
+        return corrupt("bad rng counter buffer");
     }
     for (uint32_t i = 0; i < h->n_hparams; i++) {
         const dlrt_plan_hparam *p = &m->hparams[i];

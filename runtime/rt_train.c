@@ -7,6 +7,11 @@
 // loss scaling) must always hold (float)loss_scale: whoever changes the scale outside a step
 // (a checkpoint load) rewrites it. Loading a checkpoint is all-or-nothing: the whole file is
 // validated and staged in memory before the session is touched.
+//
+// Step state beyond tensors travels as safetensors metadata: the hyper buffer's STATE scalars
+// (step, loss scale, growth tracker, and with gradient accumulation the micro-step count; the
+// accumulators themselves are STATE tensors "PARAM.grad_accum") and the int64 RNG counter of
+// the training-mode Dropouts (its own STATE buffer, hdr->counter_buffer), "dlcc.rng_counter".
 #include "dl_base.h"
 #include "dl_safetensors.h"
 #include "rt_internal.h"
@@ -198,6 +203,30 @@ static dlrt_status st_status(dl_status st) {
     return DLRT_ERR_INVALID_ARG;
 }
 
+enum { META_ACCUM_COUNT = 3, META_COUNT = 4 }; // meta_keys[] indices
+
+// Metadata of the hyper buffer's step state. `always`: written for every train step; else only
+// when the model exposes the hparam (accum_count exists with accumulate > 1).
+static const struct {
+    const char *key;
+    int index;
+    bool is_int, always;
+} meta_keys[META_COUNT] = {{"dlcc.step", DLRT_HP_STEP, true, true},
+                           {"dlcc.loss_scale", DLRT_HP_LOSS_SCALE, false, true},
+                           {"dlcc.growth_tracker", DLRT_HP_GROWTH_TRACKER, true, true},
+                           {"dlcc.accum_count", DLRT_HP_ACCUM_COUNT, true, false}};
+
+static bool has_hparam_index(const dlrt_model *m, uint32_t index) {
+    for (uint32_t i = 0; i < m->hdr->n_hparams; i++) {
+        if (m->hparams[i].index == index) {
+            return true;
+        }
+    }
+    return false;
+}
+
+#define RNG_COUNTER_KEY "dlcc.rng_counter"
+
 dlrt_status dlrt_session_save(dlrt_session *s, const char *path) {
     if (!s || !path) {
         return rt__fail(DLRT_ERR_INVALID_ARG, "dlrt_session_save: NULL argument");
@@ -213,15 +242,23 @@ dlrt_status dlrt_session_save(dlrt_session *s, const char *path) {
     if (st == DL_OK && dlrt_model_has_train_step(m)) {
         const double *h = hyper(s);
         char v[64];
-        snprintf(v, sizeof v, "%lld", (long long)h[DLRT_HP_STEP]);
-        st = dl_st_writer_set_metadata(w, "dlcc.step", v);
-        if (st == DL_OK) {
-            snprintf(v, sizeof v, "%.17g", h[DLRT_HP_LOSS_SCALE]);
-            st = dl_st_writer_set_metadata(w, "dlcc.loss_scale", v);
+        for (size_t i = 0; st == DL_OK && i < DL_ARRAY_LEN(meta_keys); i++) {
+            if (!meta_keys[i].always && !has_hparam_index(m, (uint32_t)meta_keys[i].index)) {
+                continue;
+            }
+            double x = h[meta_keys[i].index];
+            if (meta_keys[i].is_int) {
+                snprintf(v, sizeof v, "%lld", (long long)x);
+            } else {
+                snprintf(v, sizeof v, "%.17g", x);
+            }
+            st = dl_st_writer_set_metadata(w, meta_keys[i].key, v);
         }
-        if (st == DL_OK) {
-            snprintf(v, sizeof v, "%lld", (long long)h[DLRT_HP_GROWTH_TRACKER]);
-            st = dl_st_writer_set_metadata(w, "dlcc.growth_tracker", v);
+        if (st == DL_OK && m->hdr->counter_buffer != UINT32_MAX) {
+            int64_t ctr;
+            memcpy(&ctr, s->buf_ptr[m->hdr->counter_buffer], sizeof ctr);
+            snprintf(v, sizeof v, "%lld", (long long)ctr);
+            st = dl_st_writer_set_metadata(w, RNG_COUNTER_KEY, v);
         }
     }
     if (st == DL_OK) {
@@ -265,14 +302,6 @@ static bool parse_meta(const char *v, bool is_int, double *out) {
     *out = x;
     return true;
 }
-
-static const struct {
-    const char *key;
-    int index;
-    bool is_int;
-} meta_keys[] = {{"dlcc.step", DLRT_HP_STEP, true},
-                 {"dlcc.loss_scale", DLRT_HP_LOSS_SCALE, false},
-                 {"dlcc.growth_tracker", DLRT_HP_GROWTH_TRACKER, true}};
 
 dlrt_status dlrt_session_load(dlrt_session *s, const char *path) {
     if (!s || !path) {
@@ -327,12 +356,35 @@ dlrt_status dlrt_session_load(dlrt_session *s, const char *path) {
     double meta[DL_ARRAY_LEN(meta_keys)];
     bool has_meta[DL_ARRAY_LEN(meta_keys)] = {false};
     for (size_t i = 0; st == DLRT_OK && train && i < DL_ARRAY_LEN(meta_keys); i++) {
+        if (!meta_keys[i].always && !has_hparam_index(m, (uint32_t)meta_keys[i].index)) {
+            continue; // not this model's state (e.g. accum_count without accumulation)
+        }
         const char *v = dl_st_metadata(f, meta_keys[i].key);
         if (v && !parse_meta(v, meta_keys[i].is_int, &meta[i])) {
             st = rt__fail(DLRT_ERR_INVALID_ARG, "checkpoint %s: bad %s value '%s'", path,
                           meta_keys[i].key, v);
         }
         has_meta[i] = v != NULL;
+    }
+    // The micro-step count must lie inside a cycle of the model's accumulate setting.
+    if (st == DLRT_OK && train && has_meta[META_ACCUM_COUNT] &&
+        meta[META_ACCUM_COUNT] >= hyper(s)[DLRT_HP_ACCUMULATE]) {
+        st = rt__fail(DLRT_ERR_INVALID_ARG,
+                      "checkpoint %s: dlcc.accum_count %.0f is not below the model's accumulate "
+                      "%.0f",
+                      path, meta[META_ACCUM_COUNT], hyper(s)[DLRT_HP_ACCUMULATE]);
+    }
+    bool has_ctr = false;
+    int64_t ctr = 0;
+    if (st == DLRT_OK && train && m->hdr->counter_buffer != UINT32_MAX) {
+        const char *v = dl_st_metadata(f, RNG_COUNTER_KEY);
+        double x = 0;
+        if (v && (!parse_meta(v, true, &x) || x > 9007199254740992.0)) {
+            st = rt__fail(DLRT_ERR_INVALID_ARG, "checkpoint %s: bad %s value '%s'", path,
+                          RNG_COUNTER_KEY, v);
+        }
+        has_ctr = v != NULL;
+        ctr = (int64_t)x;
     }
     if (st == DLRT_OK) {
         // Commit: nothing below can fail.
@@ -359,6 +411,13 @@ dlrt_status dlrt_session_load(dlrt_session *s, const char *path) {
             if (m->hdr->seed_buffer != UINT32_MAX) {
                 float seed = (float)h[DLRT_HP_LOSS_SCALE];
                 memcpy(s->buf_ptr[m->hdr->seed_buffer], &seed, sizeof seed);
+            }
+            if (m->hdr->counter_buffer != UINT32_MAX) {
+                if (has_ctr) {
+                    memcpy(s->buf_ptr[m->hdr->counter_buffer], &ctr, sizeof ctr);
+                } else {
+                    rt__state_reset(s, m->hdr->counter_buffer);
+                }
             }
         }
     }

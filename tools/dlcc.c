@@ -443,6 +443,12 @@ static int cmd_check(int argc, char **argv) {
         // param to the loss without a gradient rule is an error here, not at compile time).
         if (st == DL_OK && m->train) {
             st = dl_pass_autodiff(m, d);
+            if (st == DL_OK && m->train->has_precision && m->train->precision != DL_DT_FLOAT) {
+                st = dl_pass_precision(m, m->train->precision, d, NULL);
+            }
+            if (st == DL_OK) {
+                st = dl_ir_verify(m, d);
+            }
         }
         if (!flush_diags(d)) {
             rc = EXIT_INTERNAL;

@@ -378,6 +378,51 @@ DL_TEST(fd_losses) {
                       1e-5));
 }
 
+// The train step runs BatchNormalization with batch statistics (a training-mode clone whose
+// running statistics are assigned to the params) and Dropout with its mask.
+DL_TEST(fd_training_mode_ops) {
+    static const char *bn =
+        "model t\nparam x : float[4, 3, 2, 2] = zeros\nparam g : float[3] = zeros\n"
+        "param b : float[3] = zeros\nparam rm : float[3] = zeros\nparam pos_rv : float[3] = "
+        "zeros\ninput r : float[4, 3, 2, 2]\n"
+        "y = BatchNormalization <epsilon = 0.001> (x, g, b, rm, pos_rv)\nyr = Mul (y, r)\n"
+        "loss = ReduceSum <keepdims = 0> (yr)\ntrain loss { optimizer = sgd <lr = 0.1> }\n";
+    DL_CHECK(fd_check(bn, 1e-5));
+    dl_diags *d = NULL;
+    DL_CHECK_OK(dl_diags_create(&d));
+    dl_ir_module *m = build(bn, d);
+    DL_CHECK(m != NULL);
+    if (m) {
+        DL_CHECK_EQ_I64((int64_t)m->assigns.len, 2);
+        DL_CHECK(m->assigns.len == 2 && strcmp(m->assigns.data[0].param->name, "rm") == 0 &&
+                 strcmp(m->assigns.data[1].param->name, "pos_rv") == 0);
+        DL_CHECK(m->train_loss != m->train->loss); // the loss of the training-mode clone
+        DL_CHECK(m->grads.data[3] == NULL && m->grads.data[4] == NULL);
+        DL_CHECK(m->step_counter == NULL);
+        DL_CHECK(dl_ir_verify(m, d) == DL_OK);
+    }
+    dl_ir_module_destroy(m);
+    static const char *drop =
+        "model t\nparam a : float[4, 6] = zeros\ninput r : float[4, 6]\n"
+        "y = Dropout <ratio = 0.3, seed = 5> (a)\nt = Tanh (y)\nyr = Mul (t, r)\n"
+        "loss = ReduceSum <keepdims = 0> (yr)\ntrain loss { optimizer = sgd <lr = 0.1> }\n";
+    DL_CHECK(fd_check(drop, 1e-5));
+    m = build(drop, d);
+    DL_CHECK(m != NULL);
+    if (m) {
+        DL_CHECK(m->step_counter != NULL && m->step_counter->type.dtype == DL_DT_INT64);
+        DL_CHECK(m->train_loss != m->train->loss);
+        DL_CHECK(dl_ir_verify(m, d) == DL_OK);
+    }
+    dl_ir_module_destroy(m);
+    dl_diags_destroy(d);
+    DL_CHECK(fd_check("model t\nparam a : float[4, 6] = zeros\ninput r : float[4, 6]\n"
+                      "const p : float[] = 0.25\ny, mk = Dropout <seed = 9> (a, p)\n"
+                      "yr = Mul (y, r)\nloss = ReduceSum <keepdims = 0> (yr)\n"
+                      "train loss { optimizer = sgd <lr = 0.1> }\n",
+                      1e-5));
+}
+
 // A value used several times accumulates its contributions; the samples' graphs differentiate.
 DL_TEST(fd_graphs) {
     DL_CHECK(fd_check("model t\nparam a : float[3, 4] = zeros\nb = Mul (a, a)\nc = Tanh (a)\n"
@@ -414,11 +459,12 @@ DL_TEST(autodiff_errors_and_structure) {
     DL_CHECK(expect_error("model t\nparam a : float[3] = zeros\nloss = Relu (a)\n"
                           "train loss { optimizer = sgd <lr = 0.1> }\n",
                           "must be a float scalar"));
-    DL_CHECK(expect_error("model t\ninput x : float[4]\nparam a : float[4] = zeros\n"
-                          "b = Mul (x, a)\nc = Dropout <ratio = 0.5> (b)\n"
-                          "loss = ReduceSum <keepdims = 0> (c)\n"
+    DL_CHECK(expect_error("model t\nparam a : float[3, 4] = zeros\ninput i : int64[2]\n"
+                          "g = Gather (a, i)\nb = ArgMax (g)\nc = Cast <to = \"float\"> (b)\n"
+                          "e = Mul (c, a)\nf = UnaryGrad <op = \"Relu\"> (e, e)\n"
+                          "loss = ReduceSum <keepdims = 0> (f)\n"
                           "train loss { optimizer = sgd <lr = 0.1> }\n",
-                          "Dropout in a train step is not supported yet"));
+                          "internal gradient ops have no second derivative"));
     // Frozen params and params the loss does not reach get no gradient.
     dl_diags *d = NULL;
     DL_CHECK_OK(dl_diags_create(&d));

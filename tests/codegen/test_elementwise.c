@@ -94,6 +94,41 @@ DL_TEST(identity_dropout_consts) {
              CG_TOL_ARITH);
 }
 
+// Training-mode Dropout: the compiled mask must be the evaluator's bit for bit (the counter-based
+// RNG replicated in LLVM IR), with the ratio as attribute or input, the counter as a const or an
+// input, training_mode as a const or a bool input; odd sizes split across threads.
+DL_TEST(dropout_training_mode_masks) {
+    static const char *const ratios[] = {"0.1", "0.5", "1.0", "0.0"};
+    for (size_t i = 0; i < DL_ARRAY_LEN(ratios); i++) {
+        char text[768];
+        snprintf(text, sizeof text,
+                 "model m\ninput a : float[7, 37]\nconst t : bool[] = 1\n"
+                 "const cnt : int64[] = 5\n"
+                 "y, mask = Dropout <ratio = %s, seed = 42> (a, , t, cnt)\n"
+                 "output y\noutput mask\n",
+                 ratios[i]);
+        CG_CHECK(text, CG_TOL_EXACT);
+        // ratio as an input, counter as an input (ints drawn from [0, 1000)), no counter.
+        snprintf(text, sizeof text,
+                 "model m\ninput a : float[3, 5, 11]\nconst r : float[] = %s\n"
+                 "const t : bool[] = 1\ninput cnt : int64[]\n"
+                 "y, mask = Dropout <seed = 7> (a, r, t, cnt)\n"
+                 "z, m2 = Dropout <ratio = %s> (a, , t)\n"
+                 "output y\noutput mask\noutput z\noutput m2\n",
+                 ratios[i], ratios[i]);
+        CG_CHECK(text, ((cg_tol){0, 0, 1000, 3}));
+    }
+    // training_mode as a bool input (either value), half-precision data, const false (identity).
+    for (uint64_t seed = 1; seed <= 4; seed++) {
+        CG_CHECK("model m\ninput a : float16[129]\ninput t : bool[]\n"
+                 "y, mask = Dropout <ratio = 0.3, seed = 9> (a, , t)\noutput y\noutput mask\n",
+                 ((cg_tol){1e-3, 1e-3, 0, seed}));
+    }
+    CG_CHECK("model m\ninput a : float[13]\nconst t : bool[] = 0\nconst cnt : int64[] = 3\n"
+             "y, mask = Dropout <ratio = 0.5> (a, , t, cnt)\noutput y\noutput mask\n",
+             CG_TOL_EXACT);
+}
+
 // Regressions found in review: NaN and -0 through Relu/Clip as the evaluator, exact integer
 // Pow, and an empty elementwise output next to another buffer (it must not write anything).
 DL_TEST(relu_clip_nan_and_negative_zero) {

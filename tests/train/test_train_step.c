@@ -97,6 +97,7 @@ static bool build_text(const char *text, long n_fwd, fix *f) {
     m->n_fwd_nodes = n_fwd >= 0 ? (size_t)n_fwd : m->nodes.len;
     m->train_loss = dl_ir_module_find(m, "loss");
     m->grad_seed = dl_ir_module_find(m, "seed");
+    m->step_counter = dl_ir_module_find(m, "cnt"); // a training-mode Dropout's RNG counter
     for (size_t i = 0; i < m->params.len; i++) {
         char name[64];
         snprintf(name, sizeof name, "g_%s", m->params.data[i]->name);
@@ -174,6 +175,12 @@ typedef struct ref {
     bool *trained;
     double loss, norm;
     bool skipped;
+    int64_t steps;        // optimizer steps applied
+    int64_t accumulate;   // k (1: no accumulation)
+    int64_t count;        // micro-steps of the current cycle
+    double **acc;         // per param, the sum of the cycle's gradients
+    dl_ir_value *counter; // the RNG counter const (set to the call index before evaluating)
+    int64_t calls;
 } ref;
 
 static bool ref_init(ref *r, const fix *f, dlrt_session *s) {
@@ -185,7 +192,10 @@ static bool ref_init(ref *r, const fix *f, dlrt_session *s) {
     dl_optim_ref_loss_scale_init_from_train(&r->ls, m->train);
     r->clip = m->train->has_clip_norm;
     r->clip_norm = m->train->clip_norm;
+    r->accumulate = m->train->has_accumulate && m->train->accumulate > 1 ? m->train->accumulate : 1;
+    r->counter = m->step_counter;
     r->n = m->params.len;
+    r->acc = calloc(r->n, sizeof *r->acc);
     r->p = calloc(r->n, sizeof *r->p);
     r->st = calloc(r->n, sizeof *r->st);
     r->trained = calloc(r->n, sizeof *r->trained);
@@ -194,6 +204,7 @@ static bool ref_init(ref *r, const fix *f, dlrt_session *s) {
         int64_t n = dl_ir_type_numel(&pv->type);
         float *tmp = malloc((size_t)n * 4);
         r->p[i] = malloc((size_t)n * sizeof(double));
+        r->acc[i] = calloc((size_t)n, sizeof(double));
         if (dlrt_session_get_param(s, pv->name, tmp, (size_t)n * 4) != DLRT_OK) {
             free(tmp);
             return false;
@@ -218,8 +229,10 @@ static bool ref_init(ref *r, const fix *f, dlrt_session *s) {
 static void ref_fini(ref *r) {
     for (size_t i = 0; i < r->n; i++) {
         free(r->p[i]);
+        free(r->acc[i]);
         dl_optim_ref_state_fini(&r->st[i]);
     }
+    free(r->acc);
     free(r->p);
     free(r->st);
     free(r->trained);
@@ -242,6 +255,10 @@ static bool ref_step(ref *r, const dl_tensor *ins) {
             ((float *)pt[i].data)[e] = (float)r->p[i][e];
         }
     }
+    if (r->counter) {
+        r->counter->lit->i[0] = r->calls;
+    }
+    r->calls++;
     dl_ir_eval_opts o = {pt, r->n, true};
     dl_tensor *vals = NULL;
     dl_diags *d = NULL;
@@ -266,6 +283,25 @@ static bool ref_step(ref *r, const dl_tensor *ins) {
         }
         idx[ng++] = i;
     }
+    // Accumulation: the sum over the cycle; the step uses the mean at the k-th call. Off a
+    // boundary the reported norm is that of the running mean and nothing else changes.
+    bool boundary = true;
+    if (r->accumulate > 1) {
+        r->count++;
+        boundary = r->count == r->accumulate;
+        for (size_t j = 0; j < ng; j++) {
+            for (int64_t e = 0; e < ns[j]; e++) {
+                r->acc[idx[j]][e] += gs[j][e];
+                gs[j][e] = r->acc[idx[j]][e] / (double)r->count;
+                if (boundary) {
+                    r->acc[idx[j]][e] = 0;
+                }
+            }
+        }
+        if (boundary) {
+            r->count = 0;
+        }
+    }
     // The evaluator's seed is 1: the gradients are unscaled already; check finiteness.
     bool found_inf = false;
     for (size_t j = 0; j < ng; j++) {
@@ -283,14 +319,17 @@ static bool ref_step(ref *r, const dl_tensor *ins) {
     if (r->clip) {
         dl_optim_ref_clip_global_norm(gs, ns, ng, r->clip_norm, NULL);
     }
-    r->skipped = found_inf;
-    if (!found_inf) {
+    r->skipped = boundary && found_inf;
+    if (boundary && !found_inf) {
         for (size_t j = 0; j < ng; j++) {
             r->st[idx[j]].hp = r->hp; // a changed lr applies from this step on
             ok &= dl_optim_ref_state_step(&r->st[idx[j]], r->p[idx[j]], gs[j]) == DL_OK;
         }
+        r->steps++;
     }
-    dl_optim_ref_loss_scale_update(&r->ls, found_inf);
+    if (boundary) {
+        dl_optim_ref_loss_scale_update(&r->ls, found_inf);
+    }
     for (size_t j = 0; j < ng; j++) {
         free(gs[j]);
     }
@@ -309,6 +348,23 @@ static bool close_to(double got, double want, double atol, double rtol) {
     return fabs(got - want) <= atol + rtol * fabs(want);
 }
 
+// Compares one tensor of the session with the reference; prints the first mismatches.
+static int compare_one(dlrt_session *s, const char *name, int64_t n, float *got, const double *want,
+                       double atol, const char *what) {
+    int bad = 0;
+    if (dlrt_session_get_param(s, name, got, (size_t)n * 4) != DLRT_OK) {
+        fprintf(stderr, "%s: cannot read %s: %s\n", what, name, dlrt_last_error());
+        return 1;
+    }
+    for (int64_t e = 0; e < n; e++) {
+        if (!close_to(got[e], want[e], atol, 1e-5) && bad++ < 5) {
+            fprintf(stderr, "%s: %s[%lld] = %.9g, want %.9g\n", what, name, (long long)e, got[e],
+                    want[e]);
+        }
+    }
+    return bad;
+}
+
 // Compares the session's params and slots with the reference; prints the first mismatches.
 static int compare(dlrt_session *s, const ref *r, const char *what) {
     const dl_ir_module *m = r->f->m;
@@ -325,19 +381,19 @@ static int compare(dlrt_session *s, const ref *r, const char *what) {
             const double *want = q == 0 ? r->p[i] : r->st[i].slots[q - 1];
             snprintf(name, sizeof name, "%s%s%s", pv->name, q ? "." : "",
                      q ? r->st[i].slot_names[q - 1] : "");
-            if (dlrt_session_get_param(s, name, got, (size_t)n * 4) != DLRT_OK) {
-                fprintf(stderr, "%s: cannot read %s: %s\n", what, name, dlrt_last_error());
-                bad++;
-                continue;
-            }
+            bad += compare_one(s, name, n, got, want, 1e-5, what);
+        }
+        if (r->accumulate > 1 && r->trained[i]) {
+            char name[96];
+            // The accumulator holds the scaled sum (as .grad before GradScaler.unscale_); the
+            // scale only changes at a boundary, where the accumulators restart.
+            double *want = malloc((size_t)n * sizeof(double));
             for (int64_t e = 0; e < n; e++) {
-                if (!close_to(got[e], want[e], 1e-5, 1e-5)) {
-                    if (bad++ < 5) {
-                        fprintf(stderr, "%s: %s[%lld] = %.9g, want %.9g\n", what, name,
-                                (long long)e, got[e], want[e]);
-                    }
-                }
+                want[e] = r->acc[i][e] * r->ls.scale;
             }
+            snprintf(name, sizeof name, "%s.grad_accum", pv->name);
+            bad += compare_one(s, name, n, got, want, 1e-5 * r->ls.scale, what);
+            free(want);
         }
         free(got);
     }
@@ -382,7 +438,7 @@ static int run_case_text(const char *train_block, const char *text, long mode, i
         char what[600];
         snprintf(what, sizeof what, "%s step %d", train_block, k + 1);
         bad += compare(s, &r, what);
-        if (info.skipped || info.step != k + 1 || !close_to(info.loss, r.loss, 1e-3, 1e-5) ||
+        if (info.skipped || info.step != r.steps || !close_to(info.loss, r.loss, 1e-3, 1e-5) ||
             !close_to(info.grad_norm, r.norm, 1e-4, 1e-5)) {
             fprintf(stderr,
                     "%s: info skipped %d step %lld loss %.9g (want %.9g) norm %.9g (%.9g)\n", what,
@@ -696,6 +752,7 @@ DL_TEST(train_forged_plan_is_refused) {
         {"loss buffer", offsetof(dlrt_plan_hdr, loss_buffer), h.n_buffers},
         {"optimizer", offsetof(dlrt_plan_hdr, optimizer), 9},
         {"n_hparams", offsetof(dlrt_plan_hdr, n_hparams), 0x10000000u},
+        {"rng counter in an input buffer", offsetof(dlrt_plan_hdr, counter_buffer), 0},
         {"state tensor in an input buffer", last_tensor + offsetof(dlrt_plan_tensor, buffer), 0},
         {"state buffer kind",
          h.off_buffers + (uint64_t)h.hyper_buffer * sizeof(dlrt_plan_buffer) +
@@ -854,6 +911,217 @@ DL_TEST(train_split_and_compile_are_deterministic) {
     dlrt_session_destroy(b);
     fix_free(&f);
     fix_free(&g);
+}
+
+// accumulate = 3 over 6 calls: the accumulators, params, slots, step and norm against the
+// reference stepping on the mean gradient at every third call.
+DL_TEST(train_accumulate_matches_reference) {
+    static const char *const opts[] = {"sgd <lr = 0.1, momentum = 0.9>", "adam <lr = 0.01>"};
+    for (size_t i = 0; i < DL_ARRAY_LEN(opts); i++) {
+        for (int clip = 0; clip < 2; clip++) {
+            char block[512];
+            snprintf(block, sizeof block,
+                     "train loss {\n  optimizer = %s\n  accumulate = 3\n%s  freeze = [z]\n}\n",
+                     opts[i], clip ? "  clip_norm = 1.0\n" : "");
+            DL_CHECK_EQ_I64(run_case(block, 6, 0), 0);
+        }
+    }
+    DL_CHECK_EQ_I64(run_case("train loss {\n optimizer = adam <lr = 0.01>\n accumulate = 2\n"
+                             " loss_scale = dynamic <init = 1024, interval = 2>\n}\n",
+                             7, 0.02),
+                    0);
+}
+
+static double hparam(dlrt_session *s, const char *name) {
+    double v = -1;
+    return dlrt_session_get_hparam(s, name, &v) == DLRT_OK ? v : -1;
+}
+
+// A non-finite micro-batch poisons its cycle: the boundary skips the update and zeroes the
+// accumulators; saving mid-cycle and loading resumes bit-identically.
+DL_TEST(train_accumulate_nonfinite_and_resume) {
+    fix f;
+    DL_CHECK(build("train loss {\n optimizer = adam <lr = 0.01>\n accumulate = 3\n"
+                   " clip_norm = 1.0\n}\n",
+                   &f));
+    if (!f.rm) {
+        return;
+    }
+    dlrt_session *a = NULL, *b = NULL;
+    DL_CHECK_EQ_I64(dlrt_session_create(f.rm, &a), DLRT_OK);
+    DL_CHECK_EQ_I64(dlrt_session_create(f.rm, &b), DLRT_OK);
+    DL_CHECK(hparam(a, "accumulate") == 3 && hparam(a, "accum_count") == 0);
+    DL_CHECK_EQ_I64(dlrt_session_set_hparam(a, "accum_count", 1), DLRT_ERR_INVALID_ARG);
+    size_t n0 = 0, n1 = 0;
+    float *before = read_all(a, f.rm, &n0);
+    dl_tensor ins[4] = {{0}};
+    dlrt_step_info info;
+    for (int k = 0; k < 3; k++) {
+        DL_CHECK(set_inputs(&f, a, ins, 1 + (uint64_t)k, k == 0 ? 5 : -1));
+        DL_CHECK_EQ_I64(dlrt_session_train_step(a, &info), DLRT_OK);
+        DL_CHECK_EQ_I64(info.skipped, k == 2);
+        DL_CHECK_EQ_I64(info.step, 0);
+        DL_CHECK(hparam(a, "accum_count") == (k + 1) % 3);
+    }
+    // Nothing changed but the (zeroed) accumulators: the state equals the initial one.
+    float *after = read_all(a, f.rm, &n1);
+    DL_CHECK(before && after && n0 == n1 && memcmp(before, after, n0) == 0);
+    free(before);
+    free(after);
+    for (int k = 3; k < 7; k++) {
+        DL_CHECK(set_inputs(&f, a, ins, 1 + (uint64_t)k, -1));
+        DL_CHECK_EQ_I64(dlrt_session_train_step(a, &info), DLRT_OK);
+        DL_CHECK_EQ_I64(info.skipped, 0);
+        DL_CHECK(info.grad_norm > 0 && isfinite(info.grad_norm));
+    }
+    DL_CHECK_EQ_I64(info.step, 1);
+    DL_CHECK(hparam(a, "accum_count") == 1);
+    char path[512];
+    tmp_path(path, sizeof path, "accum");
+    DL_CHECK_EQ_I64(dlrt_session_save(a, path), DLRT_OK);
+    DL_CHECK_EQ_I64(dlrt_session_load(b, path), DLRT_OK);
+    DL_CHECK(hparam(b, "accum_count") == 1 && hparam(b, "step") == 1);
+    for (int k = 0; k < 4; k++) {
+        dlrt_step_info ia, ib;
+        DL_CHECK(set_inputs(&f, a, ins, 20 + (uint64_t)k, -1));
+        DL_CHECK(set_inputs(&f, b, ins, 20 + (uint64_t)k, -1));
+        DL_CHECK_EQ_I64(dlrt_session_train_step(a, &ia), DLRT_OK);
+        DL_CHECK_EQ_I64(dlrt_session_train_step(b, &ib), DLRT_OK);
+        DL_CHECK(ia.loss == ib.loss && ia.step == ib.step && ia.grad_norm == ib.grad_norm);
+    }
+    DL_CHECK_EQ_I64(info.step, 1);
+    DL_CHECK(hparam(a, "step") == 2);
+    size_t na = 0, nb = 0;
+    float *pa = read_all(a, f.rm, &na), *pb = read_all(b, f.rm, &nb);
+    DL_CHECK(pa && pb && na == nb && memcmp(pa, pb, na) == 0);
+    free(pa);
+    free(pb);
+    // A micro-step count outside the cycle is refused, the session unchanged.
+    dl_st_writer *w = NULL;
+    DL_CHECK_EQ_I64(dl_st_writer_create(&w), DL_OK);
+    DL_CHECK_EQ_I64(dl_st_writer_set_metadata(w, "dlcc.accum_count", "3"), DL_OK);
+    DL_CHECK_EQ_I64(dl_st_write_file(w, path), DL_OK);
+    dl_st_writer_destroy(w);
+    DL_CHECK_EQ_I64(dlrt_session_load(b, path), DLRT_ERR_INVALID_ARG);
+    DL_CHECK(hparam(b, "accum_count") == hparam(a, "accum_count"));
+    unlink(path);
+    free_ins(&f, ins);
+    dlrt_session_destroy(a);
+    dlrt_session_destroy(b);
+    fix_free(&f);
+}
+
+// End to end with autodiff's training-mode Dropout clone: each call's mask is the evaluator's
+// with that call's counter.
+DL_TEST(train_dropout_with_autodiff_matches_reference) {
+    const char *text = "model mlpd\n"
+                       "input x : float[4, 6]\n"
+                       "input y : int64[4]\n"
+                       "param w1 : float[6, 5] = glorot_uniform(seed = 1)\n"
+                       "param b1 : float[5] = zeros\n"
+                       "param w2 : float[5, 3] = glorot_uniform(seed = 2)\n"
+                       "h = Gemm (x, w1, b1)\n"
+                       "a = Relu (h)\n"
+                       "d = Dropout <ratio = 0.4, seed = 5> (a)\n"
+                       "logits = MatMul (d, w2)\n"
+                       "loss = SoftmaxCrossEntropyLoss (logits, y)\n"
+                       "output logits\n"
+                       "train loss {\n optimizer = sgd <lr = 0.1, momentum = 0.9>\n}\n";
+    DL_CHECK_EQ_I64(run_case_text(text, text, AUTODIFF, 4, 0), 0);
+    fix f; // the clone reads the session's RNG counter
+    DL_CHECK(build_text(text, AUTODIFF, &f));
+    DL_CHECK(f.m && f.m->step_counter != NULL);
+    long at = f.art ? find_plan(f.art, f.art_len) : -1;
+    DL_CHECK(at >= 0);
+    if (at >= 0) {
+        dlrt_plan_hdr h;
+        memcpy(&h, f.art + at, sizeof h);
+        DL_CHECK(h.counter_buffer < h.n_buffers);
+    }
+    fix_free(&f);
+}
+
+// A training-mode Dropout by hand (as autodiff will make it): its counter is the session's RNG
+// counter, so each call draws a fresh mask, the one the evaluator draws with that counter.
+#define DROPOUT_MODEL                                                                              \
+    "model d\n"                                                                                    \
+    "input x : float[5, 9]\n"                                                                      \
+    "param w : float[5, 9] = uniform(-1, 1, seed = 3)\n"                                           \
+    "const t : bool[] = 1\n"                                                                       \
+    "const cnt : int64[] = 0\n"                                                                    \
+    "const two : float[] = 2.0\n"                                                                  \
+    "h = Mul (w, x)\n"                                                                             \
+    "hd, mask = Dropout <ratio = 0.5, seed = 11> (h, , t, cnt)\n"                                  \
+    "loss = ReduceSum <keepdims = 0> (hd)\n"                                                       \
+    "mf = Cast <to = \"float\"> (mask)\n"                                                          \
+    "g0 = Mul (mf, x)\n"                                                                           \
+    "g_w = Mul (g0, two)\n"                                                                        \
+    "output h\n"
+
+DL_TEST(train_dropout_draws_a_fresh_mask_per_call) {
+    // Against the reference, which evaluates call n with counter n.
+    DL_CHECK_EQ_I64(
+        run_case_text(NULL, DROPOUT_MODEL "train loss { optimizer = sgd <lr = 0.1> }\n", -1, 4, 0),
+        0);
+    DL_CHECK_EQ_I64(run_case_text(NULL,
+                                  DROPOUT_MODEL
+                                  "train loss { optimizer = adam <lr = 0.1>\n accumulate = 2 }\n",
+                                  -1, 4, 0),
+                    0);
+    // Directly: with plain SGD the update is -lr * 2 * x * mask, so the mask of each call can be
+    // read back; calls 0 and 1 differ and each is dl_rng_uniform(11, n * 45 + i) >= 0.5.
+    fix f;
+    DL_CHECK(build_text(DROPOUT_MODEL "train loss { optimizer = sgd <lr = 0.25> }\n", -1, &f));
+    if (!f.rm) {
+        return;
+    }
+    dlrt_session *s = NULL, *b = NULL;
+    DL_CHECK_EQ_I64(dlrt_session_create(f.rm, &s), DLRT_OK);
+    DL_CHECK_EQ_I64(dlrt_session_create(f.rm, &b), DLRT_OK);
+    float x[45], w0[45], w1[45];
+    for (int i = 0; i < 45; i++) {
+        x[i] = 1.0f + (float)i / 64.0f; // never 0, so a kept element always moves w
+    }
+    DL_CHECK_EQ_I64(dlrt_session_set_input(s, "x", x, sizeof x), DLRT_OK);
+    int differ = 0;
+    for (int n = 0; n < 2; n++) {
+        DL_CHECK_EQ_I64(dlrt_session_get_param(s, "w", w0, sizeof w0), DLRT_OK);
+        DL_CHECK_EQ_I64(dlrt_session_train_step(s, NULL), DLRT_OK);
+        DL_CHECK_EQ_I64(dlrt_session_get_param(s, "w", w1, sizeof w1), DLRT_OK);
+        int bad = 0;
+        for (int i = 0; i < 45; i++) {
+            bool kept = w1[i] != w0[i];
+            bool want = dl_rng_uniform(11, (uint64_t)(n * 45 + i)) >= 0.5;
+            bad += kept != want;
+            differ += n == 1 && kept != (dl_rng_uniform(11, (uint64_t)i) >= 0.5);
+        }
+        DL_CHECK_EQ_I64(bad, 0);
+    }
+    DL_CHECK(differ > 0);
+    // The counter is checkpointed ("dlcc.rng_counter") and restored by load.
+    char path[512];
+    tmp_path(path, sizeof path, "rng");
+    DL_CHECK_EQ_I64(dlrt_session_save(s, path), DLRT_OK);
+    char err[256];
+    dl_st_file *sf = NULL;
+    DL_CHECK_EQ_I64(dl_st_open(path, &sf, err, sizeof err), DL_OK);
+    const char *v = sf ? dl_st_metadata(sf, "dlcc.rng_counter") : NULL;
+    DL_CHECK(v && strcmp(v, "2") == 0);
+    dl_st_close(sf);
+    DL_CHECK_EQ_I64(dlrt_session_load(b, path), DLRT_OK);
+    DL_CHECK_EQ_I64(dlrt_session_set_input(b, "x", x, sizeof x), DLRT_OK);
+    float wa[45], wb[45];
+    for (int n = 0; n < 2; n++) {
+        DL_CHECK_EQ_I64(dlrt_session_train_step(s, NULL), DLRT_OK);
+        DL_CHECK_EQ_I64(dlrt_session_train_step(b, NULL), DLRT_OK);
+    }
+    DL_CHECK_EQ_I64(dlrt_session_get_param(s, "w", wa, sizeof wa), DLRT_OK);
+    DL_CHECK_EQ_I64(dlrt_session_get_param(b, "w", wb, sizeof wb), DLRT_OK);
+    DL_CHECK(memcmp(wa, wb, sizeof wa) == 0);
+    unlink(path);
+    dlrt_session_destroy(s);
+    dlrt_session_destroy(b);
+    fix_free(&f);
 }
 
 DL_TEST_MAIN()

@@ -1,0 +1,117 @@
+// codegen/cg_geometry.h — helpers shared by the forward NN lowering (lower_nn.c) and the
+// gradient lowerings (lower_grad_nn.c, lower_grad.c), so that a forward op and its gradient
+// agree on geometry (pads, windows, the max-pool argmax rule) by construction, not by copy.
+//
+// The one-line IR builders (iadd, imul, ...) are static inline here so the dense emitters stay
+// readable; everything with a body of its own is a dl_cg__ function defined in lower_nn.c.
+// Private to codegen/: include after cg_internal.h.
+#ifndef DL_CG_GEOMETRY_H
+#define DL_CG_GEOMETRY_H
+
+#include "cg_internal.h"
+
+// ---------------------------------------------------------------------------------------------
+// One-line IR and integer helpers
+
+static inline LLVMValueRef iadd(cg *c, LLVMValueRef a, LLVMValueRef b) {
+    return LLVMBuildAdd(c->b, a, b, "");
+}
+
+static inline LLVMValueRef imul(cg *c, LLVMValueRef a, int64_t k) {
+    return LLVMBuildMul(c->b, a, cg_i64(c, k), "");
+}
+
+static inline LLVMValueRef iaddk(cg *c, LLVMValueRef a, int64_t k) {
+    return LLVMBuildAdd(c->b, a, cg_i64(c, k), "");
+}
+
+static inline LLVMValueRef ld(cg *c, LLVMTypeRef ty, LLVMValueRef p) {
+    return LLVMBuildLoad2(c->b, ty, p, "");
+}
+
+static inline void st(cg *c, LLVMValueRef v, LLVMValueRef p) {
+    LLVMBuildStore(c->b, v, p);
+}
+
+// f32 vector of `w` lanes (w == 1: plain f32).
+static inline LLVMTypeRef vty(cg *c, unsigned w) {
+    return w == 1 ? c->t_f32 : LLVMVectorType(c->t_f32, w);
+}
+
+// lo <= v < hi for i64 values (bounds constants).
+static inline LLVMValueRef in_range(cg *c, LLVMValueRef v, int64_t lo, int64_t hi) {
+    LLVMValueRef a = LLVMBuildICmp(c->b, LLVMIntSGE, v, cg_i64(c, lo), "");
+    LLVMValueRef b = LLVMBuildICmp(c->b, LLVMIntSLT, v, cg_i64(c, hi), "");
+    return LLVMBuildAnd(c->b, a, b, "");
+}
+
+static inline int64_t floor_div(int64_t a, int64_t b) { // b > 0
+    int64_t q = a / b;
+    return (a % b != 0 && a < 0) ? q - 1 : q;
+}
+
+static inline int64_t ceil_div(int64_t a, int64_t b) { // b > 0
+    return -floor_div(-a, b);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Builders (lower_nn.c)
+
+// An alloca in the entry block of the current function (so mem2reg/SROA promote it).
+LLVMValueRef dl_cg__entry_alloca(cg *c, LLVMTypeRef ty);
+
+// `if (cond) { ... }`: dl_cg__if_begin positions the builder in the body, dl_cg__if_end after
+// it.
+typedef struct dl_cg__if {
+    LLVMBasicBlockRef then, merge;
+} dl_cg__if;
+void dl_cg__if_begin(cg *c, dl_cg__if *f, LLVMValueRef cond);
+void dl_cg__if_end(cg *c, dl_cg__if *f);
+
+// acc + a * b (llvm.fmuladd: fused where the target has FMA).
+LLVMValueRef dl_cg__fmuladd(cg *c, LLVMValueRef a, LLVMValueRef b, LLVMValueRef acc);
+
+// Loads `w` contiguous elements of a float-typed buffer from element idx as an f32 vector.
+LLVMValueRef dl_cg__vload(cg *c, LLVMValueRef base, dl_dtype dt, LLVMValueRef idx, unsigned w);
+
+// Horizontal sum of an f32 vector (ordered over its lanes).
+LLVMValueRef dl_cg__hsum(cg *c, LLVMValueRef v, unsigned w);
+
+// Kernel arguments of a node with outputs [0, 1?, 2?] (BatchNormalization in training mode and
+// its gradient): vals = output 0, then outputs 1 and 2 where present (*a1, *a2: their argument
+// indices, 0 when absent). Returns the number written.
+size_t dl_cg__out_args3(const dl_ir_node *n, dl_ir_value **vals, size_t *a1, size_t *a2);
+
+// Reads INTS attribute `name` of the current node into out[n] (absent or empty: every entry
+// `def`). Returns false (after a diagnostic) when it has the wrong length.
+bool dl_cg__attr_ints(cg *c, const char *name, int32_t n, int64_t def, int64_t *out);
+
+// ---------------------------------------------------------------------------------------------
+// Pooling geometry (MaxPool / AveragePool and their gradients)
+
+// Spatial geometry of a pool over x: [N, C, xd...] with output (or dy) [N, C, yd...]: the
+// node's kernel_shape, strides, dilations and (auto_pad-resolved) begin/end pads, the spatial
+// sizes and their row-major strides inside one [n, c] plane.
+typedef struct dl_cg__pool_geo {
+    int32_t nsp; // spatial dims
+    int64_t k[DL_MAX_RANK], s[DL_MAX_RANK], dil[DL_MAX_RANK];
+    int64_t pb[DL_MAX_RANK], pe[DL_MAX_RANK];
+    int64_t xd[DL_MAX_RANK], yd[DL_MAX_RANK];
+    int64_t xs[DL_MAX_RANK], ys[DL_MAX_RANK];
+    int64_t in_sp, out_sp; // elements of one x plane, one y plane
+} dl_cg__pool_geo;
+
+// Fills *g from the current node (x: rank >= 3, y of the same rank: checked by the caller).
+// Returns false (after a diagnostic) on a malformed attribute.
+bool dl_cg__pool_geometry(cg *c, const dl_ir_type *xt, const dl_ir_type *yt, dl_cg__pool_geo *g);
+
+// AveragePool's divisor for the window starting at wst[i] (= o_i * s_i - pb_i) as an i64: the
+// product over dims of the taps inside [0, xd) (or [-pb, xd + pe) with count_include_pad).
+LLVMValueRef dl_cg__pool_count(cg *c, const dl_cg__pool_geo *g, const LLVMValueRef *wst, bool incl);
+
+// MaxPool's running-max rule for one in-image tap v at flat position pos: take it when it is
+// the first tap (arg < 0), larger, or NaN over a number; acc (f32) and arg (i64) are allocas.
+void dl_cg__pool_max_update(cg *c, LLVMValueRef v, LLVMValueRef pos, LLVMValueRef acc,
+                            LLVMValueRef arg);
+
+#endif
