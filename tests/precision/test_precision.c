@@ -6,7 +6,6 @@
 #include "dl_cg.h"
 #include "dl_fe.h"
 #include "dl_pass.h"
-#include "dl_pass.h"
 #include "dl_test.h"
 #include "dlrt.h"
 
