@@ -337,9 +337,10 @@ dl_status cg_kernel_begin(cg *c, dl_ir_value *const *vals, size_t n_vals, int64_
             return DL_ERR_NOMEM;
         }
     }
-    // Distinct buffers never overlap, but LLVM cannot know it: the pointers are loaded from
-    // `args`. Loops therefore vectorise behind runtime alias checks (TODO(codegen): alias-scope
-    // metadata once the memory plan decides which buffers may share memory).
+    // The pointers are loaded from `args`, so LLVM cannot know which alias: loops vectorise
+    // behind runtime alias checks. Buffers live at the same time never overlap (memplan.c); an
+    // in-place elementwise kernel's output is exactly its input's memory, read and written at
+    // the same element, which those checks handle.
     return DL_OK;
 }
 
@@ -768,14 +769,16 @@ static dl_status fill_tensor(cg *c, const dl_ir_value *v, uint32_t role, plan_ct
 
 typedef DL_VEC(uint32_t) u32_vec;
 
-// Kernel dependencies from buffer accesses, over one entry point's kernel sequence `seq`
-// (indices into c->kernels) whose plan records are base, base + 1, ...: a kernel waits for the
-// last writer of every buffer it touches (read-after-write, write-after-write), for every reader
-// since that write of each buffer it writes (write-after-read), and for the previous kernel of
-// its node. Kernels never depend on another entry's kernels. Lists are appended to *all (each
-// sorted and unique); first/count are indexed by plan record.
-static dl_status compute_deps(cg *c, size_t n_buf, const uint32_t *seq, size_t nk, uint32_t base,
-                              u32_vec *all, uint32_t *first, uint32_t *count) {
+// Kernel dependencies from memory accesses, over one entry point's kernel sequence `seq`
+// (indices into c->kernels) whose plan records are base, base + 1, ...: buffers whose arena
+// ranges overlap (the memory plan's lists, mp) count as the same memory. A kernel waits for the
+// last writer of every buffer overlapping one it touches (read-after-write, write-after-write),
+// for every reader since that write of each buffer overlapping one it writes (write-after-read),
+// and for the previous kernel of its node. Kernels never depend on another entry's kernels.
+// Lists are appended to *all (each sorted and unique); first/count are indexed by plan record.
+static dl_status compute_deps(cg *c, size_t n_buf, const dl_cg_memplan *mp, const uint32_t *seq,
+                              size_t nk, uint32_t base, u32_vec *all, uint32_t *first,
+                              uint32_t *count) {
     int64_t *last_writer = malloc((n_buf ? n_buf : 1) * sizeof(int64_t));
     u32_vec *readers = calloc(n_buf ? n_buf : 1, sizeof *readers);
     uint8_t *mark = calloc(nk ? nk : 1, 1);
@@ -805,13 +808,14 @@ static dl_status compute_deps(cg *c, size_t n_buf, const uint32_t *seq, size_t n
             ADD_DEP(k - 1);
         }
         for (uint32_t a = 0; a < r->n_args; a++) {
-            uint32_t b = c->args.data[r->first_arg + a];
-            if (last_writer[b] >= 0) {
-                ADD_DEP(last_writer[b]);
-            }
-            if (a < r->n_out) {
-                for (size_t q = 0; q < readers[b].len; q++) {
-                    ADD_DEP(readers[b].data[q]);
+            uint32_t b0 = c->args.data[r->first_arg + a];
+            for (uint32_t q = 0; q < mp->ov_count[b0]; q++) {
+                uint32_t b = mp->ov[mp->ov_first[b0] + q];
+                if (last_writer[b] >= 0) {
+                    ADD_DEP(last_writer[b]);
+                }
+                for (size_t i = 0; a < r->n_out && i < readers[b].len; i++) {
+                    ADD_DEP(readers[b].data[i]);
                 }
             }
         }
@@ -868,14 +872,9 @@ static dl_status build_plan(cg *c, const char *target, blob *out) {
     uint32_t *seq = calloc(nk ? nk : 1, sizeof(uint32_t));
     dlrt_plan_hparam *hps = calloc(c->hparams.len ? c->hparams.len : 1, sizeof *hps);
     u32_vec deps = {0};
+    dl_cg_memplan mp = {0};
     if (!bufs || !tens || !ks || !dep_first || !dep_count || !seq || !hps) {
         st = DL_ERR_NOMEM;
-        goto out;
-    }
-    if ((st = compute_deps(c, n_buf, c->infer_kernels.data, n_inf, 0, &deps, dep_first,
-                           dep_count)) != DL_OK ||
-        (st = compute_deps(c, n_buf, c->train_kernels.data, n_tr, (uint32_t)n_inf, &deps, dep_first,
-                           dep_count)) != DL_OK) {
         goto out;
     }
     for (size_t i = 0; i < n_inf; i++) {
@@ -932,6 +931,15 @@ static dl_status build_plan(cg *c, const char *target, blob *out) {
         if (e->init) {
             bufs[n_val + i].data_off = put_data(&pc, e->init, (size_t)e->size);
         }
+    }
+    // The memory plan, then the dependencies it makes necessary (overlapping buffers are one
+    // memory).
+    if ((st = dl_cg__memplan(c, bufs, n_buf, &mp)) != DL_OK ||
+        (st = compute_deps(c, n_buf, &mp, c->infer_kernels.data, n_inf, 0, &deps, dep_first,
+                           dep_count)) != DL_OK ||
+        (st = compute_deps(c, n_buf, &mp, c->train_kernels.data, n_tr, (uint32_t)n_inf, &deps,
+                           dep_first, dep_count)) != DL_OK) {
+        goto out;
     }
     size_t t = 0;
     for (size_t i = 0; i < m->inputs.len && st == DL_OK; i++) {
@@ -998,6 +1006,7 @@ static dl_status build_plan(cg *c, const char *target, blob *out) {
     h.seed_buffer = c->has_train && c->seed_init ? c->seed_buf : UINT32_MAX;
     h.n_hparams = (uint32_t)c->hparams.len;
     h.counter_buffer = c->has_train ? c->counter_buf : UINT32_MAX;
+    h.arena_size = mp.arena_size;
 
     blob_put(out, NULL, sizeof h);
     blob_align(out, 8);
@@ -1037,6 +1046,7 @@ out:
     free(seq);
     free(hps);
     free(deps.data);
+    dl_cg__memplan_fini(&mp);
     free(pc.strings.p);
     free(pc.data.p);
     return st;
@@ -1300,7 +1310,7 @@ dl_status dl_cg_compile(const dl_ir_module *m, const dl_cg_options *o, dl_diags 
         goto out;
     }
     for (size_t i = 0; i < m->values.len; i++) {
-        c.value_buf[i] = (uint32_t)i; // one buffer per value until the memory plan lands
+        c.value_buf[i] = (uint32_t)i; // one buffer per value; memplan.c places them
     }
     c.hyper_buf = c.loss_buf = c.seed_buf = c.counter_buf = UINT32_MAX;
     c.optimizer = DLRT_OPTIM_NONE;

@@ -1,7 +1,8 @@
 // codegen/cg_internal.h — shared state and helpers of the lowering code. Private to codegen/.
 //
-// One dl_cg compile = one LLVM context and module. Every IR value gets one buffer (the memory
-// plan arrives later). Each node lowers to one or more kernels with the uniform ABI of
+// One dl_cg compile = one LLVM context and module. Every IR value gets one buffer id; the memory
+// plan (memplan.c) gives each buffer its offset in the session arena, intermediates sharing
+// memory by liveness. Each node lowers to one or more kernels with the uniform ABI of
 // runtime/dlrt_format.h: void k(ptr args, i64 begin, i64 end). Lowering code builds LLVM IR
 // through the helpers below: a kernel is opened with cg_kernel_begin (which loads the argument
 // pointers), loops are cg_for_begin/cg_for_end pairs, elements move through cg_load/cg_store
@@ -179,6 +180,17 @@ DL_NODISCARD dl_status dl_cg__lower_grad_nn(cg *c, const dl_ir_node *n);
 // forward kernels the training roots need, every training-graph kernel, then the multi-tensor
 // step kernels: grad norm, prologue, optimizer update, assigns) from m->train and m->grads.
 DL_NODISCARD dl_status dl_cg__lower_train(cg *c);
+// The memory plan (memplan.c): given the plan's buffer table (sizes and kinds filled, ids as
+// c->value_buf and c->extra), sets every buffer's arena offset by liveness over the entry
+// points' kernel sequences (with in-place reuse for elementwise kernels) and gives the arena size
+// and, per buffer, the buffers whose memory overlaps it (itself first) for compute_deps.
+typedef struct dl_cg_memplan {
+    uint64_t arena_size;
+    uint32_t *ov_first, *ov_count, *ov; // OWNED: per buffer, a list into ov
+} dl_cg_memplan;
+DL_NODISCARD dl_status dl_cg__memplan(cg *c, dlrt_plan_buffer *bufs, size_t n_buf,
+                                      dl_cg_memplan *out);
+void dl_cg__memplan_fini(dl_cg_memplan *p);
 // Dispatches a node to its family. That switch is the exhaustive one (-Wswitch-enum); a family
 // function switches over its own ops only, so family files include
 // DL_CG_FAMILY_SWITCHES_ARE_PARTIAL below.

@@ -19,6 +19,7 @@ extern "C" {
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 // Status codes returned by every fallible runtime call. On failure a message describing the
 // problem is available from dlrt_last_error() on the same thread.
@@ -186,6 +187,70 @@ DLRT_API dlrt_status dlrt_session_train_step(dlrt_session *s, dlrt_step_info *in
 // current values; an unknown tensor name is an error. On error the session is unchanged.
 DLRT_API dlrt_status dlrt_session_save(dlrt_session *s, const char *path);
 DLRT_API dlrt_status dlrt_session_load(dlrt_session *s, const char *path);
+
+// ---------------------------------------------------------------------------------------------
+// Threads and profiling
+//
+// A session runs its steps on a pool of threads created with it (the thread that calls a step
+// is one of them; the others sleep between steps) and joined by dlrt_session_destroy. Kernels
+// run as soon as the kernels they depend on have finished, and large kernels are split across
+// threads. Results are bit-identical for every thread count. A step allocates nothing and
+// creates no thread.
+
+#define DLRT_MAX_THREADS 256
+
+// Options of dlrt_session_create_ex. Initialise with dlrt_session_options_init, then set fields.
+typedef struct dlrt_session_options {
+    int threads; // threads including the caller: 1..DLRT_MAX_THREADS, or 0 (the default):
+                 // $DLRT_THREADS if set, else the number of cores this process may run on
+    const char *profile_path; // non-NULL: profile from creation on and write the Chrome trace
+                              // here at dlrt_session_destroy (NULL, the default: $DLRT_PROFILE
+                              // if set, else no profiling). Copied.
+    const char *source_name;  // the .dlg file name the profiler shows with line numbers
+                              // (NULL, the default: the model's name). Copied.
+} dlrt_session_options;
+
+// Sets every option to its default. Thread-safe.
+DLRT_API void dlrt_session_options_init(dlrt_session_options *opts);
+// dlrt_session_create with options (`opts` NULL: the defaults; dlrt_session_create is
+// dlrt_session_create_ex(m, NULL, out)). DLRT_ERR_INVALID_ARG for a thread count outside
+// 0..DLRT_MAX_THREADS or a malformed $DLRT_THREADS (the message names the value);
+// DLRT_ERR_NOMEM when a thread or the profiler's buffers cannot be made.
+DLRT_API dlrt_status dlrt_session_create_ex(dlrt_model *m, const dlrt_session_options *opts,
+                                            dlrt_session **out);
+// The number of threads the session's steps run on (>= 1).
+DLRT_API int dlrt_session_threads(const dlrt_session *s);
+
+// Starts profiling (or restarts it, discarding what was recorded): from now on every step
+// records one event per kernel chunk (worker, start, duration, kernel) into buffers allocated
+// here, once; events beyond their capacity (2^18 per thread) are dropped and counted, the
+// per-kernel totals are always complete. Profiling stays on until the session is destroyed.
+// With profiling off a step pays one branch per kernel chunk.
+DLRT_API dlrt_status dlrt_session_profile_begin(dlrt_session *s);
+// Writes what was recorded since dlrt_session_profile_begin as Chrome trace-event JSON
+// (chrome://tracing, ui.perfetto.dev), atomically: one row (tid) per worker, one "X" event per
+// kernel chunk named "OP NODE" (e.g. "MatMul h1") with args {op, node, source, line, kernel,
+// begin, end, range}, and one "step" event per step on worker 0's row. DLRT_ERR_INVALID_ARG
+// when profiling is off, DLRT_ERR_IO when the file cannot be written.
+DLRT_API dlrt_status dlrt_session_profile_write(dlrt_session *s, const char *path);
+// Writes to `f`, per entry point that ran, a header line (steps, mean step time, threads, kernel
+// time per step) and the `top` kernels by total time, one per line:
+//   "  31.2%  4.120 ms  MaxPoolGrad p (cnn_fmnist.dlg:11)"
+// the kernel's share of the entry's kernel time (the sum over all threads, which is the step
+// time with one thread), its mean time per step, op, node, and source line when known.
+// DLRT_ERR_INVALID_ARG when profiling is off.
+DLRT_API dlrt_status dlrt_session_profile_summary(dlrt_session *s, FILE *f, size_t top);
+
+// ---------------------------------------------------------------------------------------------
+// Memory
+
+// The memory plan of `m`: *arena_bytes is the size of the one arena a session allocates for
+// every buffer (params, optimizer state, inputs, constants and intermediates, the intermediates
+// sharing memory by liveness); *buffers_bytes the sum of all buffer sizes, what the session would
+// need if no two buffers shared memory (without alignment padding). Either pointer may be NULL;
+// a NULL model gives 0 and 0. Thread-safe.
+DLRT_API void dlrt_model_memory(const dlrt_model *m, uint64_t *arena_bytes,
+                                uint64_t *buffers_bytes);
 
 #ifdef __cplusplus
 }

@@ -15,7 +15,8 @@
 // Plan blob (all offsets are from the start of the blob, all integers little-endian, every
 // table 8-byte aligned):
 //   dlrt_plan_hdr
-//   dlrt_plan_buffer[n_buffers]   every tensor-sized region a session owns
+//   dlrt_plan_buffer[n_buffers]   every tensor-sized region a session owns, each at a fixed
+//                                 offset in the session's arena (format 3: the memory plan)
 //   dlrt_plan_tensor[n_tensors]   named interface tensors: inputs, outputs, params
 //   dlrt_plan_kernel[n_kernels]
 //   dlrt_plan_hparam[n_hparams]   named scalars of the train step's hyper buffer (format 2)
@@ -31,7 +32,7 @@
 #include <stdint.h>
 
 #define DLRT_PLAN_MAGIC      "DLRTPLAN"
-#define DLRT_FORMAT_VERSION  2u
+#define DLRT_FORMAT_VERSION  3u
 #define DLRT_ARTIFACT_SYMBOL "dlcc_artifact_v1"
 #define DLRT_MAX_RANK        8
 #define DLRT_BUFFER_ALIGN    64u
@@ -182,16 +183,24 @@ typedef struct dlrt_plan_hdr {
     // prologue adds 1 per call; checkpoints save it as "dlcc.rng_counter"), or UINT32_MAX.
     uint32_t counter_buffer;
     uint64_t off_hparams;
+    // Format 3: the memory plan. A session allocates one arena of arena_size bytes and buffer i
+    // lives at arena + dlrt_plan_buffer.offset. INPUT, PARAM, CONST and STATE buffers overlap
+    // nothing; TEMP buffers may share memory when the compiler proved that no entry point uses
+    // them at the same time (the kernel dependencies then order every pair of kernels touching
+    // overlapping memory, so a threaded executor cannot race on reused memory).
+    uint64_t arena_size;
 } dlrt_plan_hdr;
-_Static_assert(sizeof(dlrt_plan_hdr) == 200, "abi: dlrt_plan_hdr");
+_Static_assert(sizeof(dlrt_plan_hdr) == 208, "abi: dlrt_plan_hdr");
 
 typedef struct dlrt_plan_buffer {
     uint64_t size;     // bytes (0 allowed for empty tensors)
     uint32_t kind;     // DLRT_BUF_*
     uint32_t flags;    // DLRT_BUF_F_* (STATE only)
     uint64_t data_off; // CONST, STATE with DLRT_BUF_F_INIT_DATA: bytes in data
+    uint64_t offset;   // format 3: byte offset in the session arena (DLRT_BUFFER_ALIGN-aligned;
+                       // offset + size <= dlrt_plan_hdr.arena_size)
 } dlrt_plan_buffer;
-_Static_assert(sizeof(dlrt_plan_buffer) == 24, "abi: dlrt_plan_buffer");
+_Static_assert(sizeof(dlrt_plan_buffer) == 32, "abi: dlrt_plan_buffer");
 
 typedef struct dlrt_plan_tensor {
     uint32_t name_off, name_len; // in strings

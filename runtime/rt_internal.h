@@ -40,13 +40,30 @@ struct dlrt_session {
     void **buf_ptr;  // OWNED: buffer id -> address in the arena
     void **kargs;    // OWNED: all kernel argument arrays, back to back (plan.args order)
     int debug_split; // DLRT_DEBUG_SPLIT=K: run every kernel as K uneven chunks, last first
+    // Threads and profiling (rt_exec.c, rt_profile.c)
+    int n_threads;        // workers including the calling thread (>= 1)
+    struct rt_exec *exec; // OWNED: the pool and per-entry schedules (rt_exec.c)
+    struct rt_prof *prof; // OWNED: NULL while profiling is off (rt_profile.c)
+    char *prof_path;      // OWNED: trace written at destroy (options / DLRT_PROFILE), or NULL
+    char *source_name;    // OWNED: the .dlg name printed with kernel lines (never NULL once made)
 };
 
 // Sets the thread's last error message (printf-style) and returns `st`.
 dlrt_status rt__fail(dlrt_status st, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 size_t rt__dtype_size(uint32_t dtype);
-// Runs entry point `entry` (DLRT_ENTRY_*) kernel by kernel (rt_session.c).
+// Runs entry point `entry` (DLRT_ENTRY_*): sequentially with one thread, else on the pool by
+// dependency counting (rt_exec.c). Allocates nothing.
 void rt__run_entry(dlrt_session *s, int entry);
+// Builds the per-entry schedules and starts n_threads - 1 workers (rt_exec.c).
+dlrt_status rt__exec_create(dlrt_session *s, int n_threads);
+void rt__exec_destroy(dlrt_session *s); // joins the workers; NULL exec is a no-op
+// Profiler hooks (rt_profile.c). rt__now_ns is CLOCK_MONOTONIC in nanoseconds; the others are
+// called only while s->prof is non-NULL, from worker `w` (0 = the calling thread).
+int64_t rt__now_ns(void);
+void rt__prof_chunk(dlrt_session *s, int w, uint32_t kernel, int64_t begin, int64_t end,
+                    int64_t t0, int64_t t1);
+void rt__prof_step(dlrt_session *s, int entry, int64_t t0, int64_t t1);
+void rt__prof_destroy(dlrt_session *s); // frees s->prof (NULL is a no-op)
 // Resets STATE buffer `b` to its initial contents (plan data or zeros) (rt_session.c).
 void rt__state_reset(dlrt_session *s, uint32_t b);
 // The tensor named `name` among params and optimizer state (-1 if none) (rt_session.c).

@@ -159,6 +159,60 @@ static dlrt_status validate_train(dlrt_model *m) {
     return DLRT_OK;
 }
 
+typedef struct arena_span {
+    uint64_t off, end;
+    bool exclusive;
+} arena_span;
+
+static int cmp_arena_span(const void *a, const void *b) {
+    const arena_span *p = a, *q = b;
+    return p->off < q->off ? -1 : p->off > q->off ? 1 : 0;
+}
+
+// Format 3: the memory plan. Every buffer lies inside the arena at an aligned offset, and INPUT,
+// PARAM, CONST and STATE buffers overlap no other buffer (TEMP buffers may share memory with each
+// other: the compiler's liveness analysis decided it, and a wrong decision gives wrong numbers,
+// never an access outside the arena). Buffers sorted by offset: an exclusive buffer must start at
+// or after the end of every earlier one, any buffer at or after the end of every earlier
+// exclusive one.
+static dlrt_status validate_arena(const dlrt_model *m) {
+    const dlrt_plan_hdr *h = m->hdr;
+    if (h->arena_size > (UINT64_C(1) << 48)) {
+        return corrupt("arena larger than 2^48 bytes");
+    }
+    arena_span *sp = malloc((h->n_buffers ? h->n_buffers : 1) * sizeof *sp);
+    if (!sp) {
+        return rt__fail(DLRT_ERR_NOMEM, "out of memory");
+    }
+    size_t n = 0;
+    dlrt_status st = DLRT_OK;
+    for (uint32_t i = 0; i < h->n_buffers; i++) {
+        const dlrt_plan_buffer *b = &m->buffers[i];
+        if (b->offset % DLRT_BUFFER_ALIGN != 0 || !fits(b->offset, b->size, h->arena_size)) {
+            st = corrupt("buffer outside the arena or misaligned");
+            goto out;
+        }
+        if (b->size > 0) {
+            sp[n++] = (arena_span){b->offset, b->offset + b->size, b->kind != DLRT_BUF_TEMP};
+        }
+    }
+    qsort(sp, n, sizeof *sp, cmp_arena_span);
+    uint64_t end_all = 0, end_excl = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (sp[i].off < end_excl || (sp[i].exclusive && sp[i].off < end_all)) {
+            st = corrupt("an input, param, constant or state buffer overlaps another buffer");
+            goto out;
+        }
+        end_all = sp[i].end > end_all ? sp[i].end : end_all;
+        if (sp[i].exclusive) {
+            end_excl = sp[i].end > end_excl ? sp[i].end : end_excl;
+        }
+    }
+out:
+    free(sp);
+    return st;
+}
+
 static dlrt_status validate(dlrt_model *m, uint64_t plan_size) {
     if (plan_size < sizeof(dlrt_plan_hdr)) {
         return corrupt("plan smaller than its header");
@@ -207,6 +261,10 @@ static dlrt_status validate(dlrt_model *m, uint64_t plan_size) {
             !fits(b->data_off, b->size, h->size_data)) {
             return corrupt("constant data outside the plan");
         }
+    }
+    dlrt_status mst = validate_arena(m);
+    if (mst != DLRT_OK) {
+        return mst;
     }
     for (uint32_t i = 0; i < h->n_kernels; i++) {
         const dlrt_plan_kernel *k = &m->kernels[i];
@@ -591,4 +649,17 @@ dlrt_status dlrt_model_param(const dlrt_model *m, size_t i, dlrt_tensor_desc *ou
 
 dlrt_status dlrt_model_state(const dlrt_model *m, size_t i, dlrt_tensor_desc *out) {
     return describe_role(m, m ? m->first_state : 0, m ? m->n_states : 0, i, out, "state");
+}
+
+void dlrt_model_memory(const dlrt_model *m, uint64_t *arena_bytes, uint64_t *buffers_bytes) {
+    uint64_t sum = 0;
+    for (uint32_t i = 0; m && i < m->hdr->n_buffers; i++) {
+        sum += m->buffers[i].size;
+    }
+    if (arena_bytes) {
+        *arena_bytes = m ? m->hdr->arena_size : 0;
+    }
+    if (buffers_bytes) {
+        *buffers_bytes = sum;
+    }
 }

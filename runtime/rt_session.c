@@ -1,6 +1,7 @@
 // runtime/rt_session.c — sessions: one 64-byte aligned arena holding every buffer of the plan
 // (inputs, params, constants, intermediates), params initialised from the plan's recipes, and
-// the kernel argument arrays resolved once at creation, so a step is only kernel calls.
+// the kernel argument arrays resolved once at creation, so a step is only kernel calls. The
+// executor (threads, schedules) lives in rt_exec.c, the profiler in rt_profile.c.
 //
 // Param initialisation reproduces the compiler's reference evaluator bit for bit: element i of
 // a seeded param is computed in double from dl_rng (base/) and rounded once to its dtype.
@@ -47,7 +48,40 @@ static void init_param(const dlrt_model *m, const dlrt_plan_tensor *t, uint8_t *
     }
 }
 
+void dlrt_session_options_init(dlrt_session_options *opts) {
+    if (opts) {
+        memset(opts, 0, sizeof *opts);
+    }
+}
+
 dlrt_status dlrt_session_create(dlrt_model *m, dlrt_session **out) {
+    return dlrt_session_create_ex(m, NULL, out);
+}
+
+static char *str_dup(const char *p) {
+    size_t n = strlen(p) + 1;
+    char *d = malloc(n);
+    return d ? memcpy(d, p, n) : NULL;
+}
+
+// Threads and profiling, once the buffers exist (the session is complete but for these).
+static dlrt_status session_exec_init(dlrt_session *s, const dlrt_session_options *opts) {
+    dlrt_status st = rt__exec_create(s, opts ? opts->threads : 0);
+    if (st != DLRT_OK) {
+        return st;
+    }
+    const char *src = opts && opts->source_name ? opts->source_name : s->model->name;
+    const char *path = opts && opts->profile_path ? opts->profile_path : getenv("DLRT_PROFILE");
+    s->source_name = str_dup(src);
+    s->prof_path = path && *path ? str_dup(path) : NULL;
+    if (!s->source_name || (path && *path && !s->prof_path)) {
+        return rt__fail(DLRT_ERR_NOMEM, "out of memory");
+    }
+    return s->prof_path ? dlrt_session_profile_begin(s) : DLRT_OK;
+}
+
+dlrt_status dlrt_session_create_ex(dlrt_model *m, const dlrt_session_options *opts,
+                                   dlrt_session **out) {
     if (!m || !out) {
         return rt__fail(DLRT_ERR_INVALID_ARG, "dlrt_session_create: NULL argument");
     }
@@ -59,39 +93,38 @@ dlrt_status dlrt_session_create(dlrt_model *m, dlrt_session **out) {
     }
     s->buf_ptr = calloc(h->n_buffers ? h->n_buffers : 1, sizeof(void *));
     s->kargs = calloc(h->n_args ? h->n_args : 1, sizeof(void *));
-    size_t *offs = calloc(h->n_buffers ? h->n_buffers : 1, sizeof(size_t));
-    if (!s->buf_ptr || !s->kargs || !offs) {
-        free(offs);
+    if (!s->buf_ptr || !s->kargs) {
         dlrt_session_destroy(s);
         return rt__fail(DLRT_ERR_NOMEM, "out of memory");
     }
-    size_t total = 0;
-    for (uint32_t i = 0; i < h->n_buffers; i++) {
-        offs[i] = total;
-        size_t sz = align_up((size_t)m->buffers[i].size, DLRT_BUFFER_ALIGN);
-        if (sz > ((size_t)1 << 48) - total) { // a forged plan: the sum must not wrap
-            free(offs);
-            dlrt_session_destroy(s);
-            return rt__fail(DLRT_ERR_CORRUPT, "corrupt artifact: buffers exceed 2^48 bytes");
-        }
-        total += sz;
-    }
-    s->arena_size = total ? total : DLRT_BUFFER_ALIGN;
+    // The arena: the plan's memory plan (format 3) gives its size and every buffer's offset
+    // (validated on load: inside the arena, aligned, exclusive kinds overlapping nothing).
+    size_t total = (size_t)h->arena_size;
+    // aligned_alloc wants a multiple of the alignment (a forged plan may give any size).
+    s->arena_size = total ? align_up(total, DLRT_BUFFER_ALIGN) : DLRT_BUFFER_ALIGN;
     s->arena = aligned_alloc(DLRT_BUFFER_ALIGN, s->arena_size);
     if (!s->arena) {
-        free(offs);
         dlrt_session_destroy(s);
         return rt__fail(DLRT_ERR_NOMEM, "out of memory (session needs %zu bytes)", total);
     }
     memset(s->arena, 0, s->arena_size);
+    // A testing aid: DLRT_DEBUG_POISON=1 fills intermediates with 0xff bytes (NaN, -1) instead of
+    // zeros, so a kernel relying on fresh memory being zero (wrong once buffers share memory)
+    // shows up in results.
+    const char *poison = getenv("DLRT_DEBUG_POISON");
+    bool is_poison = poison && poison[0] && strcmp(poison, "0") != 0;
     for (uint32_t i = 0; i < h->n_buffers; i++) {
-        s->buf_ptr[i] = s->arena + offs[i];
+        s->buf_ptr[i] = s->arena + m->buffers[i].offset;
+        if (is_poison && m->buffers[i].kind == DLRT_BUF_TEMP) {
+            memset(s->buf_ptr[i], 0xff, (size_t)m->buffers[i].size);
+        }
+    }
+    for (uint32_t i = 0; i < h->n_buffers; i++) {
         const dlrt_plan_buffer *b = &m->buffers[i];
         if (b->kind == DLRT_BUF_CONST || (b->flags & DLRT_BUF_F_INIT_DATA)) {
             memcpy(s->buf_ptr[i], m->data + b->data_off, (size_t)b->size);
         }
     }
-    free(offs);
     for (uint32_t i = 0; i < h->n_args; i++) {
         s->kargs[i] = s->buf_ptr[m->args[i]];
     }
@@ -105,14 +138,32 @@ dlrt_status dlrt_session_create(dlrt_model *m, dlrt_session **out) {
     s->debug_split = split ? atoi(split) : 0;
     dlrt_model_retain(m);
     s->model = m;
+    dlrt_status est = session_exec_init(s, opts);
+    if (est != DLRT_OK) {
+        dlrt_session_destroy(s);
+        return est;
+    }
     *out = s;
     return DLRT_OK;
+}
+
+int dlrt_session_threads(const dlrt_session *s) {
+    return s ? s->n_threads : 0;
 }
 
 void dlrt_session_destroy(dlrt_session *s) {
     if (!s) {
         return;
     }
+    rt__exec_destroy(s); // joins the workers first
+    if (s->prof && s->prof_path) {
+        // DLRT_PROFILE / options.profile_path: nothing can report an error here (destroy is
+        // void); callers who need one write explicitly with dlrt_session_profile_write.
+        (void)dlrt_session_profile_write(s, s->prof_path);
+    }
+    rt__prof_destroy(s);
+    free(s->prof_path);
+    free(s->source_name);
     free(s->arena);
     free(s->buf_ptr);
     free(s->kargs);
@@ -190,48 +241,12 @@ dlrt_status dlrt_session_set_input(dlrt_session *s, const char *name, const void
     return st;
 }
 
-// Runs [0, range) as `parts` uneven chunks (chunk j has about j+1 shares), last chunk first.
-static void run_split(dlrt_kernel_fn fn, void *const *args, int64_t range, int parts) {
-    int64_t shares = (int64_t)parts * (parts + 1) / 2;
-    int64_t bounds[65];
-    if (parts > 64) {
-        parts = 64;
-        shares = 64 * 65 / 2;
-    }
-    int64_t acc = 0;
-    bounds[0] = 0;
-    for (int j = 0; j < parts; j++) {
-        acc += j + 1;
-        bounds[j + 1] = range / shares * acc + range % shares * acc / shares; // no overflow
-    }
-    for (int j = parts - 1; j >= 0; j--) {
-        if (bounds[j + 1] > bounds[j]) {
-            fn(args, bounds[j], bounds[j + 1]);
-        }
-    }
-}
-
 dlrt_status dlrt_session_infer(dlrt_session *s) {
     if (!s) {
         return rt__fail(DLRT_ERR_INVALID_ARG, "dlrt_session_infer: session is NULL");
     }
     rt__run_entry(s, DLRT_ENTRY_INFER);
     return DLRT_OK;
-}
-
-void rt__run_entry(dlrt_session *s, int entry) {
-    const dlrt_model *m = s->model;
-    const dlrt_plan_hdr *h = m->hdr;
-    uint32_t first = h->entry_first[entry], n = h->entry_count[entry];
-    for (uint32_t i = 0; i < n; i++) {
-        const dlrt_plan_kernel *k = &m->kernels[m->entry_kernels[first + i]];
-        dlrt_kernel_fn fn = m->desc->fns[k->fn];
-        if (s->debug_split > 1 && k->range > 1) {
-            run_split(fn, s->kargs + k->first_arg, k->range, s->debug_split);
-        } else {
-            fn(s->kargs + k->first_arg, 0, k->range);
-        }
-    }
 }
 
 dlrt_status dlrt_session_output(dlrt_session *s, const char *name, const void **data,
