@@ -60,8 +60,8 @@ void rt__exec_destroy(dlrt_session *s); // joins the workers; NULL exec is a no-
 // Profiler hooks (rt_profile.c). rt__now_ns is CLOCK_MONOTONIC in nanoseconds; the others are
 // called only while s->prof is non-NULL, from worker `w` (0 = the calling thread).
 int64_t rt__now_ns(void);
-void rt__prof_chunk(dlrt_session *s, int w, uint32_t kernel, int64_t begin, int64_t end,
-                    int64_t t0, int64_t t1);
+void rt__prof_chunk(dlrt_session *s, int w, uint32_t kernel, int64_t begin, int64_t end, int64_t t0,
+                    int64_t t1);
 void rt__prof_step(dlrt_session *s, int entry, int64_t t0, int64_t t1);
 void rt__prof_destroy(dlrt_session *s); // frees s->prof (NULL is a no-op)
 // Resets STATE buffer `b` to its initial contents (plan data or zeros) (rt_session.c).

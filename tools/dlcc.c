@@ -81,7 +81,8 @@ static const cmd_help helps[] = {
      "dlcc run FILE [-D NAME=INT]... [--in NAME=PATH.npy]... [--out NAME=PATH.npy]...\n"
      "                [--backend cpu|ref] [--entry infer]\n"
      "       dlcc run FILE --entry train_step [--steps K] [--in NAME=PATH.npy]...\n"
-     "                [--init-params IN.safetensors] [--save-params OUT.safetensors]",
+     "                [--init-params IN.safetensors] [--save-params OUT.safetensors]\n"
+     "       (both forms) [--threads T] [--profile TRACE.json] [--profile-summary]",
      "Runs FILE, a .dlg model or an artifact compiled by 'dlcc compile', on the given inputs.\n"
      "A .dlg is compiled on the fly for --backend cpu (the default; through the compilation\n"
      "cache, as 'dlcc compile'; see --no-cache, --cache-dir, -v below) or evaluated by the\n"
@@ -100,7 +101,14 @@ static const cmd_help helps[] = {
      "                       with a train block, compiled (--backend cpu); see below\n"
      "  --no-cache           compile without the compilation cache (--backend cpu)\n"
      "  --cache-dir DIR      use the cache in DIR\n"
-     "  -v, --verbose        print 'cache hit|miss KEY (N.N ms)' for a compiled .dlg\n"
+     "  -v, --verbose        print 'cache hit|miss KEY (N.N ms)' for a compiled .dlg, and with\n"
+     "                       --entry train_step the mean time per step\n"
+     "  --threads T          threads of the compiled run, 1..256 (default: $DLRT_THREADS, else\n"
+     "                       the number of cores); results are identical for every T\n"
+     "  --profile FILE       write a Chrome trace-event JSON profile of the compiled run (one\n"
+     "                       row per thread, one event per kernel; also $DLRT_PROFILE=FILE)\n"
+     "  --profile-summary    print the top kernels by total time and their share of the step\n"
+     "                       (stderr)\n"
      "\n"
      "With --entry train_step each --in file either has exactly the input's shape (the same\n"
      "batch every step) or one extra leading dim of size >= K (step i uses slice i); the dtype\n"
@@ -116,7 +124,8 @@ static const cmd_help helps[] = {
      "dlcc train MODEL.dlg --dataset SPEC [--test SPEC] [--epochs E] [--batch N] [--threads T]\n"
      "                  [--save CKPT] [--init CKPT] [--lr V] [--lr-schedule NAME]\n"
      "                  [--warmup-steps S] [--seed S] [--limit-train N] [-D NAME=INT]...\n"
-     "                  [--no-cache] [--cache-dir DIR] [--dry-run] [-v]",
+     "                  [--no-cache] [--cache-dir DIR] [--dry-run] [-v]\n"
+     "                  [--profile TRACE.json] [--profile-summary]",
      "Trains MODEL.dlg, a model with a `train` block and exactly two inputs: the data\n"
      "(float[B, ...], B a named dim: the batch) and the labels (int64[B] or int32[B]). The\n"
      "model is compiled through the compilation cache with B bound to --batch. Each epoch\n"
@@ -144,7 +153,12 @@ static const cmd_help helps[] = {
      "                       it there is no test accuracy\n"
      "  --epochs E           passes over the training set (default 1)\n"
      "  --batch N            batch size: binds the batch dim (default: its value in the model)\n"
-     "  --threads T          worker threads, >= 1 (used once the threaded executor lands)\n"
+     "  --threads T          threads of each step, 1..256 (default: $DLRT_THREADS, else the\n"
+     "                       number of cores); the results are identical for every T\n"
+     "  --profile FILE       write a Chrome trace-event JSON profile of the training and test\n"
+     "                       steps (one row per thread, one event per kernel)\n"
+     "  --profile-summary    print the top kernels by total time and their share of the step\n"
+     "                       (stderr, at the end)\n"
      "  --save CKPT          write a safetensors checkpoint (params, optimizer state, step)\n"
      "  --init CKPT          start from a checkpoint or a params-only safetensors file\n"
      "  --lr V               base learning rate (default: the model's optimizer lr)\n"
@@ -729,6 +743,94 @@ static bool in_list(const char *s, const char *const *list, size_t n) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Threads and profiling (run and train)
+
+typedef struct exec_args {
+    long threads;        // 0: the runtime's default ($DLRT_THREADS, else the cores)
+    const char *profile; // --profile FILE, or NULL
+    bool summary;        // --profile-summary
+    const char *source;  // the .dlg name shown with kernel lines (NULL: the model's name)
+} exec_args;
+
+#define PROFILE_SUMMARY_TOP 10
+
+// --threads T, --profile FILE, --profile-summary: 1 when argv[a->i] was one of them (consumed),
+// 0 when not, -1 on a usage error (printed).
+static int take_exec_flag(args *a, exec_args *x) {
+    const char *val = NULL;
+    int r;
+    if ((r = take_flag(a, NULL, "--threads", true, &val)) != 0) {
+        if (r < 0) {
+            return -1;
+        }
+        char *end = NULL;
+        errno = 0;
+        long v = strtol(val, &end, 10);
+        if (!*val || *end || errno == ERANGE || v < 1 || v > DLRT_MAX_THREADS) {
+            usage_error(a->cmd, "--threads expects an integer 1..%d, got '%s'", DLRT_MAX_THREADS,
+                        val);
+            return -1;
+        }
+        x->threads = v;
+        return 1;
+    }
+    if ((r = take_flag(a, NULL, "--profile", true, &val)) != 0) {
+        if (r < 0) {
+            return -1;
+        }
+        if (!*val) {
+            usage_error(a->cmd, "--profile needs a file name");
+            return -1;
+        }
+        x->profile = val;
+        return 1;
+    }
+    if (take_flag(a, NULL, "--profile-summary", false, NULL) == 1) {
+        x->summary = true;
+        return 1;
+    }
+    return 0;
+}
+
+static const char *base_name(const char *path) {
+    const char *slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
+}
+
+// A session with the threads and profiling asked for.
+static dlrt_status exec_session_create(dlrt_model *rtm, const exec_args *x, dlrt_session **out) {
+    dlrt_session_options o;
+    dlrt_session_options_init(&o);
+    o.threads = (int)x->threads;
+    o.source_name = x->source;
+    dlrt_status rs = dlrt_session_create_ex(rtm, &o, out);
+    if (rs == DLRT_OK && (x->profile || x->summary)) {
+        rs = dlrt_session_profile_begin(*out);
+    }
+    return rs;
+}
+
+// After a successful run: the trace file and the summary. Returns an exit code.
+static int exec_session_finish(dl_diags *d, dlrt_session *s, const exec_args *x) {
+    dlrt_status rs;
+    if (x->profile && (rs = dlrt_session_profile_write(s, x->profile)) != DLRT_OK) {
+        rt_diag(d, x->profile, rs);
+        return EXIT_INPUT;
+    }
+    if (x->summary) {
+        fflush(stdout);
+        (void)dlrt_session_profile_summary(s, stderr, PROFILE_SUMMARY_TOP);
+    }
+    return EXIT_OK;
+}
+
+static double clock_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+// ---------------------------------------------------------------------------------------------
 // Helpers of `dlcc run --entry train_step`
 
 // An integer argument in [lo, hi]; false when malformed or out of range.
@@ -760,18 +862,20 @@ static bool io_matches_stepped(const dl_tensor *t, const io_desc *io, long steps
 // in_t[j], or its slice i when stepped[j]), one line per step, optional checkpoint save.
 static int run_train_steps(dl_diags *d, const char *file, dlrt_model *rtm, const io_desc *in_io,
                            const dl_tensor *in_t, const bool *stepped, size_t n_in, long steps,
-                           const char *init_params, const char *save_params) {
+                           const char *init_params, const char *save_params, const exec_args *xa,
+                           bool verbose) {
     if (!dlrt_model_has_train_step(rtm)) {
         file_diag(d, file, "the artifact has no train_step entry point");
         return EXIT_INPUT;
     }
     dlrt_session *s = NULL;
-    dlrt_status rs = dlrt_session_create(rtm, &s);
+    dlrt_status rs = exec_session_create(rtm, xa, &s);
     if (rs != DLRT_OK) {
         rt_diag(d, file, rs);
         dlrt_session_destroy(s);
         return rs == DLRT_ERR_NOMEM ? EXIT_INTERNAL : EXIT_INPUT;
     }
+    double step_s = 0; // time inside dlrt_session_train_step
     int rc = EXIT_OK;
     if (init_params && (rs = dlrt_session_load(s, init_params)) != DLRT_OK) {
         rt_diag(d, init_params, rs);
@@ -793,7 +897,9 @@ static int run_train_steps(dl_diags *d, const char *file, dlrt_model *rtm, const
         dlrt_step_info info;
         memset(&info, 0, sizeof info);
         if (rs == DLRT_OK) {
+            double t0 = clock_s();
             rs = dlrt_session_train_step(s, &info);
+            step_s += clock_s() - t0;
         }
         if (rs != DLRT_OK) {
             rt_diag(d, file, rs);
@@ -806,7 +912,15 @@ static int run_train_steps(dl_diags *d, const char *file, dlrt_model *rtm, const
     if (save_params && (rs = dlrt_session_save(s, save_params)) != DLRT_OK) {
         rt_diag(d, save_params, rs);
         rc = rs == DLRT_ERR_NOMEM ? EXIT_INTERNAL : EXIT_INPUT;
+        goto out;
     }
+    if (verbose) {
+        fflush(stdout);
+        fprintf(stderr, "dlcc: %ld step%s, mean %.3f ms per step (%d thread%s)\n", steps,
+                steps == 1 ? "" : "s", step_s * 1e3 / (double)steps, dlrt_session_threads(s),
+                dlrt_session_threads(s) == 1 ? "" : "s");
+    }
+    rc = exec_session_finish(d, s, xa);
 out:
     dlrt_session_destroy(s);
     return rc;
@@ -836,6 +950,7 @@ static int cmd_run(int argc, char **argv) {
     const char *steps_arg = NULL, *init_params = NULL, *save_params = NULL;
     bool *stepped = NULL; // per input: its .npy has a leading step dim
     long steps = 1;
+    exec_args xa = {0, NULL, false, NULL};
     int rc = EXIT_OK;
 
     // 1. Arguments (no file is touched before they are all valid).
@@ -905,7 +1020,7 @@ static int cmd_run(int argc, char **argv) {
                 rc = EXIT_USAGE;
                 goto out;
             }
-        } else if ((r = take_cache_flag(&a, &copts)) != 0) {
+        } else if ((r = take_cache_flag(&a, &copts)) != 0 || (r = take_exec_flag(&a, &xa)) != 0) {
             if (r < 0) {
                 rc = EXIT_USAGE;
                 goto out;
@@ -934,6 +1049,16 @@ static int cmd_run(int argc, char **argv) {
         goto out;
     }
     bool is_art = is_artifact_file(file);
+    if (use_ref && (xa.threads || xa.profile || xa.summary)) {
+        rc = usage_error("run",
+                         "%s applies to compiled code; --backend ref is the reference "
+                         "evaluator",
+                         xa.threads   ? "--threads"
+                         : xa.profile ? "--profile"
+                                      : "--profile-summary");
+        goto out;
+    }
+    xa.source = is_art ? NULL : base_name(file);
     if (is_art && use_ref) {
         rc = usage_error("run", "--backend ref evaluates .dlg models; '%s' is a compiled artifact",
                          file);
@@ -1173,7 +1298,7 @@ static int cmd_run(int argc, char **argv) {
     }
     if (train) {
         rc = run_train_steps(d, file, rtm, in_io, in_t, stepped, n_in, steps, init_params,
-                             save_params);
+                             save_params, &xa, verbose);
         goto out;
     }
     if (use_ref) {
@@ -1188,7 +1313,7 @@ static int cmd_run(int argc, char **argv) {
         }
         n_out_t = n_out;
     } else {
-        dlrt_status rs = dlrt_session_create(rtm, &sess);
+        dlrt_status rs = exec_session_create(rtm, &xa, &sess);
         for (size_t j = 0; rs == DLRT_OK && j < n_in; j++) {
             rs = dlrt_session_set_input(sess, in_io[j].name, in_t[j].data,
                                         dl_tensor_nbytes(&in_t[j]));
@@ -1212,6 +1337,9 @@ static int cmd_run(int argc, char **argv) {
         if (rs != DLRT_OK) {
             rt_diag(d, file, rs);
             rc = rs == DLRT_ERR_NOMEM ? EXIT_INTERNAL : EXIT_INPUT;
+            goto out;
+        }
+        if ((rc = exec_session_finish(d, sess, &xa)) != EXIT_OK) {
             goto out;
         }
     }
@@ -1569,8 +1697,8 @@ typedef DL_VEC(bind) bind_vec;
 typedef struct train_args {
     const char *file, *dataset, *test, *save, *init;
     long epochs;
-    long batch; // 0: the batch dim's value in the model
-    long threads;
+    long batch;     // 0: the batch dim's value in the model
+    exec_args exec; // --threads (0: the runtime's default), --profile, --profile-summary
     bool has_lr;
     double lr;
     lr_sched sched;
@@ -2187,11 +2315,10 @@ static int train_test(dlrt_session *s, const train_model *tm, const train_split 
 static int train_parse_args(int argc, char **argv, train_args *ta, dlcc_options *copts,
                             bind_vec *binds) {
     args a = {"train", argc, argv, 0, false};
-    const char *epochs = NULL, *batch = NULL, *threads = NULL, *lr = NULL, *sched = NULL,
-               *warmup = NULL, *seed = NULL, *limit = NULL;
+    const char *epochs = NULL, *batch = NULL, *lr = NULL, *sched = NULL, *warmup = NULL,
+               *seed = NULL, *limit = NULL;
     memset(ta, 0, sizeof *ta);
     ta->epochs = 1;
-    ta->threads = 1;
     ta->warmup = -1;
     while (a.i < argc) {
         const char *arg = argv[a.i];
@@ -2223,7 +2350,6 @@ static int train_parse_args(int argc, char **argv, train_args *ta, dlcc_options 
                    (r = take_flag(&a, NULL, "--test", true, &ta->test)) != 0 ||
                    (r = take_flag(&a, NULL, "--epochs", true, &epochs)) != 0 ||
                    (r = take_flag(&a, NULL, "--batch", true, &batch)) != 0 ||
-                   (r = take_flag(&a, NULL, "--threads", true, &threads)) != 0 ||
                    (r = take_flag(&a, NULL, "--save", true, &ta->save)) != 0 ||
                    (r = take_flag(&a, NULL, "--init", true, &ta->init)) != 0 ||
                    (r = take_flag(&a, NULL, "--lr", true, &lr)) != 0 ||
@@ -2231,7 +2357,8 @@ static int train_parse_args(int argc, char **argv, train_args *ta, dlcc_options 
                    (r = take_flag(&a, NULL, "--warmup-steps", true, &warmup)) != 0 ||
                    (r = take_flag(&a, NULL, "--seed", true, &seed)) != 0 ||
                    (r = take_flag(&a, NULL, "--limit-train", true, &limit)) != 0 ||
-                   (r = take_cache_flag(&a, copts)) != 0) {
+                   (r = take_cache_flag(&a, copts)) != 0 ||
+                   (r = take_exec_flag(&a, &ta->exec)) != 0) {
             if (r < 0) {
                 return EXIT_USAGE;
             }
@@ -2255,9 +2382,6 @@ static int train_parse_args(int argc, char **argv, train_args *ta, dlcc_options 
     }
     if (batch && !parse_long_arg(batch, 1, 1L << 30, &ta->batch)) {
         return usage_error("train", "--batch expects an integer >= 1, got '%s'", batch);
-    }
-    if (threads && !parse_long_arg(threads, 1, 4096, &ta->threads)) {
-        return usage_error("train", "--threads expects an integer 1..4096, got '%s'", threads);
     }
     if (limit && !parse_long_arg(limit, 1, LONG_MAX, &ta->limit)) {
         return usage_error("train", "--limit-train expects an integer >= 1, got '%s'", limit);
@@ -2502,9 +2626,14 @@ static int cmd_train(int argc, char **argv) {
         rc = EXIT_INPUT;
         goto out;
     }
-    if ((rs = dlrt_session_create(rtm, &s)) != DLRT_OK) {
+    ta.exec.source = base_name(ta.file);
+    if ((rs = exec_session_create(rtm, &ta.exec, &s)) != DLRT_OK) {
         rc = rt_fail(d, ta.file, rs);
         goto out;
+    }
+    if (ta.verbose) {
+        fprintf(stderr, "dlcc: %d thread%s\n", dlrt_session_threads(s),
+                dlrt_session_threads(s) == 1 ? "" : "s");
     }
     if (ta.init && (rs = dlrt_session_load(s, ta.init)) != DLRT_OK) {
         rc = rt_fail(d, ta.init, rs);
@@ -2577,6 +2706,9 @@ static int cmd_train(int argc, char **argv) {
 
     // 6. Test accuracy, then the checkpoint (last: nothing is written unless all went well).
     if (te.x && (rc = train_test(s, &tm, &te, ta.file, xb, yb, d)) != EXIT_OK) {
+        goto out;
+    }
+    if ((rc = exec_session_finish(d, s, &ta.exec)) != EXIT_OK) {
         goto out;
     }
     if (ta.save && (rs = dlrt_session_save(s, ta.save)) != DLRT_OK) {
