@@ -322,6 +322,88 @@ static dl_status lower_conv_grad_weight(cg *c, const dl_ir_node *n) {
 // MaxPoolGrad / AveragePoolGrad
 
 // dy: [N, C, o1..ok], x: [N, C, d1..dk] -> dx like x; outer range N*C (one plane each).
+// MaxPoolGrad fast path: 2-D, no padding, dilation 1, non-overlapping windows (strides equal
+// the kernel) all inside the input. Every input element then belongs to at most one window, so
+// dx is written directly, without zeroing and scattering: per window, the tap the forward
+// selects (the first maximum in window order, NaN beating numbers) gets dy, the other taps 0,
+// and rows/columns no window covers get 0. Outer range N*C*OH: iteration (nc, oh) owns input
+// rows [oh*k0, oh*k0 + k0) — and the uncovered bottom rows when oh is the last output row.
+static bool max_pool_grad_fast_ok(const dl_cg__pool_geo *g) {
+    if (g->nsp != 2 || g->k[0] * g->k[1] > 16) {
+        return false;
+    }
+    for (int32_t i = 0; i < 2; i++) {
+        if (g->pb[i] != 0 || g->dil[i] != 1 || g->s[i] != g->k[i] ||
+            g->yd[i] * g->k[i] > g->xd[i] || g->yd[i] < 1) {
+            return false;
+        }
+    }
+    return true;
+}
+
+static void zero_rows(cg *c, const cg_kernel *kr, dl_dtype dt, LLVMValueRef start, int64_t n) {
+    cg_loop lz;
+    LLVMValueRef zi = cg_for_begin(c, &lz, cg_i64(c, 0), cg_i64(c, n), "z");
+    cg_store(c, kr->ptr[0], dt, iadd(c, start, zi), cg_f32(c, 0));
+    cg_for_end(c, &lz);
+}
+
+static dl_status lower_max_pool_grad_2d(cg *c, dl_ir_value *dx, dl_ir_value *dy, dl_ir_value *x,
+                                        const dl_cg__pool_geo *g) {
+    // x, dx: [N, C, H, W]; dy: [N, C, OH, OW]
+    dl_dtype dt = x->type.dtype;
+    int64_t NC = x->type.dims[0].value * x->type.dims[1].value;
+    int64_t H = g->xd[0], W = g->xd[1], OH = g->yd[0], OW = g->yd[1], k0 = g->k[0], k1 = g->k[1];
+    dl_ir_value *vals[3] = {dx, dy, x};
+    cg_kernel kr;
+    DL_TRY(cg_kernel_begin(c, vals, 3, NC * OH, &kr));
+    cg_loop lit, low, lr;
+    LLVMValueRef it = cg_for_begin(c, &lit, kr.begin, kr.end, "it");
+    LLVMValueRef oh = LLVMBuildSRem(c->b, it, cg_i64(c, OH), "oh");
+    LLVMValueRef nc = LLVMBuildSDiv(c->b, it, cg_i64(c, OH), "nc");
+    LLVMValueRef xrow = iadd(c, imul(c, nc, g->in_sp), imul(c, oh, k0 * W));
+    LLVMValueRef yrow = imul(c, it, OW);
+    LLVMValueRef ow = cg_for_begin(c, &low, cg_i64(c, 0), cg_i64(c, OW), "ow");
+    LLVMValueRef xb = iadd(c, xrow, imul(c, ow, k1));
+    LLVMValueRef acc = NULL, idx = NULL;
+    for (int64_t t = 0; t < k0 * k1; t++) {
+        LLVMValueRef v = cg_load(c, kr.ptr[2], dt, iaddk(c, xb, (t / k1) * W + t % k1));
+        if (!acc) {
+            acc = v;
+            idx = cg_i64(c, 0);
+            continue;
+        }
+        LLVMValueRef gt = LLVMBuildFCmp(c->b, LLVMRealOGT, v, acc, "");
+        LLVMValueRef vnan = LLVMBuildFCmp(c->b, LLVMRealUNO, v, v, "");
+        LLVMValueRef anum = LLVMBuildFCmp(c->b, LLVMRealORD, acc, acc, "");
+        LLVMValueRef upd = LLVMBuildOr(c->b, gt, LLVMBuildAnd(c->b, vnan, anum, ""), "");
+        acc = LLVMBuildSelect(c->b, upd, v, acc, "");
+        idx = LLVMBuildSelect(c->b, upd, cg_i64(c, t), idx, "");
+    }
+    LLVMValueRef gy = cg_load(c, kr.ptr[1], dt, iadd(c, yrow, ow));
+    LLVMValueRef zero = cg_f32(c, 0);
+    for (int64_t t = 0; t < k0 * k1; t++) {
+        LLVMValueRef hit = LLVMBuildICmp(c->b, LLVMIntEQ, idx, cg_i64(c, t), "");
+        cg_store(c, kr.ptr[0], dt, iaddk(c, xb, (t / k1) * W + t % k1),
+                 LLVMBuildSelect(c->b, hit, gy, zero, ""));
+    }
+    cg_for_end(c, &low);
+    if (W > OW * k1) { // columns no window covers, in this iteration's rows
+        LLVMValueRef r = cg_for_begin(c, &lr, cg_i64(c, 0), cg_i64(c, k0), "r");
+        zero_rows(c, &kr, dt, iaddk(c, iadd(c, xrow, imul(c, r, W)), OW * k1), W - OW * k1);
+        cg_for_end(c, &lr);
+    }
+    if (H > OH * k0) { // rows no window covers, owned by the last output row's iteration
+        dl_cg__if last;
+        dl_cg__if_begin(c, &last, LLVMBuildICmp(c->b, LLVMIntEQ, oh, cg_i64(c, OH - 1), ""));
+        zero_rows(c, &kr, dt, iadd(c, imul(c, nc, g->in_sp), cg_i64(c, OH * k0 * W)),
+                  (H - OH * k0) * W);
+        dl_cg__if_end(c, &last);
+    }
+    cg_for_end(c, &lit);
+    return cg_kernel_end(c, &kr);
+}
+
 static dl_status lower_pool_grad(cg *c, const dl_ir_node *n) {
     bool is_max = n->op == DL_IR_OP_MAX_POOL_GRAD;
     dl_ir_value *dy = n->inputs[0], *x = n->inputs[1], *dx = n->outputs[0];
@@ -333,6 +415,9 @@ static dl_status lower_pool_grad(cg *c, const dl_ir_node *n) {
     dl_cg__pool_geo geo;
     if (!dl_cg__pool_geometry(c, xt, yt, &geo)) {
         return DL_ERR_UNSUPPORTED;
+    }
+    if (is_max && max_pool_grad_fast_ok(&geo) && dl_ir_type_numel(xt) > 0) {
+        return lower_max_pool_grad_2d(c, dx, dy, x, &geo);
     }
     int32_t nsp = geo.nsp;
     const int64_t *k = geo.k, *s = geo.s, *dil = geo.dil, *pb = geo.pb;

@@ -586,6 +586,60 @@ void dl_cg__pool_max_update(cg *c, LLVMValueRef v, LLVMValueRef pos, LLVMValueRe
     st(c, LLVMBuildSelect(c->b, upd, pos, a, ""), arg);
 }
 
+// MaxPool fast path: 2-D, no Indices output, no padding, dilation 1, every window inside the
+// input (floor mode, or ceil mode that happens to fit): no bounds checks, the window's taps
+// unrolled, and the innermost loop over output columns simple enough for LLVM to vectorise.
+// Same result as the general path: the first tap starts the max, a later tap replaces it when
+// greater, or when it is NaN and the current max is not.
+static bool pool_fits_inside(const dl_cg__pool_geo *g) {
+    if (g->nsp != 2 || g->k[0] * g->k[1] > 16) {
+        return false;
+    }
+    for (int32_t i = 0; i < 2; i++) {
+        if (g->pb[i] != 0 || g->dil[i] != 1 || (g->yd[i] - 1) * g->s[i] + g->k[i] > g->xd[i]) {
+            return false;
+        }
+    }
+    return true;
+}
+
+static dl_status lower_max_pool_2d_inside(cg *c, dl_ir_value *x, dl_ir_value *y,
+                                          const dl_cg__pool_geo *g) {
+    // x: [N, C, H, W] -> y: [N, C, OH, OW]; outer range N*C*OH (one output row each).
+    dl_dtype dt = x->type.dtype;
+    int64_t NC = x->type.dims[0].value * x->type.dims[1].value;
+    dl_ir_value *vals[2] = {y, x};
+    cg_kernel kr;
+    DL_TRY(cg_kernel_begin(c, vals, 2, NC * g->yd[0], &kr));
+    cg_loop lit, low;
+    LLVMValueRef it = cg_for_begin(c, &lit, kr.begin, kr.end, "it");
+    LLVMValueRef oh = LLVMBuildSRem(c->b, it, cg_i64(c, g->yd[0]), "oh");
+    LLVMValueRef nc = LLVMBuildSDiv(c->b, it, cg_i64(c, g->yd[0]), "nc");
+    LLVMValueRef xrow = iadd(c, imul(c, nc, g->in_sp), imul(c, oh, g->s[0] * g->xd[1]));
+    LLVMValueRef yrow = imul(c, it, g->yd[1]);
+    LLVMValueRef ow = cg_for_begin(c, &low, cg_i64(c, 0), cg_i64(c, g->yd[1]), "ow");
+    LLVMValueRef xb = iadd(c, xrow, imul(c, ow, g->s[1]));
+    LLVMValueRef acc = NULL;
+    for (int64_t i = 0; i < g->k[0]; i++) {
+        for (int64_t j = 0; j < g->k[1]; j++) {
+            LLVMValueRef v = cg_load(c, kr.ptr[1], dt, iaddk(c, xb, i * g->xd[1] + j));
+            if (!acc) {
+                acc = v;
+                continue;
+            }
+            LLVMValueRef gt = LLVMBuildFCmp(c->b, LLVMRealOGT, v, acc, "");
+            LLVMValueRef vnan = LLVMBuildFCmp(c->b, LLVMRealUNO, v, v, "");
+            LLVMValueRef anum = LLVMBuildFCmp(c->b, LLVMRealORD, acc, acc, "");
+            LLVMValueRef upd = LLVMBuildOr(c->b, gt, LLVMBuildAnd(c->b, vnan, anum, ""), "");
+            acc = LLVMBuildSelect(c->b, upd, v, acc, "");
+        }
+    }
+    cg_store(c, kr.ptr[0], y->type.dtype, iadd(c, yrow, ow), acc);
+    cg_for_end(c, &low);
+    cg_for_end(c, &lit);
+    return cg_kernel_end(c, &kr);
+}
+
 // MaxPool / AveragePool: x: [N, C, d1..dk] -> y (and MaxPool's Indices, int64): [N, C, o1..ok],
 // k >= 1 spatial dims. Outer range N*C*o1; the window is a nest of per-dim tap loops, each
 // skipping taps outside the input (checked once per dim level). Semantics as ir/eval_nn.c's
@@ -604,6 +658,9 @@ static dl_status lower_pool(cg *c, const dl_ir_node *n) {
     dl_cg__pool_geo geo;
     if (!dl_cg__pool_geometry(c, xt, yt, &geo)) {
         return DL_ERR_UNSUPPORTED;
+    }
+    if (is_max && !yi && pool_fits_inside(&geo) && dl_ir_type_numel(yt) > 0) {
+        return lower_max_pool_2d_inside(c, x, y, &geo);
     }
     int32_t nsp = geo.nsp;
     const int64_t *k = geo.k, *s = geo.s, *dil = geo.dil, *pb = geo.pb;

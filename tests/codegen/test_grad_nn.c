@@ -104,6 +104,15 @@ static bool pg(const char *op, const char *dys, const char *xs, const char *attr
 DL_TEST(grad_nn_max_pool) {
     const char *mp = "MaxPoolGrad";
     DL_CHECK(pg(mp, "[2, 3, 4, 5]", "[2, 3, 8, 10]", "kernel_shape = [2, 2], strides = [2, 2]"));
+    // non-overlapping windows that leave a bottom row / right columns uncovered (the fast path
+    // writes their zeros), and a non-square window
+    DL_CHECK(pg(mp, "[2, 3, 4, 5]", "[2, 3, 9, 11]", "kernel_shape = [2, 2], strides = [2, 2]"));
+    DL_CHECK(pg(mp, "[1, 2, 3, 3]", "[1, 2, 10, 7]", "kernel_shape = [3, 2], strides = [3, 2]"));
+    // NaN inputs: the NaN tap wins its window, as in the forward
+    DL_CHECK(
+        check1("input dy : float[2, 3, 4, 5]\ninput x : float[2, 3, 9, 11]\n",
+               "t = Log (x)\ny = MaxPoolGrad <kernel_shape = [2, 2], strides = [2, 2]> (dy, t)",
+               "output y\n", CG_TOL_ARITH));
     // overlapping windows (an element can win several windows)
     DL_CHECK(pg(mp, "[2, 3, 7, 9]", "[2, 3, 9, 11]", "kernel_shape = [3, 3]"));
     DL_CHECK(pg(mp, "[1, 2, 5, 6]", "[1, 2, 9, 11]",
