@@ -1,0 +1,528 @@
+// codegen/memplan.c — the memory plan: every buffer of the plan gets a fixed byte offset in one
+// arena per session, intermediates sharing memory by liveness.
+//
+// Regions, in arena order:
+//   1. exclusive buffers, never shared: PARAM buffers in param order (the order the train step's
+//      multi-tensor kernels walk them, so the trained params form one contiguous run), STATE
+//      buffers in buffer order (the optimizer slots param by param, slot by slot, as the update
+//      kernel visits them; then the hyper buffer), INPUT and CONST buffers, and any TEMP buffer
+//      that some entry reads before writing (its contents must survive between calls);
+//   2. TEMP buffers (intermediates, gradients, scratch) placed by liveness.
+// Liveness comes from each entry point's kernel sequence (infer, train_step): in an entry a buffer
+// is live from the first kernel touching it to the last, inclusive. The model's outputs and the
+// train loss stay readable after any call: in every entry they are live from their first touch
+// (or the entry's start when the entry never touches them) to the entry's end. Two TEMP buffers
+// may share memory only when, in EVERY entry, their live ranges are disjoint.
+//
+// In-place reuse: an elementwise kernel (one kernel for its node, one output) whose output has the
+// byte size and element size of one of its inputs, and reads that input only at the element it
+// writes (lower_elem.c's emit_map with an unbroadcast input of the output's dims; UnaryGrad's flat
+// loop), may write its output over that input when the input's live range ends at that kernel in
+// every entry running it. The two are merged into one group (same offset, the union of their live
+// ranges); any other entry must see the group members disjoint in time. Chains merge repeatedly.
+//
+// Placement: groups by size descending (ties: lowest buffer id first), each at the lowest
+// 64-byte aligned offset of the TEMP region that avoids every already placed group whose live
+// range overlaps its own in some entry (first fit). Everything is derived from the ordered
+// kernel and buffer tables, so the plan is byte-identical across compiles.
+//
+// The overlap lists (for each buffer, the buffers whose bytes intersect its own) let
+// compute_deps (cg_core.c) treat overlapping buffers as one memory, so a threaded executor that
+// follows the dependency DAG instead of plan order can never race on reused memory.
+#include "cg_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+enum { N_ENTRIES = 2 };
+
+typedef struct mp_ctx {
+    cg *c;
+    dlrt_plan_buffer *bufs;
+    size_t n_buf, n_val;
+    const uint32_t *seq[N_ENTRIES];
+    size_t n_seq[N_ENTRIES];
+    int32_t *pos[N_ENTRIES];                // kernel record -> position in the entry, -1 if absent
+    int32_t *lo[N_ENTRIES], *hi[N_ENTRIES]; // per buffer, then per group root; empty: hi < lo
+    // Per buffer: kernels reading it (and not writing it) since its last write, the last of them.
+    int32_t *n_rd[N_ENTRIES], *rd_at[N_ENTRIES];
+    uint32_t *parent;   // union-find over buffers (in-place groups)
+    uint8_t *exclusive; // never shared (non-TEMP, or read before written)
+    uint8_t *pinned;    // outputs and the loss: live to the end of entries
+} mp_ctx;
+
+static uint64_t align_up(uint64_t n) {
+    return (n + DLRT_BUFFER_ALIGN - 1) / DLRT_BUFFER_ALIGN * DLRT_BUFFER_ALIGN;
+}
+
+static uint32_t find_root(mp_ctx *x, uint32_t b) {
+    while (x->parent[b] != b) {
+        x->parent[b] = x->parent[x->parent[b]];
+        b = x->parent[b];
+    }
+    return b;
+}
+
+static bool empty_in(const mp_ctx *x, int e, uint32_t g) {
+    return x->hi[e][g] < x->lo[e][g];
+}
+
+// Live ranges per entry, exclusivity (a TEMP buffer read before it is written in some entry keeps
+// its contents across calls) and the pinned outputs.
+static void liveness(mp_ctx *x) {
+    cg *c = x->c;
+    uint8_t *written = calloc(x->n_buf ? x->n_buf : 1, 1);
+    for (int e = 0; e < N_ENTRIES; e++) {
+        for (size_t b = 0; b < x->n_buf; b++) {
+            x->lo[e][b] = INT32_MAX;
+            x->hi[e][b] = -1;
+            x->n_rd[e][b] = 0;
+            x->rd_at[e][b] = -1;
+        }
+        if (written) {
+            memset(written, 0, x->n_buf ? x->n_buf : 1);
+        }
+        for (size_t p = 0; p < x->n_seq[e]; p++) {
+            const cg_kernel_rec *r = &c->kernels.data[x->seq[e][p]];
+            // Writes first: a kernel that writes a buffer and also reads it (its own output)
+            // initialises it before reading.
+            for (uint32_t a = 0; a < r->n_out && written; a++) {
+                written[c->args.data[r->first_arg + a]] = 1;
+            }
+            for (uint32_t a = 0; a < r->n_args; a++) {
+                uint32_t b = c->args.data[r->first_arg + a];
+                if (x->lo[e][b] > (int32_t)p) {
+                    x->lo[e][b] = (int32_t)p;
+                }
+                x->hi[e][b] = (int32_t)p;
+                if (written && !written[b]) {
+                    x->exclusive[b] = 1; // read before any write in this entry
+                }
+                if (a < r->n_out) {
+                    x->n_rd[e][b] = 0;
+                    x->rd_at[e][b] = (int32_t)p;
+                } else if (x->rd_at[e][b] != (int32_t)p) {
+                    x->n_rd[e][b]++;
+                    x->rd_at[e][b] = (int32_t)p;
+                }
+            }
+        }
+        if (!written) { // out of memory for the scratch: share nothing (still a valid plan)
+            memset(x->exclusive, 1, x->n_buf);
+        }
+    }
+    free(written);
+    for (size_t b = 0; b < x->n_buf; b++) {
+        if (x->bufs[b].kind != DLRT_BUF_TEMP || x->bufs[b].size == 0) {
+            x->exclusive[b] = 1;
+        }
+    }
+    const dl_ir_module *m = c->m;
+    for (size_t i = 0; i < m->outputs.len; i++) {
+        x->pinned[c->value_buf[m->outputs.data[i]->id]] = 1;
+    }
+    if (c->has_train && c->loss_buf != UINT32_MAX) {
+        x->pinned[c->loss_buf] = 1;
+    }
+    for (size_t b = 0; b < x->n_buf; b++) {
+        for (int e = 0; x->pinned[b] && e < N_ENTRIES; e++) {
+            if (x->n_seq[e] == 0) {
+                continue;
+            }
+            if (empty_in(x, e, (uint32_t)b)) {
+                x->lo[e][b] = 0;
+            }
+            x->hi[e][b] = (int32_t)x->n_seq[e] - 1;
+        }
+    }
+}
+
+// The switch below lists the in-place ops only.
+DL_CG_FAMILY_SWITCHES_ARE_PARTIAL
+
+// Whether `op` reads an input of the output's dims only at the element it writes (see the file
+// comment); UnaryGrad loops flat, so equal element counts suffice there.
+static bool elementwise_op(uint32_t op, bool *is_flat) {
+    *is_flat = false;
+    switch ((dl_ir_op)op) {
+    case DL_IR_OP_ADD:
+    case DL_IR_OP_SUB:
+    case DL_IR_OP_MUL:
+    case DL_IR_OP_DIV:
+    case DL_IR_OP_POW:
+    case DL_IR_OP_NEG:
+    case DL_IR_OP_ABS:
+    case DL_IR_OP_EXP:
+    case DL_IR_OP_LOG:
+    case DL_IR_OP_SQRT:
+    case DL_IR_OP_RECIPROCAL:
+    case DL_IR_OP_RELU:
+    case DL_IR_OP_LEAKY_RELU:
+    case DL_IR_OP_SIGMOID:
+    case DL_IR_OP_TANH:
+    case DL_IR_OP_ERF:
+    case DL_IR_OP_GELU:
+    case DL_IR_OP_SOFTPLUS:
+    case DL_IR_OP_NOT:
+    case DL_IR_OP_CLIP:
+    case DL_IR_OP_MAX:
+    case DL_IR_OP_MIN:
+    case DL_IR_OP_WHERE:
+    case DL_IR_OP_AND:
+    case DL_IR_OP_OR:
+    case DL_IR_OP_CAST:
+    case DL_IR_OP_IDENTITY:
+        return true;
+    case DL_IR_OP_UNARY_GRAD:
+        *is_flat = true;
+        return true;
+    default:
+        return false;
+    }
+}
+
+static bool same_dims(const dl_ir_type *a, const dl_ir_type *b) {
+    if (a->rank != b->rank) {
+        return false;
+    }
+    for (int32_t i = 0; i < a->rank; i++) {
+        if (a->dims[i].value != b->dims[i].value) {
+            return false;
+        }
+    }
+    return true;
+}
+
+// Whether groups ga (holding input buffer ib) and go (holding the output) of in-place kernel
+// record `kr` may become one: in every entry their ranges are disjoint, or they meet exactly at
+// the kernel (the input group's last use, the output group's first) and the kernel is the only
+// reader of ib since ib was written. That last condition keeps the executor's parallelism: the
+// kernel already waits for ib's writer, and no other reader has to finish before it overwrites
+// ib (in a diamond a -> (b, c) neither b nor c writes over a, so they may run concurrently).
+static bool can_merge(const mp_ctx *x, uint32_t ib, uint32_t ga, uint32_t go, uint32_t kr) {
+    for (int e = 0; e < N_ENTRIES; e++) {
+        if (empty_in(x, e, ga) || empty_in(x, e, go)) {
+            continue;
+        }
+        int32_t p = x->pos[e][kr];
+        if (p >= 0 && x->hi[e][ga] == p && x->lo[e][go] == p && x->hi[e][ib] == p &&
+            x->n_rd[e][ib] == 1) {
+            continue;
+        }
+        if (x->hi[e][ga] < x->lo[e][go] || x->hi[e][go] < x->lo[e][ga]) {
+            continue;
+        }
+        return false;
+    }
+    return true;
+}
+
+static void merge(mp_ctx *x, uint32_t ga, uint32_t go) {
+    // The lower id becomes the root (determinism does not depend on it, but it reads well).
+    uint32_t root = ga < go ? ga : go, other = ga < go ? go : ga;
+    x->parent[other] = root;
+    for (int e = 0; e < N_ENTRIES; e++) {
+        if (x->lo[e][other] < x->lo[e][root]) {
+            x->lo[e][root] = x->lo[e][other];
+        }
+        if (x->hi[e][other] > x->hi[e][root]) {
+            x->hi[e][root] = x->hi[e][other];
+        }
+    }
+}
+
+static void in_place(mp_ctx *x) {
+    cg *c = x->c;
+    const dl_ir_module *m = c->m;
+    for (size_t kr = 0; kr < c->kernels.len; kr++) {
+        const cg_kernel_rec *r = &c->kernels.data[kr];
+        bool is_flat;
+        if (r->node == UINT32_MAX || r->n_out != 1 || !elementwise_op(r->op, &is_flat) ||
+            c->node_k1[r->node] - c->node_k0[r->node] != 1) {
+            continue;
+        }
+        uint32_t ob = c->args.data[r->first_arg];
+        if (ob >= x->n_val || x->exclusive[ob]) {
+            continue;
+        }
+        const dl_ir_type *ot = &m->values.data[ob]->type;
+        for (uint32_t a = r->n_out; a < r->n_args; a++) {
+            uint32_t ib = c->args.data[r->first_arg + a];
+            if (ib >= x->n_val || ib == ob || x->exclusive[ib] || x->pinned[ib] ||
+                x->bufs[ib].size != x->bufs[ob].size) {
+                continue;
+            }
+            const dl_ir_type *it = &m->values.data[ib]->type;
+            if (dl_dtype_size(it->dtype) != dl_dtype_size(ot->dtype) ||
+                (!is_flat && !same_dims(it, ot))) {
+                continue;
+            }
+            // The same input twice (Add(x, x)) is fine: both reads are of element i.
+            uint32_t ga = find_root(x, ib), go = find_root(x, ob);
+            if (ga != go && can_merge(x, ib, ga, go, (uint32_t)kr)) {
+                merge(x, ga, go);
+                break;
+            }
+        }
+    }
+}
+
+static bool groups_conflict(const mp_ctx *x, uint32_t g, uint32_t h) {
+    for (int e = 0; e < N_ENTRIES; e++) {
+        if (!empty_in(x, e, g) && !empty_in(x, e, h) && x->lo[e][g] <= x->hi[e][h] &&
+            x->lo[e][h] <= x->hi[e][g]) {
+            return true;
+        }
+    }
+    return false;
+}
+
+typedef struct span {
+    uint64_t off, end;
+} span;
+
+static int cmp_span(const void *a, const void *b) {
+    const span *p = a, *q = b;
+    return p->off < q->off ? -1 : p->off > q->off ? 1 : (p->end > q->end) - (p->end < q->end);
+}
+
+// A sort key: groups by size descending then id, buffers by offset then id (total orders, so
+// the plan never depends on qsort's stability).
+typedef struct key {
+    uint64_t k;
+    uint32_t id;
+} key;
+
+static int cmp_key(const void *a, const void *b) {
+    const key *p = a, *q = b;
+    if (p->k != q->k) {
+        return p->k < q->k ? -1 : 1;
+    }
+    return (p->id > q->id) - (p->id < q->id);
+}
+
+// Places the exclusive region and the TEMP groups; returns the arena size.
+static dl_status place(mp_ctx *x, uint64_t *arena) {
+    cg *c = x->c;
+    const dl_ir_module *m = c->m;
+    uint64_t at = 0;
+    uint8_t *done = calloc(x->n_buf ? x->n_buf : 1, 1);
+    key *groups = calloc(x->n_buf ? x->n_buf : 1, sizeof *groups);
+    uint32_t *placed = calloc(x->n_buf ? x->n_buf : 1, sizeof *placed);
+    span *sp = calloc(x->n_buf ? x->n_buf : 1, sizeof *sp);
+    dl_status st = DL_OK;
+    if (!done || !groups || !placed || !sp) {
+        st = DL_ERR_NOMEM;
+        goto out;
+    }
+#define PUT(b)                                                                                     \
+    do {                                                                                           \
+        uint32_t b_ = (b);                                                                         \
+        if (!done[b_]) {                                                                           \
+            done[b_] = 1;                                                                          \
+            x->bufs[b_].offset = x->bufs[b_].size ? at : 0;                                        \
+            at += align_up(x->bufs[b_].size);                                                      \
+        }                                                                                          \
+    } while (0)
+    for (size_t i = 0; i < m->params.len; i++) {
+        PUT(c->value_buf[m->params.data[i]->id]);
+    }
+    static const uint32_t order[] = {DLRT_BUF_PARAM, DLRT_BUF_STATE, DLRT_BUF_INPUT, DLRT_BUF_CONST,
+                                     DLRT_BUF_TEMP};
+    for (size_t o = 0; o < DL_ARRAY_LEN(order); o++) {
+        for (size_t b = 0; b < x->n_buf; b++) {
+            if (x->bufs[b].kind == order[o] && x->exclusive[b]) {
+                PUT((uint32_t)b);
+            }
+        }
+    }
+#undef PUT
+    uint64_t base = at, top = at;
+    size_t ng = 0;
+    for (size_t b = 0; b < x->n_buf; b++) {
+        if (!done[b] && find_root(x, (uint32_t)b) == b) {
+            groups[ng++] = (key){UINT64_MAX - x->bufs[b].size, (uint32_t)b};
+        }
+    }
+    qsort(groups, ng, sizeof *groups, cmp_key);
+    size_t n_placed = 0;
+    for (size_t i = 0; i < ng; i++) {
+        uint32_t g = groups[i].id;
+        uint64_t size = x->bufs[g].size; // the members of a group have one size
+        size_t n_sp = 0;
+        for (size_t j = 0; j < n_placed; j++) {
+            uint32_t h = placed[j];
+            if (groups_conflict(x, g, h)) {
+                sp[n_sp++] = (span){x->bufs[h].offset, x->bufs[h].offset + x->bufs[h].size};
+            }
+        }
+        qsort(sp, n_sp, sizeof *sp, cmp_span);
+        uint64_t cand = base;
+        for (size_t j = 0; j < n_sp; j++) {
+            if (cand + size <= sp[j].off) {
+                break;
+            }
+            if (sp[j].end > cand) {
+                cand = align_up(sp[j].end);
+            }
+        }
+        x->bufs[g].offset = cand;
+        placed[n_placed++] = g;
+        if (cand + size > top) {
+            top = cand + size;
+        }
+    }
+    for (size_t b = 0; b < x->n_buf; b++) {
+        if (!done[b]) {
+            x->bufs[b].offset = x->bufs[find_root(x, (uint32_t)b)].offset;
+        }
+    }
+    *arena = align_up(top);
+out:
+    free(done);
+    free(groups);
+    free(placed);
+    free(sp);
+    return st;
+}
+
+// Overlap lists: buffers sorted by offset, each paired with the later ones starting before its
+// end. Every buffer lists itself first (so deps keep their per-buffer meaning).
+static dl_status overlaps(mp_ctx *x, dl_cg_memplan *out) {
+    size_t n = x->n_buf;
+    key *ord = calloc(n ? n : 1, sizeof *ord);
+    DL_VEC(uint32_t) pa = {0}, pb = {0};
+    dl_status st = DL_OK;
+    out->ov_first = calloc(n ? n : 1, sizeof(uint32_t));
+    out->ov_count = calloc(n ? n : 1, sizeof(uint32_t));
+    if (!ord || !out->ov_first || !out->ov_count) {
+        st = DL_ERR_NOMEM;
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++) {
+        ord[i] = (key){x->bufs[i].offset, (uint32_t)i};
+    }
+    qsort(ord, n, sizeof *ord, cmp_key);
+    for (size_t i = 0; i < n && st == DL_OK; i++) {
+        const dlrt_plan_buffer *bi = &x->bufs[ord[i].id];
+        if (bi->size == 0) {
+            continue;
+        }
+        for (size_t j = i + 1; j < n; j++) {
+            const dlrt_plan_buffer *bj = &x->bufs[ord[j].id];
+            if (bj->offset >= bi->offset + bi->size) {
+                break;
+            }
+            if (bj->size == 0) {
+                continue;
+            }
+            if (!DL_VEC_PUSH(&pa, ord[i].id) || !DL_VEC_PUSH(&pb, ord[j].id)) {
+                st = DL_ERR_NOMEM;
+                break;
+            }
+        }
+    }
+    if (st != DL_OK) {
+        goto out;
+    }
+    for (size_t i = 0; i < pa.len; i++) {
+        out->ov_count[pa.data[i]]++;
+        out->ov_count[pb.data[i]]++;
+    }
+    size_t total = 0;
+    for (size_t b = 0; b < n; b++) {
+        out->ov_first[b] = (uint32_t)total;
+        total += 1 + out->ov_count[b];
+        out->ov_count[b] = 1;
+    }
+    out->ov = calloc(total ? total : 1, sizeof(uint32_t));
+    if (!out->ov) {
+        st = DL_ERR_NOMEM;
+        goto out;
+    }
+    for (size_t b = 0; b < n; b++) {
+        out->ov[out->ov_first[b]] = (uint32_t)b;
+    }
+    // Pairs were found in offset order, so each list is deterministic.
+    for (size_t i = 0; i < pa.len; i++) {
+        uint32_t a = pa.data[i], b = pb.data[i];
+        out->ov[out->ov_first[a] + out->ov_count[a]++] = b;
+        out->ov[out->ov_first[b] + out->ov_count[b]++] = a;
+    }
+out:
+    free(ord);
+    free(pa.data);
+    free(pb.data);
+    return st;
+}
+
+dl_status dl_cg__memplan(cg *c, dlrt_plan_buffer *bufs, size_t n_buf, dl_cg_memplan *out) {
+    memset(out, 0, sizeof *out);
+    mp_ctx x;
+    memset(&x, 0, sizeof x);
+    x.c = c;
+    x.bufs = bufs;
+    x.n_buf = n_buf;
+    x.n_val = c->m->values.len;
+    x.seq[0] = c->infer_kernels.data;
+    x.n_seq[0] = c->infer_kernels.len;
+    x.seq[1] = c->train_kernels.data;
+    x.n_seq[1] = c->train_kernels.len;
+    size_t nb = n_buf ? n_buf : 1, nk = c->kernels.len ? c->kernels.len : 1;
+    dl_status st = DL_OK;
+    x.parent = calloc(nb, sizeof *x.parent);
+    x.exclusive = calloc(nb, 1);
+    x.pinned = calloc(nb, 1);
+    bool ok = x.parent && x.exclusive && x.pinned;
+    for (int e = 0; e < N_ENTRIES; e++) {
+        x.pos[e] = malloc(nk * sizeof(int32_t));
+        x.lo[e] = malloc(nb * sizeof(int32_t));
+        x.hi[e] = malloc(nb * sizeof(int32_t));
+        x.n_rd[e] = malloc(nb * sizeof(int32_t));
+        x.rd_at[e] = malloc(nb * sizeof(int32_t));
+        ok = ok && x.pos[e] && x.lo[e] && x.hi[e] && x.n_rd[e] && x.rd_at[e];
+    }
+    if (!ok) {
+        st = DL_ERR_NOMEM;
+        goto out;
+    }
+    for (int e = 0; e < N_ENTRIES; e++) {
+        for (size_t k = 0; k < c->kernels.len; k++) {
+            x.pos[e][k] = -1;
+        }
+        for (size_t p = 0; p < x.n_seq[e]; p++) {
+            x.pos[e][x.seq[e][p]] = (int32_t)p;
+        }
+    }
+    for (size_t b = 0; b < n_buf; b++) {
+        x.parent[b] = (uint32_t)b;
+        bufs[b].offset = 0;
+    }
+    liveness(&x);
+    in_place(&x);
+    if ((st = place(&x, &out->arena_size)) == DL_OK) {
+        st = overlaps(&x, out);
+    }
+out:
+    free(x.parent);
+    free(x.exclusive);
+    free(x.pinned);
+    for (int e = 0; e < N_ENTRIES; e++) {
+        free(x.pos[e]);
+        free(x.lo[e]);
+        free(x.hi[e]);
+        free(x.n_rd[e]);
+        free(x.rd_at[e]);
+    }
+    if (st != DL_OK) {
+        dl_cg__memplan_fini(out);
+    }
+    return st;
+}
+
+void dl_cg__memplan_fini(dl_cg_memplan *p) {
+    free(p->ov_first);
+    free(p->ov_count);
+    free(p->ov);
+    memset(p, 0, sizeof *p);
+}
