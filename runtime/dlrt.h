@@ -252,6 +252,159 @@ DLRT_API dlrt_status dlrt_session_profile_summary(dlrt_session *s, FILE *f, size
 DLRT_API void dlrt_model_memory(const dlrt_model *m, uint64_t *arena_bytes,
                                 uint64_t *buffers_bytes);
 
+// ---------------------------------------------------------------------------------------------
+// Data loader
+//
+// P producer threads read, decode and transform samples into a ring of K batch slots allocated
+// at creation; the trainer borrows one slot at a time (zero-copy) and gives it back. Samples
+// come from an IDX pair (MNIST / Fashion-MNIST, plain or gzip), a .npy pair, or a user callback.
+// The whole data set is read into memory at creation; after that nothing is allocated.
+//
+// Batches form one endless sequence, epoch after epoch (or `epochs` epochs, then an end): batch
+// b of epoch e holds the samples perm_e[b*B .. b*B+B) of a seeded pseudo-random permutation
+// perm_e (a keyed Feistel network with cycle walking, a fresh key per epoch), and every random
+// augmentation of a sample is drawn from a counter-based generator keyed on (seed, epoch, sample
+// index). So the bytes of every batch depend on the seed and the options only, never on the
+// number of producers or on timing. Producers claim batch numbers in order and fill slot
+// (number mod K); dlrt_loader_next hands batches out in number order.
+//
+// Per sample the producer computes, in this order: raw value * scale (uint8 / int / float
+// sources alike), random crop (zero padding of crop_pad pixels on each side, then an H x W
+// window at a random offset) and horizontal flip (probability 1/2) for [H, W] and [C, H, W]
+// samples, and normalisation (x - mean[c]) / std[c] per channel c (the first dim of a [C, H, W]
+// sample; one channel otherwise).
+
+typedef struct dlrt_loader dlrt_loader;
+
+#define DLRT_LOADER_MAX_PRODUCERS 256
+#define DLRT_LOADER_MAX_SLOTS     1024
+#define DLRT_LOADER_MAX_CHANNELS  16
+
+// What happens to the last batch of an epoch when the sample count is not a multiple of the
+// batch size.
+typedef enum dlrt_loader_last {
+    DLRT_LOADER_DROP_LAST = 0, // leave those samples out of this epoch (they reappear shuffled)
+    DLRT_LOADER_PAD_LAST = 1,  // a final batch with n_valid < batch_size; the rest of its x is
+                               // 0 and the rest of its labels pad_label
+} dlrt_loader_last;
+
+typedef enum dlrt_loader_norm {
+    DLRT_LOADER_NORM_NONE = 0,    // no normalisation
+    DLRT_LOADER_NORM_GIVEN = 1,   // mean[] / std[] as given (n_norm values)
+    DLRT_LOADER_NORM_COMPUTE = 2, // per-channel mean and population std of the scaled data,
+                                  // computed once at creation (a callback source is called
+                                  // once per sample for it); a zero std is taken as 1
+} dlrt_loader_norm;
+
+// Options of the dlrt_loader_create_* calls. Initialise with dlrt_loader_options_init, then set
+// fields.
+typedef struct dlrt_loader_options {
+    int64_t batch_size;    // samples per batch B >= 1 (default 32)
+    int producers;         // producer threads P, 1..DLRT_LOADER_MAX_PRODUCERS (default 1)
+    int slots;             // batch slots K, 1..DLRT_LOADER_MAX_SLOTS (default 4)
+    uint64_t seed;         // shuffle and augmentation seed (default 0)
+    int shuffle;           // nonzero: a new permutation every epoch (default 1); 0: file order
+    dlrt_loader_last last; // partial final batch (default DLRT_LOADER_DROP_LAST)
+    int64_t pad_label;     // label of padding rows (default -1)
+    int64_t epochs;        // 0 (default): endless; else dlrt_loader_next ends after this many
+    float scale;           // raw value multiplier, e.g. 1/255 for uint8 pixels (default 1)
+    dlrt_loader_norm norm; // default DLRT_LOADER_NORM_NONE
+    int n_norm;            // DLRT_LOADER_NORM_GIVEN: 1 (all channels) or the channel count
+    float mean[DLRT_LOADER_MAX_CHANNELS];
+    float std[DLRT_LOADER_MAX_CHANNELS]; // each > 0
+    int crop_pad;      // > 0: random crop with this zero padding, [H, W] / [C, H, W] samples only
+    int hflip;         // nonzero: random horizontal flip, [H, W] / [C, H, W] samples only
+    dlrt_dtype labels; // DLRT_INT64 (default) or DLRT_INT32: the label type of a batch
+} dlrt_loader_options;
+
+// A borrowed batch: x and y point into a slot of the loader's ring and stay valid (and
+// unchanged) until the batch is passed to dlrt_loader_release or the loader is destroyed.
+typedef struct dlrt_loader_batch {
+    const float *x;       // [batch_size, sample dims...] float32, C order; NULL at the end
+    const int64_t *y;     // [batch_size] labels when options.labels is DLRT_INT64, else NULL
+    const int32_t *y_i32; // [batch_size] labels when options.labels is DLRT_INT32, else NULL
+    int64_t n_valid;      // real samples (the first n_valid rows); 0 at the end
+    int64_t epoch;        // 0-based
+    int64_t index;        // batch index within the epoch
+    int64_t seq;          // batch number since creation (epoch * batches_per_epoch + index)
+    double wait_ms;       // how long dlrt_loader_next waited for this batch
+    int slot_;            // private: the slot this batch occupies
+} dlrt_loader_batch;
+
+// Waiting statistics since creation. The first batch is counted apart: it includes the
+// producers' start-up, whereas the others measure whether the ring keeps up with the trainer.
+typedef struct dlrt_loader_stats {
+    int64_t batches;      // batches handed out by dlrt_loader_next
+    double first_wait_ms; // how long the first dlrt_loader_next waited
+    double mean_wait_ms;  // mean wait of batches 2.. (0 with fewer than two batches)
+    double max_wait_ms;   // longest wait of batches 2..
+} dlrt_loader_stats;
+
+// Shape and normalisation of a loader's data (mean/std are the values applied, also when
+// computed from the data; 0 and 1 without normalisation).
+typedef struct dlrt_loader_info {
+    int64_t n_samples;
+    int64_t batches_per_epoch;
+    int32_t sample_rank; // 1..DLRT_MAX_DIMS - 1
+    int64_t sample_dims[DLRT_MAX_DIMS];
+    int64_t sample_numel; // floats per sample; a batch's x holds batch_size * sample_numel
+    int n_channels;       // the first sample dim for rank 3, else 1
+    float mean[DLRT_LOADER_MAX_CHANNELS], std[DLRT_LOADER_MAX_CHANNELS];
+} dlrt_loader_info;
+
+// Fills one sample: writes sample_numel floats (before scale and transforms) to x_out and its
+// label to *y_out (preset to 0). Called from the producer threads, several at once: it must be
+// thread-safe. Returns 0 on success; anything else fails the loader (dlrt_loader_next then
+// returns DLRT_ERR_IO naming the sample and the value).
+typedef int (*dlrt_loader_sample_fn)(void *user, int64_t index, float *x_out, int64_t *y_out);
+
+// Sets every option to its default (see dlrt_loader_options). Thread-safe.
+DLRT_API void dlrt_loader_options_init(dlrt_loader_options *opts);
+
+// A loader over an IDX image file ([N, ...] of any IDX element type, one sample per first-dim
+// entry) and an IDX label file ([N], an integer type), e.g. Fashion-MNIST's t10k-images-idx3-ubyte
+// and t10k-labels-idx1-ubyte (gzip or plain). `labels_path` may be NULL: no labels (y NULL).
+// `opts` NULL: the defaults. Starts the producers. On DLRT_OK *out is owned by the caller
+// (dlrt_loader_destroy); on failure *out is NULL and dlrt_last_error() says why: DLRT_ERR_IO
+// (a file cannot be read), DLRT_ERR_CORRUPT (a file is not valid IDX), DLRT_ERR_INVALID_ARG
+// (bad options, counts that differ, non-integer labels, an epoch without one batch),
+// DLRT_ERR_NOMEM. Thread-safe.
+DLRT_API dlrt_status dlrt_loader_create_idx(const char *images_path, const char *labels_path,
+                                            const dlrt_loader_options *opts, dlrt_loader **out);
+// The same over .npy files (version 1-3, C order, little-endian): x of dtype float32, float64,
+// uint8, int8, int16, int32 or int64 with shape [N, ...]; y (may be NULL) an integer dtype
+// with shape [N]. Errors as for dlrt_loader_create_idx.
+DLRT_API dlrt_status dlrt_loader_create_npy(const char *x_path, const char *y_path,
+                                            const dlrt_loader_options *opts, dlrt_loader **out);
+// The same over a callback: n_samples >= 1 samples of shape sample_dims[0 .. sample_rank)
+// (rank 1..DLRT_MAX_DIMS - 1); `user` is passed back to fn and BORROWED until destroy.
+// Labels are always present. Errors as above (DLRT_ERR_IO when fn fails while computing the
+// normalisation at creation).
+DLRT_API dlrt_status dlrt_loader_create_callback(int64_t n_samples, const int64_t *sample_dims,
+                                                 int32_t sample_rank, dlrt_loader_sample_fn fn,
+                                                 void *user, const dlrt_loader_options *opts,
+                                                 dlrt_loader **out);
+
+// Borrows the next batch (in batch-number order), waiting until a producer has filled it; the
+// wait is recorded in out->wait_ms and the stats. After the last batch of an epoch comes batch 0
+// of the next, reshuffled. With options.epochs > 0 and every epoch handed out, returns DLRT_OK
+// with out->x NULL and n_valid 0 (and keeps doing so). Errors (out zeroed): DLRT_ERR_INVALID_ARG
+// when the slot the next batch needs is still held (K batches held, or batch seq - K not
+// released: release before asking), DLRT_ERR_IO when a producer failed (sticky; the message
+// names the sample). Call from one thread at a time.
+DLRT_API dlrt_status dlrt_loader_next(dlrt_loader *l, dlrt_loader_batch *out);
+// Gives a batch's slot back to the producers and clears b->x, y, y_i32. DLRT_ERR_INVALID_ARG
+// for a batch that is not currently held (released twice, from another loader, the end marker
+// or a copy of an already released batch). Thread-safe.
+DLRT_API dlrt_status dlrt_loader_release(dlrt_loader *l, dlrt_loader_batch *b);
+// Waiting statistics so far. Thread-safe.
+DLRT_API void dlrt_loader_stats_get(dlrt_loader *l, dlrt_loader_stats *out);
+// The data's shape, batch count and normalisation. Thread-safe.
+DLRT_API void dlrt_loader_info_get(const dlrt_loader *l, dlrt_loader_info *out);
+// Stops and joins the producers (a producer finishes the sample it is making first) and frees
+// every slot; batches still held become invalid. NULL is a no-op.
+DLRT_API void dlrt_loader_destroy(dlrt_loader *l);
+
 #ifdef __cplusplus
 }
 #endif

@@ -81,8 +81,7 @@ static const cmd_help helps[] = {
      "dlcc run FILE [-D NAME=INT]... [--in NAME=PATH.npy]... [--out NAME=PATH.npy]...\n"
      "                [--backend cpu|ref] [--entry infer]\n"
      "       dlcc run FILE --entry train_step [--steps K] [--in NAME=PATH.npy]...\n"
-     "                [--init-params IN.safetensors] [--save-params OUT.safetensors]\n"
-     "       (both forms) [--threads T] [--profile TRACE.json] [--profile-summary]",
+     "                [--init-params IN.safetensors] [--save-params OUT.safetensors]",
      "Runs FILE, a .dlg model or an artifact compiled by 'dlcc compile', on the given inputs.\n"
      "A .dlg is compiled on the fly for --backend cpu (the default; through the compilation\n"
      "cache, as 'dlcc compile'; see --no-cache, --cache-dir, -v below) or evaluated by the\n"
@@ -90,6 +89,7 @@ static const cmd_help helps[] = {
      "--in, as a .npy file of the input's dtype and shape (bfloat16 travels as '<u2').\n"
      "With --out, writes the named outputs as .npy files (atomically, and only after the whole\n"
      "evaluation succeeded); without --out, prints each output's type and first values.\n"
+     "Compiled runs also take --threads T, --profile FILE and --profile-summary (below).\n"
      "\n"
      "  -D NAME=INT          bind dim NAME (e.g. -D N=64)\n"
      "  --in NAME=PATH       read input NAME from a .npy file\n"
@@ -124,8 +124,7 @@ static const cmd_help helps[] = {
      "dlcc train MODEL.dlg --dataset SPEC [--test SPEC] [--epochs E] [--batch N] [--threads T]\n"
      "                  [--save CKPT] [--init CKPT] [--lr V] [--lr-schedule NAME]\n"
      "                  [--warmup-steps S] [--seed S] [--limit-train N] [-D NAME=INT]...\n"
-     "                  [--no-cache] [--cache-dir DIR] [--dry-run] [-v]\n"
-     "                  [--profile TRACE.json] [--profile-summary]",
+     "                  [--no-cache] [--cache-dir DIR] [--dry-run] [-v]",
      "Trains MODEL.dlg, a model with a `train` block and exactly two inputs: the data\n"
      "(float[B, ...], B a named dim: the batch) and the labels (int64[B] or int32[B]). The\n"
      "model is compiled through the compilation cache with B bound to --batch. Each epoch\n"
@@ -1573,6 +1572,18 @@ static int cmd_compile(int argc, char **argv) {
                     dl_cg_llvm_version());
         }
         fprintf(stderr, "dlcc: wrote %s (%zu bytes)\n", out_path, res.artifact_len);
+        // The memory plan: the session arena against the plain sum of every buffer's size.
+        dlrt_model *rm = NULL;
+        if (dlrt_model_load_memory(res.artifact, res.artifact_len, &rm) == DLRT_OK) {
+            uint64_t arena = 0, sum = 0;
+            dlrt_model_memory(rm, &arena, &sum);
+            fprintf(stderr,
+                    "dlcc: memory plan: arena %llu bytes for %llu bytes of buffers (%.1f%%)%s\n",
+                    (unsigned long long)arena, (unsigned long long)sum,
+                    sum ? 100.0 * (double)arena / (double)sum : 100.0,
+                    dlrt_model_has_train_step(rm) ? ", infer and train_step" : "");
+            dlrt_model_release(rm);
+        }
     }
     rc = status_exit(st);
 out:

@@ -81,7 +81,7 @@ expect 1 "run: a stepped input is refused by --entry infer" run "$mlp" -D N=8 --
 expect 0 "help train" help train
 check "help train shows the usage" grep -qF "usage: dlcc train MODEL.dlg --dataset SPEC" "$out"
 check "help train: partial batch is dropped" grep -qF "final" "$out"
-check "help train: --threads is honest" grep -qF "(used once the threaded executor lands)" "$out"
+check "help train: --threads gives identical results" grep -qF "the results are identical for every T" "$out"
 expect 0 "dlcc --help lists train" --help
 check "dlcc --help lists train" grep -qE "^  train +train a model" "$out"
 expect_msg 2 "train: no model" "dlcc train: error: no model file" train --dataset fashion-mnist
@@ -90,7 +90,7 @@ expect_msg 2 "train: unknown schedule" "--lr-schedule: unknown schedule 'linear'
   train "$mlp" --dataset fashion-mnist --lr-schedule linear
 expect_msg 2 "train: --batch 0" "--batch expects an integer >= 1, got '0'" train "$mlp" --dataset fashion-mnist --batch 0
 expect_msg 2 "train: --epochs 0" "--epochs expects an integer 1..1000000, got '0'" train "$mlp" --dataset fashion-mnist --epochs 0
-expect_msg 2 "train: --threads 0" "--threads expects an integer 1..4096, got '0'" train "$mlp" --dataset fashion-mnist --threads 0
+expect_msg 2 "train: --threads 0" "--threads expects an integer 1..256, got '0'" train "$mlp" --dataset fashion-mnist --threads 0
 expect_msg 2 "train: negative --lr" "--lr expects a finite number >= 0, got '-1'" train "$mlp" --dataset fashion-mnist --lr -1
 expect_msg 2 "train: --lr nan" "--lr expects a finite number >= 0, got 'nan'" train "$mlp" --dataset fashion-mnist --lr nan
 expect_msg 2 "train: bad --seed" "--seed expects an integer 0..2^64-1, got '-3'" train "$mlp" --dataset fashion-mnist --seed -3

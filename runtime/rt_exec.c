@@ -1,0 +1,520 @@
+// runtime/rt_exec.c — the executor: a session's thread pool and its step scheduler.
+//
+// Structure. At session creation rt__exec_create resolves the thread count T (the options,
+// else $DLRT_THREADS, else the online cores), builds one schedule per entry point and starts
+// T - 1 workers; the thread that calls a step is worker 0. A schedule is the entry's kernel DAG
+// in CSR form (each kernel's predecessor count inside the entry and its list of successors)
+// plus preallocated per-step counters, and each kernel's chunk count: a kernel whose arguments
+// total at least `split_bytes` is cut into about CHUNKS_PER_THREAD * T chunks of its outer range
+// (intra-op parallelism; a range of at most that many iterations is cut into single
+// iterations), smaller kernels run whole. A step resets the counters, queues every
+// chunk of the kernels with no predecessor and then every thread pops chunks from one FIFO; the
+// thread that finishes a kernel's last chunk (an atomic count) decrements its successors'
+// predecessor counts under the pool mutex and queues those that reach zero (inter-op
+// parallelism). The step ends when every kernel has finished.
+//
+// Invariants.
+//   - A step allocates nothing and creates no thread: queue, counters and schedules are sized at
+//     creation (every chunk is queued exactly once per step, so the queue never wraps).
+//   - Results do not depend on T: the kernel ABI guarantees any partition of [0, range) gives the
+//     same bytes, and the plan's dependencies cover every hazard between kernels.
+//   - T = 1 (and DLRT_DEBUG_SPLIT) runs the entry's kernels in plan order on the calling thread,
+//     touching no lock and no atomic.
+//   - Memory ordering: a kernel's writes happen before its successors run (the chunk count is
+//     acq_rel, queueing goes through the mutex), and before the step returns (kernels_left is
+//     released by the finisher and acquired by worker 0).
+//   - Idle threads spin briefly on an atomic, then sleep on the condition variable; `sleepers`
+//     (guarded by the mutex) tells a producer whether a broadcast is needed.
+#define _GNU_SOURCE // sched_getaffinity, CPU_COUNT
+#include "rt_internal.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define CHUNKS_PER_THREAD   4
+#define DEFAULT_SPLIT_BYTES (64u * 1024u) // kernels touching fewer bytes run whole
+#define SPIN_WORK           2000          // polls for a ready chunk before sleeping
+#define SPIN_IDLE           5000          // polls for the next step before sleeping
+
+typedef struct rt_kx {
+    dlrt_kernel_fn fn;
+    void *const *args;
+    int64_t range;
+    uint32_t kid;      // global kernel id (profiler)
+    uint32_t n_chunks; // >= 1
+    uint32_t n_preds;  // predecessors inside the entry
+    uint32_t first_succ, n_succ;
+} rt_kx;
+
+typedef struct rt_sched {
+    uint32_t n; // kernels of the entry
+    rt_kx *k;
+    uint32_t *succ;           // successor lists (local indices)
+    uint32_t *preds_left;     // per step; guarded by the pool mutex
+    atomic_uint *chunks_left; // per step
+    uint32_t total_chunks;
+} rt_sched;
+
+typedef struct rt_task {
+    uint32_t k, chunk;
+} rt_task;
+
+typedef struct rt_exec rt_exec;
+
+typedef struct rt_worker {
+    rt_exec *x;
+    int id;
+    pthread_t th;
+    bool started;
+} rt_worker;
+
+struct rt_exec {
+    dlrt_session *s;
+    int n_threads;
+    rt_sched sched[DLRT_ENTRY_COUNT];
+    rt_task *queue; // capacity: the largest total_chunks
+    rt_worker *workers;
+    bool sync_made;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    // Guarded by mu:
+    rt_sched *cur;
+    uint32_t q_head, q_tail;
+    int sleepers;
+    // Read without the lock while spinning:
+    atomic_uint q_avail;      // q_tail - q_head
+    atomic_uint kernels_left; // unfinished kernels of the current step
+    atomic_uint epoch;        // steps started
+    atomic_bool stop;
+};
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+// Chunk c of n over [0, range): the boundaries never overflow.
+static inline int64_t chunk_bound(int64_t range, uint32_t n, uint32_t c) {
+    return range / n * c + range % n * c / n;
+}
+
+static inline void run_chunk(dlrt_session *s, const rt_kx *k, uint32_t c, int w) {
+    int64_t b = k->n_chunks == 1 ? 0 : chunk_bound(k->range, k->n_chunks, c);
+    int64_t e = k->n_chunks == 1 ? k->range : chunk_bound(k->range, k->n_chunks, c + 1);
+    if (s->prof) {
+        int64_t t0 = rt__now_ns();
+        k->fn(k->args, b, e);
+        rt__prof_chunk(s, w, k->kid, b, e, t0, rt__now_ns());
+    } else {
+        k->fn(k->args, b, e);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sequential path (T = 1, DLRT_DEBUG_SPLIT)
+
+// Runs [0, range) as `parts` uneven chunks (chunk j has about j+1 shares), last chunk first.
+static void run_split(dlrt_kernel_fn fn, void *const *args, int64_t range, int parts) {
+    if (parts > 64) {
+        parts = 64;
+    }
+    int64_t shares = (int64_t)parts * (parts + 1) / 2;
+    int64_t bounds[65];
+    int64_t acc = 0;
+    bounds[0] = 0;
+    for (int j = 0; j < parts; j++) {
+        acc += j + 1;
+        bounds[j + 1] = range / shares * acc + range % shares * acc / shares; // no overflow
+    }
+    for (int j = parts - 1; j >= 0; j--) {
+        if (bounds[j + 1] > bounds[j]) {
+            fn(args, bounds[j], bounds[j + 1]);
+        }
+    }
+}
+
+static void run_sequential(dlrt_session *s, const rt_sched *sc) {
+    for (uint32_t i = 0; i < sc->n; i++) {
+        const rt_kx *k = &sc->k[i];
+        if (s->debug_split > 1 && k->range > 1) {
+            int64_t t0 = s->prof ? rt__now_ns() : 0;
+            run_split(k->fn, k->args, k->range, s->debug_split);
+            if (s->prof) {
+                rt__prof_chunk(s, 0, k->kid, 0, k->range, t0, rt__now_ns());
+            }
+        } else if (s->prof) {
+            int64_t t0 = rt__now_ns();
+            k->fn(k->args, 0, k->range);
+            rt__prof_chunk(s, 0, k->kid, 0, k->range, t0, rt__now_ns());
+        } else {
+            k->fn(k->args, 0, k->range);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Parallel path
+
+// Queues every chunk of kernel i. Caller holds mu.
+static bool push_kernel(rt_exec *x, const rt_sched *sc, uint32_t i) {
+    uint32_t n = sc->k[i].n_chunks;
+    for (uint32_t c = 0; c < n; c++) {
+        x->queue[x->q_tail++] = (rt_task){i, c};
+    }
+    atomic_fetch_add_explicit(&x->q_avail, n, memory_order_release);
+    return true;
+}
+
+// Runs chunks of the current step until every kernel has finished. Worker w.
+static void work(rt_exec *x, int w) {
+    dlrt_session *s = x->s;
+    for (;;) {
+        for (int spin = 0; spin < SPIN_WORK; spin++) {
+            if (atomic_load_explicit(&x->q_avail, memory_order_acquire) != 0 ||
+                atomic_load_explicit(&x->kernels_left, memory_order_acquire) == 0) {
+                break;
+            }
+            cpu_relax();
+        }
+        pthread_mutex_lock(&x->mu);
+        while (x->q_head == x->q_tail &&
+               atomic_load_explicit(&x->kernels_left, memory_order_acquire) != 0) {
+            x->sleepers++;
+            pthread_cond_wait(&x->cv, &x->mu);
+            x->sleepers--;
+        }
+        if (x->q_head == x->q_tail) {
+            pthread_mutex_unlock(&x->mu);
+            return; // the step is over
+        }
+        rt_task t = x->queue[x->q_head++];
+        atomic_fetch_sub_explicit(&x->q_avail, 1, memory_order_relaxed);
+        rt_sched *sc = x->cur;
+        pthread_mutex_unlock(&x->mu);
+
+        const rt_kx *k = &sc->k[t.k];
+        run_chunk(s, k, t.chunk, w);
+        if (atomic_fetch_sub_explicit(&sc->chunks_left[t.k], 1, memory_order_acq_rel) != 1) {
+            continue;
+        }
+        // The kernel's last chunk: release its successors.
+        pthread_mutex_lock(&x->mu);
+        bool pushed = false;
+        for (uint32_t j = 0; j < k->n_succ; j++) {
+            uint32_t su = sc->succ[k->first_succ + j];
+            if (--sc->preds_left[su] == 0) {
+                pushed = push_kernel(x, sc, su);
+            }
+        }
+        unsigned left = atomic_fetch_sub_explicit(&x->kernels_left, 1, memory_order_acq_rel) - 1;
+        if (x->sleepers > 0 && (pushed || left == 0)) {
+            pthread_cond_broadcast(&x->cv);
+        }
+        pthread_mutex_unlock(&x->mu);
+    }
+}
+
+static void *worker_main(void *arg) {
+    rt_worker *wk = arg;
+    rt_exec *x = wk->x;
+    unsigned seen = 0;
+    for (;;) {
+        for (int spin = 0; spin < SPIN_IDLE; spin++) {
+            if (atomic_load_explicit(&x->epoch, memory_order_acquire) != seen ||
+                atomic_load_explicit(&x->stop, memory_order_acquire)) {
+                break;
+            }
+            cpu_relax();
+        }
+        pthread_mutex_lock(&x->mu);
+        while (atomic_load_explicit(&x->epoch, memory_order_acquire) == seen &&
+               !atomic_load_explicit(&x->stop, memory_order_acquire)) {
+            x->sleepers++;
+            pthread_cond_wait(&x->cv, &x->mu);
+            x->sleepers--;
+        }
+        if (atomic_load_explicit(&x->stop, memory_order_acquire)) {
+            pthread_mutex_unlock(&x->mu);
+            return NULL;
+        }
+        seen = atomic_load_explicit(&x->epoch, memory_order_acquire);
+        pthread_mutex_unlock(&x->mu);
+        work(x, wk->id);
+    }
+}
+
+static void run_parallel(rt_exec *x, rt_sched *sc) {
+    for (uint32_t i = 0; i < sc->n; i++) {
+        sc->preds_left[i] = sc->k[i].n_preds;
+        atomic_store_explicit(&sc->chunks_left[i], sc->k[i].n_chunks, memory_order_relaxed);
+    }
+    pthread_mutex_lock(&x->mu);
+    x->cur = sc;
+    x->q_head = x->q_tail = 0;
+    atomic_store_explicit(&x->q_avail, 0, memory_order_relaxed);
+    atomic_store_explicit(&x->kernels_left, sc->n, memory_order_release);
+    for (uint32_t i = 0; i < sc->n; i++) {
+        if (sc->k[i].n_preds == 0) {
+            (void)push_kernel(x, sc, i);
+        }
+    }
+    atomic_fetch_add_explicit(&x->epoch, 1, memory_order_release);
+    if (x->sleepers > 0) {
+        pthread_cond_broadcast(&x->cv);
+    }
+    pthread_mutex_unlock(&x->mu);
+    work(x, 0);
+}
+
+void rt__run_entry(dlrt_session *s, int entry) {
+    rt_exec *x = s->exec;
+    rt_sched *sc = &x->sched[entry];
+    if (sc->n == 0) {
+        return;
+    }
+    int64_t t0 = s->prof ? rt__now_ns() : 0;
+    if (x->n_threads == 1 || s->debug_split > 1) {
+        run_sequential(s, sc);
+    } else {
+        run_parallel(x, sc);
+    }
+    if (s->prof) {
+        rt__prof_step(s, entry, t0, rt__now_ns());
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Creation
+
+static int online_cores(void) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) {
+        return CPU_COUNT(&set);
+    }
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)(n < DLRT_MAX_THREADS ? n : DLRT_MAX_THREADS) : 1;
+}
+
+static dlrt_status resolve_threads(int requested, int *out) {
+    if (requested < 0 || requested > DLRT_MAX_THREADS) {
+        return rt__fail(DLRT_ERR_INVALID_ARG, "threads must be 0 (automatic) or 1..%d, got %d",
+                        DLRT_MAX_THREADS, requested);
+    }
+    if (requested > 0) {
+        *out = requested;
+        return DLRT_OK;
+    }
+    const char *env = getenv("DLRT_THREADS");
+    if (env && *env) {
+        char *end = NULL;
+        errno = 0;
+        long v = strtol(env, &end, 10);
+        if (*end || errno == ERANGE || v < 1 || v > DLRT_MAX_THREADS) {
+            return rt__fail(DLRT_ERR_INVALID_ARG, "DLRT_THREADS='%s': expected an integer 1..%d",
+                            env, DLRT_MAX_THREADS);
+        }
+        *out = (int)v;
+        return DLRT_OK;
+    }
+    int n = online_cores();
+    *out = n < DLRT_MAX_THREADS ? n : DLRT_MAX_THREADS;
+    return DLRT_OK;
+}
+
+static size_t split_bytes_setting(void) {
+    // A testing and tuning aid: DLRT_SPLIT_BYTES=0 splits every kernel with range > 1.
+    const char *env = getenv("DLRT_SPLIT_BYTES");
+    if (env && *env) {
+        char *end = NULL;
+        unsigned long long v = strtoull(env, &end, 10);
+        if (!*end) {
+            return (size_t)v;
+        }
+    }
+    return DEFAULT_SPLIT_BYTES;
+}
+
+static dlrt_status build_sched(rt_exec *x, int entry, uint32_t *pos, size_t split_bytes) {
+    dlrt_session *s = x->s;
+    const dlrt_model *m = s->model;
+    const dlrt_plan_hdr *h = m->hdr;
+    const uint32_t *deps = (const uint32_t *)(m->plan + h->off_deps);
+    rt_sched *sc = &x->sched[entry];
+    uint32_t first = h->entry_first[entry], n = h->entry_count[entry];
+    sc->n = n;
+    if (n == 0) {
+        return DLRT_OK;
+    }
+    sc->k = calloc(n, sizeof *sc->k);
+    sc->preds_left = calloc(n, sizeof *sc->preds_left);
+    sc->chunks_left = calloc(n, sizeof *sc->chunks_left);
+    if (!sc->k || !sc->preds_left || !sc->chunks_left) {
+        return rt__fail(DLRT_ERR_NOMEM, "out of memory");
+    }
+    for (uint32_t i = 0; i < h->n_kernels; i++) {
+        pos[i] = UINT32_MAX;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t kid = m->entry_kernels[first + i];
+        if (pos[kid] != UINT32_MAX) {
+            return rt__fail(DLRT_ERR_CORRUPT,
+                            "corrupt artifact: kernel %u listed twice in an "
+                            "entry point",
+                            kid);
+        }
+        pos[kid] = i;
+    }
+    // Predecessor counts and successor counts (a dependency outside the entry is satisfied).
+    uint32_t n_edges = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t kid = m->entry_kernels[first + i];
+        const dlrt_plan_kernel *pk = &m->kernels[kid];
+        rt_kx *k = &sc->k[i];
+        k->fn = m->desc->fns[pk->fn];
+        k->args = s->kargs + pk->first_arg;
+        k->range = pk->range;
+        k->kid = kid;
+        uint64_t bytes = 0;
+        for (uint32_t a = 0; a < pk->n_args; a++) {
+            bytes += m->buffers[m->args[pk->first_arg + a]].size;
+        }
+        uint32_t chunks = 1;
+        if (x->n_threads > 1 && pk->range > 1 && bytes >= split_bytes) {
+            int64_t want = (int64_t)CHUNKS_PER_THREAD * x->n_threads;
+            chunks = (uint32_t)(pk->range < want ? pk->range : want);
+        }
+        k->n_chunks = chunks;
+        sc->total_chunks += chunks;
+        for (uint32_t j = 0; j < pk->n_deps; j++) {
+            uint32_t d = deps[pk->first_dep + j];
+            if (pos[d] == UINT32_MAX || (j > 0 && deps[pk->first_dep + j - 1] == d)) {
+                continue;
+            }
+            if (pos[d] >= i) {
+                return rt__fail(DLRT_ERR_CORRUPT,
+                                "corrupt artifact: kernel %u waits for a "
+                                "later kernel of its entry point",
+                                kid);
+            }
+            k->n_preds++;
+            sc->k[pos[d]].n_succ++;
+            n_edges++;
+        }
+    }
+    sc->succ = calloc(n_edges ? n_edges : 1, sizeof *sc->succ);
+    if (!sc->succ) {
+        return rt__fail(DLRT_ERR_NOMEM, "out of memory");
+    }
+    uint32_t acc = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        sc->k[i].first_succ = acc;
+        acc += sc->k[i].n_succ;
+        sc->k[i].n_succ = 0; // refilled below
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        const dlrt_plan_kernel *pk = &m->kernels[sc->k[i].kid];
+        for (uint32_t j = 0; j < pk->n_deps; j++) {
+            uint32_t d = deps[pk->first_dep + j];
+            if (pos[d] == UINT32_MAX || (j > 0 && deps[pk->first_dep + j - 1] == d)) {
+                continue;
+            }
+            rt_kx *p = &sc->k[pos[d]];
+            sc->succ[p->first_succ + p->n_succ++] = i;
+        }
+    }
+    return DLRT_OK;
+}
+
+dlrt_status rt__exec_create(dlrt_session *s, int requested) {
+    int n_threads = 1;
+    dlrt_status st = resolve_threads(requested, &n_threads);
+    if (st != DLRT_OK) {
+        return st;
+    }
+    rt_exec *x = calloc(1, sizeof *x);
+    if (!x) {
+        return rt__fail(DLRT_ERR_NOMEM, "out of memory");
+    }
+    s->exec = x;
+    s->n_threads = n_threads;
+    x->s = s;
+    x->n_threads = n_threads;
+    const dlrt_plan_hdr *h = s->model->hdr;
+    uint32_t *pos = calloc(h->n_kernels ? h->n_kernels : 1, sizeof *pos);
+    if (!pos) {
+        return rt__fail(DLRT_ERR_NOMEM, "out of memory");
+    }
+    size_t split_bytes = split_bytes_setting();
+    uint32_t max_chunks = 1;
+    for (int e = 0; e < DLRT_ENTRY_COUNT && st == DLRT_OK; e++) {
+        st = build_sched(x, e, pos, split_bytes);
+        if (x->sched[e].total_chunks > max_chunks) {
+            max_chunks = x->sched[e].total_chunks;
+        }
+    }
+    free(pos);
+    if (st != DLRT_OK || n_threads == 1) {
+        return st;
+    }
+    x->queue = calloc(max_chunks, sizeof *x->queue);
+    x->workers = calloc((size_t)n_threads, sizeof *x->workers);
+    if (!x->queue || !x->workers) {
+        return rt__fail(DLRT_ERR_NOMEM, "out of memory");
+    }
+    if (pthread_mutex_init(&x->mu, NULL) != 0) {
+        return rt__fail(DLRT_ERR_NOMEM, "cannot create the thread pool's mutex");
+    }
+    if (pthread_cond_init(&x->cv, NULL) != 0) {
+        pthread_mutex_destroy(&x->mu);
+        return rt__fail(DLRT_ERR_NOMEM, "cannot create the thread pool's condition variable");
+    }
+    x->sync_made = true;
+    for (int i = 1; i < n_threads; i++) {
+        rt_worker *wk = &x->workers[i];
+        wk->x = x;
+        wk->id = i;
+        int rc = pthread_create(&wk->th, NULL, worker_main, wk);
+        if (rc != 0) {
+            return rt__fail(DLRT_ERR_NOMEM, "cannot start worker thread %d of %d: %s", i + 1,
+                            n_threads, strerror(rc));
+        }
+        wk->started = true;
+    }
+    return DLRT_OK;
+}
+
+void rt__exec_destroy(dlrt_session *s) {
+    rt_exec *x = s ? s->exec : NULL;
+    if (!x) {
+        return;
+    }
+    if (x->sync_made) {
+        pthread_mutex_lock(&x->mu);
+        atomic_store_explicit(&x->stop, true, memory_order_release);
+        pthread_cond_broadcast(&x->cv);
+        pthread_mutex_unlock(&x->mu);
+        for (int i = 1; i < x->n_threads; i++) {
+            if (x->workers[i].started) {
+                pthread_join(x->workers[i].th, NULL);
+            }
+        }
+        pthread_cond_destroy(&x->cv);
+        pthread_mutex_destroy(&x->mu);
+    }
+    for (int e = 0; e < DLRT_ENTRY_COUNT; e++) {
+        free(x->sched[e].k);
+        free(x->sched[e].succ);
+        free(x->sched[e].preds_left);
+        free(x->sched[e].chunks_left);
+    }
+    free(x->queue);
+    free(x->workers);
+    free(x);
+    s->exec = NULL;
+}

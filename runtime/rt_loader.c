@@ -1,0 +1,1171 @@
+// runtime/rt_loader.c — the data loader (dlrt.h, "Data loader"): P producer threads fill a ring
+// of K preallocated batch slots that the trainer borrows in place.
+//
+// Structure: a source (an in-memory array read at creation from IDX or .npy, or a user callback)
+// plus int64 labels; a ring of K slots, each holding B samples of x (float32) and B labels; one
+// mutex with two condition variables (slot freed / slot filled) that guard every slot state.
+//
+// Invariants (ORDER LOADER):
+//   - batches form one sequence seq = 0, 1, ... (epoch = seq / bpe, index = seq % bpe); batch seq
+//     lives in slot seq % K. slot.seq is the batch the slot holds or will hold next: it starts at
+//     the slot number and grows by K when its batch is released, so a producer that claimed seq
+//     waits for state FREE with slot.seq == seq, and the consumer for READY with slot.seq == seq.
+//   - producers claim seq under the mutex in increasing order and fill outside it; the consumer
+//     takes seq in increasing order. A batch's bytes are a pure function of (options, seed, seq):
+//     the sample order is a keyed Feistel permutation per epoch and crop/flip draw from
+//     dl_rng_bits keyed on (seed, epoch, sample index), so results do not depend on P or timing.
+//   - nothing is allocated after creation: slots and per-producer scratch rows are made once.
+#include "dl_base.h"
+#include "dl_idx.h"
+#include "dlrt.h"
+#include "rt_internal.h"
+
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+// Element types of an in-memory source.
+typedef enum src_type { SRC_U8, SRC_I8, SRC_I16, SRC_I32, SRC_I64, SRC_F32, SRC_F64 } src_type;
+
+typedef enum slot_state { SLOT_FREE, SLOT_FILLING, SLOT_READY, SLOT_HELD } slot_state;
+
+typedef struct rt_slot {
+    slot_state state;
+    int64_t seq;     // batch held or to be held next (ORDER LOADER)
+    int64_t n_valid; // of the batch in it, once READY
+} rt_slot;
+
+struct dlrt_loader {
+    dlrt_loader_options o;
+    int64_t n, numel, bpe, total; // samples, floats per sample, batches per epoch, seq limit
+    int32_t rank;
+    int64_t dims[DLRT_MAX_DIMS];
+    int64_t img_c, img_h, img_w; // image view of a sample (rank 2 or 3), else 0
+    int n_ch;                    // normalisation channels
+    float mean[DLRT_LOADER_MAX_CHANNELS], std[DLRT_LOADER_MAX_CHANNELS];
+    int half_bits; // Feistel half width: the permutation domain is 2^(2 * half_bits) >= n
+
+    // Source: `data` (type `type`, n * numel elements) or the callback.
+    const uint8_t *data;
+    src_type type;
+    dl_idx idx;    // OWNED when read from IDX (data points into it)
+    char *npy_buf; // OWNED when read from .npy (data points into it)
+    dlrt_loader_sample_fn fn;
+    void *user;      // BORROWED
+    int64_t *labels; // OWNED: n labels, or NULL when there are none
+
+    // Ring.
+    rt_slot *slots;   // OWNED: K
+    float *x;         // OWNED: K * B * numel, slot s at s * B * numel
+    int64_t *y64;     // OWNED: K * B (labels int64) or NULL
+    int32_t *y32;     // OWNED: K * B (labels int32) or NULL
+    float *scratch;   // OWNED: P * numel, one raw sample per producer
+    pthread_t *thr;   // OWNED: P
+    int n_started;    // threads running
+    bool sync_made;   // mutex and condition variables initialised
+    atomic_bool stop; // set by destroy; producers also read it between samples
+    pthread_mutex_t mu;
+    pthread_cond_t freed, filled;
+    int64_t next_claim, next_take; // guarded by mu
+    dlrt_status fail_st;           // DLRT_OK, or the first producer failure (sticky), under mu
+    char fail_msg[512];
+
+    // Statistics, under mu.
+    int64_t n_batches;
+    double first_wait_ms, sum_wait_ms, max_wait_ms;
+};
+
+// Returns from the enclosing function when `expr` is not DLRT_OK (the message is already set).
+#define TRY_RT(expr)                                                                               \
+    do {                                                                                           \
+        dlrt_status st_ = (expr);                                                                  \
+        if (st_ != DLRT_OK) {                                                                      \
+            return st_;                                                                            \
+        }                                                                                          \
+    } while (0)
+
+typedef struct producer_arg {
+    dlrt_loader *l;
+    int id;
+} producer_arg;
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+static size_t src_size(src_type t) {
+    switch (t) {
+    case SRC_U8:
+    case SRC_I8:
+        return 1;
+    case SRC_I16:
+        return 2;
+    case SRC_I32:
+    case SRC_F32:
+        return 4;
+    case SRC_I64:
+    case SRC_F64:
+        return 8;
+    }
+    return 0;
+}
+
+static bool src_is_int(src_type t) {
+    return t != SRC_F32 && t != SRC_F64;
+}
+
+// Element i of `p` (type t) as a double. memcpy: .npy data need not be aligned.
+static double src_get(const uint8_t *p, src_type t, int64_t i) {
+    switch (t) {
+    case SRC_U8:
+        return (double)p[i];
+    case SRC_I8:
+        return (double)(int8_t)p[i];
+    case SRC_I16: {
+        int16_t v;
+        memcpy(&v, p + 2 * i, 2);
+        return (double)v;
+    }
+    case SRC_I32: {
+        int32_t v;
+        memcpy(&v, p + 4 * i, 4);
+        return (double)v;
+    }
+    case SRC_I64: {
+        int64_t v;
+        memcpy(&v, p + 8 * i, 8);
+        return (double)v;
+    }
+    case SRC_F32: {
+        float v;
+        memcpy(&v, p + 4 * i, 4);
+        return (double)v;
+    }
+    case SRC_F64: {
+        double v;
+        memcpy(&v, p + 8 * i, 8);
+        return v;
+    }
+    }
+    return 0.0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sample order and augmentation draws
+
+static uint64_t epoch_key(const dlrt_loader *l, int64_t epoch, int which) {
+    return dl_rng_bits(l->o.seed, 2 * (uint64_t)epoch + (uint64_t)which);
+}
+
+// A keyed bijection on [0, 2^(2h)): six Feistel rounds over the two h-bit halves.
+static uint64_t feistel(uint64_t key, int h, uint64_t x) {
+    uint64_t mask = (1ull << h) - 1, lo = x & mask, hi = x >> h;
+    for (uint64_t r = 0; r < 6; r++) {
+        uint64_t t = hi ^ (dl_rng_bits(key + r, lo) & mask);
+        hi = lo;
+        lo = t;
+    }
+    return (hi << h) | lo;
+}
+
+// The data-set index of position `pos` of an epoch. Cycle walking restricts the bijection on
+// the power-of-four domain to [0, n): the domain is < 4n, so a walk is short on average.
+static int64_t sample_at(const dlrt_loader *l, uint64_t key, int64_t pos) {
+    if (!l->o.shuffle) {
+        return pos;
+    }
+    uint64_t x = (uint64_t)pos;
+    do {
+        x = feistel(key, l->half_bits, x);
+    } while (x >= (uint64_t)l->n);
+    return (int64_t)x;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Producing
+
+// Raw sample `idx` times scale into raw[0 .. numel). Returns the callback's nonzero result.
+static int decode(const dlrt_loader *l, int64_t idx, float *raw, int64_t *label) {
+    *label = l->labels ? l->labels[idx] : 0;
+    if (l->fn) {
+        int rc = l->fn(l->user, idx, raw, label);
+        if (rc != 0) {
+            return rc;
+        }
+        if (l->o.scale != 1.0f) {
+            for (int64_t i = 0; i < l->numel; i++) {
+                raw[i] *= l->o.scale;
+            }
+        }
+        return 0;
+    }
+    const uint8_t *p = l->data + (size_t)idx * (size_t)l->numel * src_size(l->type);
+    if (l->type == SRC_U8) { // the common case (IDX images), without the switch per element
+        for (int64_t i = 0; i < l->numel; i++) {
+            raw[i] = (float)p[i] * l->o.scale;
+        }
+        return 0;
+    }
+    for (int64_t i = 0; i < l->numel; i++) {
+        raw[i] = (float)src_get(p, l->type, i) * l->o.scale;
+    }
+    return 0;
+}
+
+// raw -> out: crop and flip (images only), then normalisation. `draw` holds the sample's random
+// bits: crop offsets from bits 0.. and 21.., the flip from bit 63.
+static void transform(const dlrt_loader *l, const float *raw, uint64_t draw, float *out) {
+    int64_t C = l->img_c, H = l->img_h, W = l->img_w, p = l->o.crop_pad;
+    bool image = (p > 0 || l->o.hflip) && H > 0;
+    int64_t per_ch = l->n_ch > 1 ? l->numel / l->n_ch : l->numel; // elements per norm channel
+    if (!image) {
+        for (int64_t i = 0; i < l->numel; i++) {
+            int c = l->n_ch > 1 ? (int)(i / per_ch) : 0;
+            out[i] = (raw[i] - l->mean[c]) / l->std[c];
+        }
+        return;
+    }
+    int64_t dy = p, dx = p; // no crop: offsets that cancel the (absent) padding
+    if (p > 0) {
+        uint64_t span = (uint64_t)(2 * p + 1);
+        dy = (int64_t)(draw % span);
+        dx = (int64_t)((draw >> 21) % span);
+    }
+    bool flip = l->o.hflip && (draw >> 63) != 0;
+    // raw: [C, H, W]; out(c, y, x) = padded(c, y + dy, x' + dx) with x' = W-1-x when flipped,
+    // where padded(c, u, v) = raw(c, u - p, v - p) inside the image and 0 outside.
+    for (int64_t c = 0; c < C; c++) {
+        int nc = l->n_ch > 1 ? (int)c : 0;
+        float mean = l->mean[nc], sd = l->std[nc];
+        for (int64_t y = 0; y < H; y++) {
+            int64_t sy = y + dy - p;
+            float *o = out + (c * H + y) * W;
+            for (int64_t x = 0; x < W; x++) {
+                int64_t sx = (flip ? W - 1 - x : x) + dx - p;
+                float v = 0.0f;
+                if (sy >= 0 && sy < H && sx >= 0 && sx < W) {
+                    v = raw[(c * H + sy) * W + sx];
+                }
+                o[x] = (v - mean) / sd;
+            }
+        }
+    }
+}
+
+// Fills slot s with batch seq. Returns DLRT_OK, DLRT_ERR_IO (callback failure, message in
+// l->fail_msg — written under the mutex by the caller) or DLRT_ERR_INVALID_ARG when stopped.
+static dlrt_status fill(dlrt_loader *l, int64_t seq, int s, float *raw, int64_t *n_valid,
+                        int *cb_rc, int64_t *cb_idx) {
+    int64_t B = l->o.batch_size, epoch = seq / l->bpe, b = seq % l->bpe;
+    uint64_t perm_key = epoch_key(l, epoch, 0), aug_key = epoch_key(l, epoch, 1);
+    float *xs = l->x + (size_t)s * (size_t)B * (size_t)l->numel;
+    int64_t nv = l->n - b * B < B ? l->n - b * B : B;
+    for (int64_t j = 0; j < B; j++) {
+        // ordering: relaxed — stop only makes a producer give up early; the mutex orders the rest.
+        if (atomic_load_explicit(&l->stop, memory_order_relaxed)) {
+            return DLRT_ERR_INVALID_ARG;
+        }
+        float *xo = xs + (size_t)j * (size_t)l->numel;
+        int64_t label = l->o.pad_label;
+        if (j < nv) {
+            int64_t idx = sample_at(l, perm_key, b * B + j);
+            int rc = decode(l, idx, raw, &label);
+            if (rc != 0) {
+                *cb_rc = rc;
+                *cb_idx = idx;
+                return DLRT_ERR_IO;
+            }
+            transform(l, raw, dl_rng_bits(aug_key, (uint64_t)idx), xo);
+        } else {
+            memset(xo, 0, (size_t)l->numel * sizeof(float));
+        }
+        if (l->y64) {
+            l->y64[(size_t)s * (size_t)B + (size_t)j] = label;
+        } else if (l->y32) {
+            l->y32[(size_t)s * (size_t)B + (size_t)j] = (int32_t)label;
+        }
+    }
+    *n_valid = nv;
+    return DLRT_OK;
+}
+
+static void *producer_main(void *arg) {
+    producer_arg *pa = arg;
+    dlrt_loader *l = pa->l;
+    float *raw = l->scratch + (size_t)pa->id * (size_t)l->numel;
+    free(pa);
+    pthread_mutex_lock(&l->mu);
+    for (;;) {
+        if (atomic_load_explicit(&l->stop, memory_order_relaxed) || l->fail_st != DLRT_OK ||
+            l->next_claim >= l->total) {
+            break;
+        }
+        int64_t seq = l->next_claim++;
+        int s = (int)(seq % l->o.slots);
+        while (!(l->slots[s].state == SLOT_FREE && l->slots[s].seq == seq) &&
+               !atomic_load_explicit(&l->stop, memory_order_relaxed) && l->fail_st == DLRT_OK) {
+            pthread_cond_wait(&l->freed, &l->mu);
+        }
+        if (atomic_load_explicit(&l->stop, memory_order_relaxed) || l->fail_st != DLRT_OK) {
+            break;
+        }
+        l->slots[s].state = SLOT_FILLING;
+        pthread_mutex_unlock(&l->mu);
+        int64_t nv = 0, cb_idx = 0;
+        int cb_rc = 0;
+        dlrt_status st = fill(l, seq, s, raw, &nv, &cb_rc, &cb_idx);
+        pthread_mutex_lock(&l->mu);
+        if (st == DLRT_ERR_IO && l->fail_st == DLRT_OK) {
+            l->fail_st = st;
+            snprintf(l->fail_msg, sizeof l->fail_msg,
+                     "data loader: the sample callback returned %d for sample %lld", cb_rc,
+                     (long long)cb_idx);
+        }
+        if (st != DLRT_OK) {
+            pthread_cond_broadcast(&l->filled); // wake a consumer to see the failure
+            break;
+        }
+        l->slots[s].state = SLOT_READY;
+        l->slots[s].n_valid = nv;
+        pthread_cond_broadcast(&l->filled);
+    }
+    pthread_mutex_unlock(&l->mu);
+    return NULL;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Creation
+
+void dlrt_loader_options_init(dlrt_loader_options *o) {
+    if (!o) {
+        return;
+    }
+    memset(o, 0, sizeof *o);
+    o->batch_size = 32;
+    o->producers = 1;
+    o->slots = 4;
+    o->shuffle = 1;
+    o->last = DLRT_LOADER_DROP_LAST;
+    o->pad_label = -1;
+    o->scale = 1.0f;
+    o->norm = DLRT_LOADER_NORM_NONE;
+    o->labels = DLRT_INT64;
+    for (int c = 0; c < DLRT_LOADER_MAX_CHANNELS; c++) {
+        o->std[c] = 1.0f;
+    }
+}
+
+static dlrt_loader *loader_new(const dlrt_loader_options *opts) {
+    dlrt_loader *l = calloc(1, sizeof *l);
+    if (!l) {
+        return NULL;
+    }
+    if (opts) {
+        l->o = *opts;
+    } else {
+        dlrt_loader_options_init(&l->o);
+    }
+    atomic_init(&l->stop, false);
+    for (int c = 0; c < DLRT_LOADER_MAX_CHANNELS; c++) {
+        l->std[c] = 1.0f;
+    }
+    return l;
+}
+
+// Checks the options that do not depend on the data.
+static dlrt_status check_options(const dlrt_loader_options *o) {
+    if (o->batch_size < 1) {
+        return rt__fail(DLRT_ERR_INVALID_ARG, "data loader: batch_size must be >= 1 (got %lld)",
+                        (long long)o->batch_size);
+    }
+    if (o->producers < 1 || o->producers > DLRT_LOADER_MAX_PRODUCERS) {
+        return rt__fail(DLRT_ERR_INVALID_ARG, "data loader: producers must be in 1..%d (got %d)",
+                        DLRT_LOADER_MAX_PRODUCERS, o->producers);
+    }
+    if (o->slots < 1 || o->slots > DLRT_LOADER_MAX_SLOTS) {
+        return rt__fail(DLRT_ERR_INVALID_ARG, "data loader: slots must be in 1..%d (got %d)",
+                        DLRT_LOADER_MAX_SLOTS, o->slots);
+    }
+    if (o->last != DLRT_LOADER_DROP_LAST && o->last != DLRT_LOADER_PAD_LAST) {
+        return rt__fail(DLRT_ERR_INVALID_ARG, "data loader: unknown last-batch mode %d",
+                        (int)o->last);
+    }
+    if (o->epochs < 0) {
+        return rt__fail(DLRT_ERR_INVALID_ARG, "data loader: epochs must be >= 0 (got %lld)",
+                        (long long)o->epochs);
+    }
+    if (!isfinite(o->scale)) {
+        return rt__fail(DLRT_ERR_INVALID_ARG, "data loader: scale must be finite");
+    }
+    if (o->crop_pad < 0 || o->crop_pad > 65536) {
+        return rt__fail(DLRT_ERR_INVALID_ARG, "data loader: crop_pad must be in 0..65536 (got %d)",
+                        o->crop_pad);
+    }
+    if (o->labels != DLRT_INT64 && o->labels != DLRT_INT32) {
+        return rt__fail(DLRT_ERR_INVALID_ARG,
+                        "data loader: labels must be DLRT_INT64 or DLRT_INT32 (got %d)",
+                        (int)o->labels);
+    }
+    if (o->labels == DLRT_INT32 && (o->pad_label < INT32_MIN || o->pad_label > INT32_MAX)) {
+        return rt__fail(DLRT_ERR_INVALID_ARG, "data loader: pad_label %lld does not fit int32",
+                        (long long)o->pad_label);
+    }
+    switch (o->norm) {
+    case DLRT_LOADER_NORM_NONE:
+    case DLRT_LOADER_NORM_COMPUTE:
+        break;
+    case DLRT_LOADER_NORM_GIVEN:
+        if (o->n_norm < 1 || o->n_norm > DLRT_LOADER_MAX_CHANNELS) {
+            return rt__fail(DLRT_ERR_INVALID_ARG, "data loader: n_norm must be in 1..%d (got %d)",
+                            DLRT_LOADER_MAX_CHANNELS, o->n_norm);
+        }
+        for (int c = 0; c < o->n_norm; c++) {
+            if (!isfinite(o->mean[c]) || !(o->std[c] > 0.0f) || !isfinite(o->std[c])) {
+                return rt__fail(DLRT_ERR_INVALID_ARG,
+                                "data loader: normalisation channel %d needs a finite mean and a "
+                                "finite std > 0 (got mean %g, std %g)",
+                                c, (double)o->mean[c], (double)o->std[c]);
+            }
+        }
+        break;
+    default:
+        return rt__fail(DLRT_ERR_INVALID_ARG, "data loader: unknown normalisation mode %d",
+                        (int)o->norm);
+    }
+    return DLRT_OK;
+}
+
+// Per-channel mean and population std of the scaled data, one pass in double.
+static dlrt_status compute_norm(dlrt_loader *l) {
+    double sum[DLRT_LOADER_MAX_CHANNELS] = {0}, sq[DLRT_LOADER_MAX_CHANNELS] = {0};
+    int64_t per_ch = l->numel / l->n_ch;
+    float *raw = l->scratch;
+    for (int64_t i = 0; i < l->n; i++) {
+        int64_t label;
+        int rc = decode(l, i, raw, &label);
+        if (rc != 0) {
+            return rt__fail(DLRT_ERR_IO,
+                            "data loader: the sample callback returned %d for sample %lld while "
+                            "computing the normalisation",
+                            rc, (long long)i);
+        }
+        for (int64_t k = 0; k < l->numel; k++) {
+            int c = (int)(k / per_ch);
+            sum[c] += (double)raw[k];
+            sq[c] += (double)raw[k] * (double)raw[k];
+        }
+    }
+    double cnt = (double)l->n * (double)per_ch;
+    for (int c = 0; c < l->n_ch; c++) {
+        double m = sum[c] / cnt, var = sq[c] / cnt - m * m;
+        double sd = var > 0.0 ? sqrt(var) : 0.0;
+        l->mean[c] = (float)m;
+        l->std[c] = sd > 0.0 ? (float)sd : 1.0f;
+    }
+    return DLRT_OK;
+}
+
+// Completes a loader whose source (data or fn, n, rank, dims, labels) is set: checks the options
+// against the data, allocates the ring and starts the producers. Destroys l on failure.
+static dlrt_status finish(dlrt_loader *l, dlrt_loader **out) {
+    const dlrt_loader_options *o = &l->o;
+    dlrt_status st = DLRT_OK;
+    int64_t B = o->batch_size;
+    l->numel = 1;
+    for (int32_t d = 0; d < l->rank; d++) {
+        if (l->dims[d] < 1 || l->numel > INT64_MAX / 4 / l->dims[d]) {
+            st = rt__fail(DLRT_ERR_INVALID_ARG, "data loader: bad sample dim %d (%lld)", (int)d,
+                          (long long)l->dims[d]);
+            goto out;
+        }
+        l->numel *= l->dims[d];
+    }
+    if (l->rank == 2 || l->rank == 3) {
+        l->img_c = l->rank == 3 ? l->dims[0] : 1;
+        l->img_h = l->dims[l->rank - 2];
+        l->img_w = l->dims[l->rank - 1];
+    }
+    if ((o->crop_pad > 0 || o->hflip) && l->img_h == 0) {
+        st = rt__fail(DLRT_ERR_INVALID_ARG,
+                      "data loader: random crop and flip need [H, W] or [C, H, W] samples (the "
+                      "samples have rank %d)",
+                      (int)l->rank);
+        goto out;
+    }
+    l->n_ch = 1;
+    if (o->norm == DLRT_LOADER_NORM_COMPUTE && l->rank == 3) {
+        if (l->dims[0] > DLRT_LOADER_MAX_CHANNELS) {
+            st = rt__fail(DLRT_ERR_INVALID_ARG,
+                          "data loader: %lld channels, more than the %d normalisation supports",
+                          (long long)l->dims[0], DLRT_LOADER_MAX_CHANNELS);
+            goto out;
+        }
+        l->n_ch = (int)l->dims[0];
+    }
+    if (o->norm == DLRT_LOADER_NORM_GIVEN) {
+        if (o->n_norm > 1 && !(l->rank == 3 && l->dims[0] == o->n_norm)) {
+            st = rt__fail(DLRT_ERR_INVALID_ARG,
+                          "data loader: %d normalisation channels need [%d, H, W] samples",
+                          o->n_norm, o->n_norm);
+            goto out;
+        }
+        l->n_ch = o->n_norm;
+        memcpy(l->mean, o->mean, sizeof l->mean);
+        memcpy(l->std, o->std, sizeof l->std);
+    }
+    l->bpe = o->last == DLRT_LOADER_DROP_LAST ? l->n / B : (l->n + B - 1) / B;
+    if (l->bpe == 0) {
+        st = rt__fail(DLRT_ERR_INVALID_ARG,
+                      "data loader: %lld samples make no full batch of %lld (drop_last); use "
+                      "DLRT_LOADER_PAD_LAST or a smaller batch",
+                      (long long)l->n, (long long)B);
+        goto out;
+    }
+    l->total = INT64_MAX;
+    if (o->epochs > 0) {
+        if (o->epochs > INT64_MAX / l->bpe) {
+            st = rt__fail(DLRT_ERR_INVALID_ARG, "data loader: too many epochs (%lld)",
+                          (long long)o->epochs);
+            goto out;
+        }
+        l->total = o->epochs * l->bpe;
+    }
+    l->half_bits = 1;
+    while (l->half_bits < 32 && (1ll << (2 * l->half_bits)) < l->n) {
+        l->half_bits++;
+    }
+    // Sizes: K * B * numel floats must fit size_t and an int64_t.
+    size_t K = (size_t)o->slots;
+    if ((uint64_t)B > (uint64_t)INT64_MAX / 4 / K / (uint64_t)l->numel) {
+        st = rt__fail(DLRT_ERR_NOMEM, "data loader: %d slots of %lld x %lld floats are too large",
+                      o->slots, (long long)B, (long long)l->numel);
+        goto out;
+    }
+    size_t xbytes = K * (size_t)B * (size_t)l->numel * sizeof(float);
+    void *xmem = NULL;
+    if (posix_memalign(&xmem, 64, xbytes ? xbytes : 64) != 0) {
+        xmem = NULL;
+    }
+    l->x = xmem;
+    l->slots = calloc(K, sizeof *l->slots);
+    l->scratch = malloc((size_t)o->producers * (size_t)l->numel * sizeof(float));
+    l->thr = calloc((size_t)o->producers, sizeof *l->thr);
+    bool has_labels = l->labels || l->fn; // a callback always gives labels
+    if (has_labels && o->labels == DLRT_INT64) {
+        l->y64 = calloc(K * (size_t)B, sizeof(int64_t));
+    } else if (has_labels) {
+        l->y32 = calloc(K * (size_t)B, sizeof(int32_t));
+    }
+    if (!l->x || !l->slots || !l->scratch || !l->thr || (has_labels && !l->y64 && !l->y32)) {
+        st = rt__fail(DLRT_ERR_NOMEM, "data loader: out of memory for %d slots", o->slots);
+        goto out;
+    }
+    if (o->labels == DLRT_INT32 && l->labels) {
+        for (int64_t i = 0; i < l->n; i++) {
+            if (l->labels[i] < INT32_MIN || l->labels[i] > INT32_MAX) {
+                st = rt__fail(DLRT_ERR_INVALID_ARG,
+                              "data loader: label %lld of sample %lld does not fit int32",
+                              (long long)l->labels[i], (long long)i);
+                goto out;
+            }
+        }
+    }
+    if (o->norm == DLRT_LOADER_NORM_COMPUTE) {
+        st = compute_norm(l);
+        if (st != DLRT_OK) {
+            goto out;
+        }
+    }
+    for (size_t s = 0; s < K; s++) {
+        l->slots[s].state = SLOT_FREE;
+        l->slots[s].seq = (int64_t)s;
+    }
+    if (pthread_mutex_init(&l->mu, NULL) != 0) {
+        st = rt__fail(DLRT_ERR_NOMEM, "data loader: cannot create a mutex");
+        goto out;
+    }
+    if (pthread_cond_init(&l->freed, NULL) != 0) {
+        pthread_mutex_destroy(&l->mu);
+        st = rt__fail(DLRT_ERR_NOMEM, "data loader: cannot create a condition variable");
+        goto out;
+    }
+    if (pthread_cond_init(&l->filled, NULL) != 0) {
+        pthread_cond_destroy(&l->freed);
+        pthread_mutex_destroy(&l->mu);
+        st = rt__fail(DLRT_ERR_NOMEM, "data loader: cannot create a condition variable");
+        goto out;
+    }
+    l->sync_made = true;
+    for (int p = 0; p < o->producers; p++) {
+        producer_arg *pa = malloc(sizeof *pa);
+        if (!pa) {
+            st = rt__fail(DLRT_ERR_NOMEM, "data loader: out of memory");
+            goto out;
+        }
+        pa->l = l;
+        pa->id = p;
+        int rc = pthread_create(&l->thr[p], NULL, producer_main, pa);
+        if (rc != 0) {
+            free(pa);
+            st = rt__fail(DLRT_ERR_NOMEM, "data loader: cannot start producer thread %d: %s", p,
+                          strerror(rc));
+            goto out;
+        }
+        l->n_started++;
+    }
+out:
+    if (st != DLRT_OK) {
+        dlrt_loader_destroy(l);
+        return st;
+    }
+    *out = l;
+    return DLRT_OK;
+}
+
+static dlrt_status from_dl(dl_status s) {
+    switch (s) {
+    case DL_OK:
+        return DLRT_OK;
+    case DL_ERR_NOMEM:
+        return DLRT_ERR_NOMEM;
+    case DL_ERR_IO:
+        return DLRT_ERR_IO;
+    case DL_ERR_PARSE:
+    case DL_ERR_CORRUPT:
+        return DLRT_ERR_CORRUPT;
+    case DL_ERR_INVALID_ARG:
+    case DL_ERR_SHAPE:
+    case DL_ERR_UNSUPPORTED:
+    case DL_ERR_BACKEND:
+    case DL_ERR_CACHE:
+        return DLRT_ERR_INVALID_ARG;
+    }
+    return DLRT_ERR_INVALID_ARG;
+}
+
+// Sets the sample shape from a [N, ...] array; rank-1 arrays give one-element samples.
+static dlrt_status set_shape(dlrt_loader *l, const int64_t *dims, int32_t rank, const char *what,
+                             const char *path) {
+    if (rank < 1 || rank > DLRT_MAX_DIMS) {
+        return rt__fail(DLRT_ERR_INVALID_ARG, "data loader: %s %s has rank %d, expected 1..%d",
+                        what, path, (int)rank, DLRT_MAX_DIMS);
+    }
+    l->n = dims[0];
+    if (l->n < 1) {
+        return rt__fail(DLRT_ERR_INVALID_ARG, "data loader: %s %s holds no samples", what, path);
+    }
+    l->rank = rank - 1;
+    for (int32_t d = 1; d < rank; d++) {
+        l->dims[d - 1] = dims[d];
+    }
+    if (l->rank == 0) {
+        l->rank = 1;
+        l->dims[0] = 1;
+    }
+    return DLRT_OK;
+}
+
+static dlrt_status check_label_count(const dlrt_loader *l, int64_t n_labels, const char *path) {
+    if (n_labels != l->n) {
+        return rt__fail(DLRT_ERR_INVALID_ARG,
+                        "data loader: %lld samples but %lld labels in %s (counts differ)",
+                        (long long)l->n, (long long)n_labels, path);
+    }
+    return DLRT_OK;
+}
+
+dlrt_status dlrt_loader_create_idx(const char *images_path, const char *labels_path,
+                                   const dlrt_loader_options *opts, dlrt_loader **out) {
+    if (!out) {
+        return rt__fail(DLRT_ERR_INVALID_ARG, "dlrt_loader_create_idx: NULL out");
+    }
+    *out = NULL;
+    if (!images_path) {
+        return rt__fail(DLRT_ERR_INVALID_ARG, "dlrt_loader_create_idx: NULL images path");
+    }
+    if (opts) {
+        TRY_RT(check_options(opts));
+    }
+    dlrt_loader *l = loader_new(opts);
+    if (!l) {
+        return rt__fail(DLRT_ERR_NOMEM, "data loader: out of memory");
+    }
+    char err[256] = "";
+    dlrt_status st;
+    dl_idx lab = {0};
+    dl_status ds = dl_idx_read(images_path, &l->idx, err, sizeof err);
+    if (ds != DL_OK) {
+        st = rt__fail(from_dl(ds), "data loader: cannot read images %s: %s", images_path, err);
+        goto fail;
+    }
+    st = set_shape(l, l->idx.dims, l->idx.rank, "images", images_path);
+    if (st != DLRT_OK) {
+        goto fail;
+    }
+    switch (l->idx.type) {
+    case DL_IDX_U8:
+        l->type = SRC_U8;
+        break;
+    case DL_IDX_I8:
+        l->type = SRC_I8;
+        break;
+    case DL_IDX_I16:
+        l->type = SRC_I16;
+        break;
+    case DL_IDX_I32:
+        l->type = SRC_I32;
+        break;
+    case DL_IDX_F32:
+        l->type = SRC_F32;
+        break;
+    case DL_IDX_F64:
+        l->type = SRC_F64;
+        break;
+    }
+    l->data = l->idx.data;
+    if (labels_path) {
+        ds = dl_idx_read(labels_path, &lab, err, sizeof err);
+        if (ds != DL_OK) {
+            st = rt__fail(from_dl(ds), "data loader: cannot read labels %s: %s", labels_path, err);
+            goto fail;
+        }
+        if (lab.rank != 1) {
+            st = rt__fail(DLRT_ERR_INVALID_ARG,
+                          "data loader: labels %s have rank %d, expected 1 ([N])", labels_path,
+                          (int)lab.rank);
+            goto fail;
+        }
+        st = check_label_count(l, lab.dims[0], labels_path);
+        if (st != DLRT_OK) {
+            goto fail;
+        }
+        l->labels = malloc((size_t)l->n * sizeof(int64_t));
+        if (!l->labels) {
+            st = rt__fail(DLRT_ERR_NOMEM, "data loader: out of memory");
+            goto fail;
+        }
+        ds = dl_idx_labels_to_i64(&lab, l->labels, 0, err, sizeof err);
+        if (ds != DL_OK) {
+            st = rt__fail(DLRT_ERR_INVALID_ARG,
+                          "data loader: labels %s must be an integer type (got %s)", labels_path,
+                          dl_idx_type_name(lab.type));
+            goto fail;
+        }
+        dl_idx_free(&lab);
+    }
+    return finish(l, out);
+fail:
+    dl_idx_free(&lab);
+    dlrt_loader_destroy(l);
+    return st;
+}
+
+// ---------------------------------------------------------------------------------------------
+// .npy (our own reader: base's dl_npy_read knows only the dtypes of dlcc tensors, and data
+// sets are often uint8)
+
+typedef struct npy_view {
+    const uint8_t *data;
+    src_type type;
+    int32_t rank;
+    int64_t dims[DLRT_MAX_DIMS];
+} npy_view;
+
+// The value text of key `key` in the header dict, e.g. "'<f4'" or "(10, 28, 28)".
+static const char *npy_find(const char *hdr, const char *key) {
+    const char *p = strstr(hdr, key);
+    if (!p) {
+        return NULL;
+    }
+    p += strlen(key);
+    while (*p == ' ' || *p == '\'' || *p == '"') {
+        p++;
+    }
+    if (*p != ':') {
+        return NULL;
+    }
+    p++;
+    while (*p == ' ') {
+        p++;
+    }
+    return p;
+}
+
+static dlrt_status npy_parse(const char *buf, size_t len, const char *path, npy_view *v) {
+#define NPY_BAD(...)                                                                               \
+    do {                                                                                           \
+        char why_[160];                                                                            \
+        snprintf(why_, sizeof why_, __VA_ARGS__);                                                  \
+        return rt__fail(DLRT_ERR_CORRUPT, "data loader: %s is not a valid .npy file: %s", path,    \
+                        why_);                                                                     \
+    } while (0)
+    const uint8_t *u = (const uint8_t *)buf;
+    if (len < 10 || memcmp(buf, "\x93NUMPY", 6) != 0) {
+        NPY_BAD("bad magic");
+    }
+    size_t hlen, hoff;
+    if (u[6] == 1) {
+        hlen = (size_t)u[8] | (size_t)u[9] << 8;
+        hoff = 10;
+    } else if (u[6] == 2 || u[6] == 3) {
+        if (len < 12) {
+            NPY_BAD("truncated header");
+        }
+        hlen = (size_t)u[8] | (size_t)u[9] << 8 | (size_t)u[10] << 16 | (size_t)u[11] << 24;
+        hoff = 12;
+    } else {
+        NPY_BAD("unknown version %d", (int)u[6]);
+    }
+    if (hlen > len - hoff) {
+        NPY_BAD("truncated header");
+    }
+    char hdr[4096];
+    if (hlen >= sizeof hdr) {
+        NPY_BAD("header of %zu bytes is too long", hlen);
+    }
+    memcpy(hdr, buf + hoff, hlen);
+    hdr[hlen] = '\0';
+    const char *d = npy_find(hdr, "descr");
+    if (!d || (*d != '\'' && *d != '"')) {
+        NPY_BAD("no descr");
+    }
+    char descr[16] = "";
+    size_t k = 0;
+    for (d++; *d && *d != '\'' && *d != '"' && k + 1 < sizeof descr; d++) {
+        descr[k++] = *d;
+    }
+    descr[k] = '\0';
+    static const struct {
+        const char *name;
+        src_type t;
+    } types[] = {{"<f4", SRC_F32}, {"<f8", SRC_F64}, {"|u1", SRC_U8},
+                 {"|i1", SRC_I8},  {"<i2", SRC_I16}, {"<i4", SRC_I32},
+                 {"<i8", SRC_I64}, {"<u1", SRC_U8},  {"<i1", SRC_I8}};
+    bool found = false;
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+        if (strcmp(descr, types[i].name) == 0) {
+            v->type = types[i].t;
+            found = true;
+        }
+    }
+    if (!found) {
+        return rt__fail(DLRT_ERR_INVALID_ARG,
+                        "data loader: %s has dtype '%s'; supported: <f4 <f8 |u1 |i1 <i2 <i4 <i8",
+                        path, descr);
+    }
+    const char *f = npy_find(hdr, "fortran_order");
+    if (!f || strncmp(f, "False", 5) != 0) {
+        return rt__fail(DLRT_ERR_INVALID_ARG,
+                        "data loader: %s is in Fortran order; only C order is supported", path);
+    }
+    const char *s = npy_find(hdr, "shape");
+    if (!s || *s != '(') {
+        NPY_BAD("no shape");
+    }
+    s++;
+    v->rank = 0;
+    for (;;) {
+        while (*s == ' ' || *s == ',') {
+            s++;
+        }
+        if (*s == ')') {
+            break;
+        }
+        if (*s < '0' || *s > '9' || v->rank == DLRT_MAX_DIMS) {
+            NPY_BAD("bad shape");
+        }
+        char *end;
+        errno = 0;
+        long long x = strtoll(s, &end, 10);
+        if (errno != 0 || x < 0) {
+            NPY_BAD("bad shape");
+        }
+        v->dims[v->rank++] = x;
+        s = end;
+    }
+    uint64_t numel = 1;
+    for (int32_t i = 0; i < v->rank; i++) {
+        if (v->dims[i] != 0 && numel > UINT64_MAX / 16 / (uint64_t)v->dims[i]) {
+            NPY_BAD("shape too large");
+        }
+        numel *= (uint64_t)v->dims[i];
+    }
+    size_t off = hoff + hlen, want = (size_t)numel * src_size(v->type);
+    if (len - off != want) {
+        NPY_BAD("expected %zu data bytes, got %zu", want, len - off);
+    }
+    v->data = u + off;
+    return DLRT_OK;
+#undef NPY_BAD
+}
+
+static dlrt_status npy_load(const char *path, const char *what, char **buf, npy_view *v) {
+    size_t len = 0;
+    dl_status ds = dl_read_file(path, buf, &len);
+    if (ds != DL_OK) {
+        int e = errno;
+        return rt__fail(from_dl(ds), "data loader: cannot read %s %s: %s", what, path,
+                        ds == DL_ERR_IO ? strerror(e) : "out of memory");
+    }
+    return npy_parse(*buf, len, path, v);
+}
+
+dlrt_status dlrt_loader_create_npy(const char *x_path, const char *y_path,
+                                   const dlrt_loader_options *opts, dlrt_loader **out) {
+    if (!out) {
+        return rt__fail(DLRT_ERR_INVALID_ARG, "dlrt_loader_create_npy: NULL out");
+    }
+    *out = NULL;
+    if (!x_path) {
+        return rt__fail(DLRT_ERR_INVALID_ARG, "dlrt_loader_create_npy: NULL x path");
+    }
+    if (opts) {
+        TRY_RT(check_options(opts));
+    }
+    dlrt_loader *l = loader_new(opts);
+    if (!l) {
+        return rt__fail(DLRT_ERR_NOMEM, "data loader: out of memory");
+    }
+    char *ybuf = NULL;
+    npy_view xv, yv;
+    dlrt_status st = npy_load(x_path, "x", &l->npy_buf, &xv);
+    if (st != DLRT_OK) {
+        goto fail;
+    }
+    st = set_shape(l, xv.dims, xv.rank, "x", x_path);
+    if (st != DLRT_OK) {
+        goto fail;
+    }
+    l->data = xv.data;
+    l->type = xv.type;
+    if (y_path) {
+        st = npy_load(y_path, "y", &ybuf, &yv);
+        if (st != DLRT_OK) {
+            goto fail;
+        }
+        if (yv.rank != 1 || !src_is_int(yv.type)) {
+            st = rt__fail(DLRT_ERR_INVALID_ARG,
+                          "data loader: y %s must be a rank-1 integer array ([N])", y_path);
+            goto fail;
+        }
+        st = check_label_count(l, yv.dims[0], y_path);
+        if (st != DLRT_OK) {
+            goto fail;
+        }
+        l->labels = malloc((size_t)l->n * sizeof(int64_t));
+        if (!l->labels) {
+            st = rt__fail(DLRT_ERR_NOMEM, "data loader: out of memory");
+            goto fail;
+        }
+        for (int64_t i = 0; i < l->n; i++) {
+            if (yv.type == SRC_I64) {
+                memcpy(&l->labels[i], yv.data + 8 * i, 8);
+            } else {
+                l->labels[i] = (int64_t)src_get(yv.data, yv.type, i);
+            }
+        }
+        free(ybuf);
+        ybuf = NULL;
+    }
+    return finish(l, out);
+fail:
+    free(ybuf);
+    dlrt_loader_destroy(l);
+    return st;
+}
+
+dlrt_status dlrt_loader_create_callback(int64_t n_samples, const int64_t *sample_dims,
+                                        int32_t sample_rank, dlrt_loader_sample_fn fn, void *user,
+                                        const dlrt_loader_options *opts, dlrt_loader **out) {
+    if (!out) {
+        return rt__fail(DLRT_ERR_INVALID_ARG, "dlrt_loader_create_callback: NULL out");
+    }
+    *out = NULL;
+    if (!fn || !sample_dims) {
+        return rt__fail(DLRT_ERR_INVALID_ARG, "dlrt_loader_create_callback: NULL %s",
+                        fn ? "sample_dims" : "callback");
+    }
+    if (n_samples < 1) {
+        return rt__fail(DLRT_ERR_INVALID_ARG, "data loader: n_samples must be >= 1 (got %lld)",
+                        (long long)n_samples);
+    }
+    if (sample_rank < 1 || sample_rank > DLRT_MAX_DIMS - 1) {
+        return rt__fail(DLRT_ERR_INVALID_ARG, "data loader: sample_rank must be in 1..%d (got %d)",
+                        DLRT_MAX_DIMS - 1, (int)sample_rank);
+    }
+    if (opts) {
+        TRY_RT(check_options(opts));
+    }
+    dlrt_loader *l = loader_new(opts);
+    if (!l) {
+        return rt__fail(DLRT_ERR_NOMEM, "data loader: out of memory");
+    }
+    l->n = n_samples;
+    l->rank = sample_rank;
+    memcpy(l->dims, sample_dims, (size_t)sample_rank * sizeof(int64_t));
+    l->fn = fn;
+    l->user = user;
+    return finish(l, out);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Consuming
+
+dlrt_status dlrt_loader_next(dlrt_loader *l, dlrt_loader_batch *out) {
+    if (!out) {
+        return rt__fail(DLRT_ERR_INVALID_ARG, "dlrt_loader_next: NULL batch");
+    }
+    memset(out, 0, sizeof *out);
+    out->slot_ = -1;
+    if (!l) {
+        return rt__fail(DLRT_ERR_INVALID_ARG, "dlrt_loader_next: NULL loader");
+    }
+    double t0 = now_ms();
+    dlrt_status st = DLRT_OK;
+    pthread_mutex_lock(&l->mu);
+    int64_t seq = l->next_take;
+    if (seq >= l->total) {
+        goto out; // every epoch handed out: the end marker
+    }
+    int s = (int)(seq % l->o.slots);
+    rt_slot *sl = &l->slots[s];
+    if (sl->state == SLOT_HELD) {
+        st = rt__fail(DLRT_ERR_INVALID_ARG,
+                      "dlrt_loader_next: batch %lld needs slot %d, still held by batch %lld "
+                      "(%d slots): release it first",
+                      (long long)seq, s, (long long)sl->seq, l->o.slots);
+        goto out;
+    }
+    while (!(sl->state == SLOT_READY && sl->seq == seq) && l->fail_st == DLRT_OK) {
+        pthread_cond_wait(&l->filled, &l->mu);
+    }
+    if (l->fail_st != DLRT_OK) {
+        st = rt__fail(l->fail_st, "%s", l->fail_msg);
+        goto out;
+    }
+    sl->state = SLOT_HELD;
+    l->next_take++;
+    size_t B = (size_t)l->o.batch_size;
+    out->x = l->x + (size_t)s * B * (size_t)l->numel;
+    out->y = l->y64 ? l->y64 + (size_t)s * B : NULL;
+    out->y_i32 = l->y32 ? l->y32 + (size_t)s * B : NULL;
+    out->n_valid = sl->n_valid;
+    out->epoch = seq / l->bpe;
+    out->index = seq % l->bpe;
+    out->seq = seq;
+    out->slot_ = s;
+    out->wait_ms = now_ms() - t0;
+    if (l->n_batches == 0) {
+        l->first_wait_ms = out->wait_ms;
+    } else {
+        l->sum_wait_ms += out->wait_ms;
+        if (out->wait_ms > l->max_wait_ms) {
+            l->max_wait_ms = out->wait_ms;
+        }
+    }
+    l->n_batches++;
+out:
+    pthread_mutex_unlock(&l->mu);
+    return st;
+}
+
+dlrt_status dlrt_loader_release(dlrt_loader *l, dlrt_loader_batch *b) {
+    if (!l || !b) {
+        return rt__fail(DLRT_ERR_INVALID_ARG, "dlrt_loader_release: NULL %s",
+                        l ? "batch" : "loader");
+    }
+    dlrt_status st = DLRT_OK;
+    pthread_mutex_lock(&l->mu);
+    int s = b->slot_;
+    if (s < 0 || s >= l->o.slots || l->slots[s].state != SLOT_HELD || l->slots[s].seq != b->seq ||
+        b->x != l->x + (size_t)s * (size_t)l->o.batch_size * (size_t)l->numel) {
+        st = rt__fail(DLRT_ERR_INVALID_ARG,
+                      "dlrt_loader_release: batch %lld is not held by this loader (released "
+                      "twice, or not from dlrt_loader_next)",
+                      (long long)b->seq);
+        goto out;
+    }
+    l->slots[s].state = SLOT_FREE;
+    l->slots[s].seq += l->o.slots;
+    pthread_cond_broadcast(&l->freed);
+    b->x = NULL;
+    b->y = NULL;
+    b->y_i32 = NULL;
+    b->slot_ = -1;
+out:
+    pthread_mutex_unlock(&l->mu);
+    return st;
+}
+
+void dlrt_loader_stats_get(dlrt_loader *l, dlrt_loader_stats *out) {
+    if (!out) {
+        return;
+    }
+    memset(out, 0, sizeof *out);
+    if (!l) {
+        return;
+    }
+    pthread_mutex_lock(&l->mu);
+    out->batches = l->n_batches;
+    out->first_wait_ms = l->first_wait_ms;
+    out->mean_wait_ms = l->n_batches > 1 ? l->sum_wait_ms / (double)(l->n_batches - 1) : 0.0;
+    out->max_wait_ms = l->max_wait_ms;
+    pthread_mutex_unlock(&l->mu);
+}
+
+void dlrt_loader_info_get(const dlrt_loader *l, dlrt_loader_info *out) {
+    if (!out) {
+        return;
+    }
+    memset(out, 0, sizeof *out);
+    if (!l) {
+        return;
+    }
+    out->n_samples = l->n;
+    out->batches_per_epoch = l->bpe;
+    out->sample_rank = l->rank;
+    memcpy(out->sample_dims, l->dims, sizeof out->sample_dims);
+    out->sample_numel = l->numel;
+    out->n_channels = l->n_ch;
+    for (int c = 0; c < DLRT_LOADER_MAX_CHANNELS; c++) {
+        out->mean[c] = c < l->n_ch ? l->mean[c] : 0.0f;
+        out->std[c] = c < l->n_ch ? l->std[c] : 1.0f;
+    }
+}
+
+void dlrt_loader_destroy(dlrt_loader *l) {
+    if (!l) {
+        return;
+    }
+    if (l->sync_made) {
+        pthread_mutex_lock(&l->mu);
+        // ordering: relaxed — the mutex release below publishes it to waiting producers.
+        atomic_store_explicit(&l->stop, true, memory_order_relaxed);
+        pthread_cond_broadcast(&l->freed);
+        pthread_cond_broadcast(&l->filled);
+        pthread_mutex_unlock(&l->mu);
+        for (int p = 0; p < l->n_started; p++) {
+            pthread_join(l->thr[p], NULL);
+        }
+        pthread_cond_destroy(&l->filled);
+        pthread_cond_destroy(&l->freed);
+        pthread_mutex_destroy(&l->mu);
+    }
+    free(l->thr);
+    free(l->scratch);
+    free(l->y32);
+    free(l->y64);
+    free(l->x);
+    free(l->slots);
+    free(l->labels);
+    free(l->npy_buf);
+    dl_idx_free(&l->idx);
+    free(l);
+}
