@@ -332,6 +332,9 @@ static bool max_pool_grad_fast_ok(const dl_cg__pool_geo *g) {
     if (g->nsp != 2 || g->k[0] * g->k[1] > 16) {
         return false;
     }
+    if (g->yd[1] > 4096) { // the per-row stack buffer of selected taps
+        return false;
+    }
     for (int32_t i = 0; i < 2; i++) {
         if (g->pb[i] != 0 || g->dil[i] != 1 || g->s[i] != g->k[i] ||
             g->yd[i] * g->k[i] > g->xd[i] || g->yd[i] < 1) {
@@ -363,6 +366,9 @@ static dl_status lower_max_pool_grad_2d(cg *c, dl_ir_value *dx, dl_ir_value *dy,
     LLVMValueRef nc = LLVMBuildSDiv(c->b, it, cg_i64(c, OH), "nc");
     LLVMValueRef xrow = iadd(c, imul(c, nc, g->in_sp), imul(c, oh, k0 * W));
     LLVMValueRef yrow = imul(c, it, OW);
+    // Two loops over the output columns, each simple enough to vectorise: the first finds
+    // every window's selected tap (as an i32 into a stack row), the second writes dx.
+    LLVMValueRef sel = cg_entry_alloca(c, &kr, c->t_i32, OW);
     LLVMValueRef ow = cg_for_begin(c, &low, cg_i64(c, 0), cg_i64(c, OW), "ow");
     LLVMValueRef xb = iadd(c, xrow, imul(c, ow, k1));
     LLVMValueRef acc = NULL, idx = NULL;
@@ -370,7 +376,7 @@ static dl_status lower_max_pool_grad_2d(cg *c, dl_ir_value *dx, dl_ir_value *dy,
         LLVMValueRef v = cg_load(c, kr.ptr[2], dt, iaddk(c, xb, (t / k1) * W + t % k1));
         if (!acc) {
             acc = v;
-            idx = cg_i64(c, 0);
+            idx = cg_i32(c, 0);
             continue;
         }
         LLVMValueRef gt = LLVMBuildFCmp(c->b, LLVMRealOGT, v, acc, "");
@@ -378,16 +384,23 @@ static dl_status lower_max_pool_grad_2d(cg *c, dl_ir_value *dx, dl_ir_value *dy,
         LLVMValueRef anum = LLVMBuildFCmp(c->b, LLVMRealORD, acc, acc, "");
         LLVMValueRef upd = LLVMBuildOr(c->b, gt, LLVMBuildAnd(c->b, vnan, anum, ""), "");
         acc = LLVMBuildSelect(c->b, upd, v, acc, "");
-        idx = LLVMBuildSelect(c->b, upd, cg_i64(c, t), idx, "");
+        idx = LLVMBuildSelect(c->b, upd, cg_i32(c, (int32_t)t), idx, "");
     }
-    LLVMValueRef gy = cg_load(c, kr.ptr[1], dt, iadd(c, yrow, ow));
+    LLVMBuildStore(c->b, idx, LLVMBuildInBoundsGEP2(c->b, c->t_i32, sel, &ow, 1, ""));
+    cg_for_end(c, &low);
+    cg_loop low2;
+    LLVMValueRef ow2 = cg_for_begin(c, &low2, cg_i64(c, 0), cg_i64(c, OW), "ow");
+    LLVMValueRef xb2 = iadd(c, xrow, imul(c, ow2, k1));
+    LLVMValueRef id2 =
+        LLVMBuildLoad2(c->b, c->t_i32, LLVMBuildInBoundsGEP2(c->b, c->t_i32, sel, &ow2, 1, ""), "");
+    LLVMValueRef gy = cg_load(c, kr.ptr[1], dt, iadd(c, yrow, ow2));
     LLVMValueRef zero = cg_f32(c, 0);
     for (int64_t t = 0; t < k0 * k1; t++) {
-        LLVMValueRef hit = LLVMBuildICmp(c->b, LLVMIntEQ, idx, cg_i64(c, t), "");
-        cg_store(c, kr.ptr[0], dt, iaddk(c, xb, (t / k1) * W + t % k1),
+        LLVMValueRef hit = LLVMBuildICmp(c->b, LLVMIntEQ, id2, cg_i32(c, (int32_t)t), "");
+        cg_store(c, kr.ptr[0], dt, iaddk(c, xb2, (t / k1) * W + t % k1),
                  LLVMBuildSelect(c->b, hit, gy, zero, ""));
     }
-    cg_for_end(c, &low);
+    cg_for_end(c, &low2);
     if (W > OW * k1) { // columns no window covers, in this iteration's rows
         LLVMValueRef r = cg_for_begin(c, &lr, cg_i64(c, 0), cg_i64(c, k0), "r");
         zero_rows(c, &kr, dt, iaddk(c, iadd(c, xrow, imul(c, r, W)), OW * k1), W - OW * k1);
