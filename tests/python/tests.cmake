@@ -1,0 +1,18 @@
+# Not in sanitizer builds: python3 cannot dlopen an ASan-instrumented libdlrt.so (the sanitizer
+# runtime must be the first library of the process); the gcc stage of tools/test.sh runs them.
+if(DL_SANITIZE)
+  return()
+endif()
+# The Python binding python/dlcc/ (tests/python/test_binding.py, run by /usr/bin/python3 with
+# numpy). The script compiles into a temporary cache of its own; the binding finds this build's
+# dlcc and libdlrt through DLCC_EXE / DLRT_LIBRARY.
+set(DL_PY_ENV "DLCC_BUILD_DIR=${CMAKE_BINARY_DIR}" "DLCC_EXE=$<TARGET_FILE:dlcc>"
+              "DLRT_LIBRARY=$<TARGET_FILE:dlrt>")
+# Compile + infer against `dlcc run`, train steps, params / hparams, checkpoints, errors.
+add_test(NAME python_binding COMMAND /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/test_binding.py)
+set_tests_properties(python_binding PROPERTIES LABELS unit TIMEOUT 120 ENVIRONMENT "${DL_PY_ENV}")
+# samples/train_fmnist.py for 1 epoch on 2048 Fashion-MNIST samples (2000 test images).
+add_test(NAME python_train_fmnist
+         COMMAND /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/test_binding.py --sample)
+set_tests_properties(python_train_fmnist PROPERTIES LABELS slow TIMEOUT 120
+                                                    ENVIRONMENT "${DL_PY_ENV}")
