@@ -138,7 +138,7 @@ static dl_ir_value *node1(ad *a, dl_ir_op op, dl_ir_value *const *ins, size_t n_
     node1((a), (op), (dl_ir_value *[]){__VA_ARGS__},                                               \
           sizeof((dl_ir_value *[]){__VA_ARGS__}) / sizeof(dl_ir_value *), (attrs), (n_attrs))
 
-// A scalar constant of float dtype `dt`.
+// A scalar constant of dtype `dt` (float, or an integer / bool value for those dtypes).
 static dl_ir_value *cscalar(ad *a, double v, dl_dtype dt) {
     if (a->st != DL_OK) {
         return NULL;
@@ -1013,42 +1013,10 @@ static bool mode_dependent(const dl_ir_node *n) {
     return false;
 }
 
-static dl_ir_value *const_bool_true(ad *a) {
-    char name[32];
-    fresh_name(a, name, sizeof name);
-    dl_ir_type t = {.dtype = DL_DT_BOOL, .rank = 0};
-    dl_ir_literal *lit = dl_ir_module_new_literal(a->m, DL_DT_BOOL, 1);
-    dl_ir_value *out = NULL;
-    if (!lit) {
-        fail(a, DL_ERR_NOMEM);
-        return NULL;
-    }
-    lit->is_splat = true;
-    lit->i[0] = 1;
-    dl_status st = dl_ir_module_add_const(a->m, name, &t, lit, cur_loc(a), &out);
-    if (st != DL_OK) {
-        fail(a, st);
-    }
-    return out;
-}
-
+// The int64 step counter the training-mode Dropout clones share (created on first use).
 static dl_ir_value *step_counter(ad *a) {
-    if (a->m->step_counter || a->st != DL_OK) {
-        return a->m->step_counter;
-    }
-    char name[32];
-    fresh_name(a, name, sizeof name);
-    dl_ir_type t = {.dtype = DL_DT_INT64, .rank = 0};
-    dl_ir_literal *lit = dl_ir_module_new_literal(a->m, DL_DT_INT64, 1);
-    if (!lit) {
-        fail(a, DL_ERR_NOMEM);
-        return NULL;
-    }
-    lit->is_splat = true;
-    lit->i[0] = 0;
-    dl_status st = dl_ir_module_add_const(a->m, name, &t, lit, cur_loc(a), &a->m->step_counter);
-    if (st != DL_OK) {
-        fail(a, st);
+    if (!a->m->step_counter) {
+        a->m->step_counter = cscalar(a, 0, DL_DT_INT64);
     }
     return a->m->step_counter;
 }
@@ -1082,8 +1050,9 @@ static bool clone_for_training(ad *a, const dl_ir_node *n, dl_ir_value **ins, dl
         return true;
     }
     if (n->op == DL_IR_OP_DROPOUT && mode_dependent(n)) {
-        dl_ir_value *din[4] = {ins[0], n->n_inputs > 1 ? ins[1] : NULL, const_bool_true(a),
-                               step_counter(a)};
+        dl_ir_value *train = cscalar(a, 1, DL_DT_BOOL); // named before the counter, always
+        dl_ir_value *counter = step_counter(a);
+        dl_ir_value *din[4] = {ins[0], n->n_inputs > 1 ? ins[1] : NULL, train, counter};
         dl_ir_value *o2[2];
         if (!node_n(a, n->op, din, 4, at, na, 2, o2)) {
             return false;
