@@ -104,9 +104,20 @@ DLRT_API dlrt_status dlrt_model_param(const dlrt_model *m, size_t i, dlrt_tensor
 DLRT_API dlrt_status dlrt_session_create(dlrt_model *m, dlrt_session **out);
 DLRT_API void dlrt_session_destroy(dlrt_session *s); // NULL is a no-op; releases the model
 
-// Copies `size` bytes (exactly the input's nbytes) into input `name`.
+// Copies `size` bytes (exactly the input's nbytes) into input `name`, in the session's own
+// memory (ending a dlrt_session_bind_input of that input).
 DLRT_API dlrt_status dlrt_session_set_input(dlrt_session *s, const char *name, const void *data,
                                             size_t size);
+// Zero-copy input: the following steps read input `name` directly from `data` (`size` bytes,
+// exactly the input's nbytes, aligned to its element size; C order), e.g. a loader batch or a
+// NumPy array. `data` is BORROWED: it must stay valid and unchanged while a step runs and until
+// the input is bound again, set with dlrt_session_set_input (which returns the input to the
+// session's memory) or the session is destroyed. Kernels only read inputs, so the same memory
+// may back several inputs or sessions, but it must not overlap an output or param of the
+// session. Costs a few pointer stores, never a copy. DLRT_ERR_INVALID_ARG for an unknown name,
+// a wrong size, NULL data or a misaligned pointer.
+DLRT_API dlrt_status dlrt_session_bind_input(dlrt_session *s, const char *name, const void *data,
+                                             size_t size);
 // Runs the `infer` entry point on the current inputs and params.
 DLRT_API dlrt_status dlrt_session_infer(dlrt_session *s);
 // Gives a BORROWED pointer to output `name` (valid until the next step or destroy) and, when
@@ -397,6 +408,12 @@ DLRT_API dlrt_status dlrt_loader_next(dlrt_loader *l, dlrt_loader_batch *out);
 // for a batch that is not currently held (released twice, from another loader, the end marker
 // or a copy of an already released batch). Thread-safe.
 DLRT_API dlrt_status dlrt_loader_release(dlrt_loader *l, dlrt_loader_batch *b);
+// The data-set index of the sample at position `pos` (0 <= pos < n_samples) of epoch `epoch`'s
+// order (row j of batch b holds position b * batch_size + j), into *out: what a batch holds,
+// without producing it. DLRT_ERR_INVALID_ARG for a negative epoch or pos out of range.
+// Thread-safe.
+DLRT_API dlrt_status dlrt_loader_sample_index(const dlrt_loader *l, int64_t epoch, int64_t pos,
+                                              int64_t *out);
 // Waiting statistics so far. Thread-safe.
 DLRT_API void dlrt_loader_stats_get(dlrt_loader *l, dlrt_loader_stats *out);
 // The data's shape, batch count and normalisation. Thread-safe.

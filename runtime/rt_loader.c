@@ -1015,6 +1015,21 @@ dlrt_status dlrt_loader_create_callback(int64_t n_samples, const int64_t *sample
     return finish(l, out);
 }
 
+dlrt_status dlrt_loader_sample_index(const dlrt_loader *l, int64_t epoch, int64_t pos,
+                                     int64_t *out) {
+    if (!l || !out) {
+        return rt__fail(DLRT_ERR_INVALID_ARG, "dlrt_loader_sample_index: NULL argument");
+    }
+    if (epoch < 0 || pos < 0 || pos >= l->n) {
+        return rt__fail(DLRT_ERR_INVALID_ARG,
+                        "data loader: no position %lld of epoch %lld (positions 0..%lld, epochs "
+                        ">= 0)",
+                        (long long)pos, (long long)epoch, (long long)l->n - 1);
+    }
+    *out = sample_at(l, epoch_key(l, epoch, 0), pos);
+    return DLRT_OK;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Consuming
 

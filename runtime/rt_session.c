@@ -194,6 +194,21 @@ void rt__state_reset(dlrt_session *s, uint32_t b) {
     }
 }
 
+// Points input buffer `b` at `p` (the arena or caller memory): the buffer table and every
+// kernel argument that names it.
+static void point_input(dlrt_session *s, uint32_t b, void *p) {
+    if (s->buf_ptr[b] == p) {
+        return;
+    }
+    s->buf_ptr[b] = p;
+    const dlrt_model *m = s->model;
+    for (uint32_t i = 0; i < m->hdr->n_args; i++) {
+        if (m->args[i] == b) {
+            s->kargs[i] = p;
+        }
+    }
+}
+
 static dlrt_status lookup(dlrt_session *s, const char *name, int role, size_t size, bool check_size,
                           const dlrt_plan_tensor **out) {
     if (!s) {
@@ -235,10 +250,35 @@ dlrt_status dlrt_session_set_input(dlrt_session *s, const char *name, const void
     if (st == DLRT_OK && size && !data) {
         return rt__fail(DLRT_ERR_INVALID_ARG, "input '%s': data is NULL", name);
     }
+    if (st == DLRT_OK) {
+        point_input(s, t->buffer, s->arena + s->model->buffers[t->buffer].offset);
+    }
     if (st == DLRT_OK && size) {
         memcpy(s->buf_ptr[t->buffer], data, size);
     }
     return st;
+}
+
+dlrt_status dlrt_session_bind_input(dlrt_session *s, const char *name, const void *data,
+                                    size_t size) {
+    const dlrt_plan_tensor *t;
+    dlrt_status st = lookup(s, name, DLRT_ROLE_INPUT, size, true, &t);
+    if (st != DLRT_OK) {
+        return st;
+    }
+    if (!data) {
+        return rt__fail(DLRT_ERR_INVALID_ARG, "input '%s': data is NULL", name);
+    }
+    size_t es = rt__dtype_size(t->dtype);
+    if (es > 1 && (uintptr_t)data % es != 0) {
+        return rt__fail(DLRT_ERR_INVALID_ARG,
+                        "input '%s': data at %p is not aligned to its %zu-byte elements", name,
+                        data, es);
+    }
+    // Kernels only read inputs (the memory plan never reuses an input buffer in place), so the
+    // const is kept in spirit: no kernel writes through this pointer.
+    point_input(s, t->buffer, (void *)(uintptr_t)data);
+    return DLRT_OK;
 }
 
 dlrt_status dlrt_session_infer(dlrt_session *s) {

@@ -241,6 +241,19 @@ DL_TEST(loader_shuffle_is_a_permutation_per_epoch) {
     dlrt_loader_destroy(l);
     DL_CHECK(ok);
     DL_CHECK(is_perm(e0, N) && is_perm(e1, N) && is_perm(e2, N));
+    // dlrt_loader_sample_index predicts every position of every epoch without producing it.
+    DL_CHECK_OK(dlrt_loader_create_callback(N, dims, 1, cb_sample, &d, &o, &l));
+    int64_t bad_index = 0, got = -1;
+    for (int64_t i = 0; i < N; i++) {
+        bad_index += dlrt_loader_sample_index(l, 0, i, &got) != DLRT_OK || got != e0[i];
+        bad_index += dlrt_loader_sample_index(l, 2, i, &got) != DLRT_OK || got != e2[i];
+    }
+    DL_CHECK_EQ_I64(bad_index, 0);
+    DL_CHECK_EQ_I64(dlrt_loader_sample_index(l, 0, N, &got), DLRT_ERR_INVALID_ARG);
+    DL_CHECK(strstr(dlrt_last_error(), "no position 1000 of epoch 0 (positions 0..999") != NULL);
+    DL_CHECK_EQ_I64(dlrt_loader_sample_index(l, -1, 0, &got), DLRT_ERR_INVALID_ARG);
+    DL_CHECK_EQ_I64(dlrt_loader_sample_index(l, 0, 0, NULL), DLRT_ERR_INVALID_ARG);
+    dlrt_loader_destroy(l);
     int same01 = 0, fixed = 0;
     for (int i = 0; i < N; i++) {
         same01 += e0[i] == e1[i];

@@ -577,6 +577,64 @@ DL_TEST(rt_get_set_param_round_trip) {
     dlrt_model_release(rm);
 }
 
+// Zero-copy inputs: a bound input is read from the caller's memory at every step (changing it
+// changes the next result with no call in between); set_input returns to the session's copy.
+DL_TEST(rt_bind_input_zero_copy) {
+    const fixture_state *f = fixture();
+    DL_CHECK(f->ok);
+    dlrt_model *rm = NULL;
+    dlrt_session *s = NULL;
+    DL_CHECK_OK(dlrt_model_load_memory(f->art, f->art_len, &rm));
+    DL_CHECK_OK(dlrt_session_create(rm, &s));
+    static const float lit[6] = {1, 2, 3, 4, 5, 6.5f};
+    float x[6] = {1, 2, 3, 4, 5, 6};
+    uint16_t h[4] = {0x3c00, 0x3c00, 0x3c00, 0x3c00};
+    DL_CHECK_OK(dlrt_session_bind_input(s, "x", x, sizeof x));
+    DL_CHECK_OK(dlrt_session_bind_input(s, "h", h, sizeof h));
+    const void *yp = NULL;
+    DL_CHECK_OK(dlrt_session_infer(s));
+    DL_CHECK_OK(dlrt_session_output(s, "y", &yp, NULL));
+    const float *y = yp;
+    for (int i = 0; i < 6; i++) {
+        DL_CHECK(y[i] == x[i] + lit[i]);
+    }
+    for (int i = 0; i < 6; i++) {
+        x[i] = (float)(10 * i); // no call: the next step reads the new values
+    }
+    DL_CHECK_OK(dlrt_session_infer(s));
+    for (int i = 0; i < 6; i++) {
+        DL_CHECK(y[i] == (float)(10 * i) + lit[i]);
+    }
+    // set_input copies into the session's memory and ends the binding.
+    float x2[6] = {-1, -2, -3, -4, -5, -6};
+    DL_CHECK_OK(dlrt_session_set_input(s, "x", x2, sizeof x2));
+    x[0] = 1000.0f;
+    x2[0] = 2000.0f;
+    DL_CHECK_OK(dlrt_session_infer(s));
+    DL_CHECK(y[0] == -1.0f + lit[0]);
+    DL_CHECK(y[5] == -6.0f + lit[5]);
+    // Binding again after a copy works, and rebinding to other memory follows it.
+    float x3[6] = {7, 7, 7, 7, 7, 7};
+    DL_CHECK_OK(dlrt_session_bind_input(s, "x", x, sizeof x));
+    DL_CHECK_OK(dlrt_session_bind_input(s, "x", x3, sizeof x3));
+    DL_CHECK_OK(dlrt_session_infer(s));
+    DL_CHECK(y[0] == 7.0f + lit[0]);
+    // Errors name the input and leave the binding as it was.
+    _Alignas(8) unsigned char raw[32] = {0};
+    DL_CHECK_EQ_I64(dlrt_session_bind_input(s, "x", raw + 1, 24), DLRT_ERR_INVALID_ARG);
+    DL_CHECK(strstr(dlrt_last_error(), "not aligned") != NULL);
+    DL_CHECK_EQ_I64(dlrt_session_bind_input(s, "x", x3, 20), DLRT_ERR_INVALID_ARG);
+    DL_CHECK(strstr(dlrt_last_error(), "has 24 bytes, got 20") != NULL);
+    DL_CHECK_EQ_I64(dlrt_session_bind_input(s, "x", NULL, 24), DLRT_ERR_INVALID_ARG);
+    DL_CHECK_EQ_I64(dlrt_session_bind_input(s, "p_lit", x3, 24), DLRT_ERR_INVALID_ARG);
+    DL_CHECK(strstr(dlrt_last_error(), "no input named 'p_lit'") != NULL);
+    DL_CHECK_EQ_I64(dlrt_session_bind_input(NULL, "x", x3, 24), DLRT_ERR_INVALID_ARG);
+    DL_CHECK_OK(dlrt_session_infer(s));
+    DL_CHECK(y[3] == 7.0f + lit[3]);
+    dlrt_session_destroy(s);
+    dlrt_model_release(rm);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Infer against the reference evaluator
 
