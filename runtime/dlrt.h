@@ -326,6 +326,11 @@ typedef struct dlrt_loader_options {
     int crop_pad;      // > 0: random crop with this zero padding, [H, W] / [C, H, W] samples only
     int hflip;         // nonzero: random horizontal flip, [H, W] / [C, H, W] samples only
     dlrt_dtype labels; // DLRT_INT64 (default) or DLRT_INT32: the label type of a batch
+    int64_t limit;     // > 0: use only the first `limit` samples of the source (default 0: all)
+    int64_t n_classes; // > 0: every label must lie in [0, n_classes): checked at creation for
+                       // files (DLRT_ERR_INVALID_ARG naming the first bad sample), as the
+                       // samples are made for a callback (DLRT_ERR_IO from dlrt_loader_next)
+                       // (default 0: labels unchecked)
 } dlrt_loader_options;
 
 // A borrowed batch: x and y point into a slot of the loader's ring and stay valid (and

@@ -262,7 +262,7 @@ static void transform(const dlrt_loader *l, const float *raw, uint64_t draw, flo
 // Fills slot s with batch seq. Returns DLRT_OK, DLRT_ERR_IO (callback failure, message in
 // l->fail_msg — written under the mutex by the caller) or DLRT_ERR_INVALID_ARG when stopped.
 static dlrt_status fill(dlrt_loader *l, int64_t seq, int s, float *raw, int64_t *n_valid,
-                        int *cb_rc, int64_t *cb_idx) {
+                        int *cb_rc, int64_t *cb_idx, int64_t *cb_label) {
     int64_t B = l->o.batch_size, epoch = seq / l->bpe, b = seq % l->bpe;
     uint64_t perm_key = epoch_key(l, epoch, 0), aug_key = epoch_key(l, epoch, 1);
     float *xs = l->x + (size_t)s * (size_t)B * (size_t)l->numel;
@@ -277,9 +277,11 @@ static dlrt_status fill(dlrt_loader *l, int64_t seq, int s, float *raw, int64_t 
         if (j < nv) {
             int64_t idx = sample_at(l, perm_key, b * B + j);
             int rc = decode(l, idx, raw, &label);
-            if (rc != 0) {
+            if (rc != 0 ||
+                (l->fn && l->o.n_classes > 0 && (label < 0 || label >= l->o.n_classes))) {
                 *cb_rc = rc;
                 *cb_idx = idx;
+                *cb_label = label;
                 return DLRT_ERR_IO;
             }
             transform(l, raw, dl_rng_bits(aug_key, (uint64_t)idx), xo);
@@ -318,15 +320,20 @@ static void *producer_main(void *arg) {
         }
         l->slots[s].state = SLOT_FILLING;
         pthread_mutex_unlock(&l->mu);
-        int64_t nv = 0, cb_idx = 0;
+        int64_t nv = 0, cb_idx = 0, cb_label = 0;
         int cb_rc = 0;
-        dlrt_status st = fill(l, seq, s, raw, &nv, &cb_rc, &cb_idx);
+        dlrt_status st = fill(l, seq, s, raw, &nv, &cb_rc, &cb_idx, &cb_label);
         pthread_mutex_lock(&l->mu);
-        if (st == DLRT_ERR_IO && l->fail_st == DLRT_OK) {
+        if (st == DLRT_ERR_IO && l->fail_st == DLRT_OK && cb_rc != 0) {
             l->fail_st = st;
             snprintf(l->fail_msg, sizeof l->fail_msg,
                      "data loader: the sample callback returned %d for sample %lld", cb_rc,
                      (long long)cb_idx);
+        } else if (st == DLRT_ERR_IO && l->fail_st == DLRT_OK) {
+            l->fail_st = st;
+            snprintf(l->fail_msg, sizeof l->fail_msg,
+                     "data loader: label %lld of sample %lld is outside [0, %lld)",
+                     (long long)cb_label, (long long)cb_idx, (long long)l->o.n_classes);
         }
         if (st != DLRT_OK) {
             pthread_cond_broadcast(&l->filled); // wake a consumer to see the failure
@@ -400,6 +407,11 @@ static dlrt_status check_options(const dlrt_loader_options *o) {
     if (o->epochs < 0) {
         return rt__fail(DLRT_ERR_INVALID_ARG, "data loader: epochs must be >= 0 (got %lld)",
                         (long long)o->epochs);
+    }
+    if (o->limit < 0 || o->n_classes < 0) {
+        return rt__fail(DLRT_ERR_INVALID_ARG, "data loader: %s must be >= 0 (got %lld)",
+                        o->limit < 0 ? "limit" : "n_classes",
+                        (long long)(o->limit < 0 ? o->limit : o->n_classes));
     }
     if (!isfinite(o->scale)) {
         return rt__fail(DLRT_ERR_INVALID_ARG, "data loader: scale must be finite");
@@ -478,6 +490,17 @@ static dlrt_status finish(dlrt_loader *l, dlrt_loader **out) {
     const dlrt_loader_options *o = &l->o;
     dlrt_status st = DLRT_OK;
     int64_t B = o->batch_size;
+    if (o->limit > 0 && o->limit < l->n) {
+        l->n = o->limit;
+    }
+    for (int64_t i = 0; l->labels && o->n_classes > 0 && i < l->n; i++) {
+        if (l->labels[i] < 0 || l->labels[i] >= o->n_classes) {
+            st = rt__fail(DLRT_ERR_INVALID_ARG,
+                          "data loader: label %lld of sample %lld is outside [0, %lld)",
+                          (long long)l->labels[i], (long long)i, (long long)o->n_classes);
+            goto out;
+        }
+    }
     l->numel = 1;
     for (int32_t d = 0; d < l->rank; d++) {
         if (l->dims[d] < 1 || l->numel > INT64_MAX / 4 / l->dims[d]) {

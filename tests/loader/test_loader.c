@@ -638,6 +638,64 @@ DL_TEST(loader_npy_float32_and_uint8) {
     dlrt_loader_destroy(l);
 }
 
+// limit: the first N samples only (order, batches per epoch and normalisation over those);
+// n_classes: labels checked at creation for files, as made for a callback.
+DL_TEST(loader_limit_and_label_range) {
+    unsigned char xu[8], yu[8];
+    for (int i = 0; i < 8; i++) {
+        xu[i] = (unsigned char)(i < 4 ? 10 : 200); // the first four are all 10
+        yu[i] = (unsigned char)(i < 6 ? i : 12);   // samples 6 and 7 have label 12
+    }
+    int64_t d2[2] = {8, 1}, d1[1] = {8};
+    const char *xp = tmp_path("lim_x.npy"), *yp = tmp_path("lim_y.npy");
+    write_npy(xp, "|u1", d2, 2, xu, sizeof xu);
+    write_npy(yp, "|u1", d1, 1, yu, sizeof yu);
+    dlrt_loader_options o = opts_default();
+    o.batch_size = 2;
+    o.n_classes = 10;
+    dlrt_loader *l = NULL;
+    DL_CHECK_EQ_I64(dlrt_loader_create_npy(xp, yp, &o, &l), DLRT_ERR_INVALID_ARG);
+    DL_CHECK(strstr(dlrt_last_error(), "label 12 of sample 6 is outside [0, 10)") != NULL);
+    DL_CHECK(l == NULL);
+    o.limit = 4;
+    o.norm = DLRT_LOADER_NORM_COMPUTE;
+    DL_CHECK_OK(dlrt_loader_create_npy(xp, yp, &o, &l));
+    dlrt_loader_info info;
+    dlrt_loader_info_get(l, &info);
+    DL_CHECK_EQ_I64(info.n_samples, 4);
+    DL_CHECK_EQ_I64(info.batches_per_epoch, 2);
+    DL_CHECK(info.mean[0] == 10.0f); // over the first four samples only
+    for (int k = 0; k < 4; k++) {
+        dlrt_loader_batch b;
+        DL_CHECK_OK(dlrt_loader_next(l, &b));
+        DL_CHECK(b.y[0] < 4 && b.y[1] < 4);
+        DL_CHECK_OK(dlrt_loader_release(l, &b));
+    }
+    dlrt_loader_destroy(l);
+    o = opts_default();
+    o.limit = -1;
+    DL_CHECK_EQ_I64(dlrt_loader_create_npy(xp, yp, &o, &l), DLRT_ERR_INVALID_ARG);
+    DL_CHECK(strstr(dlrt_last_error(), "limit must be >= 0") != NULL);
+    // A callback's labels (label = index) are checked as samples are made.
+    cb_data d = {2, -1};
+    int64_t dims[1] = {2};
+    o = opts_default();
+    o.batch_size = 10;
+    o.shuffle = 0;
+    o.n_classes = 15;
+    DL_CHECK_OK(dlrt_loader_create_callback(40, dims, 1, cb_sample, &d, &o, &l));
+    // Batch 1 (samples 10..19) fails; a failure is sticky and may be seen before batch 0.
+    dlrt_loader_batch b;
+    dlrt_status st = dlrt_loader_next(l, &b);
+    if (st == DLRT_OK) {
+        DL_CHECK_OK(dlrt_loader_release(l, &b));
+        st = dlrt_loader_next(l, &b);
+    }
+    DL_CHECK_EQ_I64(st, DLRT_ERR_IO);
+    DL_CHECK(strstr(dlrt_last_error(), "label 15 of sample 15 is outside [0, 15)") != NULL);
+    dlrt_loader_destroy(l);
+}
+
 DL_TEST(loader_callback_failure_is_reported) {
     cb_data d = {2, 13};
     int64_t dims[1] = {2};
