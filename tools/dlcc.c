@@ -129,7 +129,9 @@ static const cmd_help helps[] = {
      "(float[B, ...], B a named dim: the batch) and the labels (int64[B] or int32[B]). The\n"
      "model is compiled through the compilation cache with B bound to --batch. Each epoch\n"
      "visits the training set in a new seeded random order, in full batches (the final\n"
-     "partial batch of an epoch is dropped), one compiled train step per batch. Then the\n"
+     "partial batch of an epoch is dropped), one compiled train step per batch. Batches come\n"
+     "from the runtime's data loader: producer threads fill a ring of batch slots ahead of\n"
+     "the step, which reads each slot in place (no copy). Then the\n"
      "infer entry point classifies the test set: the argmax of the model's first float\n"
      "output of shape [B, C] is compared with the label. The checkpoint is written last,\n"
      "atomically; a failed run writes nothing.\n"
@@ -139,7 +141,8 @@ static const cmd_help helps[] = {
      "element count must equal the data input's per-sample count (784 for Fashion-MNIST,\n"
      "whatever the input's shape, e.g. [N, 784] or [N, 1, 28, 28]).\n"
      "\n"
-     "Output: per epoch 'epoch E: mean loss L, T s, S samples/s, skipped K' (stdout), and\n"
+     "Output: per epoch 'epoch E: mean loss L, T s, S samples/s, skipped K, data wait W\n"
+     "ms/batch' (stdout; W: the mean time a step waited for its batch), and\n"
      "at the end 'test accuracy: A (CORRECT/TOTAL)'. Progress goes to stderr: one line\n"
      "rewritten in place on a terminal, else one line per epoch.\n"
      "\n"
@@ -166,6 +169,9 @@ static const cmd_help helps[] = {
      "                       for the first S steps, then cosine over the rest\n"
      "  --warmup-steps S     warm-up steps of warmup-cosine (default 5% of the steps)\n"
      "  --seed S             seed of the shuffling (default 0)\n"
+     "  --loader-threads P   data loader producer threads, 1..256 (default 2)\n"
+     "  --prefetch K         batch slots of the loader's ring, 2..1024 (default 4): how many\n"
+     "                       batches are made ahead of the step\n"
      "  --limit-train N      use only the first N training samples\n"
      "  -D NAME=INT          bind a dim, as for 'dlcc compile'\n"
      "  --no-cache           compile without the compilation cache\n"
@@ -1715,7 +1721,9 @@ typedef struct train_args {
     lr_sched sched;
     long warmup; // -1: 5% of the total steps
     uint64_t seed;
-    long limit; // 0: all
+    long limit;          // 0: all
+    long loader_threads; // --loader-threads (producers)
+    long prefetch;       // --prefetch (ring slots)
     bool verbose, dry_run;
 } train_args;
 
@@ -2215,20 +2223,32 @@ static void train_normalise(train_split *tr, train_split *te, double *out_mean, 
     *out_std = sd;
 }
 
-// The permutation of epoch `e` (0-based): Fisher-Yates over the identity with the counter-based
-// generator, counters e * n + i, so every epoch's order depends on (seed, e) alone.
-static void train_shuffle(int64_t *perm, int64_t n, uint64_t seed, long e) {
-    for (int64_t i = 0; i < n; i++) {
-        perm[i] = i;
-    }
-    for (int64_t i = n - 1; i > 0; i--) {
-        double u = dl_rng_uniform(seed, (uint64_t)e * (uint64_t)n + (uint64_t)i);
-        int64_t j = (int64_t)(u * (double)(i + 1));
-        j = j > i ? i : j;
-        int64_t t = perm[i];
-        perm[i] = perm[j];
-        perm[j] = t;
-    }
+// The data loader's sample source: rows of the preprocessed training split (read, checked and
+// normalised once, up front, so a bad file costs no training time). The producers gather the
+// rows of each batch in the loader's seeded order into its ring; the step reads them in place.
+static int train_sample(void *user, int64_t i, float *x, int64_t *y) {
+    const train_split *s = user;
+    memcpy(x, s->x + i * s->per, (size_t)s->per * sizeof(float));
+    *y = s->y[i];
+    return 0;
+}
+
+// A loader over the training split: --batch rows per batch, a new order per epoch from --seed,
+// the partial batch dropped, labels of the model's label type.
+static dlrt_status train_loader_create(const train_split *tr, const train_args *ta,
+                                       const train_model *tm, dlrt_loader **out) {
+    dlrt_loader_options o;
+    dlrt_loader_options_init(&o);
+    o.batch_size = tm->batch;
+    o.producers = (int)ta->loader_threads;
+    o.slots = (int)ta->prefetch;
+    o.seed = ta->seed;
+    o.epochs = ta->epochs;
+    o.labels = tm->y->type.dtype == DL_DT_INT32 ? DLRT_INT32 : DLRT_INT64;
+    int64_t dims[1] = {tr->per};
+    // The callback only reads `tr`, which outlives the loader.
+    return dlrt_loader_create_callback(tr->n, dims, 1, train_sample, (void *)(uintptr_t)tr, &o,
+                                       out);
 }
 
 static double now_s(void) {
@@ -2327,10 +2347,12 @@ static int train_parse_args(int argc, char **argv, train_args *ta, dlcc_options 
                             bind_vec *binds) {
     args a = {"train", argc, argv, 0, false};
     const char *epochs = NULL, *batch = NULL, *lr = NULL, *sched = NULL, *warmup = NULL,
-               *seed = NULL, *limit = NULL;
+               *seed = NULL, *limit = NULL, *producers = NULL, *prefetch = NULL;
     memset(ta, 0, sizeof *ta);
     ta->epochs = 1;
     ta->warmup = -1;
+    ta->loader_threads = 2;
+    ta->prefetch = 4;
     while (a.i < argc) {
         const char *arg = argv[a.i];
         const char *val = NULL;
@@ -2368,6 +2390,8 @@ static int train_parse_args(int argc, char **argv, train_args *ta, dlcc_options 
                    (r = take_flag(&a, NULL, "--warmup-steps", true, &warmup)) != 0 ||
                    (r = take_flag(&a, NULL, "--seed", true, &seed)) != 0 ||
                    (r = take_flag(&a, NULL, "--limit-train", true, &limit)) != 0 ||
+                   (r = take_flag(&a, NULL, "--loader-threads", true, &producers)) != 0 ||
+                   (r = take_flag(&a, NULL, "--prefetch", true, &prefetch)) != 0 ||
                    (r = take_cache_flag(&a, copts)) != 0 ||
                    (r = take_exec_flag(&a, &ta->exec)) != 0) {
             if (r < 0) {
@@ -2396,6 +2420,16 @@ static int train_parse_args(int argc, char **argv, train_args *ta, dlcc_options 
     }
     if (limit && !parse_long_arg(limit, 1, LONG_MAX, &ta->limit)) {
         return usage_error("train", "--limit-train expects an integer >= 1, got '%s'", limit);
+    }
+    if (producers &&
+        !parse_long_arg(producers, 1, DLRT_LOADER_MAX_PRODUCERS, &ta->loader_threads)) {
+        return usage_error("train", "--loader-threads expects an integer 1..%d, got '%s'",
+                           DLRT_LOADER_MAX_PRODUCERS, producers);
+    }
+    // Two slots at least: the step holds one while a producer fills the next.
+    if (prefetch && !parse_long_arg(prefetch, 2, DLRT_LOADER_MAX_SLOTS, &ta->prefetch)) {
+        return usage_error("train", "--prefetch expects an integer 2..%d, got '%s'",
+                           DLRT_LOADER_MAX_SLOTS, prefetch);
     }
     if (warmup && !parse_long_arg(warmup, 0, LONG_MAX, &ta->warmup)) {
         return usage_error("train", "--warmup-steps expects an integer >= 0, got '%s'", warmup);
@@ -2479,7 +2513,7 @@ static int cmd_train(int argc, char **argv) {
     uint8_t *art = NULL;
     dlrt_model *rtm = NULL;
     dlrt_session *s = NULL;
-    int64_t *perm = NULL;
+    dlrt_loader *ld = NULL;
     float *xb = NULL;
     void *yb = NULL;
     int rc = EXIT_OK;
@@ -2583,22 +2617,32 @@ static int cmd_train(int argc, char **argv) {
             fprintf(f, ", %lld warm-up steps", (long long)W);
         }
         fprintf(f, "), seed %llu\n", (unsigned long long)ta.seed);
+        fprintf(f, "dlcc: data loader: %ld producer thread%s, %ld batch slots\n", ta.loader_threads,
+                ta.loader_threads == 1 ? "" : "s", ta.prefetch);
     }
-    perm = malloc((size_t)tr.n * sizeof *perm);
     xb = malloc((size_t)(B * tm.per) * sizeof(float) + 1);
     yb = malloc((size_t)B * sizeof(int64_t) + 1);
-    if (!perm || !xb || !yb) {
+    if (!xb || !yb) {
         rc = EXIT_INTERNAL;
+        goto out;
+    }
+    dlrt_status rs = train_loader_create(&tr, &ta, &tm, &ld);
+    if (rs != DLRT_OK) {
+        rc = rt_fail(d, tr.x_path, rs);
         goto out;
     }
     if (ta.dry_run) {
         // The plan without compiling or training: every step's lr and the first samples of each
-        // epoch's order (what the tests check).
+        // epoch's order, as the loader will hand them out (what the tests check).
         for (long e = 0; e < ta.epochs; e++) {
-            train_shuffle(perm, tr.n, ta.seed, e);
             printf("epoch %ld order:", e + 1);
             for (int64_t i = 0; i < tr.n && i < 8; i++) {
-                printf(" %lld", (long long)perm[i]);
+                int64_t idx = 0;
+                if ((rs = dlrt_loader_sample_index(ld, e, i, &idx)) != DLRT_OK) {
+                    rc = rt_fail(d, tr.x_path, rs);
+                    goto out;
+                }
+                printf(" %lld", (long long)idx);
             }
             printf("\n");
         }
@@ -2627,7 +2671,7 @@ static int cmd_train(int argc, char **argv) {
         goto out;
     }
     art = res.artifact;
-    dlrt_status rs = dlrt_model_load_memory(art, res.artifact_len, &rtm);
+    rs = dlrt_model_load_memory(art, res.artifact_len, &rtm);
     if (rs != DLRT_OK) {
         rc = rt_fail(d, ta.file, rs);
         goto out;
@@ -2655,22 +2699,29 @@ static int cmd_train(int argc, char **argv) {
         goto out;
     }
 
-    // 5. Train.
+    // 5. Train: each step binds its batch's slot as the inputs (zero-copy) and gives it back.
     bool y32 = tm.y->type.dtype == DL_DT_INT32;
     size_t xbytes = (size_t)(B * tm.per) * sizeof(float);
     size_t ybytes = (size_t)B * (y32 ? sizeof(int32_t) : sizeof(int64_t));
     bool tty = isatty(STDERR_FILENO) != 0;
     double t_start = now_s();
     for (long e = 0; e < ta.epochs; e++) {
-        double t0 = now_s(), last_print = 0, loss_sum = 0;
+        double t0 = now_s(), last_print = 0, loss_sum = 0, wait_ms = 0;
         long skipped = 0;
-        train_shuffle(perm, tr.n, ta.seed, e);
         for (int64_t k = 0; k < spe; k++) {
             int64_t t = e * spe + k;
-            gather_batch(&tr, perm + k * B, B, B, xb, yb, y32);
-            rs = dlrt_session_set_input(s, tm.x->name, xb, xbytes);
+            dlrt_loader_batch bt;
+            rs = dlrt_loader_next(ld, &bt);
+            if (rs == DLRT_OK && !bt.x) {
+                rs = DLRT_ERR_IO; // cannot happen: the loader holds exactly `epochs` epochs
+            }
             if (rs == DLRT_OK) {
-                rs = dlrt_session_set_input(s, tm.y->name, yb, ybytes);
+                wait_ms += bt.wait_ms;
+                rs = dlrt_session_bind_input(s, tm.x->name, bt.x, xbytes);
+            }
+            if (rs == DLRT_OK) {
+                rs = dlrt_session_bind_input(
+                    s, tm.y->name, y32 ? (const void *)bt.y_i32 : (const void *)bt.y, ybytes);
             }
             if (rs == DLRT_OK) {
                 rs = dlrt_session_set_hparam(s, "lr", sched_lr(ta.sched, base_lr, t, T, W));
@@ -2679,6 +2730,9 @@ static int cmd_train(int argc, char **argv) {
             memset(&info, 0, sizeof info);
             if (rs == DLRT_OK) {
                 rs = dlrt_session_train_step(s, &info);
+            }
+            if (bt.x) {
+                (void)dlrt_loader_release(ld, &bt); // held by us: cannot fail
             }
             if (rs != DLRT_OK) {
                 if (tty) {
@@ -2710,8 +2764,10 @@ static int cmd_train(int argc, char **argv) {
             fflush(stderr);
         }
         double el = now_s() - t0;
-        printf("epoch %ld: mean loss %.6g, %.2f s, %.0f samples/s, skipped %ld\n", e + 1,
-               loss_sum / (double)spe, el, el > 0 ? (double)(spe * B) / el : 0.0, skipped);
+        printf("epoch %ld: mean loss %.6g, %.2f s, %.0f samples/s, skipped %ld, data wait %.3f "
+               "ms/batch\n",
+               e + 1, loss_sum / (double)spe, el, el > 0 ? (double)(spe * B) / el : 0.0, skipped,
+               wait_ms / (double)spe);
         fflush(stdout);
     }
 
@@ -2734,10 +2790,10 @@ out:
     if (d && !flush_diags(d)) {
         rc = EXIT_INTERNAL;
     }
+    dlrt_loader_destroy(ld);
     dlrt_session_destroy(s);
     dlrt_model_release(rtm);
     free(art);
-    free(perm);
     free(xb);
     free(yb);
     split_fini(&tr);

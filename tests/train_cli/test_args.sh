@@ -94,6 +94,8 @@ expect_msg 2 "train: --threads 0" "--threads expects an integer 1..256, got '0'"
 expect_msg 2 "train: negative --lr" "--lr expects a finite number >= 0, got '-1'" train "$mlp" --dataset fashion-mnist --lr -1
 expect_msg 2 "train: --lr nan" "--lr expects a finite number >= 0, got 'nan'" train "$mlp" --dataset fashion-mnist --lr nan
 expect_msg 2 "train: bad --seed" "--seed expects an integer 0..2^64-1, got '-3'" train "$mlp" --dataset fashion-mnist --seed -3
+expect_msg 2 "train: --loader-threads 0" "--loader-threads expects an integer 1..256, got '0'" train "$mlp" --dataset fashion-mnist --loader-threads 0
+expect_msg 2 "train: --prefetch 1" "--prefetch expects an integer 2..1024, got '1'" train "$mlp" --dataset fashion-mnist --prefetch 1
 expect_msg 2 "train: bad --limit-train" "--limit-train expects an integer >= 1, got '0'" train "$mlp" --dataset fashion-mnist --limit-train 0
 expect_msg 2 "train: --warmup-steps without warmup-cosine" "--warmup-steps only applies to --lr-schedule warmup-cosine" \
   train "$mlp" --dataset fashion-mnist --warmup-steps 10
