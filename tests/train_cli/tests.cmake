@@ -12,3 +12,8 @@ set_tests_properties(train_cli_steps PROPERTIES LABELS unit)
 add_test(NAME train_cli_fmnist
          COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_fmnist.sh $<TARGET_FILE:dlcc> ${CMAKE_SOURCE_DIR})
 set_tests_properties(train_cli_fmnist PROPERTIES LABELS slow TIMEOUT 120)
+# samples/train_fmnist.c, the C trainer sample: errors, one epoch on 2048 samples, determinism.
+add_test(NAME sample_train_fmnist_c
+         COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_sample_c.sh $<TARGET_FILE:train_fmnist>
+                 ${CMAKE_SOURCE_DIR})
+set_tests_properties(sample_train_fmnist_c PROPERTIES LABELS slow TIMEOUT 120)

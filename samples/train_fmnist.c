@@ -1,0 +1,382 @@
+// samples/train_fmnist.c — a complete C trainer: compiles a .dlg model through the compilation
+// cache (libdlcc), loads the artifact into the runtime (libdlrt), trains it on Fashion-MNIST with
+// the runtime's data loader feeding the compiled train step without copies, then measures the
+// test accuracy with the infer entry point. Built as `train_fmnist` next to `dlcc`:
+//
+//     build/train_fmnist [MODEL.dlg] [--epochs E] [--batch B] [--threads T]
+//                        [--loader-threads P] [--prefetch K] [--seed S] [--lr V]
+//                        [--limit-train N] [--limit-test N] [--data DIR] [--save CKPT]
+//
+// MODEL.dlg (default samples/mlp_fmnist.dlg) has a `train` block, a float data input whose first
+// dim is the batch dim N (bound to --batch), an int64 or int32 label input [N], and a float
+// output [N, C] (probabilities or logits) for the accuracy. It prints the same lines as
+// `dlcc train`: per epoch "epoch E: mean loss L, T s, S samples/s, skipped K, data wait W
+// ms/batch", and "test accuracy: A (CORRECT/TOTAL)". Any error is printed with its cause and
+// the exit status is 1; a checkpoint is written only after training and testing succeeded.
+//
+// The recipe: pixels scaled to [0, 1], normalised with the training samples' mean and standard
+// deviation (computed by the loader), a new seeded order every epoch, the final partial batch
+// dropped; the test set in file order, its last batch padded (only real rows counted).
+#include "dlcc.h" // the compiler as a library: dlcc_compile_file (through the cache)
+#include "dlrt.h" // the runtime: models, sessions, train steps, the data loader
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef struct options {
+    const char *model, *data, *save;
+    long epochs, batch, threads, producers, slots, seed, limit_train, limit_test;
+    double lr; // < 0: the model's own
+} options;
+
+// The model's interface as this trainer uses it.
+typedef struct interface {
+    dlrt_tensor_desc x, y, out; // data input, label input, the [N, C] float output
+    int64_t n_classes;
+} interface;
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+// Prints `what` and the runtime's last error; returns 1 (the exit status).
+static int rt_error(const char *what) {
+    fprintf(stderr, "train_fmnist: %s: %s\n", what, dlrt_last_error());
+    return 1;
+}
+
+static int usage(const char *msg, const char *arg) {
+    fprintf(stderr,
+            "train_fmnist: %s '%s'\n"
+            "usage: train_fmnist [MODEL.dlg] [--epochs E] [--batch B] [--threads T] "
+            "[--loader-threads P] [--prefetch K] [--seed S] [--lr V] [--limit-train N] "
+            "[--limit-test N] [--data DIR] [--save CKPT]\n",
+            msg, arg);
+    return 2;
+}
+
+static int parse_args(int argc, char **argv, options *o) {
+    *o = (options){.model = "samples/mlp_fmnist.dlg",
+                   .data = "/usr/share/datasets/fashion-mnist",
+                   .epochs = 1,
+                   .batch = 128,
+                   .producers = 2,
+                   .slots = 4,
+                   .lr = -1};
+    struct {
+        const char *flag;
+        long *value;
+        long min;
+    } ints[] = {{"--epochs", &o->epochs, 1},           {"--batch", &o->batch, 1},
+                {"--threads", &o->threads, 1},         {"--loader-threads", &o->producers, 1},
+                {"--prefetch", &o->slots, 2},          {"--seed", &o->seed, 0},
+                {"--limit-train", &o->limit_train, 1}, {"--limit-test", &o->limit_test, 1}};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (a[0] != '-') {
+            o->model = a;
+            continue;
+        }
+        size_t k = 0;
+        while (k < sizeof ints / sizeof ints[0] && strcmp(a, ints[k].flag) != 0) {
+            k++;
+        }
+        bool is_int = k < sizeof ints / sizeof ints[0];
+        if (!is_int && strcmp(a, "--data") != 0 && strcmp(a, "--save") != 0 &&
+            strcmp(a, "--lr") != 0) {
+            return usage("unknown flag", a);
+        }
+        if (i + 1 >= argc) {
+            return usage("missing value after", a);
+        }
+        const char *v = argv[++i];
+        if (strcmp(a, "--data") == 0) {
+            o->data = v;
+            continue;
+        }
+        if (strcmp(a, "--save") == 0) {
+            o->save = v;
+            continue;
+        }
+        if (strcmp(a, "--lr") == 0) {
+            char *end = NULL;
+            o->lr = strtod(v, &end);
+            if (!*v || *end || !(o->lr >= 0)) {
+                return usage("--lr expects a number >= 0, got", v);
+            }
+            continue;
+        }
+        char *end = NULL;
+        errno = 0;
+        long n = strtol(v, &end, 10);
+        if (!*v || *end || errno == ERANGE || n < ints[k].min) {
+            return usage("expected an integer in range, got", v);
+        }
+        *ints[k].value = n;
+    }
+    return 0;
+}
+
+// Compiles the model with N = batch through the cache (a lookup after the first run) and loads
+// the artifact. Compile errors are printed as `file:line:col: error: ...`.
+static int compile_and_load(const options *o, dlrt_model **out) {
+    dlcc_options co;
+    dlcc_options_init(&co);
+    dlcc_bind bind = {"N", o->batch};
+    co.binds = &bind;
+    co.n_binds = 1;
+    dl_diags *d = NULL;
+    if (dl_diags_create(&d) != DL_OK) {
+        return 1;
+    }
+    dlcc_result r;
+    memset(&r, 0, sizeof r);
+    dl_status st = dlcc_compile_file(o->model, &co, d, &r);
+    char *text = NULL;
+    if (dl_diags_count(d) > 0 && dl_diags_render(d, &text) == DL_OK) {
+        fputs(text, stderr); // errors, or a warning such as an unusable cache
+    }
+    free(text);
+    dl_diags_destroy(d);
+    if (st != DL_OK) {
+        return 1;
+    }
+    fprintf(stderr, "train_fmnist: %s: %s (%.0f ms)\n", o->model,
+            r.cache_hit ? "cache hit" : "compiled", r.total_ms);
+    dlrt_status rs = dlrt_model_load_memory(r.artifact, r.artifact_len, out);
+    free(r.artifact); // the runtime keeps what it needs
+    return rs == DLRT_OK ? 0 : rt_error(o->model);
+}
+
+// Finds the data and label inputs and the [N, C] float output.
+static int find_interface(const dlrt_model *m, const char *path, interface *io) {
+    memset(io, 0, sizeof *io);
+    for (size_t i = 0; i < dlrt_model_num_inputs(m); i++) {
+        dlrt_tensor_desc t;
+        dlrt_model_input(m, i, &t);
+        if (t.dtype == DLRT_FLOAT32 && !io->x.name) {
+            io->x = t;
+        } else if ((t.dtype == DLRT_INT64 || t.dtype == DLRT_INT32) && t.rank == 1) {
+            io->y = t;
+        }
+    }
+    for (size_t i = 0; i < dlrt_model_num_outputs(m) && !io->out.name; i++) {
+        dlrt_tensor_desc t;
+        dlrt_model_output(m, i, &t);
+        if (t.dtype == DLRT_FLOAT32 && t.rank == 2 && io->x.name && t.dims[0] == io->x.dims[0]) {
+            io->out = t;
+            io->n_classes = t.dims[1];
+        }
+    }
+    if (!io->x.name || !io->y.name || !io->out.name || !dlrt_model_has_train_step(m)) {
+        fprintf(stderr,
+                "train_fmnist: %s: expected a train block, a float data input, an int label "
+                "input [N] and a float output [N, C]\n",
+                path);
+        return 1;
+    }
+    return 0;
+}
+
+// "DIR/NAME.gz" when it exists, else "DIR/NAME" (the loader reads both).
+static void data_path(const char *dir, const char *name, char *buf, size_t size) {
+    snprintf(buf, size, "%s/%s.gz", dir, name);
+    FILE *f = fopen(buf, "rb");
+    if (f) {
+        fclose(f);
+    } else {
+        snprintf(buf, size, "%s/%s", dir, name);
+    }
+}
+
+// A loader over one IDX image/label pair with the common options; the caller sets the rest.
+static dlrt_loader_options loader_options(const options *o, const interface *io) {
+    dlrt_loader_options lo;
+    dlrt_loader_options_init(&lo);
+    lo.batch_size = o->batch;
+    lo.producers = (int)o->producers;
+    lo.slots = (int)o->slots;
+    lo.seed = (uint64_t)o->seed;
+    lo.scale = 1.0f / 255.0f;
+    lo.labels = io->y.dtype == DLRT_INT32 ? DLRT_INT32 : DLRT_INT64;
+    lo.n_classes = io->n_classes;
+    return lo;
+}
+
+// Binds a batch as the session's inputs: the step reads the loader's slot in place.
+static dlrt_status bind_batch(dlrt_session *s, const interface *io, const dlrt_loader_batch *b) {
+    dlrt_status st = dlrt_session_bind_input(s, io->x.name, b->x, io->x.nbytes);
+    if (st == DLRT_OK) {
+        const void *y = io->y.dtype == DLRT_INT32 ? (const void *)b->y_i32 : (const void *)b->y;
+        st = dlrt_session_bind_input(s, io->y.name, y, io->y.nbytes);
+    }
+    return st;
+}
+
+static int train(dlrt_session *s, const interface *io, dlrt_loader *ld, long epochs) {
+    dlrt_loader_info info;
+    dlrt_loader_info_get(ld, &info);
+    int64_t steps = info.batches_per_epoch;
+    for (long e = 0; e < epochs; e++) {
+        double t0 = now_s(), loss_sum = 0, wait_ms = 0;
+        long skipped = 0;
+        for (int64_t k = 0; k < steps; k++) {
+            dlrt_loader_batch b;
+            dlrt_step_info si;
+            if (dlrt_loader_next(ld, &b) != DLRT_OK) {
+                return rt_error("data loader");
+            }
+            wait_ms += b.wait_ms;
+            dlrt_status st = bind_batch(s, io, &b);
+            if (st == DLRT_OK) {
+                st = dlrt_session_train_step(s, &si);
+            }
+            dlrt_loader_release(ld, &b);
+            if (st != DLRT_OK) {
+                return rt_error("train step");
+            }
+            loss_sum += si.loss;
+            skipped += si.skipped;
+        }
+        double el = now_s() - t0;
+        printf("epoch %ld: mean loss %.6g, %.2f s, %.0f samples/s, skipped %ld, data wait %.3f "
+               "ms/batch\n",
+               e + 1, loss_sum / (double)steps, el, (double)steps * (double)io->x.dims[0] / el,
+               skipped, wait_ms / (double)steps);
+        fflush(stdout);
+    }
+    return 0;
+}
+
+static int evaluate(dlrt_session *s, const interface *io, dlrt_loader *ld) {
+    int64_t correct = 0, total = 0, C = io->n_classes;
+    for (;;) {
+        dlrt_loader_batch b;
+        if (dlrt_loader_next(ld, &b) != DLRT_OK) {
+            return rt_error("data loader (test set)");
+        }
+        if (!b.x) {
+            break; // the end of the one epoch asked for
+        }
+        const void *outp = NULL;
+        dlrt_status st = bind_batch(s, io, &b);
+        if (st == DLRT_OK) {
+            st = dlrt_session_infer(s);
+        }
+        if (st == DLRT_OK) {
+            st = dlrt_session_output(s, io->out.name, &outp, NULL);
+        }
+        if (st != DLRT_OK) {
+            dlrt_loader_release(ld, &b);
+            return rt_error("infer");
+        }
+        const float *p = outp;
+        for (int64_t r = 0; r < b.n_valid; r++) { // padding rows do not count
+            int64_t best = 0;
+            for (int64_t c = 1; c < C; c++) {
+                best = p[r * C + c] > p[r * C + best] ? c : best;
+            }
+            int64_t label = b.y ? b.y[r] : b.y_i32[r];
+            correct += best == label;
+        }
+        total += b.n_valid;
+        dlrt_loader_release(ld, &b);
+    }
+    printf("test accuracy: %.4f (%lld/%lld)\n", total ? (double)correct / (double)total : 0.0,
+           (long long)correct, (long long)total);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    options o;
+    int rc = parse_args(argc, argv, &o);
+    if (rc != 0) {
+        return rc;
+    }
+    dlrt_model *m = NULL;
+    dlrt_session *s = NULL;
+    dlrt_loader *train_ld = NULL, *test_ld = NULL;
+    interface io;
+    char images[4096], labels[4096];
+    if ((rc = compile_and_load(&o, &m)) != 0 || (rc = find_interface(m, o.model, &io)) != 0) {
+        goto out;
+    }
+
+    // The session: params initialised from the artifact, o.threads workers (0: every core).
+    dlrt_session_options so;
+    dlrt_session_options_init(&so);
+    so.threads = (int)o.threads;
+    if (dlrt_session_create_ex(m, &so, &s) != DLRT_OK) {
+        rc = rt_error("session");
+        goto out;
+    }
+    if (o.lr >= 0 && dlrt_session_set_hparam(s, "lr", o.lr) != DLRT_OK) {
+        rc = rt_error("--lr");
+        goto out;
+    }
+
+    // Training data: shuffled per epoch, normalised with statistics of the samples used.
+    dlrt_loader_options lo = loader_options(&o, &io);
+    lo.norm = DLRT_LOADER_NORM_COMPUTE;
+    lo.epochs = o.epochs;
+    lo.limit = o.limit_train;
+    data_path(o.data, "train-images-idx3-ubyte", images, sizeof images);
+    data_path(o.data, "train-labels-idx1-ubyte", labels, sizeof labels);
+    if (dlrt_loader_create_idx(images, labels, &lo, &train_ld) != DLRT_OK) {
+        rc = rt_error("training data");
+        goto out;
+    }
+    dlrt_loader_info info;
+    dlrt_loader_info_get(train_ld, &info);
+    if (info.sample_numel * o.batch != (int64_t)(io.x.nbytes / sizeof(float))) {
+        fprintf(stderr, "train_fmnist: %s: input '%s' does not take batches of %ld images\n",
+                o.model, io.x.name, o.batch);
+        rc = 1;
+        goto out;
+    }
+    fprintf(stderr,
+            "train_fmnist: %lld samples, %lld steps per epoch, %d step thread(s), %ld loader "
+            "thread(s)\n",
+            (long long)info.n_samples, (long long)info.batches_per_epoch, dlrt_session_threads(s),
+            o.producers);
+    if ((rc = train(s, &io, train_ld, o.epochs)) != 0) {
+        goto out;
+    }
+
+    // Test data: file order, the training statistics, the last batch padded.
+    lo = loader_options(&o, &io);
+    lo.shuffle = 0;
+    lo.epochs = 1;
+    lo.last = DLRT_LOADER_PAD_LAST;
+    lo.pad_label = 0;
+    lo.limit = o.limit_test;
+    lo.norm = DLRT_LOADER_NORM_GIVEN;
+    lo.n_norm = 1;
+    lo.mean[0] = info.mean[0];
+    lo.std[0] = info.std[0];
+    data_path(o.data, "t10k-images-idx3-ubyte", images, sizeof images);
+    data_path(o.data, "t10k-labels-idx1-ubyte", labels, sizeof labels);
+    if (dlrt_loader_create_idx(images, labels, &lo, &test_ld) != DLRT_OK) {
+        rc = rt_error("test data");
+        goto out;
+    }
+    if ((rc = evaluate(s, &io, test_ld)) != 0) {
+        goto out;
+    }
+    if (o.save && dlrt_session_save(s, o.save) != DLRT_OK) {
+        rc = rt_error(o.save);
+    }
+
+out:
+    dlrt_loader_destroy(test_ld);
+    dlrt_loader_destroy(train_ld);
+    dlrt_session_destroy(s);
+    dlrt_model_release(m);
+    return rc;
+}
