@@ -1,8 +1,11 @@
 // runtime/dlrt.h — the dlcc runtime (libdlrt): loads compiled artifacts and runs them. It links
 // neither LLVM nor the compiler's IR; trainers include only this header.
 //
-// Lifecycle: load a model (file or memory), create a session (params initialised), set inputs,
-// run infer (or train_step), read outputs. Errors are returned as dlrt_status, never printed; the
+// Lifecycle: load a model (file, memory or the compilation cache), create a session (params
+// initialised, a thread pool), set or bind inputs (dlrt_session_bind_input: zero-copy), run
+// infer or train_step, read outputs and params, save / load checkpoints; a data loader makes
+// batches ahead of the steps; a profiler records every kernel. samples/train_fmnist.c is a
+// complete trainer in one file. Errors are returned as dlrt_status, never printed; the
 // message is available from dlrt_last_error().
 #ifndef DLRT_H
 #define DLRT_H
