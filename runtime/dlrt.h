@@ -367,7 +367,8 @@ typedef struct dlrt_loader_info {
     int32_t sample_rank; // 1..DLRT_MAX_DIMS - 1
     int64_t sample_dims[DLRT_MAX_DIMS];
     int64_t sample_numel; // floats per sample; a batch's x holds batch_size * sample_numel
-    int n_channels;       // the first sample dim for rank 3, else 1
+    int n_channels;       // normalisation channels: 1 without normalisation, C for computed
+                          // normalisation of [C, H, W] samples, n_norm when given
     float mean[DLRT_LOADER_MAX_CHANNELS], std[DLRT_LOADER_MAX_CHANNELS];
 } dlrt_loader_info;
 

@@ -3,19 +3,28 @@
 `dlcc train samples/mlp_fmnist.dlg --dataset fashion-mnist` does: pixels x/255 normalised with
 the mean and standard deviation of the training samples used, a new seeded random order every
 epoch, full batches (the final partial batch is dropped), one compiled train step per batch,
-then the test set classified by the infer entry point (argmax of `probs`).
+then the test set classified by the infer entry point (argmax of the model's `probs` output,
+or of its one [N, classes] output, e.g. `logits`).
 
-Prints per epoch 'epoch E: mean loss L, T s, S samples/s, skipped K' and at the end
-'test accuracy: A (CORRECT/TOTAL)'.
+The batches come from dlcc.Loader (libdlrt's data loader): --loader-threads producer threads
+decode the IDX files into a ring of --prefetch batch slots while the session trains, and each
+step reads its batch straight from the loader's slot (zero-copy input binding, no copy in
+Python). The test set goes through a second loader in file order whose final partial batch is
+padded (only its n_valid real rows are counted), normalised with the training loader's values.
+
+Prints per epoch 'epoch E: mean loss L, T s, S samples/s, skipped K', then the loader's waits
+'epoch E: loader wait W ms/batch mean, M ms max' (the first batch of the run, which includes the
+producers' start-up, is left out of both), and at the end 'test accuracy: A (CORRECT/TOTAL)'.
 
     DLCC_BUILD_DIR=build /usr/bin/python3 samples/train_fmnist.py --epochs 1 --threads 1
 
 $DLCC_FMNIST_LIMIT (or --limit-train N) uses only the first N training samples, and
 $DLCC_FMNIST_TEST_LIMIT (or --limit-test N) the first N test samples (for quick tests).
+The model may be any classifier with one float32 input (the images, 784 values per sample in
+any shape) and one integer input (the labels, int64 or int32: the loader makes that type).
 """
 
 import argparse
-import gzip
 import os
 import sys
 import time
@@ -27,16 +36,29 @@ sys.path.insert(0, os.path.join(os.path.dirname(_HERE), "python"))
 import dlcc  # noqa: E402
 
 
-def read_idx(path):
-    """An IDX file (plain or gzip) as an ndarray (uint8 data only, as Fashion-MNIST's)."""
-    opener = gzip.open if path.endswith(".gz") else open
-    with opener(path, "rb") as f:
-        data = f.read()
-    if data[0] != 0 or data[1] != 0 or data[2] != 0x08:
-        raise ValueError(f"{path}: not an IDX file of uint8")
-    rank = data[3]
-    dims = [int.from_bytes(data[4 + 4 * i : 8 + 4 * i], "big") for i in range(rank)]
-    return np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * rank).reshape(dims)
+def model_io(model, batch):
+    """(image input, label input, score output name) of `model`: its one float32 input,
+    [batch, ...], its one integer input [batch], and `probs` or its one [batch, C] output."""
+    floats = [d for d in model.inputs if d.dtype_name == "float32"]
+    ints = [d for d in model.inputs if d.dtype_name in ("int64", "int32")]
+    if len(floats) != 1 or len(ints) != 1 or len(model.inputs) != 2:
+        sys.exit(
+            f"train_fmnist: {model.name} needs one float32 input (images) and one int64 or "
+            f"int32 input (labels); it has {[(d.name, d.dtype_name) for d in model.inputs]}"
+        )
+    x, y = floats[0], ints[0]
+    if not x.shape or x.shape[0] != batch:
+        sys.exit(f"train_fmnist: image input '{x.name}' {list(x.shape)} is not [{batch}, ...]")
+    if y.shape != (batch,):
+        sys.exit(f"train_fmnist: label input '{y.name}' {list(y.shape)} is not [{batch}]")
+    # The class scores: `probs`, else the one [batch, classes] float output (e.g. logits; the
+    # argmax is the same).
+    scores = [d for d in model.outputs if d.name == "probs"] or [
+        d for d in model.outputs if len(d.shape) == 2 and d.shape[0] == batch
+    ]
+    if len(scores) != 1:
+        sys.exit(f"train_fmnist: {model.name} has no 'probs' output nor one [{batch}, C] output")
+    return x, y, scores[0].name
 
 
 def main():
@@ -52,51 +74,66 @@ def main():
     ap.add_argument(
         "--limit-test", type=int, default=int(os.environ.get("DLCC_FMNIST_TEST_LIMIT", 0))
     )
+    ap.add_argument("--loader-threads", type=int, default=2, help="loader producer threads")
+    ap.add_argument("--prefetch", type=int, default=4, help="loader batch slots")
     ap.add_argument("--save", default=None, help="write a safetensors checkpoint at the end")
     args = ap.parse_args()
-
-    d = args.data
-    x_train = read_idx(os.path.join(d, "train-images-idx3-ubyte.gz"))
-    y_train = read_idx(os.path.join(d, "train-labels-idx1-ubyte.gz"))
-    x_test = read_idx(os.path.join(d, "t10k-images-idx3-ubyte.gz"))
-    y_test = read_idx(os.path.join(d, "t10k-labels-idx1-ubyte.gz"))
-    if args.limit_train > 0:
-        x_train, y_train = x_train[: args.limit_train], y_train[: args.limit_train]
-    if args.limit_test > 0:
-        x_test, y_test = x_test[: args.limit_test], y_test[: args.limit_test]
-
-    # x/255, then normalised with the training samples' mean and population std.
-    xt = x_train.reshape(len(x_train), -1).astype(np.float32) / np.float32(255)
-    mean = float(xt.mean(dtype=np.float64))
-    std = float(xt.std(dtype=np.float64)) or 1.0
-    xt = (xt - np.float32(mean)) / np.float32(std)
-    xv = x_test.reshape(len(x_test), -1).astype(np.float32) / np.float32(255)
-    xv = (xv - np.float32(mean)) / np.float32(std)
-    yt = y_train.astype(np.int64)
-    yv = y_test.astype(np.int64)
+    if args.epochs < 1:
+        sys.exit("train_fmnist: --epochs must be >= 1")
 
     B = args.batch
     model = dlcc.compile(args.model, dims={"N": B})
+    d = args.data
+    common = dict(
+        batch_size=B,
+        producers=args.loader_threads,
+        slots=args.prefetch,
+        scale=1.0 / 255.0,
+        n_classes=10,
+    )
+    xd, yd, scores = model_io(model, B)
+    try:
+        train = dlcc.Loader.idx(
+            os.path.join(d, "train-images-idx3-ubyte.gz"),
+            os.path.join(d, "train-labels-idx1-ubyte.gz"),
+            seed=args.seed,
+            shuffle=True,
+            last="drop",
+            normalize="compute",
+            epochs=args.epochs,
+            limit=max(args.limit_train, 0),
+            label_dtype=yd.dtype,  # the model's label dtype decides the loader's (int64 / int32)
+            **common,
+        )
+    except dlcc.Error as e:
+        sys.exit(f"train_fmnist: {e}")
+    if int(np.prod(xd.shape)) != B * train.info.sample_numel:
+        sys.exit(
+            f"train_fmnist: input '{xd.name}' {list(xd.shape)} does not hold {B} samples of "
+            f"{list(train.info.sample_dims)}"
+        )
     s = model.session(threads=args.threads)
     if args.lr is not None:
         s.set_hparam("lr", args.lr)
-    n_batches = len(xt) // B
-    if n_batches == 0:
-        sys.exit(f"train_fmnist: {len(xt)} training samples make no batch of {B}")
+    n_batches = train.info.batches_per_epoch
     print(
-        f"model {model.name}: {len(xt)} training samples, {n_batches} batches of {B}, "
-        f"{s.threads} threads",
+        f"model {model.name}: {train.info.n_samples} training samples, {n_batches} batches of "
+        f"{B}, {s.threads} threads, loader {args.loader_threads} threads x {args.prefetch} slots",
         flush=True,
     )
 
-    rng = np.random.default_rng(args.seed)
+    # Iterating releases each batch when the next one is taken, so a batch's views are only
+    # used within its own loop step; the reshape to the model's input shape is a view too.
+    batches = iter(train)
     for epoch in range(args.epochs):
         t0 = time.perf_counter()
-        perm = rng.permutation(len(xt))
         total, skipped = 0.0, 0
-        for b in range(n_batches):
-            idx = perm[b * B : (b + 1) * B]
-            info = s.train_step(x=xt[idx], y=yt[idx])
+        waits = []
+        for _ in range(n_batches):
+            b = next(batches)
+            if b.seq > 0:
+                waits.append(b.wait_ms)
+            info = s.train_step(**{xd.name: b.x.reshape(xd.shape), yd.name: b.y})
             total += info.loss
             skipped += int(info.skipped)
         dt = time.perf_counter() - t0
@@ -105,20 +142,39 @@ def main():
             f"{n_batches * B / dt:.0f} samples/s, skipped {skipped}",
             flush=True,
         )
+        mean_wait = sum(waits) / len(waits) if waits else 0.0
+        max_wait = max(waits) if waits else 0.0
+        print(
+            f"epoch {epoch + 1}: loader wait {mean_wait:.3f} ms/batch mean, {max_wait:.3f} ms max",
+            flush=True,
+        )
+    batches.close()  # releases the last batch
 
-    # Test: full batches, the last one padded with zeros (only its real rows count).
-    correct = 0
-    xb = np.zeros((B, xv.shape[1]), dtype=np.float32)
-    yb = np.zeros(B, dtype=np.int64)
-    for start in range(0, len(xv), B):
-        n = min(B, len(xv) - start)
-        xb[:n] = xv[start : start + n]
-        xb[n:] = 0
-        yb[:n] = yv[start : start + n]
-        yb[n:] = 0
-        probs = s.infer(copy=False, x=xb, y=yb)["probs"]
-        correct += int((probs[:n].argmax(axis=1) == yv[start : start + n]).sum())
-    print(f"test accuracy: {correct / len(xv):.4f} ({correct}/{len(xv)})", flush=True)
+    # Test: file order, the final batch padded (its padding rows are not counted; their label,
+    # -1, contributes nothing to the loss), normalised as the training data.
+    try:
+        test = dlcc.Loader.idx(
+            os.path.join(d, "t10k-images-idx3-ubyte.gz"),
+            os.path.join(d, "t10k-labels-idx1-ubyte.gz"),
+            shuffle=False,
+            last="pad",
+            normalize=(train.info.mean, train.info.std),
+            epochs=1,
+            limit=max(args.limit_test, 0),
+            label_dtype=yd.dtype,
+            **common,
+        )
+    except dlcc.Error as e:
+        sys.exit(f"train_fmnist: {e}")
+    train.close()
+    correct = total = 0
+    for b in test:
+        probs = s.infer(copy=False, **{xd.name: b.x.reshape(xd.shape), yd.name: b.y})[scores]
+        n = b.n_valid
+        correct += int((probs[:n].argmax(axis=1) == b.y[:n]).sum())
+        total += n
+    test.close()
+    print(f"test accuracy: {correct / total:.4f} ({correct}/{total})", flush=True)
     if args.save:
         s.save(args.save)
 

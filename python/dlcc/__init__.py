@@ -8,6 +8,10 @@
     w1 = s.params["w1"]                # a copy; s.set_param("w1", w1) writes it back
     s.save("ckpt.safetensors"); s.load("ckpt.safetensors")
 
+    with dlcc.Loader.npy("x.npy", "y.npy", batch_size=64, producers=2, seed=1) as loader:
+        for b in loader:               # each batch released when the next one is taken
+            s.train_step(x=b.x, y=b.y) # zero-copy: the step reads the loader's slot
+
 Where the native parts come from: $DLCC_BUILD_DIR (default: <repo>/build, the repository
 holding this package) must hold the `dlcc` executable and `libdlrt.so`. $DLCC_EXE and
 $DLRT_LIBRARY override each path separately.
@@ -18,16 +22,29 @@ dlrt_model_load_file and removes the temporary file. A failing compile raises dl
 dlcc's diagnostics (its stderr).
 
 Data movement:
-  * inputs: a C-contiguous array of the input's exact dtype and shape is passed by pointer to
-    dlrt_session_set_input, which copies it once into the session's arena (the runtime has no
-    zero-copy bind). A non-contiguous array is first made contiguous (one extra copy). A wrong
-    dtype or shape raises dlcc.Error; nothing is converted silently.
+  * inputs are ZERO-COPY: Session.set_input(name, a), infer(**inputs) and train_step(**inputs)
+    hand a C-contiguous NumPy array of the input's exact dtype and shape, aligned to its element
+    size, to dlrt_session_bind_input by pointer: the following steps read the caller's memory
+    directly. The session keeps a reference to the bound array (so it cannot be freed while
+    bound) until the input is bound again, set by copy or the session is closed. Consequently
+    changing the array in place changes what the next step sees: s.infer() / s.train_step()
+    with no arguments run on the arrays bound last. A non-contiguous or misaligned array is
+    copied once into a contiguous array that the session keeps and binds (later changes to the
+    original are then not seen). set_input(name, a, copy=True) copies into the session's own
+    memory instead (dlrt_session_set_input) and drops the reference. A wrong dtype or shape
+    raises dlcc.Error; nothing is converted silently. An array overlapping one of the session's
+    output buffers (an infer(copy=False) view) is refused: steps write those buffers.
   * outputs: infer() returns COPIES by default (safe to keep). infer(copy=False) returns
     read-only NumPy VIEWS of the session's output buffers, valid only until the next
     infer/train_step/load on that session or its destruction.
-  * params: s.params[name] returns a copy; s.set_param(name, array) writes one (same rules as
-    inputs).
-Errors of the runtime raise dlcc.Error carrying dlrt_last_error()'s message.
+  * params: s.params[name] returns a copy; s.set_param(name, array) writes one (same dtype and
+    shape rules as inputs; always copied).
+  * data loader: dlcc.Loader runs libdlrt's loader (producer threads filling a ring of batch
+    slots); a Batch's x / y are read-only views of a slot, bound to a session without a copy,
+    valid until the batch is released (see Loader). A session keeps such a binding after the
+    batch's release, so pass each new batch's arrays to the step that uses them.
+Errors of the runtime raise dlcc.Error carrying dlrt_last_error()'s message. More in
+docs/python.md.
 """
 
 import collections
@@ -39,7 +56,19 @@ import tempfile
 
 import numpy as np
 
-__all__ = ["Error", "Model", "Session", "StepInfo", "TensorDesc", "compile", "load"]
+__all__ = [
+    "Batch",
+    "Error",
+    "Loader",
+    "LoaderInfo",
+    "LoaderStats",
+    "Model",
+    "Session",
+    "StepInfo",
+    "TensorDesc",
+    "compile",
+    "load",
+]
 
 
 class Error(Exception):
@@ -90,6 +119,70 @@ class _SessionOptions(ctypes.Structure):
         ("threads", ctypes.c_int),
         ("profile_path", ctypes.c_char_p),
         ("source_name", ctypes.c_char_p),
+    ]
+
+
+_LOADER_MAX_CHANNELS = 16
+
+
+# Mirrors of the loader structs; the layout must match runtime/dlrt.h exactly (checked by
+# tests/python/test_binding.py against the C sizes).
+class _LoaderOptions(ctypes.Structure):
+    _fields_ = [
+        ("batch_size", ctypes.c_int64),
+        ("producers", ctypes.c_int),
+        ("slots", ctypes.c_int),
+        ("seed", ctypes.c_uint64),
+        ("shuffle", ctypes.c_int),
+        ("last", ctypes.c_int),
+        ("pad_label", ctypes.c_int64),
+        ("epochs", ctypes.c_int64),
+        ("scale", ctypes.c_float),
+        ("norm", ctypes.c_int),
+        ("n_norm", ctypes.c_int),
+        ("mean", ctypes.c_float * _LOADER_MAX_CHANNELS),
+        ("std", ctypes.c_float * _LOADER_MAX_CHANNELS),
+        ("crop_pad", ctypes.c_int),
+        ("hflip", ctypes.c_int),
+        ("labels", ctypes.c_int),
+        ("limit", ctypes.c_int64),
+        ("n_classes", ctypes.c_int64),
+    ]
+
+
+class _LoaderBatch(ctypes.Structure):
+    _fields_ = [
+        ("x", ctypes.c_void_p),
+        ("y", ctypes.c_void_p),
+        ("y_i32", ctypes.c_void_p),
+        ("n_valid", ctypes.c_int64),
+        ("epoch", ctypes.c_int64),
+        ("index", ctypes.c_int64),
+        ("seq", ctypes.c_int64),
+        ("wait_ms", ctypes.c_double),
+        ("slot_", ctypes.c_int),
+    ]
+
+
+class _LoaderStats(ctypes.Structure):
+    _fields_ = [
+        ("batches", ctypes.c_int64),
+        ("first_wait_ms", ctypes.c_double),
+        ("mean_wait_ms", ctypes.c_double),
+        ("max_wait_ms", ctypes.c_double),
+    ]
+
+
+class _LoaderInfo(ctypes.Structure):
+    _fields_ = [
+        ("n_samples", ctypes.c_int64),
+        ("batches_per_epoch", ctypes.c_int64),
+        ("sample_rank", ctypes.c_int32),
+        ("sample_dims", ctypes.c_int64 * _MAX_DIMS),
+        ("sample_numel", ctypes.c_int64),
+        ("n_channels", ctypes.c_int),
+        ("mean", ctypes.c_float * _LOADER_MAX_CHANNELS),
+        ("std", ctypes.c_float * _LOADER_MAX_CHANNELS),
     ]
 
 
@@ -146,6 +239,7 @@ def _load_lib():
         "dlrt_session_destroy": (None, [P]),
         "dlrt_session_threads": (S, [P]),
         "dlrt_session_set_input": (S, [P, cs, P, sz]),
+        "dlrt_session_bind_input": (S, [P, cs, P, sz]),
         "dlrt_session_infer": (S, [P]),
         "dlrt_session_output": (S, [P, cs, ctypes.POINTER(P), PD]),
         "dlrt_session_get_param": (S, [P, cs, P, sz]),
@@ -155,6 +249,18 @@ def _load_lib():
         "dlrt_session_train_step": (S, [P, ctypes.POINTER(_StepInfo)]),
         "dlrt_session_save": (S, [P, cs]),
         "dlrt_session_load": (S, [P, cs]),
+        "dlrt_loader_options_init": (None, [ctypes.POINTER(_LoaderOptions)]),
+        "dlrt_loader_create_idx": (S, [cs, cs, ctypes.POINTER(_LoaderOptions), ctypes.POINTER(P)]),
+        "dlrt_loader_create_npy": (S, [cs, cs, ctypes.POINTER(_LoaderOptions), ctypes.POINTER(P)]),
+        "dlrt_loader_next": (S, [P, ctypes.POINTER(_LoaderBatch)]),
+        "dlrt_loader_release": (S, [P, ctypes.POINTER(_LoaderBatch)]),
+        "dlrt_loader_sample_index": (
+            S,
+            [P, ctypes.c_int64, ctypes.c_int64, ctypes.POINTER(ctypes.c_int64)],
+        ),
+        "dlrt_loader_stats_get": (None, [P, ctypes.POINTER(_LoaderStats)]),
+        "dlrt_loader_info_get": (None, [P, ctypes.POINTER(_LoaderInfo)]),
+        "dlrt_loader_destroy": (None, [P]),
     }
     for name, (res, args) in sigs.items():
         f = getattr(lib, name)
@@ -209,6 +315,16 @@ def _as_buffer(desc, value, what):
         )
     if not a.flags.c_contiguous:
         a = np.ascontiguousarray(a)
+    return a
+
+
+def _bindable(desc, value, what):
+    """`value` as an array dlrt_session_bind_input accepts: _as_buffer's checks, plus aligned to
+    the element size (the runtime's requirement). Returns the array itself when it qualifies,
+    else a fresh C-ordered copy (NumPy allocations are aligned)."""
+    a = _as_buffer(desc, value, what)
+    if a.ctypes.data % a.dtype.itemsize != 0:
+        a = np.array(a, order="C", copy=True)
     return a
 
 
@@ -337,15 +453,32 @@ class Session:
         self._in = {d.name: d for d in model.inputs}
         self._out = {d.name: d for d in model.outputs}
         self._par = {d.name: d for d in model.params + model.state}
+        # input name -> the array bound to it with dlrt_session_bind_input. Holding the reference
+        # keeps the memory alive while the runtime reads it; replaced on rebind, dropped when
+        # the input is set by copy or the session is closed.
+        self._bound = {}
+        # [(start, end, name)] of the output buffers (fixed in the session's arena from
+        # creation): a bound input must not overlap them, since steps write there.
+        self._out_ranges = []
+        for name, d in self._out.items():
+            ptr = ctypes.c_void_p()
+            _check(
+                self._lib.dlrt_session_output(h, name.encode(), ctypes.byref(ptr), None),
+                f"locating output '{name}'",
+            )
+            if ptr.value:
+                self._out_ranges.append((ptr.value, ptr.value + d.nbytes, name))
 
     @property
     def threads(self):
         return int(self._lib.dlrt_session_threads(self._h))
 
     def close(self):
+        """Destroys the session (idempotent) and drops the references to bound inputs."""
         if self._h:
             self._lib.dlrt_session_destroy(self._h)
             self._h = None
+        self._bound = {}
 
     def __del__(self):
         try:
@@ -364,18 +497,46 @@ class Session:
             raise Error("the session is closed")
         return self._h
 
-    def set_input(self, name, value):
+    def set_input(self, name, value, copy=False):
+        """Sets input `name` for the following steps.
+
+        Default (zero-copy): `value` must be an ndarray (or array-like) of the input's exact
+        dtype and shape. A C-contiguous array aligned to its element size is bound by pointer
+        (dlrt_session_bind_input): the steps read it in place, so in-place changes to it are
+        seen by the next step, and the session keeps a reference to it until the input is bound
+        again, set with copy=True or the session is closed. Any other array (non-contiguous,
+        misaligned) is copied once into a contiguous array that the session keeps and binds.
+        copy=True copies `value` into the session's own memory (dlrt_session_set_input) and
+        drops any reference kept for this input. Raises Error for an unknown name, a wrong
+        dtype or shape (never converted), or memory overlapping an output buffer."""
         h = self._live()
         d = self._in.get(name)
         if d is None:
             raise Error(f"unknown input '{name}' (inputs: {', '.join(self._in)})")
-        a = _as_buffer(d, value, "input")
+        if copy:
+            a = _as_buffer(d, value, "input")
+            _check(
+                self._lib.dlrt_session_set_input(
+                    h, name.encode(), a.ctypes.data_as(ctypes.c_void_p), a.nbytes
+                ),
+                f"setting input '{name}'",
+            )
+            self._bound.pop(name, None)
+            return
+        a = _bindable(d, value, "input")
+        start = a.ctypes.data
+        end = start + a.nbytes
+        for o_start, o_end, o_name in self._out_ranges:
+            if start < o_end and o_start < end:
+                raise Error(
+                    f"input '{name}': the array overlaps output '{o_name}' of this session "
+                    f"(steps write it); pass a copy"
+                )
         _check(
-            self._lib.dlrt_session_set_input(
-                h, name.encode(), a.ctypes.data_as(ctypes.c_void_p), a.nbytes
-            ),
-            f"setting input '{name}'",
+            self._lib.dlrt_session_bind_input(h, name.encode(), ctypes.c_void_p(start), a.nbytes),
+            f"binding input '{name}'",
         )
+        self._bound[name] = a  # after success: a failed bind leaves the old binding in place
 
     def _set_inputs(self, inputs):
         for name, value in inputs.items():
@@ -401,14 +562,19 @@ class Session:
         return a
 
     def infer(self, copy=True, **inputs):
-        """Sets the given inputs and runs the infer entry point; returns {output name: array}
-        (copies; with copy=False read-only views valid until the next step)."""
+        """Binds the given inputs (zero-copy, as set_input) and runs the infer entry point;
+        returns {output name: array} (copies; with copy=False read-only views valid until the
+        next step). Inputs not given keep what was bound or set last, so s.infer() reruns on
+        the current contents of the bound arrays. (`copy` names the outputs' copying; an input
+        cannot be called "copy".)"""
         self._set_inputs(inputs)
         _check(self._lib.dlrt_session_infer(self._live()), "infer")
         return {name: self.output(name, copy=copy) for name in self._out}
 
     def train_step(self, **inputs):
-        """Sets the given inputs and runs one train step; returns a StepInfo."""
+        """Binds the given inputs (zero-copy, as set_input) and runs one train step; returns a
+        StepInfo. Inputs not given keep what was bound or set last (s.train_step() with no
+        arguments steps on the current contents of the bound arrays)."""
         self._set_inputs(inputs)
         info = _StepInfo()
         _check(self._lib.dlrt_session_train_step(self._live(), ctypes.byref(info)), "train_step")
@@ -472,3 +638,409 @@ class Session:
     def load(self, path):
         """Loads a safetensors checkpoint (or a subset of it)."""
         _check(self._lib.dlrt_session_load(self._live(), os.fsencode(path)), f"loading {path}")
+
+
+# ------------------------------------------------------------------------------------------
+# Data loader
+
+LoaderInfo = collections.namedtuple(
+    "LoaderInfo", "n_samples batches_per_epoch sample_dims sample_numel n_channels mean std"
+)
+LoaderInfo.__doc__ = """What a Loader holds: n_samples (after `limit`), batches_per_epoch,
+sample_dims (a tuple), sample_numel, and the normalisation applied: n_channels channels (the
+first dim of [C, H, W] samples with per-channel normalisation, else 1) and mean, std (tuples of
+n_channels floats; (0.0,) and (1.0,) without normalisation). Pass (info.mean, info.std) as an
+evaluation loader's `normalize` to normalise it the same way."""
+LoaderStats = collections.namedtuple(
+    "LoaderStats", "batches first_wait_ms mean_wait_ms max_wait_ms"
+)
+LoaderStats.__doc__ = """Waiting statistics of Loader.next since creation: batches handed out,
+the first batch's wait (includes the producers' start-up), the mean and the longest wait of
+the later batches (ms)."""
+
+_LAST = {"drop": 0, "pad": 1}
+_NORM_NONE, _NORM_GIVEN, _NORM_COMPUTE = 0, 1, 2
+_LABEL_DTYPES = {np.dtype(np.int64): 4, np.dtype(np.int32): 3}
+_C_INT = (-(2**31), 2**31 - 1)
+_C_INT64 = (-(2**63), 2**63 - 1)
+_C_UINT64 = (0, 2**64 - 1)
+# Integer options: name -> (range of the C field).
+_LOADER_INTS = {
+    "batch_size": _C_INT64,
+    "producers": _C_INT,
+    "slots": _C_INT,
+    "seed": _C_UINT64,
+    "pad_label": _C_INT64,
+    "epochs": _C_INT64,
+    "crop_pad": _C_INT,
+    "limit": _C_INT64,
+    "n_classes": _C_INT64,
+}
+_LOADER_OPTIONS = sorted(
+    list(_LOADER_INTS) + ["shuffle", "last", "scale", "normalize", "hflip", "label_dtype"]
+)
+
+
+def _int_option(name, value, lo, hi):
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise Error(f"loader option {name}: an integer expected, {type(value).__name__} given")
+    v = int(value)
+    if not lo <= v <= hi:
+        raise Error(f"loader option {name}: {v} is out of range [{lo}, {hi}]")
+    return v
+
+
+def _bool_option(name, value):
+    if not isinstance(value, (bool, np.bool_)):
+        raise Error(f"loader option {name}: True or False expected, {value!r} given")
+    return 1 if value else 0
+
+
+def _norm_values(name, value):
+    a = np.asarray(value)
+    if a.dtype.kind not in "iuf" or a.ndim > 1:
+        raise Error(f"loader option normalize: {name} must be a number or a list of numbers")
+    return [float(v) for v in np.atleast_1d(a)]
+
+
+def _loader_options(lib, opts):
+    """dlrt_loader_options from Loader's keyword options (see Loader). Checks types and
+    Python-side spellings; the runtime checks the values and says what is wrong."""
+    o = _LoaderOptions()
+    lib.dlrt_loader_options_init(ctypes.byref(o))
+    label_dtype = np.dtype(np.int64)
+    for name, value in opts.items():
+        if name in _LOADER_INTS:
+            setattr(o, name, _int_option(name, value, *_LOADER_INTS[name]))
+        elif name == "shuffle":
+            o.shuffle = _bool_option(name, value)
+        elif name == "hflip":
+            o.hflip = _bool_option(name, value)
+        elif name == "last":
+            if value not in _LAST:
+                raise Error(f"loader option last: 'drop' or 'pad' expected, {value!r} given")
+            o.last = _LAST[value]
+        elif name == "scale":
+            if isinstance(value, (bool, np.bool_)) or not isinstance(
+                value, (int, float, np.integer, np.floating)
+            ):
+                raise Error(f"loader option scale: a number expected, {value!r} given")
+            o.scale = float(value)
+        elif name == "normalize":
+            if isinstance(value, str):
+                if value == "none":
+                    o.norm = _NORM_NONE
+                elif value == "compute":
+                    o.norm = _NORM_COMPUTE
+                else:
+                    raise Error(
+                        f"loader option normalize: 'none', 'compute' or (mean, std) expected, "
+                        f"{value!r} given"
+                    )
+            else:
+                if not isinstance(value, (tuple, list)) or len(value) != 2:
+                    raise Error(
+                        f"loader option normalize: 'none', 'compute' or (mean, std) expected, "
+                        f"{value!r} given"
+                    )
+                mean = _norm_values("mean", value[0])
+                std = _norm_values("std", value[1])
+                if len(mean) != len(std) or not 1 <= len(mean) <= _LOADER_MAX_CHANNELS:
+                    raise Error(
+                        f"loader option normalize: mean and std need the same number of values "
+                        f"(1 for every channel, or one per channel, at most "
+                        f"{_LOADER_MAX_CHANNELS}); {len(mean)} and {len(std)} given"
+                    )
+                o.norm = _NORM_GIVEN
+                o.n_norm = len(mean)
+                for c, (m, sd) in enumerate(zip(mean, std)):
+                    o.mean[c] = m
+                    o.std[c] = sd
+        elif name == "label_dtype":  # dlrt_loader_options.labels ("labels" names the file)
+            try:
+                dt = np.dtype(value)
+            except TypeError:
+                dt = None
+            if dt not in _LABEL_DTYPES:
+                raise Error(
+                    f"loader option label_dtype: np.int64 or np.int32 expected, {value!r} given"
+                )
+            label_dtype = dt
+            o.labels = _LABEL_DTYPES[dt]
+        else:
+            raise Error(f"unknown loader option '{name}' (options: {', '.join(_LOADER_OPTIONS)})")
+    return o, label_dtype
+
+
+class _LoaderHandle:
+    """Owns the native loader. Referenced by its Loader and by every borrowed batch (and so by
+    every view of one): dlrt_loader_destroy, which frees the slots, runs only once all of them
+    are gone, so no view can outlive the memory it shows."""
+
+    def __init__(self, lib, h):
+        self.lib = lib
+        self.h = h
+
+    def __del__(self):
+        if self.h:
+            self.lib.dlrt_loader_destroy(self.h)
+            self.h = None
+
+
+class _Slot:
+    """One borrowed batch (a dlrt_loader_batch). Referenced by its Batch and by the buffers of
+    its x / y views; gives the slot back on release(), or when the last reference goes."""
+
+    def __init__(self, handle, cbatch):
+        self.handle = handle
+        self.cbatch = cbatch
+        self.held = True
+
+    def release(self):
+        if self.held:
+            self.held = False
+            _check(
+                self.handle.lib.dlrt_loader_release(self.handle.h, ctypes.byref(self.cbatch)),
+                "releasing a batch",
+            )
+
+    def __del__(self):
+        try:
+            self.release()
+        except Exception:
+            pass
+
+
+def _slot_view(slot, ptr, dtype, shape):
+    """A read-only ndarray over `ptr` (loader memory) whose buffer keeps `slot` alive."""
+    dtype = np.dtype(dtype)
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    buf = (ctypes.c_char * nbytes).from_address(ptr)
+    buf._dlcc_slot = slot  # the view's base chain ends at buf, which holds the slot
+    a = np.frombuffer(buf, dtype=dtype).reshape(shape)
+    a.flags.writeable = False
+    return a
+
+
+class Batch:
+    """A batch borrowed from a Loader: x (float32 [batch_size, *sample_dims]) and y (labels
+    [batch_size], int64 or int32; None without labels) are read-only VIEWS of the loader's slot,
+    no copy; the first n_valid rows are real samples (the others padding, with last="pad").
+    Also epoch, index (within the epoch), seq (batch number since creation) and wait_ms (how
+    long next() waited for it).
+
+    Release it once done (release(), `with loader.next() as b:`, or let iteration do it) so the
+    producers can refill its slot. After release, b.x / b.y raise Error, and views taken from
+    them before become INVALID: their memory is recycled for later batches (copy what you keep).
+    A Batch that is never released keeps its slot until it and every view of it are gone."""
+
+    def __init__(self, slot, x, y, cb):
+        self._slot = slot
+        self._x = x
+        self._y = y
+        self.n_valid = int(cb.n_valid)
+        self.epoch = int(cb.epoch)
+        self.index = int(cb.index)
+        self.seq = int(cb.seq)
+        self.wait_ms = float(cb.wait_ms)
+
+    @property
+    def released(self):
+        return self._x is None
+
+    @property
+    def x(self):
+        if self._x is None:
+            raise Error(f"batch {self.seq} was released; its memory belongs to the loader again")
+        return self._x
+
+    @property
+    def y(self):
+        if self._x is None:
+            raise Error(f"batch {self.seq} was released; its memory belongs to the loader again")
+        return self._y
+
+    def release(self):
+        """Gives the slot back to the loader (idempotent)."""
+        if self._x is None:
+            return
+        self._x = self._y = None
+        self._slot.release()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.release()
+
+    def __repr__(self):
+        state = "released" if self._x is None else f"x{list(self._x.shape)}"
+        return (
+            f"<dlcc.Batch epoch={self.epoch} index={self.index} n_valid={self.n_valid} "
+            f"{state}>"
+        )
+
+
+class Loader:
+    """libdlrt's data loader: `producers` threads read, decode and transform samples into a
+    ring of `slots` batch slots in the background; next() borrows the next batch in place.
+
+        loader = dlcc.Loader.idx("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
+                                 batch_size=128, producers=2, seed=0, scale=1 / 255,
+                                 normalize="compute")
+        loader = dlcc.Loader.npy("x.npy", "y.npy", batch_size=64)
+
+    Keyword options (defaults as dlrt_loader_options_init; see runtime/dlrt.h, docs/loader.md):
+      batch_size=32, producers=1, slots=4, seed=0 (uint64), shuffle=True (a new permutation
+      each epoch; False: file order), last="drop" (a partial final batch is left out) or "pad"
+      (a final batch with n_valid < batch_size, padded with zeros and pad_label), pad_label=-1,
+      epochs=0 (endless; else iteration stops after that many epochs), scale=1.0 (raw value
+      multiplier, e.g. 1 / 255), normalize="none" | "compute" (per-channel mean and population
+      std of the scaled data, computed at creation) | (mean, std) (numbers or per-channel
+      lists), crop_pad=0, hflip=False (random crop / horizontal flip of [H, W] and [C, H, W]
+      samples), label_dtype=np.int64 | np.int32 (the dtype of y; the C option `labels`),
+      limit=0 (> 0: only the first
+      `limit` samples), n_classes=0 (> 0: every label must lie in [0, n_classes), checked at
+      creation).
+    Bad options raise Error (unknown names, wrong types, or the runtime's message).
+
+    The batches' bytes depend only on the options and the seed (never on producers, slots or
+    timing). Iterating (`for b in loader:`) yields Batch objects and RELEASES EACH BATCH WHEN
+    THE NEXT ONE IS TAKEN (and the last one when the loop ends or is broken out of), so a
+    batch's views must not be used after its iteration step; next() never releases anything
+    (release yourself; up to `slots` batches may be held). Use from one thread at a time.
+    close() (or the context manager) stops the producers and frees the slots as soon as no
+    batch of the loader, and no view of one, is alive any more."""
+
+    def __init__(self, handle, batch_size, label_dtype):
+        """Private: use Loader.idx or Loader.npy."""
+        self._handle = handle
+        self.batch_size = batch_size
+        self._label_dtype = label_dtype
+        info = _LoaderInfo()
+        handle.lib.dlrt_loader_info_get(handle.h, ctypes.byref(info))
+        nch = int(info.n_channels)
+        self.info = LoaderInfo(
+            int(info.n_samples),
+            int(info.batches_per_epoch),
+            tuple(int(info.sample_dims[i]) for i in range(info.sample_rank)),
+            int(info.sample_numel),
+            nch,
+            tuple(float(info.mean[c]) for c in range(nch)),
+            tuple(float(info.std[c]) for c in range(nch)),
+        )
+
+    @classmethod
+    def _create(cls, fn, a, b, opts, what):
+        lib = _load_lib()
+        o, label_dtype = _loader_options(lib, opts)
+        h = ctypes.c_void_p()
+        b = None if b is None else os.fsencode(b)
+        _check(fn(os.fsencode(a), b, ctypes.byref(o), ctypes.byref(h)), what)
+        return cls(_LoaderHandle(lib, h), int(o.batch_size), label_dtype)
+
+    @classmethod
+    def idx(cls, images, labels=None, **opts):
+        """A loader over an IDX image file ([N, ...], any IDX element type) and an IDX label
+        file ([N], integers; None: no labels, y is None), plain or gzip, e.g. Fashion-MNIST's.
+        Options: see Loader."""
+        lib = _load_lib()
+        return cls._create(lib.dlrt_loader_create_idx, images, labels, opts,
+                           f"data loader over {os.fspath(images)}")
+
+    @classmethod
+    def npy(cls, x, y=None, **opts):
+        """A loader over .npy files: x [N, ...] of float32, float64, uint8, int8, int16, int32
+        or int64 (C order, little-endian); y [N] integers (None: no labels). Options: see
+        Loader."""
+        lib = _load_lib()
+        return cls._create(lib.dlrt_loader_create_npy, x, y, opts,
+                           f"data loader over {os.fspath(x)}")
+
+    def _live(self):
+        if self._handle is None:
+            raise Error("the loader is closed")
+        return self._handle
+
+    @property
+    def label_dtype(self):
+        """np.int64 or np.int32 (the `label_dtype` option): the dtype of every batch's y."""
+        return self._label_dtype
+
+    def next(self):
+        """Borrows the next batch (waiting for the producers if needed) and returns a Batch, or
+        None after the last batch when the loader was made with epochs > 0. The caller releases
+        it. Raises Error when the slot it needs is still held by a batch not yet released (after
+        `slots` batches held) or when a producer failed."""
+        handle = self._live()
+        cb = _LoaderBatch()
+        _check(handle.lib.dlrt_loader_next(handle.h, ctypes.byref(cb)), "data loader: next")
+        if not cb.x:
+            return None
+        slot = _Slot(handle, cb)
+        B = self.batch_size
+        x = _slot_view(slot, cb.x, np.float32, (B,) + self.info.sample_dims)
+        yptr = cb.y or cb.y_i32
+        y = _slot_view(slot, yptr, self._label_dtype, (B,)) if yptr else None
+        return Batch(slot, x, y, cb)
+
+    def __iter__(self):
+        """Yields batches until the end (endless with epochs=0), releasing each batch when the
+        next is taken and the last one when the loop ends or is left."""
+        b = None
+        try:
+            while True:
+                if b is not None:
+                    b.release()
+                b = self.next()
+                if b is None:
+                    return
+                yield b
+        finally:
+            if b is not None:
+                b.release()
+
+    @property
+    def stats(self):
+        """LoaderStats: how long next() waited so far."""
+        handle = self._live()
+        st = _LoaderStats()
+        handle.lib.dlrt_loader_stats_get(handle.h, ctypes.byref(st))
+        return LoaderStats(
+            int(st.batches), float(st.first_wait_ms), float(st.mean_wait_ms),
+            float(st.max_wait_ms)
+        )
+
+    def sample_index(self, epoch, pos):
+        """The data-set index of the sample at position `pos` of epoch `epoch`'s order (row j of
+        batch b holds position b * batch_size + j), without producing it."""
+        handle = self._live()
+        out = ctypes.c_int64()
+        _check(
+            handle.lib.dlrt_loader_sample_index(
+                handle.h,
+                _int_option("epoch", epoch, *_C_INT64),
+                _int_option("pos", pos, *_C_INT64),
+                ctypes.byref(out),
+            ),
+            "data loader: sample_index",
+        )
+        return int(out.value)
+
+    def close(self):
+        """Closes the loader (idempotent): next() raises from now on. The producers are stopped
+        and the slots freed once no batch of it and no view of one is alive."""
+        self._handle = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __repr__(self):
+        i = self.info
+        return (
+            f"<dlcc.Loader {i.n_samples} samples of {list(i.sample_dims)}, "
+            f"{i.batches_per_epoch} batches of {self.batch_size} per epoch>"
+        )

@@ -8,10 +8,13 @@ endif()
 # dlcc and libdlrt through DLCC_EXE / DLRT_LIBRARY.
 set(DL_PY_ENV "DLCC_BUILD_DIR=${CMAKE_BINARY_DIR}" "DLCC_EXE=$<TARGET_FILE:dlcc>"
               "DLRT_LIBRARY=$<TARGET_FILE:dlrt>")
-# Compile + infer against `dlcc run`, train steps, params / hparams, checkpoints, errors.
+# Compile + infer against `dlcc run`, train steps, params / hparams, checkpoints, errors,
+# zero-copy input binding, dlcc.Loader (determinism, shuffle, pad, normalise, limit / n_classes,
+# release) and training fed from a loader.
 add_test(NAME python_binding COMMAND /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/test_binding.py)
 set_tests_properties(python_binding PROPERTIES LABELS unit TIMEOUT 120 ENVIRONMENT "${DL_PY_ENV}")
-# samples/train_fmnist.py for 1 epoch on 2048 Fashion-MNIST samples (2000 test images).
+# samples/train_fmnist.py for 1 epoch on 2048 Fashion-MNIST samples (2000 test images), fed by
+# two dlcc.Loader (train: 2 producers, test: padded last batch).
 add_test(NAME python_train_fmnist
          COMMAND /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/test_binding.py --sample)
 set_tests_properties(python_train_fmnist PROPERTIES LABELS slow TIMEOUT 120
