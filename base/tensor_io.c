@@ -69,40 +69,75 @@ const char *dl_npy_descr(dl_dtype t) {
     return "?";
 }
 
-#define NPY_SUPPORTED                                                                              \
-    "'<f4' float, '<f2' float16, '<u2' bfloat16, '<i4' int32, '<i8' int64, '|b1' bool"
+// Every element type: descr (the '<' form for multi-byte types, '|' for single bytes), size,
+// name. The first six are dl_dtype's, in its order.
+static const struct {
+    const char *descr;
+    size_t size;
+    const char *name;
+} npy_elems[DL_NPY_ELEM_COUNT] = {
+    {"<f4", 4, "float"}, {"<f2", 2, "float16"}, {"<u2", 2, "bfloat16"}, {"<i4", 4, "int32"},
+    {"<i8", 8, "int64"}, {"|b1", 1, "bool"},    {"<f8", 8, "float64"},  {"|u1", 1, "uint8"},
+    {"|i1", 1, "int8"},  {"<i2", 2, "int16"},
+};
 
-// Maps a descr to a dtype, or explains why not.
-static bool descr_to_dtype(const char *descr, dl_dtype *out, char *err, size_t err_size) {
-    for (int i = 0; i < DL_DT_COUNT; i++) {
-        if (strcmp(descr, dl_npy_descr((dl_dtype)i)) == 0) {
-            *out = (dl_dtype)i;
-            return true;
+_Static_assert((int)DL_NPY_F32 == (int)DL_DT_FLOAT && (int)DL_NPY_F16 == (int)DL_DT_FLOAT16 &&
+                   (int)DL_NPY_BF16 == (int)DL_DT_BFLOAT16 && (int)DL_NPY_I32 == (int)DL_DT_INT32 &&
+                   (int)DL_NPY_I64 == (int)DL_DT_INT64 && (int)DL_NPY_BOOL == (int)DL_DT_BOOL,
+               "dl_npy_elem starts with dl_dtype's types, in its order");
+
+const char *dl_npy_elem_name(dl_npy_elem e) {
+    return (unsigned)e < DL_NPY_ELEM_COUNT ? npy_elems[e].name : "?";
+}
+
+// The element types dl_npy_parse takes: the dl_dtype ones.
+#define NPY_TENSOR_ELEMS                                                                           \
+    ((1u << DL_NPY_F32) | (1u << DL_NPY_F16) | (1u << DL_NPY_BF16) | (1u << DL_NPY_I32) |          \
+     (1u << DL_NPY_I64) | (1u << DL_NPY_BOOL))
+
+// "'<f4' float, '<f2' float16, ..." for the elements in `accept`.
+static void accepted_list(unsigned accept, char *buf, size_t size) {
+    size_t o = 0;
+    buf[0] = 0;
+    for (int i = 0; i < DL_NPY_ELEM_COUNT && o < size; i++) {
+        if (accept & (1u << i)) {
+            int n = snprintf(buf + o, size - o, "%s'%s' %s", o ? ", " : "", npy_elems[i].descr,
+                             npy_elems[i].name);
+            o += n > 0 ? (size_t)n : 0;
         }
     }
-    // '=' is native order, which numpy writes as '<' on little-endian hosts; accept it for the
-    // multi-byte types and '<b1'/'=b1' for bool, which are the same bytes.
-    if ((descr[0] == '=' || descr[0] == '<') && descr[1] && strcmp(descr + 1, "b1") == 0) {
-        *out = DL_DT_BOOL;
-        return true;
-    }
-    if (descr[0] == '=') {
-        for (int i = 0; i < DL_DT_COUNT; i++) {
-            const char *d = dl_npy_descr((dl_dtype)i);
-            if (d[0] == '<' && strcmp(descr + 1, d + 1) == 0) {
-                *out = (dl_dtype)i;
-                return true;
-            }
+}
+
+// Maps a descr to an element type, or explains why not (DL_ERR_UNSUPPORTED). '=' (native order,
+// little-endian here) is accepted for every type; '<', '=' and '>' for single bytes.
+static dl_status descr_to_elem(const char *descr, unsigned accept, dl_npy_elem *out, char *err,
+                               size_t err_size) {
+    char list[512];
+    char order = descr[0];
+    for (int i = 0; order && i < DL_NPY_ELEM_COUNT; i++) {
+        const char *d = npy_elems[i].descr;
+        if (strcmp(descr + 1, d + 1) != 0) {
+            continue;
         }
+        bool single = npy_elems[i].size == 1;
+        if (order == '>' && !single) {
+            set_err(err, err_size,
+                    "big-endian dtype '%s' is not supported (convert with .astype('<%s'))", descr,
+                    descr + 1);
+            return DL_ERR_UNSUPPORTED;
+        }
+        if (order != '=' && order != d[0] && !(single && (order == '<' || order == '>'))) {
+            break;
+        }
+        if (!(accept & (1u << i))) {
+            break;
+        }
+        *out = (dl_npy_elem)i;
+        return DL_OK;
     }
-    if (descr[0] == '>') {
-        set_err(err, err_size,
-                "big-endian dtype '%s' is not supported (convert with .astype('<%s'))", descr,
-                descr + 1);
-        return false;
-    }
-    set_err(err, err_size, "unsupported dtype '%s' (supported: " NPY_SUPPORTED ")", descr);
-    return false;
+    accepted_list(accept, list, sizeof list);
+    set_err(err, err_size, "unsupported dtype '%s' (supported: %s)", descr, list);
+    return DL_ERR_UNSUPPORTED;
 }
 
 // A cursor over the header dict text.
@@ -214,38 +249,41 @@ static bool npy_shape(npy_cur *c, int64_t *dims, int32_t *rank, char *err, size_
 }
 
 // header -> '{' (KEY ':' VALUE (',' KEY ':' VALUE)* ','?)? '}'
-static bool npy_header(const char *h, size_t n, dl_dtype *dtype, int64_t *dims, int32_t *rank,
-                       char *err, size_t err_size) {
+static dl_status npy_header(const char *h, size_t n, unsigned accept, dl_npy_elem *elem,
+                            int64_t *dims, int32_t *rank, char *err, size_t err_size) {
     npy_cur c = {h, h + n};
     bool has_descr = false, has_order = false, has_shape = false;
     if (!npy_eat(&c, '{')) {
         set_err(err, err_size, "bad .npy header: expected a '{...}' dictionary");
-        return false;
+        return DL_ERR_PARSE;
     }
     while (!npy_eat(&c, '}')) {
         char key[32];
         if (!npy_string(&c, key, sizeof key)) {
             set_err(err, err_size, "bad .npy header: expected a quoted key");
-            return false;
+            return DL_ERR_PARSE;
         }
         if (!npy_eat(&c, ':')) {
             set_err(err, err_size, "bad .npy header: expected ':' after '%s'", key);
-            return false;
+            return DL_ERR_PARSE;
         }
         if (strcmp(key, "descr") == 0) {
             char descr[32];
             if (!npy_string(&c, descr, sizeof descr)) {
                 npy_ws(&c);
                 if (c.p < c.end && *c.p == '[') {
-                    set_err(err, err_size,
-                            "structured arrays are not supported (supported: " NPY_SUPPORTED ")");
-                } else {
-                    set_err(err, err_size, "bad .npy header: 'descr' is not a string");
+                    char list[512];
+                    accepted_list(accept, list, sizeof list);
+                    set_err(err, err_size, "structured arrays are not supported (supported: %s)",
+                            list);
+                    return DL_ERR_UNSUPPORTED;
                 }
-                return false;
+                set_err(err, err_size, "bad .npy header: 'descr' is not a string");
+                return DL_ERR_PARSE;
             }
-            if (!descr_to_dtype(descr, dtype, err, err_size)) {
-                return false;
+            dl_status st = descr_to_elem(descr, accept, elem, err, err_size);
+            if (st != DL_OK) {
+                return st;
             }
             has_descr = true;
         } else if (strcmp(key, "fortran_order") == 0) {
@@ -253,26 +291,26 @@ static bool npy_header(const char *h, size_t n, dl_dtype *dtype, int64_t *dims, 
                 set_err(err, err_size,
                         "Fortran-order arrays are not supported (save with "
                         "np.ascontiguousarray)");
-                return false;
+                return DL_ERR_UNSUPPORTED;
             }
             if (!npy_word(&c, "False")) {
                 set_err(err, err_size, "bad .npy header: 'fortran_order' must be True or False");
-                return false;
+                return DL_ERR_PARSE;
             }
             has_order = true;
         } else if (strcmp(key, "shape") == 0) {
             if (!npy_shape(&c, dims, rank, err, err_size)) {
-                return false;
+                return DL_ERR_PARSE;
             }
             has_shape = true;
         } else {
             set_err(err, err_size, "bad .npy header: unexpected key '%s'", key);
-            return false;
+            return DL_ERR_PARSE;
         }
         if (!npy_eat(&c, ',')) {
             if (!npy_eat(&c, '}')) {
                 set_err(err, err_size, "bad .npy header: expected ',' or '}'");
-                return false;
+                return DL_ERR_PARSE;
             }
             break;
         }
@@ -280,21 +318,22 @@ static bool npy_header(const char *h, size_t n, dl_dtype *dtype, int64_t *dims, 
     npy_ws(&c);
     if (c.p != c.end) {
         set_err(err, err_size, "bad .npy header: unexpected text after the dictionary");
-        return false;
+        return DL_ERR_PARSE;
     }
     if (!has_descr || !has_order || !has_shape) {
         set_err(err, err_size, "bad .npy header: missing key '%s'",
                 !has_descr   ? "descr"
                 : !has_order ? "fortran_order"
                              : "shape");
-        return false;
+        return DL_ERR_PARSE;
     }
-    return true;
+    return DL_OK;
 }
 
-dl_status dl_npy_parse(const void *data, size_t len, dl_tensor *out, char *err, size_t err_size) {
+dl_status dl_npy_view_parse(const void *data, size_t len, unsigned accept, dl_npy_view *out,
+                            char *err, size_t err_size) {
     const unsigned char *b = data;
-    out->data = NULL;
+    memset(out, 0, sizeof *out);
     if (len < 10 || memcmp(b, "\x93NUMPY", 6) != 0) {
         set_err(err, err_size, "not a .npy file (bad magic)");
         return DL_ERR_PARSE;
@@ -321,41 +360,54 @@ dl_status dl_npy_parse(const void *data, size_t len, dl_tensor *out, char *err, 
                 len - hstart);
         return DL_ERR_PARSE;
     }
-    dl_dtype dtype = DL_DT_FLOAT;
-    int64_t dims[DL_MAX_RANK] = {0};
-    int32_t rank = 0;
-    if (!npy_header((const char *)b + hstart, hlen, &dtype, dims, &rank, err, err_size)) {
-        return DL_ERR_PARSE;
+    dl_npy_view v;
+    memset(&v, 0, sizeof v);
+    dl_status st =
+        npy_header((const char *)b + hstart, hlen, accept, &v.elem, v.dims, &v.rank, err, err_size);
+    if (st != DL_OK) {
+        return st;
     }
+    v.elem_size = npy_elems[v.elem].size;
     int64_t numel;
-    if (!shape_numel(dims, rank, dl_dtype_size(dtype), &numel)) {
+    if (!shape_numel(v.dims, v.rank, v.elem_size, &numel)) {
         set_err(err, err_size, "array too large");
         return DL_ERR_PARSE;
     }
-    size_t need = (size_t)numel * dl_dtype_size(dtype);
+    v.nbytes = (size_t)numel * v.elem_size;
     size_t have = len - hstart - hlen;
-    if (have < need) {
-        set_err(err, err_size, "truncated data: expected %zu bytes, got %zu", need, have);
+    if (have != v.nbytes) {
+        set_err(err, err_size, "%s data: expected %zu bytes, got %zu",
+                have < v.nbytes ? "truncated" : "trailing", v.nbytes, have);
         return DL_ERR_PARSE;
     }
-    if (have > need) {
-        set_err(err, err_size, "trailing data: expected %zu bytes, got %zu", need, have);
-        return DL_ERR_PARSE;
+    v.data = b + hstart + hlen;
+    *out = v;
+    return DL_OK;
+}
+
+dl_status dl_npy_parse(const void *data, size_t len, dl_tensor *out, char *err, size_t err_size) {
+    out->data = NULL;
+    dl_npy_view v;
+    dl_status st = dl_npy_view_parse(data, len, NPY_TENSOR_ELEMS, &v, err, err_size);
+    if (st != DL_OK) {
+        return DL_ERR_PARSE; // this reader's contract: every bad or unsupported file
     }
+    // The first elements of npy_elems are dl_dtype's, in order.
+    dl_dtype dtype = (dl_dtype)v.elem;
     dl_tensor t = {0};
-    dl_status st = dl_tensor_alloc(&t, dtype, rank, dims);
+    st = dl_tensor_alloc(&t, dtype, v.rank, v.dims);
     if (st != DL_OK) {
         set_err(err, err_size, "%s", dl_status_str(st));
         return st;
     }
-    if (need) {
-        memcpy(t.data, b + hstart + hlen, need);
+    if (v.nbytes) {
+        memcpy(t.data, v.data, v.nbytes);
     }
     if (dtype == DL_DT_BOOL) {
-        const unsigned char *v = t.data;
-        for (size_t i = 0; i < need; i++) {
-            if (v[i] > 1) {
-                set_err(err, err_size, "bool element %zu is %u (must be 0 or 1)", i, v[i]);
+        const unsigned char *p = t.data;
+        for (size_t i = 0; i < v.nbytes; i++) {
+            if (p[i] > 1) {
+                set_err(err, err_size, "bool element %zu is %u (must be 0 or 1)", i, p[i]);
                 dl_tensor_free(&t);
                 return DL_ERR_PARSE;
             }

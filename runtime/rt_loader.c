@@ -17,6 +17,7 @@
 //   - nothing is allocated after creation: slots and per-producer scratch rows are made once.
 #include "dl_base.h"
 #include "dl_idx.h"
+#include "dl_tensor_io.h"
 #include "dlrt.h"
 #include "rt_internal.h"
 
@@ -791,8 +792,9 @@ fail:
 }
 
 // ---------------------------------------------------------------------------------------------
-// .npy (our own reader: base's dl_npy_read knows only the dtypes of dlcc tensors, and data
-// sets are often uint8)
+// .npy (base's view parser: header, element type and size checks, no copy)
+
+_Static_assert(DL_MAX_RANK == DLRT_MAX_DIMS, "the .npy view's dims fit the loader's");
 
 typedef struct npy_view {
     const uint8_t *data;
@@ -801,133 +803,9 @@ typedef struct npy_view {
     int64_t dims[DLRT_MAX_DIMS];
 } npy_view;
 
-// The value text of key `key` in the header dict, e.g. "'<f4'" or "(10, 28, 28)".
-static const char *npy_find(const char *hdr, const char *key) {
-    const char *p = strstr(hdr, key);
-    if (!p) {
-        return NULL;
-    }
-    p += strlen(key);
-    while (*p == ' ' || *p == '\'' || *p == '"') {
-        p++;
-    }
-    if (*p != ':') {
-        return NULL;
-    }
-    p++;
-    while (*p == ' ') {
-        p++;
-    }
-    return p;
-}
-
-static dlrt_status npy_parse(const char *buf, size_t len, const char *path, npy_view *v) {
-#define NPY_BAD(...)                                                                               \
-    do {                                                                                           \
-        char why_[160];                                                                            \
-        snprintf(why_, sizeof why_, __VA_ARGS__);                                                  \
-        return rt__fail(DLRT_ERR_CORRUPT, "data loader: %s is not a valid .npy file: %s", path,    \
-                        why_);                                                                     \
-    } while (0)
-    const uint8_t *u = (const uint8_t *)buf;
-    if (len < 10 || memcmp(buf, "\x93NUMPY", 6) != 0) {
-        NPY_BAD("bad magic");
-    }
-    size_t hlen, hoff;
-    if (u[6] == 1) {
-        hlen = (size_t)u[8] | (size_t)u[9] << 8;
-        hoff = 10;
-    } else if (u[6] == 2 || u[6] == 3) {
-        if (len < 12) {
-            NPY_BAD("truncated header");
-        }
-        hlen = (size_t)u[8] | (size_t)u[9] << 8 | (size_t)u[10] << 16 | (size_t)u[11] << 24;
-        hoff = 12;
-    } else {
-        NPY_BAD("unknown version %d", (int)u[6]);
-    }
-    if (hlen > len - hoff) {
-        NPY_BAD("truncated header");
-    }
-    char hdr[4096];
-    if (hlen >= sizeof hdr) {
-        NPY_BAD("header of %zu bytes is too long", hlen);
-    }
-    memcpy(hdr, buf + hoff, hlen);
-    hdr[hlen] = '\0';
-    const char *d = npy_find(hdr, "descr");
-    if (!d || (*d != '\'' && *d != '"')) {
-        NPY_BAD("no descr");
-    }
-    char descr[16] = "";
-    size_t k = 0;
-    for (d++; *d && *d != '\'' && *d != '"' && k + 1 < sizeof descr; d++) {
-        descr[k++] = *d;
-    }
-    descr[k] = '\0';
-    static const struct {
-        const char *name;
-        src_type t;
-    } types[] = {{"<f4", SRC_F32}, {"<f8", SRC_F64}, {"|u1", SRC_U8},
-                 {"|i1", SRC_I8},  {"<i2", SRC_I16}, {"<i4", SRC_I32},
-                 {"<i8", SRC_I64}, {"<u1", SRC_U8},  {"<i1", SRC_I8}};
-    bool found = false;
-    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
-        if (strcmp(descr, types[i].name) == 0) {
-            v->type = types[i].t;
-            found = true;
-        }
-    }
-    if (!found) {
-        return rt__fail(DLRT_ERR_INVALID_ARG,
-                        "data loader: %s has dtype '%s'; supported: <f4 <f8 |u1 |i1 <i2 <i4 <i8",
-                        path, descr);
-    }
-    const char *f = npy_find(hdr, "fortran_order");
-    if (!f || strncmp(f, "False", 5) != 0) {
-        return rt__fail(DLRT_ERR_INVALID_ARG,
-                        "data loader: %s is in Fortran order; only C order is supported", path);
-    }
-    const char *s = npy_find(hdr, "shape");
-    if (!s || *s != '(') {
-        NPY_BAD("no shape");
-    }
-    s++;
-    v->rank = 0;
-    for (;;) {
-        while (*s == ' ' || *s == ',') {
-            s++;
-        }
-        if (*s == ')') {
-            break;
-        }
-        if (*s < '0' || *s > '9' || v->rank == DLRT_MAX_DIMS) {
-            NPY_BAD("bad shape");
-        }
-        char *end;
-        errno = 0;
-        long long x = strtoll(s, &end, 10);
-        if (errno != 0 || x < 0) {
-            NPY_BAD("bad shape");
-        }
-        v->dims[v->rank++] = x;
-        s = end;
-    }
-    uint64_t numel = 1;
-    for (int32_t i = 0; i < v->rank; i++) {
-        if (v->dims[i] != 0 && numel > UINT64_MAX / 16 / (uint64_t)v->dims[i]) {
-            NPY_BAD("shape too large");
-        }
-        numel *= (uint64_t)v->dims[i];
-    }
-    size_t off = hoff + hlen, want = (size_t)numel * src_size(v->type);
-    if (len - off != want) {
-        NPY_BAD("expected %zu data bytes, got %zu", want, len - off);
-    }
-    v->data = u + off;
-    return DLRT_OK;
-#undef NPY_BAD
-}
+#define NPY_LOADER_ELEMS                                                                           \
+    ((1u << DL_NPY_F32) | (1u << DL_NPY_F64) | (1u << DL_NPY_U8) | (1u << DL_NPY_I8) |             \
+     (1u << DL_NPY_I16) | (1u << DL_NPY_I32) | (1u << DL_NPY_I64))
 
 static dlrt_status npy_load(const char *path, const char *what, char **buf, npy_view *v) {
     size_t len = 0;
@@ -937,7 +815,25 @@ static dlrt_status npy_load(const char *path, const char *what, char **buf, npy_
         return rt__fail(from_dl(ds), "data loader: cannot read %s %s: %s", what, path,
                         ds == DL_ERR_IO ? strerror(e) : "out of memory");
     }
-    return npy_parse(*buf, len, path, v);
+    dl_npy_view nv;
+    char err[512];
+    ds = dl_npy_view_parse(*buf, len, NPY_LOADER_ELEMS, &nv, err, sizeof err);
+    if (ds == DL_ERR_UNSUPPORTED) {
+        return rt__fail(DLRT_ERR_INVALID_ARG, "data loader: %s %s: %s", what, path, err);
+    }
+    if (ds != DL_OK) {
+        return rt__fail(DLRT_ERR_CORRUPT, "data loader: %s %s: %s", what, path, err);
+    }
+    static const src_type of_elem[DL_NPY_ELEM_COUNT] = {
+        [DL_NPY_F32] = SRC_F32, [DL_NPY_F64] = SRC_F64, [DL_NPY_U8] = SRC_U8,
+        [DL_NPY_I8] = SRC_I8,   [DL_NPY_I16] = SRC_I16, [DL_NPY_I32] = SRC_I32,
+        [DL_NPY_I64] = SRC_I64,
+    };
+    v->data = nv.data;
+    v->type = of_elem[nv.elem];
+    v->rank = nv.rank;
+    memcpy(v->dims, nv.dims, sizeof v->dims);
+    return DLRT_OK;
 }
 
 dlrt_status dlrt_loader_create_npy(const char *x_path, const char *y_path,

@@ -1819,116 +1819,6 @@ static bool train_model_inspect(const dl_ir_module *m, const char *file, dl_diag
 
 // ---- data files
 
-// An array read from .npy: a dl_tensor, or uint8 data (which dl_npy_read does not take).
-typedef struct npy_array {
-    dl_tensor t; // t.data NULL when is_u8 (t.rank and t.dims still describe the shape)
-    bool is_u8;
-    uint8_t *u8;
-} npy_array;
-
-static void npy_array_fini(npy_array *a) {
-    dl_tensor_free(&a->t);
-    free(a->u8);
-    memset(a, 0, sizeof *a);
-}
-
-// Parses the "'shape': (a, b, )" tuple of an .npy header.
-static bool npy_header_shape(const char *h, int32_t *rank, int64_t *dims) {
-    const char *p = strstr(h, "'shape'");
-    if (!p || !(p = strchr(p, '('))) {
-        return false;
-    }
-    p++;
-    *rank = 0;
-    for (;;) {
-        while (*p == ' ' || *p == ',') {
-            p++;
-        }
-        if (*p == ')') {
-            return true;
-        }
-        char *end = NULL;
-        errno = 0;
-        long long v = strtoll(p, &end, 10);
-        if (end == p || errno == ERANGE || v < 0 || *rank >= DL_MAX_RANK) {
-            return false;
-        }
-        dims[(*rank)++] = v;
-        p = end;
-    }
-}
-
-// Reads an .npy file: everything dl_npy_parse takes, plus '|u1' (uint8, C order).
-static dl_status npy_read_any(const char *path, npy_array *out, char *err, size_t err_size) {
-    memset(out, 0, sizeof *out);
-    char *buf = NULL;
-    size_t len = 0;
-    dl_status st = dl_read_file(path, &buf, &len);
-    if (st != DL_OK) {
-        snprintf(err, err_size, "cannot read: %s", strerror(errno));
-        return st;
-    }
-    const unsigned char *u = (const unsigned char *)buf;
-    size_t hlen = 0, hoff = 0;
-    if (len >= 10 && memcmp(buf, "\x93NUMPY", 6) == 0) {
-        if (u[6] == 1) {
-            hlen = (size_t)u[8] | (size_t)u[9] << 8;
-            hoff = 10;
-        } else if (len >= 12) {
-            hlen = (size_t)u[8] | (size_t)u[9] << 8 | (size_t)u[10] << 16 | (size_t)u[11] << 24;
-            hoff = 12;
-        }
-    }
-    bool is_u8 = false;
-    char header[1024] = {0};
-    if (hoff && hlen < sizeof header && hoff + hlen <= len) {
-        memcpy(header, buf + hoff, hlen);
-        is_u8 = strstr(header, "'descr': '|u1'") != NULL;
-    }
-    if (!is_u8) {
-        st = dl_npy_parse(buf, len, &out->t, err, err_size);
-        free(buf);
-        return st;
-    }
-    // uint8: the same checks dl_npy_parse makes, for the one dtype it does not know.
-    int64_t n = 1;
-    if (!strstr(header, "'fortran_order': False")) {
-        snprintf(err, err_size, "Fortran-order arrays are not supported");
-        st = DL_ERR_PARSE;
-    } else if (!npy_header_shape(header, &out->t.rank, out->t.dims)) {
-        snprintf(err, err_size, "malformed shape in the .npy header");
-        st = DL_ERR_PARSE;
-    } else {
-        for (int32_t i = 0; i < out->t.rank; i++) {
-            n *= out->t.dims[i];
-        }
-        if ((size_t)n != len - hoff - hlen) {
-            snprintf(err, err_size, "expected %lld data bytes, got %zu", (long long)n,
-                     len - hoff - hlen);
-            st = DL_ERR_PARSE;
-        }
-    }
-    if (st == DL_OK) {
-        out->is_u8 = true;
-        out->u8 = malloc(n ? (size_t)n : 1);
-        if (!out->u8) {
-            st = DL_ERR_NOMEM;
-            snprintf(err, err_size, "out of memory");
-        } else {
-            memcpy(out->u8, buf + hoff + hlen, (size_t)n);
-        }
-    }
-    free(buf);
-    if (st != DL_OK) {
-        npy_array_fini(out);
-    }
-    return st;
-}
-
-static const char *npy_array_type(const npy_array *a) {
-    return a->is_u8 ? "uint8" : a->t.dtype == DL_DT_FLOAT ? "float32" : dl_dtype_name(a->t.dtype);
-}
-
 // Checks a split's sample shape against the model's data input. Error (exit 1) into `d`.
 static bool split_check_sample(const train_split *s, const dl_ir_module *m, const train_model *tm,
                                dl_diags *d) {
@@ -2014,49 +1904,57 @@ out:
     return st;
 }
 
+// Reads an .npy file into *buf and parses it in place (any element type; the caller checks).
+static dl_status npy_open(const char *path, dl_diags *d, char **buf, dl_npy_view *v) {
+    size_t len = 0;
+    char err[512];
+    dl_status st = dl_read_file(path, buf, &len);
+    if (st != DL_OK) {
+        file_diag(d, path, "cannot read: %s", st == DL_ERR_IO ? strerror(errno) : "out of memory");
+        return st;
+    }
+    if ((st = dl_npy_view_parse(*buf, len, DL_NPY_ALL_ELEMS, v, err, sizeof err)) != DL_OK) {
+        file_diag(d, path, "%s", err);
+    }
+    return st;
+}
+
 // Reads an .npy pair: X float32 or uint8 (scaled by 1/255) [S, ...], Y int64 or int32 [S].
 static dl_status split_load_npy(const char *xp, const char *yp, dl_diags *d, train_split *s) {
-    npy_array xa, ya;
-    memset(&xa, 0, sizeof xa);
-    memset(&ya, 0, sizeof ya);
-    char err[512];
+    char *xbuf = NULL, *ybuf = NULL;
+    dl_npy_view xv, yv;
     s->x_path = xp;
     s->y_path = yp;
-    dl_status st = npy_read_any(xp, &xa, err, sizeof err);
-    if (st != DL_OK) {
-        file_diag(d, xp, "%s", err);
-        goto out;
-    }
-    if ((st = npy_read_any(yp, &ya, err, sizeof err)) != DL_OK) {
-        file_diag(d, yp, "%s", err);
+    dl_status st = npy_open(xp, d, &xbuf, &xv);
+    if (st != DL_OK || (st = npy_open(yp, d, &ybuf, &yv)) != DL_OK) {
         goto out;
     }
     st = DL_ERR_SHAPE;
-    if (!xa.is_u8 && xa.t.dtype != DL_DT_FLOAT) {
-        file_diag(d, xp, "data must be float32 or uint8, got %s", npy_array_type(&xa));
+    if (xv.elem != DL_NPY_F32 && xv.elem != DL_NPY_U8) {
+        file_diag(d, xp, "data must be float32 or uint8, got %s", dl_npy_elem_name(xv.elem));
         goto out;
     }
-    if (xa.t.rank < 2) {
-        file_diag(d, xp, "expected samples [S, ...] (rank >= 2), got rank %d", (int)xa.t.rank);
+    if (xv.rank < 2) {
+        file_diag(d, xp, "expected samples [S, ...] (rank >= 2), got rank %d", (int)xv.rank);
         goto out;
     }
-    if (ya.is_u8 || (ya.t.dtype != DL_DT_INT64 && ya.t.dtype != DL_DT_INT32)) {
-        file_diag(d, yp, "labels must be int64 or int32, got %s", npy_array_type(&ya));
+    if (yv.elem != DL_NPY_I64 && yv.elem != DL_NPY_I32) {
+        file_diag(d, yp, "labels must be int64 or int32, got %s", dl_npy_elem_name(yv.elem));
         goto out;
     }
-    if (ya.t.rank != 1 || ya.t.dims[0] != xa.t.dims[0]) {
+    if (yv.rank != 1 || yv.dims[0] != xv.dims[0]) {
         char shp[200];
-        dl_shape_format(ya.t.dims, ya.t.rank, shp, sizeof shp);
+        dl_shape_format(yv.dims, yv.rank, shp, sizeof shp);
         file_diag(d, yp, "expected labels [%lld] (one per sample of %s), got %s",
-                  (long long)xa.t.dims[0], xp, shp);
+                  (long long)xv.dims[0], xp, shp);
         goto out;
     }
-    s->n = xa.t.dims[0];
-    s->rank = xa.t.rank - 1;
+    s->n = xv.dims[0];
+    s->rank = xv.rank - 1;
     s->per = 1;
-    for (int32_t i = 1; i < xa.t.rank; i++) {
-        s->dims[i - 1] = xa.t.dims[i];
-        s->per *= xa.t.dims[i];
+    for (int32_t i = 1; i < xv.rank; i++) {
+        s->dims[i - 1] = xv.dims[i];
+        s->per *= xv.dims[i];
     }
     size_t numel = (size_t)(s->n * s->per);
     s->x = malloc(numel * sizeof(float) + 1);
@@ -2065,21 +1963,27 @@ static dl_status split_load_npy(const char *xp, const char *yp, dl_diags *d, tra
         st = DL_ERR_NOMEM;
         goto out;
     }
-    if (xa.is_u8) {
+    if (xv.elem == DL_NPY_U8) {
+        const uint8_t *u = xv.data;
         for (size_t i = 0; i < numel; i++) {
-            s->x[i] = (float)xa.u8[i] * (1.0f / 255.0f);
+            s->x[i] = (float)u[i] * (1.0f / 255.0f);
         }
     } else {
-        memcpy(s->x, xa.t.data, numel * sizeof(float));
+        memcpy(s->x, xv.data, numel * sizeof(float));
     }
     for (int64_t i = 0; i < s->n; i++) {
-        s->y[i] = ya.t.dtype == DL_DT_INT64 ? ((const int64_t *)ya.t.data)[i]
-                                            : ((const int32_t *)ya.t.data)[i];
+        int32_t v32;
+        if (yv.elem == DL_NPY_I64) {
+            memcpy(&s->y[i], (const char *)yv.data + 8 * i, 8);
+        } else {
+            memcpy(&v32, (const char *)yv.data + 4 * i, 4);
+            s->y[i] = v32;
+        }
     }
     st = DL_OK;
 out:
-    npy_array_fini(&xa);
-    npy_array_fini(&ya);
+    free(xbuf);
+    free(ybuf);
     return st;
 }
 

@@ -764,10 +764,10 @@ DL_TEST(loader_errors) {
     fputs("hello, world", f);
     fclose(f);
     DL_CHECK(err_has(dlrt_loader_create_npy(tmp_path("e_bad.npy"), NULL, &o, &l), DLRT_ERR_CORRUPT,
-                     "is not a valid .npy file: bad magic"));
+                     "e_bad.npy: not a .npy file (bad magic)"));
     write_npy(tmp_path("e_short.npy"), "<f4", d4, 1, xf, 12);
     DL_CHECK(err_has(dlrt_loader_create_npy(tmp_path("e_short.npy"), NULL, &o, &l),
-                     DLRT_ERR_CORRUPT, "expected 16 data bytes, got 12"));
+                     DLRT_ERR_CORRUPT, "truncated data: expected 16 bytes, got 12"));
     write_npy(tmp_path("e_c8.npy"), "<c8", d4, 1, xf, 16);
     DL_CHECK(err_has(dlrt_loader_create_npy(tmp_path("e_c8.npy"), NULL, &o, &l),
                      DLRT_ERR_INVALID_ARG, "dtype '<c8'"));
