@@ -202,6 +202,76 @@ DL_TEST(npy_rejects_with_clear_reasons) {
     DL_CHECK_STR_EQ(err, "truncated .npy header: expected 255 bytes, got 2");
 }
 
+// The in-place view: every element type, the caller's accept mask, the data left where it is,
+// and UNSUPPORTED (valid file, not taken) told apart from PARSE (malformed).
+static dl_status view_npy(const char *header, const void *data, size_t nbytes, unsigned accept,
+                          dl_npy_view *v, unsigned char **img, char *err, size_t err_size) {
+    size_t len;
+    *img = make_npy(1, header, data, nbytes, &len);
+    err[0] = 0;
+    return dl_npy_view_parse(*img, len, accept, v, err, err_size);
+}
+
+DL_TEST(npy_view_element_types_and_accept_mask) {
+    static const struct {
+        const char *descr;
+        dl_npy_elem elem;
+        size_t size;
+        const char *name;
+    } cases[] = {
+        {"|u1", DL_NPY_U8, 1, "uint8"},  {"<u1", DL_NPY_U8, 1, "uint8"},
+        {"|i1", DL_NPY_I8, 1, "int8"},   {"<i2", DL_NPY_I16, 2, "int16"},
+        {"=i2", DL_NPY_I16, 2, "int16"}, {"<f8", DL_NPY_F64, 8, "float64"},
+        {"<f4", DL_NPY_F32, 4, "float"}, {"<u2", DL_NPY_BF16, 2, "bfloat16"},
+        {"|b1", DL_NPY_BOOL, 1, "bool"}, {"<i8", DL_NPY_I64, 8, "int64"},
+    };
+    unsigned char data[48] = {0};
+    char err[512], header[128];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        snprintf(header, sizeof header,
+                 "{'descr': '%s', 'fortran_order': False, 'shape': (2, 3), }", cases[i].descr);
+        dl_npy_view v;
+        unsigned char *img = NULL;
+        dl_status st =
+            view_npy(header, data, 6 * cases[i].size, DL_NPY_ALL_ELEMS, &v, &img, err, sizeof err);
+        DL_CHECK_OK(st);
+        DL_CHECK_EQ_I64(v.elem, cases[i].elem);
+        DL_CHECK_EQ_I64(v.elem_size, cases[i].size);
+        DL_CHECK_EQ_I64(v.rank, 2);
+        DL_CHECK_EQ_I64(v.dims[1], 3);
+        DL_CHECK_EQ_I64(v.nbytes, 6 * cases[i].size);
+        DL_CHECK_STR_EQ(dl_npy_elem_name(v.elem), cases[i].name);
+        DL_CHECK((const unsigned char *)v.data > img); // in place, after the header
+        free(img);
+    }
+    dl_npy_view v;
+    unsigned char *img = NULL;
+    // Refused by the mask: the message lists what the caller takes.
+    DL_CHECK_EQ_I64(view_npy("{'descr': '<f8', 'fortran_order': False, 'shape': (2,), }", data, 16,
+                             (1u << DL_NPY_U8) | (1u << DL_NPY_I64), &v, &img, err, sizeof err),
+                    DL_ERR_UNSUPPORTED);
+    DL_CHECK_STR_EQ(err, "unsupported dtype '<f8' (supported: '<i8' int64, '|u1' uint8)");
+    free(img);
+    DL_CHECK_EQ_I64(view_npy("{'descr': '<f4', 'fortran_order': True, 'shape': (2,), }", data, 8,
+                             DL_NPY_ALL_ELEMS, &v, &img, err, sizeof err),
+                    DL_ERR_UNSUPPORTED);
+    free(img);
+    DL_CHECK_EQ_I64(view_npy("{'descr': '>i2', 'fortran_order': False, 'shape': (2,), }", data, 4,
+                             DL_NPY_ALL_ELEMS, &v, &img, err, sizeof err),
+                    DL_ERR_UNSUPPORTED);
+    DL_CHECK(strstr(err, "big-endian dtype '>i2'") != NULL);
+    free(img);
+    DL_CHECK_EQ_I64(view_npy("{'descr': '>u1', 'fortran_order': False, 'shape': (2,), }", data, 2,
+                             DL_NPY_ALL_ELEMS, &v, &img, err, sizeof err),
+                    DL_OK); // byte order means nothing for single bytes
+    free(img);
+    DL_CHECK_EQ_I64(view_npy("{'descr': '|u1', 'fortran_order': False, 'shape': (5,), }", data, 4,
+                             DL_NPY_ALL_ELEMS, &v, &img, err, sizeof err),
+                    DL_ERR_PARSE);
+    DL_CHECK_STR_EQ(err, "truncated data: expected 5 bytes, got 4");
+    free(img);
+}
+
 DL_TEST(npy_read_missing_file_is_io_error) {
     dl_tensor t;
     char err[256];
