@@ -2,7 +2,7 @@
 # bench/trainers.sh — the time per epoch of the three trainers on the same model and data:
 # `dlcc train`, the C sample samples/train_fmnist.c (build/train_fmnist) and the Python sample
 # samples/train_fmnist.py, each training samples/mlp_fmnist.dlg (batch 128) on Fashion-MNIST for
-# EPOCHS epochs at T step threads with 2 loader threads and 4 slots, all through one fresh
+# EPOCHS epochs at T step threads with 1 loader thread and 4 slots, all through one fresh
 # compilation cache (so each is a cache hit after the first compile). Prints every epoch's time
 # as each trainer reports it (the train-step loop, data waits included) and its test accuracy.
 # Other work on the machine inflates the times: look at the load average printed first.
@@ -46,13 +46,13 @@ echo "trainers.sh: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)
 for t in "${threads[@]}"; do
     echo "$t step thread(s):"
     "$build/dlcc" train "$model" --dataset fashion-mnist --epochs "$epochs" --threads "$t" \
-        --loader-threads 2 --prefetch 4 >"$tmp/cli.txt" 2>/dev/null
+        --loader-threads 1 --prefetch 4 >"$tmp/cli.txt" 2>/dev/null
     summary "dlcc train" "$tmp/cli.txt"
     (cd "$root" && "$build/train_fmnist" "$model" --epochs "$epochs" --threads "$t" \
-        --loader-threads 2 --prefetch 4) >"$tmp/c.txt" 2>/dev/null
+        --loader-threads 1 --prefetch 4) >"$tmp/c.txt" 2>/dev/null
     summary "samples/train_fmnist.c" "$tmp/c.txt"
     /usr/bin/python3 "$root/samples/train_fmnist.py" --model "$model" --epochs "$epochs" \
-        --threads "$t" --loader-threads 2 --prefetch 4 >"$tmp/py.txt" 2>/dev/null
+        --threads "$t" --loader-threads 1 --prefetch 4 >"$tmp/py.txt" 2>/dev/null
     summary "samples/train_fmnist.py" "$tmp/py.txt"
 done
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -169,7 +169,8 @@ static const cmd_help helps[] = {
      "                       for the first S steps, then cosine over the rest\n"
      "  --warmup-steps S     warm-up steps of warmup-cosine (default 5% of the steps)\n"
      "  --seed S             seed of the shuffling (default 0)\n"
-     "  --loader-threads P   data loader producer threads, 1..256 (default 2)\n"
+     "  --loader-threads P   data loader producer threads, 1..256 (default 1: they only copy\n"
+     "                       rows of the data read up front)\n"
      "  --prefetch K         batch slots of the loader's ring, 2..1024 (default 4): how many\n"
      "                       batches are made ahead of the step\n"
      "  --limit-train N      use only the first N training samples\n"
@@ -2255,7 +2256,7 @@ static int train_parse_args(int argc, char **argv, train_args *ta, dlcc_options 
     memset(ta, 0, sizeof *ta);
     ta->epochs = 1;
     ta->warmup = -1;
-    ta->loader_threads = 2;
+    ta->loader_threads = 1;
     ta->prefetch = 4;
     while (a.i < argc) {
         const char *arg = argv[a.i];
