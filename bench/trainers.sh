@@ -24,10 +24,10 @@ if [ ! -d /usr/share/datasets/fashion-mnist ]; then
     echo "trainers.sh: Fashion-MNIST is missing (apt-get install dataset-fashion-mnist)" >&2
     exit 1
 fi
-ninja -C "$build" -j2 dlcc dlrt train_fmnist >/dev/null
+ninja -C "$build" -j2 dlcc dlrt dlcc_shared train_fmnist >/dev/null
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/dlcc-trainers-XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
-export DLCC_CACHE_DIR=$tmp/cache DLCC_BUILD_DIR=$build DLCC_EXE=$build/dlcc
+export DLCC_CACHE_DIR=$tmp/cache DLCC_BUILD_DIR=$build DLCC_LIBRARY=$build/libdlcc.so
 export DLRT_LIBRARY=$build/libdlrt.so
 unset DLRT_THREADS DLRT_PROFILE
 model=$root/samples/mlp_fmnist.dlg

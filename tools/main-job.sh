@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 
 bash tools/setup.sh
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-ninja -C build dlcc dlcc-cache dlrt train_fmnist
+ninja -C build dlcc dlcc-cache dlrt dlcc_shared train_fmnist
 
 dlcc=build/dlcc
 model=samples/mlp_fmnist.dlg

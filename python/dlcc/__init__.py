@@ -13,13 +13,14 @@
             s.train_step(x=b.x, y=b.y) # zero-copy: the step reads the loader's slot
 
 Where the native parts come from: $DLCC_BUILD_DIR (default: <repo>/build, the repository
-holding this package) must hold the `dlcc` executable and `libdlrt.so`. $DLCC_EXE and
-$DLRT_LIBRARY override each path separately.
+holding this package) must hold `libdlcc.so` (the compiler) and `libdlrt.so` (the runtime).
+$DLCC_LIBRARY and $DLRT_LIBRARY override each path separately.
 
-Compiling: dlcc.compile runs `dlcc compile MODEL -D NAME=V ... -o TMP.so` (through the cache;
-$DLCC_CACHE_DIR or the cache_dir argument selects it), loads the artifact with
-dlrt_model_load_file and removes the temporary file. A failing compile raises dlcc.Error with
-dlcc's diagnostics (its stderr).
+Compiling: dlcc.compile calls libdlcc's dlcc_lib_compile in this process (driver/libdlcc.h):
+the compilation cache is looked up first ($DLCC_CACHE_DIR or the cache_dir argument selects
+it), so a model compiled before, by any process, is a lookup; the artifact's bytes are loaded
+with dlrt_model_load_memory (nothing is written to disk but the cache entry). A failing compile
+raises dlcc.Error carrying the compiler's diagnostics ("model.dlg:3:7: error: ...").
 
 Data movement:
   * inputs are ZERO-COPY: Session.set_input(name, a), infer(**inputs) and train_step(**inputs)
@@ -51,8 +52,6 @@ import collections
 import collections.abc
 import ctypes
 import os
-import subprocess
-import tempfile
 
 import numpy as np
 
@@ -83,8 +82,46 @@ def _build_dir():
     return os.environ.get("DLCC_BUILD_DIR") or os.path.join(_REPO, "build")
 
 
-def _dlcc_exe():
-    return os.environ.get("DLCC_EXE") or os.path.join(_build_dir(), "dlcc")
+def _open_library(env, filename):
+    """ctypes.CDLL of $env, else of filename in the build directory."""
+    path = os.environ.get(env) or os.path.join(_build_dir(), filename)
+    try:
+        return ctypes.CDLL(path)
+    except OSError as e:
+        raise Error(
+            f"cannot load {filename} from {path} (set DLCC_BUILD_DIR or {env}): {e}"
+        ) from None
+
+
+_cc = None
+
+
+def _load_compiler():
+    """libdlcc.so, the compiler's flat C API (driver/libdlcc.h), loaded once."""
+    global _cc
+    if _cc is not None:
+        return _cc
+    cc = _open_library("DLCC_LIBRARY", "libdlcc.so")
+    cc.dlcc_lib_compile.restype = ctypes.c_int
+    cc.dlcc_lib_compile.argtypes = [
+        ctypes.c_char_p,  # path
+        ctypes.POINTER(ctypes.c_char_p),  # dim names
+        ctypes.POINTER(ctypes.c_int64),  # dim values
+        ctypes.c_size_t,  # n_dims
+        ctypes.c_char_p,  # cache_dir
+        ctypes.c_int,  # use_cache
+        ctypes.c_int,  # opt_level
+        ctypes.POINTER(ctypes.c_void_p),  # artifact
+        ctypes.POINTER(ctypes.c_size_t),  # artifact_len
+        ctypes.POINTER(ctypes.c_int),  # cache_hit
+        ctypes.POINTER(ctypes.c_void_p),  # messages
+    ]
+    cc.dlcc_lib_free.restype = None
+    cc.dlcc_lib_free.argtypes = [ctypes.c_void_p]
+    cc.dlcc_lib_version.restype = ctypes.c_char_p
+    cc.dlcc_lib_version.argtypes = []
+    _cc = cc
+    return cc
 
 
 # ------------------------------------------------------------------------------------------
@@ -204,11 +241,7 @@ def _load_lib():
     global _lib
     if _lib is not None:
         return _lib
-    path = os.environ.get("DLRT_LIBRARY") or os.path.join(_build_dir(), "libdlrt.so")
-    try:
-        lib = ctypes.CDLL(path)
-    except OSError as e:
-        raise Error(f"cannot load libdlrt from {path} (set DLCC_BUILD_DIR): {e}") from None
+    lib = _open_library("DLRT_LIBRARY", "libdlrt.so")
     P = ctypes.c_void_p
     S = ctypes.c_int
     sz = ctypes.c_size_t
@@ -389,27 +422,52 @@ def load(path):
     return Model.load_file(path)
 
 
-def compile(path, dims=None, cache_dir=None, opt_level=None):
-    """Compiles a .dlg model (through the compilation cache) and loads it. dims: {"N": 64}
-    binds dims; cache_dir: the cache directory (default $DLCC_CACHE_DIR, else the user's)."""
-    exe = _dlcc_exe()
-    with tempfile.TemporaryDirectory(prefix="dlcc-py-") as tmp:
-        out = os.path.join(tmp, "model.so")
-        cmd = [exe, "compile", os.fspath(path), "-o", out]
-        for k, v in (dims or {}).items():
-            cmd += ["-D", f"{k}={int(v)}"]
-        if cache_dir is not None:
-            cmd += ["--cache-dir", os.fspath(cache_dir)]
-        if opt_level is not None:
-            cmd += ["-O", str(int(opt_level))]
-        try:
-            p = subprocess.run(cmd, capture_output=True, text=True)
-        except OSError as e:
-            raise Error(f"cannot run {exe} (set DLCC_BUILD_DIR): {e}") from None
-        if p.returncode != 0:
-            msg = p.stderr.strip() or p.stdout.strip() or f"dlcc exited with {p.returncode}"
-            raise Error(msg)
-        return Model.load_file(out)
+def compile(path, dims=None, cache_dir=None, opt_level=None, use_cache=True):
+    """Compiles a .dlg model through the compilation cache (in this process, with libdlcc) and
+    loads it. dims: {"N": 64} binds dims; cache_dir: the cache directory (default
+    $DLCC_CACHE_DIR, else the user's); opt_level: 0..3 (default 3); use_cache=False compiles
+    without the cache. Raises dlcc.Error with the compiler's diagnostics."""
+    cc = _load_compiler()
+    items = list((dims or {}).items())
+    names = (ctypes.c_char_p * max(len(items), 1))(*[str(k).encode() for k, _ in items])
+    try:
+        values = (ctypes.c_int64 * max(len(items), 1))(*[int(v) for _, v in items])
+    except (TypeError, ValueError) as e:
+        raise Error(f"dims: every value must be an integer ({e})") from None
+    art = ctypes.c_void_p()
+    art_len = ctypes.c_size_t()
+    hit = ctypes.c_int()
+    msgs = ctypes.c_void_p()
+    st = cc.dlcc_lib_compile(
+        os.fsencode(path),
+        names,
+        values,
+        len(items),
+        None if cache_dir is None else os.fsencode(cache_dir),
+        1 if use_cache else 0,
+        -1 if opt_level is None else int(opt_level),
+        ctypes.byref(art),
+        ctypes.byref(art_len),
+        ctypes.byref(hit),
+        ctypes.byref(msgs),
+    )
+    text = ""
+    if msgs.value:
+        text = ctypes.string_at(msgs.value).decode("utf-8", "replace").strip()
+        cc.dlcc_lib_free(msgs)
+    if st != 0:
+        raise Error(text or f"compiling {os.fspath(path)} failed (status {st})")
+    try:
+        lib = _load_lib()
+        h = ctypes.c_void_p()
+        _check(lib.dlrt_model_load_memory(art, art_len.value, ctypes.byref(h)),
+               f"loading the artifact of {os.fspath(path)}")
+    finally:
+        cc.dlcc_lib_free(art)
+    m = Model(h)
+    m.cache_hit = bool(hit.value)
+    m.messages = text  # warnings, e.g. an unusable cache (the compile went on without it)
+    return m
 
 
 # ------------------------------------------------------------------------------------------

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Tests of the Python binding python/dlcc/ (ctypes over libdlrt, `dlcc compile` for compiling).
+"""Tests of the Python binding python/dlcc/ (ctypes over libdlcc for compiling, libdlrt to run).
 
     test_binding.py [--sample]
 
@@ -9,8 +9,9 @@ determinism, shuffling, padding, normalisation, limit / n_classes, batch release
 from a loader). With --sample: a limited 1-epoch run of samples/train_fmnist.py that must print
 its epoch, loader-wait and accuracy lines.
 
-Finds the native parts through $DLCC_BUILD_DIR (or $DLCC_EXE / $DLRT_LIBRARY, as tests.cmake
-sets them) and always compiles into a fresh temporary cache ($DLCC_CACHE_DIR is replaced).
+Finds the native parts through $DLCC_BUILD_DIR (or $DLCC_LIBRARY / $DLRT_LIBRARY, as tests.cmake
+sets them, and $DLCC_EXE for the `dlcc run` it compares with) and always compiles into a fresh
+temporary cache ($DLCC_CACHE_DIR is replaced).
 """
 
 import ctypes
@@ -48,6 +49,21 @@ class Binding(unittest.TestCase):
     def setUpClass(cls):
         cls.model = dlcc.compile(MLP, dims={"N": N})
 
+    def test_compile_in_process_through_the_cache(self):
+        # setUpClass compiled this model into the test's fresh cache: the same compile is now a
+        # lookup, and gives the same artifact (the same outputs).
+        again = dlcc.compile(MLP, dims={"N": N})
+        self.assertTrue(again.cache_hit)
+        x, y = batch(11)
+        a = self.model.session(threads=1).infer(x=x, y=y)["probs"]
+        b = again.session(threads=1).infer(x=x, y=y)["probs"]
+        np.testing.assert_array_equal(a, b)
+        fresh = dlcc.compile(MLP, dims={"N": N}, use_cache=False)
+        self.assertFalse(fresh.cache_hit)
+        other = dlcc.compile(MLP, dims={"N": 2 * N})
+        self.assertFalse(other.cache_hit)  # another dim value, another key
+        self.assertEqual(other.inputs[0].shape, (2 * N, 784))
+
     def test_model_description(self):
         m = self.model
         self.assertEqual(m.name, "mlp_fmnist")
@@ -69,7 +85,7 @@ class Binding(unittest.TestCase):
         pp, lp = os.path.join(TMP.name, "p.npy"), os.path.join(TMP.name, "l.npy")
         np.save(xp, x)
         np.save(yp, y)
-        exe = dlcc._dlcc_exe()
+        exe = os.environ.get("DLCC_EXE") or os.path.join(dlcc._build_dir(), "dlcc")
         cmd = [exe, "run", MLP, "-D", f"N={N}", "--in", f"x={xp}", "--in", f"y={yp}"]
         cmd += ["--out", f"probs={pp}", "--out", f"loss={lp}"]
         subprocess.run(cmd, check=True, capture_output=True)
@@ -279,7 +295,14 @@ class Binding(unittest.TestCase):
             f.write("model bad\ninput x : float[4]\ny = Relu (q)\noutput y\n")
         with self.assertRaises(dlcc.Error) as cm:
             dlcc.compile(bad)
-        self.assertIn("bad.dlg:3", str(cm.exception))
+        self.assertIn("bad.dlg:3:", str(cm.exception))
+        self.assertIn("error:", str(cm.exception))
+        with self.assertRaises(dlcc.Error) as cm:
+            dlcc.compile(MLP, dims={"N": "eight"})
+        self.assertIn("dims: every value must be an integer", str(cm.exception))
+        with self.assertRaises(dlcc.Error) as cm:
+            dlcc.compile(MLP, dims={"N": N}, opt_level=7)
+        self.assertIn("7", str(cm.exception))
         s.close()
         with self.assertRaises(dlcc.Error):
             s.infer(x=x, y=y)

@@ -5,9 +5,9 @@ if(DL_SANITIZE)
 endif()
 # The Python binding python/dlcc/ (tests/python/test_binding.py, run by /usr/bin/python3 with
 # numpy). The script compiles into a temporary cache of its own; the binding finds this build's
-# dlcc and libdlrt through DLCC_EXE / DLRT_LIBRARY.
+# libdlcc, libdlrt and dlcc through DLCC_LIBRARY / DLRT_LIBRARY / DLCC_EXE.
 set(DL_PY_ENV "DLCC_BUILD_DIR=${CMAKE_BINARY_DIR}" "DLCC_EXE=$<TARGET_FILE:dlcc>"
-              "DLRT_LIBRARY=$<TARGET_FILE:dlrt>")
+              "DLRT_LIBRARY=$<TARGET_FILE:dlrt>" "DLCC_LIBRARY=$<TARGET_FILE:dlcc_shared>")
 # Compile + infer against `dlcc run`, train steps, params / hparams, checkpoints, errors,
 # zero-copy input binding, dlcc.Loader (determinism, shuffle, pad, normalise, limit / n_classes,
 # release) and training fed from a loader.
