@@ -370,23 +370,6 @@ void dlrt_loader_options_init(dlrt_loader_options *o) {
     }
 }
 
-static dlrt_loader *loader_new(const dlrt_loader_options *opts) {
-    dlrt_loader *l = calloc(1, sizeof *l);
-    if (!l) {
-        return NULL;
-    }
-    if (opts) {
-        l->o = *opts;
-    } else {
-        dlrt_loader_options_init(&l->o);
-    }
-    atomic_init(&l->stop, false);
-    for (int c = 0; c < DLRT_LOADER_MAX_CHANNELS; c++) {
-        l->std[c] = 1.0f;
-    }
-    return l;
-}
-
 // Checks the options that do not depend on the data.
 static dlrt_status check_options(const dlrt_loader_options *o) {
     if (o->batch_size < 1) {
@@ -452,6 +435,29 @@ static dlrt_status check_options(const dlrt_loader_options *o) {
         return rt__fail(DLRT_ERR_INVALID_ARG, "data loader: unknown normalisation mode %d",
                         (int)o->norm);
     }
+    return DLRT_OK;
+}
+
+// The common start of every create call: the options checked (NULL: the defaults), then a
+// loader holding them, not yet started.
+static dlrt_status loader_new(const dlrt_loader_options *opts, dlrt_loader **out) {
+    if (opts) {
+        TRY_RT(check_options(opts));
+    }
+    dlrt_loader *l = calloc(1, sizeof *l);
+    if (!l) {
+        return rt__fail(DLRT_ERR_NOMEM, "data loader: out of memory");
+    }
+    if (opts) {
+        l->o = *opts;
+    } else {
+        dlrt_loader_options_init(&l->o);
+    }
+    atomic_init(&l->stop, false);
+    for (int c = 0; c < DLRT_LOADER_MAX_CHANNELS; c++) {
+        l->std[c] = 1.0f;
+    }
+    *out = l;
     return DLRT_OK;
 }
 
@@ -696,13 +702,15 @@ static dlrt_status set_shape(dlrt_loader *l, const int64_t *dims, int32_t rank, 
     return DLRT_OK;
 }
 
-static dlrt_status check_label_count(const dlrt_loader *l, int64_t n_labels, const char *path) {
+// Checks that `path` holds one label per sample and allocates l->labels for them.
+static dlrt_status labels_alloc(dlrt_loader *l, int64_t n_labels, const char *path) {
     if (n_labels != l->n) {
         return rt__fail(DLRT_ERR_INVALID_ARG,
                         "data loader: %lld samples but %lld labels in %s (counts differ)",
                         (long long)l->n, (long long)n_labels, path);
     }
-    return DLRT_OK;
+    l->labels = malloc((size_t)l->n * sizeof(int64_t) + 1);
+    return l->labels ? DLRT_OK : rt__fail(DLRT_ERR_NOMEM, "data loader: out of memory");
 }
 
 dlrt_status dlrt_loader_create_idx(const char *images_path, const char *labels_path,
@@ -714,13 +722,8 @@ dlrt_status dlrt_loader_create_idx(const char *images_path, const char *labels_p
     if (!images_path) {
         return rt__fail(DLRT_ERR_INVALID_ARG, "dlrt_loader_create_idx: NULL images path");
     }
-    if (opts) {
-        TRY_RT(check_options(opts));
-    }
-    dlrt_loader *l = loader_new(opts);
-    if (!l) {
-        return rt__fail(DLRT_ERR_NOMEM, "data loader: out of memory");
-    }
+    dlrt_loader *l = NULL;
+    TRY_RT(loader_new(opts, &l));
     char err[256] = "";
     dlrt_status st;
     dl_idx lab = {0};
@@ -766,13 +769,8 @@ dlrt_status dlrt_loader_create_idx(const char *images_path, const char *labels_p
                           (int)lab.rank);
             goto fail;
         }
-        st = check_label_count(l, lab.dims[0], labels_path);
+        st = labels_alloc(l, lab.dims[0], labels_path);
         if (st != DLRT_OK) {
-            goto fail;
-        }
-        l->labels = malloc((size_t)l->n * sizeof(int64_t));
-        if (!l->labels) {
-            st = rt__fail(DLRT_ERR_NOMEM, "data loader: out of memory");
             goto fail;
         }
         ds = dl_idx_labels_to_i64(&lab, l->labels, 0, err, sizeof err);
@@ -845,13 +843,8 @@ dlrt_status dlrt_loader_create_npy(const char *x_path, const char *y_path,
     if (!x_path) {
         return rt__fail(DLRT_ERR_INVALID_ARG, "dlrt_loader_create_npy: NULL x path");
     }
-    if (opts) {
-        TRY_RT(check_options(opts));
-    }
-    dlrt_loader *l = loader_new(opts);
-    if (!l) {
-        return rt__fail(DLRT_ERR_NOMEM, "data loader: out of memory");
-    }
+    dlrt_loader *l = NULL;
+    TRY_RT(loader_new(opts, &l));
     char *ybuf = NULL;
     npy_view xv, yv;
     dlrt_status st = npy_load(x_path, "x", &l->npy_buf, &xv);
@@ -874,13 +867,8 @@ dlrt_status dlrt_loader_create_npy(const char *x_path, const char *y_path,
                           "data loader: y %s must be a rank-1 integer array ([N])", y_path);
             goto fail;
         }
-        st = check_label_count(l, yv.dims[0], y_path);
+        st = labels_alloc(l, yv.dims[0], y_path);
         if (st != DLRT_OK) {
-            goto fail;
-        }
-        l->labels = malloc((size_t)l->n * sizeof(int64_t));
-        if (!l->labels) {
-            st = rt__fail(DLRT_ERR_NOMEM, "data loader: out of memory");
             goto fail;
         }
         for (int64_t i = 0; i < l->n; i++) {
@@ -919,13 +907,8 @@ dlrt_status dlrt_loader_create_callback(int64_t n_samples, const int64_t *sample
         return rt__fail(DLRT_ERR_INVALID_ARG, "data loader: sample_rank must be in 1..%d (got %d)",
                         DLRT_MAX_DIMS - 1, (int)sample_rank);
     }
-    if (opts) {
-        TRY_RT(check_options(opts));
-    }
-    dlrt_loader *l = loader_new(opts);
-    if (!l) {
-        return rt__fail(DLRT_ERR_NOMEM, "data loader: out of memory");
-    }
+    dlrt_loader *l = NULL;
+    TRY_RT(loader_new(opts, &l));
     l->n = n_samples;
     l->rank = sample_rank;
     memcpy(l->dims, sample_dims, (size_t)sample_rank * sizeof(int64_t));
