@@ -279,6 +279,29 @@ static int take_flag(args *a, const char *s, const char *l, bool has_value, cons
     return 1;
 }
 
+// An integer argument in [lo, hi]; false when malformed or out of range.
+static bool parse_long_arg(const char *s, long lo, long hi, long *out) {
+    char *end = NULL;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (*s == 0 || *end != 0 || errno == ERANGE || v < lo || v > hi) {
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
+// Long flag `l` with a non-empty value (a file or directory name, `what` says which): 1 when
+// taken, 0 when argv[a->i] is another flag, -1 (after printing) on a missing or empty value.
+static int take_name_flag(args *a, const char *l, const char *what, const char **val) {
+    int r = take_flag(a, NULL, l, true, val);
+    if (r == 1 && !**val) {
+        usage_error(a->cmd, "%s needs %s", l, what);
+        return -1;
+    }
+    return r;
+}
+
 static bool is_flag(const args *a) {
     const char *arg = a->argv[a->i];
     return !a->no_more_flags && arg[0] == '-' && arg[1] != 0;
@@ -717,24 +740,11 @@ static void print_cache_line(const dlcc_result *r) {
 // Cache flags shared by compile and run: --no-cache, --cache-dir DIR. Returns 1 when argv[a->i]
 // was one of them (consumed), 0 when not, -1 on a usage error (printed).
 static int take_cache_flag(args *a, dlcc_options *o) {
-    const char *val = NULL;
-    int r;
     if (take_flag(a, NULL, "--no-cache", false, NULL) == 1) {
         o->use_cache = false;
         return 1;
     }
-    if ((r = take_flag(a, NULL, "--cache-dir", true, &val)) != 0) {
-        if (r < 0) {
-            return -1;
-        }
-        if (!*val) {
-            usage_error(a->cmd, "--cache-dir needs a directory");
-            return -1;
-        }
-        o->cache_dir = val;
-        return 1;
-    }
-    return 0;
+    return take_name_flag(a, "--cache-dir", "a directory", &o->cache_dir);
 }
 
 static const char *const known_entries[] = {"infer", "train_step"};
@@ -769,33 +779,18 @@ static int take_exec_flag(args *a, exec_args *x) {
         if (r < 0) {
             return -1;
         }
-        char *end = NULL;
-        errno = 0;
-        long v = strtol(val, &end, 10);
-        if (!*val || *end || errno == ERANGE || v < 1 || v > DLRT_MAX_THREADS) {
+        if (!parse_long_arg(val, 1, DLRT_MAX_THREADS, &x->threads)) {
             usage_error(a->cmd, "--threads expects an integer 1..%d, got '%s'", DLRT_MAX_THREADS,
                         val);
             return -1;
         }
-        x->threads = v;
-        return 1;
-    }
-    if ((r = take_flag(a, NULL, "--profile", true, &val)) != 0) {
-        if (r < 0) {
-            return -1;
-        }
-        if (!*val) {
-            usage_error(a->cmd, "--profile needs a file name");
-            return -1;
-        }
-        x->profile = val;
         return 1;
     }
     if (take_flag(a, NULL, "--profile-summary", false, NULL) == 1) {
         x->summary = true;
         return 1;
     }
-    return 0;
+    return take_name_flag(a, "--profile", "a file name", &x->profile);
 }
 
 static const char *base_name(const char *path) {
@@ -838,18 +833,6 @@ static double clock_s(void) {
 
 // ---------------------------------------------------------------------------------------------
 // Helpers of `dlcc run --entry train_step`
-
-// An integer argument in [lo, hi]; false when malformed or out of range.
-static bool parse_long_arg(const char *s, long lo, long hi, long *out) {
-    char *end = NULL;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (*s == 0 || *end != 0 || errno == ERANGE || v < lo || v > hi) {
-        return false;
-    }
-    *out = v;
-    return true;
-}
 
 // `t` is [K', ...io's shape] of io's dtype with K' >= steps.
 static bool io_matches_stepped(const dl_tensor *t, const io_desc *io, long steps) {
@@ -1020,8 +1003,8 @@ static int cmd_run(int argc, char **argv) {
         } else if ((r = take_flag(&a, NULL, "--backend", true, &backend)) != 0 ||
                    (r = take_flag(&a, NULL, "--entry", true, &entry)) != 0 ||
                    (r = take_flag(&a, NULL, "--steps", true, &steps_arg)) != 0 ||
-                   (r = take_flag(&a, NULL, "--init-params", true, &init_params)) != 0 ||
-                   (r = take_flag(&a, NULL, "--save-params", true, &save_params)) != 0) {
+                   (r = take_name_flag(&a, "--init-params", "a file name", &init_params)) != 0 ||
+                   (r = take_name_flag(&a, "--save-params", "a file name", &save_params)) != 0) {
             if (r < 0) {
                 rc = EXIT_USAGE;
                 goto out;
@@ -1103,11 +1086,6 @@ static int cmd_run(int argc, char **argv) {
         if (steps_arg && !parse_long_arg(steps_arg, 1, 1000000000L, &steps)) {
             rc =
                 usage_error("run", "--steps expects an integer 1..1000000000, got '%s'", steps_arg);
-            goto out;
-        }
-        if ((init_params && !*init_params) || (save_params && !*save_params)) {
-            rc = usage_error("run", "%s needs a file name",
-                             init_params && !*init_params ? "--init-params" : "--save-params");
             goto out;
         }
     }
@@ -2288,8 +2266,8 @@ static int train_parse_args(int argc, char **argv, train_args *ta, dlcc_options 
                    (r = take_flag(&a, NULL, "--test", true, &ta->test)) != 0 ||
                    (r = take_flag(&a, NULL, "--epochs", true, &epochs)) != 0 ||
                    (r = take_flag(&a, NULL, "--batch", true, &batch)) != 0 ||
-                   (r = take_flag(&a, NULL, "--save", true, &ta->save)) != 0 ||
-                   (r = take_flag(&a, NULL, "--init", true, &ta->init)) != 0 ||
+                   (r = take_name_flag(&a, "--save", "a file name", &ta->save)) != 0 ||
+                   (r = take_name_flag(&a, "--init", "a file name", &ta->init)) != 0 ||
                    (r = take_flag(&a, NULL, "--lr", true, &lr)) != 0 ||
                    (r = take_flag(&a, NULL, "--lr-schedule", true, &sched)) != 0 ||
                    (r = take_flag(&a, NULL, "--warmup-steps", true, &warmup)) != 0 ||
@@ -2373,10 +2351,6 @@ static int train_parse_args(int argc, char **argv, train_args *ta, dlcc_options 
     }
     if (warmup && ta->sched != SCHED_WARMUP_COSINE) {
         return usage_error("train", "--warmup-steps only applies to --lr-schedule warmup-cosine");
-    }
-    if ((ta->save && !*ta->save) || (ta->init && !*ta->init)) {
-        return usage_error("train", "%s needs a file name",
-                           ta->save && !*ta->save ? "--save" : "--init");
     }
     return EXIT_OK;
 }
