@@ -18,48 +18,11 @@ if [ $# -ne 2 ]; then
 fi
 tool=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 dlcc=$(cd "$(dirname "$2")" && pwd)/$(basename "$2")
-py=/usr/bin/python3
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-cd "$work" || exit 1
-export TMPDIR=$work/tmp
-mkdir "$TMPDIR"
-# Never the user's cache: every command below sees only this directory.
-export DLCC_CACHE_DIR=$work/cache
-unset XDG_CACHE_HOME DLCC_CACHE_MAX_SIZE
-
-passed=0
-failed=0
-out=$work/.stdout
-err=$work/.stderr
-: >"$out"
-: >"$err"
-
-pass() { passed=$((passed + 1)); echo "ok   $1"; }
-fail() {
-  failed=$((failed + 1))
-  echo "FAIL $1"
-  echo "  --- stdout:"; sed 's/^/  /' "$out"
-  echo "  --- stderr:"; sed 's/^/  /' "$err"
-}
-
-run() { # run ARGS...: runs dlcc-cache, capturing stdout/stderr; sets $rc.
-  "$tool" "$@" >"$out" 2>"$err"
-  rc=$?
-}
-
-expect() { # expect RC NAME ARGS...: dlcc-cache ARGS exits with RC.
-  local want=$1 name=$2
-  shift 2
-  run "$@"
-  if [ "$rc" -eq "$want" ]; then pass "$name"; else echo "  exit $rc, wanted $want"; fail "$name"; fi
-}
-
-check() { # check NAME COMMAND...: a shell condition on the last output.
-  local name=$1
-  shift
-  if "$@"; then pass "$name"; else fail "$name"; fi
-}
+prog=$tool
+# The harness: a fresh DLCC_CACHE_DIR (never the user's cache) and TMPDIR; expect/check run
+# dlcc-cache.
+source "$(cd "$(dirname "$0")/../harness" && pwd)/cli_lib.sh"
+run() { run_dlcc "$@"; } # run ARGS...: runs dlcc-cache, capturing stdout/stderr; sets $rc.
 
 has() { grep -q -- "$1" "$2"; }
 json_ok() { "$py" -c 'import json,sys; json.load(open(sys.argv[1]))' "$out" 2>>"$err"; }
@@ -384,5 +347,4 @@ check "clear says it removed the damaged database" has "removed the damaged cach
 expect 0 "stats after clear" stats
 check "a fresh, empty cache after clear" has "entries: *0" "$out"
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish

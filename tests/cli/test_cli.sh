@@ -11,24 +11,9 @@ if [ $# -ne 2 ]; then
   exit 2
 fi
 dlcc=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+prog=$dlcc
 src=$(cd "$2" && pwd)
-py=/usr/bin/python3
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-cd "$work" || exit 1
-
-passed=0
-failed=0
-out=$work/.stdout
-err=$work/.stderr
-
-pass() { passed=$((passed + 1)); echo "ok   $1"; }
-fail() {
-  failed=$((failed + 1))
-  echo "FAIL $1"
-  echo "  --- stdout:"; sed 's/^/  /' "$out"
-  echo "  --- stderr:"; sed 's/^/  /' "$err"
-}
+source "$src/tests/harness/cli_lib.sh"
 
 # run_dlcc ARGS...: runs dlcc, capturing stdout/stderr; sets $rc.
 # `dlcc run` without --backend runs on DL_CLI_BACKEND (default ref; ctest also registers a run of
@@ -40,33 +25,6 @@ run_dlcc() {
     "$dlcc" "$@" >"$out" 2>"$err"
   fi
   rc=$?
-}
-
-# expect RC NAME ARGS...: dlcc ARGS exits with RC.
-expect() {
-  local want=$1 name=$2
-  shift 2
-  run_dlcc "$@"
-  if [ "$rc" -eq "$want" ]; then pass "$name"; else echo "  exit $rc, wanted $want"; fail "$name"; fi
-}
-
-# expect_msg RC NAME TEXT ARGS...: exits with RC and stderr contains TEXT (fixed string).
-expect_msg() {
-  local want=$1 name=$2 text=$3
-  shift 3
-  run_dlcc "$@"
-  if [ "$rc" -eq "$want" ] && grep -qF -- "$text" "$err"; then
-    pass "$name"
-  else
-    echo "  exit $rc (wanted $want), stderr should contain: $text"
-    fail "$name"
-  fi
-}
-
-check() { # check NAME COMMAND...: a shell condition
-  local name=$1
-  shift
-  if "$@"; then pass "$name"; else fail "$name"; fi
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -316,5 +274,4 @@ else
   failed=$((failed + 1))
 fi
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish

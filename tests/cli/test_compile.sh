@@ -14,59 +14,11 @@ if [ $# -ne 3 ]; then
   exit 2
 fi
 dlcc=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+prog=$dlcc
 libdlrt=$(cd "$(dirname "$3")" && pwd)/$(basename "$3")
-py=/usr/bin/python3
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-cd "$work" || exit 1
-# A private TMPDIR: the link step's temporary directory must be gone after every command.
-export TMPDIR=$work/tmp
-mkdir "$TMPDIR"
-
-passed=0
-failed=0
-out=$work/.stdout
-err=$work/.stderr
-: >"$out"
-: >"$err"
-
-pass() { passed=$((passed + 1)); echo "ok   $1"; }
-fail() {
-  failed=$((failed + 1))
-  echo "FAIL $1"
-  echo "  --- stdout:"; sed 's/^/  /' "$out"
-  echo "  --- stderr:"; sed 's/^/  /' "$err"
-}
-
-run_dlcc() { # run_dlcc ARGS...: runs dlcc, capturing stdout/stderr; sets $rc.
-  "$dlcc" "$@" >"$out" 2>"$err"
-  rc=$?
-}
-
-expect() { # expect RC NAME ARGS...: dlcc ARGS exits with RC.
-  local want=$1 name=$2
-  shift 2
-  run_dlcc "$@"
-  if [ "$rc" -eq "$want" ]; then pass "$name"; else echo "  exit $rc, wanted $want"; fail "$name"; fi
-}
-
-expect_msg() { # expect_msg RC NAME TEXT ARGS...: exits with RC and stderr contains TEXT.
-  local want=$1 name=$2 text=$3
-  shift 3
-  run_dlcc "$@"
-  if [ "$rc" -eq "$want" ] && grep -qF -- "$text" "$err"; then
-    pass "$name"
-  else
-    echo "  exit $rc (wanted $want), stderr should contain: $text"
-    fail "$name"
-  fi
-}
-
-check() { # check NAME COMMAND...: a shell condition
-  local name=$1
-  shift
-  if "$@"; then pass "$name"; else fail "$name"; fi
-}
+# The harness gives a private TMPDIR: the link step's temporary directory must be gone after
+# every command.
+source "$(cd "$2" && pwd)/tests/harness/cli_lib.sh"
 
 tmp_is_empty() { [ -z "$(ls -A "$TMPDIR")" ]; }
 
@@ -354,5 +306,4 @@ fi
 check "TMPDIR is empty at the end (no dlcc-link-* left)" tmp_is_empty
 if ! tmp_is_empty; then ls -la "$TMPDIR"; fi
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish

@@ -11,30 +11,9 @@ if [ $# -ne 2 ]; then
   exit 2
 fi
 dlcc=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
-src=$2
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-cd "$work" || exit 1
-export DLCC_CACHE_DIR=$work/cache
-unset XDG_CACHE_HOME
-
-passed=0
-failed=0
-out=$work/.stdout
-err=$work/.stderr
-pass() { passed=$((passed + 1)); echo "ok   $1"; }
-fail() {
-  failed=$((failed + 1))
-  echo "FAIL $1"
-  echo "  --- stdout:"; sed 's/^/  /' "$out"
-  echo "  --- stderr:"; sed 's/^/  /' "$err"
-}
-run_dlcc() { "$dlcc" "$@" >"$out" 2>"$err"; rc=$?; }
-check() { # check NAME CMD...: CMD succeeds.
-  local name=$1
-  shift
-  if "$@"; then pass "$name"; else fail "$name"; fi
-}
+prog=$dlcc
+src=$(cd "$2" && pwd)
+source "$src/tests/harness/cli_lib.sh"
 
 cat >m.dlg <<'DLG'
 model small
@@ -126,5 +105,4 @@ run_dlcc compile bad.dlg -o bad.so
 check "model errors exit 1" test "$rc" -eq 1
 check "no artifact for a bad model" test ! -e bad.so
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish
