@@ -37,7 +37,7 @@ import dlcc  # noqa: E402
 
 
 def model_io(model, batch):
-    """(image input, label input, score output name) of `model`: its one float32 input,
+    """(image input, label input, score output) of `model`: its one float32 input,
     [batch, ...], its one integer input [batch], and `probs` or its one [batch, C] output."""
     floats = [d for d in model.inputs if d.dtype_name == "float32"]
     ints = [d for d in model.inputs if d.dtype_name in ("int64", "int32")]
@@ -58,7 +58,7 @@ def model_io(model, batch):
     ]
     if len(scores) != 1:
         sys.exit(f"train_fmnist: {model.name} has no 'probs' output nor one [{batch}, C] output")
-    return x, y, scores[0].name
+    return x, y, scores[0]
 
 
 def main():
@@ -89,9 +89,10 @@ def main():
         producers=args.loader_threads,
         slots=args.prefetch,
         scale=1.0 / 255.0,
-        n_classes=10,
     )
-    xd, yd, scores = model_io(model, B)
+    xd, yd, sd = model_io(model, B)
+    scores = sd.name
+    common["n_classes"] = sd.shape[1]  # labels outside [0, classes) are refused at creation
     try:
         train = dlcc.Loader.idx(
             os.path.join(d, "train-images-idx3-ubyte.gz"),
