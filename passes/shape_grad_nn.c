@@ -4,9 +4,8 @@
 // Each gradient op repeats the geometry check of its forward op: dy must be exactly the shape
 // the forward op (Conv, MaxPool, AveragePool with the same attributes) gives for x, so a
 // mismatch between the autodiff pass and the forward is reported here instead of becoming an
-// out-of-bounds access in a kernel. The output-size rule is the one of shape_nn.c (kept in step
-// with its spatial_out: NOTSET/VALID floor or ceil_mode ceil with the last window dropped when
-// it starts inside the end padding, SAME_* ceil(in / s)). All outputs take x's dtype.
+// out-of-bounds access in a kernel. The output sizes come from shape_nn.c's
+// dl_pass__sh_spatial_out, the forward ops' own rule. All outputs take x's dtype.
 //   ConvGradWeight         (dy: [N, M, OH, OW], x: [N, C, H, W]) -> dw: [M, C/group, kH, kW]
 //   MaxPoolGrad            (dy: [N, C, o...], x: [N, C, d...])  -> dx: like x
 //   AveragePoolGrad        (dy: [N, C, o...], x: [N, C, d...])  -> dx: like x
@@ -14,58 +13,6 @@
 #include "shape_internal.h"
 
 #include <string.h>
-
-// Reads an INTS attribute that must have `n` entries, or fills `def` when absent.
-static bool ints_n(dl_pass__sh *c, const char *name, size_t n, int64_t def, int64_t *out) {
-    size_t got;
-    const int64_t *v = dl_pass__sh_attr_ints(c, name, &got, NULL);
-    if (!v) {
-        for (size_t i = 0; i < n; i++) {
-            out[i] = def;
-        }
-        return true;
-    }
-    if (got != n) {
-        return dl_pass__sh_fail(c, "%s must have %zu entries, got %zu", name, n, got);
-    }
-    memcpy(out, v, sizeof(int64_t) * n);
-    return true;
-}
-
-// Forward output spatial sizes over x ([N, C, spatial...]) with kernel k (as shape_nn.c).
-static bool spatial_out(dl_pass__sh *c, const dl_ir_type *x, const int64_t *k, bool ceil_mode,
-                        int64_t *out) {
-    size_t n_sp = (size_t)x->rank - 2;
-    int64_t s[DL_MAX_RANK], d[DL_MAX_RANK], p[2 * DL_MAX_RANK];
-    if (!ints_n(c, "strides", n_sp, 1, s) || !ints_n(c, "dilations", n_sp, 1, d) ||
-        !ints_n(c, "pads", 2 * n_sp, 0, p)) {
-        return false;
-    }
-    const char *ap = dl_ir_node_attr_string(c->n, "auto_pad");
-    bool same = strcmp(ap, "SAME_UPPER") == 0 || strcmp(ap, "SAME_LOWER") == 0;
-    if (strcmp(ap, "VALID") == 0) {
-        memset(p, 0, sizeof p);
-    }
-    for (size_t i = 0; i < n_sp; i++) {
-        int64_t in = x->dims[2 + i].value, ek = (k[i] - 1) * d[i] + 1;
-        int64_t padded = in + p[i] + p[i + n_sp];
-        if (same) {
-            out[i] = (in + s[i] - 1) / s[i];
-            continue;
-        }
-        if (padded < ek) {
-            return dl_pass__sh_fail(
-                c, "kernel %s (dilated %lld) is larger than the padded input %s",
-                dl_pass__sh_ints(c, k, n_sp), (long long)ek, dl_pass__sh_shape(c, x));
-        }
-        int64_t span = padded - ek;
-        out[i] = (ceil_mode ? (span + s[i] - 1) / s[i] : span / s[i]) + 1;
-        if (ceil_mode && (out[i] - 1) * s[i] >= in + p[i]) {
-            out[i]--;
-        }
-    }
-    return true;
-}
 
 // dy must be [N, ch, o...] for x [N, ...]: the forward's output shape.
 static bool check_dy(dl_pass__sh *c, const dl_ir_type *dy, const dl_ir_type *x, int64_t ch,
@@ -110,8 +57,8 @@ static bool conv_grad_weight(dl_pass__sh *c) {
         return dl_pass__sh_fail(c, "kernel_shape is required");
     }
     int64_t k[2], o[2];
-    if (!ints_n(c, "kernel_shape", 2, 1, k) || !spatial_out(c, x, k, false, o) ||
-        !check_dy(c, dy, x, m, o, "Conv")) {
+    if (!dl_pass__sh_ints_n(c, "kernel_shape", 2, 1, k) ||
+        !dl_pass__sh_spatial_out(c, x, k, false, o) || !check_dy(c, dy, x, m, o, "Conv")) {
         return false;
     }
     dl_ir_type *w = sh_out(c, 0);
@@ -139,8 +86,8 @@ static bool pool_grad(dl_pass__sh *c) {
     size_t n_sp = (size_t)x->rank - 2;
     int64_t k[DL_MAX_RANK], o[DL_MAX_RANK];
     bool is_max = c->n->op == DL_IR_OP_MAX_POOL_GRAD;
-    if (!ints_n(c, "kernel_shape", n_sp, 1, k) ||
-        !spatial_out(c, x, k, dl_ir_node_attr_int(c->n, "ceil_mode") != 0, o) ||
+    if (!dl_pass__sh_ints_n(c, "kernel_shape", n_sp, 1, k) ||
+        !dl_pass__sh_spatial_out(c, x, k, dl_ir_node_attr_int(c->n, "ceil_mode") != 0, o) ||
         !check_dy(c, dy, x, x->dims[1].value, o, is_max ? "MaxPool" : "AveragePool")) {
         return false;
     }

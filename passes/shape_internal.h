@@ -52,6 +52,13 @@ bool dl_pass__sh_fail(dl_pass__sh *c, const char *fmt, ...) DL_PRINTF(2, 3);
 // "[2, 3]" for t (in a rotating buffer of c, valid for the next DL_SH_NBUF - 1 calls).
 const char *dl_pass__sh_shape(dl_pass__sh *c, const dl_ir_type *t);
 const char *dl_pass__sh_ints(dl_pass__sh *c, const int64_t *v, size_t n);
+// Reads INTS attribute `name` of the node, which must have `n` entries (else an error), or fills
+// `def` when it is absent (shape_nn.c).
+bool dl_pass__sh_ints_n(dl_pass__sh *c, const char *name, size_t n, int64_t def, int64_t *out);
+// Output spatial sizes of a convolution or pool over x ([N, C, spatial...]) with kernel k and the
+// node's strides, dilations, pads and auto_pad (shape_nn.c; its header gives the rule).
+bool dl_pass__sh_spatial_out(dl_pass__sh *c, const dl_ir_type *x, const int64_t *k, bool ceil_mode,
+                             int64_t *out);
 
 // Normalises `axis` into [0, rank) (or [0, rank] when allow_end) or reports
 // "axis A is out of range for rank R".

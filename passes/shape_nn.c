@@ -17,7 +17,7 @@
 #define N_SP 2 // spatial dims of the supported convolutions
 
 // Reads an INTS attribute that must have `n` entries, or fills `def` when absent.
-static bool ints_n(dl_pass__sh *c, const char *name, size_t n, int64_t def, int64_t *out) {
+bool dl_pass__sh_ints_n(dl_pass__sh *c, const char *name, size_t n, int64_t def, int64_t *out) {
     size_t got;
     const int64_t *v = dl_pass__sh_attr_ints(c, name, &got, NULL);
     if (!v) {
@@ -43,13 +43,14 @@ static bool need_rank(dl_pass__sh *c, const dl_ir_type *t, int32_t rank, const c
 }
 
 // Output spatial sizes of a convolution or pool over X ([N, C, n_sp spatial dims]) with
-// kernel k.
-static bool spatial_out(dl_pass__sh *c, const dl_ir_type *x, const int64_t *k, bool ceil_mode,
-                        int64_t *out) {
+// kernel k (also the gradient ops' check of their dy, shape_grad_nn.c).
+bool dl_pass__sh_spatial_out(dl_pass__sh *c, const dl_ir_type *x, const int64_t *k, bool ceil_mode,
+                             int64_t *out) {
     size_t n_sp = (size_t)x->rank - 2;
     int64_t s[DL_MAX_RANK], d[DL_MAX_RANK], p[2 * DL_MAX_RANK];
-    if (!ints_n(c, "strides", n_sp, 1, s) || !ints_n(c, "dilations", n_sp, 1, d) ||
-        !ints_n(c, "pads", 2 * n_sp, 0, p)) {
+    if (!dl_pass__sh_ints_n(c, "strides", n_sp, 1, s) ||
+        !dl_pass__sh_ints_n(c, "dilations", n_sp, 1, d) ||
+        !dl_pass__sh_ints_n(c, "pads", 2 * n_sp, 0, p)) {
         return false;
     }
     const char *ap = dl_ir_node_attr_string(c->n, "auto_pad");
@@ -105,7 +106,7 @@ bool dl_pass__sh_conv(dl_pass__sh *c) {
                                 dl_pass__sh_shape(c, x), dl_pass__sh_shape(c, w));
     }
     int64_t k[N_SP] = {w->dims[2].value, w->dims[3].value}, ks[N_SP];
-    if (!ints_n(c, "kernel_shape", N_SP, 0, ks)) {
+    if (!dl_pass__sh_ints_n(c, "kernel_shape", N_SP, 0, ks)) {
         return false;
     }
     if (dl_ir_node_attr(c->n, "kernel_shape") && (ks[0] != k[0] || ks[1] != k[1])) {
@@ -117,7 +118,7 @@ bool dl_pass__sh_conv(dl_pass__sh *c) {
                                 dl_pass__sh_shape(c, b));
     }
     int64_t o[N_SP];
-    if (!spatial_out(c, x, k, false, o)) {
+    if (!dl_pass__sh_spatial_out(c, x, k, false, o)) {
         return false;
     }
     dl_ir_type *y = sh_out(c, 0);
@@ -153,9 +154,12 @@ bool dl_pass__sh_conv_transpose(dl_pass__sh *c) {
     int64_t m = w->dims[1].value * group;
     int64_t k[N_SP] = {w->dims[2].value, w->dims[3].value}, ks[N_SP];
     int64_t s[N_SP], d[N_SP], p[2 * N_SP], op[N_SP], os[N_SP];
-    if (!ints_n(c, "kernel_shape", N_SP, 0, ks) || !ints_n(c, "strides", N_SP, 1, s) ||
-        !ints_n(c, "dilations", N_SP, 1, d) || !ints_n(c, "pads", 2 * N_SP, 0, p) ||
-        !ints_n(c, "output_padding", N_SP, 0, op) || !ints_n(c, "output_shape", N_SP, 0, os)) {
+    if (!dl_pass__sh_ints_n(c, "kernel_shape", N_SP, 0, ks) ||
+        !dl_pass__sh_ints_n(c, "strides", N_SP, 1, s) ||
+        !dl_pass__sh_ints_n(c, "dilations", N_SP, 1, d) ||
+        !dl_pass__sh_ints_n(c, "pads", 2 * N_SP, 0, p) ||
+        !dl_pass__sh_ints_n(c, "output_padding", N_SP, 0, op) ||
+        !dl_pass__sh_ints_n(c, "output_shape", N_SP, 0, os)) {
         return false;
     }
     if (dl_ir_node_attr(c->n, "kernel_shape") && (ks[0] != k[0] || ks[1] != k[1])) {
@@ -214,8 +218,8 @@ bool dl_pass__sh_pool(dl_pass__sh *c) {
     if (!dl_ir_node_attr(c->n, "kernel_shape")) {
         return dl_pass__sh_fail(c, "kernel_shape is required");
     }
-    if (!ints_n(c, "kernel_shape", n_sp, 1, k) ||
-        !spatial_out(c, x, k, dl_ir_node_attr_int(c->n, "ceil_mode") != 0, o)) {
+    if (!dl_pass__sh_ints_n(c, "kernel_shape", n_sp, 1, k) ||
+        !dl_pass__sh_spatial_out(c, x, k, dl_ir_node_attr_int(c->n, "ceil_mode") != 0, o)) {
         return false;
     }
     dl_ir_type *y = sh_out(c, 0);
