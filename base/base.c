@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -82,7 +83,7 @@ void *dl_arena_alloc(dl_arena *a, size_t size) {
         if (size > cap) {
             cap = size;
         }
-        dl_arena_chunk *n = malloc(sizeof(*n) + cap);
+        dl_arena_chunk *n = dl_mem_alloc(sizeof(*n) + cap);
         if (!n) {
             return NULL;
         }
@@ -127,6 +128,65 @@ char *dl_arena_strdup(dl_arena *a, const char *s) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Allocation with a fault hook (faultsim). fail_after < 0: never fail; otherwise the allocation
+// whose 0-based index since the last arming is >= fail_after returns NULL.
+
+static _Atomic long alloc_fail_after = -1;
+static _Atomic long alloc_count;
+static _Atomic bool alloc_refused;
+
+static bool alloc_allowed(void) {
+    long i = atomic_fetch_add_explicit(&alloc_count, 1, memory_order_relaxed);
+    long limit = atomic_load_explicit(&alloc_fail_after, memory_order_relaxed);
+    if (limit >= 0 && i >= limit) {
+        atomic_store_explicit(&alloc_refused, true, memory_order_relaxed);
+        return false;
+    }
+    return true;
+}
+
+void dl_test_fail_alloc_after(long n) {
+    // ordering: a test arms the hook from one thread before starting the work it measures.
+    atomic_store_explicit(&alloc_count, 0, memory_order_relaxed);
+    atomic_store_explicit(&alloc_refused, false, memory_order_relaxed);
+    atomic_store_explicit(&alloc_fail_after, n < 0 ? -1 : n, memory_order_relaxed);
+}
+
+long dl_test_alloc_count(void) {
+    return atomic_load_explicit(&alloc_count, memory_order_relaxed);
+}
+
+bool dl_test_alloc_failed(void) {
+    return atomic_load_explicit(&alloc_refused, memory_order_relaxed);
+}
+
+void *dl_mem_alloc(size_t size) {
+    return alloc_allowed() ? malloc(size) : NULL;
+}
+
+void *dl_mem_calloc(size_t n, size_t size) {
+    return alloc_allowed() ? calloc(n, size) : NULL;
+}
+
+void *dl_mem_realloc(void *p, size_t size) {
+    return alloc_allowed() ? realloc(p, size) : NULL;
+}
+
+char *dl_mem_strndup(const char *s, size_t n) {
+    size_t len = strnlen(s, n);
+    char *q = dl_mem_alloc(len + 1);
+    if (q) {
+        memcpy(q, s, len);
+        q[len] = 0;
+    }
+    return q;
+}
+
+char *dl_mem_strdup(const char *s) {
+    return dl_mem_strndup(s, SIZE_MAX);
+}
+
+// ---------------------------------------------------------------------------------------------
 // Growable buffers
 
 bool dl__vec_reserve(void **data, size_t *cap, size_t need, size_t elem_size) {
@@ -137,7 +197,7 @@ bool dl__vec_reserve(void **data, size_t *cap, size_t need, size_t elem_size) {
     while (ncap < need) {
         ncap *= 2;
     }
-    void *p = realloc(*data, ncap * elem_size);
+    void *p = dl_mem_realloc(*data, ncap * elem_size);
     if (!p) {
         return false;
     }
@@ -289,7 +349,7 @@ dl_status dl_read_file(const char *path, char **out, size_t *out_len) {
 
 dl_status dl_write_file_atomic(const char *path, const void *data, size_t len) {
     size_t plen = strlen(path);
-    char *tmp = malloc(plen + 16);
+    char *tmp = dl_mem_alloc(plen + 16);
     if (!tmp) {
         return DL_ERR_NOMEM;
     }

@@ -22,7 +22,7 @@ struct dl_diags {
 };
 
 dl_status dl_diags_create(dl_diags **out) {
-    *out = calloc(1, sizeof(dl_diags));
+    *out = dl_mem_calloc(1, sizeof(dl_diags));
     return *out ? DL_OK : DL_ERR_NOMEM;
 }
 
@@ -50,7 +50,7 @@ void dl_diags_destroy(dl_diags *d) {
 
 dl_status dl_diags_add_file(dl_diags *d, const char *name, const char *text, size_t len,
                             uint32_t *out_id) {
-    diag_file f = {strdup(name), malloc(len + 1), len};
+    diag_file f = {dl_mem_strdup(name), dl_mem_alloc(len + 1), len};
     if (!f.name || !f.text || !DL_VEC_PUSH(&d->files, f)) {
         free(f.name);
         free(f.text);

@@ -50,6 +50,27 @@ DL_NORETURN void dl__assert_fail(const char *expr, const char *file, int line);
 #define DL_ARRAY_LEN(a)  (sizeof(a) / sizeof((a)[0]))
 
 // ---------------------------------------------------------------------------------------------
+// Allocation
+//
+// Every dlcc module allocates heap memory through these (libc's contracts; free() releases), so
+// that a test can make allocations fail on purpose (SQLite's faultsim): after
+// dl_test_fail_alloc_after(n), the first n allocations succeed and every later one returns NULL
+// until the hook is reset with n < 0. Thread-safe (relaxed atomics); LLVM's and SQLite's own
+// allocations are not counted.
+
+void *dl_mem_alloc(size_t size);
+void *dl_mem_calloc(size_t n, size_t size);
+void *dl_mem_realloc(void *p, size_t size);
+char *dl_mem_strdup(const char *s);
+char *dl_mem_strndup(const char *s, size_t n);
+// Test hook (see above). n < 0 disarms it. Also resets the counter dl_test_alloc_count reports.
+void dl_test_fail_alloc_after(long n);
+// Allocations attempted since the last dl_test_fail_alloc_after call (failed ones included).
+long dl_test_alloc_count(void);
+// True when an allocation was refused by the hook since the last dl_test_fail_alloc_after call.
+bool dl_test_alloc_failed(void);
+
+// ---------------------------------------------------------------------------------------------
 // Source locations and diagnostics
 
 // 1-based line and column (column counts bytes); len = length of the highlighted token (>= 1

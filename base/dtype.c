@@ -79,7 +79,7 @@ dl_status dl_tensor_alloc(dl_tensor *t, dl_dtype dtype, int32_t rank, const int6
         t->dims[i] = 0;
     }
     size_t bytes = (size_t)n * dl_dtype_size(dtype);
-    t->data = calloc(1, bytes ? bytes : 1);
+    t->data = dl_mem_calloc(1, bytes ? bytes : 1);
     return t->data ? DL_OK : DL_ERR_NOMEM;
 }
 

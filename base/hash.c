@@ -19,7 +19,7 @@ dl_hash128 dl_hash128_of(const void *data, size_t len) {
 }
 
 dl_status dl_hash128_begin(dl_hash128_state **out) {
-    dl_hash128_state *s = malloc(sizeof *s);
+    dl_hash128_state *s = dl_mem_alloc(sizeof *s);
     if (!s || !(s->st = XXH3_createState())) {
         free(s);
         *out = NULL;

@@ -191,7 +191,7 @@ static dl_status read_body(src *s, size_t hdr, size_t expected, size_t hint, voi
     if (cap < expected && cap < ((size_t)1 << 20)) {
         cap = expected < ((size_t)1 << 20) ? expected : ((size_t)1 << 20);
     }
-    unsigned char *buf = malloc(cap ? cap : 1);
+    unsigned char *buf = dl_mem_alloc(cap ? cap : 1);
     if (!buf) {
         set_err(err, err_size, "out of memory for %zu data bytes", expected);
         return DL_ERR_NOMEM;
@@ -201,7 +201,7 @@ static dl_status read_body(src *s, size_t hdr, size_t expected, size_t hint, voi
     while (got < expected) {
         if (got == cap) {
             size_t ncap = cap > expected / 2 ? expected : cap * 2;
-            unsigned char *nb = realloc(buf, ncap);
+            unsigned char *nb = dl_mem_realloc(buf, ncap);
             if (!nb) {
                 set_err(err, err_size, "out of memory for %zu data bytes", expected);
                 st = DL_ERR_NOMEM;
@@ -520,7 +520,7 @@ dl_status dl_idx_find_mnist_files(const char *dir, dl_idx_mnist_paths *out, char
     }
     for (int i = 0; i < DL_IDX_MNIST_N_FILES; i++) {
         size_t len = strlen(dir) + 1 + strlen(mnist_names[i]) + 4; // "/", name, ".gz", NUL
-        char *p = malloc(len);
+        char *p = dl_mem_alloc(len);
         if (!p) {
             dl_idx_mnist_paths_fini(out);
             set_err(err, err_size, "out of memory");

@@ -165,7 +165,7 @@ struct dl_st_writer {
 };
 
 dl_status dl_st_writer_create(dl_st_writer **out) {
-    *out = calloc(1, sizeof(dl_st_writer));
+    *out = dl_mem_calloc(1, sizeof(dl_st_writer));
     return *out ? DL_OK : DL_ERR_NOMEM;
 }
 
@@ -187,7 +187,7 @@ void dl_st_writer_destroy(dl_st_writer *w) {
 
 static char *str_dup(const char *s) {
     size_t n = strlen(s) + 1;
-    char *p = malloc(n);
+    char *p = dl_mem_alloc(n);
     if (p) {
         memcpy(p, s, n);
     }
@@ -337,7 +337,7 @@ dl_status dl_st_writer_serialize(const dl_st_writer *w, unsigned char **out, siz
     for (size_t i = 0; i < w->tensors.len; i++) {
         total += (size_t)w->tensors.data[i].nbytes;
     }
-    unsigned char *buf = malloc(total ? total : 1);
+    unsigned char *buf = dl_mem_alloc(total ? total : 1);
     if (!buf) {
         dl_strbuf_fini(&h);
         return DL_ERR_NOMEM;
@@ -383,7 +383,7 @@ dl_status dl_st_write_file(const dl_st_writer *w, const char *path) {
     // Same protocol as dl_write_file_atomic, streamed so a multi-GiB checkpoint is not copied
     // into one buffer first.
     size_t plen = strlen(path);
-    char *tmp = malloc(plen + 16);
+    char *tmp = dl_mem_alloc(plen + 16);
     if (!tmp) {
         dl_strbuf_fini(&h);
         return DL_ERR_NOMEM;
@@ -929,8 +929,8 @@ static int cmp_off_idx(const void *a, const void *b) {
 static dl_status sort_names(const char *const *names, size_t n, size_t **out, const char **dup) {
     *out = NULL;
     *dup = NULL;
-    name_idx *tmp = malloc((n ? n : 1) * sizeof *tmp);
-    size_t *idx = malloc((n ? n : 1) * sizeof *idx);
+    name_idx *tmp = dl_mem_alloc((n ? n : 1) * sizeof *tmp);
+    size_t *idx = dl_mem_alloc((n ? n : 1) * sizeof *idx);
     if (!tmp || !idx) {
         free(tmp);
         free(idx);
@@ -991,7 +991,7 @@ static dl_status validate(dl_st_file *f, char *err, size_t err_size) {
     }
     // The byte ranges must tile [0, data_size): sorted by offset, each begins where the
     // previous one ended (no gap, no overlap) and the last ends at the end of the file.
-    off_idx *o = malloc((n ? n : 1) * sizeof *o);
+    off_idx *o = dl_mem_alloc((n ? n : 1) * sizeof *o);
     if (!o) {
         set_err(err, err_size, "out of memory");
         return DL_ERR_NOMEM;
@@ -1024,7 +1024,7 @@ static dl_status validate(dl_st_file *f, char *err, size_t err_size) {
         return DL_ERR_PARSE;
     }
 
-    const char **names = malloc((n ? n : 1) * sizeof *names);
+    const char **names = dl_mem_alloc((n ? n : 1) * sizeof *names);
     if (!names) {
         set_err(err, err_size, "out of memory");
         return DL_ERR_NOMEM;
@@ -1044,7 +1044,7 @@ static dl_status validate(dl_st_file *f, char *err, size_t err_size) {
         return st;
     }
     size_t m = f->meta.len;
-    names = malloc((m ? m : 1) * sizeof *names);
+    names = dl_mem_alloc((m ? m : 1) * sizeof *names);
     if (!names) {
         set_err(err, err_size, "out of memory");
         return DL_ERR_NOMEM;
@@ -1068,7 +1068,7 @@ dl_status dl_st_open(const char *path, dl_st_file **out, char *err, size_t err_s
     *out = NULL;
     unsigned char *hdr = NULL;
     dl_status st = DL_ERR_PARSE;
-    dl_st_file *f = calloc(1, sizeof *f);
+    dl_st_file *f = dl_mem_calloc(1, sizeof *f);
     if (!f) {
         set_err(err, err_size, "out of memory");
         return DL_ERR_NOMEM;
@@ -1117,7 +1117,7 @@ dl_status dl_st_open(const char *path, dl_st_file **out, char *err, size_t err_s
                 (unsigned long long)hlen);
         goto out;
     }
-    hdr = malloc((size_t)hlen);
+    hdr = dl_mem_alloc((size_t)hlen);
     if (!hdr) {
         set_err(err, err_size, "out of memory");
         st = DL_ERR_NOMEM;

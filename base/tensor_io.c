@@ -458,7 +458,7 @@ dl_status dl_npy_write(const char *path, const dl_tensor *t) {
     }
     size_t nbytes = (size_t)numel * dl_dtype_size(t->dtype);
     size_t total = 10 + h.len + nbytes;
-    unsigned char *buf = malloc(total);
+    unsigned char *buf = dl_mem_alloc(total);
     if (!buf) {
         dl_strbuf_fini(&h);
         return DL_ERR_NOMEM;

@@ -127,7 +127,7 @@ static bool get_str(reader *r, char **out) {
         memchr(r->p, 0, n) != NULL) {
         return false;
     }
-    *out = malloc((size_t)n + 1);
+    *out = dl_mem_alloc((size_t)n + 1);
     if (!*out) {
         return false;
     }
@@ -235,7 +235,7 @@ dl_status dl_cache_export(dl_cache *c, const char *dir, dl_diags *d, int64_t *ou
             break;
         }
         size_t plen = strlen(dir) + 40;
-        char *path = malloc(plen);
+        char *path = dl_mem_alloc(plen);
         if (!path) {
             free(buf);
             s = DL_ERR_NOMEM;
@@ -280,7 +280,7 @@ dl_status dl_cache_import(dl_cache *c, const char *dir, dl_diags *d, int64_t *ou
             continue;
         }
         size_t plen = strlen(dir) + nl + 2;
-        char *p = malloc(plen);
+        char *p = dl_mem_alloc(plen);
         if (!p || !DL_VEC_PUSH(&names, p)) {
             free(p);
             s = DL_ERR_NOMEM;

@@ -100,7 +100,7 @@ static int64_t now_s(void) {
 
 static char *str_dup(const char *s) {
     size_t n = strlen(s) + 1;
-    char *p = malloc(n);
+    char *p = dl_mem_alloc(n);
     if (p) {
         memcpy(p, s, n);
     }
@@ -109,7 +109,7 @@ static char *str_dup(const char *s) {
 
 static char *path_join(const char *a, const char *b) {
     size_t na = strlen(a), nb = strlen(b);
-    char *p = malloc(na + nb + 2);
+    char *p = dl_mem_alloc(na + nb + 2);
     if (!p) {
         return NULL;
     }
@@ -423,7 +423,7 @@ static dl_status open_impl(const char *dir_in, bool is_readonly, dl_diags *d, dl
     *out = NULL;
     dl_status s = DL_OK;
     int fd = -1;
-    dl_cache *c = calloc(1, sizeof *c);
+    dl_cache *c = dl_mem_calloc(1, sizeof *c);
     if (!c) {
         return DL_ERR_NOMEM;
     }
@@ -882,7 +882,7 @@ dl_status dl_cache_get(dl_cache *c, dl_hash128 key, uint8_t **out_blob, size_t *
             const void *b = sqlite3_column_blob(st, 11);
             int n = sqlite3_column_bytes(st, 11);
             len = n > 0 ? (size_t)n : 0;
-            blob = malloc(len ? len : 1);
+            blob = dl_mem_alloc(len ? len : 1);
             if (!e.model || !e.target || !e.compiler_version || !blob) {
                 rc = SQLITE_NOMEM;
             } else if (len) {

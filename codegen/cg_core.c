@@ -496,11 +496,11 @@ static void resolve_cpu(const dl_cg_options *o, char **cpu, char **features, boo
     bool host = !o->cpu || !o->cpu[0] || strcmp(o->cpu, "native") == 0;
     if (host) {
         *cpu = LLVMGetHostCPUName();
-        *features = o->features ? strdup(o->features) : LLVMGetHostCPUFeatures();
+        *features = o->features ? dl_mem_strdup(o->features) : LLVMGetHostCPUFeatures();
         *llvm_owned = !o->features;
     } else {
-        *cpu = strdup(o->cpu);
-        *features = strdup(o->features ? o->features : "");
+        *cpu = dl_mem_strdup(o->cpu);
+        *features = dl_mem_strdup(o->features ? o->features : "");
         *llvm_owned = false;
     }
 }
@@ -562,7 +562,7 @@ static uint32_t isa_of_features(const char *f) {
 // The resolved features plus "+64bit" (x86-64 code needs the 64-bit feature; a CPU name without
 // it, such as i686, would make LLVM abort). Heap string or NULL.
 static char *features_with_64bit(const char *features) {
-    char *f = malloc(strlen(features) + 8);
+    char *f = dl_mem_alloc(strlen(features) + 8);
     if (f) {
         sprintf(f, "%s%s+64bit", features, features[0] ? "," : "");
     }
@@ -779,9 +779,9 @@ typedef DL_VEC(uint32_t) u32_vec;
 static dl_status compute_deps(cg *c, size_t n_buf, const dl_cg_memplan *mp, const uint32_t *seq,
                               size_t nk, uint32_t base, u32_vec *all, uint32_t *first,
                               uint32_t *count) {
-    int64_t *last_writer = malloc((n_buf ? n_buf : 1) * sizeof(int64_t));
-    u32_vec *readers = calloc(n_buf ? n_buf : 1, sizeof *readers);
-    uint8_t *mark = calloc(nk ? nk : 1, 1);
+    int64_t *last_writer = dl_mem_alloc((n_buf ? n_buf : 1) * sizeof(int64_t));
+    u32_vec *readers = dl_mem_calloc(n_buf ? n_buf : 1, sizeof *readers);
+    uint8_t *mark = dl_mem_calloc(nk ? nk : 1, 1);
     dl_status st = DL_OK;
     if (!last_writer || !readers || !mark) {
         st = DL_ERR_NOMEM;
@@ -864,13 +864,13 @@ static dl_status build_plan(cg *c, const char *target, blob *out) {
     size_t n_buf = n_val + c->extra.len;
     size_t n_ten = m->inputs.len + m->outputs.len + m->params.len + c->states.len;
     size_t n_inf = c->infer_kernels.len, n_tr = c->train_kernels.len, nk = n_inf + n_tr;
-    dlrt_plan_buffer *bufs = calloc(n_buf ? n_buf : 1, sizeof *bufs);
-    dlrt_plan_tensor *tens = calloc(n_ten ? n_ten : 1, sizeof *tens);
-    dlrt_plan_kernel *ks = calloc(nk ? nk : 1, sizeof *ks);
-    uint32_t *dep_first = calloc(nk ? nk : 1, sizeof(uint32_t));
-    uint32_t *dep_count = calloc(nk ? nk : 1, sizeof(uint32_t));
-    uint32_t *seq = calloc(nk ? nk : 1, sizeof(uint32_t));
-    dlrt_plan_hparam *hps = calloc(c->hparams.len ? c->hparams.len : 1, sizeof *hps);
+    dlrt_plan_buffer *bufs = dl_mem_calloc(n_buf ? n_buf : 1, sizeof *bufs);
+    dlrt_plan_tensor *tens = dl_mem_calloc(n_ten ? n_ten : 1, sizeof *tens);
+    dlrt_plan_kernel *ks = dl_mem_calloc(nk ? nk : 1, sizeof *ks);
+    uint32_t *dep_first = dl_mem_calloc(nk ? nk : 1, sizeof(uint32_t));
+    uint32_t *dep_count = dl_mem_calloc(nk ? nk : 1, sizeof(uint32_t));
+    uint32_t *seq = dl_mem_calloc(nk ? nk : 1, sizeof(uint32_t));
+    dlrt_plan_hparam *hps = dl_mem_calloc(c->hparams.len ? c->hparams.len : 1, sizeof *hps);
     u32_vec deps = {0};
     dl_cg_memplan mp = {0};
     if (!bufs || !tens || !ks || !dep_first || !dep_count || !seq || !hps) {
@@ -1084,7 +1084,7 @@ static void add_artifact_globals(cg *c, const blob *plan) {
 
 static char *find_on_path(const char *name) {
     if (strchr(name, '/')) {
-        return access(name, X_OK) == 0 ? strdup(name) : NULL;
+        return access(name, X_OK) == 0 ? dl_mem_strdup(name) : NULL;
     }
     const char *path = getenv("PATH");
     if (!path || !*path) {
@@ -1100,7 +1100,7 @@ static char *find_on_path(const char *name) {
             buf[n] = '/';
             strcpy(buf + n + 1, name);
             if (access(buf, X_OK) == 0) {
-                return strdup(buf);
+                return dl_mem_strdup(buf);
             }
         }
         p = e ? e + 1 : p + n;
@@ -1304,7 +1304,7 @@ dl_status dl_cg_compile(const dl_ir_module *m, const dl_cg_options *o, dl_diags 
     if (st != DL_OK) {
         goto out;
     }
-    c.value_buf = calloc(m->values.len ? m->values.len : 1, sizeof(uint32_t));
+    c.value_buf = dl_mem_calloc(m->values.len ? m->values.len : 1, sizeof(uint32_t));
     if (!c.value_buf) {
         st = DL_ERR_NOMEM;
         goto out;
@@ -1314,8 +1314,8 @@ dl_status dl_cg_compile(const dl_ir_module *m, const dl_cg_options *o, dl_diags 
     }
     c.hyper_buf = c.loss_buf = c.seed_buf = c.counter_buf = UINT32_MAX;
     c.optimizer = DLRT_OPTIM_NONE;
-    c.node_k0 = calloc(m->nodes.len ? m->nodes.len : 1, sizeof(uint32_t));
-    c.node_k1 = calloc(m->nodes.len ? m->nodes.len : 1, sizeof(uint32_t));
+    c.node_k0 = dl_mem_calloc(m->nodes.len ? m->nodes.len : 1, sizeof(uint32_t));
+    c.node_k1 = dl_mem_calloc(m->nodes.len ? m->nodes.len : 1, sizeof(uint32_t));
     if (!c.node_k0 || !c.node_k1) {
         st = DL_ERR_NOMEM;
         goto out;

@@ -81,7 +81,7 @@ static bool need_float(cg *c, const dl_ir_value *v, const char *what) {
 
 // A private constant global array of i64, for index tables.
 static LLVMValueRef const_table(cg *c, const int64_t *v, size_t n) {
-    LLVMValueRef *elems = malloc(sizeof(LLVMValueRef) * (n ? n : 1));
+    LLVMValueRef *elems = dl_mem_alloc(sizeof(LLVMValueRef) * (n ? n : 1));
     if (!elems) {
         return NULL;
     }
@@ -690,9 +690,9 @@ static dl_status lower_pad_grad_tables(cg *c, dl_ir_value *dx, dl_ir_value *dy, 
     LLVMValueRef tstart[DL_MAX_RANK], tlist[DL_MAX_RANK];
     for (int32_t k = 0; k < r; k++) {
         int64_t d = xt->dims[k].value, Y = yt->dims[k].value;
-        int64_t *src = malloc(sizeof(int64_t) * (size_t)(Y + 1));
-        int64_t *start = calloc((size_t)(d + 2), sizeof(int64_t));
-        int64_t *list = malloc(sizeof(int64_t) * (size_t)(Y + 1));
+        int64_t *src = dl_mem_alloc(sizeof(int64_t) * (size_t)(Y + 1));
+        int64_t *start = dl_mem_calloc((size_t)(d + 2), sizeof(int64_t));
+        int64_t *list = dl_mem_alloc(sizeof(int64_t) * (size_t)(Y + 1));
         if (!src || !start || !list) {
             free(src);
             free(start);
@@ -721,7 +721,7 @@ static dl_status lower_pad_grad_tables(cg *c, dl_ir_value *dx, dl_ir_value *dy, 
         for (int64_t i = 0; i < d; i++) {
             start[i + 1] += start[i];
         }
-        int64_t *fill = calloc((size_t)(d + 1), sizeof(int64_t));
+        int64_t *fill = dl_mem_calloc((size_t)(d + 1), sizeof(int64_t));
         if (!fill) {
             free(src);
             free(start);

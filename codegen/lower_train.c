@@ -69,7 +69,7 @@ typedef struct train_ctx {
 static dl_status add_extra(cg *c, uint64_t size, uint32_t kind, const void *init, uint32_t *id) {
     cg_extra_buf e = {size, kind, init ? DLRT_BUF_F_INIT_DATA : 0u, NULL};
     if (init) {
-        e.init = malloc(size ? (size_t)size : 1);
+        e.init = dl_mem_alloc(size ? (size_t)size : 1);
         if (!e.init) {
             return DL_ERR_NOMEM;
         }
@@ -195,8 +195,8 @@ static void gradsq_body(train_ctx *x, void *u_, size_t j, LLVMValueRef i) {
 static dl_status emit_gradsq(train_ctx *x) {
     cg *c = x->c;
     size_t n_out = 1 + (x->acc ? x->n_tp : 0), n_args = n_out + x->n_tp;
-    uint32_t *bufs = calloc(n_args, sizeof *bufs);
-    LLVMValueRef *g = calloc(x->n_tp ? 2 * x->n_tp : 1, sizeof *g);
+    uint32_t *bufs = dl_mem_calloc(n_args, sizeof *bufs);
+    LLVMValueRef *g = dl_mem_calloc(x->n_tp ? 2 * x->n_tp : 1, sizeof *g);
     if (!bufs || !g) {
         free(bufs);
         free(g);
@@ -512,8 +512,8 @@ static dl_status emit_update(train_ctx *x) {
     size_t ns = x->n_slots, np = x->n_tp;
     size_t n_out = np * (1 + ns + (x->acc ? 1 : 0)), n_g = x->acc ? 0 : np;
     size_t n_args = n_out + n_g + 1;
-    uint32_t *bufs = calloc(n_args, sizeof *bufs);
-    LLVMValueRef *ptrs = calloc(n_args, sizeof *ptrs);
+    uint32_t *bufs = dl_mem_calloc(n_args, sizeof *bufs);
+    LLVMValueRef *ptrs = dl_mem_calloc(n_args, sizeof *ptrs);
     if (!bufs || !ptrs) {
         free(bufs);
         free(ptrs);
@@ -684,7 +684,7 @@ static dl_status check_module(cg *c) {
 static dl_status collect_node_kernels(cg *c) {
     const dl_ir_module *m = c->m;
     size_t nn = m->nodes.len;
-    uint8_t *need = calloc(nn ? nn : 1, 1);
+    uint8_t *need = dl_mem_calloc(nn ? nn : 1, 1);
     if (!need) {
         return DL_ERR_NOMEM;
     }
@@ -800,7 +800,7 @@ static dl_status add_hparams(train_ctx *x) {
 static dl_status plan_state(train_ctx *x) {
     cg *c = x->c;
     const dl_ir_module *m = c->m;
-    x->tp = calloc(m->params.len ? m->params.len : 1, sizeof *x->tp);
+    x->tp = dl_mem_calloc(m->params.len ? m->params.len : 1, sizeof *x->tp);
     if (!x->tp) {
         return DL_ERR_NOMEM;
     }
@@ -823,7 +823,7 @@ static dl_status plan_state(train_ctx *x) {
             const char *slot = is_acc ? "grad_accum" : x->slot_names[q];
             DL_TRY(add_extra(c, bytes, DLRT_BUF_STATE, NULL, buf));
             size_t len = strlen(p->name) + strlen(slot) + 2;
-            cg_state_tensor sv = {malloc(len), p, *buf};
+            cg_state_tensor sv = {dl_mem_alloc(len), p, *buf};
             if (!sv.name) {
                 return DL_ERR_NOMEM;
             }
@@ -864,7 +864,7 @@ dl_status dl_cg__lower_train(cg *c) {
     c->loss_buf = c->value_buf[m->train_loss->id];
     if (x.t->loss_scale != DL_IR_LS_NONE && m->grad_seed) {
         c->seed_buf = c->value_buf[m->grad_seed->id];
-        c->seed_init = malloc(sizeof(double));
+        c->seed_init = dl_mem_alloc(sizeof(double));
         if (!c->seed_init) {
             return DL_ERR_NOMEM;
         }

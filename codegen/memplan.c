@@ -71,7 +71,7 @@ static bool empty_in(const mp_ctx *x, int e, uint32_t g) {
 // its contents across calls) and the pinned outputs.
 static void liveness(mp_ctx *x) {
     cg *c = x->c;
-    uint8_t *written = calloc(x->n_buf ? x->n_buf : 1, 1);
+    uint8_t *written = dl_mem_calloc(x->n_buf ? x->n_buf : 1, 1);
     for (int e = 0; e < N_ENTRIES; e++) {
         for (size_t b = 0; b < x->n_buf; b++) {
             x->lo[e][b] = INT32_MAX;
@@ -306,10 +306,10 @@ static dl_status place(mp_ctx *x, uint64_t *arena) {
     cg *c = x->c;
     const dl_ir_module *m = c->m;
     uint64_t at = 0;
-    uint8_t *done = calloc(x->n_buf ? x->n_buf : 1, 1);
-    key *groups = calloc(x->n_buf ? x->n_buf : 1, sizeof *groups);
-    uint32_t *placed = calloc(x->n_buf ? x->n_buf : 1, sizeof *placed);
-    span *sp = calloc(x->n_buf ? x->n_buf : 1, sizeof *sp);
+    uint8_t *done = dl_mem_calloc(x->n_buf ? x->n_buf : 1, 1);
+    key *groups = dl_mem_calloc(x->n_buf ? x->n_buf : 1, sizeof *groups);
+    uint32_t *placed = dl_mem_calloc(x->n_buf ? x->n_buf : 1, sizeof *placed);
+    span *sp = dl_mem_calloc(x->n_buf ? x->n_buf : 1, sizeof *sp);
     dl_status st = DL_OK;
     if (!done || !groups || !placed || !sp) {
         st = DL_ERR_NOMEM;
@@ -390,11 +390,11 @@ out:
 // end. Every buffer lists itself first (so deps keep their per-buffer meaning).
 static dl_status overlaps(mp_ctx *x, dl_cg_memplan *out) {
     size_t n = x->n_buf;
-    key *ord = calloc(n ? n : 1, sizeof *ord);
+    key *ord = dl_mem_calloc(n ? n : 1, sizeof *ord);
     DL_VEC(uint32_t) pa = {0}, pb = {0};
     dl_status st = DL_OK;
-    out->ov_first = calloc(n ? n : 1, sizeof(uint32_t));
-    out->ov_count = calloc(n ? n : 1, sizeof(uint32_t));
+    out->ov_first = dl_mem_calloc(n ? n : 1, sizeof(uint32_t));
+    out->ov_count = dl_mem_calloc(n ? n : 1, sizeof(uint32_t));
     if (!ord || !out->ov_first || !out->ov_count) {
         st = DL_ERR_NOMEM;
         goto out;
@@ -435,7 +435,7 @@ static dl_status overlaps(mp_ctx *x, dl_cg_memplan *out) {
         total += 1 + out->ov_count[b];
         out->ov_count[b] = 1;
     }
-    out->ov = calloc(total ? total : 1, sizeof(uint32_t));
+    out->ov = dl_mem_calloc(total ? total : 1, sizeof(uint32_t));
     if (!out->ov) {
         st = DL_ERR_NOMEM;
         goto out;
@@ -470,16 +470,16 @@ dl_status dl_cg__memplan(cg *c, dlrt_plan_buffer *bufs, size_t n_buf, dl_cg_memp
     x.n_seq[1] = c->train_kernels.len;
     size_t nb = n_buf ? n_buf : 1, nk = c->kernels.len ? c->kernels.len : 1;
     dl_status st = DL_OK;
-    x.parent = calloc(nb, sizeof *x.parent);
-    x.exclusive = calloc(nb, 1);
-    x.pinned = calloc(nb, 1);
+    x.parent = dl_mem_calloc(nb, sizeof *x.parent);
+    x.exclusive = dl_mem_calloc(nb, 1);
+    x.pinned = dl_mem_calloc(nb, 1);
     bool ok = x.parent && x.exclusive && x.pinned;
     for (int e = 0; e < N_ENTRIES; e++) {
-        x.pos[e] = malloc(nk * sizeof(int32_t));
-        x.lo[e] = malloc(nb * sizeof(int32_t));
-        x.hi[e] = malloc(nb * sizeof(int32_t));
-        x.n_rd[e] = malloc(nb * sizeof(int32_t));
-        x.rd_at[e] = malloc(nb * sizeof(int32_t));
+        x.pos[e] = dl_mem_alloc(nk * sizeof(int32_t));
+        x.lo[e] = dl_mem_alloc(nb * sizeof(int32_t));
+        x.hi[e] = dl_mem_alloc(nb * sizeof(int32_t));
+        x.n_rd[e] = dl_mem_alloc(nb * sizeof(int32_t));
+        x.rd_at[e] = dl_mem_alloc(nb * sizeof(int32_t));
         ok = ok && x.pos[e] && x.lo[e] && x.hi[e] && x.n_rd[e] && x.rd_at[e];
     }
     if (!ok) {

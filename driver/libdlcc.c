@@ -36,7 +36,7 @@ int dlcc_lib_compile(const char *path, const char *const *dim_names, const int64
     if (dl_diags_create(&d) != DL_OK) {
         return DL_ERR_NOMEM;
     }
-    dlcc_bind *binds = n_dims ? calloc(n_dims, sizeof *binds) : NULL;
+    dlcc_bind *binds = n_dims ? dl_mem_calloc(n_dims, sizeof *binds) : NULL;
     dl_status st = n_dims && !binds ? DL_ERR_NOMEM : DL_OK;
     for (size_t i = 0; st == DL_OK && i < n_dims; i++) {
         if (!dim_names[i] || !dim_names[i][0]) {

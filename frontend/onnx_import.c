@@ -335,7 +335,7 @@ static sym *sym_get(imp *im, const char *name) {
     }
     if ((im->n + 1) * 2 > im->cap) {
         size_t ncap = im->cap ? im->cap * 2 : 64;
-        sym **ns = calloc(ncap, sizeof(sym *));
+        sym **ns = dl_mem_calloc(ncap, sizeof(sym *));
         if (!ns) {
             return NULL;
         }
@@ -348,7 +348,7 @@ static sym *sym_get(imp *im, const char *name) {
         im->slots = ns;
         im->cap = ncap;
     }
-    s = calloc(1, sizeof(sym));
+    s = dl_mem_calloc(1, sizeof(sym));
     if (!s) {
         return NULL;
     }
@@ -411,7 +411,7 @@ static bool ident_char(char c) {
 // become '_', a leading digit gets a 'v' prefix, an empty name becomes "_".
 static char *sanitize(const char *src) {
     size_t n = strlen(src);
-    char *base = malloc(n + 2);
+    char *base = dl_mem_alloc(n + 2);
     if (!base) {
         return NULL;
     }
@@ -439,7 +439,7 @@ static char *make_ident(const dl_ir_module *m, const char *src) {
     if (!dl_ir_module_find(m, base)) {
         return base;
     }
-    char *cand = malloc(o + 24);
+    char *cand = dl_mem_alloc(o + 24);
     if (!cand) {
         free(base);
         return NULL;
@@ -501,7 +501,7 @@ static dl_status constant_value(imp *im, const Onnx__NodeProto *nd, const char *
         return DL_ERR_UNSUPPORTED;
     }
     const Onnx__AttributeProto *a = nd->attribute[0];
-    dl_tensor *t = calloc(1, sizeof(dl_tensor));
+    dl_tensor *t = dl_mem_calloc(1, sizeof(dl_tensor));
     if (!t) {
         return DL_ERR_NOMEM;
     }
@@ -691,17 +691,17 @@ static bool record_need_const(imp *im, const sym *s) {
         }
     }
     size_t n = info->n_need_const + 1;
-    int32_t *pos = realloc(info->need_const, n * sizeof(int32_t));
+    int32_t *pos = dl_mem_realloc(info->need_const, n * sizeof(int32_t));
     if (!pos) {
         return false;
     }
     info->need_const = pos;
-    char **names = realloc(info->need_const_names, n * sizeof(char *));
+    char **names = dl_mem_realloc(info->need_const_names, n * sizeof(char *));
     if (!names) {
         return false;
     }
     info->need_const_names = names;
-    char *nm = malloc(strlen(s->onnx) + 1);
+    char *nm = dl_mem_alloc(strlen(s->onnx) + 1);
     if (!nm) {
         return false;
     }
@@ -725,7 +725,7 @@ static dl_status plan(imp *im) {
             err(im, "onnx: initializer '%s' is defined twice", nm);
             continue;
         }
-        dl_tensor *t = calloc(1, sizeof(dl_tensor));
+        dl_tensor *t = dl_mem_calloc(1, sizeof(dl_tensor));
         if (!t) {
             return DL_ERR_NOMEM;
         }

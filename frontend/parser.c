@@ -1400,7 +1400,7 @@ static bool parse_freeze(parser *p, dl_ir_train *t) {
                 break;
             }
             if (!listed) {
-                listed = calloc(p->m->values.len, sizeof(bool));
+                listed = dl_mem_calloc(p->m->values.len, sizeof(bool));
                 if (!listed) {
                     ok = oom(p);
                     break;
@@ -1843,7 +1843,7 @@ static dl_status parse_module(parser *p) {
 
 static dl_status parse_text(uint32_t file, const char *text, size_t len, dl_diags *d,
                             const char *source_dir, dl_ir_module **out) {
-    parser *p = calloc(1, sizeof(*p));
+    parser *p = dl_mem_calloc(1, sizeof(*p));
     if (!p) {
         return DL_ERR_NOMEM;
     }
@@ -1895,7 +1895,7 @@ dl_status dl_fe_parse_file(const char *path, dl_diags *d, dl_ir_module **out) {
     // source_dir: everything before the last '/', "/" for a file in the root, "." for none.
     const char *slash = strrchr(path, '/');
     size_t dlen = slash ? (size_t)(slash - path) : 0;
-    char *dir = malloc(dlen + 2);
+    char *dir = dl_mem_alloc(dlen + 2);
     uint32_t file = 0;
     if (!dir) {
         st = DL_ERR_NOMEM;

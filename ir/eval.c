@@ -96,7 +96,7 @@ static dl_status et_alloc(dl_ir__et *t, dl_dtype dt, int32_t rank, const int64_t
     for (int32_t i = 0; i < rank; i++) {
         t->n *= dims[i];
     }
-    t->d = calloc((size_t)(t->n ? t->n : 1), sizeof(double));
+    t->d = dl_mem_calloc((size_t)(t->n ? t->n : 1), sizeof(double));
     return t->d ? DL_OK : DL_ERR_NOMEM;
 }
 
@@ -403,7 +403,7 @@ static dl_status eval_values(const dl_ir_module *m, const dl_ir_eval_opts *opts,
     *out_vals = NULL;
     bool training = opts && opts->training;
     dl_status st = DL_OK;
-    dl_ir__et *vals = calloc(m->values.len ? m->values.len : 1, sizeof(dl_ir__et));
+    dl_ir__et *vals = dl_mem_calloc(m->values.len ? m->values.len : 1, sizeof(dl_ir__et));
     if (!vals) {
         return DL_ERR_NOMEM;
     }
@@ -497,7 +497,7 @@ dl_status dl_ir_eval_all(const dl_ir_module *m, const dl_ir_eval_opts *opts,
     dl_ir__et *vals;
     DL_TRY(eval_values(m, opts, inputs, &vals, d));
     size_t nv = m->values.len;
-    dl_tensor *res = calloc(nv ? nv : 1, sizeof(dl_tensor));
+    dl_tensor *res = dl_mem_calloc(nv ? nv : 1, sizeof(dl_tensor));
     dl_status st = res ? DL_OK : DL_ERR_NOMEM;
     for (size_t i = 0; st == DL_OK && i < nv; i++) {
         if (vals[i].d) {
@@ -522,7 +522,7 @@ dl_status dl_ir_eval_all_f64(const dl_ir_module *m, const dl_ir_eval_opts *opts,
     dl_ir__et *vals;
     DL_TRY(eval_values(m, opts, inputs, &vals, d));
     size_t nv = m->values.len;
-    double **res = calloc(nv ? nv : 1, sizeof(double *));
+    double **res = dl_mem_calloc(nv ? nv : 1, sizeof(double *));
     if (!res) {
         free_vals(vals, nv);
         return DL_ERR_NOMEM;

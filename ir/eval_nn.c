@@ -684,7 +684,7 @@ static dl_status sce(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in, dl_ir__
         return ERR("log_prob must have the scores' shape");
     }
     dl_ir__et lp = {0};
-    double *buf = n_out > 1 ? out[1].d : calloc((size_t)(x->n ? x->n : 1), sizeof(double));
+    double *buf = n_out > 1 ? out[1].d : dl_mem_calloc((size_t)(x->n ? x->n : 1), sizeof(double));
     if (!buf) {
         return DL_ERR_NOMEM;
     }

@@ -209,7 +209,7 @@ static dl_status put_attr_set(dl_strbuf *b, dl_ir_op op, const dl_ir_attr_spec *
 // The attributes `specs` does not know, sorted by name.
 static dl_status put_unknown_attrs(dl_strbuf *b, const dl_ir_attr_spec *specs, size_t n_specs,
                                    const dl_ir_attr *attrs, size_t n_attrs) {
-    const dl_ir_attr **extra = malloc((n_attrs ? n_attrs : 1) * sizeof(*extra));
+    const dl_ir_attr **extra = dl_mem_alloc((n_attrs ? n_attrs : 1) * sizeof(*extra));
     if (!extra) {
         return DL_ERR_NOMEM;
     }
@@ -411,7 +411,7 @@ static dl_status put_train(canon_ctx *c, const dl_ir_train *t, unsigned flags) {
         break;
     }
     }
-    const dl_ir_value **fr = malloc((t->n_freeze ? t->n_freeze : 1) * sizeof(*fr));
+    const dl_ir_value **fr = dl_mem_alloc((t->n_freeze ? t->n_freeze : 1) * sizeof(*fr));
     if (!fr) {
         return DL_ERR_NOMEM;
     }
@@ -469,7 +469,7 @@ dl_status dl_ir_canonical(const dl_ir_module *m, unsigned flags, char **out, siz
         *out_len = 0;
     }
     dl_strbuf b = {0};
-    canon_ctx c = {m, &b, calloc(m->values.len ? m->values.len : 1, sizeof(int64_t))};
+    canon_ctx c = {m, &b, dl_mem_calloc(m->values.len ? m->values.len : 1, sizeof(int64_t))};
     if (!c.num) {
         return DL_ERR_NOMEM;
     }

@@ -45,7 +45,7 @@ static dl_status map_put(dl_ir_module *m, dl_ir_value *v) {
     dl_ir_name_map *nm = m->names;
     if ((nm->used + 1) * 2 > nm->cap) {
         size_t ncap = nm->cap ? nm->cap * 2 : 64;
-        uint32_t *ns = calloc(ncap, sizeof(uint32_t));
+        uint32_t *ns = dl_mem_calloc(ncap, sizeof(uint32_t));
         if (!ns) {
             return DL_ERR_NOMEM;
         }
@@ -65,12 +65,12 @@ static dl_status map_put(dl_ir_module *m, dl_ir_value *v) {
 
 dl_status dl_ir_module_create(const char *name, dl_ir_module **out) {
     *out = NULL;
-    dl_ir_module *m = calloc(1, sizeof(*m));
+    dl_ir_module *m = dl_mem_calloc(1, sizeof(*m));
     if (!m) {
         return DL_ERR_NOMEM;
     }
     dl_arena_init(&m->arena);
-    m->names = calloc(1, sizeof(dl_ir_name_map));
+    m->names = dl_mem_calloc(1, sizeof(dl_ir_name_map));
     m->name = dl_arena_strdup(&m->arena, name ? name : "");
     if (!m->names || !m->name) {
         dl_ir_module_destroy(m);

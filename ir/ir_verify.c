@@ -80,7 +80,7 @@ static void check_type_dims(vctx *c, const dl_ir_value *v) {
 
 static void check_values(vctx *c) {
     const dl_ir_module *m = c->m;
-    uint8_t *bits = calloc(m->values.len ? m->values.len : 1, 1);
+    uint8_t *bits = dl_mem_calloc(m->values.len ? m->values.len : 1, 1);
     if (!bits) {
         fail(c, DL_NO_LOC, "out of memory");
         return;
@@ -397,12 +397,12 @@ static void check_node(vctx *c, size_t k, const dl_ir_node *n) {
 // statement order is checked too, and every node must have its statement.
 static void check_stmts(vctx *c) {
     const dl_ir_module *m = c->m;
-    bool *defined = calloc(m->values.len ? m->values.len : 1, sizeof(bool));
+    bool *defined = dl_mem_calloc(m->values.len ? m->values.len : 1, sizeof(bool));
     if (!defined) {
         fail(c, DL_NO_LOC, "out of memory");
         return;
     }
-    bool *seen_node = calloc(m->nodes.len ? m->nodes.len : 1, sizeof(bool));
+    bool *seen_node = dl_mem_calloc(m->nodes.len ? m->nodes.len : 1, sizeof(bool));
     if (!seen_node) {
         free(defined);
         fail(c, DL_NO_LOC, "out of memory");

@@ -238,7 +238,7 @@ dl_status dl_optim_ref_state_init(dl_optim_ref_state *s, dl_ir_optim kind,
     s->n = n;
     dl_optim_ref_slots(kind, hp, s->slot_names, &s->n_slots);
     for (size_t i = 0; i < s->n_slots; i++) {
-        s->slots[i] = calloc(n > 0 ? (size_t)n : 1, sizeof(double));
+        s->slots[i] = dl_mem_calloc(n > 0 ? (size_t)n : 1, sizeof(double));
         if (!s->slots[i]) {
             dl_optim_ref_state_fini(s);
             return DL_ERR_NOMEM;

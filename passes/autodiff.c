@@ -1086,8 +1086,8 @@ dl_status dl_pass_autodiff(dl_ir_module *m, dl_diags *d) {
     }
     ad a = {.m = m, .d = d};
     size_t n_fwd = m->nodes.len, nv0 = m->values.len;
-    bool *on_path = calloc(nv0 ? nv0 : 1, sizeof *on_path);
-    dl_ir_value **tmap = calloc(nv0 ? nv0 : 1, sizeof *tmap);
+    bool *on_path = dl_mem_calloc(nv0 ? nv0 : 1, sizeof *on_path);
+    dl_ir_value **tmap = dl_mem_calloc(nv0 ? nv0 : 1, sizeof *tmap);
     DL_VEC(const dl_ir_node *) seq = {0};
     if (!on_path || !tmap) {
         free(on_path);
@@ -1148,8 +1148,8 @@ dl_status dl_pass_autodiff(dl_ir_module *m, dl_diags *d) {
     a.n = NULL;
     dl_ir_value *tloss = tmap[loss->id] ? tmap[loss->id] : loss;
     a.n_vals = m->values.len;
-    a.grad = calloc(a.n_vals ? a.n_vals : 1, sizeof *a.grad);
-    a.needs = calloc(a.n_vals ? a.n_vals : 1, sizeof *a.needs);
+    a.grad = dl_mem_calloc(a.n_vals ? a.n_vals : 1, sizeof *a.grad);
+    a.needs = dl_mem_calloc(a.n_vals ? a.n_vals : 1, sizeof *a.needs);
     if (!a.grad || !a.needs) {
         fail(&a, DL_ERR_NOMEM);
     }

@@ -165,10 +165,10 @@ static dl_status reorder(prec *pr, size_t n_old_nodes, size_t n_old_stmts) {
     size_t n_all = m->nodes.len, n_added = n_all - n_old_nodes;
     DL_ASSERT(n_added == pr->where.len);
     DL_ASSERT(m->stmts.len == 0 || m->stmts.len == n_old_stmts + n_added);
-    dl_ir_node **order = malloc((n_all ? n_all : 1) * sizeof *order);
-    size_t *n_pre = calloc(n_old_nodes ? n_old_nodes : 1, sizeof *n_pre);
-    size_t *n_post = calloc(n_old_nodes ? n_old_nodes : 1, sizeof *n_post);
-    dl_ir_stmt *stmts = malloc((m->stmts.len ? m->stmts.len : 1) * sizeof *stmts);
+    dl_ir_node **order = dl_mem_alloc((n_all ? n_all : 1) * sizeof *order);
+    size_t *n_pre = dl_mem_calloc(n_old_nodes ? n_old_nodes : 1, sizeof *n_pre);
+    size_t *n_post = dl_mem_calloc(n_old_nodes ? n_old_nodes : 1, sizeof *n_post);
+    dl_ir_stmt *stmts = dl_mem_alloc((m->stmts.len ? m->stmts.len : 1) * sizeof *stmts);
     if (!order || !n_pre || !n_post || !stmts) {
         free(order);
         free(n_pre);
@@ -224,7 +224,7 @@ static dl_status reorder(prec *pr, size_t n_old_nodes, size_t n_old_stmts) {
         m->nodes.data[i] = order[i];
     }
     // Renumber: remember each original node's new position through its old id.
-    size_t *new_pos = malloc((n_old_nodes ? n_old_nodes : 1) * sizeof *new_pos);
+    size_t *new_pos = dl_mem_alloc((n_old_nodes ? n_old_nodes : 1) * sizeof *new_pos);
     if (!new_pos) {
         free(order);
         free(n_pre);
@@ -284,8 +284,8 @@ dl_status dl_pass_precision(dl_ir_module *m, dl_dtype precision, dl_diags *d, si
         return DL_ERR_INVALID_ARG;
     }
     prec pr = {.m = m, .d = d, .p = precision, .n_vals = m->values.len};
-    pr.to_p = calloc(pr.n_vals ? pr.n_vals : 1, sizeof *pr.to_p);
-    pr.p_of = calloc(pr.n_vals ? pr.n_vals : 1, sizeof *pr.p_of);
+    pr.to_p = dl_mem_calloc(pr.n_vals ? pr.n_vals : 1, sizeof *pr.to_p);
+    pr.p_of = dl_mem_calloc(pr.n_vals ? pr.n_vals : 1, sizeof *pr.p_of);
     size_t n_old_nodes = m->nodes.len, n_old_stmts = m->stmts.len;
     if (!pr.to_p || !pr.p_of) {
         pr.st = DL_ERR_NOMEM;

@@ -28,6 +28,7 @@
 //   - Idle threads spin briefly on an atomic, then sleep on the condition variable; `sleepers`
 //     (guarded by the mutex) tells a producer whether a broadcast is needed.
 #define _GNU_SOURCE // sched_getaffinity, CPU_COUNT
+#include "dl_base.h"
 #include "rt_internal.h"
 
 #include <errno.h>
@@ -371,9 +372,9 @@ static dlrt_status build_sched(rt_exec *x, int entry, uint32_t *pos, size_t spli
     if (n == 0) {
         return DLRT_OK;
     }
-    sc->k = calloc(n, sizeof *sc->k);
-    sc->preds_left = calloc(n, sizeof *sc->preds_left);
-    sc->chunks_left = calloc(n, sizeof *sc->chunks_left);
+    sc->k = dl_mem_calloc(n, sizeof *sc->k);
+    sc->preds_left = dl_mem_calloc(n, sizeof *sc->preds_left);
+    sc->chunks_left = dl_mem_calloc(n, sizeof *sc->chunks_left);
     if (!sc->k || !sc->preds_left || !sc->chunks_left) {
         return rt__fail(DLRT_ERR_NOMEM, "out of memory");
     }
@@ -431,8 +432,8 @@ static dlrt_status build_sched(rt_exec *x, int entry, uint32_t *pos, size_t spli
             n_edges++;
         }
     }
-    sc->succ = calloc(n_edges ? n_edges : 1, sizeof *sc->succ);
-    sc->bounds = calloc((size_t)sc->total_chunks + n, sizeof *sc->bounds);
+    sc->succ = dl_mem_calloc(n_edges ? n_edges : 1, sizeof *sc->succ);
+    sc->bounds = dl_mem_calloc((size_t)sc->total_chunks + n, sizeof *sc->bounds);
     if (!sc->succ || !sc->bounds) {
         return rt__fail(DLRT_ERR_NOMEM, "out of memory");
     }
@@ -466,7 +467,7 @@ dlrt_status rt__exec_create(dlrt_session *s, int requested) {
     if (st != DLRT_OK) {
         return st;
     }
-    rt_exec *x = calloc(1, sizeof *x);
+    rt_exec *x = dl_mem_calloc(1, sizeof *x);
     if (!x) {
         return rt__fail(DLRT_ERR_NOMEM, "out of memory");
     }
@@ -475,7 +476,7 @@ dlrt_status rt__exec_create(dlrt_session *s, int requested) {
     x->s = s;
     x->n_threads = n_threads;
     const dlrt_plan_hdr *h = s->model->hdr;
-    uint32_t *pos = calloc(h->n_kernels ? h->n_kernels : 1, sizeof *pos);
+    uint32_t *pos = dl_mem_calloc(h->n_kernels ? h->n_kernels : 1, sizeof *pos);
     if (!pos) {
         return rt__fail(DLRT_ERR_NOMEM, "out of memory");
     }
@@ -491,8 +492,8 @@ dlrt_status rt__exec_create(dlrt_session *s, int requested) {
     if (st != DLRT_OK || n_threads == 1) {
         return st;
     }
-    x->queue = calloc(max_chunks, sizeof *x->queue);
-    x->workers = calloc((size_t)n_threads, sizeof *x->workers);
+    x->queue = dl_mem_calloc(max_chunks, sizeof *x->queue);
+    x->workers = dl_mem_calloc((size_t)n_threads, sizeof *x->workers);
     if (!x->queue || !x->workers) {
         return rt__fail(DLRT_ERR_NOMEM, "out of memory");
     }

@@ -444,7 +444,7 @@ static dlrt_status loader_new(const dlrt_loader_options *opts, dlrt_loader **out
     if (opts) {
         TRY_RT(check_options(opts));
     }
-    dlrt_loader *l = calloc(1, sizeof *l);
+    dlrt_loader *l = dl_mem_calloc(1, sizeof *l);
     if (!l) {
         return rt__fail(DLRT_ERR_NOMEM, "data loader: out of memory");
     }
@@ -584,14 +584,14 @@ static dlrt_status finish(dlrt_loader *l, dlrt_loader **out) {
         xmem = NULL;
     }
     l->x = xmem;
-    l->slots = calloc(K, sizeof *l->slots);
-    l->scratch = malloc((size_t)o->producers * (size_t)l->numel * sizeof(float));
-    l->thr = calloc((size_t)o->producers, sizeof *l->thr);
+    l->slots = dl_mem_calloc(K, sizeof *l->slots);
+    l->scratch = dl_mem_alloc((size_t)o->producers * (size_t)l->numel * sizeof(float));
+    l->thr = dl_mem_calloc((size_t)o->producers, sizeof *l->thr);
     bool has_labels = l->labels || l->fn; // a callback always gives labels
     if (has_labels && o->labels == DLRT_INT64) {
-        l->y64 = calloc(K * (size_t)B, sizeof(int64_t));
+        l->y64 = dl_mem_calloc(K * (size_t)B, sizeof(int64_t));
     } else if (has_labels) {
-        l->y32 = calloc(K * (size_t)B, sizeof(int32_t));
+        l->y32 = dl_mem_calloc(K * (size_t)B, sizeof(int32_t));
     }
     if (!l->x || !l->slots || !l->scratch || !l->thr || (has_labels && !l->y64 && !l->y32)) {
         st = rt__fail(DLRT_ERR_NOMEM, "data loader: out of memory for %d slots", o->slots);
@@ -634,7 +634,7 @@ static dlrt_status finish(dlrt_loader *l, dlrt_loader **out) {
     }
     l->sync_made = true;
     for (int p = 0; p < o->producers; p++) {
-        producer_arg *pa = malloc(sizeof *pa);
+        producer_arg *pa = dl_mem_alloc(sizeof *pa);
         if (!pa) {
             st = rt__fail(DLRT_ERR_NOMEM, "data loader: out of memory");
             goto out;
@@ -709,7 +709,7 @@ static dlrt_status labels_alloc(dlrt_loader *l, int64_t n_labels, const char *pa
                         "data loader: %lld samples but %lld labels in %s (counts differ)",
                         (long long)l->n, (long long)n_labels, path);
     }
-    l->labels = malloc((size_t)l->n * sizeof(int64_t) + 1);
+    l->labels = dl_mem_alloc((size_t)l->n * sizeof(int64_t) + 1);
     return l->labels ? DLRT_OK : rt__fail(DLRT_ERR_NOMEM, "data loader: out of memory");
 }
 

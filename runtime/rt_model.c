@@ -180,7 +180,7 @@ static dlrt_status validate_arena(const dlrt_model *m) {
     if (h->arena_size > (UINT64_C(1) << 48)) {
         return corrupt("arena larger than 2^48 bytes");
     }
-    arena_span *sp = malloc((h->n_buffers ? h->n_buffers : 1) * sizeof *sp);
+    arena_span *sp = dl_mem_alloc((h->n_buffers ? h->n_buffers : 1) * sizeof *sp);
     if (!sp) {
         return rt__fail(DLRT_ERR_NOMEM, "out of memory");
     }
@@ -363,7 +363,7 @@ static dlrt_status validate(dlrt_model *m, uint64_t plan_size) {
 }
 
 static char *dup_range(const char *s, size_t n) {
-    char *p = malloc(n + 1);
+    char *p = dl_mem_alloc(n + 1);
     if (p) {
         memcpy(p, s, n);
         p[n] = 0;
@@ -384,7 +384,7 @@ static dlrt_status finish_load(void *handle, const char *what, dlrt_model **out)
                         "%s has artifact format version %u, this runtime reads version %u", what,
                         desc->version, DLRT_FORMAT_VERSION);
     }
-    dlrt_model *m = calloc(1, sizeof *m);
+    dlrt_model *m = dl_mem_calloc(1, sizeof *m);
     if (!m) {
         dlclose(handle);
         return rt__fail(DLRT_ERR_NOMEM, "out of memory");
@@ -398,7 +398,7 @@ static dlrt_status finish_load(void *handle, const char *what, dlrt_model **out)
         const dlrt_plan_hdr *h = m->hdr;
         m->name = dup_range(m->strings + h->model_name_off, h->model_name_len);
         m->target = dup_range(m->strings + h->target_off, h->target_len);
-        m->tensor_names = calloc(h->n_tensors ? h->n_tensors : 1, sizeof(char *));
+        m->tensor_names = dl_mem_calloc(h->n_tensors ? h->n_tensors : 1, sizeof(char *));
         st = m->name && m->target && m->tensor_names ? DLRT_OK : DLRT_ERR_NOMEM;
         for (uint32_t i = 0; st == DLRT_OK && i < h->n_tensors; i++) {
             m->tensor_names[i] =
@@ -408,7 +408,7 @@ static dlrt_status finish_load(void *handle, const char *what, dlrt_model **out)
             }
         }
         if (st == DLRT_OK) {
-            m->hparam_names = calloc(h->n_hparams ? h->n_hparams : 1, sizeof(char *));
+            m->hparam_names = dl_mem_calloc(h->n_hparams ? h->n_hparams : 1, sizeof(char *));
             st = m->hparam_names ? DLRT_OK : DLRT_ERR_NOMEM;
         }
         for (uint32_t i = 0; st == DLRT_OK && i < h->n_hparams; i++) {

@@ -17,6 +17,7 @@
 // Invariant: with profiling off (s->prof == NULL) the executor pays one predictable branch per
 // chunk and nothing else.
 #define _GNU_SOURCE // (consistency with rt_exec.c: clock_gettime)
+#include "dl_base.h"
 #include "rt_internal.h"
 
 #include <stdio.h>
@@ -123,20 +124,20 @@ dlrt_status dlrt_session_profile_begin(dlrt_session *s) {
     rt_prof *p = s->prof;
     uint32_t nk = s->model->hdr->n_kernels;
     if (!p) {
-        p = calloc(1, sizeof *p);
+        p = dl_mem_calloc(1, sizeof *p);
         if (!p) {
             return rt__fail(DLRT_ERR_NOMEM, "out of memory");
         }
         s->prof = p;
         p->n_workers = s->n_threads;
         p->n_kernels = nk;
-        p->w = calloc((size_t)p->n_workers, sizeof *p->w);
-        p->steps = malloc(MAX_STEPS * sizeof *p->steps);
+        p->w = dl_mem_calloc((size_t)p->n_workers, sizeof *p->w);
+        p->steps = dl_mem_alloc(MAX_STEPS * sizeof *p->steps);
         bool ok = p->w && p->steps;
         for (int i = 0; ok && i < p->n_workers; i++) {
-            p->w[i].ev = malloc(EVENTS_PER_WORKER * sizeof(prof_event));
-            p->w[i].k_ns = calloc(nk ? nk : 1, sizeof(int64_t));
-            p->w[i].k_chunks = calloc(nk ? nk : 1, sizeof(uint64_t));
+            p->w[i].ev = dl_mem_alloc(EVENTS_PER_WORKER * sizeof(prof_event));
+            p->w[i].k_ns = dl_mem_calloc(nk ? nk : 1, sizeof(int64_t));
+            p->w[i].k_chunks = dl_mem_calloc(nk ? nk : 1, sizeof(uint64_t));
             ok = p->w[i].ev && p->w[i].k_ns && p->w[i].k_chunks;
         }
         if (!ok) {
@@ -261,7 +262,7 @@ dlrt_status dlrt_session_profile_write(dlrt_session *s, const char *path) {
                         "profiling is off (call dlrt_session_profile_begin first)");
     }
     size_t n = strlen(path);
-    char *tmp = malloc(n + 32);
+    char *tmp = dl_mem_alloc(n + 32);
     if (!tmp) {
         return rt__fail(DLRT_ERR_NOMEM, "out of memory");
     }
@@ -310,7 +311,7 @@ dlrt_status dlrt_session_profile_summary(dlrt_session *s, FILE *f, size_t top) {
     }
     const dlrt_model *m = s->model;
     const dlrt_plan_hdr *h = m->hdr;
-    kernel_total *t = calloc(h->n_entry_kernels ? h->n_entry_kernels : 1, sizeof *t);
+    kernel_total *t = dl_mem_calloc(h->n_entry_kernels ? h->n_entry_kernels : 1, sizeof *t);
     if (!t) {
         return rt__fail(DLRT_ERR_NOMEM, "out of memory");
     }

@@ -60,7 +60,7 @@ dlrt_status dlrt_session_create(dlrt_model *m, dlrt_session **out) {
 
 static char *str_dup(const char *p) {
     size_t n = strlen(p) + 1;
-    char *d = malloc(n);
+    char *d = dl_mem_alloc(n);
     return d ? memcpy(d, p, n) : NULL;
 }
 
@@ -87,12 +87,12 @@ dlrt_status dlrt_session_create_ex(dlrt_model *m, const dlrt_session_options *op
     }
     *out = NULL;
     const dlrt_plan_hdr *h = m->hdr;
-    dlrt_session *s = calloc(1, sizeof *s);
+    dlrt_session *s = dl_mem_calloc(1, sizeof *s);
     if (!s) {
         return rt__fail(DLRT_ERR_NOMEM, "out of memory");
     }
-    s->buf_ptr = calloc(h->n_buffers ? h->n_buffers : 1, sizeof(void *));
-    s->kargs = calloc(h->n_args ? h->n_args : 1, sizeof(void *));
+    s->buf_ptr = dl_mem_calloc(h->n_buffers ? h->n_buffers : 1, sizeof(void *));
+    s->kargs = dl_mem_calloc(h->n_args ? h->n_args : 1, sizeof(void *));
     if (!s->buf_ptr || !s->kargs) {
         dlrt_session_destroy(s);
         return rt__fail(DLRT_ERR_NOMEM, "out of memory");

@@ -316,7 +316,7 @@ dlrt_status dlrt_session_load(dlrt_session *s, const char *path) {
         return rt__fail(st_status(dst), "cannot load checkpoint %s: %s", path, err);
     }
     // staged[t]: the file's bytes for plan tensor first_param + t, or NULL when absent.
-    void **staged = calloc(n_ten ? n_ten : 1, sizeof *staged);
+    void **staged = dl_mem_calloc(n_ten ? n_ten : 1, sizeof *staged);
     dlrt_status st = staged ? DLRT_OK : rt__fail(DLRT_ERR_NOMEM, "out of memory");
     size_t n_file = dl_st_count(f);
     for (size_t i = 0; st == DLRT_OK && i < n_file; i++) {
@@ -345,7 +345,7 @@ dlrt_status dlrt_session_load(dlrt_session *s, const char *path) {
             break;
         }
         size_t k = (size_t)t - m->first_param, size = (size_t)m->buffers[pt->buffer].size;
-        staged[k] = malloc(size ? size : 1);
+        staged[k] = dl_mem_alloc(size ? size : 1);
         if (!staged[k]) {
             st = rt__fail(DLRT_ERR_NOMEM, "out of memory");
         } else if ((dst = dl_st_read_into(f, i, staged[k], size, err, sizeof err)) != DL_OK) {

@@ -403,7 +403,7 @@ static bool options_set_binds(dlcc_options *o, const bind *binds, size_t n_binds
     if (n_binds == 0) {
         return true;
     }
-    dlcc_bind *bs = calloc(n_binds, sizeof *bs);
+    dlcc_bind *bs = dl_mem_calloc(n_binds, sizeof *bs);
     if (!bs) {
         return false;
     }
@@ -1106,8 +1106,8 @@ static int cmd_run(int argc, char **argv) {
         }
         n_in = m->inputs.len;
         n_out = m->outputs.len;
-        in_io = calloc(n_in ? n_in : 1, sizeof *in_io);
-        out_io = calloc(n_out ? n_out : 1, sizeof *out_io);
+        in_io = dl_mem_calloc(n_in ? n_in : 1, sizeof *in_io);
+        out_io = dl_mem_calloc(n_out ? n_out : 1, sizeof *out_io);
         if (!in_io || !out_io) {
             rc = EXIT_INTERNAL;
             goto out;
@@ -1127,8 +1127,8 @@ static int cmd_run(int argc, char **argv) {
         }
         n_in = dlrt_model_num_inputs(rtm);
         n_out = dlrt_model_num_outputs(rtm);
-        in_io = calloc(n_in ? n_in : 1, sizeof *in_io);
-        out_io = calloc(n_out ? n_out : 1, sizeof *out_io);
+        in_io = dl_mem_calloc(n_in ? n_in : 1, sizeof *in_io);
+        out_io = dl_mem_calloc(n_out ? n_out : 1, sizeof *out_io);
         if (!in_io || !out_io) {
             rc = EXIT_INTERNAL;
             goto out;
@@ -1155,9 +1155,9 @@ static int cmd_run(int argc, char **argv) {
     }
 
     // 3. Inputs: names first (cheap, and the clearest errors), then the files.
-    in_t = calloc(n_in ? n_in : 1, sizeof *in_t);
-    stepped = calloc(n_in ? n_in : 1, sizeof *stepped);
-    int *given = calloc(n_in ? n_in : 1, sizeof *given); // index into ins + 1; 0 = missing
+    in_t = dl_mem_calloc(n_in ? n_in : 1, sizeof *in_t);
+    stepped = dl_mem_calloc(n_in ? n_in : 1, sizeof *stepped);
+    int *given = dl_mem_calloc(n_in ? n_in : 1, sizeof *given); // index into ins + 1; 0 = missing
     if (!in_t || !given || !stepped) {
         free(given);
         rc = EXIT_INTERNAL;
@@ -1275,7 +1275,7 @@ static int cmd_run(int argc, char **argv) {
             goto out;
         }
     }
-    out_t = calloc(n_out ? n_out : 1, sizeof *out_t);
+    out_t = dl_mem_calloc(n_out ? n_out : 1, sizeof *out_t);
     if (!out_t) {
         rc = EXIT_INTERNAL;
         goto out;
@@ -1336,7 +1336,7 @@ static int cmd_run(int argc, char **argv) {
         }
         goto out;
     }
-    tmp_paths = calloc(outs.len, sizeof *tmp_paths);
+    tmp_paths = dl_mem_calloc(outs.len, sizeof *tmp_paths);
     if (!tmp_paths) {
         rc = EXIT_INTERNAL;
         goto out;
@@ -1347,7 +1347,7 @@ static int cmd_run(int argc, char **argv) {
             j++;
         }
         size_t plen = strlen(outs.data[k].path);
-        tmp_paths[k] = malloc(plen + 32);
+        tmp_paths[k] = dl_mem_alloc(plen + 32);
         if (!tmp_paths[k]) {
             rc = EXIT_INTERNAL;
             break;
@@ -1416,7 +1416,7 @@ out:
 // FILE.dlg -> FILE.so (any other name gets .so appended).
 static char *default_artifact_path(const char *file) {
     size_t n = strlen(file);
-    char *p = malloc(n + 4);
+    char *p = dl_mem_alloc(n + 4);
     if (!p) {
         return NULL;
     }
@@ -1867,8 +1867,8 @@ static dl_status split_load_idx(const char *xp, const char *yp, int64_t n_classe
         s->dims[i - 1] = xi.dims[i];
         s->per *= xi.dims[i];
     }
-    s->x = malloc((size_t)(s->n * s->per) * sizeof(float) + 1);
-    s->y = malloc((size_t)s->n * sizeof(int64_t) + 1);
+    s->x = dl_mem_alloc((size_t)(s->n * s->per) * sizeof(float) + 1);
+    s->y = dl_mem_alloc((size_t)s->n * sizeof(int64_t) + 1);
     if (!s->x || !s->y) {
         st = DL_ERR_NOMEM;
         goto out;
@@ -1936,8 +1936,8 @@ static dl_status split_load_npy(const char *xp, const char *yp, dl_diags *d, tra
         s->per *= xv.dims[i];
     }
     size_t numel = (size_t)(s->n * s->per);
-    s->x = malloc(numel * sizeof(float) + 1);
-    s->y = malloc((size_t)s->n * sizeof(int64_t) + 1);
+    s->x = dl_mem_alloc(numel * sizeof(float) + 1);
+    s->y = dl_mem_alloc((size_t)s->n * sizeof(int64_t) + 1);
     if (!s->x || !s->y) {
         st = DL_ERR_NOMEM;
         goto out;
@@ -2183,7 +2183,7 @@ static int train_test(dlrt_session *s, const train_model *tm, const train_split 
     bool y32 = tm->y->type.dtype == DL_DT_INT32;
     size_t xbytes = (size_t)(B * tm->per) * sizeof(float);
     size_t ybytes = (size_t)B * (y32 ? sizeof(int32_t) : sizeof(int64_t));
-    int64_t *idx = malloc((size_t)B * sizeof *idx);
+    int64_t *idx = dl_mem_alloc((size_t)B * sizeof *idx);
     if (!idx) {
         return EXIT_INTERNAL;
     }
@@ -2376,7 +2376,7 @@ static bool save_dir_writable(const char *path) {
 
 static int cmd_train(int argc, char **argv) {
     train_args ta;
-    train_specs *sp = calloc(1, sizeof *sp);
+    train_specs *sp = dl_mem_calloc(1, sizeof *sp);
     bind_vec binds = {0};
     dlcc_options copts;
     dlcc_options_init(&copts);
@@ -2499,8 +2499,8 @@ static int cmd_train(int argc, char **argv) {
         fprintf(f, "dlcc: data loader: %ld producer thread%s, %ld batch slots\n", ta.loader_threads,
                 ta.loader_threads == 1 ? "" : "s", ta.prefetch);
     }
-    xb = malloc((size_t)(B * tm.per) * sizeof(float) + 1);
-    yb = malloc((size_t)B * sizeof(int64_t) + 1);
+    xb = dl_mem_alloc((size_t)(B * tm.per) * sizeof(float) + 1);
+    yb = dl_mem_alloc((size_t)B * sizeof(int64_t) + 1);
     if (!xb || !yb) {
         rc = EXIT_INTERNAL;
         goto out;

@@ -615,7 +615,7 @@ static int cache_resolve(const opts *o, cache_ctx *cx) {
         return EXIT_INTERNAL;
     }
     if (o->cache_dir) {
-        cx->dir = strdup(o->cache_dir);
+        cx->dir = dl_mem_strdup(o->cache_dir);
         if (!cx->dir) {
             return EXIT_INTERNAL;
         }
@@ -640,7 +640,7 @@ static int cache_resolve(const opts *o, cache_ctx *cx) {
 static int cache_probe(const opts *o, const cache_ctx *cx, bool *out_exists) {
     *out_exists = true;
     size_t n = strlen(cx->dir) + sizeof "/cache.db";
-    char *p = malloc(n);
+    char *p = dl_mem_alloc(n);
     if (!p) {
         return EXIT_INTERNAL;
     }
@@ -1400,7 +1400,7 @@ static void source_line(const model_src *s, uint32_t line, char *buf, size_t siz
 
 static bool number_values(model_src *s) {
     const dl_ir_module *m = s->m;
-    s->num = malloc((m->values.len ? m->values.len : 1) * sizeof(int64_t));
+    s->num = dl_mem_alloc((m->values.len ? m->values.len : 1) * sizeof(int64_t));
     if (!s->num) {
         return false;
     }
@@ -1539,7 +1539,7 @@ static bool node_attr_text(const dl_ir_node *n, const char *name, char **out_dis
     if (!disp) {
         return false;
     }
-    char *cmp = strdup(disp);
+    char *cmp = dl_mem_strdup(disp);
     if (!cmp) {
         free(disp);
         return false;
@@ -1880,7 +1880,7 @@ static int explain_flag(void *ctx, const char *cmd, int argc, char **argv, int *
             usage_error(cmd, "-D %.*s: '%s' is not an integer", (int)(eq - val), val, eq + 1);
             return -1;
         }
-        char *name = strndup(val, (size_t)(eq - val));
+        char *name = dl_mem_strndup(val, (size_t)(eq - val));
         if (!name || !DL_VEC_PUSH(&f->bind_names, name)) {
             free(name);
             f->bad = EXIT_INTERNAL;

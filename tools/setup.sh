@@ -13,7 +13,7 @@ PKGS=(
   libsqlite3-dev libxxhash-dev                      # cache store and keys
   libprotobuf-c-dev protobuf-c-compiler libonnx-dev # ONNX protobuf (onnx.proto from libonnx-dev)
   libonnx-testdata                                  # ONNX node conformance data
-  python3 python3-numpy                             # test helpers (.npy fixtures)
+  python3 python3-numpy python3-onnx                # test helpers (.npy fixtures, ONNX models)
   python3-torch                                     # PyTorch parity tests (tests/parity)
   libopenblas-dev                                   # GEMM baseline for bench/ (not linked by dlcc)
 )
