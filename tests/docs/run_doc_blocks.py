@@ -21,9 +21,11 @@ Every fenced block needs an info string; what happens to it depends on the first
                    string of 8 or more digits) matches any other, and runs of spaces compare
                    equal (columns move with the numbers). A command without output lines has
                    only its exit status checked.
-  c                compiled with gcc -fsyntax-only -Werror against runtime/ and driver/. A block
-                   without `main(` is a fragment: it is placed in a function body after the
-                   declarations of a `c-declare` directive.
+  c                a whole program (it defines `int main`) is written to a file (the `file`
+                   directive's name, default block<N>.c) and compiled with gcc -Werror -Wall
+                   -Wextra; show its build command in an sh/console block, which then runs.
+                   Any other block is a fragment: it is placed in a function body after the
+                   declarations of a `c-declare` directive and compiled with -fsyntax-only.
   python           syntax-checked; with the `run` directive also run by /usr/bin/python3 in the
                    scratch directory.
   text             not run: synopses, diagrams, measured output of a command that cannot run in
@@ -452,7 +454,8 @@ class Runner:
 
     def run_c(self, n, block, timeout):
         text = block.text
-        if not re.search(r"\bmain\s*\(", text):
+        program = re.search(r"\bint\s+main\s*\(", text) is not None
+        if not program:
             text = ("#include <stdint.h>\n#include <stdio.h>\n#include <stdlib.h>\n"
                     "#include <string.h>\n#include \"dlrt.h\"\n"
                     "int doc_fragment(void);\nint doc_fragment(void) {\n%s\n#line %d \"%s\"\n%s\n"
@@ -460,14 +463,17 @@ class Runner:
                                          os.path.abspath(block.doc), text))
         else:
             text = '#line %d "%s"\n%s' % (block.line + 1, os.path.abspath(block.doc), text)
-        path = os.path.join(self.scratch, "block%d.c" % n)
+        path = os.path.join(self.scratch, block.get("file") or "block%d.c" % n)
         with open(path, "w") as f:
             f.write(text)
         src = self.args.source_dir
-        cmd = ["gcc", "-std=c17", "-fsyntax-only", "-Wall", "-Wextra", "-Werror",
-               "-Wno-unused-variable", "-Wno-unused-but-set-variable", "-Wno-unused-parameter",
-               "-I", os.path.join(src, "runtime"), "-I", os.path.join(src, "driver"),
-               "-I", os.path.join(src, "base"), path]
+        cmd = ["gcc", "-std=c17", "-Wall", "-Wextra", "-Werror",
+               "-I", os.path.join(src, "runtime"), "-I", os.path.join(src, "driver"), path]
+        if program:
+            # A whole program: compiled to an object (the document shows how to link it).
+            cmd += ["-c", "-o", path + ".o"]
+        else:
+            cmd += ["-fsyntax-only", "-Wno-unused-variable", "-Wno-unused-but-set-variable"]
         p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout)
         if p.returncode != 0:
             self.fail(block, "does not compile:\n%s" % indent(p.stdout.decode("utf-8", "replace")))
