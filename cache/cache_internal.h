@@ -24,12 +24,25 @@ struct dl_cache {
     char errmsg[256];
 };
 
+// Largest artifact the store takes (SQLite's default limit on one value is 1e9 bytes).
+#define DL_CACHE_MAX_ARTIFACT ((uint64_t)1000000000)
+
 // Converts a failed SQLite call into a warning in `d` (NULL: none) and returns DL_ERR_CACHE
 // (DL_ERR_NOMEM for SQLITE_NOMEM). `what` names the operation ("store entry").
 dl_status dl_cache__sql_fail(dl_cache *c, dl_diags *d, int rc, const char *what);
 // A warning when `d` is not NULL (the store accepts a NULL sink everywhere).
 void dl_cache__warn(dl_diags *d, const char *fmt, ...) DL_PRINTF(2, 3);
+// Whether `blob` looks like an artifact this build can load: an ELF64 little-endian shared object
+// (ET_DYN) for this machine whose program header table lies inside the bytes. A cheap check of
+// the header only; the runtime validates the rest when it loads the artifact. On false *why
+// says what is wrong.
+bool dl_cache__artifact_ok(const uint8_t *blob, size_t len, const char **why);
 // Stores one entry with the given timestamps and hit count (put and import), then evicts.
+// Returns the SQLite result code (SQLITE_OK on success); reports nothing.
+int dl_cache__store_rc(dl_cache *c, dl_hash128 key, const uint8_t *blob, size_t len,
+                       const dl_cache_entry *meta, int64_t created, int64_t last_used,
+                       int64_t hits);
+// The same, with a failure turned into a warning in `d` and DL_ERR_CACHE.
 dl_status dl_cache__store(dl_cache *c, dl_hash128 key, const uint8_t *blob, size_t len,
                           const dl_cache_entry *meta, int64_t created, int64_t last_used,
                           int64_t hits, dl_diags *d);

@@ -3,10 +3,13 @@
 // only: keys arrive as dl_hash128, artifacts as bytes.
 //
 // Location: $DLCC_CACHE_DIR, else $XDG_CACHE_HOME/dlcc, else ~/.cache/dlcc (dl_cache_default_dir).
-// The directory is created 0700 and the database file (cache.db) 0600. A directory or database
-// owned by another user, or writable by group or others, is refused (DL_ERR_CACHE with a message
-// naming the path and the fix). The database runs in WAL mode with a busy timeout; every write is
-// one transaction, so no partial entry is ever visible to another process.
+// The directory is created 0700 and the database file (cache.db) 0600. A directory, database or
+// any file SQLite would read beside it (cache.db-wal, -shm, -journal) that is owned by another
+// user, writable by group or others, or not a regular file is refused (DL_ERR_CACHE with a
+// message naming the path and the fix), before SQLite opens anything. The database is treated
+// as data: triggers and views in it never run (docs/cache.md, "Security"). The database runs in WAL
+// mode with a busy timeout; every write is one transaction, so no partial entry is ever visible to
+// another process.
 //
 // The store never makes a compile fail: callers treat any error as "no cache" and go on. Library
 // code never prints: messages go to the dl_diags sink given to dl_cache_open (as warnings).
@@ -92,15 +95,25 @@ DL_NODISCARD dl_status dl_cache_clear(dl_cache *c, int64_t *out_removed);
 // least recently used ones until the total is <= max_size (0: the configured limit).
 DL_NODISCARD dl_status dl_cache_prune(dl_cache *c, uint64_t max_size, int64_t older_than_s,
                                       int64_t *out_removed, uint64_t *out_freed);
-// PRAGMA integrity_check plus every blob's hash; problems go to `d`; *out_bad counts them.
+// PRAGMA integrity_check plus, per entry, its column types and values, its blob's hash and the
+// artifact's ELF header; problems go to `d`; *out_bad counts them. Bad entries are dropped on a
+// writable handle (reported only on a read-only one).
 DL_NODISCARD dl_status dl_cache_verify(dl_cache *c, dl_diags *d, int64_t *out_bad);
 // The size limit: DLCC_CACHE_MAX_SIZE (bytes, or with K/M/G suffix) overrides the value stored
 // with dl_cache_set_max_size; default 2 GiB.
 DL_NODISCARD dl_status dl_cache_set_max_size(dl_cache *c, uint64_t bytes);
-// Export writes one file per entry into `dir` (KEY.dlcc: metadata + blob, self-describing);
-// import reads such files (skips damaged ones with a warning). Counts in *out_n.
+// Export writes one file per entry into `dir` (KEY.dlcc: metadata + blob, self-describing).
+// Count in *out_n.
 DL_NODISCARD dl_status dl_cache_export(dl_cache *c, const char *dir, dl_diags *d, int64_t *out_n);
-DL_NODISCARD dl_status dl_cache_import(dl_cache *c, const char *dir, dl_diags *d, int64_t *out_n);
+// Import reads such files. Unless `trust_others`, only regular files owned by the caller's uid
+// and not writable by group or others are read (symbolic links are not followed): an artifact is
+// code. Each file must pass the checks verify applies to a stored entry (format, checksum, blob
+// hash, ELF header, metadata values). A file failing any check is skipped with a warning naming
+// it and counted in *out_skipped; the rest are still imported (*out_n). Returns DL_OK unless the
+// directory cannot be read (DL_ERR_IO), memory runs out, or the database itself fails (full
+// disk, lock, damage: DL_ERR_CACHE, with the entries imported before it kept).
+DL_NODISCARD dl_status dl_cache_import(dl_cache *c, const char *dir, bool trust_others, dl_diags *d,
+                                       int64_t *out_n, int64_t *out_skipped);
 
 // Parses "2G", "512M", "1048576" (K/M/G/T = powers of 1024). false on bad syntax.
 bool dl_cache_parse_size(const char *s, uint64_t *out);

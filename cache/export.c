@@ -6,17 +6,24 @@
 //   u64 size, u64 source_size, f64 compile_ms (IEEE bits), i64 created, i64 last_used, i64 hits,
 //   blob_hash (u64 lo, u64 hi), then the blob (size bytes)
 //   trailer: XXH3-128 of every byte before it (u64 lo, u64 hi)
-// Import trusts nothing: magic, version, every length, the trailer and the blob hash are checked
-// and a file failing any of them is skipped with a warning.
+// Import trusts nothing: by default only files that are yours and not writable by group or others
+// are read (an artifact is code: a file someone else could write is their code), and magic,
+// version, every length, the trailer, the blob hash, the artifact's ELF header and the metadata
+// values are checked; a file failing any of them is skipped with a warning naming it, and the
+// rest are imported.
 #include "cache_internal.h"
 
 #include <sqlite3.h>
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #define EXPORT_MAGIC   "DLCCENT\n"
 #define EXPORT_VERSION 1u
@@ -263,8 +270,118 @@ static int cmp_str(const void *a, const void *b) {
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-dl_status dl_cache_import(dl_cache *c, const char *dir, dl_diags *d, int64_t *out_n) {
+// Reads one export file through an open descriptor (what was checked is what is read). false
+// with *why set when it cannot be read whole.
+static bool read_fd(int fd, uint64_t size, char **out, const char **why) {
+    *out = NULL;
+    if (size > DL_CACHE_MAX_ARTIFACT + 65536 * 4 + 256) {
+        *why = "it is larger than any artifact the cache takes";
+        return false;
+    }
+    char *buf = dl_mem_alloc(size ? (size_t)size : 1);
+    if (!buf) {
+        *why = "out of memory reading it";
+        return false;
+    }
+    size_t got = 0;
+    while (got < size) {
+        ssize_t n = pread(fd, buf + got, (size_t)size - got, (off_t)got);
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n <= 0) {
+            free(buf);
+            *why = n < 0 ? "it cannot be read" : "it shrank while being read";
+            return false;
+        }
+        got += (size_t)n;
+    }
+    *out = buf;
+    return true;
+}
+
+// Whether a string from an export file is fit to store and print: no control characters (a
+// model name must not carry terminal escape sequences into `dlcc-cache ls`).
+static bool plain_text(const char *s) {
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch < 0x20 || ch == 0x7f) {
+            return false;
+        }
+    }
+    return true;
+}
+
+// The checks `verify` applies to a stored row, applied to a decoded entry before it is stored;
+// *why names the first failure. Future times (another machine's clock) are clamped to now.
+static bool entry_ok(dl_cache_entry *e, const uint8_t *blob, size_t len, const char **why) {
+    int64_t now = (int64_t)time(NULL);
+    if (!isfinite(e->compile_ms) || e->compile_ms < 0) {
+        *why = "its compile time is not a non-negative number";
+        return false;
+    }
+    if (e->created < 0 || e->last_used < 0 || e->source_size > (uint64_t)INT64_MAX) {
+        *why = "a time or size is out of range";
+        return false;
+    }
+    if (!plain_text(e->model) || !plain_text(e->target) || !plain_text(e->compiler_version)) {
+        *why = "its model, target or compiler version holds control characters";
+        return false;
+    }
+    if ((uint64_t)len > DL_CACHE_MAX_ARTIFACT) {
+        *why = "its artifact is larger than the cache takes";
+        return false;
+    }
+    if (!dl_cache__artifact_ok(blob, len, why)) {
+        return false;
+    }
+    e->created = e->created > now ? now : e->created;
+    e->last_used = e->last_used > now ? now : e->last_used;
+    return true;
+}
+
+// Opens DIR/NAME for import and checks who could have written it. Returns the descriptor, or -1
+// with *why set (the file is skipped).
+static int open_trusted(const char *path, bool trust_others, struct stat *st, const char **why,
+                        char *buf, size_t buf_size) {
+    int fd =
+        open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY | (trust_others ? 0 : O_NOFOLLOW));
+    if (fd < 0) {
+        if (errno == ELOOP) {
+            *why = "it is a symbolic link (import follows links only with --trust)";
+        } else {
+            snprintf(buf, buf_size, "it cannot be opened (%s)", strerror(errno));
+            *why = buf;
+        }
+        return -1;
+    }
+    if (fstat(fd, st) != 0 || !S_ISREG(st->st_mode)) {
+        *why = "it is not a regular file";
+        close(fd);
+        return -1;
+    }
+    if (!trust_others && st->st_uid != geteuid()) {
+        snprintf(buf, buf_size,
+                 "it is owned by uid %ld, not you (uid %ld), and an artifact is code dlcc will "
+                 "load; import it with --trust only if you trust that user",
+                 (long)st->st_uid, (long)geteuid());
+        *why = buf;
+        close(fd);
+        return -1;
+    }
+    if (!trust_others && (st->st_mode & (S_IWGRP | S_IWOTH))) {
+        *why = "it is writable by group or others, so anyone of them may have replaced the "
+               "artifact (code dlcc will load); import it with --trust only if you trust them";
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+dl_status dl_cache_import(dl_cache *c, const char *dir, bool trust_others, dl_diags *d,
+                          int64_t *out_n, int64_t *out_skipped) {
     *out_n = 0;
+    *out_skipped = 0;
     DIR *dh = opendir(dir);
     if (!dh) {
         dl_cache__warn(d, "cannot read the directory %s (%s)", dir, strerror(errno));
@@ -292,32 +409,51 @@ dl_status dl_cache_import(dl_cache *c, const char *dir, dl_diags *d, int64_t *ou
     if (names.len) {
         qsort(names.data, names.len, sizeof(char *), cmp_str);
     }
+    // One bad file never stops the rest: it is skipped with a warning naming it and counted.
+    // Only a problem of the database itself (full disk, lock, damage) ends the import early.
     for (size_t i = 0; s == DL_OK && i < names.len; i++) {
-        char *data = NULL;
-        size_t size = 0;
+        const char *path = names.data[i];
+        char buf[256];
+        const char *why = NULL;
         struct stat st;
-        if (stat(names.data[i], &st) != 0 || !S_ISREG(st.st_mode)) {
-            continue;
-        }
-        if (dl_read_file(names.data[i], &data, &size) != DL_OK) {
-            dl_cache__warn(d, "skipping %s: cannot read it (%s)", names.data[i], strerror(errno));
-            continue;
+        char *data = NULL;
+        int fd = open_trusted(path, trust_others, &st, &why, buf, sizeof buf);
+        if (fd >= 0) {
+            (void)read_fd(fd, (uint64_t)st.st_size, &data, &why);
+            close(fd);
         }
         dl_cache_entry e;
+        memset(&e, 0, sizeof e);
         const uint8_t *blob = NULL;
         size_t len = 0;
-        const char *why = NULL;
-        if (!decode((const unsigned char *)data, size, &e, &blob, &len, &why)) {
-            dl_cache__warn(d, "skipping the damaged export file %s (%s)", names.data[i], why);
-            free(data);
-            continue;
+        if (data) {
+            if (!decode((const unsigned char *)data, (size_t)st.st_size, &e, &blob, &len, &why)) {
+                snprintf(buf, sizeof buf, "it is damaged (%s)", why);
+                why = buf;
+            } else if (!entry_ok(&e, blob, len, &why)) {
+                dl_cache_entry_fini(&e);
+            } else {
+                int rc = dl_cache__store_rc(c, e.key, blob, len, &e, e.created, e.last_used, 0);
+                int prim = rc & 0xff;
+                if (rc == SQLITE_OK) {
+                    (*out_n)++;
+                } else if (prim == SQLITE_CONSTRAINT || prim == SQLITE_MISMATCH ||
+                           prim == SQLITE_TOOBIG || prim == SQLITE_RANGE) {
+                    snprintf(buf, sizeof buf, "the database refused it (%s)", sqlite3_errstr(rc));
+                    why = buf;
+                } else {
+                    s = dl_cache__sql_fail(c, d, rc, "import an entry");
+                    dl_cache__warn(d, "the import stopped at %s; %lld entr%s imported before it",
+                                   path, (long long)*out_n, *out_n == 1 ? "y was" : "ies were");
+                }
+                dl_cache_entry_fini(&e);
+            }
         }
-        s = dl_cache__store(c, e.key, blob, len, &e, e.created, e.last_used, 0, d);
-        if (s == DL_OK) {
-            (*out_n)++;
-        }
-        dl_cache_entry_fini(&e);
         free(data);
+        if (s == DL_OK && (why != NULL)) {
+            (*out_skipped)++;
+            dl_cache__warn(d, "skipping %s: %s", path, why);
+        }
     }
     for (size_t i = 0; i < names.len; i++) {
         free(names.data[i]);

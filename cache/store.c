@@ -16,6 +16,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -144,6 +145,17 @@ static char *col_strdup(sqlite3_stmt *st, int i) {
     return str_dup(t ? (const char *)t : "");
 }
 
+// A duration in milliseconds as stored: NaN, infinite or negative ones become 0 (unknown).
+static double sane_ms(double v) {
+    return isfinite(v) && v >= 0 ? v : 0.0;
+}
+
+// Whether column `i` of the row (a typeof(...) result) reads `type`.
+static bool col_is(sqlite3_stmt *st, int i, const char *type) {
+    const unsigned char *t = sqlite3_column_text(st, i);
+    return t && strcmp((const char *)t, type) == 0;
+}
+
 static bool pid_alive(int64_t pid) {
     if (pid <= 0 || pid != (int64_t)(pid_t)pid) {
         return false;
@@ -215,6 +227,49 @@ bool dl_cache_parse_size(const char *s, uint64_t *out) {
     return true;
 }
 
+static uint64_t le_u(const uint8_t *p, int n) {
+    uint64_t v = 0;
+    for (int i = n - 1; i >= 0; i--) {
+        v = v << 8 | p[i];
+    }
+    return v;
+}
+
+bool dl_cache__artifact_ok(const uint8_t *blob, size_t len, const char **why) {
+    // ELF64 header fields (System V gABI): e_ident[16], e_type@16, e_machine@18, e_version@20,
+    // e_phoff@32, e_ehsize@52, e_phentsize@54, e_phnum@56.
+    if (len < 64 || memcmp(blob, "\177ELF", 4) != 0) {
+        *why = "it is not an ELF file";
+        return false;
+    }
+    if (blob[4] != 2 || blob[5] != 1 || blob[6] != 1) {
+        *why = "it is not a 64-bit little-endian ELF file";
+        return false;
+    }
+    if (le_u(blob + 16, 2) != 3) { // ET_DYN
+        *why = "it is not an ELF shared object";
+        return false;
+    }
+#if defined(__x86_64__)
+    if (le_u(blob + 18, 2) != 62) { // EM_X86_64
+        *why = "it is not built for x86-64";
+        return false;
+    }
+#elif defined(__aarch64__)
+    if (le_u(blob + 18, 2) != 183) { // EM_AARCH64
+        *why = "it is not built for AArch64";
+        return false;
+    }
+#endif
+    uint64_t phoff = le_u(blob + 32, 8), phentsize = le_u(blob + 54, 2), phnum = le_u(blob + 56, 2);
+    if (le_u(blob + 52, 2) != 64 || (phnum && phentsize != 56) || phoff > len ||
+        phnum * 56 > len - phoff) {
+        *why = "its ELF header is malformed";
+        return false;
+    }
+    return true;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Location and trust
 
@@ -274,13 +329,76 @@ static bool trusted(const struct stat *st, const char *path, bool is_dir, dl_dia
         return false;
     }
     if (st->st_mode & (S_IWGRP | S_IWOTH)) {
-        dl_cache__warn(d,
-                       "the %s %s is writable by group or others; the compile goes on without "
-                       "the cache; run chmod %s %s",
-                       what, path, is_dir ? "700" : "600", path);
+        if (is_dir) {
+            dl_cache__warn(d,
+                           "the cache directory %s is writable by group or others; the compile "
+                           "goes on without the cache; run chmod 700 %s",
+                           path, path);
+        } else {
+            dl_cache__warn(d,
+                           "the cache database %s is writable by group or others; the compile "
+                           "goes on without the cache; run chmod 600 %s if nobody else can have "
+                           "written to it, else delete the cache (rm -f %s %s-wal %s-shm)",
+                           path, path, path, path, path);
+        }
         return false;
     }
     return true;
+}
+
+// The files SQLite opens next to the database: the write-ahead log and its index (WAL mode) and
+// the rollback journal (a database still in rollback mode, or one switching modes). SQLite
+// replays a -wal or -journal it finds, so each must pass the same rules as the database: one
+// planted by another user while the directory was writable would otherwise survive the
+// chmod 700 / chmod 600 fix and be read as ours.
+static const char *const side_suffixes[] = {"-wal", "-shm", "-journal"};
+
+// Checks DIR/cache.db<suffix> through `dirfd` (O_NOFOLLOW, then fstat on the open file, so what
+// is checked is what is there). Absent is fine. Any other trouble is a warning naming the file
+// and the fix, and false.
+static bool side_file_ok(dl_cache *c, int dirfd, const char *suffix, dl_diags *d) {
+    char name[32], path[4200];
+    snprintf(name, sizeof name, "%s%s", DL_CACHE_DB_NAME, suffix);
+    snprintf(path, sizeof path, "%s%s", c->db_path, suffix);
+    int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+    if (fd < 0 && errno == ENOENT) {
+        return true;
+    }
+    const char *why = NULL;
+    char buf[160];
+    struct stat st;
+    if (fd < 0) {
+        if (errno == ELOOP) {
+            why = "is a symbolic link";
+        } else {
+            snprintf(buf, sizeof buf, "cannot be opened (%s)", strerror(errno));
+            why = buf;
+        }
+    } else if (fstat(fd, &st) != 0) {
+        snprintf(buf, sizeof buf, "cannot be checked (%s)", strerror(errno));
+        why = buf;
+    } else if (!S_ISREG(st.st_mode)) {
+        why = "is not a regular file";
+    } else if (st.st_uid != geteuid()) {
+        snprintf(buf, sizeof buf, "is owned by uid %ld, not you (uid %ld)", (long)st.st_uid,
+                 (long)geteuid());
+        why = buf;
+    } else if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+        why = "is writable by group or others";
+    }
+    if (fd >= 0) {
+        close(fd);
+    }
+    if (!why) {
+        return true;
+    }
+    dl_cache__warn(d,
+                   "the cache file %s %s: SQLite would read it as part of the cache, and "
+                   "someone else may have written entries into it; the compile goes on without "
+                   "the cache; remove it (rm -f %s-wal %s-shm %s-journal: at worst the last "
+                   "few entries are compiled again)",
+                   path, why, c->db_path, c->db_path, c->db_path);
+    return false;
 }
 
 // A quick look at the file header, so that a garbage or truncated database is refused at open
@@ -422,7 +540,7 @@ static dl_status setup_schema(dl_cache *c, bool is_new, dl_diags *d) {
 static dl_status open_impl(const char *dir_in, bool is_readonly, dl_diags *d, dl_cache **out) {
     *out = NULL;
     dl_status s = DL_OK;
-    int fd = -1;
+    int fd = -1, dirfd = -1;
     dl_cache *c = dl_mem_calloc(1, sizeof *c);
     if (!c) {
         return DL_ERR_NOMEM;
@@ -467,35 +585,45 @@ static dl_status open_impl(const char *dir_in, bool is_readonly, dl_diags *d, dl
         s = DL_ERR_CACHE;
         goto out;
     }
-    struct stat st;
-    if (stat(c->dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
-        dl_cache__warn(d, "the cache directory %s %s; the compile goes on without the cache",
-                       c->dir, errno == ENOENT ? "does not exist" : "is not a directory");
+    // The directory is opened once and everything in it is checked through that descriptor
+    // (O_NOFOLLOW + fstat): what is checked is what is there, not what a path named earlier.
+    struct stat st, dir_st, db_st;
+    dirfd = open(c->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dirfd < 0 || fstat(dirfd, &dir_st) != 0 || !S_ISDIR(dir_st.st_mode)) {
+        int e = dirfd < 0 ? errno : ENOTDIR;
+        dl_cache__warn(d, "the cache directory %s %s%s; the compile goes on without the cache",
+                       c->dir,
+                       e == ENOENT    ? "does not exist"
+                       : e == ENOTDIR ? "is not a directory"
+                                      : "cannot be opened: ",
+                       e == ENOENT || e == ENOTDIR ? "" : strerror(e));
         s = DL_ERR_CACHE;
         goto out;
     }
-    if (!trusted(&st, c->dir, true, d)) {
+    if (!trusted(&dir_st, c->dir, true, d)) {
         s = DL_ERR_CACHE;
         goto out;
     }
 
     // The database file: created here with 0600 so it never exists with looser permissions.
-    fd = open(c->db_path,
-              (is_readonly ? O_RDONLY : O_RDWR | O_CREAT) | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK,
-              0600);
+    fd = openat(dirfd, DL_CACHE_DB_NAME,
+                (is_readonly ? O_RDONLY : O_RDWR | O_CREAT) | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK |
+                    O_NOCTTY,
+                0600);
     if (fd < 0) {
         int e = errno;
         dl_cache__warn(d,
                        "cannot %s the cache database %s (%s); the compile goes on without the "
                        "cache%s",
-                       is_readonly ? "open" : "create", c->db_path, strerror(e),
+                       is_readonly ? "open" : "create", c->db_path,
+                       e == ELOOP ? "it is a symbolic link" : strerror(e),
                        (e == EACCES || e == EROFS || e == EPERM)
                            ? "; check that the directory is writable or set DLCC_CACHE_DIR"
                            : "");
         s = DL_ERR_CACHE;
         goto out;
     }
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    if (fstat(fd, &db_st) != 0 || !S_ISREG(db_st.st_mode)) {
         dl_cache__warn(d,
                        "the cache database %s is not a regular file; the compile goes on "
                        "without the cache",
@@ -503,11 +631,18 @@ static dl_status open_impl(const char *dir_in, bool is_readonly, dl_diags *d, dl
         s = DL_ERR_CACHE;
         goto out;
     }
-    if (!trusted(&st, c->db_path, false, d)) {
+    if (!trusted(&db_st, c->db_path, false, d)) {
         s = DL_ERR_CACHE;
         goto out;
     }
-    bool is_new = st.st_size == 0;
+    // Every other file SQLite may open, before SQLite opens anything.
+    for (size_t i = 0; i < DL_ARRAY_LEN(side_suffixes); i++) {
+        if (!side_file_ok(c, dirfd, side_suffixes[i], d)) {
+            s = DL_ERR_CACHE;
+            goto out;
+        }
+    }
+    bool is_new = db_st.st_size == 0;
     char why[96];
     if (!header_ok(c->db_path, fd, why, sizeof why)) {
         dl_cache__warn(d,
@@ -527,6 +662,26 @@ static dl_status open_impl(const char *dir_in, bool is_readonly, dl_diags *d, dl
         s = dl_cache__sql_fail(c, d, rc, "open");
         goto out;
     }
+    // SQLite opened the paths itself: they must still name what was checked above. Only the
+    // directory's owner can change them now (it is ours and closed to others), so this catches a
+    // directory path that was repointed (a symbolic link swapped) while we looked.
+    if (stat(c->dir, &st) != 0 || st.st_dev != dir_st.st_dev || st.st_ino != dir_st.st_ino ||
+        lstat(c->db_path, &st) != 0 || st.st_dev != db_st.st_dev || st.st_ino != db_st.st_ino) {
+        dl_cache__warn(d,
+                       "the cache directory %s changed while it was being opened; the compile "
+                       "goes on without the cache",
+                       c->dir);
+        s = DL_ERR_CACHE;
+        goto out;
+    }
+    // The database is data, never code: no triggers or views from the file run, schema-defined
+    // SQL may not call functions with side effects, and the schema cannot be edited through
+    // writable_schema (SQLite's advice for databases that may be hostile).
+    (void)sqlite3_db_config(c->db, SQLITE_DBCONFIG_DEFENSIVE, 1, (int *)NULL);
+    (void)sqlite3_db_config(c->db, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, (int *)NULL);
+    (void)sqlite3_db_config(c->db, SQLITE_DBCONFIG_ENABLE_TRIGGER, 0, (int *)NULL);
+    (void)sqlite3_db_config(c->db, SQLITE_DBCONFIG_ENABLE_VIEW, 0, (int *)NULL);
+    (void)exec(c, "PRAGMA cell_size_check = ON");
     sqlite3_extended_result_codes(c->db, 1);
     sqlite3_busy_timeout(c->db, c->busy_ms);
     // After a checkpoint, shrink a WAL that a large put made big (the default keeps it).
@@ -566,6 +721,9 @@ static dl_status open_impl(const char *dir_in, bool is_readonly, dl_diags *d, dl
 out:
     if (fd >= 0) {
         close(fd);
+    }
+    if (dirfd >= 0) {
+        close(dirfd);
     }
     dl_cache_close(c);
     return s;
@@ -839,7 +997,9 @@ static void row_to_entry(sqlite3_stmt *st, int first, dl_cache_entry *e) {
     e->compiler_version = col_strdup(st, first + 3);
     e->size = (uint64_t)sqlite3_column_int64(st, first + 4);
     e->source_size = (uint64_t)sqlite3_column_int64(st, first + 5);
-    e->compile_ms = sqlite3_column_double(st, first + 6);
+    // A time is finite and not negative; anything else in the file counts as unknown (0), so no
+    // NaN or infinity reaches "compile time saved" (dlcc-cache verify reports such rows).
+    e->compile_ms = sane_ms(sqlite3_column_double(st, first + 6));
     e->created = sqlite3_column_int64(st, first + 7);
     e->last_used = sqlite3_column_int64(st, first + 8);
     e->hits = sqlite3_column_int64(st, first + 9);
@@ -961,7 +1121,7 @@ static int put_fn(dl_cache *c, void *arg) {
         bind_text(st, 4, a->meta ? a->meta->compiler_version : "");
         sqlite3_bind_int64(st, 5, (sqlite3_int64)a->len);
         sqlite3_bind_int64(st, 6, a->meta ? (sqlite3_int64)a->meta->source_size : 0);
-        sqlite3_bind_double(st, 7, a->meta ? a->meta->compile_ms : 0.0);
+        sqlite3_bind_double(st, 7, a->meta ? sane_ms(a->meta->compile_ms) : 0.0);
         sqlite3_bind_int64(st, 8, a->created);
         sqlite3_bind_int64(st, 9, a->last_used);
         sqlite3_bind_int64(st, 10, a->hits);
@@ -989,6 +1149,25 @@ static int put_fn(dl_cache *c, void *arg) {
     return rc;
 }
 
+int dl_cache__store_rc(dl_cache *c, dl_hash128 key, const uint8_t *blob, size_t len,
+                       const dl_cache_entry *meta, int64_t created, int64_t last_used,
+                       int64_t hits) {
+    if (c->is_readonly) {
+        return SQLITE_READONLY;
+    }
+    if (len && !blob) {
+        return SQLITE_MISUSE;
+    }
+    if ((uint64_t)len > DL_CACHE_MAX_ARTIFACT) {
+        return SQLITE_TOOBIG;
+    }
+    char key_hex[33], hash_hex[33];
+    dl_hash128_hex(key, key_hex);
+    dl_hash128_hex(dl_hash128_of(blob ? (const void *)blob : "", len), hash_hex);
+    put_args a = {key_hex, blob, len, meta, hash_hex, created, last_used, hits};
+    return in_txn(c, put_fn, &a);
+}
+
 dl_status dl_cache__store(dl_cache *c, dl_hash128 key, const uint8_t *blob, size_t len,
                           const dl_cache_entry *meta, int64_t created, int64_t last_used,
                           int64_t hits, dl_diags *d) {
@@ -996,11 +1175,7 @@ dl_status dl_cache__store(dl_cache *c, dl_hash128 key, const uint8_t *blob, size
     if (len && !blob) {
         return DL_ERR_INVALID_ARG;
     }
-    char key_hex[33], hash_hex[33];
-    dl_hash128_hex(key, key_hex);
-    dl_hash128_hex(dl_hash128_of(blob ? (const void *)blob : "", len), hash_hex);
-    put_args a = {key_hex, blob, len, meta, hash_hex, created, last_used, hits};
-    int rc = in_txn(c, put_fn, &a);
+    int rc = dl_cache__store_rc(c, key, blob, len, meta, created, last_used, hits);
     return rc == SQLITE_OK ? DL_OK : dl_cache__sql_fail(c, d, rc, "store an entry");
 }
 
@@ -1083,7 +1258,7 @@ dl_status dl_cache_stats_get(dl_cache *c, dl_cache_stats *out) {
         } else if (!strcmp(name, "misses")) {
             out->misses = sqlite3_column_int64(st, 1);
         } else if (!strcmp(name, "compile_ms_saved")) {
-            out->compile_ms_saved = sqlite3_column_double(st, 1);
+            out->compile_ms_saved = sane_ms(sqlite3_column_double(st, 1));
         }
     }
     sqlite3_finalize(st);
@@ -1301,9 +1476,22 @@ dl_status dl_cache_verify(dl_cache *c, dl_diags *d, int64_t *out_bad) {
         (*out_bad)++;
         return dl_cache__sql_fail(c, d, rc, "check the database");
     }
-    // Every blob against its hash; the damaged ones are collected, then dropped.
-    DL_VEC(char *) bad = {0};
-    rc = prepare(c, "SELECT key, blob_hash, size, blob FROM entries ORDER BY key", &st);
+    // Every row: its columns' types and values, its blob against its hash and the artifact's
+    // header. The bad ones are collected (by rowid: a row replaced meanwhile by a good put of the
+    // same key has another rowid and stays), then reported and, on a writable handle, dropped.
+    typedef struct bad_row {
+        int64_t rowid;
+        char *label; // "entry KEY" or "row N" when the key itself is unusable
+        const char *why;
+    } bad_row;
+    DL_VEC(bad_row) bad = {0};
+    rc = prepare(c,
+                 "SELECT rowid, key, blob_hash, size, blob, typeof(key), typeof(blob_hash), "
+                 "typeof(size), typeof(blob), typeof(compile_ms), compile_ms, typeof(source_size), "
+                 "source_size, typeof(created), created, typeof(last_used), last_used, "
+                 "typeof(hits), hits, typeof(model), typeof(target), typeof(compiler_version) "
+                 "FROM entries ORDER BY key",
+                 &st);
     while (rc == SQLITE_OK) {
         rc = sqlite3_step(st);
         if (rc != SQLITE_ROW) {
@@ -1311,39 +1499,90 @@ dl_status dl_cache_verify(dl_cache *c, dl_diags *d, int64_t *out_bad) {
             break;
         }
         rc = SQLITE_OK;
-        const char *k = (const char *)sqlite3_column_text(st, 0);
-        const char *h = (const char *)sqlite3_column_text(st, 1);
-        uint64_t size = (uint64_t)sqlite3_column_int64(st, 2);
-        const void *b = sqlite3_column_blob(st, 3);
-        size_t n = (size_t)sqlite3_column_bytes(st, 3);
-        dl_hash128 want;
-        bool ok = h && dl_hash128_parse(h, &want) && n == size &&
-                  dl_hash128_eq(dl_hash128_of(b ? b : "", n), want);
-        if (!ok) {
-            (*out_bad)++;
-            char *kk = str_dup(k ? k : "");
-            if (!kk || !DL_VEC_PUSH(&bad, kk)) {
-                free(kk);
-                rc = SQLITE_NOMEM;
+        int64_t rowid = sqlite3_column_int64(st, 0);
+        const char *k = (const char *)sqlite3_column_text(st, 1);
+        dl_hash128 kh;
+        bool key_ok = col_is(st, 5, "text") && k && strlen(k) == 32 && dl_hash128_parse(k, &kh);
+        if (key_ok) { // the canonical spelling (lower-case), as put writes it
+            char canon[33];
+            dl_hash128_hex(kh, canon);
+            key_ok = strcmp(canon, k) == 0;
+        }
+        const char *why = NULL;
+        if (!key_ok) {
+            why = "its key is not 32 lower-case hex digits";
+        } else if (!col_is(st, 19, "text") || !col_is(st, 20, "text") || !col_is(st, 21, "text")) {
+            why = "its model, target or compiler version is not text";
+        } else if (!col_is(st, 7, "integer") || sqlite3_column_int64(st, 3) < 0 ||
+                   !col_is(st, 11, "integer") || sqlite3_column_int64(st, 12) < 0 ||
+                   !col_is(st, 13, "integer") || sqlite3_column_int64(st, 14) < 0 ||
+                   !col_is(st, 15, "integer") || sqlite3_column_int64(st, 16) < 0 ||
+                   !col_is(st, 17, "integer") || sqlite3_column_int64(st, 18) < 0) {
+            why = "a size, time or hit count is not a non-negative integer";
+        } else if (!(col_is(st, 9, "real") || col_is(st, 9, "integer")) ||
+                   !isfinite(sqlite3_column_double(st, 10)) || sqlite3_column_double(st, 10) < 0) {
+            why = "its compile time is not a non-negative number";
+        } else {
+            const char *h = (const char *)sqlite3_column_text(st, 2);
+            const uint8_t *b = sqlite3_column_blob(st, 4);
+            size_t n = (size_t)sqlite3_column_bytes(st, 4);
+            uint64_t size = (uint64_t)sqlite3_column_int64(st, 3);
+            dl_hash128 want;
+            if (!col_is(st, 6, "text") || !h || !dl_hash128_parse(h, &want) ||
+                !col_is(st, 8, "blob") || n != size ||
+                !dl_hash128_eq(dl_hash128_of(b ? (const void *)b : "", n), want)) {
+                why = "its hash does not match";
+            } else if (!dl_cache__artifact_ok(b, n, &why)) {
+                // why set: the artifact is not something this build can load
             }
+        }
+        if (!why) {
+            continue;
+        }
+        (*out_bad)++;
+        char label[64];
+        if (key_ok) {
+            snprintf(label, sizeof label, "%s", k);
+        } else {
+            snprintf(label, sizeof label, "(row %lld)", (long long)rowid);
+        }
+        bad_row r = {rowid, str_dup(label), why};
+        if (!r.label || !DL_VEC_PUSH(&bad, r)) {
+            free(r.label);
+            rc = SQLITE_NOMEM;
         }
     }
     sqlite3_finalize(st);
+    st = NULL;
+    if (rc == SQLITE_OK && bad.len && !c->is_readonly) {
+        rc = prepare(c, "DELETE FROM entries WHERE rowid = ?1", &st);
+    }
     for (size_t i = 0; rc == SQLITE_OK && i < bad.len; i++) {
         if (c->is_readonly) {
-            dl_cache__warn(d, "cache entry %s is damaged (its hash does not match)", bad.data[i]);
+            dl_cache__warn(d, "cache entry %s is damaged (%s)", bad.data[i].label, bad.data[i].why);
             continue;
         }
-        count_args a = {"DELETE FROM entries WHERE key = ?1", bad.data[i], 0};
-        rc = in_txn(c, count_fn, &a);
+        rc = exec(c, "BEGIN IMMEDIATE");
         if (rc == SQLITE_OK) {
-            dl_cache__warn(d,
-                           "cache entry %s was damaged (its hash does not match) and was dropped",
-                           bad.data[i]);
+            sqlite3_reset(st);
+            sqlite3_bind_int64(st, 1, bad.data[i].rowid);
+            rc = sqlite3_step(st);
+            rc = rc == SQLITE_DONE ? SQLITE_OK : rc;
+            if (rc == SQLITE_OK) {
+                rc = exec(c, "COMMIT");
+            }
+            if (rc != SQLITE_OK) {
+                rollback(c);
+            }
+        }
+        if (rc == SQLITE_OK) {
+            dl_cache__warn(d, "cache entry %s was damaged (%s) and was dropped", bad.data[i].label,
+                           bad.data[i].why);
         }
     }
+    sqlite3_finalize(st);
     for (size_t i = 0; i < bad.len; i++) {
-        free(bad.data[i]);
+        free(bad.data[i].label);
     }
     free(bad.data);
     return rc == SQLITE_OK ? DL_OK : dl_cache__sql_fail(c, d, rc, "check the entries");

@@ -81,9 +81,15 @@ static const cmd_help helps[] = {
     {"export", "write every entry to a directory", "dlcc-cache export DIR",
      "Writes one self-describing file per entry (KEY.dlcc) into DIR, created if needed.\n"
      "\n" COMMON_OPTS},
-    {"import", "read entries written by export", "dlcc-cache import DIR",
-     "Adds the KEY.dlcc files in DIR to the cache; damaged files are skipped with a warning.\n"
-     "\n" COMMON_OPTS},
+    {"import", "read entries written by export", "dlcc-cache import DIR [--trust]",
+     "Adds the KEY.dlcc files in DIR to the cache. An artifact is code that dlcc loads, so\n"
+     "only files you own that are not writable by group or others are read (symbolic links\n"
+     "are not followed). Every file is checked like `verify` checks an entry (format,\n"
+     "checksum, artifact hash, ELF header, metadata). A file failing a check is skipped with\n"
+     "a warning naming it, the rest are imported, and the command exits 1.\n"
+     "\n"
+     "  --trust           also import files of other users or writable by them (and follow\n"
+     "                    links): only for a directory whose writers you trust\n" COMMON_OPTS},
     {"explain", "why two models get the same or different cache keys",
      "dlcc-cache explain A.dlg B.dlg [-D NAME=INT]... [--cpu NAME] [--features F] [-O N] "
      "[--json]",
@@ -1293,14 +1299,26 @@ out:
 // ---------------------------------------------------------------------------------------------
 // export, import
 
+static int import_flag(void *ctx, const char *cmd, int argc, char **argv, int *i) {
+    (void)cmd;
+    (void)argc;
+    if (strcmp(argv[*i], "--trust") == 0) {
+        *(bool *)ctx = true;
+        (*i)++;
+        return 1;
+    }
+    return 0;
+}
+
 static int cmd_export_import(opts *o, int argc, char **argv, bool is_import) {
-    int rc = parse_args(o, argc, argv, false, 1, 1, "DIR", NULL, NULL);
+    bool trust = false;
+    int rc = parse_args(o, argc, argv, false, 1, 1, "DIR", is_import ? import_flag : NULL, &trust);
     if (rc != EXIT_OK) {
         return rc;
     }
     const char *dir = o->pos.data[0];
     cache_ctx cx;
-    int64_t n = 0;
+    int64_t n = 0, skipped = 0;
     bool exists = false;
     if ((rc = cache_resolve(o, &cx)) != EXIT_OK || (rc = cache_probe(o, &cx, &exists)) != EXIT_OK) {
         goto out;
@@ -1324,8 +1342,8 @@ static int cmd_export_import(opts *o, int argc, char **argv, bool is_import) {
     if ((rc = cache_open(o, &cx)) != EXIT_OK) {
         goto out;
     }
-    dl_status st =
-        is_import ? dl_cache_import(cx.c, dir, cx.d, &n) : dl_cache_export(cx.c, dir, cx.d, &n);
+    dl_status st = is_import ? dl_cache_import(cx.c, dir, trust, cx.d, &n, &skipped)
+                             : dl_cache_export(cx.c, dir, cx.d, &n);
     bool warned = dl_diags_count(cx.d) > 0;
     flush_store_diags(cx.d);
     if (st != DL_OK) {
@@ -1334,7 +1352,12 @@ static int cmd_export_import(opts *o, int argc, char **argv, bool is_import) {
     }
     printf("%s %" PRId64 " entr%s %s %s%s\n", is_import ? "imported" : "exported", n,
            n == 1 ? "y" : "ies", is_import ? "from" : "to", dir,
-           warned ? " (see the warnings above)" : "");
+           warned && !skipped ? " (see the warnings above)" : "");
+    if (skipped) {
+        // The good files are in; the command still fails, so a script notices the bad ones.
+        rc = cmd_error(o->cmd, EXIT_INPUT, "skipped %" PRId64 " file%s (see the warnings above)",
+                       skipped, skipped == 1 ? "" : "s");
+    }
 out:
     cache_ctx_fini(&cx);
     return rc;

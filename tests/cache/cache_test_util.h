@@ -41,13 +41,39 @@ static inline dl_hash128 key_n(int i) {
     return dl_hash128_of(s, strlen(s));
 }
 
-// `n` bytes derived from `seed`; byte 0 is `tag` so a reader can tell which writer made it.
+// The byte of a test blob that carries its writer's tag (after the ELF header).
+#define BLOB_TAG_AT 64
+
+// `n` bytes derived from `seed` that look like an artifact: a minimal ELF64 shared-object header
+// for this machine (what verify and import check) when n >= 65, then pseudo-random bytes; byte
+// BLOB_TAG_AT (byte 0 for a shorter blob) is `tag` so a reader can tell which writer made it.
 static inline uint8_t *blob_n(size_t n, unsigned seed, uint8_t tag) {
     uint8_t *b = malloc(n ? n : 1);
     for (size_t i = 0; i < n; i++) {
         b[i] = (uint8_t)(dl_rng_bits(seed, i) & 0xff);
     }
-    if (n) {
+    if (n > BLOB_TAG_AT) {
+        static const uint8_t hdr[64] = {
+            0x7f, 'E', 'L', 'F', 2, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, // e_ident
+            3,    0,                                                 // e_type = ET_DYN
+#if defined(__aarch64__)
+            183,  0, // e_machine = EM_AARCH64
+#else
+            62,   0, // e_machine = EM_X86_64
+#endif
+            1,    0,   0,   0,               // e_version
+            0,    0,   0,   0,   0, 0, 0, 0, // e_entry
+            0,    0,   0,   0,   0, 0, 0, 0, // e_phoff (no program headers)
+            0,    0,   0,   0,   0, 0, 0, 0, // e_shoff
+            0,    0,   0,   0,               // e_flags
+            64,   0,                         // e_ehsize
+            56,   0,                         // e_phentsize
+            0,    0,                         // e_phnum
+            64,   0,   0,   0,   0, 0,       // e_shentsize, e_shnum, e_shstrndx
+        };
+        memcpy(b, hdr, sizeof hdr);
+        b[BLOB_TAG_AT] = tag;
+    } else if (n) {
         b[0] = tag;
     }
     return b;

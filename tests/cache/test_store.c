@@ -514,9 +514,11 @@ DL_TEST(export_import_round_trip_skips_damaged) {
     snprintf(cdir2, sizeof cdir2, "%s/c2", root);
     DL_CHECK_OK(dl_cache_open(cdir2, d, &c));
     dl_diags_clear(d);
-    DL_CHECK_OK(dl_cache_import(c, xdir, d, &n));
+    int64_t skipped = 0;
+    DL_CHECK_OK(dl_cache_import(c, xdir, false, d, &n, &skipped));
     DL_CHECK_EQ_I64(n, 2);
-    DL_CHECK(has_diag(d, "skipping the damaged export file"));
+    DL_CHECK_EQ_I64(skipped, 2);
+    DL_CHECK(has_diag(d, "it is damaged"));
     DL_CHECK(has_diag(d, hex));
     DL_CHECK(has_diag(d, "junk.dlcc"));
     for (int i = 0; i < 3; i++) {
@@ -577,7 +579,7 @@ static int stress_child(const char *cdir, int who) {
             size_t len = 0;
             if (dl_cache_get(c, key_n(k), &got, &len, NULL, d) != DL_OK) {
                 rc = 12;
-            } else if (got && (len < 2000 || got[0] != (uint8_t)k)) {
+            } else if (got && (len < 2000 || got[BLOB_TAG_AT] != (uint8_t)k)) {
                 rc = 13;
             }
             free(got);
@@ -628,7 +630,7 @@ DL_TEST(concurrency_stress_many_processes) {
         uint8_t *got = NULL;
         size_t len = 0;
         DL_CHECK_OK(dl_cache_get(c, key_n(k), &got, &len, NULL, d));
-        DL_CHECK(got != NULL && got[0] == (uint8_t)k);
+        DL_CHECK(got != NULL && got[BLOB_TAG_AT] == (uint8_t)k);
         free(got);
     }
     dl_cache_stats s;

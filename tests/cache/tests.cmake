@@ -11,3 +11,11 @@ add_executable(test_cache_store_fault ${CMAKE_CURRENT_LIST_DIR}/test_store_fault
 target_link_libraries(test_cache_store_fault PRIVATE dl_cache dl_base dl_test_harness dl_flags)
 add_test(NAME cache_store_fault COMMAND test_cache_store_fault)
 set_tests_properties(cache_store_fault PROPERTIES LABELS fault TIMEOUT 60)
+
+# The cache is never a way in: side files (-wal, -shm, -journal) under the trust rules, a forged
+# WAL never replayed, import only of the caller's own files and never stopped by one bad file,
+# hostile rows reported by verify, triggers in the database never run.
+add_executable(test_cache_store_trust ${CMAKE_CURRENT_LIST_DIR}/test_store_trust.c)
+target_link_libraries(test_cache_store_trust PRIVATE dl_cache dl_base dl_test_harness dl_flags)
+add_test(NAME cache_store_trust COMMAND test_cache_store_trust)
+set_tests_properties(cache_store_trust PROPERTIES LABELS unit TIMEOUT 60)
