@@ -54,7 +54,9 @@ deterministic .npy; floats in [0, 1), integers in [0, MAX) with MAX 10 by defaul
 environment has a private DLCC_CACHE_DIR and HOME, PYTHONPATH for the binding and its
 DLCC_BUILD_DIR / DLCC_LIBRARY / DLRT_LIBRARY.
 
-Besides the blocks, every statement of an exit status in the document ("exit status: 0 success,
+Besides the blocks: relative links must point at files of the repository, and every
+`dir/file` path in backticks whose first folder is a top-level folder of the repository must
+exist (globs allowed). Every statement of an exit status in the document ("exit status: 0 success,
 1 ...", "exit 3 = ...") must give each code the meaning `dlcc --help` / `dlcc-cache --help`
 give it, and README.md must list every code.
 
@@ -553,6 +555,43 @@ def check_exit_statements(doc, codes, errors):
                 ", ".join("%d (%s)" % (c, codes[c]) for c in missing), fmt_codes(codes)))
 
 
+# ------------------------------------------------------------------------------------------
+# Paths named in prose
+
+
+def check_paths(doc, source_dir, errors):
+    """Relative links must point into the repository, and `dir/file` paths in backticks whose
+    first component is a top-level folder of the repository must exist (globs allowed)."""
+    import glob
+    with open(doc, encoding="utf-8") as f:
+        text = f.read()
+    prose = re.sub(r"```.*?```", "", text, flags=re.S)
+    prose = re.sub(r"<!--.*?-->", "", prose, flags=re.S)
+    name = os.path.basename(doc)
+    root = os.path.realpath(source_dir)
+    for m in re.finditer(r"\]\(([^)\s]+)\)", prose):
+        target = m.group(1).split("#")[0]
+        if not target or re.match(r"[a-z]+:", target):
+            continue
+        full = os.path.realpath(os.path.join(os.path.dirname(os.path.abspath(doc)), target))
+        if not full.startswith(root + os.sep) or not os.path.exists(full):
+            errors.append("%s: link to %s, which %s" % (
+                name, target, "is outside the repository" if not full.startswith(root + os.sep)
+                else "does not exist"))
+    tops = {e for e in os.listdir(source_dir)
+            if os.path.isdir(os.path.join(source_dir, e)) and not e.startswith(("build", "."))}
+    seen = set()
+    for m in re.finditer(r"`([^`\s]+)`", prose):
+        path = m.group(1)
+        first = path.split("/")[0]
+        if "/" not in path or first not in tops or "..." in path or path in seen:
+            continue
+        seen.add(path)
+        pattern = re.sub(r"\[ch]\]$", "[ch]", path)  # driver/libdlcc.[ch]
+        if not glob.glob(os.path.join(source_dir, pattern.rstrip("/"))):
+            errors.append("%s: `%s` does not exist in the repository" % (name, path))
+
+
 def fmt_codes(codes):
     return ", ".join("%d %s" % kv for kv in sorted(codes.items()))
 
@@ -599,6 +638,7 @@ def main(argv):
                                            " ".join("[%s]" % k for k, _ in b.directives)))
             continue
         check_exit_statements(doc, codes, doc_errors)
+        check_paths(doc, args.source_dir, doc_errors)
         r = Runner(args, doc)
         t0 = time.time()
         try:
