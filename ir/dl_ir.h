@@ -93,13 +93,31 @@ typedef struct dl_ir_type {
     dl_ir_dim dims[DL_MAX_RANK];
 } dl_ir_type;
 
-int64_t dl_ir_type_numel(const dl_ir_type *t);                   // 1 for scalars
+// 1 for scalars; INT64_MAX when the product overflows (types that passed dl_pass_shape never do:
+// see DL_IR_MAX_TENSOR_BYTES).
+int64_t dl_ir_type_numel(const dl_ir_type *t);
 bool dl_ir_type_equal(const dl_ir_type *a, const dl_ir_type *b); // dtype + dim values
 // "float[N, 784]" (symbolic names where present, when m is non-NULL) into buf.
 typedef struct dl_ir_module dl_ir_module;
 void dl_ir_type_format(const dl_ir_module *m, const dl_ir_type *t, char *buf, size_t size);
 // "[128, 784]" (values only).
 void dl_ir_type_format_shape(const dl_ir_type *t, char *buf, size_t size);
+
+// Size limits (docs/graph-format.md, "Limits"). Every tensor a model declares or computes holds
+// at most DL_IR_MAX_TENSOR_BYTES bytes, and so that no shape arithmetic can overflow int64 the
+// same bound applies with each 0 dim counted as 1 (so every dim, and every product of dims, is
+// at most 2^40). A const is materialised by the compiler (the artifact holds its data, splat or
+// not), so it gets the smaller DL_IR_MAX_CONST_BYTES.
+#define DL_IR_MAX_TENSOR_BYTES (INT64_C(1) << 40)   // 1 TiB
+#define DL_IR_MAX_CONST_BYTES  (INT64_C(256) << 20) // 256 MiB
+// Checked element count and byte size of t (rank >= 0). False when either overflows int64.
+bool dl_ir_type_size(const dl_ir_type *t, int64_t *numel, int64_t *nbytes);
+// True when t (rank >= 0) is within max_bytes as described above. Otherwise false, with why
+// (NUL-terminated, truncated to why_size) saying what is wrong, e.g. "float[100000, 100000,
+// 1000] is 40000000000000 bytes, more than the limit of 1099511627776 bytes (1 TiB) for a
+// tensor"; `what` names the limit ("a tensor", "a constant").
+bool dl_ir_type_check_limit(const dl_ir_type *t, int64_t max_bytes, const char *what, char *why,
+                            size_t why_size);
 
 // ---------------------------------------------------------------------------------------------
 // Attributes
@@ -354,9 +372,10 @@ dl_ir_value *dl_ir_module_find(const dl_ir_module *m, const char *name); // NULL
 dl_ir_init *dl_ir_module_new_init(dl_ir_module *m, dl_ir_init_kind kind);
 dl_ir_literal *dl_ir_module_new_literal(dl_ir_module *m, dl_dtype dtype, int64_t n);
 
-// Rebinds dim `name` to `value` (>= 1) and updates every type and attribute that refers to it.
-// Output types of nodes are reset to unknown: run shape inference again afterwards.
-// DL_ERR_INVALID_ARG with a diagnostic if the dim does not exist or value < 1.
+// Rebinds dim `name` to `value` (1 .. 2^40, see DL_IR_MAX_TENSOR_BYTES) and updates every type and
+// attribute that refers to it. Output types of nodes are reset to unknown: run shape inference
+// again afterwards. DL_ERR_INVALID_ARG with a diagnostic if the dim does not exist or value is out
+// of range.
 DL_NODISCARD dl_status dl_ir_module_bind_dim(dl_ir_module *m, const char *name, int64_t value,
                                              dl_diags *d);
 

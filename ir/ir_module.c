@@ -302,8 +302,13 @@ dl_ir_init *dl_ir_module_new_init(dl_ir_module *m, dl_ir_init_kind kind) {
 }
 
 dl_ir_literal *dl_ir_module_new_literal(dl_ir_module *m, dl_dtype dtype, int64_t n) {
+    // A literal holds one double or int64 per element: n beyond what size_t can address is
+    // refused here rather than wrapping the arena request.
+    if (n < 0 || (uint64_t)n > SIZE_MAX / sizeof(double)) {
+        return NULL;
+    }
     dl_ir_literal *l = DL_ARENA_NEW(&m->arena, dl_ir_literal);
-    if (!l || n < 0) {
+    if (!l) {
         return NULL;
     }
     l->n = n;
@@ -369,12 +374,107 @@ const char *dl_ir_node_attr_string(const dl_ir_node *n, const char *name) {
 // ---------------------------------------------------------------------------------------------
 // Types
 
-int64_t dl_ir_type_numel(const dl_ir_type *t) {
+// Checked product of t's dims, each 0 counted as 1 when `zero_as_one` (then the result bounds
+// every product of a subset of the dims). False on overflow or a negative dim.
+static bool dims_product(const dl_ir_type *t, bool zero_as_one, int64_t *out) {
     int64_t n = 1;
     for (int32_t i = 0; i < t->rank; i++) {
-        n *= t->dims[i].value;
+        int64_t v = t->dims[i].value;
+        if (v < 0) {
+            return false;
+        }
+        if (v == 0 && zero_as_one) {
+            v = 1;
+        }
+        if (__builtin_mul_overflow(n, v, &n)) {
+            return false;
+        }
     }
-    return n;
+    *out = n;
+    return true;
+}
+
+int64_t dl_ir_type_numel(const dl_ir_type *t) {
+    int64_t n;
+    if (t->rank < 0) {
+        return 1; // not inferred yet: what the plain product over no dims gave
+    }
+    return dims_product(t, false, &n) ? n : INT64_MAX;
+}
+
+bool dl_ir_type_size(const dl_ir_type *t, int64_t *numel, int64_t *nbytes) {
+    *numel = INT64_MAX;
+    *nbytes = INT64_MAX;
+    int64_t n;
+    if (t->rank < 0 || (unsigned)t->dtype >= DL_DT_COUNT || !dims_product(t, false, &n)) {
+        return false;
+    }
+    *numel = n;
+    return !__builtin_mul_overflow(n, (int64_t)dl_dtype_size(t->dtype), nbytes);
+}
+
+// "float[2, 3]" with dim values (no symbols: a message about sizes wants the numbers), without
+// allocating.
+static void format_type_values(const dl_ir_type *t, char *buf, size_t size) {
+    char shape[256];
+    dl_ir_type_format_shape(t, shape, sizeof shape);
+    snprintf(buf, size, "%s%s", dl_dtype_name(t->dtype), shape);
+}
+
+// "1 TiB", "256 MiB" for power-of-two limits, else "N bytes".
+static void format_bytes(int64_t v, char *buf, size_t size) {
+    static const char *const units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    size_t u = 0;
+    while (u + 1 < DL_ARRAY_LEN(units) && v >= 1024 && v % 1024 == 0) {
+        v /= 1024;
+        u++;
+    }
+    snprintf(buf, size, "%lld %s", (long long)v, units[u]);
+}
+
+bool dl_ir_type_check_limit(const dl_ir_type *t, int64_t max_bytes, const char *what, char *why,
+                            size_t why_size) {
+    int64_t span, numel, nbytes;
+    int64_t esz = (unsigned)t->dtype < DL_DT_COUNT ? (int64_t)dl_dtype_size(t->dtype) : 8;
+    bool overflow = !dims_product(t, true, &span) || __builtin_mul_overflow(span, esz, &span);
+    if (!overflow && span <= max_bytes) {
+        return true; // the common case formats nothing (shape rules never allocate)
+    }
+    if (why_size == 0) {
+        return false;
+    }
+    char ty[300], lim[40];
+    format_type_values(t, ty, sizeof ty);
+    format_bytes(max_bytes, lim, sizeof lim);
+    bool negative = false;
+    for (int32_t i = 0; i < t->rank; i++) {
+        negative |= t->dims[i].value < 0;
+    }
+    if (negative) {
+        snprintf(why, why_size, "%s has a negative dim", ty);
+        return false;
+    }
+    if (overflow) {
+        snprintf(why, why_size,
+                 "%s is too large: its size overflows int64 (the limit for %s is %lld bytes, "
+                 "%s)",
+                 ty, what, (long long)max_bytes, lim);
+        return false;
+    }
+    if (dl_ir_type_size(t, &numel, &nbytes) && numel == 0) {
+        // A zero-size tensor whose other dims are still out of bounds.
+        snprintf(why, why_size,
+                 "%s is too large: its non-zero dims span %lld bytes, more than the limit of "
+                 "%lld bytes (%s) for %s",
+                 ty, (long long)span, (long long)max_bytes, lim, what);
+    } else {
+        snprintf(why, why_size,
+                 "%s is too large: %lld elements of %lld bytes are %lld bytes, more than the "
+                 "limit of %lld bytes (%s) for %s",
+                 ty, (long long)numel, (long long)esz, (long long)nbytes, (long long)max_bytes, lim,
+                 what);
+    }
+    return false;
 }
 
 bool dl_ir_type_equal(const dl_ir_type *a, const dl_ir_type *b) {
@@ -455,6 +555,12 @@ dl_status dl_ir_module_bind_dim(dl_ir_module *m, const char *name, int64_t value
     if (value < 1) {
         dl_diag(d, DL_SEV_ERROR, DL_NO_LOC, "-D %s=%lld: a dim must be at least 1", name,
                 (long long)value);
+        return DL_ERR_INVALID_ARG;
+    }
+    if (value > DL_IR_MAX_TENSOR_BYTES) {
+        // No tensor can have such a dim (DL_IR_MAX_TENSOR_BYTES bounds every dim too).
+        dl_diag(d, DL_SEV_ERROR, DL_NO_LOC, "-D %s=%lld: a dim must be at most %lld (2^40)", name,
+                (long long)value, (long long)DL_IR_MAX_TENSOR_BYTES);
         return DL_ERR_INVALID_ARG;
     }
     m->dims.data[sym].value = value;

@@ -74,7 +74,17 @@ static void check_type_dims(vctx *c, const dl_ir_value *v) {
         }
         if (dm->value < 0) { // zero-size tensors are valid (ONNX has them); negative never
             fail(c, v->loc, "'%s' dim %d has invalid size %" PRId64, vname(v), i, dm->value);
+            return;
         }
+    }
+    // The size limits every later stage relies on (no int64 overflow in shape arithmetic,
+    // codegen or the runtime's plan): dl_pass_shape reports them, this is the backstop.
+    char why[600];
+    bool is_const = v->kind == DL_IR_VAL_CONST;
+    if (t->rank >= 0 &&
+        !dl_ir_type_check_limit(t, is_const ? DL_IR_MAX_CONST_BYTES : DL_IR_MAX_TENSOR_BYTES,
+                                is_const ? "a constant" : "a tensor", why, sizeof why)) {
+        fail(c, v->loc, "'%s': %s", vname(v), why);
     }
 }
 

@@ -16,15 +16,29 @@
 // ---------------------------------------------------------------------------------------------
 // Diagnostics helpers
 
-bool dl_pass__sh_fail(dl_pass__sh *c, const char *fmt, ...) {
+static bool vfail_at(dl_pass__sh *c, dl_src_loc loc, const char *fmt, va_list ap) DL_PRINTF(3, 0);
+static bool vfail_at(dl_pass__sh *c, dl_src_loc loc, const char *fmt, va_list ap) {
     char msg[1024];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    const char *out = c->n->n_outputs && c->n->outputs[0] ? c->n->outputs[0]->name : "?";
+    dl_diag(c->d, DL_SEV_ERROR, loc.file ? loc : c->n->loc, "%s '%s': %s",
+            dl_ir_op_get_info(c->n->op)->name, out, msg);
+    return false;
+}
+
+bool dl_pass__sh_fail(dl_pass__sh *c, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    vfail_at(c, c->n->loc, fmt, ap);
     va_end(ap);
-    const char *out = c->n->n_outputs && c->n->outputs[0] ? c->n->outputs[0]->name : "?";
-    dl_diag(c->d, DL_SEV_ERROR, c->n->loc, "%s '%s': %s", dl_ir_op_get_info(c->n->op)->name, out,
-            msg);
+    return false;
+}
+
+bool dl_pass__sh_fail_at(dl_pass__sh *c, dl_src_loc loc, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vfail_at(c, loc, fmt, ap);
+    va_end(ap);
     return false;
 }
 
@@ -291,11 +305,64 @@ static void reset_outputs(const dl_ir_node *n) {
     }
 }
 
+// Sizes (ir/dl_ir.h, DL_IR_MAX_TENSOR_BYTES): every declared value and every inferred output
+// must be within the limit, which also bounds every dim and every product of dims, so the rules
+// below can add and multiply dims without overflow (they still check what they compute from
+// attributes). A value over the limit is reported once; nodes that use it are skipped quietly.
+
+static bool size_ok(const dl_ir_type *t) {
+    return t->rank < 0 || dl_ir_type_check_limit(t, DL_IR_MAX_TENSOR_BYTES, "", NULL, 0);
+}
+
+static const char *const value_kind_names[] = {"input", "param", "const", "value"};
+
+// Reports a declared value (input, param, const) over its limit: a const is materialised by the
+// compiler, so it gets the smaller DL_IR_MAX_CONST_BYTES.
+static bool check_value_size(const dl_ir_value *v, dl_diags *d) {
+    if (v->type.rank < 0) {
+        return true;
+    }
+    bool is_const = v->kind == DL_IR_VAL_CONST;
+    char why[600];
+    if (dl_ir_type_check_limit(&v->type, is_const ? DL_IR_MAX_CONST_BYTES : DL_IR_MAX_TENSOR_BYTES,
+                               is_const ? "a constant" : "a tensor", why, sizeof why)) {
+        return true;
+    }
+    dl_diag(d, DL_SEV_ERROR, v->loc, "%s '%s': %s", value_kind_names[v->kind], v->name, why);
+    return false;
+}
+
+// After a rule succeeded: every output within the limit, else "OP 'y': result 'y' float[...] is
+// too large: ...".
+static bool check_outputs_size(dl_pass__sh *c) {
+    for (size_t i = 0; i < c->n->n_outputs; i++) {
+        const dl_ir_value *o = c->n->outputs[i];
+        char why[600];
+        if (o && o->type.rank >= 0 &&
+            !dl_ir_type_check_limit(&o->type, DL_IR_MAX_TENSOR_BYTES, "a tensor", why,
+                                    sizeof why)) {
+            return dl_pass__sh_fail(c, "result '%s' %s", o->name, why);
+        }
+    }
+    return true;
+}
+
+// True when every present input is typed and within the limit (else the node is skipped: the
+// earlier error already explained it).
+static bool inputs_known(const dl_ir_node *n) {
+    for (size_t k = 0; k < n->n_inputs; k++) {
+        if (n->inputs[k] && (n->inputs[k]->type.rank < 0 || !size_ok(&n->inputs[k]->type))) {
+            return false;
+        }
+    }
+    return true;
+}
+
 // A constant's literal must hold one value per element unless it is a splat (the parser checks
 // nesting, but the ONNX importer builds literals directly).
 static bool check_const(const dl_ir_value *v, dl_diags *d) {
     const dl_ir_literal *l = v->lit;
-    if (!l || v->type.rank < 0) {
+    if (!l || v->type.rank < 0 || !size_ok(&v->type)) {
         return true;
     }
     char shape[256];
@@ -348,12 +415,10 @@ static bool check_train(const dl_ir_module *m, dl_diags *d) {
 bool dl_pass__shape_node(const dl_ir_module *m, const dl_ir_node *n, dl_diags *d) {
     dl_pass__sh c = {.m = m, .d = d, .n = n};
     reset_outputs(n);
-    for (size_t k = 0; k < n->n_inputs; k++) {
-        if (n->inputs[k] && n->inputs[k]->type.rank < 0) {
-            return false;
-        }
+    if (!inputs_known(n)) {
+        return false;
     }
-    if (!infer_node(&c)) {
+    if (!infer_node(&c) || !check_outputs_size(&c)) {
         reset_outputs(n);
         return false;
     }
@@ -362,6 +427,12 @@ bool dl_pass__shape_node(const dl_ir_module *m, const dl_ir_node *n, dl_diags *d
 
 dl_status dl_pass_shape(dl_ir_module *m, dl_diags *d) {
     bool ok = true;
+    for (size_t i = 0; i < m->values.len; i++) {
+        const dl_ir_value *v = m->values.data[i];
+        if (v->kind != DL_IR_VAL_NODE) {
+            ok &= check_value_size(v, d);
+        }
+    }
     for (size_t i = 0; i < m->consts.len; i++) {
         ok &= check_const(m->consts.data[i], d);
     }
@@ -369,17 +440,11 @@ dl_status dl_pass_shape(dl_ir_module *m, dl_diags *d) {
     for (size_t i = 0; i < m->nodes.len; i++) {
         const dl_ir_node *n = m->nodes.data[i];
         reset_outputs(n);
-        bool known = true;
-        for (size_t k = 0; k < n->n_inputs; k++) {
-            if (n->inputs[k] && n->inputs[k]->type.rank < 0) {
-                known = false;
-            }
-        }
-        if (!known) {
+        if (!inputs_known(n)) {
             continue;
         }
         c.n = n;
-        if (!infer_node(&c)) {
+        if (!infer_node(&c) || !check_outputs_size(&c)) {
             reset_outputs(n);
             ok = false;
         }

@@ -106,7 +106,7 @@ static bool layer_norm_grad(dl_pass__sh *c) {
     if (!dl_pass__sh_need_float(c, x, "X") ||
         !dl_pass__sh_axis(c, dl_ir_node_attr_int(c->n, "axis"), x->rank, false, &axis) ||
         !dl_pass__sh_same_dtype(c, dy, x) || !dl_pass__sh_same_dtype(c, sc, x) ||
-        !need_shape(c, dy, x, "dy")) {
+        !need_shape(c, dy, x, "dy") || !dl_pass__sh_nonneg_float_attr(c, "epsilon")) {
         return false;
     }
     dl_ir_type norm = {.dtype = x->dtype, .rank = x->rank - axis};

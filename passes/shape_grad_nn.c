@@ -88,6 +88,7 @@ static bool pool_grad(dl_pass__sh *c) {
     bool is_max = c->n->op == DL_IR_OP_MAX_POOL_GRAD;
     if (!dl_pass__sh_ints_n(c, "kernel_shape", n_sp, 1, k) ||
         !dl_pass__sh_spatial_out(c, x, k, dl_ir_node_attr_int(c->n, "ceil_mode") != 0, o) ||
+        !dl_pass__sh_pool_pads_ok(c, k, n_sp) ||
         !check_dy(c, dy, x, x->dims[1].value, o, is_max ? "MaxPool" : "AveragePool")) {
         return false;
     }
@@ -100,7 +101,7 @@ static bool pool_grad(dl_pass__sh *c) {
 static bool batch_norm_grad(dl_pass__sh *c) {
     const dl_ir_type *dy = sh_in(c, 0), *x = sh_in(c, 1), *sc = sh_in(c, 2);
     if (!dl_pass__sh_need_float(c, x, "x") || !dl_pass__sh_same_dtype(c, x, dy) ||
-        !dl_pass__sh_same_dtype(c, x, sc)) {
+        !dl_pass__sh_same_dtype(c, x, sc) || !dl_pass__sh_nonneg_float_attr(c, "epsilon")) {
         return false;
     }
     if (x->rank < 2) {

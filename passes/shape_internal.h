@@ -49,12 +49,23 @@ static inline dl_ir_type *sh_out(const dl_pass__sh *c, size_t i) {
 
 // Reports "OP 'out': MESSAGE" at the node and returns false.
 bool dl_pass__sh_fail(dl_pass__sh *c, const char *fmt, ...) DL_PRINTF(2, 3);
+// The same at `loc` (an attribute's location) when it is known, else at the node.
+bool dl_pass__sh_fail_at(dl_pass__sh *c, dl_src_loc loc, const char *fmt, ...) DL_PRINTF(3, 4);
 // "[2, 3]" for t (in a rotating buffer of c, valid for the next DL_SH_NBUF - 1 calls).
 const char *dl_pass__sh_shape(dl_pass__sh *c, const dl_ir_type *t);
 const char *dl_pass__sh_ints(dl_pass__sh *c, const int64_t *v, size_t n);
 // Reads INTS attribute `name` of the node, which must have `n` entries (else an error), or fills
 // `def` when it is absent (shape_nn.c).
 bool dl_pass__sh_ints_n(dl_pass__sh *c, const char *name, size_t n, int64_t def, int64_t *out);
+// Kernel, strides, dilations >= 1 and pads (2 * n_sp entries) >= 0, else an error naming them
+// (the frontend and the verifier check the attributes too; modules built in code may not).
+bool dl_pass__sh_geometry_ok(dl_pass__sh *c, const int64_t *k, const int64_t *s, const int64_t *d,
+                             const int64_t *p, size_t n_sp);
+// MaxPool / AveragePool (and their gradients): explicit pads (auto_pad NOTSET) must be smaller
+// than the kernel k (onnxruntime's rule), so no window lies wholly in the padding.
+bool dl_pass__sh_pool_pads_ok(dl_pass__sh *c, const int64_t *k, size_t n_sp);
+// Float attribute `name` of the node (default when absent) must be finite and >= 0 (epsilon).
+bool dl_pass__sh_nonneg_float_attr(dl_pass__sh *c, const char *name);
 // Output spatial sizes of a convolution or pool over x ([N, C, spatial...]) with kernel k and the
 // node's strides, dilations, pads and auto_pad (shape_nn.c; its header gives the rule).
 bool dl_pass__sh_spatial_out(dl_pass__sh *c, const dl_ir_type *x, const int64_t *k, bool ceil_mode,

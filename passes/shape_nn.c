@@ -12,9 +12,22 @@
 // ONNX >= 1.15 do the same), so every window overlaps the input.
 #include "shape_internal.h"
 
+#include <math.h>
 #include <string.h>
 
 #define N_SP 2 // spatial dims of the supported convolutions
+
+bool dl_pass__sh_nonneg_float_attr(dl_pass__sh *c, const char *name) {
+    double v = dl_ir_node_attr_float(c->n, name);
+    if (!(v >= 0) || v == INFINITY) {
+        char buf[40];
+        dl_format_double(v, buf);
+        const dl_ir_attr *a = dl_ir_node_attr(c->n, name);
+        return dl_pass__sh_fail_at(c, a ? a->loc : DL_NO_LOC, "%s must be finite and >= 0, got %s",
+                                   name, buf);
+    }
+    return true;
+}
 
 // Reads an INTS attribute that must have `n` entries, or fills `def` when absent.
 bool dl_pass__sh_ints_n(dl_pass__sh *c, const char *name, size_t n, int64_t def, int64_t *out) {
@@ -42,6 +55,31 @@ static bool need_rank(dl_pass__sh *c, const dl_ir_type *t, int32_t rank, const c
     return true;
 }
 
+// ek = (k - 1) * d + 1, false when it overflows int64.
+static bool dilated_kernel(int64_t k, int64_t d, int64_t *ek) {
+    return !__builtin_mul_overflow(k - 1, d, ek) && !__builtin_add_overflow(*ek, 1, ek);
+}
+
+bool dl_pass__sh_geometry_ok(dl_pass__sh *c, const int64_t *k, const int64_t *s, const int64_t *d,
+                             const int64_t *p, size_t n_sp) {
+    for (size_t i = 0; i < n_sp; i++) {
+        if (k[i] < 1) {
+            return dl_pass__sh_fail(c, "kernel %s must be >= 1 in every spatial dim",
+                                    dl_pass__sh_ints(c, k, n_sp));
+        }
+        if (s[i] < 1) {
+            return dl_pass__sh_fail(c, "strides %s must be >= 1", dl_pass__sh_ints(c, s, n_sp));
+        }
+        if (d[i] < 1) {
+            return dl_pass__sh_fail(c, "dilations %s must be >= 1", dl_pass__sh_ints(c, d, n_sp));
+        }
+        if (p[i] < 0 || p[i + n_sp] < 0) {
+            return dl_pass__sh_fail(c, "pads %s must be >= 0", dl_pass__sh_ints(c, p, 2 * n_sp));
+        }
+    }
+    return true;
+}
+
 // Output spatial sizes of a convolution or pool over X ([N, C, n_sp spatial dims]) with
 // kernel k (also the gradient ops' check of their dy, shape_grad_nn.c).
 bool dl_pass__sh_spatial_out(dl_pass__sh *c, const dl_ir_type *x, const int64_t *k, bool ceil_mode,
@@ -53,6 +91,9 @@ bool dl_pass__sh_spatial_out(dl_pass__sh *c, const dl_ir_type *x, const int64_t 
         !dl_pass__sh_ints_n(c, "pads", 2 * n_sp, 0, p)) {
         return false;
     }
+    if (!dl_pass__sh_geometry_ok(c, k, s, d, p, n_sp)) {
+        return false;
+    }
     const char *ap = dl_ir_node_attr_string(c->n, "auto_pad");
     bool same = strcmp(ap, "SAME_UPPER") == 0 || strcmp(ap, "SAME_LOWER") == 0;
     if (strcmp(ap, "VALID") == 0) {
@@ -62,10 +103,17 @@ bool dl_pass__sh_spatial_out(dl_pass__sh *c, const dl_ir_type *x, const int64_t 
     bool fits = true;
     for (size_t i = 0; i < n_sp; i++) {
         int64_t in = x->dims[2 + i].value;
-        ek[i] = (k[i] - 1) * d[i] + 1;
-        padded[i] = in + p[i] + p[i + n_sp];
+        // The attributes are whatever int64 the model wrote: the arithmetic on them is checked
+        // (the dims themselves are bounded by DL_IR_MAX_TENSOR_BYTES).
+        if (!dilated_kernel(k[i], d[i], &ek[i]) || __builtin_add_overflow(in, p[i], &padded[i]) ||
+            __builtin_add_overflow(padded[i], p[i + n_sp], &padded[i])) {
+            return dl_pass__sh_fail(
+                c, "kernel %s with dilations %s and pads %s overflows int64 for the input %s",
+                dl_pass__sh_ints(c, k, n_sp), dl_pass__sh_ints(c, d, n_sp),
+                dl_pass__sh_ints(c, p, 2 * n_sp), dl_pass__sh_shape(c, x));
+        }
         if (same) {
-            out[i] = (in + s[i] - 1) / s[i];
+            out[i] = in / s[i] + (in % s[i] != 0); // ceil(in / s) without overflow
             continue;
         }
         if (padded[i] < ek[i]) {
@@ -73,8 +121,10 @@ bool dl_pass__sh_spatial_out(dl_pass__sh *c, const dl_ir_type *x, const int64_t 
             continue;
         }
         int64_t span = padded[i] - ek[i];
-        out[i] = (ceil_mode ? (span + s[i] - 1) / s[i] : span / s[i]) + 1;
-        if (ceil_mode && (out[i] - 1) * s[i] >= in + p[i]) {
+        out[i] = span / s[i] + (ceil_mode && span % s[i] != 0) + 1;
+        int64_t start; // of the last window, dropped when it starts inside the end padding
+        if (ceil_mode && out[i] > 1 &&
+            (__builtin_mul_overflow(out[i] - 1, s[i], &start) || start >= in + p[i])) {
             out[i]--;
         }
     }
@@ -100,10 +150,16 @@ bool dl_pass__sh_conv(dl_pass__sh *c) {
         return dl_pass__sh_fail(c, "group %lld does not divide the channels: X %s, W %s",
                                 (long long)group, dl_pass__sh_shape(c, x), dl_pass__sh_shape(c, w));
     }
-    if (w->dims[1].value * group != ch) {
-        return dl_pass__sh_fail(c, "W expects %lld input channels, X has %lld: X %s, W %s",
-                                (long long)(w->dims[1].value * group), (long long)ch,
+    int64_t want_ch; // W's channels per group times group, checked: group is any int64 >= 1
+    if (__builtin_mul_overflow(w->dims[1].value, group, &want_ch)) {
+        return dl_pass__sh_fail(c, "group %lld times W's %lld channels overflows int64: X %s, W %s",
+                                (long long)group, (long long)w->dims[1].value,
                                 dl_pass__sh_shape(c, x), dl_pass__sh_shape(c, w));
+    }
+    if (want_ch != ch) {
+        return dl_pass__sh_fail(c, "W expects %lld input channels, X has %lld: X %s, W %s",
+                                (long long)want_ch, (long long)ch, dl_pass__sh_shape(c, x),
+                                dl_pass__sh_shape(c, w));
     }
     int64_t k[N_SP] = {w->dims[2].value, w->dims[3].value}, ks[N_SP];
     if (!dl_pass__sh_ints_n(c, "kernel_shape", N_SP, 0, ks)) {
@@ -151,7 +207,12 @@ bool dl_pass__sh_conv_transpose(dl_pass__sh *c) {
                                 (long long)w->dims[0].value, (long long)ch, dl_pass__sh_shape(c, x),
                                 dl_pass__sh_shape(c, w));
     }
-    int64_t m = w->dims[1].value * group;
+    int64_t m;
+    if (__builtin_mul_overflow(w->dims[1].value, group, &m)) {
+        return dl_pass__sh_fail(c, "group %lld times W's %lld channels overflows int64: X %s, W %s",
+                                (long long)group, (long long)w->dims[1].value,
+                                dl_pass__sh_shape(c, x), dl_pass__sh_shape(c, w));
+    }
     int64_t k[N_SP] = {w->dims[2].value, w->dims[3].value}, ks[N_SP];
     int64_t s[N_SP], d[N_SP], p[2 * N_SP], op[N_SP], os[N_SP];
     if (!dl_pass__sh_ints_n(c, "kernel_shape", N_SP, 0, ks) ||
@@ -175,20 +236,45 @@ bool dl_pass__sh_conv_transpose(dl_pass__sh *c) {
     if (strcmp(ap, "VALID") == 0) {
         memset(p, 0, sizeof p);
     }
+    if (!dl_pass__sh_geometry_ok(c, k, s, d, p, N_SP)) {
+        return false;
+    }
+    // output_padding adds positions past the last full window: ONNX (and PyTorch) require it to
+    // be smaller than the stride or the dilation, else those positions would be a window the
+    // input never reaches.
+    for (int i = 0; i < N_SP; i++) {
+        if (op[i] < 0 || (op[i] >= s[i] && op[i] >= d[i])) {
+            return dl_pass__sh_fail(
+                c, "output_padding %s must be >= 0 and smaller than strides %s or dilations %s",
+                dl_pass__sh_ints(c, op, N_SP), dl_pass__sh_ints(c, s, N_SP),
+                dl_pass__sh_ints(c, d, N_SP));
+        }
+    }
     bool has_os = dl_ir_node_attr(c->n, "output_shape") != NULL;
     int64_t o[N_SP];
     for (int i = 0; i < N_SP; i++) {
-        int64_t in = x->dims[2 + i].value, ek = (k[i] - 1) * d[i] + 1;
-        int64_t full = s[i] * (in - 1) + op[i] + ek; // size before removing any padding
+        int64_t in = x->dims[2 + i].value, ek, full; // full: size before removing any padding
+        // Every step is checked: strides, dilations and output_padding are any int64 >= 1.
+        bool ovf =
+            !dilated_kernel(k[i], d[i], &ek) || __builtin_mul_overflow(s[i], in - 1, &full) ||
+            __builtin_add_overflow(full, op[i], &full) || __builtin_add_overflow(full, ek, &full) ||
+            (same && __builtin_mul_overflow(in, s[i], &o[i]));
+        if (ovf) {
+            return dl_pass__sh_fail(c,
+                                    "strides %s, dilations %s and output_padding %s overflow "
+                                    "int64 for the input %s and kernel %s",
+                                    dl_pass__sh_ints(c, s, N_SP), dl_pass__sh_ints(c, d, N_SP),
+                                    dl_pass__sh_ints(c, op, N_SP), dl_pass__sh_shape(c, x),
+                                    dl_pass__sh_ints(c, k, N_SP));
+        }
         if (has_os) {
             // An output_shape beyond `full` means negative total padding: as in onnxruntime,
             // padding is clamped at 0 and the extra positions get only the bias.
             o[i] = os[i];
-        } else if (same) {
-            o[i] = in * s[i];
-        } else {
-            o[i] = full - p[i] - p[i + N_SP];
-            if (o[i] < 1) {
+        } else if (!same) {
+            // full may be negative for an empty input: a checked overflow leaves no output too.
+            if (__builtin_sub_overflow(full, p[i], &o[i]) ||
+                __builtin_sub_overflow(o[i], p[i + N_SP], &o[i]) || o[i] < 1) {
                 return dl_pass__sh_fail(c, "pads %s leave no output for input %s",
                                         dl_pass__sh_ints(c, p, 2 * N_SP), dl_pass__sh_shape(c, x));
             }
@@ -200,6 +286,21 @@ bool dl_pass__sh_conv_transpose(dl_pass__sh *c) {
     y->dims[1] = sh_dim(m, group == 1 ? w->dims[1].sym : -1);
     y->dims[2] = sh_dim(o[0], -1);
     y->dims[3] = sh_dim(o[1], -1);
+    return true;
+}
+
+bool dl_pass__sh_pool_pads_ok(dl_pass__sh *c, const int64_t *k, size_t n_sp) {
+    int64_t p[2 * DL_MAX_RANK];
+    if (strcmp(dl_ir_node_attr_string(c->n, "auto_pad"), "NOTSET") != 0 ||
+        !dl_pass__sh_ints_n(c, "pads", 2 * n_sp, 0, p)) {
+        return true; // SAME_* / VALID compute their own pads; a bad count is reported later
+    }
+    for (size_t i = 0; i < 2 * n_sp; i++) {
+        if (p[i] >= k[i % n_sp]) {
+            return dl_pass__sh_fail(c, "pads %s must be smaller than the kernel %s",
+                                    dl_pass__sh_ints(c, p, 2 * n_sp), dl_pass__sh_ints(c, k, n_sp));
+        }
+    }
     return true;
 }
 
@@ -219,7 +320,8 @@ bool dl_pass__sh_pool(dl_pass__sh *c) {
         return dl_pass__sh_fail(c, "kernel_shape is required");
     }
     if (!dl_pass__sh_ints_n(c, "kernel_shape", n_sp, 1, k) ||
-        !dl_pass__sh_spatial_out(c, x, k, dl_ir_node_attr_int(c->n, "ceil_mode") != 0, o)) {
+        !dl_pass__sh_spatial_out(c, x, k, dl_ir_node_attr_int(c->n, "ceil_mode") != 0, o) ||
+        !dl_pass__sh_pool_pads_ok(c, k, n_sp)) {
         return false;
     }
     dl_ir_type *y = sh_out(c, 0);
@@ -264,6 +366,9 @@ bool dl_pass__sh_batch_norm(dl_pass__sh *c) {
         return dl_pass__sh_fail(c, "X must have rank >= 2 (N, C, ...), got %s",
                                 dl_pass__sh_shape(c, x));
     }
+    if (!dl_pass__sh_nonneg_float_attr(c, "epsilon")) {
+        return false;
+    }
     static const char *const names[] = {"X", "scale", "B", "input_mean", "input_var"};
     for (size_t i = 1; i < 5; i++) {
         const dl_ir_type *t = sh_in(c, i);
@@ -299,7 +404,8 @@ bool dl_pass__sh_layer_norm(dl_pass__sh *c) {
     const dl_ir_type *x = sh_in(c, 0);
     int32_t axis;
     if (!dl_pass__sh_need_float(c, x, "X") ||
-        !dl_pass__sh_axis(c, dl_ir_node_attr_int(c->n, "axis"), x->rank, false, &axis)) {
+        !dl_pass__sh_axis(c, dl_ir_node_attr_int(c->n, "axis"), x->rank, false, &axis) ||
+        !dl_pass__sh_nonneg_float_attr(c, "epsilon")) {
         return false;
     }
     static const char *const names[] = {"X", "Scale", "B"};
@@ -363,6 +469,25 @@ bool dl_pass__sh_dropout(dl_pass__sh *c) {
     }
     if (ratio && ratio->rank != 0) {
         return dl_pass__sh_fail(c, "ratio must be a scalar, got %s", dl_pass__sh_shape(c, ratio));
+    }
+    // ONNX: ratio in [0, 1) (1 would scale the kept elements by 1 / (1 - ratio) = inf). As an
+    // attribute, or as a constant input whose value is known here.
+    const dl_ir_attr *ra = dl_ir_node_attr(c->n, "ratio");
+    const dl_ir_value *rv = sh_n_in(c) > 1 ? c->n->inputs[1] : NULL;
+    double r = 0;
+    bool known = false;
+    if (ra) {
+        r = dl_ir_node_attr_float(c->n, "ratio");
+        known = true;
+    } else if (rv && rv->kind == DL_IR_VAL_CONST && rv->lit && rv->lit->n >= 1 && rv->lit->f) {
+        r = rv->lit->f[0];
+        known = true;
+    }
+    if (known && !(r >= 0 && r < 1)) {
+        char buf[40];
+        dl_format_double(r, buf);
+        return dl_pass__sh_fail_at(c, ra ? ra->loc : DL_NO_LOC, "ratio must be in [0, 1), got %s",
+                                   buf);
     }
     if (tm && (tm->dtype != DL_DT_BOOL || tm->rank != 0)) {
         return dl_pass__sh_fail(c, "training_mode must be a bool scalar, got %s%s",

@@ -111,13 +111,18 @@ bool dl_pass__sh_transpose(dl_pass__sh *c) {
 }
 
 // Product of dims [lo, hi) of x as one dim; keeps the sym when it is exactly one input dim.
+// x is within DL_IR_MAX_TENSOR_BYTES (the driver checks inputs first), which bounds every
+// product of its dims; the multiplication saturates anyway rather than trusting that.
 static dl_ir_dim dims_product(const dl_ir_type *x, int32_t lo, int32_t hi) {
     if (hi - lo == 1) {
         return x->dims[lo];
     }
     int64_t p = 1;
     for (int32_t i = lo; i < hi; i++) {
-        p *= x->dims[i].value;
+        if (__builtin_mul_overflow(p, x->dims[i].value, &p)) {
+            p = INT64_MAX; // then refused by the driver's size check of the result
+            break;
+        }
     }
     return sh_dim(p, -1);
 }
@@ -172,7 +177,11 @@ bool dl_pass__sh_concat(dl_pass__sh *c) {
             return dl_pass__sh_fail(c, "input shapes differ outside axis %d: %s and %s", (int)axis,
                                     dl_pass__sh_shape(c, x0), dl_pass__sh_shape(c, t));
         }
-        total += t->dims[axis].value;
+        // Many inputs (or one input many times) can add up past int64.
+        if (__builtin_add_overflow(total, t->dims[axis].value, &total)) {
+            return dl_pass__sh_fail(c, "the %zu inputs' sizes along axis %d overflow int64",
+                                    sh_n_in(c), (int)axis);
+        }
     }
     if (n_present > 1) {
         o.dims[axis] = sh_dim(total, -1);
@@ -203,8 +212,20 @@ bool dl_pass__sh_split(dl_pass__sh *c) {
                                     dl_pass__sh_ints(c, split, n_split), n_split, n_out);
         }
         int64_t sum = 0;
+        bool ovf = false;
         for (size_t i = 0; i < n_split; i++) {
-            sum += split[i];
+            if (split[i] < 0) {
+                return dl_pass__sh_fail(c, "split %s has the negative entry %lld",
+                                        dl_pass__sh_ints(c, split, n_split), (long long)split[i]);
+            }
+            ovf |= __builtin_add_overflow(sum, split[i], &sum);
+        }
+        if (ovf) {
+            return dl_pass__sh_fail(c,
+                                    "split %s sums to more than int64 holds, but axis %d of %s "
+                                    "has size %lld",
+                                    dl_pass__sh_ints(c, split, n_split), (int)axis,
+                                    dl_pass__sh_shape(c, x), (long long)dim);
         }
         if (sum != dim) {
             return dl_pass__sh_fail(c, "split %s sums to %lld, but axis %d of %s has size %lld",
@@ -428,7 +449,12 @@ bool dl_pass__sh_pad_dims(dl_pass__sh *c, const dl_ir_type *x, const int64_t *pa
     dl_ir_type o = *x;
     for (int32_t i = 0; i < x->rank; i++) {
         int64_t b = pads[i], e = pads[i + x->rank];
-        int64_t len = x->dims[i].value + b + e;
+        int64_t len;
+        if (__builtin_add_overflow(x->dims[i].value, b, &len) ||
+            __builtin_add_overflow(len, e, &len)) {
+            return dl_pass__sh_fail(c, "pads %s overflow int64 on axis %d of %s",
+                                    dl_pass__sh_ints(c, pads, n), (int)i, dl_pass__sh_shape(c, x));
+        }
         if (len < 0) {
             return dl_pass__sh_fail(c,
                                     "pads %s remove more than the %lld elements of axis %d of %s",

@@ -634,12 +634,13 @@ DL_TEST(shape_pool) {
                 "float[1, 3, 10, 10]");
     CHECK_INFER(d, "y = MaxPool <kernel_shape = [2, 2], dilations = [2, 2]> (x)",
                 "float[1, 3, 30, 30]");
-    // ceil_mode: 5 + 2 end pad, kernel 2, stride 2 gives ceil(5/2) + 1 = 4 windows, but the
-    // fourth would start at 6, inside the end padding, and is dropped.
-    CHECK_INFER("x : float[1, 1, 5, 5]",
-                "y = MaxPool <kernel_shape = [2, 2], strides = [2, 2], pads = [0, 0, 2, 2], "
+    // ceil_mode: 4 + 2 end pad, kernel 3, stride 2 gives ceil(3/2) + 1 = 3 windows, but the
+    // third would start at 4, inside the end padding, and is dropped. (The pads stay smaller
+    // than the kernel, as pools require.)
+    CHECK_INFER("x : float[1, 1, 4, 4]",
+                "y = MaxPool <kernel_shape = [3, 3], strides = [2, 2], pads = [0, 0, 2, 2], "
                 "ceil_mode = 1> (x)",
-                "float[1, 1, 3, 3]");
+                "float[1, 1, 2, 2]");
     CHECK_INFER("x : float[1, 1, 6, 6]",
                 "y = MaxPool <kernel_shape = [3, 3], strides = [2, 2], pads = [0, 0, 1, 1], "
                 "ceil_mode = 1> (x)",
@@ -1065,6 +1066,248 @@ DL_TEST(shape_consts) {
     DL_CHECK_OK(dl_ir_module_add_const(t->m, "c3", &ty, bad, DL_NO_LOC, &v));
     DL_CHECK_EQ_I64(t_run(t), DL_ERR_SHAPE);
     DL_CHECK_STR_EQ(t_msg(t, 0), "const 'c3': literal has 5 elements, but shape [2, 3] needs 6");
+    t_free(t);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Size limits and overflow (DL_IR_MAX_TENSOR_BYTES): every declared value and every result is
+// checked, and the arithmetic on attributes is checked, so nothing overflows int64 (the ASan +
+// UBSan build turns an overflow into a failure) and each case is a located error.
+
+// Runs one node over `decls` and copies the first diagnostic, whole, into buf ("" when the pass
+// succeeded); returns the number of errors.
+static size_t infer_err(const char *decls, const char *node, char *buf, size_t size) {
+    tmod *t = t_new();
+    const char *got = infer(t, decls, node);
+    snprintf(buf, size, "%s", strcmp(got, "BAD TEST") == 0 ? got : t_msg(t, 0));
+    size_t n = dl_diags_error_count(t->d);
+    t_free(t);
+    return n;
+}
+
+#define CHECK_ERR(decls, node, want)                                                               \
+    do {                                                                                           \
+        char msg_[1024];                                                                           \
+        DL_CHECK_EQ_I64((int64_t)infer_err(decls, node, msg_, sizeof msg_), 1);                    \
+        DL_CHECK_STR_EQ(msg_, want);                                                               \
+    } while (0)
+
+#define CHECK_ERR_HAS(decls, node, part)                                                           \
+    do {                                                                                           \
+        char msg_[1024];                                                                           \
+        DL_CHECK_EQ_I64((int64_t)infer_err(decls, node, msg_, sizeof msg_), 1);                    \
+        if (!strstr(msg_, part)) {                                                                 \
+            fprintf(stderr, "message: %s\nlacks: %s\n", msg_, part);                               \
+        }                                                                                          \
+        DL_CHECK(strstr(msg_, part) != NULL);                                                      \
+    } while (0)
+
+DL_TEST(shape_limits_declared) {
+    // Element count overflowing int64: reported once at the input, its users skipped quietly.
+    CHECK_ERR("x : float[99999999999, 99999999999]", "y = Relu (x)",
+              "input 'x': float[99999999999, 99999999999] is too large: its size overflows int64 "
+              "(the limit for a tensor is 1099511627776 bytes, 1 TiB)");
+    CHECK_ERR_HAS("x : float[4611686018427387904, 4611686018427387904, 4]", "y = Relu (x)",
+                  "its size overflows int64");
+    // No overflow, but 2^40 elements of 4 bytes.
+    CHECK_ERR("x : float[1048576, 1048576]", "y = Relu (x)",
+              "input 'x': float[1048576, 1048576] is too large: 1099511627776 elements of 4 bytes "
+              "are 4398046511104 bytes, more than the limit of 1099511627776 bytes (1 TiB) for a "
+              "tensor");
+    // A zero-size tensor may not hide out-of-range dims (products of them must fit too).
+    CHECK_ERR("x : float[0, 2199023255552]", "y = Relu (x)",
+              "input 'x': float[0, 2199023255552] is too large: its non-zero dims span "
+              "8796093022208 bytes, more than the limit of 1099511627776 bytes (1 TiB) for a "
+              "tensor");
+    // Exactly at the limit is fine: bool[2^20, 2^20] is 2^40 bytes, a zero-size one too.
+    CHECK_INFER("x : bool[1048576, 1048576]", "y = Not (x)", "bool[1048576, 1048576]");
+    CHECK_INFER("x : float[0, 274877906944]", "y = Relu (x)", "float[0, 274877906944]");
+
+    // Params are checked like inputs, consts against the 256 MiB limit of materialised data.
+    tmod *t = t_new();
+    t_param(t, "w : float[1099511627776, 2]");
+    dl_ir_type ty = parse_type(t, "float[100000000]");
+    dl_ir_literal *splat = dl_ir_module_new_literal(t->m, DL_DT_FLOAT, 1);
+    DL_CHECK(splat != NULL);
+    splat->is_splat = true;
+    dl_ir_value *v;
+    DL_CHECK_OK(dl_ir_module_add_const(t->m, "c", &ty, splat, DL_NO_LOC, &v));
+    DL_CHECK_EQ_I64(t_run(t), DL_ERR_SHAPE);
+    DL_CHECK_EQ_I64((int64_t)dl_diags_error_count(t->d), 2);
+    DL_CHECK_STR_EQ(t_msg(t, 0), "param 'w': float[1099511627776, 2] is too large: 2199023255552 "
+                                 "elements of 4 bytes are 8796093022208 bytes, more than the "
+                                 "limit of 1099511627776 bytes (1 TiB) for a tensor");
+    DL_CHECK_STR_EQ(t_msg(t, 1), "const 'c': float[100000000] is too large: 100000000 elements "
+                                 "of 4 bytes are 400000000 bytes, more than the limit of "
+                                 "268435456 bytes (256 MiB) for a constant");
+    t_free(t);
+}
+
+// dl_ir_verify is the backstop for modules that skipped the shape pass.
+DL_TEST(shape_limits_verify) {
+    tmod *t = t_new();
+    t_in(t, "x : float[1099511627776, 1099511627776]");
+    DL_CHECK_EQ_I64(dl_ir_verify(t->m, t->d), DL_ERR_INVALID_ARG);
+    DL_CHECK_STR_EQ(t_msg(t, 0), "verify: 'x': float[1099511627776, 1099511627776] is too large: "
+                                 "its size overflows int64 (the limit for a tensor is "
+                                 "1099511627776 bytes, 1 TiB)");
+    t_free(t);
+}
+
+DL_TEST(shape_limits_results) {
+    CHECK_ERR("x : bool[1048576, 1048576]", "y = Cast <to = float> (x)",
+              "Cast 'y': result 'y' float[1048576, 1048576] is too large: 1099511627776 "
+              "elements of 4 bytes are 4398046511104 bytes, more than the limit of "
+              "1099511627776 bytes (1 TiB) for a tensor");
+    CHECK_ERR_HAS("a : float[1048576, 1]; b : float[1, 1048576]", "y = MatMul (a, b)",
+                  "MatMul 'y': result 'y' float[1048576, 1048576] is too large");
+    // MatMul's batch dims broadcast to 2^40 elements.
+    CHECK_ERR_HAS("a : float[1048576, 1, 1, 1]; b : float[1, 1048576, 1, 1]", "y = MatMul (a, b)",
+                  "MatMul 'y': result 'y' float[1048576, 1048576, 1, 1] is too large");
+    CHECK_ERR_HAS("x : float[1]", "y = Expand <shape = [4611686018427387904]> (x)",
+                  "Expand 'y': result 'y' float[4611686018427387904] is too large: its size "
+                  "overflows int64");
+    CHECK_ERR_HAS("x : float[0]", "y = Reshape <shape = [0, 2199023255552], allowzero = 1> (x)",
+                  "Reshape 'y': result 'y' float[0, 2199023255552] is too large");
+    CHECK_ERR_HAS("x : float[2]",
+                  "y = Reshape <shape = [4611686018427387904, 4611686018427387904]> (x)",
+                  "has too many elements");
+    CHECK_ERR_HAS("x : float[137438953472]", "y = Concat <axis = 0> (x, x, x, x, x, x, x, x, x)",
+                  "Concat 'y': result 'y' float[1236950581248] is too large");
+    // Pad: pads near INT64_MAX overflow; large ones give a result over the limit.
+    CHECK_ERR("x : float[3]", "y = Pad <pads = [9223372036854775807, 1]> (x)",
+              "Pad 'y': pads [9223372036854775807, 1] overflow int64 on axis 0 of [3]");
+    CHECK_ERR_HAS("x : float[3]", "y = Pad <pads = [2199023255552, 0]> (x)",
+                  "Pad 'y': result 'y' float[2199023255555] is too large");
+    // Split sizes whose sum overflows.
+    CHECK_ERR_HAS("x : float[4]",
+                  "a, b, c = Split <split = [9223372036854775807, 9223372036854775807, 2]> (x)",
+                  "sums to more than int64 holds");
+    CHECK_ERR_HAS("x : float[4]", "a, b = Split <split = [6, -2]> (x)",
+                  "split [6, -2] has the negative entry -2");
+}
+
+DL_TEST(shape_limits_conv_geometry) {
+    const char *xw = "x : float[1, 1, 5, 5]; w : float[1, 1, 3, 3]";
+    // A huge stride is valid (one window); huge dilations or pads overflow int64.
+    CHECK_INFER(xw, "y = Conv <strides = [9223372036854775807, 1]> (x, w)", "float[1, 1, 1, 3]");
+    CHECK_ERR(xw, "y = Conv <dilations = [9223372036854775807, 1]> (x, w)",
+              "Conv 'y': kernel [3, 3] with dilations [9223372036854775807, 1] and pads [0, 0, 0, "
+              "0] overflows int64 for the input [1, 1, 5, 5]");
+    CHECK_ERR_HAS(xw, "y = Conv <pads = [9223372036854775807, 0, 9223372036854775807, 0]> (x, w)",
+                  "overflows int64 for the input [1, 1, 5, 5]");
+    CHECK_ERR_HAS(xw, "y = Conv <pads = [2305843009213693952, 0, 2305843009213693952, 0]> (x, w)",
+                  "Conv 'y': result 'y' float[1, 1, 4611686018427387907, 3] is too large");
+    CHECK_INFER(xw, "y = Conv <auto_pad = SAME_UPPER, strides = [9223372036854775807, 1]> (x, w)",
+                "float[1, 1, 1, 5]");
+    // group near INT64_MAX: channels per group times group overflows.
+    CHECK_ERR("x : float[1, 0, 5, 5]; w : float[0, 2, 3, 3]",
+              "y = Conv <group = 9223372036854775807> (x, w)",
+              "Conv 'y': group 9223372036854775807 times W's 2 channels overflows int64: X [1, 0, "
+              "5, 5], W [0, 2, 3, 3]");
+    // Modules built in code skip the frontend's attribute checks: the rule checks them too.
+    CHECK_ERR(xw, "y = Conv <strides = [0, 1]> (x, w)", "Conv 'y': strides [0, 1] must be >= 1");
+    CHECK_ERR(xw, "y = Conv <dilations = [1, -3]> (x, w)",
+              "Conv 'y': dilations [1, -3] must be >= 1");
+    CHECK_ERR(xw, "y = Conv <pads = [0, -1, 0, 0]> (x, w)",
+              "Conv 'y': pads [0, -1, 0, 0] must be >= 0");
+    CHECK_ERR("x : float[1, 1, 5, 5]; w : float[1, 1, 0, 3]", "y = Conv (x, w)",
+              "Conv 'y': kernel [0, 3] must be >= 1 in every spatial dim");
+    CHECK_ERR("x : float[1, 1, 5, 5]", "y = MaxPool <kernel_shape = [2, 0]> (x)",
+              "MaxPool 'y': kernel [2, 0] must be >= 1 in every spatial dim");
+    CHECK_ERR_HAS("x : float[1, 1, 5, 5]",
+                  "y = MaxPool <kernel_shape = [4611686018427387904, 2], dilations = [3, 1]> (x)",
+                  "overflows int64");
+}
+
+DL_TEST(shape_limits_conv_transpose) {
+    const char *xw = "x : float[1, 1, 5, 5]; w : float[1, 1, 3, 3]";
+    CHECK_ERR_HAS(xw, "y = ConvTranspose <output_shape = [1099511627776, 1099511627776]> (x, w)",
+                  "ConvTranspose 'y': result 'y' float[1, 1, 1099511627776, 1099511627776] is too "
+                  "large");
+    CHECK_ERR(xw, "y = ConvTranspose <strides = [4611686018427387904, 1]> (x, w)",
+              "ConvTranspose 'y': strides [4611686018427387904, 1], dilations [1, 1] and "
+              "output_padding [0, 0] overflow int64 for the input [1, 1, 5, 5] and kernel [3, 3]");
+    CHECK_ERR_HAS(xw,
+                  "y = ConvTranspose <auto_pad = SAME_UPPER, strides = [2305843009213693952, 1]> "
+                  "(x, w)",
+                  "overflow int64 for the input [1, 1, 5, 5]");
+    CHECK_ERR_HAS(xw, "y = ConvTranspose <dilations = [9223372036854775807, 1]> (x, w)",
+                  "overflow int64");
+    CHECK_ERR_HAS("x : float[1, 0, 5, 5]; w : float[0, 2, 3, 3]",
+                  "y = ConvTranspose <group = 9223372036854775807> (x, w)",
+                  "times W's 2 channels overflows int64");
+    // output_padding must be smaller than the stride or the dilation (ONNX, PyTorch).
+    CHECK_ERR(xw, "y = ConvTranspose <strides = [2, 2], output_padding = [2, 0]> (x, w)",
+              "ConvTranspose 'y': output_padding [2, 0] must be >= 0 and smaller than strides "
+              "[2, 2] or dilations [1, 1]");
+    CHECK_ERR_HAS(xw, "y = ConvTranspose <output_padding = [1, 0]> (x, w)",
+                  "output_padding [1, 0] must be >= 0 and smaller than strides [1, 1]");
+    CHECK_INFER(xw, "y = ConvTranspose <dilations = [2, 1], output_padding = [1, 0]> (x, w)",
+                "float[1, 1, 10, 7]");
+    CHECK_INFER(xw, "y = ConvTranspose <strides = [2, 2], output_padding = [1, 1]> (x, w)",
+                "float[1, 1, 12, 12]");
+}
+
+DL_TEST(shape_limits_attr_ranges) {
+    // Pools: explicit pads must be smaller than the kernel (no window wholly in padding).
+    CHECK_ERR("x : float[1, 1, 5, 5]",
+              "y = MaxPool <kernel_shape = [2, 2], pads = [2, 2, 2, 2]> (x)",
+              "MaxPool 'y': pads [2, 2, 2, 2] must be smaller than the kernel [2, 2]");
+    CHECK_ERR("x : float[1, 1, 5, 5]",
+              "y = AveragePool <kernel_shape = [3, 3], pads = [0, 0, 3, 0]> (x)",
+              "AveragePool 'y': pads [0, 0, 3, 0] must be smaller than the kernel [3, 3]");
+    CHECK_INFER("x : float[1, 1, 5, 5]",
+                "y = AveragePool <kernel_shape = [3, 3], pads = [2, 2, 2, 2]> (x)",
+                "float[1, 1, 7, 7]");
+    // Dropout's ratio in [0, 1), as an attribute or a constant input.
+    CHECK_ERR("x : float[4]", "y = Dropout <ratio = 1.5> (x)",
+              "Dropout 'y': ratio must be in [0, 1), got 1.5");
+    CHECK_ERR("x : float[4]", "y = Dropout <ratio = 1> (x)",
+              "Dropout 'y': ratio must be in [0, 1), got 1.0");
+    CHECK_ERR("x : float[4]", "y = Dropout <ratio = -0.25> (x)",
+              "Dropout 'y': ratio must be in [0, 1), got -0.25");
+    CHECK_ERR("x : float[4]", "y = Dropout <ratio = nan> (x)",
+              "Dropout 'y': ratio must be in [0, 1), got nan");
+    CHECK_INFER("x : float[4]", "y = Dropout <ratio = 0> (x)", "float[4]");
+    tmod *t = t_new();
+    t_in(t, "x : float[4]");
+    dl_ir_type sc = {.dtype = DL_DT_FLOAT, .rank = 0};
+    dl_ir_literal *one = dl_ir_module_new_literal(t->m, DL_DT_FLOAT, 1);
+    DL_CHECK(one != NULL);
+    one->f[0] = 1.0;
+    dl_ir_value *r;
+    DL_CHECK_OK(dl_ir_module_add_const(t->m, "r", &sc, one, DL_NO_LOC, &r));
+    t_node(t, "y = Dropout (x, r)");
+    DL_CHECK(!t->bad);
+    DL_CHECK_EQ_I64(t_run(t), DL_ERR_SHAPE);
+    DL_CHECK_STR_EQ(t_msg(t, 0), "Dropout 'y': ratio must be in [0, 1), got 1.0");
+    t_free(t);
+    // Normalisation epsilon: finite and >= 0.
+    CHECK_ERR("x : float[2, 3]; s : float[3]", "y = LayerNormalization <epsilon = -0.001> (x, s)",
+              "LayerNormalization 'y': epsilon must be finite and >= 0, got -0.001");
+    CHECK_ERR("x : float[2, 3]; s : float[3]; b : float[3]; m : float[3]; v : float[3]",
+              "y = BatchNormalization <epsilon = inf> (x, s, b, m, v)",
+              "BatchNormalization 'y': epsilon must be finite and >= 0, got inf");
+}
+
+DL_TEST(shape_limits_bind_dim) {
+    tmod *t = t_new();
+    t_dim(t, "N", 4);
+    t_in(t, "x : float[N, 1024]");
+    t_node(t, "y = Relu (x)");
+    DL_CHECK_EQ_I64(dl_ir_module_bind_dim(t->m, "N", INT64_C(1) << 41, t->d), DL_ERR_INVALID_ARG);
+    DL_CHECK_STR_EQ(t_msg(t, 0), "-D N=2199023255552: a dim must be at most 1099511627776 (2^40)");
+    dl_diags_clear(t->d);
+    // Within the dim bound, but x would be 2^40 * 1024 * 4 bytes.
+    DL_CHECK_OK(dl_ir_module_bind_dim(t->m, "N", INT64_C(1) << 40, t->d));
+    DL_CHECK_EQ_I64(t_run(t), DL_ERR_SHAPE);
+    DL_CHECK_EQ_I64((int64_t)dl_diags_error_count(t->d), 1);
+    DL_CHECK_STR_EQ(t_msg(t, 0), "input 'x': float[1099511627776, 1024] is too large: "
+                                 "1125899906842624 elements of 4 bytes are 4503599627370496 "
+                                 "bytes, more than the limit of 1099511627776 bytes (1 TiB) for "
+                                 "a tensor");
+    DL_CHECK_STR_EQ(t_ty(t, "y"), "?");
     t_free(t);
 }
 
