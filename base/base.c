@@ -316,35 +316,152 @@ void dl_format_double(double v, char buf[40]) {
 // ---------------------------------------------------------------------------------------------
 // Files
 
-dl_status dl_read_file(const char *path, char **out, size_t *out_len) {
+static void set_why(char *why, size_t why_size, const char *fmt, ...) DL_PRINTF(3, 4);
+static void set_why(char *why, size_t why_size, const char *fmt, ...) {
+    if (why && why_size) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(why, why_size, fmt, ap);
+        va_end(ap);
+    }
+}
+
+dl_status dl_open_regular(const char *path, size_t max_len, int *out_fd, uint64_t *out_size,
+                          char *why, size_t why_size) {
+    *out_fd = -1;
+    *out_size = 0;
+    set_why(why, why_size, "%s", "");
+    // O_NONBLOCK: opening a FIFO that has no writer would otherwise wait forever. It is refused
+    // below, and for a regular file the flag changes nothing (cleared anyway).
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    if (fd < 0) {
+        int e = errno;
+        set_why(why, why_size, "%s", strerror(e));
+        errno = e;
+        return DL_ERR_IO;
+    }
+    struct stat st;
+    int e = 0;
+    if (fstat(fd, &st) != 0) {
+        e = errno;
+        set_why(why, why_size, "%s", strerror(e));
+    } else if (S_ISDIR(st.st_mode)) {
+        e = EISDIR;
+        set_why(why, why_size, "is a directory");
+    } else if (!S_ISREG(st.st_mode)) {
+        // /dev/zero, a FIFO, a socket, a terminal: reading them may never end.
+        e = EINVAL;
+        set_why(why, why_size, "not a regular file");
+    } else if (st.st_size < 0 || (uint64_t)st.st_size > (uint64_t)max_len) {
+        e = EFBIG;
+        set_why(why, why_size, "file is %lld bytes, more than the limit of %llu bytes",
+                (long long)st.st_size, (unsigned long long)max_len);
+    } else {
+        int fl = fcntl(fd, F_GETFL);
+        if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0) {
+            e = errno;
+            set_why(why, why_size, "%s", strerror(e));
+        }
+    }
+    if (e) {
+        close(fd);
+        errno = e;
+        return DL_ERR_IO;
+    }
+    *out_fd = fd;
+    *out_size = (uint64_t)st.st_size;
+    return DL_OK;
+}
+
+dl_status dl_fopen_regular(const char *path, size_t max_len, FILE **out, char *why,
+                           size_t why_size) {
+    *out = NULL;
+    int fd;
+    uint64_t size;
+    DL_TRY(dl_open_regular(path, max_len, &fd, &size, why, why_size));
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        int e = errno;
+        close(fd);
+        set_why(why, why_size, "%s", strerror(e));
+        errno = e;
+        return DL_ERR_IO;
+    }
+    *out = f;
+    return DL_OK;
+}
+
+dl_status dl_read_file_max(const char *path, size_t max_len, char **out, size_t *out_len, char *why,
+                           size_t why_size) {
     *out = NULL;
     *out_len = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        return DL_ERR_IO;
+    if (max_len > SIZE_MAX - 2) {
+        max_len = SIZE_MAX - 2; // room for the NUL and the one byte that detects growth
     }
-    dl_strbuf b = {0};
-    char chunk[65536];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) {
-        dl_strbuf_append(&b, chunk, n);
+    int fd;
+    uint64_t size;
+    DL_TRY(dl_open_regular(path, max_len, &fd, &size, why, why_size));
+    // Sized from fstat, plus one byte to see EOF without a second allocation. A file that grows
+    // while being read still stops at max_len.
+    size_t cap = (size_t)size + 2, len = 0;
+    char *buf = dl_mem_alloc(cap);
+    dl_status st = DL_OK;
+    int e = 0;
+    if (!buf) {
+        st = DL_ERR_NOMEM;
+        set_why(why, why_size, "out of memory");
+        goto out;
     }
-    int err = ferror(f);
-    int saved = errno;
-    fclose(f);
-    if (err) {
-        dl_strbuf_fini(&b);
-        errno = saved ? saved : EIO;
-        return DL_ERR_IO;
+    for (;;) {
+        if (len + 1 == cap) {
+            if (len > max_len) {
+                e = EFBIG;
+                set_why(why, why_size, "file grew past the limit of %zu bytes while being read",
+                        max_len);
+                break;
+            }
+            size_t ncap = cap <= (max_len + 2) / 2 ? cap * 2 : max_len + 2;
+            char *nb = dl_mem_realloc(buf, ncap);
+            if (!nb) {
+                st = DL_ERR_NOMEM;
+                set_why(why, why_size, "out of memory");
+                goto out;
+            }
+            buf = nb;
+            cap = ncap;
+        }
+        ssize_t r = read(fd, buf + len, cap - 1 - len);
+        if (r < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            e = errno;
+            set_why(why, why_size, "%s", strerror(e));
+            break;
+        }
+        if (r == 0) {
+            break;
+        }
+        len += (size_t)r;
     }
-    size_t len = b.len;
-    char *p = dl_strbuf_take(&b);
-    if (!p) {
-        return DL_ERR_NOMEM;
+    if (e) {
+        st = DL_ERR_IO;
     }
-    *out = p;
+out:
+    close(fd);
+    if (st != DL_OK) {
+        free(buf);
+        errno = e ? e : ENOMEM;
+        return st;
+    }
+    buf[len] = 0;
+    *out = buf;
     *out_len = len;
     return DL_OK;
+}
+
+dl_status dl_read_file(const char *path, char **out, size_t *out_len) {
+    return dl_read_file_max(path, DL_READ_LIMIT_DEFAULT, out, out_len, NULL, 0);
 }
 
 dl_status dl_write_file_atomic(const char *path, const void *data, size_t len) {

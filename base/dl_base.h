@@ -194,8 +194,33 @@ void dl_format_double(double v, char buf[40]);
 // Files
 
 // Reads the whole file into a NUL-terminated heap buffer (*out, caller frees; *out_len excludes
-// the NUL). DL_ERR_IO with errno preserved on failure.
+// the NUL). DL_ERR_IO with errno preserved on failure. The same as dl_read_file_max with
+// DL_READ_LIMIT_DEFAULT: only a regular file is read (errno EISDIR for a directory, EINVAL for
+// a FIFO, device or socket), and one larger than the limit is refused (EFBIG).
 DL_NODISCARD dl_status dl_read_file(const char *path, char **out, size_t *out_len);
+
+// Read limits per kind of input (docs/graph-format.md, "Limits"). Nothing reads unbounded: a
+// file is refused before anything is allocated when fstat says it is larger, and reading stops
+// when a file grows past the limit while being read.
+#define DL_READ_LIMIT_DLG     ((size_t)64 << 20) // .dlg text: 64 MiB
+#define DL_READ_LIMIT_ONNX    ((size_t)2 << 30)  // .onnx: 2 GiB, protobuf's own message limit
+#define DL_READ_LIMIT_DEFAULT ((size_t)64 << 30) // anything else (.npy, artifacts): 64 GiB
+
+// Opens `path` for reading when it is a regular file of at most max_len bytes. The open never
+// blocks (a FIFO without a writer is refused, not waited on). *out_fd: a blocking O_RDONLY,
+// O_CLOEXEC descriptor (caller closes); *out_size: the size fstat reported. DL_ERR_IO on
+// failure with errno set (EISDIR: a directory, EINVAL: not a regular file, EFBIG: too large)
+// and, when why is non-NULL, a message in why: "not a regular file", "is a directory", "file
+// is N bytes, more than the limit of M bytes" or strerror(errno).
+DL_NODISCARD dl_status dl_open_regular(const char *path, size_t max_len, int *out_fd,
+                                       uint64_t *out_size, char *why, size_t why_size);
+// The same as a stdio stream ("rb"; caller fcloses), for readers that use stdio.
+DL_NODISCARD dl_status dl_fopen_regular(const char *path, size_t max_len, FILE **out, char *why,
+                                        size_t why_size);
+// dl_read_file with an explicit limit and the reason for a failure in why (as dl_open_regular;
+// "out of memory" with DL_ERR_NOMEM).
+DL_NODISCARD dl_status dl_read_file_max(const char *path, size_t max_len, char **out,
+                                        size_t *out_len, char *why, size_t why_size);
 // Writes `len` bytes to `path` atomically: a temporary file in the same directory, fsync'd and
 // renamed over the target; on failure no file (partial or temporary) is left behind.
 DL_NODISCARD dl_status dl_write_file_atomic(const char *path, const void *data, size_t len);

@@ -328,6 +328,21 @@ static bool parse_int(parser *p, const char *what, int64_t *out, dl_src_loc *loc
 
 static const char *const dtype_names[] = {"float", "float16", "bfloat16", "int32", "int64", "bool"};
 
+// A declared type must be within the size limit (docs/graph-format.md, "Limits"): a const's is
+// the smaller DL_IR_MAX_CONST_BYTES because the compiler materialises its data. Reported at the
+// type (loc), naming the statement and its value.
+static bool check_type_size(parser *p, const dl_ir_type *ty, dl_src_loc loc, const char *kind,
+                            const char *name) {
+    bool is_const = strcmp(kind, "const") == 0;
+    char why[600];
+    if (dl_ir_type_check_limit(ty, is_const ? DL_IR_MAX_CONST_BYTES : DL_IR_MAX_TENSOR_BYTES,
+                               is_const ? "a constant" : "a tensor", why, sizeof why)) {
+        return true;
+    }
+    dl_fe__error(&p->cx, loc, "%s '%s': %s", kind, name, why);
+    return false;
+}
+
 // type -> ELEM '[' (dim (',' dim)*)? ']'      dim -> INT | DIM_NAME
 static bool parse_type(parser *p, dl_ir_type *ty) {
     memset(ty, 0, sizeof(*ty));
@@ -369,6 +384,13 @@ static bool parse_type(parser *p, dl_ir_type *ty) {
                 dl_fe__error(&p->cx, loc, "dimension must be >= 0, got %lld", (long long)t->i);
                 return false;
             }
+            // No tensor can have a larger dim (DL_IR_MAX_TENSOR_BYTES bounds every dim), and
+            // refusing it here keeps all later shape arithmetic within int64.
+            if (t->i > DL_IR_MAX_TENSOR_BYTES) {
+                dl_fe__error(&p->cx, loc, "dimension %lld is too large (at most %lld = 2^40)",
+                             (long long)t->i, (long long)DL_IR_MAX_TENSOR_BYTES);
+                return false;
+            }
         } else if (t->kind == FE_TOK_IDENT) {
             int32_t sym = dl_ir_module_find_dim(p->m, t->s);
             if (sym < 0) {
@@ -392,6 +414,12 @@ static bool parse_type(parser *p, dl_ir_type *ty) {
         }
         return expect_punct(p, ']', "',' or ']' in the dimension list");
     }
+}
+
+// A statement's type (input, param, const): parse_type plus the size check at the type.
+static bool parse_decl_type(parser *p, dl_ir_type *ty, const char *kind, const char *name) {
+    dl_src_loc loc = tok_loc(p, cur(p));
+    return parse_type(p, ty) && check_type_size(p, ty, loc, kind, name);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -798,6 +826,11 @@ static bool parse_dim(parser *p) {
         dl_fe__error(&p->cx, vloc, "dim '%s' must be >= 1, got %lld", name, (long long)v);
         return false;
     }
+    if (v > DL_IR_MAX_TENSOR_BYTES) {
+        dl_fe__error(&p->cx, vloc, "dim '%s' = %lld is too large (at most %lld = 2^40)", name,
+                     (long long)v, (long long)DL_IR_MAX_TENSOR_BYTES);
+        return false;
+    }
     return built(p, dl_ir_module_add_dim(p->m, name, v, loc, NULL));
 }
 
@@ -809,7 +842,8 @@ static bool parse_input(parser *p) {
     dl_ir_type ty;
     if (!expect_ident(p, "an input name after 'input'", &name, &loc) ||
         !check_new_value_name(p, name, loc) ||
-        !expect_punct(p, ':', "':' and a type after the input name") || !parse_type(p, &ty)) {
+        !expect_punct(p, ':', "':' and a type after the input name") ||
+        !parse_decl_type(p, &ty, "input", name)) {
         poison(p, name);
         return false;
     }
@@ -1008,7 +1042,8 @@ static bool parse_param(parser *p) {
     dl_ir_init *init = NULL;
     if (!expect_ident(p, "a param name after 'param'", &name, &loc) ||
         !check_new_value_name(p, name, loc) ||
-        !expect_punct(p, ':', "':' and a type after the param name") || !parse_type(p, &ty) ||
+        !expect_punct(p, ':', "':' and a type after the param name") ||
+        !parse_decl_type(p, &ty, "param", name) ||
         !expect_punct(p, '=', "'=' and an initialiser after the type") ||
         !parse_init(p, &ty, &init)) {
         poison(p, name);
@@ -1027,7 +1062,8 @@ static bool parse_const(parser *p) {
     dl_ir_literal *lit = NULL;
     if (!expect_ident(p, "a const name after 'const'", &name, &loc) ||
         !check_new_value_name(p, name, loc) ||
-        !expect_punct(p, ':', "':' and a type after the const name") || !parse_type(p, &ty) ||
+        !expect_punct(p, ':', "':' and a type after the const name") ||
+        !parse_decl_type(p, &ty, "const", name) ||
         !expect_punct(p, '=', "'=' and a literal after the type") || !parse_literal(p, &ty, &lit)) {
         poison(p, name);
         return false;
@@ -1884,12 +1920,15 @@ dl_status dl_fe_parse_file(const char *path, dl_diags *d, dl_ir_module **out) {
     *out = NULL;
     char *text = NULL;
     size_t len = 0;
-    dl_status st = dl_read_file(path, &text, &len);
+    char why[160];
+    // A .dlg is text a person wrote: DL_READ_LIMIT_DLG, and only a regular file (/dev/zero or a
+    // FIFO would never end).
+    dl_status st = dl_read_file_max(path, DL_READ_LIMIT_DLG, &text, &len, why, sizeof why);
     if (st != DL_OK) {
         if (st == DL_ERR_NOMEM) {
             return st;
         }
-        dl_diag(d, DL_SEV_ERROR, DL_NO_LOC, "cannot read '%s': %s", path, strerror(errno));
+        dl_diag(d, DL_SEV_ERROR, DL_NO_LOC, "cannot read '%s': %s", path, why);
         return DL_ERR_IO;
     }
     // source_dir: everything before the last '/', "/" for a file in the root, "." for none.

@@ -60,21 +60,31 @@ static bool dilated_kernel(int64_t k, int64_t d, int64_t *ek) {
     return !__builtin_mul_overflow(k - 1, d, ek) && !__builtin_add_overflow(*ek, 1, ek);
 }
 
+// Location of attribute `name` of the node (DL_NO_LOC when absent: the node's is used).
+static dl_src_loc attr_loc(const dl_pass__sh *c, const char *name) {
+    const dl_ir_attr *a = dl_ir_node_attr(c->n, name);
+    return a ? a->loc : DL_NO_LOC;
+}
+
 bool dl_pass__sh_geometry_ok(dl_pass__sh *c, const int64_t *k, const int64_t *s, const int64_t *d,
                              const int64_t *p, size_t n_sp) {
     for (size_t i = 0; i < n_sp; i++) {
         if (k[i] < 1) {
-            return dl_pass__sh_fail(c, "kernel %s must be >= 1 in every spatial dim",
-                                    dl_pass__sh_ints(c, k, n_sp));
+            return dl_pass__sh_fail_at(c, attr_loc(c, "kernel_shape"),
+                                       "kernel %s must be >= 1 in every spatial dim",
+                                       dl_pass__sh_ints(c, k, n_sp));
         }
         if (s[i] < 1) {
-            return dl_pass__sh_fail(c, "strides %s must be >= 1", dl_pass__sh_ints(c, s, n_sp));
+            return dl_pass__sh_fail_at(c, attr_loc(c, "strides"), "strides %s must be >= 1",
+                                       dl_pass__sh_ints(c, s, n_sp));
         }
         if (d[i] < 1) {
-            return dl_pass__sh_fail(c, "dilations %s must be >= 1", dl_pass__sh_ints(c, d, n_sp));
+            return dl_pass__sh_fail_at(c, attr_loc(c, "dilations"), "dilations %s must be >= 1",
+                                       dl_pass__sh_ints(c, d, n_sp));
         }
         if (p[i] < 0 || p[i + n_sp] < 0) {
-            return dl_pass__sh_fail(c, "pads %s must be >= 0", dl_pass__sh_ints(c, p, 2 * n_sp));
+            return dl_pass__sh_fail_at(c, attr_loc(c, "pads"), "pads %s must be >= 0",
+                                       dl_pass__sh_ints(c, p, 2 * n_sp));
         }
     }
     return true;
@@ -244,8 +254,9 @@ bool dl_pass__sh_conv_transpose(dl_pass__sh *c) {
     // input never reaches.
     for (int i = 0; i < N_SP; i++) {
         if (op[i] < 0 || (op[i] >= s[i] && op[i] >= d[i])) {
-            return dl_pass__sh_fail(
-                c, "output_padding %s must be >= 0 and smaller than strides %s or dilations %s",
+            return dl_pass__sh_fail_at(
+                c, attr_loc(c, "output_padding"),
+                "output_padding %s must be >= 0 and smaller than strides %s or dilations %s",
                 dl_pass__sh_ints(c, op, N_SP), dl_pass__sh_ints(c, s, N_SP),
                 dl_pass__sh_ints(c, d, N_SP));
         }
@@ -297,8 +308,9 @@ bool dl_pass__sh_pool_pads_ok(dl_pass__sh *c, const int64_t *k, size_t n_sp) {
     }
     for (size_t i = 0; i < 2 * n_sp; i++) {
         if (p[i] >= k[i % n_sp]) {
-            return dl_pass__sh_fail(c, "pads %s must be smaller than the kernel %s",
-                                    dl_pass__sh_ints(c, p, 2 * n_sp), dl_pass__sh_ints(c, k, n_sp));
+            return dl_pass__sh_fail_at(
+                c, attr_loc(c, "pads"), "pads %s must be smaller than the kernel %s",
+                dl_pass__sh_ints(c, p, 2 * n_sp), dl_pass__sh_ints(c, k, n_sp));
         }
     }
     return true;

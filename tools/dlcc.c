@@ -711,8 +711,10 @@ static void io_list_names(dl_strbuf *b, const io_desc *ios, size_t n) {
 
 // True when `path` starts with the ELF magic: an artifact rather than a .dlg text.
 static bool is_artifact_file(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
+    // Not fopen: opening a FIFO would block; a non-regular file is no artifact (the parser then
+    // reports "not a regular file").
+    FILE *f = NULL;
+    if (dl_fopen_regular(path, SIZE_MAX, &f, NULL, 0) != DL_OK) {
         return false;
     }
     unsigned char mag[4] = {0};

@@ -13,3 +13,8 @@ set_tests_properties(cli_compile PROPERTIES LABELS unit)
 add_test(NAME cli_end_to_end_cpu
          COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_cli.sh $<TARGET_FILE:dlcc> ${CMAKE_SOURCE_DIR})
 set_tests_properties(cli_end_to_end_cpu PROPERTIES LABELS unit ENVIRONMENT DL_CLI_BACKEND=cpu)
+# Inputs refused instead of hanging or allocating without bound: non-regular files (/dev/zero, a
+# FIFO, a directory), the .dlg read limit, shapes and consts over the size limits, -D bounds.
+add_test(NAME cli_limits
+         COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_limits.sh $<TARGET_FILE:dlcc> ${CMAKE_SOURCE_DIR})
+set_tests_properties(cli_limits PROPERTIES LABELS unit)

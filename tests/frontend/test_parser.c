@@ -7,6 +7,8 @@
 #include "dl_test.h"
 
 #include <math.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 typedef struct res {
     dl_diags *d;
@@ -237,6 +239,45 @@ DL_TEST(parse_file_missing_is_io_error) {
     DL_CHECK_EQ_I64(dl_diags_error_count(d), 1);
     DL_CHECK(strstr(dl_diags_get(d, 0)->msg, "/nonexistent/x.dlg") != NULL);
     dl_diags_destroy(d);
+}
+
+// Files that are not regular files would never end (/dev/zero) or block the open (a FIFO without
+// a writer); they are refused without reading. A .dlg over DL_READ_LIMIT_DLG is refused before
+// anything is allocated (a sparse file, no disk used).
+static void check_file_refused(const char *path, const char *want, bool *dl_test_failed_) {
+    dl_diags *d;
+    DL_CHECK_OK(dl_diags_create(&d));
+    dl_ir_module *m = (dl_ir_module *)1;
+    DL_CHECK_EQ_I64(dl_fe_parse_file(path, d, &m), DL_ERR_IO);
+    DL_CHECK(m == NULL);
+    DL_CHECK_EQ_I64(dl_diags_error_count(d), 1);
+    DL_CHECK_STR_EQ(dl_diags_get(d, 0)->msg, want);
+    dl_diags_destroy(d);
+}
+
+DL_TEST(parse_file_refuses_what_never_ends) {
+    check_file_refused("/dev/zero", "cannot read '/dev/zero': not a regular file", dl_test_failed_);
+    check_file_refused("/", "cannot read '/': is a directory", dl_test_failed_);
+    char dir[] = "/tmp/dl_parser_XXXXXX";
+    DL_CHECK(mkdtemp(dir) != NULL);
+    char fifo[64], big[64], want[160];
+    snprintf(fifo, sizeof fifo, "%s/fifo.dlg", dir);
+    snprintf(big, sizeof big, "%s/big.dlg", dir);
+    DL_CHECK_EQ_I64(mkfifo(fifo, 0600), 0);
+    snprintf(want, sizeof want, "cannot read '%s': not a regular file", fifo);
+    check_file_refused(fifo, want, dl_test_failed_);
+    DL_CHECK_EQ_I64(truncate(big, 0), -1); // not there yet
+    FILE *f = fopen(big, "wb");
+    DL_CHECK(f != NULL);
+    fclose(f);
+    DL_CHECK_EQ_I64(truncate(big, (off_t)DL_READ_LIMIT_DLG + 1), 0);
+    snprintf(want, sizeof want,
+             "cannot read '%s': file is 67108865 bytes, more than the limit of 67108864 bytes",
+             big);
+    check_file_refused(big, want, dl_test_failed_);
+    unlink(fifo);
+    unlink(big);
+    rmdir(dir);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -737,6 +778,30 @@ DL_TEST(type_errors) {
     CHECK_ERR(HDR "input x : float[-1]\n", 2, 17, "dimension must be >= 0, got -1");
     CHECK_ERR(HDR "input x : float[1,1,1,1,1,1,1,1,1]\n", 2, 33, "too many dimensions (at most 8)");
     CHECK_ERR(HDR "dim N = 0\n", 2, 9, "dim 'N' must be >= 1, got 0");
+    // Size limits (DL_IR_MAX_TENSOR_BYTES, DL_IR_MAX_CONST_BYTES), at the dim or the type.
+    CHECK_ERR(HDR "dim N = 1099511627777\n", 2, 9,
+              "dim 'N' = 1099511627777 is too large (at most 1099511627776 = 2^40)");
+    CHECK_ERR(HDR "input x : float[2, 9223372036854775807]\n", 2, 20,
+              "dimension 9223372036854775807 is too large (at most 1099511627776 = 2^40)");
+    CHECK_ERR(HDR "input x : float[99999999999, 99999999999]\n", 2, 11,
+              "input 'x': float[99999999999, 99999999999] is too large: its size overflows int64 "
+              "(the limit for a tensor is 1099511627776 bytes, 1 TiB)");
+    CHECK_ERR(HDR "param w : int64[1048576, 1048576] = zeros\n", 2, 11,
+              "param 'w': int64[1048576, 1048576] is too large: 1099511627776 elements of 8 "
+              "bytes are 8796093022208 bytes, more than the limit of 1099511627776 bytes (1 TiB) "
+              "for a tensor");
+    CHECK_ERR(HDR "const c : float[2000000000] = 1.5\n", 2, 11,
+              "const 'c': float[2000000000] is too large: 2000000000 elements of 4 bytes are "
+              "8000000000 bytes, more than the limit of 268435456 bytes (256 MiB) for a "
+              "constant");
+    CHECK_ERR(HDR "dim N = 1099511627776\ninput x : bool[N, 0, 2]\n", 3, 11,
+              "input 'x': bool[1099511627776, 0, 2] is too large: its non-zero dims span "
+              "2199023255552 bytes, more than the limit of 1099511627776 bytes (1 TiB) for a "
+              "tensor");
+    // At the limits exactly: fine.
+    PARSE_OK(r, HDR "dim N = 1099511627776\ninput x : bool[N]\n"
+                    "const c : float[67108864] = 0\nparam p : bool[1048576, 1048576] = zeros\n");
+    done(&r);
     CHECK_ERR(HDR "input x : float\n", 2, 16,
               "expected '[' after the element type, found end of line");
 }
