@@ -17,3 +17,11 @@ foreach(doc ${DL_DOC_FILES})
                    --dlcc $<TARGET_FILE:dlcc> --dlcc-cache $<TARGET_FILE:dlcc-cache> ${doc})
   set_tests_properties(docs_${doc_name} PROPERTIES LABELS unit TIMEOUT 240)
 endforeach()
+# The harness itself: each kind of wrong block (a model that does not check, an error that
+# checks, different output, a wrong exit status, an untagged block, a C fragment that does not
+# compile, a bad directive, a wrong exit status or path in prose...) must fail with its reason,
+# and a document of right blocks must pass.
+add_test(NAME docs_harness
+         COMMAND /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/test_harness.py ${CMAKE_BINARY_DIR}
+                 ${CMAKE_SOURCE_DIR})
+set_tests_properties(docs_harness PROPERTIES LABELS unit TIMEOUT 120)
