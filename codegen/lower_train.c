@@ -8,7 +8,8 @@
 //   train.prologue  range 1: norm, finite check, clip coefficient, step count, bias
 //                   corrections, dynamic loss-scale update, the loss, the next step's seed
 //   train.update.*  the masked optimizer update of every trained param and its slots
-//   train.assign    param := value (BatchNormalization running statistics)
+//   train.assign    param := value (BatchNormalization running statistics), only by a step that
+//                   is not skipped (with accumulation: restored at a skipped boundary)
 // Multi-tensor kernels: the trained params form one virtual concatenation (param order) cut into
 // chunks of TRAIN_CHUNK elements; a kernel's range is the chunk count and its body visits the
 // part of each param inside the chunks it is given (params unrolled at compile time, each with
@@ -30,6 +31,7 @@
 // The RNG counter (m->step_counter, fed to the training-mode Dropouts): its buffer is STATE and
 // the prologue adds 1 at every call, skipped or not, so call n (0-based) draws with counter n.
 #include "cg_internal.h"
+#include "dl_cg_train.h"
 #include "dl_optim_ref.h"
 
 #include <math.h>
@@ -602,24 +604,93 @@ static dl_status emit_update(train_ctx *x) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// train.assign: param := value, one kernel per assign. args: param | value
+// train.assign: param := value (BatchNormalization's running statistics), one kernel per assign,
+// committed only by a step that changes state (a skipped step leaves every param as it was).
+//   accumulate = 1: args param | value, hyper. Nothing is written unless APPLY.
+//   accumulate > 1: args param, start | value, hyper. The statistics follow every micro-batch as
+//   PyTorch's do (each forward updates them, chained through the param); `start` (the STATE
+//   tensor "PARAM.cycle_start") keeps the param as it was when the cycle began, so a skipped
+//   boundary puts it back: a skipped optimizer step discards the whole cycle's statistics, as it
+//   discards the cycle's gradients. Every boundary zeroes `start` again.
 
-static dl_status emit_assign(cg *c, const dl_ir_assign *a) {
+static dl_status emit_assign(train_ctx *x, const dl_ir_assign *a, uint32_t start_buf) {
+    cg *c = x->c;
     int64_t n = dl_ir_type_numel(&a->param->type);
     int64_t chunks = n > 0 ? (n + TRAIN_CHUNK - 1) / TRAIN_CHUNK : 1;
-    uint32_t bufs[2] = {c->value_buf[a->param->id], c->value_buf[a->value->id]};
+    dl_dtype pt = a->param->type.dtype, vt = a->value->type.dtype;
+    uint32_t bufs[4];
+    size_t nb = 0;
+    bufs[nb++] = c->value_buf[a->param->id];
+    if (x->acc) {
+        bufs[nb++] = start_buf;
+    }
+    size_t n_out = nb;
+    bufs[nb++] = c->value_buf[a->value->id];
+    bufs[nb++] = c->hyper_buf;
     cg_kernel k;
-    DL_TRY(cg_kernel_begin_bufs(c, bufs, 2, 1, chunks, "train.assign", &k));
-    LLVMValueRef dst = cg_kernel_arg(c, &k, 0), src = cg_kernel_arg(c, &k, 1);
+    DL_TRY(cg_kernel_begin_bufs(c, bufs, nb, n_out, chunks, "train.assign", &k));
+    LLVMValueRef dst = cg_kernel_arg(c, &k, 0);
+    LLVMValueRef start = x->acc ? cg_kernel_arg(c, &k, 1) : NULL;
+    LLVMValueRef src = cg_kernel_arg(c, &k, n_out);
+    LLVMValueRef hyper = cg_kernel_arg(c, &k, n_out + 1);
+    LLVMValueRef apply =
+        LLVMBuildFCmp(c->b, LLVMRealUNE, hp_load(c, hyper, DLRT_HP_APPLY), f64c(c, 0.0), "");
+    LLVMValueRef first = NULL, restore = NULL, boundary = NULL;
+    if (x->acc) {
+        // After the prologue the count is this call's micro-step (1 for the cycle's first call,
+        // 0 at the boundary since k > 1).
+        first = LLVMBuildFCmp(c->b, LLVMRealOEQ, hp_load(c, hyper, DLRT_HP_ACCUM_COUNT),
+                              f64c(c, 1.0), "first");
+        boundary =
+            LLVMBuildFCmp(c->b, LLVMRealUNE, hp_load(c, hyper, DLRT_HP_BOUNDARY), f64c(c, 0.0), "");
+        restore = LLVMBuildAnd(c->b, boundary, LLVMBuildNot(c->b, apply, ""), "restore");
+    } else { // a skipped step: return before any store
+        LLVMBasicBlockRef run = LLVMAppendBasicBlockInContext(c->ctx, k.fn, "apply");
+        LLVMBasicBlockRef skip = LLVMAppendBasicBlockInContext(c->ctx, k.fn, "skip");
+        LLVMBuildCondBr(c->b, apply, run, skip);
+        LLVMPositionBuilderAtEnd(c->b, skip);
+        LLVMBuildRetVoid(c->b);
+        LLVMPositionBuilderAtEnd(c->b, run);
+    }
     LLVMValueRef lo = LLVMBuildMul(c->b, k.begin, cg_i64(c, TRAIN_CHUNK), "");
     LLVMValueRef hi = smin(c, LLVMBuildMul(c->b, k.end, cg_i64(c, TRAIN_CHUNK), ""), cg_i64(c, n));
     cg_loop l;
     LLVMValueRef i = cg_for_begin(c, &l, lo, hi, "e");
-    LLVMValueRef v = cg_load(c, src, a->value->type.dtype, i);
-    cg_store(c, dst, a->param->type.dtype, i,
-             cg_convert(c, v, a->value->type.dtype, a->param->type.dtype));
+    LLVMValueRef v = cg_convert(c, cg_load(c, src, vt, i), vt, pt);
+    if (x->acc) {
+        LLVMValueRef old = cg_load(c, dst, pt, i);
+        LLVMValueRef s0 = LLVMBuildSelect(c->b, first, old, cg_load(c, start, pt, i), "");
+        v = LLVMBuildSelect(c->b, restore, s0, v, "");
+        // Between cycles the start is 0 (like the accumulators), so a skipped cycle leaves
+        // every state tensor as it found it.
+        cg_store(c, start, pt, i, LLVMBuildSelect(c->b, boundary, cg_const(c, pt, 0.0), s0, ""));
+    }
+    cg_store(c, dst, pt, i, v);
     cg_for_end(c, &l);
     return cg_kernel_end(c, &k);
+}
+
+// The "PARAM.cycle_start" STATE tensors of the assigned params (accumulation only), into
+// starts[i] for assign i.
+static dl_status plan_assign_state(train_ctx *x, uint32_t *starts) {
+    cg *c = x->c;
+    const dl_ir_module *m = c->m;
+    for (size_t i = 0; i < m->assigns.len; i++) {
+        const dl_ir_value *p = m->assigns.data[i].param;
+        uint64_t bytes = (uint64_t)dl_ir_type_numel(&p->type) * dl_dtype_size(p->type.dtype);
+        DL_TRY(add_extra(c, bytes, DLRT_BUF_STATE, NULL, &starts[i]));
+        size_t len = strlen(p->name) + sizeof ".cycle_start";
+        cg_state_tensor sv = {dl_mem_alloc(len), p, starts[i]};
+        if (!sv.name) {
+            return DL_ERR_NOMEM;
+        }
+        snprintf(sv.name, len, "%s.cycle_start", p->name);
+        if (!DL_VEC_PUSH(&c->states, sv)) {
+            free(sv.name);
+            return DL_ERR_NOMEM;
+        }
+    }
+    return DL_OK;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -725,26 +796,30 @@ static dl_status collect_node_kernels(cg *c) {
     return st;
 }
 
-static void init_hyper(train_ctx *x) {
-    double *h = x->hyper;
-    const dl_optim_ref_hparams *hp = &x->hp;
-    h[DLRT_HP_LR] = hp->lr;
-    h[DLRT_HP_MOMENTUM] = hp->momentum;
-    h[DLRT_HP_DAMPENING] = hp->dampening;
-    h[DLRT_HP_NESTEROV] = hp->nesterov;
-    h[DLRT_HP_BETA1] = hp->beta1;
-    h[DLRT_HP_BETA2] = hp->beta2;
-    h[DLRT_HP_EPS] = hp->eps;
-    h[DLRT_HP_WEIGHT_DECAY] = hp->weight_decay;
-    h[DLRT_HP_ALPHA] = hp->alpha;
-    h[DLRT_HP_CENTERED] = hp->centered;
-    h[DLRT_HP_AMSGRAD] = hp->amsgrad;
-    h[DLRT_HP_CLIP_NORM] = x->t->has_clip_norm ? x->t->clip_norm : 0.0;
-    h[DLRT_HP_LOSS_SCALE] = x->ls.scale;
-    h[DLRT_HP_GROWTH] = x->ls.growth;
-    h[DLRT_HP_BACKOFF] = x->ls.backoff;
-    h[DLRT_HP_INTERVAL] = (double)x->ls.interval;
-    h[DLRT_HP_ACCUMULATE] = x->acc ? (double)x->t->accumulate : 1.0;
+void dl_cg_train_hyper_init(const dl_ir_train *t, double out[DLRT_HP_COUNT]) {
+    dl_optim_ref_hparams hp;
+    dl_optim_ref_loss_scale ls;
+    dl_optim_ref_hparams_from_train(t, &hp);
+    dl_optim_ref_loss_scale_init_from_train(&ls, t);
+    double *h = out;
+    memset(h, 0, DLRT_HP_COUNT * sizeof *h);
+    h[DLRT_HP_LR] = hp.lr;
+    h[DLRT_HP_MOMENTUM] = hp.momentum;
+    h[DLRT_HP_DAMPENING] = hp.dampening;
+    h[DLRT_HP_NESTEROV] = hp.nesterov;
+    h[DLRT_HP_BETA1] = hp.beta1;
+    h[DLRT_HP_BETA2] = hp.beta2;
+    h[DLRT_HP_EPS] = hp.eps;
+    h[DLRT_HP_WEIGHT_DECAY] = hp.weight_decay;
+    h[DLRT_HP_ALPHA] = hp.alpha;
+    h[DLRT_HP_CENTERED] = hp.centered;
+    h[DLRT_HP_AMSGRAD] = hp.amsgrad;
+    h[DLRT_HP_CLIP_NORM] = t->has_clip_norm ? t->clip_norm : 0.0;
+    h[DLRT_HP_LOSS_SCALE] = ls.scale;
+    h[DLRT_HP_GROWTH] = ls.growth;
+    h[DLRT_HP_BACKOFF] = ls.backoff;
+    h[DLRT_HP_INTERVAL] = (double)ls.interval;
+    h[DLRT_HP_ACCUMULATE] = t->has_accumulate && t->accumulate > 1 ? (double)t->accumulate : 1.0;
     h[DLRT_HP_ACCUM_COUNT] = 0.0;
     h[DLRT_HP_BOUNDARY] = 1.0;
     h[DLRT_HP_GRAD_MULT] = 1.0;
@@ -858,7 +933,7 @@ dl_status dl_cg__lower_train(cg *c) {
     dl_optim_ref_hparams_from_train(x.t, &x.hp);
     dl_optim_ref_loss_scale_init_from_train(&x.ls, x.t);
     dl_optim_ref_slots(x.t->optimizer, &x.hp, x.slot_names, &x.n_slots);
-    init_hyper(&x);
+    dl_cg_train_hyper_init(x.t, x.hyper);
     c->has_train = true;
     c->optimizer = (uint32_t)x.t->optimizer;
     c->loss_buf = c->value_buf[m->train_loss->id];
@@ -871,15 +946,23 @@ dl_status dl_cg__lower_train(cg *c) {
         *c->seed_init = x.ls.scale;
     }
     size_t first_step = 0;
+    uint32_t *starts = NULL;
+    if (x.acc && m->assigns.len > 0) {
+        starts = dl_mem_calloc(m->assigns.len, sizeof *starts);
+        if (!starts) {
+            return DL_ERR_NOMEM;
+        }
+    }
     if ((st = collect_node_kernels(c)) == DL_OK && (st = add_hparams(&x)) == DL_OK &&
-        (st = plan_state(&x)) == DL_OK) {
+        (st = plan_state(&x)) == DL_OK &&
+        (!starts || (st = plan_assign_state(&x, starts)) == DL_OK)) {
         // The step kernels, created in execution order after every node kernel.
         first_step = c->kernels.len;
         if ((st = emit_gradsq(&x)) == DL_OK && (st = emit_prologue(&x)) == DL_OK) {
             st = emit_update(&x);
         }
         for (size_t i = 0; i < m->assigns.len && st == DL_OK; i++) {
-            st = emit_assign(c, &m->assigns.data[i]);
+            st = emit_assign(&x, &m->assigns.data[i], starts ? starts[i] : UINT32_MAX);
         }
         for (size_t k = first_step; k < c->kernels.len && st == DL_OK; k++) {
             if (!DL_VEC_PUSH(&c->train_kernels, (uint32_t)k)) {
@@ -887,6 +970,7 @@ dl_status dl_cg__lower_train(cg *c) {
             }
         }
     }
+    free(starts);
     free(x.tp);
     return st;
 }
