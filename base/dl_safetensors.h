@@ -73,6 +73,10 @@ typedef struct dl_st_tensor_info {
 } dl_st_tensor_info;
 
 DL_NODISCARD dl_status dl_st_open(const char *path, dl_st_file **out, char *err, size_t err_size);
+// Same over an in-memory image of a file: `data` is BORROWED and must stay valid and unchanged
+// until dl_st_close (tensors are read from it on demand).
+DL_NODISCARD dl_status dl_st_open_mem(const void *data, size_t len, dl_st_file **out, char *err,
+                                      size_t err_size);
 void dl_st_close(dl_st_file *f); // NULL is a no-op
 
 // Tensors are numbered 0..count-1 in the order the header lists them.

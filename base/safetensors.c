@@ -1064,34 +1064,10 @@ static dl_status validate(dl_st_file *f, char *err, size_t err_size) {
     return st;
 }
 
-dl_status dl_st_open(const char *path, dl_st_file **out, char *err, size_t err_size) {
-    *out = NULL;
+// Reads and validates the header of the open stream f->f, whose total size is `size` bytes.
+static dl_status open_stream(dl_st_file *f, uint64_t size, char *err, size_t err_size) {
     unsigned char *hdr = NULL;
     dl_status st = DL_ERR_PARSE;
-    dl_st_file *f = dl_mem_calloc(1, sizeof *f);
-    if (!f) {
-        set_err(err, err_size, "out of memory");
-        return DL_ERR_NOMEM;
-    }
-    dl_arena_init(&f->arena);
-    f->f = fopen(path, "rb");
-    if (!f->f) {
-        set_err(err, err_size, "cannot read: %s", strerror(errno));
-        st = DL_ERR_IO;
-        goto out;
-    }
-    struct stat sb;
-    if (fstat(fileno(f->f), &sb) != 0) {
-        set_err(err, err_size, "cannot read: %s", strerror(errno));
-        st = DL_ERR_IO;
-        goto out;
-    }
-    if (!S_ISREG(sb.st_mode)) {
-        set_err(err, err_size, "cannot read: not a regular file");
-        st = DL_ERR_IO;
-        goto out;
-    }
-    uint64_t size = (uint64_t)sb.st_size;
     unsigned char lenb[8];
     if (size < 8 || fread(lenb, 1, 8, f->f) != 8) {
         set_err(err, err_size, "not a safetensors file (shorter than 8 bytes)");
@@ -1136,13 +1112,71 @@ dl_status dl_st_open(const char *path, dl_st_file **out, char *err, size_t err_s
         goto out;
     }
     st = validate(f, err, err_size);
-    if (st != DL_OK) {
-        goto out;
-    }
-    *out = f;
-    f = NULL;
 out:
     free(hdr);
+    return st;
+}
+
+dl_status dl_st_open(const char *path, dl_st_file **out, char *err, size_t err_size) {
+    *out = NULL;
+    dl_status st = DL_ERR_IO;
+    dl_st_file *f = dl_mem_calloc(1, sizeof *f);
+    if (!f) {
+        set_err(err, err_size, "out of memory");
+        return DL_ERR_NOMEM;
+    }
+    dl_arena_init(&f->arena);
+    f->f = fopen(path, "rb");
+    if (!f->f) {
+        set_err(err, err_size, "cannot read: %s", strerror(errno));
+        goto out;
+    }
+    struct stat sb;
+    if (fstat(fileno(f->f), &sb) != 0) {
+        set_err(err, err_size, "cannot read: %s", strerror(errno));
+        goto out;
+    }
+    if (!S_ISREG(sb.st_mode)) {
+        set_err(err, err_size, "cannot read: not a regular file");
+        goto out;
+    }
+    st = open_stream(f, (uint64_t)sb.st_size, err, err_size);
+    if (st == DL_OK) {
+        *out = f;
+        f = NULL;
+    }
+out:
+    dl_st_close(f);
+    return st;
+}
+
+dl_status dl_st_open_mem(const void *data, size_t len, dl_st_file **out, char *err,
+                         size_t err_size) {
+    *out = NULL;
+    if (len < 8) { // fmemopen may refuse an empty buffer; the answer is the same anyway
+        set_err(err, err_size, "not a safetensors file (shorter than 8 bytes)");
+        return DL_ERR_PARSE;
+    }
+    dl_status st = DL_ERR_NOMEM;
+    dl_st_file *f = dl_mem_calloc(1, sizeof *f);
+    if (!f) {
+        set_err(err, err_size, "out of memory");
+        return DL_ERR_NOMEM;
+    }
+    dl_arena_init(&f->arena);
+    // A read-only stream: fmemopen's buffer argument is not const-qualified, but mode "rb"
+    // never writes through it.
+    f->f = fmemopen((void *)(uintptr_t)data, len, "rb");
+    if (!f->f) {
+        set_err(err, err_size, "out of memory");
+        goto out;
+    }
+    st = open_stream(f, (uint64_t)len, err, err_size);
+    if (st == DL_OK) {
+        *out = f;
+        f = NULL;
+    }
+out:
     dl_st_close(f);
     return st;
 }

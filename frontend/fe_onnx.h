@@ -33,6 +33,12 @@ DL_NODISCARD dl_status dl_fe__import_onnx_ex(const char *path, const char *const
                                              bool initializers_as_consts, dl_diags *d,
                                              dl_ir_module **out, dl_fe_onnx_info *info);
 
+// dl_fe_import_onnx from an in-memory .onnx image (`data`, BORROWED for the call); `name`
+// stands for the file in messages. For the fuzz target and tests.
+DL_NODISCARD dl_status dl_fe__import_onnx_mem(const char *name, const void *data, size_t len,
+                                              bool initializers_as_consts, dl_diags *d,
+                                              dl_ir_module **out);
+
 // Decides whether a model is within our spec without building anything: opset (default domain
 // 13-17; an older opset only where every op it uses is unchanged since then), node domains, op
 // names and the dtypes of graph inputs, outputs, initializers, Constant values and Cast targets.

@@ -127,6 +127,185 @@ static size_t onnx_max_inputs(dl_ir_op op) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Protobuf decoding with bounds
+//
+// protobuf-c's unpack recurses once per nested message and allocates every message up front, so
+// a hostile file can overflow the stack (thousands of nested If/Loop subgraphs or
+// TypeProto.sequence_type) or make it allocate many times the file size (empty submessages).
+// Before unpacking, pb_check walks the wire format iteratively, guided by the generated
+// descriptors (a length-delimited field whose descriptor says MESSAGE is entered, anything else
+// skipped), and refuses malformed framing and nesting deeper than PB_MAX_DEPTH (protobuf's own
+// default recursion limit). The unpack then allocates through dl_mem_* (so fault injection
+// reaches it) under a byte budget proportional to the input size.
+
+#define PB_MAX_DEPTH 100
+// Budget for protobuf-c's allocations: generous for real models (a node of a few bytes unpacks
+// to ~150; packed int64 data to 8x), finite for hostile ones.
+#define PB_BUDGET_FACTOR 32
+#define PB_BUDGET_SLACK  ((size_t)256 << 20)
+
+// Limits on counts, far above any real model, so that no loop of ours runs on absurd input.
+#define ONNX_MAX_NODES       ((size_t)1 << 22)
+#define ONNX_MAX_VALUES      ((size_t)1 << 22) // initializers, graph inputs / outputs
+#define ONNX_MAX_NODE_ARGS   ((size_t)1 << 16) // inputs or outputs of one node
+#define ONNX_MAX_NODE_ATTRS  ((size_t)1 << 12)
+#define ONNX_MAX_ATTR_VALUES ((size_t)1 << 24) // ints / floats / strings of one attribute
+
+typedef struct pb_frame {
+    const uint8_t *end;
+    const ProtobufCMessageDescriptor *desc;
+} pb_frame;
+
+// Reads a base-128 varint (at most 10 bytes) from [*p, end).
+static bool pb_varint(const uint8_t **p, const uint8_t *end, uint64_t *out) {
+    uint64_t v = 0;
+    for (unsigned shift = 0; shift < 70; shift += 7) {
+        if (*p >= end) {
+            return false;
+        }
+        uint8_t b = *(*p)++;
+        v |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80)) {
+            *out = v;
+            return true;
+        }
+    }
+    return false;
+}
+
+// Checks framing and nesting depth of a serialized `desc` message; the reason goes into `why`.
+static bool pb_check(const ProtobufCMessageDescriptor *desc, const uint8_t *data, size_t len,
+                     char *why, size_t why_size) {
+    pb_frame stack[PB_MAX_DEPTH];
+    size_t depth = 0;
+    stack[0] = (pb_frame){data + len, desc};
+    const uint8_t *p = data;
+    for (;;) {
+        if (p == stack[depth].end) {
+            if (depth == 0) {
+                return true;
+            }
+            depth--;
+            continue;
+        }
+        const uint8_t *end = stack[depth].end;
+        uint64_t key, v;
+        if (!pb_varint(&p, end, &key) || (key >> 3) == 0 || (key >> 3) > UINT32_MAX) {
+            snprintf(why, why_size, "malformed protobuf (bad field key at byte %zu)",
+                     (size_t)(p - data));
+            return false;
+        }
+        switch (key & 7) {
+        case 0: // varint
+            if (!pb_varint(&p, end, &v)) {
+                snprintf(why, why_size, "malformed protobuf (bad varint at byte %zu)",
+                         (size_t)(p - data));
+                return false;
+            }
+            break;
+        case 1: // fixed64
+        case 5: // fixed32
+            v = (key & 7) == 1 ? 8 : 4;
+            if ((size_t)(end - p) < v) {
+                snprintf(why, why_size, "malformed protobuf (truncated at byte %zu)",
+                         (size_t)(p - data));
+                return false;
+            }
+            p += v;
+            break;
+        case 2: { // length-delimited: a nested message, or bytes to skip
+            if (!pb_varint(&p, end, &v) || v > (uint64_t)(end - p)) {
+                snprintf(why, why_size, "malformed protobuf (bad length at byte %zu)",
+                         (size_t)(p - data));
+                return false;
+            }
+            const ProtobufCFieldDescriptor *fd =
+                protobuf_c_message_descriptor_get_field(stack[depth].desc, (unsigned)(key >> 3));
+            if (fd && fd->type == PROTOBUF_C_TYPE_MESSAGE) {
+                if (depth + 1 >= PB_MAX_DEPTH) {
+                    snprintf(why, why_size,
+                             "messages nested more than %d deep (at byte %zu); refusing to "
+                             "decode",
+                             PB_MAX_DEPTH, (size_t)(p - data));
+                    return false;
+                }
+                stack[++depth] = (pb_frame){p + v, fd->descriptor};
+            } else {
+                p += v;
+            }
+            break;
+        }
+        default: // groups (3, 4) are not used by ONNX; 6 and 7 do not exist
+            snprintf(why, why_size, "malformed protobuf (wire type %u at byte %zu)",
+                     (unsigned)(key & 7), (size_t)(p - data));
+            return false;
+        }
+    }
+}
+
+typedef struct pb_budget {
+    size_t used, limit;
+    bool over;  // the budget refused an allocation
+    bool nomem; // the allocator did
+} pb_budget;
+
+static void *pb_alloc(void *data, size_t size) {
+    pb_budget *b = data;
+    if (size > b->limit - b->used) {
+        b->over = true;
+        return NULL;
+    }
+    b->used += size;
+    void *p = dl_mem_alloc(size ? size : 1);
+    b->nomem = b->nomem || !p;
+    return p;
+}
+
+static void pb_free(void *data, void *ptr) {
+    (void)data;
+    free(ptr);
+}
+
+// Frees what pb_decode returned (NULL is a no-op).
+static void pb_release(void *msg) {
+    if (msg) {
+        ProtobufCAllocator a = {pb_alloc, pb_free, NULL}; // free never allocates
+        protobuf_c_message_free_unpacked(msg, &a);
+    }
+}
+
+// Decodes `len` bytes as a `desc` message: checked by pb_check first, unpacked through dl_mem_*
+// under the budget. DL_ERR_PARSE (reason in `why`), DL_ERR_NOMEM.
+static dl_status pb_decode(const ProtobufCMessageDescriptor *desc, const uint8_t *data, size_t len,
+                           void **out, char *why, size_t why_size) {
+    *out = NULL;
+    if (!pb_check(desc, data, len, why, why_size)) {
+        return DL_ERR_PARSE;
+    }
+    pb_budget b = {0, PB_BUDGET_SLACK, false, false};
+    if (len <= (SIZE_MAX - PB_BUDGET_SLACK) / PB_BUDGET_FACTOR) {
+        b.limit += len * PB_BUDGET_FACTOR;
+    } else {
+        b.limit = SIZE_MAX;
+    }
+    ProtobufCAllocator a = {pb_alloc, pb_free, &b};
+    *out = protobuf_c_message_unpack(desc, &a, len, data);
+    if (*out) {
+        return DL_OK;
+    }
+    if (b.over) {
+        snprintf(why, why_size, "decoding would take more than %zu bytes of memory", b.limit);
+        return DL_ERR_PARSE;
+    }
+    if (b.nomem) {
+        snprintf(why, why_size, "out of memory");
+        return DL_ERR_NOMEM;
+    }
+    snprintf(why, why_size, "protobuf decoding failed");
+    return DL_ERR_PARSE;
+}
+
+// ---------------------------------------------------------------------------------------------
 // TensorProto decoding
 
 // Decodes `tp` into *out (heap data, caller frees). `what` names the tensor in diagnostics.
@@ -143,7 +322,9 @@ static dl_status tensor_from_proto(const Onnx__TensorProto *tp, const char *what
                 onnx_dtype_name(tp->data_type));
         return DL_ERR_UNSUPPORTED;
     }
-    if (tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
+    if ((tp->has_data_location &&
+         tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) ||
+        tp->n_external_data) {
         dl_diag(d, DL_SEV_ERROR, DL_NO_LOC, "onnx: %s uses external data, which is not supported",
                 what);
         return DL_ERR_UNSUPPORTED;
@@ -157,10 +338,64 @@ static dl_status tensor_from_proto(const Onnx__TensorProto *tp, const char *what
                 tp->n_dims, DL_MAX_RANK);
         return DL_ERR_UNSUPPORTED;
     }
+    // The declared size is checked against the data actually present before anything is
+    // allocated: a [100000, 100000] tensor with no data must not cost 40 GB to refuse.
+    size_t esz = dl_dtype_size(dt);
+    bool has_zero = false;
     for (size_t i = 0; i < tp->n_dims; i++) {
         if (tp->dims[i] < 0) {
             dl_diag(d, DL_SEV_ERROR, DL_NO_LOC, "onnx: %s has negative dimension %lld", what,
                     (long long)tp->dims[i]);
+            return DL_ERR_PARSE;
+        }
+        has_zero = has_zero || tp->dims[i] == 0;
+    }
+    uint64_t n = has_zero ? 0 : 1;
+    for (size_t i = 0; i < tp->n_dims && n; i++) {
+        uint64_t dim = (uint64_t)tp->dims[i];
+        if (n > ((uint64_t)INT64_MAX / esz) / dim) {
+            char shp[160];
+            dl_shape_format(tp->dims, (int32_t)tp->n_dims, shp, sizeof shp);
+            dl_diag(d, DL_SEV_ERROR, DL_NO_LOC, "onnx: %s has shape %s, too large", what, shp);
+            return DL_ERR_PARSE;
+        }
+        n *= dim;
+    }
+    size_t have;
+    if (tp->has_raw_data) {
+        have = tp->raw_data.len / esz;
+        if (tp->raw_data.len % esz != 0 || have != n) {
+            char shp[160];
+            dl_shape_format(tp->dims, (int32_t)tp->n_dims, shp, sizeof shp);
+            dl_diag(d, DL_SEV_ERROR, DL_NO_LOC,
+                    "onnx: %s: raw_data has %zu bytes, shape %s needs %llu elements of %zu bytes",
+                    what, tp->raw_data.len, shp, (unsigned long long)n, esz);
+            return DL_ERR_PARSE;
+        }
+    } else {
+        switch (dt) {
+        case DL_DT_FLOAT:
+            have = tp->n_float_data;
+            break;
+        case DL_DT_INT64:
+            have = tp->n_int64_data;
+            break;
+        case DL_DT_INT32:
+        case DL_DT_FLOAT16: // 16-bit types travel as their bit patterns in int32_data
+        case DL_DT_BFLOAT16:
+        case DL_DT_BOOL:
+            have = tp->n_int32_data;
+            break;
+        case DL_DT_COUNT:
+        default:
+            DL_UNREACHABLE();
+        }
+        if (have != n) {
+            char shp[160];
+            dl_shape_format(tp->dims, (int32_t)tp->n_dims, shp, sizeof shp);
+            dl_diag(d, DL_SEV_ERROR, DL_NO_LOC,
+                    "onnx: %s holds %zu values, its shape %s needs %llu", what, have, shp,
+                    (unsigned long long)n);
             return DL_ERR_PARSE;
         }
     }
@@ -172,76 +407,50 @@ static dl_status tensor_from_proto(const Onnx__TensorProto *tp, const char *what
         }
         return st;
     }
-    int64_t n = dl_tensor_numel(out);
-    size_t esz = dl_dtype_size(dt);
-    size_t have = 0;
     if (tp->has_raw_data) {
-        if (tp->raw_data.len != (size_t)n * esz) {
-            dl_diag(d, DL_SEV_ERROR, DL_NO_LOC,
-                    "onnx: %s: raw_data has %zu bytes, expected %lld elements of %zu bytes", what,
-                    tp->raw_data.len, (long long)n, esz);
-            dl_tensor_free(out);
-            return DL_ERR_PARSE;
-        }
         // ONNX raw_data is little-endian, as is every host we build for.
         if (n > 0) {
             memcpy(out->data, tp->raw_data.data, (size_t)n * esz);
         }
         if (dt == DL_DT_BOOL) {
             uint8_t *b = out->data;
-            for (int64_t i = 0; i < n; i++) {
+            for (uint64_t i = 0; i < n; i++) {
                 b[i] = b[i] != 0;
             }
         }
         return DL_OK;
     }
+    if (n == 0) {
+        return DL_OK;
+    }
     switch (dt) {
     case DL_DT_FLOAT:
-        have = tp->n_float_data;
-        if (have == (size_t)n) {
-            memcpy(out->data, tp->float_data, (size_t)n * sizeof(float));
-        }
+        memcpy(out->data, tp->float_data, (size_t)n * sizeof(float));
         break;
     case DL_DT_INT64:
-        have = tp->n_int64_data;
-        if (have == (size_t)n) {
-            memcpy(out->data, tp->int64_data, (size_t)n * sizeof(int64_t));
-        }
+        memcpy(out->data, tp->int64_data, (size_t)n * sizeof(int64_t));
         break;
     case DL_DT_INT32:
-        have = tp->n_int32_data;
-        if (have == (size_t)n) {
-            memcpy(out->data, tp->int32_data, (size_t)n * sizeof(int32_t));
-        }
+        memcpy(out->data, tp->int32_data, (size_t)n * sizeof(int32_t));
         break;
     case DL_DT_FLOAT16:
-    case DL_DT_BFLOAT16:
-        // 16-bit types travel as their bit patterns in int32_data.
-        have = tp->n_int32_data;
-        if (have == (size_t)n) {
-            uint16_t *h = out->data;
-            for (int64_t i = 0; i < n; i++) {
-                h[i] = (uint16_t)(uint32_t)tp->int32_data[i];
-            }
+    case DL_DT_BFLOAT16: {
+        uint16_t *h = out->data;
+        for (uint64_t i = 0; i < n; i++) {
+            h[i] = (uint16_t)(uint32_t)tp->int32_data[i];
         }
         break;
-    case DL_DT_BOOL:
-        have = tp->n_int32_data;
-        if (have == (size_t)n) {
-            uint8_t *b = out->data;
-            for (int64_t i = 0; i < n; i++) {
-                b[i] = tp->int32_data[i] != 0;
-            }
-        }
-        break;
-    case DL_DT_COUNT:
-        DL_UNREACHABLE();
     }
-    if (have != (size_t)n) {
-        dl_diag(d, DL_SEV_ERROR, DL_NO_LOC, "onnx: %s holds %zu values, its shape needs %lld", what,
-                have, (long long)n);
-        dl_tensor_free(out);
-        return DL_ERR_PARSE;
+    case DL_DT_BOOL: {
+        uint8_t *b = out->data;
+        for (uint64_t i = 0; i < n; i++) {
+            b[i] = tp->int32_data[i] != 0;
+        }
+        break;
+    }
+    case DL_DT_COUNT:
+    default:
+        DL_UNREACHABLE();
     }
     return DL_OK;
 }
@@ -258,19 +467,22 @@ dl_status dl_fe__onnx_read_tensor_pb(const char *path, dl_tensor *out, char *nam
         dl_diag(d, DL_SEV_ERROR, DL_NO_LOC, "cannot read %s", path);
         return DL_ERR_IO;
     }
-    Onnx__TensorProto *tp = onnx__tensor_proto__unpack(NULL, len, (const uint8_t *)buf);
+    char why[256];
+    Onnx__TensorProto *tp = NULL;
+    dl_status st = pb_decode(&onnx__tensor_proto__descriptor, (const uint8_t *)buf, len,
+                             (void **)&tp, why, sizeof why);
     free(buf);
-    if (!tp) {
-        dl_diag(d, DL_SEV_ERROR, DL_NO_LOC, "%s: not a valid ONNX TensorProto", path);
-        return DL_ERR_PARSE;
+    if (st != DL_OK) {
+        dl_diag(d, DL_SEV_ERROR, DL_NO_LOC, "%s: not a valid ONNX TensorProto (%s)", path, why);
+        return st;
     }
     if (name && name_size && tp->name) {
         snprintf(name, name_size, "%s", tp->name);
     }
     char what[512];
     snprintf(what, sizeof what, "tensor '%s' in %s", tp->name ? tp->name : "", path);
-    dl_status st = tensor_from_proto(tp, what, true, out, d);
-    onnx__tensor_proto__free_unpacked(tp, NULL);
+    st = tensor_from_proto(tp, what, true, out, d);
+    pb_release(tp);
     return st;
 }
 
@@ -283,10 +495,17 @@ typedef struct sym {
     const dl_tensor *cval; // constant value (initializer, Constant node, bound input) or NULL
     dl_tensor *owned;      // cval when decoded by us (freed with the table), else NULL
     bool is_init;          // an initializer
-    bool used;             // read as a real operand or listed as a graph output
-    bool defined;          // known by now (plan pass, in graph order)
-    int32_t graph_input;   // position among non-initializer graph inputs, or -1
-    int32_t def_node;      // index of the producing node, or -1
+    // Param aliases (see "Aliased initializers" below): the param-like sym an Identity node
+    // copies (is_init or itself an alias), with the Identity node's index; NULL / -1 if none.
+    struct sym *alias_of;
+    int32_t alias_node;
+    uint32_t n_uses;      // real-operand uses by nodes, plus one if listed as a graph output
+    uint32_t n_stat_uses; // of which BatchNormalization running-statistic operands
+    uint32_t stat_seen;   // stat uses emitted so far (emit pass)
+    bool used;            // read as a real operand or listed as a graph output
+    bool defined;         // known by now (plan pass, in graph order)
+    int32_t graph_input;  // position among non-initializer graph inputs, or -1
+    int32_t def_node;     // index of the producing node, or -1
 } sym;
 
 typedef struct imp {
@@ -355,6 +574,7 @@ static sym *sym_get(imp *im, const char *name) {
     s->onnx = name;
     s->graph_input = -1;
     s->def_node = -1;
+    s->alias_node = -1;
     sym_place(im->slots, im->cap, s);
     im->n++;
     return s;
@@ -571,10 +791,42 @@ static dl_status check_model(const Onnx__ModelProto *mp, int64_t *out_opset, cha
     }
     *out_opset = opset;
     const Onnx__GraphProto *g = mp->graph;
+    if (g->n_node > ONNX_MAX_NODES) {
+        snprintf(why, why_size, "graph has %zu nodes (at most %zu supported)", g->n_node,
+                 ONNX_MAX_NODES);
+        return DL_ERR_UNSUPPORTED;
+    }
+    size_t counts[3] = {g->n_initializer, g->n_input, g->n_output};
+    static const char *const count_names[3] = {"initializers", "inputs", "outputs"};
+    for (int k = 0; k < 3; k++) {
+        if (counts[k] > ONNX_MAX_VALUES) {
+            snprintf(why, why_size, "graph has %zu %s (at most %zu supported)", counts[k],
+                     count_names[k], ONNX_MAX_VALUES);
+            return DL_ERR_UNSUPPORTED;
+        }
+    }
     for (size_t i = 0; i < g->n_node; i++) {
         const Onnx__NodeProto *nd = g->node[i];
         char desc[300];
         node_desc(nd, i, desc, sizeof desc);
+        if (nd->n_input > ONNX_MAX_NODE_ARGS || nd->n_output > ONNX_MAX_NODE_ARGS ||
+            nd->n_attribute > ONNX_MAX_NODE_ATTRS) {
+            snprintf(why, why_size,
+                     "%s has %zu inputs, %zu outputs and %zu attributes (at most %zu, %zu and "
+                     "%zu supported)",
+                     desc, nd->n_input, nd->n_output, nd->n_attribute, ONNX_MAX_NODE_ARGS,
+                     ONNX_MAX_NODE_ARGS, ONNX_MAX_NODE_ATTRS);
+            return DL_ERR_UNSUPPORTED;
+        }
+        for (size_t k = 0; k < nd->n_attribute; k++) {
+            const Onnx__AttributeProto *a = nd->attribute[k];
+            if (a->n_ints > ONNX_MAX_ATTR_VALUES || a->n_floats > ONNX_MAX_ATTR_VALUES ||
+                a->n_strings > ONNX_MAX_ATTR_VALUES) {
+                snprintf(why, why_size, "%s: attribute '%s' holds more than %zu values", desc,
+                         a->name ? a->name : "", ONNX_MAX_ATTR_VALUES);
+                return DL_ERR_UNSUPPORTED;
+            }
+        }
         const char *dom = nd->domain ? nd->domain : "";
         if (dom[0] != '\0' && strcmp(dom, "ai.onnx") != 0) {
             snprintf(why, why_size, "%s: domain '%s' is not supported", desc, dom);
@@ -652,6 +904,18 @@ static dl_status check_model(const Onnx__ModelProto *mp, int64_t *out_opset, cha
     return DL_OK;
 }
 
+// Decodes an in-memory .onnx image (`path` names it in messages).
+static dl_status load_model_mem(const void *data, size_t len, const char *path,
+                                Onnx__ModelProto **out, char *why, size_t why_size) {
+    char reason[256];
+    dl_status st =
+        pb_decode(&onnx__model_proto__descriptor, data, len, (void **)out, reason, sizeof reason);
+    if (st != DL_OK) {
+        snprintf(why, why_size, "%s: not a valid ONNX model (%s)", path, reason);
+    }
+    return st;
+}
+
 static dl_status load_model(const char *path, Onnx__ModelProto **out, char *why, size_t why_size) {
     *out = NULL;
     char *buf = NULL;
@@ -660,13 +924,9 @@ static dl_status load_model(const char *path, Onnx__ModelProto **out, char *why,
         snprintf(why, why_size, "cannot read %s", path);
         return DL_ERR_IO;
     }
-    *out = onnx__model_proto__unpack(NULL, len, (const uint8_t *)buf);
+    dl_status st = load_model_mem(buf, len, path, out, why, why_size);
     free(buf);
-    if (!*out) {
-        snprintf(why, why_size, "%s: not a valid ONNX model (protobuf decoding failed)", path);
-        return DL_ERR_PARSE;
-    }
-    return DL_OK;
+    return st;
 }
 
 dl_status dl_fe__onnx_probe(const char *path, char *why, size_t why_size) {
@@ -675,7 +935,7 @@ dl_status dl_fe__onnx_probe(const char *path, char *why, size_t why_size) {
     if (st == DL_OK) {
         int64_t opset;
         st = check_model(mp, &opset, why, why_size);
-        onnx__model_proto__free_unpacked(mp, NULL);
+        pb_release(mp);
     }
     return st;
 }
@@ -710,6 +970,48 @@ static bool record_need_const(imp *im, const sym *s) {
     names[n - 1] = nm;
     info->n_need_const = n;
     return true;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Aliased initializers
+//
+// Params must be independent tensors: training updates each in place (BatchNormalization's
+// running statistics become the new values of their params). Exporters do not keep that
+// promise: torch.onnx.export merges initializers with equal values, so a fresh BatchNorm's
+// running_var (all ones) arrives as `running_var = Identity(weight)`, and a model may name one
+// initializer as two running statistics. Two rules, for params only (with --consts nothing is
+// updated and nothing is copied):
+//  - Identity of an initializer (or of such an alias) becomes a param of its own, named after
+//    the Identity's output, holding a copy of the value; the Identity node is dropped.
+//  - A running-statistic operand (BatchNormalization inputs 3 and 4) whose param has other
+//    uses gets a copy of its own (when every use is a statistic, the first keeps the original).
+//    Plain weights used twice stay shared: that is how exporters write tied weights.
+// Each copy is reported as a note.
+
+static bool is_stat_slot(dl_ir_op op, size_t slot) {
+    return op == DL_IR_OP_BATCH_NORMALIZATION && (slot == 3 || slot == 4);
+}
+
+static bool param_like(const sym *s) {
+    return s && (s->is_init || s->alias_of) && s->cval;
+}
+
+// The initializer (or alias) that Identity node `nd` copies, when it is to become a param.
+static sym *param_alias_source(const imp *im, const Onnx__NodeProto *nd, dl_ir_op op) {
+    if (im->as_consts || op != DL_IR_OP_IDENTITY || nd->n_input != 1 || nd->n_output != 1 ||
+        !nd->input[0] || !nd->output[0] || !nd->output[0][0]) {
+        return NULL;
+    }
+    sym *src = sym_find(im, nd->input[0]);
+    return src && src->defined && param_like(src) ? src : NULL;
+}
+
+// The initializer an alias chain starts from.
+static const sym *alias_root(const sym *s) {
+    while (s->alias_of) {
+        s = s->alias_of;
+    }
+    return s;
 }
 
 static dl_status plan(imp *im) {
@@ -784,7 +1086,8 @@ static dl_status plan(imp *im) {
             err(im, "onnx: %s: %zu inputs given, at most %zu supported", desc, nd->n_input,
                 onnx_max_inputs(op));
         }
-        for (size_t k = 0; k < nd->n_input && !is_const; k++) {
+        sym *alias_src = param_alias_source(im, nd, op);
+        for (size_t k = 0; k < nd->n_input && !is_const && !alias_src; k++) {
             const char *in = nd->input[k] ? nd->input[k] : "";
             if (in[0] == '\0') {
                 continue; // omitted optional input
@@ -797,6 +1100,8 @@ static dl_status plan(imp *im) {
             const char *an = attr_slot(op, k);
             if (!an) {
                 s->used = true;
+                s->n_uses++;
+                s->n_stat_uses += is_stat_slot(op, k);
                 continue;
             }
             if (!s->cval) {
@@ -837,6 +1142,11 @@ static dl_status plan(imp *im) {
             }
             s->defined = true;
             s->def_node = (int32_t)i;
+            if (alias_src) {
+                s->alias_of = alias_src;
+                s->alias_node = (int32_t)i;
+                s->cval = alias_src->cval;
+            }
             if (is_const && k == 0) {
                 dl_tensor *t;
                 dl_status st = constant_value(im, nd, desc, &t);
@@ -857,6 +1167,7 @@ static dl_status plan(imp *im) {
             continue;
         }
         s->used = true;
+        s->n_uses++;
     }
     return DL_OK;
 }
@@ -924,26 +1235,83 @@ static dl_ir_literal *literal_of(dl_ir_module *m, const dl_tensor *c) {
 }
 
 // Emits a constant-valued sym as a param (initializers, unless as_consts) or a const.
-static dl_status emit_constant(imp *im, sym *s, bool as_param) {
-    char *id = make_ident(im->m, s->onnx);
+// Emits constant value `c` as a param or a const named after `src` (made unique); *out gets it.
+static dl_status emit_value(imp *im, const dl_tensor *c, const char *src, bool as_param,
+                            dl_ir_value **out) {
+    char *id = make_ident(im->m, src);
     if (!id) {
         return DL_ERR_NOMEM;
     }
     dl_ir_type t;
-    type_of_tensor(s->cval, &t);
+    type_of_tensor(c, &t);
     dl_status st = DL_ERR_NOMEM;
-    dl_ir_literal *lit = literal_of(im->m, s->cval);
+    dl_ir_literal *lit = literal_of(im->m, c);
     if (lit && as_param) {
         dl_ir_init *init = dl_ir_module_new_init(im->m, DL_IR_INIT_LITERAL);
         if (init) {
             init->lit = lit;
-            st = dl_ir_module_add_param(im->m, id, &t, init, DL_NO_LOC, &s->v);
+            st = dl_ir_module_add_param(im->m, id, &t, init, DL_NO_LOC, out);
         }
     } else if (lit) {
-        st = dl_ir_module_add_const(im->m, id, &t, lit, DL_NO_LOC, &s->v);
+        st = dl_ir_module_add_const(im->m, id, &t, lit, DL_NO_LOC, out);
     }
     free(id);
     return st;
+}
+
+// Emits a constant-valued sym as a param (initializers, unless as_consts) or a const.
+static dl_status emit_constant(imp *im, sym *s, bool as_param) {
+    return emit_value(im, s->cval, s->onnx, as_param, &s->v);
+}
+
+// Emits alias `s` (an Identity of a param) as a param of its own, with a note.
+static dl_status emit_alias_param(imp *im, sym *s) {
+    DL_TRY(emit_constant(im, s, true));
+    const Onnx__NodeProto *nd = im->g->node[s->alias_node];
+    char desc[300];
+    node_desc(nd, (size_t)s->alias_node, desc, sizeof desc);
+    dl_diag(im->d, DL_SEV_NOTE, DL_NO_LOC,
+            "onnx: %s makes '%s' an alias of initializer '%s' (exporters merge initializers "
+            "with equal values): imported as param '%s', an independent copy",
+            desc, s->onnx, alias_root(s)->onnx, s->v->name);
+    return DL_OK;
+}
+
+// Whether this running-statistic use of param-like `s` gets a copy of its own (see "Aliased
+// initializers"). Called once per such use, in node order.
+static bool stat_use_needs_copy(sym *s) {
+    if (s->n_uses <= 1) {
+        return false;
+    }
+    if (s->n_uses > s->n_stat_uses) {
+        return true; // also a weight (or an output): every statistic gets its own
+    }
+    return ++s->stat_seen > 1; // only statistics: the first keeps the original
+}
+
+// Emits a copy of param-like `s` for running-statistic operand `slot` of node `idx`.
+static dl_status emit_stat_copy(imp *im, sym *s, size_t idx, size_t slot, dl_ir_value **out) {
+    const Onnx__NodeProto *nd = im->g->node[idx];
+    const char *stat = slot == 3 ? "running_mean" : "running_var";
+    const char *base = nd->name && nd->name[0]                             ? nd->name
+                       : nd->n_output && nd->output[0] && nd->output[0][0] ? nd->output[0]
+                                                                           : s->onnx;
+    size_t n = strlen(base) + strlen(stat) + 2;
+    char *src = dl_mem_alloc(n);
+    if (!src) {
+        return DL_ERR_NOMEM;
+    }
+    snprintf(src, n, "%s.%s", base, stat);
+    dl_status st = emit_value(im, s->cval, src, true, out);
+    free(src);
+    DL_TRY(st);
+    char desc[300];
+    node_desc(nd, idx, desc, sizeof desc);
+    dl_diag(im->d, DL_SEV_NOTE, DL_NO_LOC,
+            "onnx: %s: %s operand '%s' is also used elsewhere: imported as param '%s', an "
+            "independent copy (running statistics are updated in training)",
+            desc, stat, s->onnx, (*out)->name);
+    return DL_OK;
 }
 
 // Converts one ONNX attribute; returns false (with a diagnostic) when unsupported.
@@ -1116,6 +1484,10 @@ static dl_status emit_node(imp *im, dl_arena *a, size_t idx) {
             DL_ASSERT(is_int); // plan() checked the dtype
             continue;
         }
+        if (s && !im->as_consts && is_stat_slot(op, k) && param_like(s) && stat_use_needs_copy(s)) {
+            DL_TRY(emit_stat_copy(im, s, idx, k, &ins[n_ins++]));
+            continue;
+        }
         if (s && !s->v) {
             // A constant that reaches a real operand for the first time (a Constant node's
             // value is emitted where the node stood; initializers were emitted up front).
@@ -1186,6 +1558,16 @@ static dl_status emit_node(imp *im, dl_arena *a, size_t idx) {
     return DL_OK;
 }
 
+// The output of node i when the node is an Identity alias of a param (see plan), else NULL.
+static sym *alias_output(const imp *im, size_t i) {
+    const Onnx__NodeProto *nd = im->g->node[i];
+    if (nd->n_output != 1 || !nd->output[0] || !nd->output[0][0]) {
+        return NULL;
+    }
+    sym *s = sym_find(im, nd->output[0]);
+    return s && s->alias_of && s->alias_node == (int32_t)i ? s : NULL;
+}
+
 static dl_status emit(imp *im) {
     const Onnx__GraphProto *g = im->g;
     dl_ir_module *m = im->m;
@@ -1227,11 +1609,18 @@ static dl_status emit(imp *im) {
     if (im->n_errors) {
         return DL_ERR_UNSUPPORTED;
     }
-    // Initializers that something reads as a real operand, in initializer order.
+    // Initializers that something reads as a real operand, in initializer order, then the
+    // Identity aliases of initializers that become params of their own, in node order.
     for (size_t i = 0; i < g->n_initializer; i++) {
         sym *s = sym_find(im, g->initializer[i]->name ? g->initializer[i]->name : "");
         if (s && s->is_init && s->used && !s->v && s->cval) {
             DL_TRY(emit_constant(im, s, !im->as_consts));
+        }
+    }
+    for (size_t i = 0; i < g->n_node; i++) {
+        sym *s = alias_output(im, i);
+        if (s && s->used && !s->v) {
+            DL_TRY(emit_alias_param(im, s));
         }
     }
     dl_arena scratch;
@@ -1245,6 +1634,9 @@ static dl_status emit(imp *im) {
                 st = emit_constant(im, s, false);
             }
             continue;
+        }
+        if (alias_output(im, i)) {
+            continue; // became a param of its own
         }
         st = emit_node(im, &scratch, i);
     }
@@ -1285,17 +1677,20 @@ void dl_fe__onnx_info_fini(dl_fe_onnx_info *info) {
     memset(info, 0, sizeof(*info));
 }
 
-dl_status dl_fe__import_onnx_ex(const char *path, const char *const *const_input_names,
-                                const dl_tensor *const_input_values, size_t n_const,
-                                bool initializers_as_consts, dl_diags *d, dl_ir_module **out,
-                                dl_fe_onnx_info *info) {
+// The import behind both entry points: from `data` when non-NULL, else from the file `path`.
+static dl_status import_onnx(const char *path, const void *data, size_t len,
+                             const char *const *const_input_names,
+                             const dl_tensor *const_input_values, size_t n_const,
+                             bool initializers_as_consts, dl_diags *d, dl_ir_module **out,
+                             dl_fe_onnx_info *info) {
     *out = NULL;
     if (info) {
         memset(info, 0, sizeof(*info));
     }
     char why[512];
     Onnx__ModelProto *mp = NULL;
-    dl_status st = load_model(path, &mp, why, sizeof why);
+    dl_status st = data ? load_model_mem(data, len, path, &mp, why, sizeof why)
+                        : load_model(path, &mp, why, sizeof why);
     if (st != DL_OK) {
         dl_diag(d, DL_SEV_ERROR, DL_NO_LOC, "onnx: %s", why);
         return st;
@@ -1341,6 +1736,9 @@ dl_status dl_fe__import_onnx_ex(const char *path, const char *const *const_input
     if (st == DL_OK) {
         st = dl_ir_verify(im.m, d);
     }
+    if (st != DL_OK && dl_diags_oom(d)) {
+        st = DL_ERR_NOMEM; // a check that could not even record its finding ran out of memory
+    }
     if (st == DL_OK) {
         *out = im.m;
         im.m = NULL;
@@ -1350,8 +1748,24 @@ dl_status dl_fe__import_onnx_ex(const char *path, const char *const *const_input
 out:
     dl_ir_module_destroy(im.m);
     syms_free(&im);
-    onnx__model_proto__free_unpacked(mp, NULL);
+    pb_release(mp);
     return st;
+}
+
+dl_status dl_fe__import_onnx_ex(const char *path, const char *const *const_input_names,
+                                const dl_tensor *const_input_values, size_t n_const,
+                                bool initializers_as_consts, dl_diags *d, dl_ir_module **out,
+                                dl_fe_onnx_info *info) {
+    return import_onnx(path, NULL, 0, const_input_names, const_input_values, n_const,
+                       initializers_as_consts, d, out, info);
+}
+
+dl_status dl_fe__import_onnx_mem(const char *name, const void *data, size_t len,
+                                 bool initializers_as_consts, dl_diags *d, dl_ir_module **out) {
+    // A non-NULL pointer even for an empty image, which selects the in-memory path.
+    static const uint8_t empty[1];
+    return import_onnx(name, len ? data : empty, len, NULL, NULL, 0, initializers_as_consts, d, out,
+                       NULL);
 }
 
 dl_status dl_fe_import_onnx(const char *path, bool initializers_as_consts, dl_diags *d,

@@ -180,12 +180,16 @@ static const cmd_help helps[] = {
      "  --dry-run            check the arguments, model and data, print the plan (each epoch's\n"
      "                       first samples, each step's lr) and exit without compiling\n"
      "  -v, --verbose        print the data statistics, the plan and the cache line\n"},
-    {"import", "convert an ONNX model to .dlg", "dlcc import MODEL.onnx [-o OUT.dlg] [--consts]",
+    {"import", "convert an ONNX model to .dlg",
+     "dlcc import MODEL.onnx [-o OUT.dlg] [--consts] [-v]",
      "Imports an ONNX model (opset 13-17) and prints it as .dlg text to stdout or atomically\n"
-     "to OUT. Errors exit 1 and write nothing.\n"
+     "to OUT. The text is checked as 'dlcc check' would check it before anything is written.\n"
+     "Errors exit 1 and write nothing.\n"
      "\n"
      "  -o, --output OUT   write to OUT instead of stdout\n"
-     "  --consts           turn initializers into consts instead of params\n"},
+     "  --consts           turn initializers into consts instead of params\n"
+     "  -v, --verbose      print notes on what the import changed (such as initializers that\n"
+     "                     the exporter merged and that became separate params)\n"},
 };
 
 static const cmd_help *find_help(const char *name) {
@@ -1588,10 +1592,36 @@ out:
 // ---------------------------------------------------------------------------------------------
 // dlcc import
 
+// The check `dlcc check` makes of a model without a train block: parse, shapes, verify. Run on
+// the printed text before `dlcc import` writes it, so that it never writes a file that check
+// rejects (the diagnostics point into that text).
+static dl_status check_imported_text(const char *name, const char *text, dl_diags *d) {
+    dl_ir_module *m = NULL;
+    dl_status st = dl_fe_parse(name, text, strlen(text), d, &m);
+    if (st == DL_OK) {
+        st = dl_pass_shape(m, d);
+    }
+    if (st == DL_OK) {
+        st = dl_ir_verify(m, d);
+    }
+    dl_ir_module_destroy(m);
+    return st;
+}
+
+// Drops the notes of a successful import unless -v asked for them.
+static void drop_notes(dl_diags *d) {
+    for (size_t i = 0; i < dl_diags_count(d); i++) {
+        if (dl_diags_get(d, i)->sev != DL_SEV_NOTE) {
+            return; // a warning: keep everything, notes included, for context
+        }
+    }
+    dl_diags_clear(d);
+}
+
 static int cmd_import(int argc, char **argv) {
     args a = {"import", argc, argv, 0, false};
     const char *file = NULL, *out_path = NULL;
-    bool consts = false;
+    bool consts = false, verbose = false;
     dl_diags *d = NULL;
     dl_ir_module *m = NULL;
     char *text = NULL;
@@ -1616,6 +1646,8 @@ static int cmd_import(int argc, char **argv) {
             }
         } else if (take_flag(&a, NULL, "--consts", false, NULL) == 1) {
             consts = true;
+        } else if (take_flag(&a, "-v", "--verbose", false, NULL) == 1) {
+            verbose = true;
         } else {
             rc = usage_error("import", "unknown flag '%s'", arg);
             goto out;
@@ -1632,6 +1664,15 @@ static int cmd_import(int argc, char **argv) {
     dl_status st = dl_fe_import_onnx(file, consts, d, &m);
     if (st == DL_OK) {
         st = dl_ir_print(m, &text);
+    }
+    if (st == DL_OK) {
+        st = check_imported_text(out_path ? out_path : "<stdout>", text, d);
+        if (st != DL_OK) {
+            file_diag(d, file, "the imported model does not check (%s); nothing written",
+                      dl_status_str(st));
+        } else if (!verbose) {
+            drop_notes(d);
+        }
     }
     if (st == DL_OK) {
         if (out_path) {

@@ -307,4 +307,289 @@ DL_TEST(onnx_rejects_bad_models) {
     dl_diags_destroy(d);
 }
 
+// ---------------------------------------------------------------------------------------------
+// Aliased initializers
+
+static size_t count_notes(const dl_diags *d) {
+    size_t n = 0;
+    for (size_t i = 0; i < dl_diags_count(d); i++) {
+        n += dl_diags_get(d, i)->sev == DL_SEV_NOTE;
+    }
+    return n;
+}
+
+static const dl_ir_node *find_op(const dl_ir_module *m, dl_ir_op op, size_t nth) {
+    for (size_t i = 0; i < m->nodes.len; i++) {
+        if (m->nodes.data[i]->op == op && nth-- == 0) {
+            return m->nodes.data[i];
+        }
+    }
+    return NULL;
+}
+
+// torch.onnx.export's merge of equal initializers: running_var = Identity(weight). Each
+// statistic must be a param of its own (training updates it), not the weight.
+DL_TEST(onnx_identity_alias_becomes_own_param) {
+    dl_diags *d;
+    DL_CHECK(dl_diags_create(&d) == DL_OK);
+    dl_ir_module *m = NULL;
+    DL_CHECK_OK(dl_fe_import_onnx(DATA_DIR "/bn_alias.onnx", false, d, &m));
+    DL_CHECK(find_op(m, DL_IR_OP_IDENTITY, 0) == NULL);
+    const dl_ir_node *bn = find_op(m, DL_IR_OP_BATCH_NORMALIZATION, 0);
+    DL_CHECK(bn != NULL);
+    DL_CHECK_EQ_I64(m->params.len, 4);
+    for (size_t k = 1; k <= 4; k++) {
+        DL_CHECK(bn->inputs[k]->kind == DL_IR_VAL_PARAM);
+        for (size_t j = 1; j < k; j++) {
+            DL_CHECK(bn->inputs[k] != bn->inputs[j]);
+        }
+    }
+    DL_CHECK_STR_EQ(bn->inputs[3]->name, "bn.running_mean");
+    DL_CHECK_STR_EQ(bn->inputs[4]->name, "bn.running_var");
+    // The copies hold the values (ones for the variance, zeros for the mean).
+    DL_CHECK(bn->inputs[4]->init->kind == DL_IR_INIT_LITERAL);
+    DL_CHECK(bn->inputs[4]->init->lit->f[2] == 1.0);
+    DL_CHECK(bn->inputs[3]->init->lit->f[0] == 0.0);
+    DL_CHECK_EQ_I64(count_notes(d), 2);
+    DL_CHECK(diags_mention(d, "alias of initializer 'bn.weight'"));
+    dl_ir_module_destroy(m);
+    // With --consts nothing is trained: the Identity stays.
+    dl_diags_clear(d);
+    DL_CHECK_OK(dl_fe_import_onnx(DATA_DIR "/bn_alias.onnx", true, d, &m));
+    DL_CHECK(find_op(m, DL_IR_OP_IDENTITY, 0) != NULL);
+    DL_CHECK_EQ_I64(count_notes(d), 0);
+    dl_ir_module_destroy(m);
+    dl_diags_destroy(d);
+}
+
+// One initializer named as weight and as running_var; statistics shared by two BatchNorms.
+DL_TEST(onnx_shared_stat_initializer_is_copied) {
+    dl_diags *d;
+    DL_CHECK(dl_diags_create(&d) == DL_OK);
+    dl_ir_module *m = NULL;
+    DL_CHECK_OK(dl_fe_import_onnx(DATA_DIR "/bn_shared.onnx", false, d, &m));
+    const dl_ir_node *b1 = find_op(m, DL_IR_OP_BATCH_NORMALIZATION, 0);
+    const dl_ir_node *b2 = find_op(m, DL_IR_OP_BATCH_NORMALIZATION, 1);
+    const dl_ir_node *b3 = find_op(m, DL_IR_OP_BATCH_NORMALIZATION, 2);
+    DL_CHECK(b1 && b2 && b3);
+    // bn1: weight and bias keep the originals, the statistics are copies named after the node.
+    DL_CHECK_STR_EQ(b1->inputs[1]->name, "bn.weight");
+    DL_CHECK_STR_EQ(b1->inputs[2]->name, "bn.bias");
+    DL_CHECK_STR_EQ(b1->inputs[3]->name, "bn1.running_mean");
+    DL_CHECK_STR_EQ(b1->inputs[4]->name, "bn1.running_var");
+    DL_CHECK(b1->inputs[4]->kind == DL_IR_VAL_PARAM);
+    // Tied scale and bias stay shared between the BatchNorms (weights may be tied) ...
+    DL_CHECK(b2->inputs[1] == b1->inputs[1] && b3->inputs[2] == b1->inputs[2]);
+    // ... but the second and third never share statistics: the first keeps rm/rv.
+    DL_CHECK_STR_EQ(b2->inputs[3]->name, "rm");
+    DL_CHECK_STR_EQ(b2->inputs[4]->name, "rv");
+    DL_CHECK(b3->inputs[3] != b2->inputs[3] && b3->inputs[4] != b2->inputs[4]);
+    DL_CHECK(b3->inputs[3]->kind == DL_IR_VAL_PARAM && b3->inputs[4]->kind == DL_IR_VAL_PARAM);
+    DL_CHECK_EQ_I64(count_notes(d), 4);
+    DL_CHECK(diags_mention(d, "running_var operand 'bn.weight' is also used elsewhere"));
+    dl_ir_module_destroy(m);
+    // Tied weights of two MatMuls: one param, no note.
+    dl_diags_clear(d);
+    DL_CHECK_OK(dl_fe_import_onnx(DATA_DIR "/tied_weights.onnx", false, d, &m));
+    DL_CHECK_EQ_I64(m->params.len, 1);
+    DL_CHECK(find_op(m, DL_IR_OP_MATMUL, 0)->inputs[1] ==
+             find_op(m, DL_IR_OP_MATMUL, 1)->inputs[1]);
+    DL_CHECK_EQ_I64(count_notes(d), 0);
+    dl_ir_module_destroy(m);
+    dl_diags_destroy(d);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Hostile input
+
+// Size bombs: the declared size is checked against the data present before any allocation.
+DL_TEST(onnx_initializer_size_bomb) {
+    dl_diags *d;
+    DL_CHECK(dl_diags_create(&d) == DL_OK);
+    dl_ir_module *m = NULL;
+    DL_CHECK_EQ_I64(dl_fe_import_onnx(DATA_DIR "/size_bomb.onnx", false, d, &m),
+                    DL_ERR_UNSUPPORTED);
+    DL_CHECK(m == NULL);
+    DL_CHECK(diags_mention(d, "initializer 'big' holds 0 values, its shape [100000, 100000] "
+                              "needs 10000000000"));
+    dl_diags_clear(d);
+    DL_CHECK_EQ_I64(dl_fe_import_onnx(DATA_DIR "/neg_dim.onnx", false, d, &m), DL_ERR_UNSUPPORTED);
+    DL_CHECK(diags_mention(d, "initializer 'big' has negative dimension -1"));
+    dl_diags_destroy(d);
+}
+
+// A tiny protobuf writer that builds messages back to front, so that deeply nested messages
+// cost linear time: each wrapper is prepended around everything written so far.
+typedef struct rbuf {
+    uint8_t *data;
+    size_t cap, pos; // bytes live in [pos, cap)
+} rbuf;
+
+static void rb_bytes(rbuf *b, const void *p, size_t n) {
+    DL_ASSERT(n <= b->pos);
+    b->pos -= n;
+    memcpy(b->data + b->pos, p, n);
+}
+
+static void rb_varint(rbuf *b, uint64_t v) {
+    uint8_t tmp[10];
+    size_t n = 0;
+    do {
+        tmp[n] = (uint8_t)(v & 0x7f);
+        v >>= 7;
+        if (v) {
+            tmp[n] |= 0x80;
+        }
+        n++;
+    } while (v);
+    rb_bytes(b, tmp, n);
+}
+
+// Wraps everything from pos to `end` as length-delimited field `field`.
+static void rb_wrap(rbuf *b, uint32_t field, size_t end) {
+    rb_varint(b, end - b->pos);
+    rb_varint(b, (uint64_t)field << 3 | 2);
+}
+
+static void rb_string(rbuf *b, uint32_t field, const char *s) {
+    size_t end = b->pos;
+    rb_bytes(b, s, strlen(s));
+    rb_wrap(b, field, end);
+}
+
+static void rb_int(rbuf *b, uint32_t field, uint64_t v) {
+    rb_varint(b, v);
+    rb_varint(b, (uint64_t)field << 3);
+}
+
+// ModelProto{ir_version 8, opset_import {"" 17}, graph = everything written so far}.
+static void rb_model(rbuf *b) {
+    rb_wrap(b, 7, b->cap);
+    size_t end = b->pos;
+    rb_int(b, 2, 17);
+    rb_wrap(b, 8, end);
+    rb_int(b, 1, 8);
+}
+
+// `levels` If nodes, each the then_branch of the previous one's.
+static void deep_if(rbuf *b, size_t levels) {
+    for (size_t i = 0; i < levels; i++) {
+        rb_wrap(b, 6, b->cap);          // AttributeProto.g
+        rb_int(b, 20, 5);               // AttributeProto.type = GRAPH
+        rb_string(b, 1, "then_branch"); // AttributeProto.name
+        rb_wrap(b, 5, b->cap);          // NodeProto.attribute
+        rb_string(b, 4, "If");          // NodeProto.op_type
+        rb_wrap(b, 1, b->cap);          // GraphProto.node
+    }
+}
+
+// A graph input whose type is `levels` nested sequence types.
+static void deep_type(rbuf *b, size_t levels) {
+    for (size_t i = 0; i < levels; i++) {
+        rb_wrap(b, 1, b->cap); // Sequence.elem_type
+        rb_wrap(b, 4, b->cap); // TypeProto.sequence_type
+    }
+    rb_wrap(b, 2, b->cap);  // ValueInfoProto.type
+    rb_string(b, 1, "x");   // ValueInfoProto.name
+    rb_wrap(b, 11, b->cap); // GraphProto.input
+}
+
+// 100000 nested If subgraphs overflowed the stack inside protobuf-c's unpack (SIGSEGV); now the
+// nesting is measured before unpacking and refused.
+DL_TEST(onnx_deep_nesting_is_refused) {
+    rbuf b = {NULL, (size_t)8 << 20, (size_t)8 << 20};
+    b.data = malloc(b.cap);
+    DL_CHECK(b.data != NULL);
+    dl_diags *d;
+    DL_CHECK(dl_diags_create(&d) == DL_OK);
+    dl_ir_module *m = NULL;
+    deep_if(&b, 100000);
+    rb_model(&b);
+    DL_CHECK_EQ_I64(
+        dl_fe__import_onnx_mem("deep.onnx", b.data + b.pos, b.cap - b.pos, false, d, &m),
+        DL_ERR_PARSE);
+    DL_CHECK(m == NULL);
+    DL_CHECK(diags_mention(d, "deep.onnx: not a valid ONNX model (messages nested more than 100"));
+    // TypeProto nests too (sequence of sequence of ...).
+    dl_diags_clear(d);
+    b.pos = b.cap;
+    deep_type(&b, 200000);
+    rb_model(&b);
+    DL_CHECK_EQ_I64(
+        dl_fe__import_onnx_mem("deep.onnx", b.data + b.pos, b.cap - b.pos, false, d, &m),
+        DL_ERR_PARSE);
+    DL_CHECK(diags_mention(d, "nested more than 100"));
+    // A nesting within the limit decodes (and is refused for what it is: If is not supported).
+    dl_diags_clear(d);
+    b.pos = b.cap;
+    deep_if(&b, 20);
+    rb_model(&b);
+    DL_CHECK_EQ_I64(dl_fe__import_onnx_mem("ok.onnx", b.data + b.pos, b.cap - b.pos, false, d, &m),
+                    DL_ERR_UNSUPPORTED);
+    DL_CHECK(diags_mention(d, "op 'If' is not supported"));
+    // Malformed framing: a length running past the end, an unknown wire type.
+    static const uint8_t bad_len[] = {0x3a, 0x7f, 0x0a};
+    static const uint8_t bad_wire[] = {0x0f, 0x00};
+    dl_diags_clear(d);
+    DL_CHECK_EQ_I64(dl_fe__import_onnx_mem("b.onnx", bad_len, sizeof bad_len, false, d, &m),
+                    DL_ERR_PARSE);
+    DL_CHECK(diags_mention(d, "bad length"));
+    DL_CHECK_EQ_I64(dl_fe__import_onnx_mem("b.onnx", bad_wire, sizeof bad_wire, false, d, &m),
+                    DL_ERR_PARSE);
+    DL_CHECK(diags_mention(d, "wire type 7"));
+    DL_CHECK_EQ_I64(dl_fe__import_onnx_mem("e.onnx", "", 0, false, d, &m), DL_ERR_PARSE);
+    free(b.data);
+    dl_diags_destroy(d);
+}
+
+// Empty submessages unpack to ~100 bytes each: decoding has a memory budget proportional to the
+// input, and allocation failures inside protobuf-c are reported as such.
+DL_TEST(onnx_decode_budget_and_oom) {
+    size_t n = (size_t)6 << 20; // 3M empty nodes in 6 MiB: ~400 MB unpacked
+    rbuf b = {NULL, n + 64, n + 64};
+    b.data = malloc(b.cap);
+    DL_CHECK(b.data != NULL);
+    b.pos -= n;
+    for (size_t i = 0; i < n; i += 2) {
+        b.data[b.pos + i] = 0x0a; // GraphProto.node, length 0
+        b.data[b.pos + i + 1] = 0x00;
+    }
+    rb_model(&b);
+    dl_diags *d;
+    DL_CHECK(dl_diags_create(&d) == DL_OK);
+    dl_ir_module *m = NULL;
+    DL_CHECK_EQ_I64(
+        dl_fe__import_onnx_mem("bomb.onnx", b.data + b.pos, b.cap - b.pos, false, d, &m),
+        DL_ERR_PARSE);
+    DL_CHECK(diags_mention(d, "decoding would take more than"));
+    free(b.data);
+    // Every allocation of a real model's import failing in turn: DL_ERR_NOMEM, never a crash.
+    char *buf;
+    size_t len;
+    DL_CHECK(dl_read_file(DATA_DIR "/names.onnx", &buf, &len) == DL_OK);
+    bool done = false;
+    for (long k = 0; k < 100000 && !done; k++) {
+        dl_diags_clear(d);
+        dl_test_fail_alloc_after(k);
+        dl_status st = dl_fe__import_onnx_mem("names.onnx", buf, len, false, d, &m);
+        bool failed = dl_test_alloc_failed();
+        dl_test_fail_alloc_after(-1);
+        if (st == DL_OK) {
+            DL_CHECK(!failed);
+            dl_ir_module_destroy(m);
+            done = true;
+        } else {
+            if (st != DL_ERR_NOMEM) {
+                fprintf(stderr, "allocation %ld failing: %s\n", k,
+                        dl_diags_count(d) ? dl_diags_get(d, 0)->msg : "(no diagnostic)");
+            }
+            DL_CHECK_EQ_I64(st, DL_ERR_NOMEM);
+            DL_CHECK(m == NULL);
+        }
+    }
+    DL_CHECK(done);
+    free(buf);
+    dl_diags_destroy(d);
+}
+
 DL_TEST_MAIN()

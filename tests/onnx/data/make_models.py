@@ -53,3 +53,44 @@ m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17),
                                         helper.make_opsetid("com.example", 1)])
 m.ir_version = 8
 onnx.save(m, "domain.onnx")
+
+# Aliased initializers, as torch.onnx.export writes a fresh BatchNorm in eval mode: equal
+# initializers are merged and running_var / running_mean become Identity of weight / bias.
+C = 3
+x_vi = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, C])
+y_vi = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, C])
+ones = numpy_helper.from_array(np.ones(C, np.float32), "bn.weight")
+zeros = numpy_helper.from_array(np.zeros(C, np.float32), "bn.bias")
+nodes = [
+    helper.make_node("Identity", ["bn.weight"], ["bn.running_var"], name="Identity_0"),
+    helper.make_node("Identity", ["bn.bias"], ["bn.running_mean"], name="Identity_1"),
+    helper.make_node("BatchNormalization",
+                     ["x", "bn.weight", "bn.bias", "bn.running_mean", "bn.running_var"], ["y"],
+                     name="bn", epsilon=1e-5, momentum=0.9),
+]
+save(helper.make_graph(nodes, "bn_alias", [x_vi], [y_vi], [ones, zeros]), "bn_alias.onnx")
+
+# One initializer named directly as weight and running_var (and bias as running_mean); and a
+# second BatchNorm whose statistics share the first one's.
+rm = numpy_helper.from_array(np.zeros(C, np.float32), "rm")
+rv = numpy_helper.from_array(np.ones(C, np.float32), "rv")
+nodes = [
+    helper.make_node("BatchNormalization", ["x", "bn.weight", "bn.bias", "bn.bias", "bn.weight"],
+                     ["h"], name="bn1"),
+    helper.make_node("BatchNormalization", ["h", "bn.weight", "bn.bias", "rm", "rv"], ["h2"]),
+    helper.make_node("BatchNormalization", ["h2", "bn.weight", "bn.bias", "rm", "rv"], ["y"]),
+]
+save(helper.make_graph(nodes, "bn_shared", [x_vi], [y_vi], [ones, zeros, rm, rv]),
+     "bn_shared.onnx")
+
+# Tied weights: one initializer read by two MatMuls stays one param.
+w = numpy_helper.from_array(np.eye(C, dtype=np.float32), "w")
+nodes = [helper.make_node("MatMul", ["x", "w"], ["h"]), helper.make_node("MatMul", ["h", "w"], ["y"])]
+save(helper.make_graph(nodes, "tied", [x_vi], [y_vi], [w]), "tied_weights.onnx")
+
+# Size bombs: a [100000, 100000] initializer without data, and one with a negative dim.
+big = TensorProto(name="big", data_type=TensorProto.FLOAT, dims=[100000, 100000])
+nodes = [helper.make_node("Add", ["x", "big"], ["y"])]
+save(helper.make_graph(nodes, "bomb", [x_vi], [y_vi], [big]), "size_bomb.onnx")
+neg = TensorProto(name="big", data_type=TensorProto.FLOAT, dims=[-1, 3])
+save(helper.make_graph(nodes, "neg", [x_vi], [y_vi], [neg]), "neg_dim.onnx")
