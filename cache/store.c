@@ -403,9 +403,11 @@ static bool side_file_ok(dl_cache *c, int dirfd, const char *suffix, dl_diags *d
 
 // A quick look at the file header, so that a garbage or truncated database is refused at open
 // rather than midway through a compile. SQLite's own errors (NOTADB, CORRUPT) catch the rest.
-static bool header_ok(const char *path, int fd, char *why, size_t why_size) {
+static bool header_ok(const char *path, int fd, int busy_ms, char *why, size_t why_size) {
     struct stat st;
     unsigned char h[100];
+    // Up to 3 looks 50 ms apart, within the time we would wait for another process's lock.
+    int max_attempts = busy_ms / 50 < 3 ? busy_ms / 50 : 3;
     for (int attempt = 0;; attempt++) {
         if (fstat(fd, &st) != 0) {
             snprintf(why, why_size, "cannot stat it");
@@ -432,7 +434,7 @@ static bool header_ok(const char *path, int fd, char *why, size_t why_size) {
         }
         // Shorter than its header says. A checkpoint in another process writes page 1 before
         // extending the file, so look again before calling it truncated.
-        if (attempt == 3) {
+        if (attempt >= max_attempts) {
             snprintf(why, why_size, "truncated: %lld of %llu bytes", (long long)st.st_size,
                      (unsigned long long)(n_pages * page_size));
             (void)path;
@@ -644,7 +646,7 @@ static dl_status open_impl(const char *dir_in, bool is_readonly, dl_diags *d, dl
     }
     bool is_new = db_st.st_size == 0;
     char why[96];
-    if (!header_ok(c->db_path, fd, why, sizeof why)) {
+    if (!header_ok(c->db_path, fd, c->busy_ms, why, sizeof why)) {
         dl_cache__warn(d,
                        "cache database %s is damaged (%s); the compile goes on without the "
                        "cache; run dlcc-cache clear to start afresh",
@@ -1025,9 +1027,14 @@ dl_status dl_cache_get(dl_cache *c, dl_hash128 key, uint8_t **out_blob, size_t *
     sqlite3_stmt *st = NULL;
     uint8_t *blob = NULL;
     size_t len = 0;
-    bool found = false, damaged = false;
+    bool found = false, damaged = false, other_key = false;
     dl_cache_entry e = {0};
-    int rc = prepare(c, "SELECT " ENTRY_COLS ", blob FROM entries WHERE key = ?1", &st);
+    // The index finds the row; its columns (the key included) are then read from the table
+    // itself, not from the index, so a stale index cannot hand back another key's row unnoticed.
+    int rc = prepare(c,
+                     "SELECT " ENTRY_COLS ", blob FROM entries NOT INDEXED WHERE rowid IN "
+                     "(SELECT rowid FROM entries WHERE key = ?1) LIMIT 1",
+                     &st);
     if (rc == SQLITE_OK) {
         rc = bind_text(st, 1, key_hex);
     }
@@ -1037,6 +1044,8 @@ dl_status dl_cache_get(dl_cache *c, dl_hash128 key, uint8_t **out_blob, size_t *
             rc = SQLITE_OK;
             found = true;
             row_to_entry(st, 0, &e);
+            const unsigned char *rk = sqlite3_column_text(st, 0);
+            other_key = !rk || strcmp((const char *)rk, key_hex) != 0;
             const unsigned char *h = sqlite3_column_text(st, 10);
             snprintf(stored_hex, sizeof stored_hex, "%s", h ? (const char *)h : "");
             const void *b = sqlite3_column_blob(st, 11);
@@ -1058,6 +1067,18 @@ dl_status dl_cache_get(dl_cache *c, dl_hash128 key, uint8_t **out_blob, size_t *
         dl_cache_entry_fini(&e);
         return dl_cache__sql_fail(c, d, rc, "look up an entry");
     }
+    if (found && other_key) {
+        // Only a damaged index finds a row by a key it does not hold: its artifact belongs to
+        // another model. Never return it; leave the row alone (a delete would go through the
+        // same index) and say how to repair.
+        dl_cache__warn(d,
+                       "cache database %s is damaged (looking up %s found another entry); "
+                       "recompiling; run dlcc-cache verify, or dlcc-cache clear to start afresh",
+                       c->db_path, key_hex);
+        free(blob);
+        blob = NULL;
+        found = false;
+    }
     if (found) {
         dl_hash128 got = dl_hash128_of(blob, len);
         if (!dl_hash128_eq(got, e.blob_hash) || len != e.size) {
@@ -1073,7 +1094,16 @@ dl_status dl_cache_get(dl_cache *c, dl_hash128 key, uint8_t **out_blob, size_t *
         get_update u = {key_hex, damaged ? stored_hex : NULL, found, e.compile_ms};
         rc = in_txn(c, get_update_fn, &u);
         if (rc != SQLITE_OK) {
-            dl_status s = dl_cache__sql_fail(c, d, rc, found ? "count a hit" : "count a miss");
+            // On a hit the artifact is used all the same, so the warning must not say that the
+            // compile goes on without the cache (the generic message does).
+            dl_status s =
+                dl_cache__sql_fail(c, found ? NULL : d, rc, found ? "count a hit" : "count a miss");
+            if (found && s != DL_ERR_NOMEM) {
+                dl_cache__warn(d,
+                               "cannot record the hit in the cache database %s (%s); the cached "
+                               "artifact is used all the same",
+                               c->db_path, sqlite3_errstr(rc));
+            }
             if (s == DL_ERR_NOMEM || !found) {
                 free(blob);
                 dl_cache_entry_fini(&e);

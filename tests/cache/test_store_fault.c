@@ -283,4 +283,40 @@ DL_TEST(lock_held_past_busy_timeout) {
     rm_rf(root);
 }
 
+// A hit whose bookkeeping (hit count, last use) cannot be written because another process holds
+// the write lock is still a hit, and the warning says the artifact is used (it used to say that
+// the compile goes on without the cache, which was false).
+DL_TEST(hit_under_a_lock_is_used_and_says_so) {
+    char root[64], cdir[80];
+    tmp_root(root, cdir);
+    setenv("DLCC_CACHE_BUSY_MS", "100", 1);
+    dl_diags *d = NULL;
+    DL_CHECK_OK(dl_diags_create(&d));
+    dl_cache *c = NULL;
+    DL_CHECK_OK(dl_cache_open(cdir, d, &c));
+    uint8_t *b = blob_n(300, 31, 1);
+    dl_cache_entry m = meta_of("m", 1.0);
+    DL_CHECK_OK(dl_cache_put(c, key_n(1), b, 300, &m, d));
+    char dbp[128];
+    snprintf(dbp, sizeof dbp, "%s/cache.db", cdir);
+    sqlite3 *other = NULL;
+    DL_CHECK(sqlite3_open_v2(dbp, &other, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK);
+    DL_CHECK(sqlite3_exec(other, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK);
+    uint8_t *got = NULL;
+    size_t len = 0;
+    dl_diags_clear(d);
+    DL_CHECK_OK(dl_cache_get(c, key_n(1), &got, &len, NULL, d));
+    DL_CHECK(got && len == 300 && memcmp(got, b, 300) == 0);
+    DL_CHECK(has_diag(d, "used all the same"));
+    DL_CHECK(!has_diag(d, "without the cache"));
+    free(got);
+    DL_CHECK(sqlite3_exec(other, "ROLLBACK", NULL, NULL, NULL) == SQLITE_OK);
+    sqlite3_close(other);
+    dl_cache_close(c);
+    unsetenv("DLCC_CACHE_BUSY_MS");
+    free(b);
+    dl_diags_destroy(d);
+    rm_rf(root);
+}
+
 DL_TEST_MAIN()

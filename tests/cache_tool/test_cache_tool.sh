@@ -3,7 +3,9 @@
 # `dlcc compile` of two small models in a fresh DLCC_CACHE_DIR, then ls (columns), stats (hits
 # and misses after a second compile), show (by prefix, ambiguous and unknown prefixes), verify
 # (ok, then a blob damaged with python's sqlite3: exit 1), prune (by size and by age), rm,
-# clear, export/import into another directory, config max-size, --json (parsed by python's json
+# clear, export/import into another directory (only your own files unless --trust; a bad file is
+# skipped, the rest imported, exit 1), a WAL planted beside the database (every command refuses
+# it, verify reports it, compile goes on without the cache), config max-size, --json (parsed by python's json
 # module), usage errors (exit 2), help, and explain (one attribute differs: the node and its line
 # in both files; only an intermediate name and a comment differ: every component the same).
 # usage: test_cache_tool.sh DLCC_CACHE_TOOL DLCC
@@ -243,6 +245,57 @@ check "imported cache verifies" has "ok: 2 entries verified" "$out"
 check "an imported entry is a hit" has "cache hit" "$err"
 expect 1 "import from a missing directory" import "$work/nope"
 expect 2 "export without DIR" export
+
+# --- import reads only your own files; one bad file never stops the rest ----------------------------
+# (An artifact is code: a file another user owns or can write is their code. Tests run as root
+# here; the "owned by another uid" case needs root and is skipped otherwise.)
+cp -r "$work/exported" "$work/shared"
+first=$(ls "$work/shared" | sort | head -1)
+second=$(ls "$work/shared" | sort | tail -1)
+chmod 666 "$work/shared/$first"
+expect 1 "import skips a file writable by others, exits 1" import "$work/shared" --cache-dir "$work/cache3"
+check "the skipped file is named with the reason" bash -c "grep -q '$first' '$err' && grep -q 'writable by group or others' '$err' && grep -q -- '--trust' '$err'"
+check "the other file is still imported" has "imported 1 entry" "$out"
+check "the summary says a file was skipped" has "skipped 1 file" "$err"
+expect 0 "import --trust takes it" import "$work/shared" --trust --cache-dir "$work/cache4"
+check "import --trust count" has "imported 2 entries" "$out"
+chmod 644 "$work/shared/$first"
+if [ "$(id -u)" -eq 0 ]; then
+  chown 65534:65534 "$work/shared/$second"
+  expect 1 "import skips a file of another uid" import "$work/shared" --cache-dir "$work/cache5"
+  check "the other uid is named" has "owned by uid 65534" "$err"
+  chown 0:0 "$work/shared/$second"
+else
+  echo "skip import of another uid's file: needs root to chown"
+fi
+head -c 200 "$work/shared/$second" >"$work/shared/aaa_truncated.dlcc"
+expect 1 "import skips a truncated file, exits 1" import "$work/shared" --cache-dir "$work/cache6"
+check "the truncated file is named" has "aaa_truncated.dlcc" "$err"
+check "the good files after it are imported" has "imported 2 entries" "$out"
+expect 0 "import --help mentions --trust" help import
+check "import help: --trust" has "--trust" "$out"
+
+# --- a WAL planted beside the database is refused by every command, and compile goes on ------------
+expect 0 "verify before planting" verify --cache-dir "$work/cache4"
+: >>"$work/cache4/cache.db-wal"
+chmod 666 "$work/cache4/cache.db-wal"
+expect 1 "verify reports a WAL writable by others" verify --cache-dir "$work/cache4"
+check "verify names the WAL and the fix" bash -c "grep -q '^problem:.*cache.db-wal.*writable by group or others' '$out' && grep -q 'rm -f' '$out'"
+expect 1 "ls refuses it too" ls --cache-dir "$work/cache4"
+"$dlcc" compile -v pool_a.dlg -o pool_a4.so --cache-dir "$work/cache4" >"$out" 2>"$err"
+rc=$?
+check "compile still succeeds without the cache" test "$rc" -eq 0 -a -s pool_a4.so
+check "compile warns that the cache is unavailable" bash -c "grep -q 'cache unavailable' '$err' && ! grep -q 'cache hit' '$err'"
+chmod 600 "$work/cache4/cache.db-wal"
+if [ "$(id -u)" -eq 0 ]; then
+  chown 65534:65534 "$work/cache4/cache.db-wal"
+  expect 1 "verify reports a WAL of another uid" verify --cache-dir "$work/cache4"
+  check "verify names the other uid" has "owned by uid 65534" "$out"
+else
+  echo "skip WAL of another uid: needs root to chown"
+fi
+rm -f "$work/cache4/cache.db-wal" "$work/cache4/cache.db-shm" "$work/cache4/cache.db-journal"
+expect 0 "verify after removing the planted files (the fix the warning gives)" verify --cache-dir "$work/cache4"
 
 # --- config ------------------------------------------------------------------------------------------
 expect 0 "config max-size (show)" config max-size
