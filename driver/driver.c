@@ -16,6 +16,7 @@
 #include "dl_pass.h"
 #include "dlcc.h"
 #include "dlrt_format.h"
+#include "driver_internal.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -30,7 +31,7 @@
 #endif
 
 #define KEY_MAGIC   "dlcc-key"
-#define KEY_VERSION 2u
+#define KEY_VERSION 3u // 3: train-block hyper-parameter values left out
 
 static const char *const part_names[DLCC_KEY_PARTS] = {"ir",     "dims",   "options",
                                                        "target", "format", "compiler"};
@@ -166,10 +167,11 @@ static void put_str(dl_strbuf *b, const char *s) {
 static dl_status encode_part(size_t idx, const dl_ir_module *m, const dlcc_options *o, dl_strbuf *b,
                              size_t *out_canon_len) {
     switch (idx) {
-    case 0: { // ir: canonical text without optimizer hyper-parameter values
+    case 0: { // ir: canonical text without the train block's hyper-parameter values (they are
+              // session values, written into the artifact by dlcc__set_train_values)
         char *text = NULL;
         size_t len = 0;
-        DL_TRY(dl_ir_canonical(m, 0, &text, &len));
+        DL_TRY(dl_ir_canonical(m, DL_IR_CANON_NO_HYPERPARAMS, &text, &len));
         dl_strbuf_append(b, text, len);
         free(text);
         if (out_canon_len) {
@@ -328,6 +330,21 @@ static dl_status compile_module(dl_ir_module *m, const dlcc_options *o, dl_diags
             }
             dl_diags_clear(scratch);
             r->cache_used = true;
+            // The entry may come from a .dlg with other hyper-parameter values (they are not in
+            // the key): this model's values are written into the bytes handed out. An entry
+            // that cannot take them is no artifact of this model: compiled again (and replaced).
+            char why[256];
+            if (blob && m->train &&
+                dlcc__set_train_values(blob, len, m->train, why, sizeof why) != DL_OK) {
+                char key[33];
+                dl_hash128_hex(r->key, key);
+                dl_diag(d, DL_SEV_WARNING, DL_NO_LOC,
+                        "cache entry %s cannot take this model's train-step values (%s); "
+                        "compiling it again",
+                        key, why);
+                free(blob);
+                blob = NULL;
+            }
             if (blob) {
                 r->artifact = blob;
                 r->artifact_len = len;
@@ -350,6 +367,20 @@ static dl_status compile_module(dl_ir_module *m, const dlcc_options *o, dl_diags
     }
     if (st == DL_OK) {
         st = dl_cg_compile(m, &o->cg, d, &r->artifact, &r->artifact_len);
+    }
+    if (st == DL_OK && m->train) {
+        // A fresh artifact carries the module's values already; rewriting them checks, on every
+        // compile, that a later cache hit can be given another .dlg's values.
+        char why[256];
+        if (dlcc__set_train_values(r->artifact, r->artifact_len, m->train, why, sizeof why) !=
+            DL_OK) {
+            dl_diag(d, DL_SEV_ERROR, DL_NO_LOC,
+                    "internal error: the artifact's train values "
+                    "cannot be located (%s)",
+                    why);
+            st = DL_ERR_BACKEND;
+            free(r->artifact);
+        }
     }
     if (st != DL_OK) {
         if (dl_diags_error_count(d) == 0) {

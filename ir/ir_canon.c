@@ -343,7 +343,9 @@ static dl_status put_node(canon_ctx *c, const dl_ir_node *n) {
 // artifact. What stays is everything that changes the compiled step's structure or state:
 // the optimizer, its integer flags (nesterov, amsgrad, centered) and whether momentum is zero
 // (a non-zero momentum adds a momentum buffer per param). weight_decay and dampening are
-// treated as pure values: codegen must emit their terms unconditionally in that mode.
+// treated as pure values: codegen must emit their terms unconditionally in that mode. The clip
+// norm and the loss scale's numbers are values as well (put_train); whether clipping and which
+// loss scaling exist stay structural.
 static bool is_hyperparam(const char *name) {
     static const char *const hp[] = {"lr",       "beta1",        "beta2", "eps",
                                      "momentum", "weight_decay", "alpha", "dampening"};
@@ -386,30 +388,38 @@ static dl_status put_train(canon_ctx *c, const dl_ir_train *t, unsigned flags) {
     } else {
         DL_TRY(put_attr_set(b, DL_IR_OP_COUNT, specs, n_specs, t->opt_attrs, t->n_opt_attrs));
     }
+    // The clip norm and the loss scale's values (static scale; dynamic init, growth, backoff,
+    // interval) are session values too: only whether they exist is structural.
+    bool values = !(flags & DL_IR_CANON_NO_HYPERPARAMS);
     dl_strbuf_puts(b, "\nclip_norm");
-    if (t->has_clip_norm) {
+    if (t->has_clip_norm && values) {
         put_f64(b, t->clip_norm);
     } else {
-        dl_strbuf_puts(b, " none");
+        dl_strbuf_puts(b, t->has_clip_norm ? " some" : " none");
     }
     dl_strbuf_printf(b, "\nprecision %s",
                      dl_dtype_name(t->has_precision ? t->precision : DL_DT_FLOAT));
     dl_strbuf_puts(b, "\nloss_scale");
+    size_t n_ls;
+    const dl_ir_attr_spec *ls = dl_ir_loss_scale_attr_specs(&n_ls);
     switch (t->loss_scale) {
     case DL_IR_LS_NONE:
         dl_strbuf_puts(b, " none");
         break;
     case DL_IR_LS_STATIC:
         dl_strbuf_puts(b, " static");
-        put_f64(b, t->loss_scale_value);
+        if (values) {
+            put_f64(b, t->loss_scale_value);
+        }
         break;
-    case DL_IR_LS_DYNAMIC: {
+    case DL_IR_LS_DYNAMIC:
         dl_strbuf_puts(b, " dynamic");
-        size_t n_ls;
-        const dl_ir_attr_spec *ls = dl_ir_loss_scale_attr_specs(&n_ls);
-        DL_TRY(put_attr_set(b, DL_IR_OP_COUNT, ls, n_ls, t->ls_attrs, t->n_ls_attrs));
+        if (values) {
+            DL_TRY(put_attr_set(b, DL_IR_OP_COUNT, ls, n_ls, t->ls_attrs, t->n_ls_attrs));
+        } else {
+            DL_TRY(put_unknown_attrs(b, ls, n_ls, t->ls_attrs, t->n_ls_attrs));
+        }
         break;
-    }
     }
     const dl_ir_value **fr = dl_mem_alloc((t->n_freeze ? t->n_freeze : 1) * sizeof(*fr));
     if (!fr) {

@@ -1,8 +1,9 @@
 // tests/driver/test_driver.c — the compile-or-fetch API (driver/dlcc.h) and loading by key
 // (dlrt_model_load_cached): key stability (names of intermediates, comments, layout and
-// optimizer hyper-parameters do not count) and sensitivity (attributes, dims, dtypes, interface
-// names, opt level, CPU), miss-then-hit with identical bytes, --no-cache writing nothing, and an
-// artifact loaded from the cache by its key that runs.
+// train-block hyper-parameter values do not count) and sensitivity (attributes, dims, dtypes,
+// interface names, opt level, CPU, the train step's structure), miss-then-hit with identical
+// bytes, a hit that takes another .dlg's hyper-parameter values, --no-cache writing nothing, and
+// an artifact loaded from the cache by its key that runs.
 //
 // Every test uses a private cache directory under a fresh temporary directory (DLCC_CACHE_DIR
 // is pointed there too, so nothing can reach the user's cache).
@@ -153,11 +154,57 @@ DL_TEST(key_ignores_layout_and_names) {
     DL_CHECK_EQ_I64(differs("h    = MatMul (x, w)", "h=MatMul(x,w)", NULL), 0);
 }
 
-// An artifact carries the train block's hyper-parameters as its session's initial values, so
-// a different value must not reuse another model's artifact.
-DL_TEST(key_sees_hyperparameters) {
-    DL_CHECK_EQ_I64(differs("lr = 0.001", "lr = 0.01", NULL), 1);
-    DL_CHECK_EQ_I64(differs("lr = 0.001", "lr = 0.001, beta1 = 0.8, beta2 = 0.99", NULL), 1);
+// Hyper-parameter values are session values (the compiled step reads them from its hyper
+// buffer), so they are not in the key: a learning-rate sweep compiles once. The driver writes
+// each .dlg's values into the artifact it hands out (compile_hit_takes_the_dlg_values).
+DL_TEST(key_ignores_hyperparameter_values) {
+    DL_CHECK_EQ_I64(differs("lr = 0.001", "lr = 0.01", NULL), 0);
+    DL_CHECK_EQ_I64(differs("lr = 0.001", "lr = 0.5, beta1 = 0.8, beta2 = 0.99, eps = 1e-6", NULL),
+                    0);
+    DL_CHECK_EQ_I64(differs("lr = 0.001", "lr = 0.001, weight_decay = 0.1", NULL), 0);
+    DL_CHECK_EQ_I64(differs("adam <lr = 0.001>\n", "adam <lr = 0.001>\n  clip_norm = 2.0\n", NULL),
+                    1);
+    // The values of the clip norm and of the loss scale are session values too.
+    char *a = variant("adam <lr = 0.001>\n", "adam <lr = 0.001>\n  clip_norm = 1.0\n"
+                                             "  loss_scale = dynamic <init = 1024, growth = 4>\n");
+    char *b =
+        variant("adam <lr = 0.001>\n", "adam <lr = 0.3>\n  clip_norm = 5.0\n"
+                                       "  loss_scale = dynamic <backoff = 0.25, interval = 7>\n");
+    dlcc_options o;
+    dlcc_options_init(&o);
+    dl_hash128 ka, kb;
+    DL_CHECK(key_of(a, &o, &ka) && key_of(b, &o, &kb) && dl_hash128_eq(ka, kb));
+    free(a);
+    free(b);
+}
+
+// What decides the compiled step's structure or state is in the key.
+DL_TEST(key_sees_train_structure) {
+    DL_CHECK_EQ_I64(differs("adam <lr = 0.001>", "adamw <lr = 0.001>", NULL), 1);
+    DL_CHECK_EQ_I64(differs("adam <lr = 0.001>", "adam <lr = 0.001, amsgrad = 1>", NULL), 1);
+    DL_CHECK_EQ_I64(differs("adam <lr = 0.001>", "sgd <lr = 0.001>", NULL), 1);
+    DL_CHECK_EQ_I64(differs("adam <lr = 0.001>\n", "adam <lr = 0.001>\n  accumulate = 2\n", NULL),
+                    1);
+    DL_CHECK_EQ_I64(differs("adam <lr = 0.001>\n", "adam <lr = 0.001>\n  loss_scale = 128\n", NULL),
+                    1);
+    DL_CHECK_EQ_I64(
+        differs("adam <lr = 0.001>\n", "adam <lr = 0.001>\n  loss_scale = dynamic\n", NULL), 1);
+    DL_CHECK_EQ_I64(differs("adam <lr = 0.001>\n", "adam <lr = 0.001>\n  freeze = [w]\n", NULL), 1);
+    DL_CHECK_EQ_I64(
+        differs("adam <lr = 0.001>\n", "adam <lr = 0.001>\n  precision = bfloat16\n", NULL), 1);
+    // Momentum adds a momentum buffer per param: zero or not is structural, its value is not.
+    DL_CHECK_EQ_I64(differs("adam <lr = 0.001>", "sgd <lr = 0.001, momentum = 0.9>", NULL), 1);
+    char *m1 = variant("adam <lr = 0.001>", "sgd <lr = 0.001, momentum = 0.9>");
+    char *m2 = variant("adam <lr = 0.001>", "sgd <lr = 0.02, momentum = 0.5, dampening = 0.1>");
+    char *m0 = variant("adam <lr = 0.001>", "sgd <lr = 0.001>");
+    dlcc_options o;
+    dlcc_options_init(&o);
+    dl_hash128 k0, k1, k2;
+    DL_CHECK(key_of(m0, &o, &k0) && key_of(m1, &o, &k1) && key_of(m2, &o, &k2));
+    DL_CHECK(dl_hash128_eq(k1, k2) && !dl_hash128_eq(k0, k1));
+    free(m0);
+    free(m1);
+    free(m2);
 }
 
 DL_TEST(key_sees_what_changes_code) {
@@ -267,6 +314,140 @@ DL_TEST(compile_miss_then_hit_same_bytes) {
     free(r1.artifact);
     free(r2.artifact);
     dl_diags_destroy(d);
+}
+
+// Two .dlg files that differ only in hyper-parameter values share one cache entry; the hit hands
+// out the second file's values, byte for byte the artifact a fresh compile of it gives (so no
+// value is compiled into code), and each session starts from its own file's values.
+static const char hp_src_a[] = "model hp\n"
+                               "input  x : float[4, 8]\n"
+                               "input  t : int64[4]\n"
+                               "param  w : float[8, 3] = glorot_uniform(seed = 1)\n"
+                               "h    = MatMul (x, w)\n"
+                               "loss = SoftmaxCrossEntropyLoss (h, t)\n"
+                               "output h\n"
+                               "train loss {\n"
+                               "  optimizer = sgd <lr = 0.1, momentum = 0.9>\n"
+                               "  clip_norm = 1.0\n"
+                               "  loss_scale = dynamic <init = 1024>\n"
+                               "}\n";
+static const char hp_src_b[] = "model hp\n"
+                               "input  x : float[4, 8]\n"
+                               "input  t : int64[4]\n"
+                               "param  w : float[8, 3] = glorot_uniform(seed = 1)\n"
+                               "h    = MatMul (x, w)\n"
+                               "loss = SoftmaxCrossEntropyLoss (h, t)\n"
+                               "output h\n"
+                               "train loss {\n"
+                               "  optimizer = sgd <lr = 0.5, momentum = 0.5, dampening = 0.25>\n"
+                               "  clip_norm = 3.0\n"
+                               "  loss_scale = dynamic <init = 256, growth = 3, backoff = 0.25, "
+                               "interval = 5>\n"
+                               "}\n";
+
+static bool session_hparams(const dlcc_result *r, const char *const *names, const double *want,
+                            size_t n) {
+    dlrt_model *m = NULL;
+    dlrt_session *s = NULL;
+    bool ok = dlrt_model_load_memory(r->artifact, r->artifact_len, &m) == DLRT_OK &&
+              dlrt_session_create(m, &s) == DLRT_OK;
+    for (size_t i = 0; ok && i < n; i++) {
+        double v = -1;
+        ok = dlrt_session_get_hparam(s, names[i], &v) == DLRT_OK && v == want[i];
+        if (!ok) {
+            fprintf(stderr, "hparam %s = %.17g, want %.17g\n", names[i], v, want[i]);
+        }
+    }
+    dlrt_session_destroy(s);
+    dlrt_model_release(m);
+    return ok;
+}
+
+DL_TEST(compile_hit_takes_the_dlg_values) {
+    char cache[512];
+    snprintf(cache, sizeof cache, "%s/cache-hparams", work());
+    dlcc_options o;
+    dlcc_options_init(&o);
+    o.cache_dir = cache;
+    dl_diags *d = NULL;
+    DL_CHECK_OK(dl_diags_create(&d));
+    dlcc_result ra, rb, rf;
+    DL_CHECK_OK(dlcc_compile_source("a.dlg", hp_src_a, strlen(hp_src_a), &o, d, &ra));
+    DL_CHECK_OK(dlcc_compile_source("b.dlg", hp_src_b, strlen(hp_src_b), &o, d, &rb));
+    o.use_cache = false;
+    DL_CHECK_OK(dlcc_compile_source("b.dlg", hp_src_b, strlen(hp_src_b), &o, d, &rf));
+    DL_CHECK_EQ_I64(dl_diags_count(d), 0);
+    DL_CHECK(!ra.cache_hit && rb.cache_hit && dl_hash128_eq(ra.key, rb.key));
+    DL_CHECK(ra.artifact_len == rb.artifact_len &&
+             memcmp(ra.artifact, rb.artifact, ra.artifact_len) != 0);
+    DL_CHECK(rb.artifact_len == rf.artifact_len &&
+             memcmp(rb.artifact, rf.artifact, rb.artifact_len) == 0);
+    static const char *const names[] = {"lr",         "momentum", "dampening", "clip_norm",
+                                        "loss_scale", "growth",   "backoff",   "interval"};
+    static const double want_a[] = {0.1, 0.9, 0, 1.0, 1024, 2, 0.5, 2000};
+    static const double want_b[] = {0.5, 0.5, 0.25, 3.0, 256, 3, 0.25, 5};
+    DL_CHECK(session_hparams(&ra, names, want_a, DL_ARRAY_LEN(names)));
+    DL_CHECK(session_hparams(&rb, names, want_b, DL_ARRAY_LEN(names)));
+    // The stored entry is untouched by the hit: A again gets A's values, from the cache.
+    dlcc_result ra2;
+    o.use_cache = true;
+    DL_CHECK_OK(dlcc_compile_source("a.dlg", hp_src_a, strlen(hp_src_a), &o, d, &ra2));
+    DL_CHECK(ra2.cache_hit && ra2.artifact_len == ra.artifact_len &&
+             memcmp(ra2.artifact, ra.artifact, ra.artifact_len) == 0);
+    free(ra.artifact);
+    free(rb.artifact);
+    free(rf.artifact);
+    free(ra2.artifact);
+    dl_diags_destroy(d);
+}
+
+// Every optimizer's values stay out of the code: after a hit with other values the artifact is
+// byte-identical to a fresh compile of the .dlg.
+DL_TEST(compile_hit_equals_a_fresh_compile_for_every_optimizer) {
+    static const char *const pairs[][2] = {
+        {"adam <lr = 0.01>", "adam <lr = 0.2, beta1 = 0.5, beta2 = 0.9, eps = 1e-3>"},
+        {"adam <lr = 0.01, amsgrad = 1, weight_decay = 0.1>",
+         "adam <lr = 0.03, amsgrad = 1, weight_decay = 0>"},
+        {"adamw <lr = 0.01>", "adamw <lr = 0.02, weight_decay = 0.3, beta1 = 0.7>"},
+        {"rmsprop <lr = 0.01, centered = 1, momentum = 0.9>",
+         "rmsprop <lr = 0.5, centered = 1, momentum = 0.1, alpha = 0.5, eps = 0.1>"},
+        {"sgd <lr = 0.1, momentum = 0.9, nesterov = 1>",
+         "sgd <lr = 0.3, momentum = 0.2, nesterov = 1, weight_decay = 0.01>"},
+    };
+    char cache[512];
+    snprintf(cache, sizeof cache, "%s/cache-optims", work());
+    for (size_t i = 0; i < DL_ARRAY_LEN(pairs); i++) {
+        char src[2][1024];
+        for (int k = 0; k < 2; k++) {
+            snprintf(src[k], sizeof src[k],
+                     "model opt\ninput x : float[4, 8]\ninput t : int64[4]\n"
+                     "param w : float[8, 3] = glorot_uniform(seed = 1)\n"
+                     "h = MatMul (x, w)\nloss = SoftmaxCrossEntropyLoss (h, t)\noutput h\n"
+                     "train loss {\n optimizer = %s\n loss_scale = %s\n}\n",
+                     pairs[i][k], k ? "512" : "64");
+        }
+        dlcc_options o;
+        dlcc_options_init(&o);
+        o.cache_dir = cache;
+        dl_diags *d = NULL;
+        DL_CHECK_OK(dl_diags_create(&d));
+        dlcc_result ra, rb, rf;
+        DL_CHECK_OK(dlcc_compile_source("a.dlg", src[0], strlen(src[0]), &o, d, &ra));
+        DL_CHECK_OK(dlcc_compile_source("b.dlg", src[1], strlen(src[1]), &o, d, &rb));
+        o.use_cache = false;
+        DL_CHECK_OK(dlcc_compile_source("b.dlg", src[1], strlen(src[1]), &o, d, &rf));
+        DL_CHECK_EQ_I64(dl_diags_count(d), 0);
+        DL_CHECK(rb.cache_hit && dl_hash128_eq(ra.key, rb.key));
+        DL_CHECK(rb.artifact_len == rf.artifact_len &&
+                 memcmp(rb.artifact, rf.artifact, rb.artifact_len) == 0);
+        static const char *const names[] = {"loss_scale"};
+        static const double want[] = {512};
+        DL_CHECK(session_hparams(&rb, names, want, 1));
+        free(ra.artifact);
+        free(rb.artifact);
+        free(rf.artifact);
+        dl_diags_destroy(d);
+    }
 }
 
 DL_TEST(no_cache_writes_nothing) {
