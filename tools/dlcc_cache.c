@@ -967,6 +967,8 @@ out:
 // ---------------------------------------------------------------------------------------------
 // verify
 
+static bool store_said_damaged(const dl_diags *d); // below, with clear
+
 static int cmd_verify(opts *o, int argc, char **argv) {
     int rc = parse_args(o, argc, argv, true, 0, 0, "", NULL, NULL);
     if (rc != EXIT_OK) {
@@ -1031,6 +1033,7 @@ static int cmd_verify(opts *o, int argc, char **argv) {
                exists ? "" : " (no cache here yet)");
         goto out;
     }
+    bool said_damaged = store_said_damaged(cx.d);
     for (size_t i = 0; i < dl_diags_count(cx.d); i++) {
         printf("problem: %s\n", dl_diags_get(cx.d, i)->msg);
     }
@@ -1038,8 +1041,11 @@ static int cmd_verify(opts *o, int argc, char **argv) {
         printf("problem: the cache in %s cannot be checked (%s)\n", cx.dir, dl_status_str(st));
     }
     dl_diags_clear(cx.d);
-    printf("verify: %" PRId64 " problem%s found in %s (run 'dlcc-cache clear' to start over)\n",
-           bad, bad == 1 ? "" : "s", cx.dir);
+    // `clear` starts over from damage, but not from a refused (untrusted, locked, newer) cache:
+    // it is refused the same way, and the problem's own message says what to do.
+    bool refused = st != DL_OK && !cx.c && !said_damaged;
+    printf("verify: %" PRId64 " problem%s found in %s (%s)\n", bad, bad == 1 ? "" : "s", cx.dir,
+           refused ? "the problem says what to do" : "run 'dlcc-cache clear' to start over");
     rc = EXIT_INPUT;
 out:
     cache_ctx_fini(&cx);
@@ -1173,9 +1179,9 @@ static bool store_said_damaged(const dl_diags *d) {
     return false;
 }
 
-// Deletes DIR/cache.db (and its -wal/-shm) when it is a regular file in a directory that passes
-// the trust rules (ours, not writable by group or others) and the file is ours: only then may
-// `clear` start afresh. True when the database file is gone afterwards.
+// Deletes DIR/cache.db (and its -wal/-shm/-journal) when it is a regular file in a directory that
+// passes the trust rules (ours, not writable by group or others) and the file is ours: only then
+// may `clear` start afresh. True when the database file is gone afterwards.
 static bool remove_damaged_db(const char *dir) {
     struct stat ds, fs;
     if (stat(dir, &ds) != 0 || !S_ISDIR(ds.st_mode) || ds.st_uid != geteuid() ||
@@ -1187,7 +1193,7 @@ static bool remove_damaged_db(const char *dir) {
     if (lstat(path, &fs) != 0 || !S_ISREG(fs.st_mode) || fs.st_uid != geteuid()) {
         return false;
     }
-    static const char *const suffixes[] = {"-wal", "-shm", ""};
+    static const char *const suffixes[] = {"-wal", "-shm", "-journal", ""};
     for (size_t i = 0; i < DL_ARRAY_LEN(suffixes); i++) {
         snprintf(path, sizeof path, "%s/cache.db%s", dir, suffixes[i]);
         if (unlink(path) != 0 && errno != ENOENT) {

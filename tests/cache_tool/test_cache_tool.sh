@@ -281,6 +281,7 @@ expect 0 "verify before planting" verify --cache-dir "$work/cache4"
 chmod 666 "$work/cache4/cache.db-wal"
 expect 1 "verify reports a WAL writable by others" verify --cache-dir "$work/cache4"
 check "verify names the WAL and the fix" bash -c "grep -q '^problem:.*cache.db-wal.*writable by group or others' '$out' && grep -q 'rm -f' '$out'"
+check "verify does not send a refused cache to clear" bash -c "grep -q 'the problem says what to do' '$out' && ! grep -q 'dlcc-cache clear' '$out'"
 expect 1 "ls refuses it too" ls --cache-dir "$work/cache4"
 "$dlcc" compile -v pool_a.dlg -o pool_a4.so --cache-dir "$work/cache4" >"$out" 2>"$err"
 rc=$?
