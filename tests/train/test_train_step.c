@@ -14,6 +14,7 @@
 #include "dl_pass.h"
 #include "dl_safetensors.h"
 #include "dl_test.h"
+#include "dlcc.h"
 #include "dlrt.h"
 #include "dlrt_format.h"
 
@@ -438,18 +439,15 @@ static void free_ins(const fix *f, dl_tensor *ins) {
 }
 
 // Runs `steps` compiled and reference steps (lr changed to lr2 > 0 after step 2) and compares.
-static int run_case_text(const char *train_block, const char *text, long mode, int steps,
-                         double lr2) {
-    fix f;
-    if (!(text ? build_text(text, mode, &f) : build(train_block, &f))) {
-        return 1;
-    }
+// Runs `steps` compiled and reference steps on f (lr changed to lr2 > 0 after step 2) and
+// compares; losses[k] (when non-NULL) gets step k's loss.
+static int run_fix(const fix *f, const char *label, int steps, double lr2, double *losses) {
     dlrt_session *s = NULL;
     ref r;
     dl_tensor ins[8] = {{0}};
     int bad = 0;
-    if (dlrt_session_create(f.rm, &s) != DLRT_OK || !ref_init(&r, &f, s)) {
-        fix_free(&f);
+    if (dlrt_session_create(f->rm, &s) != DLRT_OK || !ref_init(&r, f, s)) {
+        dlrt_session_destroy(s);
         return 1;
     }
     for (int k = 0; k < steps && !bad; k++) {
@@ -460,14 +458,17 @@ static int run_case_text(const char *train_block, const char *text, long mode, i
             r.hp.lr = lr2;
         }
         dlrt_step_info info;
-        if (!set_inputs(&f, s, ins, (uint64_t)k + 1, -1) ||
+        if (!set_inputs(f, s, ins, (uint64_t)k + 1, -1) ||
             dlrt_session_train_step(s, &info) != DLRT_OK || !ref_step(&r, ins)) {
-            fprintf(stderr, "%s: step %d failed\n", train_block, k);
+            fprintf(stderr, "%s: step %d failed\n", label, k);
             bad++;
             break;
         }
+        if (losses) {
+            losses[k] = info.loss;
+        }
         char what[600];
-        snprintf(what, sizeof what, "%s step %d", train_block, k + 1);
+        snprintf(what, sizeof what, "%s step %d", label, k + 1);
         bad += compare(s, &r, what);
         if (info.skipped || info.step != r.steps || !close_to(info.loss, r.loss, 1e-3, 1e-5) ||
             !close_to(info.grad_norm, r.norm, 1e-4, 1e-5)) {
@@ -477,9 +478,20 @@ static int run_case_text(const char *train_block, const char *text, long mode, i
             bad++;
         }
     }
-    free_ins(&f, ins);
+    free_ins(f, ins);
     ref_fini(&r);
     dlrt_session_destroy(s);
+    return bad;
+}
+
+static int run_case_text(const char *train_block, const char *text, long mode, int steps,
+                         double lr2) {
+    fix f;
+    if (!(text ? build_text(text, mode, &f) : build(train_block, &f))) {
+        fix_free(&f);
+        return 1;
+    }
+    int bad = run_fix(&f, train_block, steps, lr2, NULL);
     fix_free(&f);
     return bad;
 }
@@ -1251,6 +1263,85 @@ DL_TEST(train_batchnorm_skipped_step_changes_nothing) {
         dlrt_session_destroy(s);
         fix_free(&f);
     }
+}
+
+// The .dlg's hyper-parameter values reach the session through the driver even when the artifact
+// comes from a cache entry compiled with other values (they are not in the key): two files that
+// differ only in values share one entry, and each session trains with its own values, against
+// the reference run with that file's values.
+static bool build_via_driver(const char *name, const char *text, const char *cache, fix *f,
+                             bool *hit) {
+    memset(f, 0, sizeof *f);
+    dl_diags *d = NULL;
+    if (dl_diags_create(&d) != DL_OK) {
+        return false;
+    }
+    dlcc_options o;
+    dlcc_options_init(&o);
+    o.cache_dir = cache;
+    dlcc_result r;
+    bool ok = dl_fe_parse(name, text, strlen(text), d, &f->m) == DL_OK &&
+              dl_pass_shape(f->m, d) == DL_OK && dl_pass_autodiff(f->m, d) == DL_OK &&
+              dlcc_compile_source(name, text, strlen(text), &o, d, &r) == DL_OK;
+    if (ok) {
+        f->art = r.artifact;
+        f->art_len = r.artifact_len;
+        *hit = r.cache_hit;
+        ok = dlrt_model_load_memory(f->art, f->art_len, &f->rm) == DLRT_OK;
+    }
+    print_diags(d);
+    dl_diags_destroy(d);
+    return ok;
+}
+
+#define HP_MLP(TRAIN)                                                                              \
+    "model hpm\n"                                                                                  \
+    "input x : float[4, 6]\n"                                                                      \
+    "input y : int64[4]\n"                                                                         \
+    "param w1 : float[6, 5] = glorot_uniform(seed = 1)\n"                                          \
+    "param b1 : float[5] = zeros\n"                                                                \
+    "param w2 : float[5, 3] = glorot_uniform(seed = 2)\n"                                          \
+    "h = Gemm (x, w1, b1)\n"                                                                       \
+    "a = Relu (h)\n"                                                                               \
+    "logits = MatMul (a, w2)\n"                                                                    \
+    "loss = SoftmaxCrossEntropyLoss (logits, y)\n"                                                 \
+    "output logits\n" TRAIN
+
+DL_TEST(train_hparams_reach_the_session_through_a_cache_hit) {
+    static const char *const pairs[][2] = {
+        {HP_MLP("train loss {\n optimizer = sgd <lr = 0.05, momentum = 0.9>\n clip_norm = 0.5\n"
+                " loss_scale = dynamic <init = 1024>\n}\n"),
+         HP_MLP(
+             "train loss {\n optimizer = sgd <lr = 0.4, momentum = 0.5, dampening = 0.1>\n"
+             " clip_norm = 2.0\n loss_scale = dynamic <init = 64, growth = 4, interval = 2>\n}\n")},
+        {HP_MLP("train loss {\n optimizer = adam <lr = 0.01>\n}\n"),
+         HP_MLP("train loss {\n optimizer = adam <lr = 0.1, beta1 = 0.5, beta2 = 0.9, eps = 1e-4, "
+                "weight_decay = 0.01>\n}\n")},
+    };
+    char cache[512];
+    const char *t = getenv("TMPDIR");
+    snprintf(cache, sizeof cache, "%s/dlcc-train-%ld-hpcache", t && *t ? t : "/tmp",
+             (long)getpid());
+    for (size_t i = 0; i < DL_ARRAY_LEN(pairs); i++) {
+        fix f[2];
+        bool hit[2] = {true, false};
+        double losses[2][5] = {{0}};
+        for (int k = 0; k < 2; k++) {
+            DL_CHECK(build_via_driver(k ? "b.dlg" : "a.dlg", pairs[i][k], cache, &f[k], &hit[k]));
+        }
+        DL_CHECK(!hit[0] && hit[1]); // one compile for both
+        for (int k = 0; k < 2 && f[0].rm && f[1].rm; k++) {
+            DL_CHECK_EQ_I64(run_fix(&f[k], pairs[i][k], 5, 0, losses[k]), 0);
+        }
+        // Same data and init: the first losses agree; then each lr takes its own path.
+        DL_CHECK(losses[0][0] == losses[1][0]);
+        DL_CHECK(losses[0][4] != losses[1][4]);
+        fix_free(&f[0]);
+        fix_free(&f[1]);
+    }
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", cache);
+    DL_CHECK_EQ_I64(system(cmd), 0);
 }
 
 DL_TEST_MAIN()
