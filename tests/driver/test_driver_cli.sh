@@ -2,7 +2,8 @@
 # tests/driver/test_driver_cli.sh — `dlcc compile` and `dlcc run` through the compilation cache:
 # -v says "cache miss KEY" then "cache hit KEY" with the same key and identical artifacts,
 # --no-cache leaves the cache directory empty, --cache-dir, a damaged cache.db and a cache
-# directory that cannot be created each give ONE warning while the command still succeeds.
+# directory that cannot be created each give ONE warning while the command still succeeds; a
+# .dlg differing only in hyper-parameter values is a hit whose artifact carries its values.
 # usage: test_driver_cli.sh DLCC SOURCE_DIR
 # Never touches the user's cache: DLCC_CACHE_DIR points into a fresh temporary directory.
 set -u
@@ -14,6 +15,7 @@ dlcc=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 prog=$dlcc
 src=$(cd "$2" && pwd)
 source "$src/tests/harness/cli_lib.sh"
+not_same() { ! cmp -s "$1" "$2"; }
 
 cat >m.dlg <<'DLG'
 model small
@@ -98,6 +100,52 @@ if [ "$(id -u)" -ne 0 ]; then
   check "read-only cache dir: at most one warning" test "$(grep -c 'warning:' "$err")" -le 1
   chmod 700 ro
 fi
+
+# Hyper-parameter values are not in the key: a file that differs only in lr, betas, eps, the
+# clip norm or the loss scale's settings is a cache hit, and the artifact written from that hit
+# carries its own values: it trains exactly as a fresh compile of the file does.
+hp_model() { # hp_model LR BETA1 BETA2 EPS CLIP INIT
+  cat <<DLG
+model hp
+input  x : float[4, 3]
+input  t : float[4, 2]
+param  w : float[3, 2] = uniform(-1, 1, seed = 7)
+h    = MatMul (x, w)
+loss = MeanSquaredError (h, t)
+output h
+train loss {
+  optimizer = adam <lr = $1, beta1 = $2, beta2 = $3, eps = $4>
+  clip_norm = $5
+  loss_scale = dynamic <init = $6>
+}
+DLG
+}
+hp_model 0.01 0.9 0.999 1e-8 1.0 1024 >hpa.dlg
+hp_model 0.2 0.5 0.99 1e-4 3.0 64 >hpb.dlg
+/usr/bin/python3 -c "
+import numpy as np
+r = np.random.default_rng(3)
+np.save('hx.npy', r.uniform(-1, 1, (4, 3)).astype(np.float32))
+np.save('ht.npy', r.uniform(-1, 1, (4, 2)).astype(np.float32))"
+run_dlcc compile -v hpa.dlg -o hpa.so
+check "hyper-parameters: the first file is a miss" grep -qE "^dlcc: cache miss [0-9a-f]{32}" "$err"
+hpkey=$(sed -n 's/^dlcc: cache miss \([0-9a-f]*\) .*/\1/p' "$err")
+run_dlcc compile -v hpb.dlg -o hpb.so
+check "hyper-parameters: other lr/betas/eps/clip/scale is a cache hit" \
+  grep -qE "^dlcc: cache hit $hpkey " "$err"
+run_dlcc compile --no-cache hpb.dlg -o hpb_fresh.so
+check "hyper-parameters: the hit's artifact equals a fresh compile of its file" cmp hpb.so hpb_fresh.so
+check "hyper-parameters: the two files' artifacts differ (their values)" not_same hpa.so hpb.so
+for f in hpa.so hpb.so hpb.dlg; do
+  "$dlcc" run --no-cache "$f" --entry train_step --steps 4 --in x=hx.npy --in t=ht.npy \
+    >"${f%.*}.${f##*.}.steps" 2>/dev/null
+done
+check "hyper-parameters: four steps each" \
+  test "$(cat hpa.so.steps hpb.so.steps hpb.dlg.steps | grep -c '^step [1-4] loss ')" -eq 12
+check "hyper-parameters: hpb.so trains as hpb.dlg" cmp hpb.so.steps hpb.dlg.steps
+check "hyper-parameters: the first losses agree" \
+  test "$(head -1 hpa.so.steps | cut -d' ' -f4)" = "$(head -1 hpb.so.steps | cut -d' ' -f4)"
+check "hyper-parameters: another lr gives other losses" not_same hpa.so.steps hpb.so.steps
 
 # A model error is still an error (exit 1), with or without the cache.
 printf 'model bad\ninput x : float[2, 3]\ny = MatMul (x, x)\noutput y\n' >bad.dlg
