@@ -1335,6 +1335,83 @@ enum {
 static const char *const train_keys[TK_COUNT] = {"optimizer",  "clip_norm", "precision",
                                                  "loss_scale", "freeze",    "accumulate"};
 
+// The values a train block may give, checked where they are written (the attribute's value) with
+// the ranges dlrt_session_set_hparam enforces at run time (runtime/rt_train.c), which are
+// torch.optim's and GradScaler's: a value the runtime would refuse never compiles. `owner` is
+// the optimizer name or "loss_scale".
+typedef struct hp_range {
+    const char *name;
+    double lo;           // lowest allowed value (inclusive unless lo_open)
+    bool lo_open;        // lo itself is excluded
+    double hi;           // INFINITY: no upper bound (the value must still be finite)
+    bool hi_open;        // hi itself is excluded
+    const char *allowed; // the range as the message says it
+} hp_range;
+
+static const hp_range hp_ranges[] = {
+    {"lr", 0, false, INFINITY, false, "a finite number >= 0"},
+    {"eps", 0, false, INFINITY, false, "a finite number >= 0"},
+    {"weight_decay", 0, false, INFINITY, false, "a finite number >= 0"},
+    {"alpha", 0, false, INFINITY, false, "a finite number >= 0"},
+    {"momentum", 0, false, INFINITY, false, "a finite number >= 0"},
+    {"dampening", -INFINITY, false, INFINITY, false, "a finite number"},
+    {"beta1", 0, false, 1, true, "in [0, 1)"},
+    {"beta2", 0, false, 1, true, "in [0, 1)"},
+    {"init", 0, true, INFINITY, false, "a finite number > 0"},
+    {"growth", 1, true, INFINITY, false, "a finite number > 1"},
+    {"backoff", 0, true, 1, true, "in (0, 1)"},
+};
+
+static const fe_attr *find_fe_attr(const attr_vec *attrs, const char *name) {
+    for (size_t i = 0; i < attrs->len; i++) {
+        if (strcmp(attrs->data[i].a.name, name) == 0) {
+            return &attrs->data[i];
+        }
+    }
+    return NULL;
+}
+
+static double fe_attr_num(const fe_attr *a) {
+    return a->a.kind == DL_IR_ATTR_INT ? (double)a->a.i : a->a.f;
+}
+
+static bool check_train_values(parser *p, const char *owner, const attr_vec *attrs) {
+    bool ok = true;
+    for (size_t i = 0; i < attrs->len; i++) {
+        const fe_attr *a = &attrs->data[i];
+        for (size_t k = 0; k < DL_ARRAY_LEN(hp_ranges); k++) {
+            const hp_range *r = &hp_ranges[k];
+            if (strcmp(r->name, a->a.name) != 0) {
+                continue;
+            }
+            double v = fe_attr_num(a);
+            bool in = isfinite(v) && (r->lo_open ? v > r->lo : v >= r->lo) &&
+                      (r->hi_open ? v < r->hi : v <= r->hi);
+            if (!in) {
+                dl_fe__error(&p->cx, a->vloc, "%s: %s must be %s, got %g", owner, r->name,
+                             r->allowed, v);
+                ok = false;
+            }
+        }
+    }
+    // torch.optim.SGD: "Nesterov momentum requires a momentum and zero dampening".
+    const fe_attr *nest = find_fe_attr(attrs, "nesterov");
+    if (ok && nest && fe_attr_num(nest) != 0.0) {
+        const fe_attr *mom = find_fe_attr(attrs, "momentum");
+        const fe_attr *damp = find_fe_attr(attrs, "dampening");
+        if (!mom || !(fe_attr_num(mom) > 0.0)) {
+            dl_fe__error(&p->cx, nest->vloc, "%s: nesterov needs a momentum > 0, got %g", owner,
+                         mom ? fe_attr_num(mom) : 0.0);
+            ok = false;
+        } else if (damp && fe_attr_num(damp) != 0.0) {
+            dl_fe__error(&p->cx, nest->vloc, "%s: nesterov needs dampening = 0, got %g", owner,
+                         fe_attr_num(damp));
+            ok = false;
+        }
+    }
+    return ok;
+}
+
 // optimizer = NAME attrs?
 static bool parse_optimizer(parser *p, dl_ir_train *t) {
     const char *name = NULL;
@@ -1359,7 +1436,8 @@ static bool parse_optimizer(parser *p, dl_ir_train *t) {
     if (ok) {
         size_t n;
         const dl_ir_attr_spec *specs = dl_ir_optim_attr_specs(t->optimizer, &n);
-        ok = dl_fe__check_attrs(&p->cx, name, specs, n, attrs.data, attrs.len, loc);
+        ok = dl_fe__check_attrs(&p->cx, name, specs, n, attrs.data, attrs.len, loc) &&
+             check_train_values(p, name, &attrs);
     }
     if (ok) {
         t->opt_attrs = attrs_to_arena(p, &attrs);
@@ -1382,7 +1460,8 @@ static bool parse_loss_scale(parser *p, dl_ir_train *t) {
         if (ok) {
             size_t n;
             const dl_ir_attr_spec *specs = dl_ir_loss_scale_attr_specs(&n);
-            ok = dl_fe__check_attrs(&p->cx, "loss_scale", specs, n, attrs.data, attrs.len, loc);
+            ok = dl_fe__check_attrs(&p->cx, "loss_scale", specs, n, attrs.data, attrs.len, loc) &&
+                 check_train_values(p, "loss_scale", &attrs);
         }
         if (ok) {
             t->ls_attrs = attrs_to_arena(p, &attrs);
