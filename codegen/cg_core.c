@@ -769,26 +769,99 @@ static dl_status fill_tensor(cg *c, const dl_ir_value *v, uint32_t role, plan_ct
 
 typedef DL_VEC(uint32_t) u32_vec;
 
+// The arena cut into segments for compute_deps: the distinct offsets and ends of every non-empty
+// buffer, sorted; buffer b covers segments [seg_first[b], seg_end[b]). An empty buffer touches
+// no memory but still gets a segment of its own (its accesses stay ordered like any buffer's).
+typedef struct seg_map {
+    uint32_t *seg_first, *seg_end; // per buffer
+    size_t n_seg;
+} seg_map;
+
+static int cmp_u64(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static size_t lower_bound_u64(const uint64_t *v, size_t n, uint64_t x) {
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (v[mid] < x) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    return lo;
+}
+
+static dl_status seg_map_build(const dlrt_plan_buffer *bufs, size_t n_buf, seg_map *sm) {
+    memset(sm, 0, sizeof *sm);
+    uint64_t *cut = dl_mem_alloc((2 * n_buf + 1) * sizeof *cut);
+    sm->seg_first = dl_mem_alloc((n_buf ? n_buf : 1) * sizeof(uint32_t));
+    sm->seg_end = dl_mem_alloc((n_buf ? n_buf : 1) * sizeof(uint32_t));
+    if (!cut || !sm->seg_first || !sm->seg_end) {
+        free(cut);
+        return DL_ERR_NOMEM;
+    }
+    size_t nc = 0;
+    for (size_t b = 0; b < n_buf; b++) {
+        if (bufs[b].size > 0) {
+            cut[nc++] = bufs[b].offset;
+            cut[nc++] = bufs[b].offset + bufs[b].size;
+        }
+    }
+    qsort(cut, nc, sizeof *cut, cmp_u64);
+    size_t nu = 0;
+    for (size_t i = 0; i < nc; i++) {
+        if (nu == 0 || cut[nu - 1] != cut[i]) {
+            cut[nu++] = cut[i];
+        }
+    }
+    size_t n_seg = nu ? nu - 1 : 0; // segment i = [cut[i], cut[i + 1])
+    for (size_t b = 0; b < n_buf; b++) {
+        if (bufs[b].size > 0) {
+            sm->seg_first[b] = (uint32_t)lower_bound_u64(cut, nu, bufs[b].offset);
+            sm->seg_end[b] = (uint32_t)lower_bound_u64(cut, nu, bufs[b].offset + bufs[b].size);
+        } else {
+            sm->seg_first[b] = (uint32_t)n_seg;
+            sm->seg_end[b] = (uint32_t)++n_seg;
+        }
+    }
+    sm->n_seg = n_seg;
+    free(cut);
+    return DL_OK;
+}
+
+static void seg_map_fini(seg_map *sm) {
+    free(sm->seg_first);
+    free(sm->seg_end);
+    memset(sm, 0, sizeof *sm);
+}
+
 // Kernel dependencies from memory accesses, over one entry point's kernel sequence `seq`
-// (indices into c->kernels) whose plan records are base, base + 1, ...: buffers whose arena
-// ranges overlap (the memory plan's lists, mp) count as the same memory. A kernel waits for the
-// last writer of every buffer overlapping one it touches (read-after-write, write-after-write),
-// for every reader since that write of each buffer overlapping one it writes (write-after-read),
-// and for the previous kernel of its node. Kernels never depend on another entry's kernels.
-// Lists are appended to *all (each sorted and unique); first/count are indexed by plan record.
-static dl_status compute_deps(cg *c, size_t n_buf, const dl_cg_memplan *mp, const uint32_t *seq,
-                              size_t nk, uint32_t base, u32_vec *all, uint32_t *first,
-                              uint32_t *count) {
-    int64_t *last_writer = dl_mem_alloc((n_buf ? n_buf : 1) * sizeof(int64_t));
-    u32_vec *readers = dl_mem_calloc(n_buf ? n_buf : 1, sizeof *readers);
+// (indices into c->kernels) whose plan records are base, base + 1, ...: accesses are tracked per
+// arena segment (sm), so buffers sharing memory through the memory plan count as the same memory.
+// A kernel waits for the last writer of every segment it touches (read-after-write,
+// write-after-write), for every reader since that write of each segment it writes
+// (write-after-read), and for the previous kernel of its node. Earlier accesses of a segment are
+// ordered before those through the chain of writers, so only the nearest ones are listed: the
+// lists stay linear in the graph (a chain of in-place kernels on one segment gets one dependency
+// each). Kernels never depend on another entry's kernels. Lists are appended to *all (each sorted
+// and unique); first/count are indexed by plan record.
+static dl_status compute_deps(cg *c, const seg_map *sm, const uint32_t *seq, size_t nk,
+                              uint32_t base, u32_vec *all, uint32_t *first, uint32_t *count) {
+    size_t ns = sm->n_seg ? sm->n_seg : 1;
+    int64_t *last_writer = dl_mem_alloc(ns * sizeof(int64_t));
+    u32_vec *readers = dl_mem_calloc(ns, sizeof *readers);
     uint8_t *mark = dl_mem_calloc(nk ? nk : 1, 1);
     dl_status st = DL_OK;
     if (!last_writer || !readers || !mark) {
         st = DL_ERR_NOMEM;
         goto out;
     }
-    for (size_t b = 0; b < n_buf; b++) {
-        last_writer[b] = -1;
+    for (size_t q = 0; q < sm->n_seg; q++) {
+        last_writer[q] = -1;
     }
     for (size_t k = 0; k < nk && st == DL_OK; k++) {
         const cg_kernel_rec *r = &c->kernels.data[seq[k]];
@@ -808,26 +881,36 @@ static dl_status compute_deps(cg *c, size_t n_buf, const dl_cg_memplan *mp, cons
             ADD_DEP(k - 1);
         }
         for (uint32_t a = 0; a < r->n_args; a++) {
-            uint32_t b0 = c->args.data[r->first_arg + a];
-            for (uint32_t q = 0; q < mp->ov_count[b0]; q++) {
-                uint32_t b = mp->ov[mp->ov_first[b0] + q];
-                if (last_writer[b] >= 0) {
-                    ADD_DEP(last_writer[b]);
+            uint32_t b = c->args.data[r->first_arg + a];
+            for (uint32_t q = sm->seg_first[b]; q < sm->seg_end[b]; q++) {
+                if (last_writer[q] >= 0) {
+                    ADD_DEP(last_writer[q]);
                 }
-                for (size_t i = 0; a < r->n_out && i < readers[b].len; i++) {
-                    ADD_DEP(readers[b].data[i]);
+                for (size_t i = 0; a < r->n_out && i < readers[q].len; i++) {
+                    ADD_DEP(readers[q].data[i]);
                 }
             }
         }
 #undef ADD_DEP
-        // Update the access history after the kernel's own dependencies are known.
-        for (uint32_t a = 0; a < r->n_args && st == DL_OK; a++) {
+        // Update the access history after the kernel's own dependencies are known: writes
+        // first (a segment the kernel writes needs no reader entry for it too).
+        for (uint32_t a = 0; a < r->n_out; a++) {
             uint32_t b = c->args.data[r->first_arg + a];
-            if (a < r->n_out) {
-                last_writer[b] = (int64_t)k;
-                readers[b].len = 0;
-            } else if (!DL_VEC_PUSH(&readers[b], (uint32_t)k)) {
-                st = DL_ERR_NOMEM;
+            for (uint32_t q = sm->seg_first[b]; q < sm->seg_end[b]; q++) {
+                last_writer[q] = (int64_t)k;
+                readers[q].len = 0;
+            }
+        }
+        for (uint32_t a = r->n_out; a < r->n_args && st == DL_OK; a++) {
+            uint32_t b = c->args.data[r->first_arg + a];
+            for (uint32_t q = sm->seg_first[b]; q < sm->seg_end[b] && st == DL_OK; q++) {
+                if (last_writer[q] == (int64_t)k ||
+                    (readers[q].len > 0 && readers[q].data[readers[q].len - 1] == (uint32_t)k)) {
+                    continue;
+                }
+                if (!DL_VEC_PUSH(&readers[q], (uint32_t)k)) {
+                    st = DL_ERR_NOMEM;
+                }
             }
         }
         for (size_t q = start; q < all->len; q++) {
@@ -847,8 +930,8 @@ static dl_status compute_deps(cg *c, size_t n_buf, const dl_cg_memplan *mp, cons
         count[base + k] = (uint32_t)(all->len - start);
     }
 out:
-    for (size_t b = 0; readers && b < n_buf; b++) {
-        free(readers[b].data);
+    for (size_t q = 0; readers && q < sm->n_seg; q++) {
+        free(readers[q].data);
     }
     free(readers);
     free(last_writer);
@@ -873,7 +956,10 @@ static dl_status build_plan(cg *c, const char *target, blob *out) {
     dlrt_plan_hparam *hps = dl_mem_calloc(c->hparams.len ? c->hparams.len : 1, sizeof *hps);
     u32_vec deps = {0};
     dl_cg_memplan mp = {0};
-    if (!bufs || !tens || !ks || !dep_first || !dep_count || !seq || !hps) {
+    seg_map sm = {0};
+    dlrt_plan_fn *fsig = dl_mem_calloc(c->fns.len ? c->fns.len : 1, sizeof *fsig);
+    DL_VEC(uint64_t) fext = {0};
+    if (!bufs || !tens || !ks || !dep_first || !dep_count || !seq || !hps || !fsig) {
         st = DL_ERR_NOMEM;
         goto out;
     }
@@ -935,11 +1021,29 @@ static dl_status build_plan(cg *c, const char *target, blob *out) {
     // The memory plan, then the dependencies it makes necessary (overlapping buffers are one
     // memory).
     if ((st = dl_cg__memplan(c, bufs, n_buf, &mp)) != DL_OK ||
-        (st = compute_deps(c, n_buf, &mp, c->infer_kernels.data, n_inf, 0, &deps, dep_first,
-                           dep_count)) != DL_OK ||
-        (st = compute_deps(c, n_buf, &mp, c->train_kernels.data, n_tr, (uint32_t)n_inf, &deps,
-                           dep_first, dep_count)) != DL_OK) {
+        (st = seg_map_build(bufs, n_buf, &sm)) != DL_OK ||
+        (st = compute_deps(c, &sm, c->infer_kernels.data, n_inf, 0, &deps, dep_first, dep_count)) !=
+            DL_OK ||
+        (st = compute_deps(c, &sm, c->train_kernels.data, n_tr, (uint32_t)n_inf, &deps, dep_first,
+                           dep_count)) != DL_OK) {
         goto out;
+    }
+    // The kernel table's signatures: what each compiled kernel iterates over and touches (the
+    // sizes its arguments had when it was compiled), so the runtime can check any plan against
+    // them. Kernel table entry i is kernel record i.
+    for (size_t i = 0; i < c->fns.len; i++) {
+        const cg_kernel_rec *r = &c->kernels.data[i];
+        DL_ASSERT(r->fn == i);
+        fsig[i] = (dlrt_plan_fn){.range = r->range,
+                                 .n_args = r->n_args,
+                                 .n_out = r->n_out,
+                                 .first_extent = (uint32_t)fext.len};
+        for (uint32_t a = 0; a < r->n_args; a++) {
+            if (!DL_VEC_PUSH(&fext, bufs[c->args.data[r->first_arg + a]].size)) {
+                st = DL_ERR_NOMEM;
+                goto out;
+            }
+        }
     }
     size_t t = 0;
     for (size_t i = 0; i < m->inputs.len && st == DL_OK; i++) {
@@ -1018,6 +1122,11 @@ static dl_status build_plan(cg *c, const char *target, blob *out) {
     blob_align(out, 8);
     h.off_hparams = blob_put(out, hps, c->hparams.len * sizeof *hps);
     blob_align(out, 8);
+    h.off_fns = blob_put(out, fsig, c->fns.len * sizeof *fsig);
+    blob_align(out, 8);
+    h.n_fn_extents = (uint32_t)fext.len;
+    h.off_fn_extents = blob_put(out, fext.data, fext.len * sizeof(uint64_t));
+    blob_align(out, 8);
     h.off_args = blob_put(out, c->args.data, c->args.len * sizeof(uint32_t));
     blob_align(out, 8);
     h.off_entry_kernels = blob_put(out, seq, nk * sizeof(uint32_t));
@@ -1046,6 +1155,9 @@ out:
     free(seq);
     free(hps);
     free(deps.data);
+    free(fsig);
+    free(fext.data);
+    seg_map_fini(&sm);
     dl_cg__memplan_fini(&mp);
     free(pc.strings.p);
     free(pc.data.p);
@@ -1219,6 +1331,31 @@ static dl_status link_object(cg *c, const dl_cg_options *o, const char *obj_data
     return st;
 }
 
+// Appends the checksum trailer (runtime/dlrt_format.h) to the linked object in *out.
+static dl_status append_trailer(uint8_t **out, size_t *len) {
+    size_t n = *len + sizeof(dlrt_artifact_trailer);
+    uint8_t *p = dl_mem_realloc(*out, n);
+    if (!p) {
+        free(*out);
+        *out = NULL;
+        *len = 0;
+        return DL_ERR_NOMEM;
+    }
+    dlrt_artifact_trailer t;
+    memset(&t, 0, sizeof t);
+    memcpy(t.magic, DLRT_TRAILER_MAGIC, sizeof t.magic);
+    t.version = DLRT_FORMAT_VERSION;
+    t.size = n;
+    memcpy(p + *len, &t, sizeof t);
+    dl_hash128 h = dl_hash128_of(p, n - 16);
+    t.hash_lo = h.lo;
+    t.hash_hi = h.hi;
+    memcpy(p + *len, &t, sizeof t);
+    *out = p;
+    *len = n;
+    return DL_OK;
+}
+
 // ---------------------------------------------------------------------------------------------
 // The driver
 
@@ -1381,6 +1518,9 @@ dl_status dl_cg_compile(const dl_ir_module *m, const dl_cg_options *o, dl_diags 
         goto out;
     }
     st = link_object(&c, o, LLVMGetBufferStart(obj), LLVMGetBufferSize(obj), out, out_len);
+    if (st == DL_OK) {
+        st = append_trailer(out, out_len);
+    }
 out:
     if (obj) {
         LLVMDisposeMemoryBuffer(obj);

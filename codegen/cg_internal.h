@@ -182,11 +182,9 @@ DL_NODISCARD dl_status dl_cg__lower_grad_nn(cg *c, const dl_ir_node *n);
 DL_NODISCARD dl_status dl_cg__lower_train(cg *c);
 // The memory plan (memplan.c): given the plan's buffer table (sizes and kinds filled, ids as
 // c->value_buf and c->extra), sets every buffer's arena offset by liveness over the entry
-// points' kernel sequences (with in-place reuse for elementwise kernels) and gives the arena size
-// and, per buffer, the buffers whose memory overlaps it (itself first) for compute_deps.
+// points' kernel sequences (with in-place reuse for elementwise kernels) and gives the arena size.
 typedef struct dl_cg_memplan {
     uint64_t arena_size;
-    uint32_t *ov_first, *ov_count, *ov; // OWNED: per buffer, a list into ov
 } dl_cg_memplan;
 DL_NODISCARD dl_status dl_cg__memplan(cg *c, dlrt_plan_buffer *bufs, size_t n_buf,
                                       dl_cg_memplan *out);

@@ -26,9 +26,9 @@
 // range overlaps its own in some entry (first fit). Everything is derived from the ordered
 // kernel and buffer tables, so the plan is byte-identical across compiles.
 //
-// The overlap lists (for each buffer, the buffers whose bytes intersect its own) let
-// compute_deps (cg_core.c) treat overlapping buffers as one memory, so a threaded executor that
-// follows the dependency DAG instead of plan order can never race on reused memory.
+// compute_deps (cg_core.c) then orders kernels by the arena bytes they touch (not by buffer id),
+// so a threaded executor that follows the dependency DAG instead of plan order can never race on
+// reused memory.
 #include "cg_internal.h"
 
 #include <stdlib.h>
@@ -386,76 +386,6 @@ out:
     return st;
 }
 
-// Overlap lists: buffers sorted by offset, each paired with the later ones starting before its
-// end. Every buffer lists itself first (so deps keep their per-buffer meaning).
-static dl_status overlaps(mp_ctx *x, dl_cg_memplan *out) {
-    size_t n = x->n_buf;
-    key *ord = dl_mem_calloc(n ? n : 1, sizeof *ord);
-    DL_VEC(uint32_t) pa = {0}, pb = {0};
-    dl_status st = DL_OK;
-    out->ov_first = dl_mem_calloc(n ? n : 1, sizeof(uint32_t));
-    out->ov_count = dl_mem_calloc(n ? n : 1, sizeof(uint32_t));
-    if (!ord || !out->ov_first || !out->ov_count) {
-        st = DL_ERR_NOMEM;
-        goto out;
-    }
-    for (size_t i = 0; i < n; i++) {
-        ord[i] = (key){x->bufs[i].offset, (uint32_t)i};
-    }
-    qsort(ord, n, sizeof *ord, cmp_key);
-    for (size_t i = 0; i < n && st == DL_OK; i++) {
-        const dlrt_plan_buffer *bi = &x->bufs[ord[i].id];
-        if (bi->size == 0) {
-            continue;
-        }
-        for (size_t j = i + 1; j < n; j++) {
-            const dlrt_plan_buffer *bj = &x->bufs[ord[j].id];
-            if (bj->offset >= bi->offset + bi->size) {
-                break;
-            }
-            if (bj->size == 0) {
-                continue;
-            }
-            if (!DL_VEC_PUSH(&pa, ord[i].id) || !DL_VEC_PUSH(&pb, ord[j].id)) {
-                st = DL_ERR_NOMEM;
-                break;
-            }
-        }
-    }
-    if (st != DL_OK) {
-        goto out;
-    }
-    for (size_t i = 0; i < pa.len; i++) {
-        out->ov_count[pa.data[i]]++;
-        out->ov_count[pb.data[i]]++;
-    }
-    size_t total = 0;
-    for (size_t b = 0; b < n; b++) {
-        out->ov_first[b] = (uint32_t)total;
-        total += 1 + out->ov_count[b];
-        out->ov_count[b] = 1;
-    }
-    out->ov = dl_mem_calloc(total ? total : 1, sizeof(uint32_t));
-    if (!out->ov) {
-        st = DL_ERR_NOMEM;
-        goto out;
-    }
-    for (size_t b = 0; b < n; b++) {
-        out->ov[out->ov_first[b]] = (uint32_t)b;
-    }
-    // Pairs were found in offset order, so each list is deterministic.
-    for (size_t i = 0; i < pa.len; i++) {
-        uint32_t a = pa.data[i], b = pb.data[i];
-        out->ov[out->ov_first[a] + out->ov_count[a]++] = b;
-        out->ov[out->ov_first[b] + out->ov_count[b]++] = a;
-    }
-out:
-    free(ord);
-    free(pa.data);
-    free(pb.data);
-    return st;
-}
-
 dl_status dl_cg__memplan(cg *c, dlrt_plan_buffer *bufs, size_t n_buf, dl_cg_memplan *out) {
     memset(out, 0, sizeof *out);
     mp_ctx x;
@@ -500,9 +430,7 @@ dl_status dl_cg__memplan(cg *c, dlrt_plan_buffer *bufs, size_t n_buf, dl_cg_memp
     }
     liveness(&x);
     in_place(&x);
-    if ((st = place(&x, &out->arena_size)) == DL_OK) {
-        st = overlaps(&x, out);
-    }
+    st = place(&x, &out->arena_size);
 out:
     free(x.parent);
     free(x.exclusive);
@@ -521,8 +449,5 @@ out:
 }
 
 void dl_cg__memplan_fini(dl_cg_memplan *p) {
-    free(p->ov_first);
-    free(p->ov_count);
-    free(p->ov);
     memset(p, 0, sizeof *p);
 }

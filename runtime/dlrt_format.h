@@ -1,10 +1,15 @@
 // runtime/dlrt_format.h — the on-disk layout of a dlcc artifact's plan. Header-only and free of
 // dependencies: codegen writes it, the runtime validates and reads it (STYLE.md 3.1).
 //
-// An artifact is an ELF shared object. It exports one symbol, `dlcc_artifact_v1`, a
-// dlrt_artifact_desc that points at
+// An artifact is an ELF shared object followed by a dlrt_artifact_trailer (format 4): a checksum
+// of every byte before it, checked before the object is handed to the dynamic loader, so an
+// accidentally damaged file is refused cleanly instead of crashing ld.so or a kernel. The ELF
+// part exports one symbol, `dlcc_artifact_v1`, a dlrt_artifact_desc that points at
 //   - the plan: a little-endian byte blob laid out as below, and
 //   - the kernel table: kernel function pointers, indexed by dlrt_plan_kernel.fn.
+// The checksum guards against accidents only (XXH3 is unkeyed: anyone can recompute it); a forged
+// or buggy plan is caught by the runtime's validation of the plan, which must make every kernel
+// stay inside the session arena whatever the plan says (see dlrt_plan_fn).
 // Kernel ABI (every kernel): void k(void *const *args, int64_t begin, int64_t end)
 //   args:  one pointer per argument buffer of the kernel (dlrt_plan_kernel.first_arg ...),
 //          outputs first, then inputs, in the order codegen chose;
@@ -20,10 +25,13 @@
 //   dlrt_plan_tensor[n_tensors]   named interface tensors: inputs, outputs, params
 //   dlrt_plan_kernel[n_kernels]
 //   dlrt_plan_hparam[n_hparams]   named scalars of the train step's hyper buffer (format 2)
+//   dlrt_plan_fn[n_fns]           what each compiled kernel touches (format 4)
+//   uint64_t fn_extents[n_fn_extents]  per kernel-table entry, per argument: bytes it touches
 //   uint32_t args[n_args]         buffer ids, referenced by kernels
 //   uint32_t entry_kernels[n_entry_kernels]  kernel ids in execution order per entry point
+//                                 (strictly increasing within an entry point)
 //   uint32_t deps[n_deps]         per kernel, the earlier kernels it must wait for (sorted)
-//   char strings[size_strings]    names (not NUL-terminated; offset + length)
+//   char strings[size_strings]    names (not NUL-terminated; offset + length; no NUL inside)
 //   uint8_t data[size_data]       constant and literal-initialiser bytes
 // The runtime treats the plan as untrusted: every id, offset and size is bounds-checked on load.
 #ifndef DLRT_FORMAT_H
@@ -32,7 +40,7 @@
 #include <stdint.h>
 
 #define DLRT_PLAN_MAGIC      "DLRTPLAN"
-#define DLRT_FORMAT_VERSION  3u
+#define DLRT_FORMAT_VERSION  4u
 #define DLRT_ARTIFACT_SYMBOL "dlcc_artifact_v1"
 #define DLRT_MAX_RANK        8
 #define DLRT_BUFFER_ALIGN    64u
@@ -189,8 +197,13 @@ typedef struct dlrt_plan_hdr {
     // them at the same time (the kernel dependencies then order every pair of kernels touching
     // overlapping memory, so a threaded executor cannot race on reused memory).
     uint64_t arena_size;
+    // Format 4: the kernel table's signatures (n_fns records at off_fns) and their argument
+    // extents (n_fn_extents uint64_t at off_fn_extents).
+    uint64_t off_fns, off_fn_extents;
+    uint32_t n_fn_extents;
+    uint32_t reserved4; // 0
 } dlrt_plan_hdr;
-_Static_assert(sizeof(dlrt_plan_hdr) == 208, "abi: dlrt_plan_hdr");
+_Static_assert(sizeof(dlrt_plan_hdr) == 232, "abi: dlrt_plan_hdr");
 
 typedef struct dlrt_plan_buffer {
     uint64_t size;     // bytes (0 allowed for empty tensors)
@@ -219,9 +232,11 @@ typedef struct dlrt_plan_tensor {
 _Static_assert(sizeof(dlrt_plan_tensor) == 136, "abi: dlrt_plan_tensor");
 
 // Dependencies: kernel k may start once every kernel in deps[first_dep, first_dep + n_deps) has
-// finished; they are all earlier in the plan (so the graph is acyclic). They cover every
-// read-after-write, write-after-read and write-after-write on a buffer, and order the kernels of
-// one node among themselves.
+// finished; they are all earlier in the plan (so the graph is acyclic). Through reachability
+// (not necessarily directly) they order every pair of kernels of an entry point touching
+// overlapping memory where one writes, and the kernels of one node among themselves. Format 4
+// lists only the nearest conflicting accesses (per arena byte range: the last writer, and for a
+// writer the readers since), so the list is linear in the graph, not quadratic.
 typedef struct dlrt_plan_kernel {
     uint32_t fn;        // index into the kernel table
     uint32_t first_arg; // into args
@@ -235,6 +250,19 @@ typedef struct dlrt_plan_kernel {
 } dlrt_plan_kernel;
 _Static_assert(sizeof(dlrt_plan_kernel) == 48, "abi: dlrt_plan_kernel");
 
+// Format 4: the signature of kernel-table entry i, as compiled. The kernel's code reaches at
+// most extents[first_extent + a] bytes from argument pointer a and iterates over [0, range), so a
+// plan kernel record using it must agree (same n_args, n_out and range) and give every argument
+// a buffer at least that large: then no plan, forged or buggy, makes a kernel touch memory
+// outside its buffers. The first n_out arguments are written.
+typedef struct dlrt_plan_fn {
+    int64_t range;
+    uint32_t n_args, n_out;
+    uint32_t first_extent; // into fn_extents
+    uint32_t reserved;     // 0
+} dlrt_plan_fn;
+_Static_assert(sizeof(dlrt_plan_fn) == 24, "abi: dlrt_plan_fn");
+
 // A named scalar of the hyper buffer.
 typedef struct dlrt_plan_hparam {
     uint32_t name_off, name_len; // in strings
@@ -243,6 +271,19 @@ typedef struct dlrt_plan_hparam {
     double init;                 // initial value (also in the hyper buffer's init data)
 } dlrt_plan_hparam;
 _Static_assert(sizeof(dlrt_plan_hparam) == 24, "abi: dlrt_plan_hparam");
+
+// Format 4: the last bytes of the artifact file, after the ELF object. hash = XXH3-128 (base's
+// dl_hash128_of) of the file's first `size - 16` bytes, i.e. everything but the hash itself; a
+// reader checks magic, version and size, then the hash, before it maps the object.
+#define DLRT_TRAILER_MAGIC "DLRTSUM\x01"
+typedef struct dlrt_artifact_trailer {
+    char magic[8];    // DLRT_TRAILER_MAGIC
+    uint32_t version; // DLRT_FORMAT_VERSION
+    uint32_t reserved;
+    uint64_t size;             // of the whole file, trailer included
+    uint64_t hash_lo, hash_hi; // dl_hash128 of bytes [0, size - 16)
+} dlrt_artifact_trailer;
+_Static_assert(sizeof(dlrt_artifact_trailer) == 40, "abi: dlrt_artifact_trailer");
 
 typedef void (*dlrt_kernel_fn)(void *const *args, int64_t begin, int64_t end);
 

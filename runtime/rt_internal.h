@@ -48,6 +48,23 @@ struct dlrt_session {
     char *source_name;    // OWNED: the .dlg name printed with kernel lines (never NULL once made)
 };
 
+// The largest kernel range a plan may give (a kernel's outer dimension; far above any tensor).
+#define RT_MAX_RANGE (INT64_C(1) << 48)
+
+// Makes a model of the plan [plan, plan + size) for a kernel table of n_fns entries (fns: their
+// addresses, or NULL when there is no code: the plan fuzzer) after validating all of it (rt_model.c).
+// The model borrows `plan`; handle and desc are left NULL for the caller to set. On failure *out is
+// NULL and the last error says why (DLRT_ERR_CORRUPT, _UNSUPPORTED or _NOMEM).
+dlrt_status rt__model_from_plan(const uint8_t *plan, uint64_t size, uint32_t n_fns,
+                                const dlrt_kernel_fn *fns, dlrt_model **out)
+    __attribute__((warn_unused_result));
+// The session arena (rt_arena.c): `size` bytes, 64-byte aligned, zeroed and committed (every
+// page backed by memory now, so a memory limit is hit at session creation, not during a step).
+// DLRT_ERR_NOMEM with a message naming the size (and a memory cgroup's limit when that is what
+// does not leave room). rt__arena_free accepts NULL.
+dlrt_status rt__arena_alloc(size_t size, uint8_t **out) __attribute__((warn_unused_result));
+void rt__arena_free(uint8_t *p, size_t size);
+
 // Sets the thread's last error message (printf-style) and returns `st`.
 dlrt_status rt__fail(dlrt_status st, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 size_t rt__dtype_size(uint32_t dtype);

@@ -52,6 +52,14 @@ static dlrt_status corrupt(const char *what) {
     return rt__fail(DLRT_ERR_CORRUPT, "corrupt artifact: %s", what);
 }
 
+// A name of the strings table: inside it, non-empty unless `empty_ok`, and free of NUL bytes
+// (names are copied into C strings; an embedded NUL would make two names look alike).
+static bool name_ok(const dlrt_plan_hdr *h, const char *strings, uint64_t off, uint64_t len,
+                    bool empty_ok) {
+    return (len > 0 || empty_ok) && fits(off, len, h->size_strings) &&
+           memchr(strings + off, 0, (size_t)len) == NULL;
+}
+
 // Refuses an artifact whose code needs instructions this CPU lacks (it would die of SIGILL).
 static dlrt_status check_isa(const dlrt_plan_hdr *h, const char *target, size_t target_len) {
     static const struct isa_name {
@@ -152,7 +160,7 @@ static dlrt_status validate_train(dlrt_model *m) {
         const dlrt_plan_hparam *p = &m->hparams[i];
         if (p->index >= DLRT_HP_COUNT ||
             (p->flags & ~(uint32_t)(DLRT_HPF_SETTABLE | DLRT_HPF_STATE | DLRT_HPF_OUTPUT)) != 0 ||
-            p->name_len == 0 || !fits(p->name_off, p->name_len, h->size_strings)) {
+            !name_ok(h, m->strings, p->name_off, p->name_len, false)) {
             return corrupt("bad hparam record");
         }
     }
@@ -213,9 +221,74 @@ out:
     return st;
 }
 
-static dlrt_status validate(dlrt_model *m, uint64_t plan_size) {
-    if (plan_size < sizeof(dlrt_plan_hdr)) {
-        return corrupt("plan smaller than its header");
+// Format 4: the kernel table's signatures, and every kernel record against its signature. The
+// code of kernel-table entry f iterates over [0, fns[f].range) and reaches at most extents[a]
+// bytes from argument a (codegen records them): a record must use it with the same range and
+// argument counts, and give every argument a buffer at least that large (buffers lie inside the
+// arena: validate_arena), so no kernel touches memory outside the arena. A kernel writes only
+// TEMP buffers, and in the train step also PARAM and STATE ones: never an INPUT (which may be
+// caller memory, bound zero-copy) or a CONST.
+static dlrt_status validate_kernels(const dlrt_model *m, const dlrt_kernel_fn *fns) {
+    const dlrt_plan_hdr *h = m->hdr;
+    if (!table_ok(h, h->off_fns, h->n_fns, sizeof(dlrt_plan_fn)) ||
+        !table_ok(h, h->off_fn_extents, h->n_fn_extents, sizeof(uint64_t)) || h->reserved4 != 0) {
+        return corrupt("the kernel signature table lies outside the plan");
+    }
+    const dlrt_plan_fn *sig = (const dlrt_plan_fn *)(m->plan + h->off_fns);
+    const uint64_t *ext = (const uint64_t *)(m->plan + h->off_fn_extents);
+    for (uint32_t f = 0; f < h->n_fns; f++) {
+        if (sig[f].range < 1 || sig[f].range > RT_MAX_RANGE || sig[f].n_out > sig[f].n_args ||
+            !fits(sig[f].first_extent, sig[f].n_args, h->n_fn_extents) || sig[f].reserved != 0 ||
+            (fns && !fns[f])) {
+            return corrupt("bad kernel signature");
+        }
+    }
+    for (uint32_t i = 0; i < h->n_args; i++) {
+        if (m->args[i] >= h->n_buffers) {
+            return corrupt("kernel argument names no buffer");
+        }
+    }
+    // Kernels of the infer entry point (they may write TEMP buffers only).
+    uint8_t *in_infer = dl_mem_calloc(h->n_kernels ? h->n_kernels : 1, 1);
+    if (!in_infer) {
+        return rt__fail(DLRT_ERR_NOMEM, "out of memory");
+    }
+    dlrt_status st = DLRT_OK;
+    for (uint32_t j = 0; j < h->entry_count[DLRT_ENTRY_INFER]; j++) {
+        in_infer[m->entry_kernels[h->entry_first[DLRT_ENTRY_INFER] + j]] = 1;
+    }
+    for (uint32_t i = 0; i < h->n_kernels && st == DLRT_OK; i++) {
+        const dlrt_plan_kernel *k = &m->kernels[i];
+        const dlrt_plan_fn *g = &sig[k->fn];
+        if (k->n_args != g->n_args || k->n_out != g->n_out || k->range != g->range) {
+            st = corrupt("a kernel record disagrees with its compiled kernel (arguments or range)");
+            break;
+        }
+        for (uint32_t a = 0; a < k->n_args; a++) {
+            const dlrt_plan_buffer *b = &m->buffers[m->args[k->first_arg + a]];
+            if (b->size < ext[g->first_extent + a]) {
+                st = corrupt("a kernel argument's buffer is smaller than the kernel reaches");
+                break;
+            }
+            if (a < k->n_out && b->kind != DLRT_BUF_TEMP &&
+                (in_infer[i] || (b->kind != DLRT_BUF_PARAM && b->kind != DLRT_BUF_STATE))) {
+                st = corrupt("a kernel writes an input, constant, param or state buffer it must "
+                             "not write");
+                break;
+            }
+        }
+    }
+    free(in_infer);
+    return st;
+}
+
+// The plan [m->plan, + plan_size) for a kernel table of n_fns entries (fns: their addresses, or
+// NULL when there is no code, as when fuzzing): header, tables, ids, sizes, names, the memory
+// plan, the kernels against their signatures, the train step. Sets m's table pointers and counts.
+static dlrt_status validate(dlrt_model *m, uint64_t plan_size, uint32_t n_fns,
+                            const dlrt_kernel_fn *fns) {
+    if (plan_size < sizeof(dlrt_plan_hdr) || (uintptr_t)m->plan % 8 != 0) {
+        return corrupt("plan smaller than its header or misaligned");
     }
     const dlrt_plan_hdr *h = (const dlrt_plan_hdr *)m->plan;
     if (memcmp(h->magic, DLRT_PLAN_MAGIC, 8) != 0) {
@@ -239,7 +312,7 @@ static dlrt_status validate(dlrt_model *m, uint64_t plan_size) {
         !fits(h->off_data, h->size_data, h->total_size)) {
         return corrupt("a plan table lies outside the plan");
     }
-    if (h->n_fns != m->desc->n_fns) {
+    if (h->n_fns != n_fns) {
         return corrupt("kernel table size disagrees with the plan");
     }
     m->hdr = h;
@@ -270,7 +343,7 @@ static dlrt_status validate(dlrt_model *m, uint64_t plan_size) {
         const dlrt_plan_kernel *k = &m->kernels[i];
         if (k->fn >= h->n_fns || !fits(k->first_arg, k->n_args, h->n_args) || k->range < 1 ||
             k->n_out > k->n_args || !fits(k->first_dep, k->n_deps, h->n_deps) ||
-            !fits(k->name_off, k->name_len, h->size_strings) || !m->desc->fns[k->fn]) {
+            !name_ok(h, m->strings, k->name_off, k->name_len, true)) {
             return corrupt("bad kernel record");
         }
     }
@@ -282,24 +355,31 @@ static dlrt_status validate(dlrt_model *m, uint64_t plan_size) {
             }
         }
     }
-    for (uint32_t i = 0; i < h->n_args; i++) {
-        if (m->args[i] >= h->n_buffers) {
-            return corrupt("kernel argument names no buffer");
-        }
-    }
     for (uint32_t i = 0; i < h->n_entry_kernels; i++) {
         if (m->entry_kernels[i] >= h->n_kernels) {
             return corrupt("entry point names no kernel");
         }
     }
+    // Each entry point lists plan records in increasing order: no kernel twice, and since
+    // dependencies point to earlier records, to earlier kernels of the entry.
     for (int e = 0; e < DLRT_ENTRY_COUNT; e++) {
         if (!fits(h->entry_first[e], h->entry_count[e], h->n_entry_kernels)) {
             return corrupt("entry point outside the kernel list");
         }
+        for (uint32_t j = 1; j < h->entry_count[e]; j++) {
+            if (m->entry_kernels[h->entry_first[e] + j] <=
+                m->entry_kernels[h->entry_first[e] + j - 1]) {
+                return corrupt("an entry point's kernels are out of order or repeated");
+            }
+        }
     }
-    if (!fits(h->model_name_off, h->model_name_len, h->size_strings) ||
-        !fits(h->target_off, h->target_len, h->size_strings)) {
+    if (!name_ok(h, m->strings, h->model_name_off, h->model_name_len, true) ||
+        !name_ok(h, m->strings, h->target_off, h->target_len, true)) {
         return corrupt("string outside the plan");
+    }
+    dlrt_status kst = validate_kernels(m, fns);
+    if (kst != DLRT_OK) {
+        return kst;
     }
     dlrt_status ist = check_isa(h, m->strings + h->target_off, h->target_len);
     if (ist != DLRT_OK) {
@@ -315,8 +395,14 @@ static dlrt_status validate(dlrt_model *m, uint64_t plan_size) {
         const dlrt_plan_tensor *t = &m->tensors[i];
         if (t->role > DLRT_ROLE_STATE || t->role < prev_role || t->dtype >= DLRT_DT_COUNT ||
             t->rank > DLRT_MAX_RANK || t->buffer >= h->n_buffers ||
-            !fits(t->name_off, t->name_len, h->size_strings) || t->name_len == 0) {
+            !name_ok(h, m->strings, t->name_off, t->name_len, false)) {
             return corrupt("bad tensor record");
+        }
+        // Inputs are fed (or bound zero-copy) into INPUT buffers, params into PARAM buffers.
+        uint32_t bk = m->buffers[t->buffer].kind;
+        if ((t->role == DLRT_ROLE_INPUT && bk != DLRT_BUF_INPUT) ||
+            (t->role == DLRT_ROLE_PARAM && bk != DLRT_BUF_PARAM)) {
+            return corrupt("a tensor's role disagrees with its buffer's kind");
         }
         prev_role = t->role;
         uint64_t n = 1;
@@ -371,29 +457,50 @@ static char *dup_range(const char *s, size_t n) {
     return p;
 }
 
-static dlrt_status finish_load(void *handle, const char *what, dlrt_model **out) {
-    const dlrt_artifact_desc *desc = dlsym(handle, DLRT_ARTIFACT_SYMBOL);
-    if (!desc) {
-        dlclose(handle);
-        return rt__fail(DLRT_ERR_CORRUPT, "%s is not a dlcc artifact (no %s symbol)", what,
-                        DLRT_ARTIFACT_SYMBOL);
+// The dynamic loader trusts the file: a truncated or forged ELF makes dlopen fault (it maps and
+// clears segments past the end of the file). So before dlopen the headers are checked against
+// the bytes: a 64-bit little-endian x86-64 shared object whose program headers, loadable and
+// dynamic segments and section headers all lie inside the file.
+static dlrt_status check_elf(const uint8_t *p, size_t size, const char *what) {
+    Elf64_Ehdr eh;
+    if (size < sizeof eh || memcmp(p, ELFMAG, SELFMAG) != 0) {
+        return rt__fail(DLRT_ERR_CORRUPT, "%s is not an ELF shared object", what);
     }
-    if (desc->version != DLRT_FORMAT_VERSION) {
-        dlclose(handle);
-        return rt__fail(DLRT_ERR_UNSUPPORTED,
-                        "%s has artifact format version %u, this runtime reads version %u", what,
-                        desc->version, DLRT_FORMAT_VERSION);
+    memcpy(&eh, p, sizeof eh);
+    if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_ident[EI_DATA] != ELFDATA2LSB ||
+        eh.e_type != ET_DYN || eh.e_machine != EM_X86_64) {
+        return rt__fail(DLRT_ERR_CORRUPT, "%s is not an x86-64 ELF shared object", what);
     }
+    if (eh.e_phentsize != sizeof(Elf64_Phdr) ||
+        !fits(eh.e_phoff, (uint64_t)eh.e_phnum * sizeof(Elf64_Phdr), size)) {
+        return rt__fail(DLRT_ERR_CORRUPT, "%s is truncated or damaged (program headers)", what);
+    }
+    if (eh.e_shnum != 0 && (eh.e_shentsize != sizeof(Elf64_Shdr) ||
+                            !fits(eh.e_shoff, (uint64_t)eh.e_shnum * sizeof(Elf64_Shdr), size))) {
+        return rt__fail(DLRT_ERR_CORRUPT, "%s is truncated or damaged (section headers)", what);
+    }
+    for (uint16_t i = 0; i < eh.e_phnum; i++) {
+        Elf64_Phdr ph;
+        memcpy(&ph, p + eh.e_phoff + (uint64_t)i * sizeof ph, sizeof ph);
+        if ((ph.p_type == PT_LOAD || ph.p_type == PT_DYNAMIC) &&
+            (!fits(ph.p_offset, ph.p_filesz, size) || ph.p_filesz > ph.p_memsz)) {
+            return rt__fail(DLRT_ERR_CORRUPT, "%s is truncated or damaged (segment %u)", what,
+                            (unsigned)i);
+        }
+    }
+    return DLRT_OK;
+}
+
+dlrt_status rt__model_from_plan(const uint8_t *plan, uint64_t plan_size, uint32_t n_fns,
+                                const dlrt_kernel_fn *fns, dlrt_model **out) {
+    *out = NULL;
     dlrt_model *m = dl_mem_calloc(1, sizeof *m);
     if (!m) {
-        dlclose(handle);
         return rt__fail(DLRT_ERR_NOMEM, "out of memory");
     }
     atomic_init(&m->refs, 1);
-    m->handle = handle;
-    m->desc = desc;
-    m->plan = desc->plan;
-    dlrt_status st = validate(m, desc->plan_size);
+    m->plan = plan;
+    dlrt_status st = validate(m, plan_size, n_fns, fns);
     if (st == DLRT_OK) {
         const dlrt_plan_hdr *h = m->hdr;
         m->name = dup_range(m->strings + h->model_name_off, h->model_name_len);
@@ -430,38 +537,78 @@ static dlrt_status finish_load(void *handle, const char *what, dlrt_model **out)
     return DLRT_OK;
 }
 
-// The dynamic loader trusts the file: a truncated or forged ELF makes dlopen fault (it maps and
-// clears segments past the end of the file). So before dlopen the headers are checked against
-// the bytes: a 64-bit little-endian x86-64 shared object whose program headers, loadable and
-// dynamic segments and section headers all lie inside the file.
-static dlrt_status check_elf(const uint8_t *p, size_t size, const char *what) {
-    Elf64_Ehdr eh;
-    if (size < sizeof eh || memcmp(p, ELFMAG, SELFMAG) != 0) {
-        return rt__fail(DLRT_ERR_CORRUPT, "%s is not an ELF shared object", what);
+static dlrt_status finish_load(void *handle, const char *what, dlrt_model **out) {
+    const dlrt_artifact_desc *desc = dlsym(handle, DLRT_ARTIFACT_SYMBOL);
+    if (!desc) {
+        dlclose(handle);
+        return rt__fail(DLRT_ERR_CORRUPT, "%s is not a dlcc artifact (no %s symbol)", what,
+                        DLRT_ARTIFACT_SYMBOL);
     }
-    memcpy(&eh, p, sizeof eh);
-    if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_ident[EI_DATA] != ELFDATA2LSB ||
-        eh.e_type != ET_DYN || eh.e_machine != EM_X86_64) {
-        return rt__fail(DLRT_ERR_CORRUPT, "%s is not an x86-64 ELF shared object", what);
+    if (desc->version != DLRT_FORMAT_VERSION) {
+        dlclose(handle);
+        return rt__fail(DLRT_ERR_UNSUPPORTED,
+                        "%s has artifact format version %u, this runtime reads version %u", what,
+                        desc->version, DLRT_FORMAT_VERSION);
     }
-    if (eh.e_phentsize != sizeof(Elf64_Phdr) ||
-        !fits(eh.e_phoff, (uint64_t)eh.e_phnum * sizeof(Elf64_Phdr), size)) {
-        return rt__fail(DLRT_ERR_CORRUPT, "%s is truncated or damaged (program headers)", what);
+    dlrt_model *m = NULL;
+    dlrt_status st = rt__model_from_plan(desc->plan, desc->plan_size, desc->n_fns, desc->fns, &m);
+    if (st != DLRT_OK) {
+        dlclose(handle);
+        return st;
     }
-    if (eh.e_shnum != 0 && (eh.e_shentsize != sizeof(Elf64_Shdr) ||
-                            !fits(eh.e_shoff, (uint64_t)eh.e_shnum * sizeof(Elf64_Shdr), size))) {
-        return rt__fail(DLRT_ERR_CORRUPT, "%s is truncated or damaged (section headers)", what);
-    }
-    for (uint16_t i = 0; i < eh.e_phnum; i++) {
-        Elf64_Phdr ph;
-        memcpy(&ph, p + eh.e_phoff + (uint64_t)i * sizeof ph, sizeof ph);
-        if ((ph.p_type == PT_LOAD || ph.p_type == PT_DYNAMIC) &&
-            (!fits(ph.p_offset, ph.p_filesz, size) || ph.p_filesz > ph.p_memsz)) {
-            return rt__fail(DLRT_ERR_CORRUPT, "%s is truncated or damaged (segment %u)", what,
-                            (unsigned)i);
-        }
-    }
+    m->handle = handle;
+    m->desc = desc;
+    *out = m;
     return DLRT_OK;
+}
+
+// The checksum trailer (format 4), checked on the file's bytes before anything maps them: any
+// accidental change of the file (a flipped bit, a truncation, a partial copy) is refused here
+// with DLRT_ERR_CORRUPT, before the dynamic loader (which trusts its input and may abort the
+// process) or a kernel sees it. On success *body_size is the size of the ELF object before it.
+static dlrt_status check_trailer(const uint8_t *p, size_t size, const char *what,
+                                 size_t *body_size) {
+    dlrt_artifact_trailer t;
+    if (size < sizeof t) {
+        return rt__fail(DLRT_ERR_CORRUPT, "%s is not a dlcc artifact (too short)", what);
+    }
+    memcpy(&t, p + size - sizeof t, sizeof t);
+    if (memcmp(t.magic, DLRT_TRAILER_MAGIC, sizeof t.magic) != 0) {
+        return rt__fail(DLRT_ERR_CORRUPT,
+                        "%s is not a dlcc artifact (no checksum trailer: truncated or damaged, or "
+                        "made by a dlcc older than artifact format %u; recompile it)",
+                        what, DLRT_FORMAT_VERSION);
+    }
+    if (t.size != size) {
+        return rt__fail(DLRT_ERR_CORRUPT,
+                        "%s is damaged: it has %zu bytes, its checksum trailer says %llu", what,
+                        size, (unsigned long long)t.size);
+    }
+    dl_hash128 h = dl_hash128_of(p, size - 16);
+    if (h.lo != t.hash_lo || h.hi != t.hash_hi) {
+        return rt__fail(DLRT_ERR_CORRUPT,
+                        "%s is damaged: its checksum does not match its contents (recompile it, "
+                        "or clear the cache entry)",
+                        what);
+    }
+    if (t.version != DLRT_FORMAT_VERSION) {
+        return rt__fail(DLRT_ERR_UNSUPPORTED,
+                        "%s has artifact format version %u, this runtime reads version %u", what,
+                        t.version, DLRT_FORMAT_VERSION);
+    }
+    *body_size = size - sizeof t;
+    return DLRT_OK;
+}
+
+// Everything checked on the bytes before dlopen: the ELF headers (a clear message for files
+// that are no shared object at all), then the checksum.
+static dlrt_status check_bytes(const uint8_t *p, size_t size, const char *what) {
+    dlrt_status st = check_elf(p, size, what);
+    size_t body = 0;
+    if (st == DLRT_OK) {
+        st = check_trailer(p, size, what, &body);
+    }
+    return st == DLRT_OK ? check_elf(p, body, what) : st;
 }
 
 dlrt_status dlrt_model_load_file(const char *path, dlrt_model **out) {
@@ -474,7 +621,9 @@ dlrt_status dlrt_model_load_file(const char *path, dlrt_model **out) {
     if (dl_read_file(path, &bytes, &len) != DL_OK) {
         return rt__fail(DLRT_ERR_IO, "cannot read %s: %s", path, strerror(errno));
     }
-    dlrt_status est = check_elf((const uint8_t *)bytes, len, path);
+    // The file is checked here and mapped by its path below: a file replaced in between is not
+    // noticed (the checksum is against accidents, not against someone racing the loader).
+    dlrt_status est = check_bytes((const uint8_t *)bytes, len, path);
     free(bytes);
     if (est != DLRT_OK) {
         return est;
@@ -498,7 +647,7 @@ dlrt_status dlrt_model_load_memory(const void *data, size_t size, dlrt_model **o
         return rt__fail(DLRT_ERR_INVALID_ARG, "dlrt_model_load_memory: NULL argument");
     }
     *out = NULL;
-    dlrt_status est = check_elf(data, size, "the artifact");
+    dlrt_status est = check_bytes(data, size, "the artifact");
     if (est != DLRT_OK) {
         return est;
     }

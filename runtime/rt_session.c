@@ -99,15 +99,15 @@ dlrt_status dlrt_session_create_ex(dlrt_model *m, const dlrt_session_options *op
     }
     // The arena: the plan's memory plan (format 3) gives its size and every buffer's offset
     // (validated on load: inside the arena, aligned, exclusive kinds overlapping nothing).
+    // rt__arena_alloc commits every page now (rt_arena.c), so a memory limit is hit here, with a
+    // message, not by an OOM kill in the middle of a step.
     size_t total = (size_t)h->arena_size;
-    // aligned_alloc wants a multiple of the alignment (a forged plan may give any size).
     s->arena_size = total ? align_up(total, DLRT_BUFFER_ALIGN) : DLRT_BUFFER_ALIGN;
-    s->arena = aligned_alloc(DLRT_BUFFER_ALIGN, s->arena_size);
-    if (!s->arena) {
+    dlrt_status ast = rt__arena_alloc(s->arena_size, &s->arena);
+    if (ast != DLRT_OK) {
         dlrt_session_destroy(s);
-        return rt__fail(DLRT_ERR_NOMEM, "out of memory (session needs %zu bytes)", total);
+        return ast;
     }
-    memset(s->arena, 0, s->arena_size);
     // A testing aid: DLRT_DEBUG_POISON=1 fills intermediates with 0xff bytes (NaN, -1) instead of
     // zeros, so a kernel relying on fresh memory being zero (wrong once buffers share memory)
     // shows up in results.
@@ -164,7 +164,7 @@ void dlrt_session_destroy(dlrt_session *s) {
     rt__prof_destroy(s);
     free(s->prof_path);
     free(s->source_name);
-    free(s->arena);
+    rt__arena_free(s->arena, s->arena_size);
     free(s->buf_ptr);
     free(s->kargs);
     dlrt_model_release(s->model);

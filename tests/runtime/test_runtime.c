@@ -2,13 +2,16 @@
 // dl_cg_compile: loading (memory and file), model introspection, deterministic param
 // initialisation (bit-equal to dl_ir_param_materialize), infer against the reference evaluator,
 // param get/set, argument errors, and untrusted artifacts (not ELF, truncated, a foreign shared
-// library, altered plan bytes) that must give a status, never a crash.
+// library, any single flipped byte, altered plan bytes with a recomputed checksum) that must give
+// a status, never a crash; a session whose memory is not there fails at creation.
 //
 // One small model (elementwise ops, every initialiser kind, float/float16/bfloat16 params) is
 // compiled once and shared by the tests (fixture()). Calls that could crash a buggy runtime run
 // in a forked child (in_child()), so a crash fails that check instead of the whole executable.
 #define _DEFAULT_SOURCE // mkdtemp, readlink, MAP_* in glibc
+#include "artifact_seal.h"
 #include "dl_base.h"
+#include "dl_cache.h"
 #include "dl_cg.h"
 #include "dl_fe.h"
 #include "dl_pass.h"
@@ -22,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -1146,6 +1150,20 @@ DL_TEST(rt_rejects_altered_plan) {
         dlrt_status want;
     } alt;
     const uint64_t tens = h.off_tensors, kern = h.off_kernels;
+    // The first kernel (y = Add (x, p_lit): writes y, reads x and p_lit), its compiled signature,
+    // the first tensor (input x) and the buffers of x, y and p_lit.
+    dlrt_plan_kernel k0;
+    dlrt_plan_fn sig0;
+    dlrt_plan_tensor t0;
+    memcpy(&k0, f->art + at + (long)kern, sizeof k0);
+    memcpy(&sig0, f->art + at + (long)(h.off_fns + k0.fn * sizeof sig0), sizeof sig0);
+    memcpy(&t0, f->art + at + (long)tens, sizeof t0);
+    uint32_t kargs[3];
+    DL_CHECK(k0.n_args == 3 && k0.n_out == 1 && t0.role == DLRT_ROLE_INPUT);
+    memcpy(kargs, f->art + at + (long)(h.off_args + 4ull * k0.first_arg), sizeof kargs);
+    const uint32_t out_buf = kargs[0], in_buf = kargs[1], param_buf = kargs[2];
+    DL_CHECK_EQ_I64(in_buf, t0.buffer);
+    DL_CHECK(h.n_entry_kernels >= 2);
     alt alts[] = {
         {"bad magic", 0, 4, 0x4e4c5244, DLRT_ERR_CORRUPT},
         {"version +1", offsetof(dlrt_plan_hdr, version), 4, DLRT_FORMAT_VERSION + 1,
@@ -1195,6 +1213,25 @@ DL_TEST(rt_rejects_altered_plan) {
         {"kernel range 0", kern + offsetof(dlrt_plan_kernel, range), 8, 0, DLRT_ERR_CORRUPT},
         {"kernel argument buffer id", h.off_args, 4, h.n_buffers, DLRT_ERR_CORRUPT},
         {"entry kernel id", h.off_entry_kernels, 4, h.n_kernels, DLRT_ERR_CORRUPT},
+        // Format 4: kernels checked against what they were compiled for.
+        {"kernel range beyond its compiled range", kern + offsetof(dlrt_plan_kernel, range), 8,
+         (uint64_t)k0.range + 1, DLRT_ERR_CORRUPT},
+        {"kernel output on an input buffer", h.off_args + 4ull * k0.first_arg, 4, in_buf,
+         DLRT_ERR_CORRUPT},
+        {"infer kernel output on a param buffer", h.off_args + 4ull * k0.first_arg, 4, param_buf,
+         DLRT_ERR_CORRUPT},
+        {"compiled extent beyond the argument's buffer",
+         h.off_fn_extents + 8ull * sig0.first_extent, 8, (uint64_t)1 << 40, DLRT_ERR_CORRUPT},
+        {"kernel argument count beyond its compiled one", kern + offsetof(dlrt_plan_kernel, n_args),
+         4, (uint64_t)k0.n_args + 1, DLRT_ERR_CORRUPT},
+        {"kernel signature table past the end", offsetof(dlrt_plan_hdr, off_fns), 8, h.total_size,
+         DLRT_ERR_CORRUPT},
+        {"extent count huge", offsetof(dlrt_plan_hdr, n_fn_extents), 4, 0xfffffff0u,
+         DLRT_ERR_CORRUPT},
+        {"entry kernels repeated", h.off_entry_kernels + 4, 4, 0, DLRT_ERR_CORRUPT},
+        {"input tensor on a temp buffer", tens + offsetof(dlrt_plan_tensor, buffer), 4, out_buf,
+         DLRT_ERR_CORRUPT},
+        {"NUL inside a tensor name", h.off_strings + t0.name_off, 1, 0, DLRT_ERR_CORRUPT},
     };
     // Param records: the first tensor with role PARAM.
     uint64_t ptens = 0;
@@ -1217,11 +1254,15 @@ DL_TEST(rt_rejects_altered_plan) {
         const alt *a = i < DL_ARRAY_LEN(alts) ? &alts[i] : &palts[i - DL_ARRAY_LEN(alts)];
         memcpy(copy, f->art, f->art_len);
         uint8_t *p = copy + at + (long)a->off;
-        if (a->width == 4) {
+        if (a->width == 1) {
+            *p = (uint8_t)a->val;
+        } else if (a->width == 4) {
             put32(p, (uint32_t)a->val);
         } else {
             put64(p, a->val);
         }
+        // A forged artifact: the checksum is right, the plan validation must catch it.
+        DL_CHECK(dl_test_artifact_reseal(copy, f->art_len));
         // Memory: the status must be the expected one.
         dlrt_model *rm = NULL;
         bad_load b = {copy, f->art_len, false, NULL};
@@ -1233,6 +1274,7 @@ DL_TEST(rt_rejects_altered_plan) {
             continue;
         }
         dlrt_status st = dlrt_model_load_memory(copy, f->art_len, &rm);
+        printf("    -> %s\n", dlrt_last_error());
         if (st != a->want) {
             fprintf(stderr, "  altered plan (%s): status %s, want %s (%s)\n", a->what,
                     dlrt_status_str(st), dlrt_status_str(a->want), dlrt_last_error());
@@ -1243,6 +1285,7 @@ DL_TEST(rt_rejects_altered_plan) {
     // The version message names both versions.
     memcpy(copy, f->art, f->art_len);
     put32(copy + at + offsetof(dlrt_plan_hdr, version), 7);
+    DL_CHECK(dl_test_artifact_reseal(copy, f->art_len));
     dlrt_model *rm = NULL;
     DL_CHECK_EQ_I64(dlrt_model_load_memory(copy, f->art_len, &rm), DLRT_ERR_UNSUPPORTED);
     DL_CHECK(strstr(dlrt_last_error(), "version 7") != NULL);
@@ -1280,6 +1323,312 @@ DL_TEST(rt_plan_dependencies_of_a_diamond) {
     for (int k = 0; k < 4; k++) {
         DL_CHECK_EQ_I64(ks[k].n_out, 1);
     }
+    free(art);
+    dl_ir_module_destroy(m);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The checksum (format 4): any accidental change of the file is refused before dlopen
+
+typedef struct flip_job {
+    const uint8_t *art;
+    size_t len;
+    const size_t *pos; // positions to flip (NULL: every byte)
+    size_t n_pos;
+    bool from_file;
+    const char *path;
+} flip_job;
+
+// In a child: flips each position in turn (xor 0x5a) and loads; every load must be refused with
+// DLRT_ERR_CORRUPT and a message. Returns the number of positions that were not.
+static int flip_child(void *arg) {
+    const flip_job *j = arg;
+    uint8_t *copy = malloc(j->len);
+    if (!copy) {
+        return 90;
+    }
+    memcpy(copy, j->art, j->len);
+    int missed = 0;
+    size_t n = j->pos ? j->n_pos : j->len;
+    for (size_t i = 0; i < n; i++) {
+        size_t at = j->pos ? j->pos[i] : i;
+        copy[at] ^= 0x5a;
+        dlrt_model *rm = NULL;
+        dlrt_status st;
+        if (j->from_file) {
+            st = write_file(j->path, copy, j->len) ? dlrt_model_load_file(j->path, &rm)
+                                                   : DLRT_ERR_IO;
+        } else {
+            st = dlrt_model_load_memory(copy, j->len, &rm);
+        }
+        if (st != DLRT_ERR_CORRUPT || rm != NULL || dlrt_last_error()[0] == 0) {
+            fprintf(stderr, "  byte %zu flipped: status %s (%s)\n", at, dlrt_status_str(st),
+                    dlrt_last_error());
+            if (++missed > 20) {
+                break;
+            }
+        }
+        dlrt_model_release(rm);
+        copy[at] ^= 0x5a;
+    }
+    free(copy);
+    return missed > 80 ? 80 : missed;
+}
+
+// 64 evenly spread bytes from a file and from memory, each in a child of its own (a crash is a
+// failure of that byte), then every byte of the artifact from memory in one child (a crash there
+// fails the test too). Before the checksum, 33 of 50 flips crashed the process.
+DL_TEST(rt_every_flipped_byte_is_refused) {
+    const fixture_state *f = fixture();
+    DL_CHECK(f->ok);
+    char path[600];
+    snprintf(path, sizeof path, "%s/flip.so", f->dir);
+    int bad = 0;
+    for (size_t i = 0; i < 64; i++) {
+        size_t at = i == 63 ? f->art_len - 1 : i * (f->art_len / 63);
+        for (int from_file = 0; from_file < 2; from_file++) {
+            flip_job j = {f->art, f->art_len, &at, 1, from_file != 0, path};
+            int rc = in_child(flip_child, &j);
+            if (rc != 0) {
+                fprintf(stderr, "  byte %zu flipped (%s): %s\n", at, from_file ? "file" : "memory",
+                        child_outcome(rc));
+                bad++;
+            }
+        }
+    }
+    remove(path);
+    DL_CHECK_EQ_I64(bad, 0);
+    // Every byte (bounded: the fixture's artifact is small; hashing it ~10^4 times is fast).
+    DL_CHECK(f->art_len < ((size_t)1 << 20));
+    flip_job all = {f->art, f->art_len, NULL, 0, false, NULL};
+    int rc = in_child(flip_child, &all);
+    if (rc != 0) {
+        fprintf(stderr, "  every byte flipped in turn: %s\n", child_outcome(rc));
+    }
+    DL_CHECK_EQ_I64(rc, 0);
+}
+
+// The messages: a damaged file says so, and a file without the trailer (an older dlcc's, or one
+// cut short) is no dlcc artifact of this format.
+DL_TEST(rt_checksum_messages) {
+    const fixture_state *f = fixture();
+    DL_CHECK(f->ok);
+    uint8_t *copy = malloc(f->art_len);
+    DL_CHECK(copy != NULL);
+    memcpy(copy, f->art, f->art_len);
+    copy[f->art_len / 2] ^= 1;
+    dlrt_model *rm = NULL;
+    DL_CHECK_EQ_I64(dlrt_model_load_memory(copy, f->art_len, &rm), DLRT_ERR_CORRUPT);
+    DL_CHECK(strstr(dlrt_last_error(), "checksum") != NULL);
+    DL_CHECK(rm == NULL);
+    size_t elf_len = f->art_len - sizeof(dlrt_artifact_trailer);
+    DL_CHECK_EQ_I64(dlrt_model_load_memory(f->art, elf_len, &rm), DLRT_ERR_CORRUPT);
+    DL_CHECK(strstr(dlrt_last_error(), "no checksum trailer") != NULL);
+    // A trailer of another format version, with a right checksum: unsupported, naming both.
+    memcpy(copy, f->art, f->art_len);
+    put32(copy + elf_len + offsetof(dlrt_artifact_trailer, version), 3);
+    DL_CHECK(dl_test_artifact_reseal(copy, f->art_len));
+    DL_CHECK_EQ_I64(dlrt_model_load_memory(copy, f->art_len, &rm), DLRT_ERR_UNSUPPORTED);
+    DL_CHECK(strstr(dlrt_last_error(), "version 3") != NULL);
+    free(copy);
+    // And the intact artifact still loads (the trailer is part of every compile).
+    DL_CHECK_EQ_I64(dlrt_model_load_memory(f->art, f->art_len, &rm), DLRT_OK);
+    dlrt_model_release(rm);
+}
+
+// Removes a directory tree the test made (files and directories only).
+static void remove_tree(const char *path) {
+    if (remove(path) == 0) {
+        return;
+    }
+    char *names = list_dir(path);
+    char *save = NULL;
+    for (char *n = names ? strtok_r(names, "\n", &save) : NULL; n;
+         n = strtok_r(NULL, "\n", &save)) {
+        char sub[1200];
+        snprintf(sub, sizeof sub, "%s/%s", path, n);
+        remove_tree(sub);
+    }
+    free(names);
+    rmdir(path);
+}
+
+// The cache path: an artifact damaged before it was stored (so the store's own blob hash is
+// right) is refused by dlrt_model_load_cached with DLRT_ERR_CORRUPT, not mapped.
+DL_TEST(rt_load_cached_checks_the_checksum) {
+    const fixture_state *f = fixture();
+    DL_CHECK(f->ok);
+    char dir[600];
+    snprintf(dir, sizeof dir, "%s/cache", f->dir);
+    dl_diags *d = NULL;
+    DL_CHECK_EQ_I64(dl_diags_create(&d), DL_OK);
+    dl_cache *c = NULL;
+    DL_CHECK_EQ_I64(dl_cache_open(dir, d, &c), DL_OK);
+    uint8_t *copy = malloc(f->art_len);
+    DL_CHECK(copy != NULL && c != NULL);
+    memcpy(copy, f->art, f->art_len);
+    copy[f->art_len / 3] ^= 0x10;
+    dl_hash128 key = dl_hash128_of("rt_load_cached_checks_the_checksum", 34);
+    dl_cache_entry meta;
+    memset(&meta, 0, sizeof meta);
+    DL_CHECK_EQ_I64(dl_cache_put(c, key, copy, f->art_len, &meta, d), DL_OK);
+    dl_cache_close(c);
+    char hex[33];
+    dl_hash128_hex(key, hex);
+    dlrt_model *rm = NULL;
+    DL_CHECK_EQ_I64(dlrt_model_load_cached(dir, hex, &rm), DLRT_ERR_CORRUPT);
+    DL_CHECK(strstr(dlrt_last_error(), "checksum") != NULL);
+    DL_CHECK(rm == NULL);
+    free(copy);
+    dl_diags_destroy(d);
+    remove_tree(dir);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Memory up front: a session whose arena cannot be had fails at creation
+
+// A model with a 32 MiB arena (input and output of 16 MiB each).
+static const char big_model[] = "model big\ninput x : float[4194304]\ny = Relu (x)\noutput y\n";
+
+static bool write_text(const char *dir, const char *name, const char *text) {
+    char p[700];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    return write_file(p, text, strlen(text));
+}
+
+// Under a memory cgroup, pages that do not fit get the process OOM-killed when first touched;
+// the session checks the cgroup's headroom first (here a fake cgroup directory through the
+// DLRT_DEBUG_CGROUP_DIR testing aid: limit 100 MB, 90 MB in use) and refuses cleanly. With the
+// usage mostly page cache (reclaimable), the same session is created.
+DL_TEST(rt_session_refuses_an_arena_the_cgroup_cannot_hold) {
+    const fixture_state *f = fixture();
+    DL_CHECK(f->ok);
+    dl_ir_module *m = NULL;
+    uint8_t *art = NULL;
+    size_t len = 0;
+    DL_CHECK(compile_text(big_model, &m, &art, &len));
+    dlrt_model *rm = NULL;
+    DL_CHECK_EQ_I64(dlrt_model_load_memory(art, len, &rm), DLRT_OK);
+    uint64_t arena = 0;
+    dlrt_model_memory(rm, &arena, NULL);
+    DL_CHECK(arena >= (32u << 20));
+    char cg[600];
+    snprintf(cg, sizeof cg, "%s/cgroup", f->dir);
+    DL_CHECK(mkdir(cg, 0700) == 0);
+    DL_CHECK(write_text(cg, "memory.max", "100000000\n"));
+    DL_CHECK(write_text(cg, "memory.current", "90000000\n"));
+    DL_CHECK(write_text(cg, "memory.stat", "anon 90000000\nfile 0\n"));
+    setenv("DLRT_DEBUG_CGROUP_DIR", cg, 1);
+    dlrt_session *s = NULL;
+    DL_CHECK_EQ_I64(dlrt_session_create(rm, &s), DLRT_ERR_NOMEM);
+    DL_CHECK(s == NULL);
+    DL_CHECK(strstr(dlrt_last_error(), "cgroup") != NULL);
+    printf("  -> %s\n", dlrt_last_error());
+    DL_CHECK(write_text(cg, "memory.stat", "anon 10000000\nfile 80000000\n"));
+    DL_CHECK_EQ_I64(dlrt_session_create(rm, &s), DLRT_OK);
+    dlrt_session_destroy(s);
+    // No limit ("max"): no check.
+    DL_CHECK(write_text(cg, "memory.max", "max\n"));
+    DL_CHECK(write_text(cg, "memory.stat", "anon 90000000\nfile 0\n"));
+    s = NULL;
+    DL_CHECK_EQ_I64(dlrt_session_create(rm, &s), DLRT_OK);
+    dlrt_session_destroy(s);
+    unsetenv("DLRT_DEBUG_CGROUP_DIR");
+    const char *files[] = {"memory.max", "memory.current", "memory.stat"};
+    for (size_t i = 0; i < DL_ARRAY_LEN(files); i++) {
+        char p[700];
+        snprintf(p, sizeof p, "%s/%s", cg, files[i]);
+        remove(p);
+    }
+    rmdir(cg);
+    dlrt_model_release(rm);
+    free(art);
+    dl_ir_module_destroy(m);
+}
+
+typedef struct mem_job {
+    const uint8_t *art;
+    size_t len;
+} mem_job;
+
+static long resident_bytes(void) {
+    FILE *fp = fopen("/proc/self/statm", "r");
+    long size = 0, res = 0;
+    if (!fp || fscanf(fp, "%ld %ld", &size, &res) != 2) {
+        res = -1;
+    }
+    if (fp) {
+        fclose(fp);
+    }
+    return res < 0 ? -1 : res * sysconf(_SC_PAGESIZE);
+}
+
+// In a child: the created session's arena is resident (committed) right after creation.
+static int committed_child(void *arg) {
+    const mem_job *j = arg;
+    dlrt_model *rm = NULL;
+    dlrt_session *s = NULL;
+    if (dlrt_model_load_memory(j->art, j->len, &rm) != DLRT_OK) {
+        return 2;
+    }
+    long before = resident_bytes();
+    if (dlrt_session_create(rm, &s) != DLRT_OK) {
+        return 3;
+    }
+    long after = resident_bytes();
+    int rc = before >= 0 && after - before >= (long)(30u << 20) ? 0 : 4;
+    if (rc) {
+        fprintf(stderr, "  resident %ld -> %ld bytes\n", before, after);
+    }
+    dlrt_session_destroy(s);
+    dlrt_model_release(rm);
+    return rc;
+}
+
+// In a child whose address space cannot take the arena: a clean DLRT_ERR_NOMEM with a message.
+static int rlimit_child(void *arg) {
+    const mem_job *j = arg;
+    dlrt_model *rm = NULL;
+    dlrt_session *s = NULL;
+    if (dlrt_model_load_memory(j->art, j->len, &rm) != DLRT_OK) {
+        return 2;
+    }
+    FILE *fp = fopen("/proc/self/statm", "r");
+    long pages = 0;
+    if (!fp || fscanf(fp, "%ld", &pages) != 1) {
+        return 3;
+    }
+    fclose(fp);
+    rlim_t limit = (rlim_t)pages * (rlim_t)sysconf(_SC_PAGESIZE) + (8u << 20);
+    struct rlimit rl = {limit, limit};
+    if (setrlimit(RLIMIT_AS, &rl) != 0) {
+        return 4;
+    }
+    dlrt_status st = dlrt_session_create(rm, &s);
+    if (st != DLRT_ERR_NOMEM || s != NULL || strstr(dlrt_last_error(), "bytes") == NULL) {
+        fprintf(stderr, "  status %s (%s)\n", dlrt_status_str(st), dlrt_last_error());
+        return 5;
+    }
+    printf("  -> %s\n", dlrt_last_error());
+    return 0;
+}
+
+DL_TEST(rt_session_memory_is_committed_at_creation) {
+    dl_ir_module *m = NULL;
+    uint8_t *art = NULL;
+    size_t len = 0;
+    DL_CHECK(compile_text(big_model, &m, &art, &len));
+    mem_job j = {art, len};
+    int rc = in_child(committed_child, &j);
+    if (rc != 0) {
+        fprintf(stderr, "  committed arena: %s\n", child_outcome(rc));
+    }
+    DL_CHECK_EQ_I64(rc, 0);
+    rc = in_child(rlimit_child, &j);
+    if (rc != 0) {
+        fprintf(stderr, "  address-space limit: %s\n", child_outcome(rc));
+    }
+    DL_CHECK_EQ_I64(rc, 0);
     free(art);
     dl_ir_module_destroy(m);
 }

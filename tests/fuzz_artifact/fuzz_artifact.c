@@ -1,0 +1,184 @@
+// tests/fuzz_artifact/fuzz_artifact.c — libFuzzer entry point for the runtime's plan validator:
+// any bytes are taken as a plan blob (runtime/dlrt_format.h) and handed to rt__model_from_plan,
+// the function every load path runs on the plan of a mapped artifact (rt_model.c is compiled into
+// this program, so its internal function is reachable). Nothing is dlopen'ed: fuzzing the dynamic
+// loader with mutated ELF files would fuzz glibc and could run arbitrary code, and the checksum
+// trailer keeps accidental damage away from it anyway; what must hold against forged plans is the
+// validator. There is no kernel code, so the kernel table is absent (fns = NULL) and its size is
+// the header's own n_fns.
+//
+// A plan the validator accepts is then checked against the guarantees the rest of the runtime
+// relies on without checking (every buffer inside the arena, every kernel argument's buffer
+// at least as large as its compiled extent, no kernel writing an INPUT or CONST buffer,
+// dependencies pointing backwards, entry lists increasing, names without NUL), and the
+// introspection API is walked. A broken guarantee aborts (a finding).
+//
+// Built with DL_FUZZ_REPLAY_MAIN it is a plain program feeding every file of the given
+// directories to the same entry point: the ctest over tests/fuzz_artifact/corpus, and the way to
+// replay a crash file without libFuzzer. In replay mode, corpus files whose names start with
+// "valid-" must be accepted (they are real plans, compiled for a baseline x86-64 CPU).
+#include "dl_base.h"
+#include "rt_internal.h"
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static bool fits(uint64_t a, uint64_t b, uint64_t limit) {
+    return a <= limit && b <= limit - a;
+}
+
+#define ENSURE(c)                                                                                  \
+    do {                                                                                           \
+        if (!(c)) {                                                                                \
+            fprintf(stderr, "fuzz_artifact: accepted plan breaks: %s (line %d)\n", #c, __LINE__);  \
+            abort();                                                                               \
+        }                                                                                          \
+    } while (0)
+
+// The guarantees of an accepted plan (see the file comment).
+static void check_accepted(const dlrt_model *m) {
+    const dlrt_plan_hdr *h = m->hdr;
+    const dlrt_plan_fn *sig = (const dlrt_plan_fn *)(m->plan + h->off_fns);
+    const uint64_t *ext = (const uint64_t *)(m->plan + h->off_fn_extents);
+    const uint32_t *deps = (const uint32_t *)(m->plan + h->off_deps);
+    for (uint32_t b = 0; b < h->n_buffers; b++) {
+        ENSURE(fits(m->buffers[b].offset, m->buffers[b].size, h->arena_size));
+    }
+    for (uint32_t i = 0; i < h->n_kernels; i++) {
+        const dlrt_plan_kernel *k = &m->kernels[i];
+        ENSURE(k->fn < h->n_fns && k->range >= 1 && k->range == sig[k->fn].range);
+        ENSURE(fits(k->first_arg, k->n_args, h->n_args) && k->n_args == sig[k->fn].n_args);
+        for (uint32_t a = 0; a < k->n_args; a++) {
+            uint32_t b = m->args[k->first_arg + a];
+            ENSURE(b < h->n_buffers);
+            ENSURE(m->buffers[b].size >= ext[sig[k->fn].first_extent + a]);
+            if (a < k->n_out) {
+                ENSURE(m->buffers[b].kind != DLRT_BUF_INPUT &&
+                       m->buffers[b].kind != DLRT_BUF_CONST);
+            }
+        }
+        ENSURE(fits(k->first_dep, k->n_deps, h->n_deps));
+        for (uint32_t j = 0; j < k->n_deps; j++) {
+            ENSURE(deps[k->first_dep + j] < i);
+        }
+    }
+    for (int e = 0; e < DLRT_ENTRY_COUNT; e++) {
+        ENSURE(fits(h->entry_first[e], h->entry_count[e], h->n_entry_kernels));
+        for (uint32_t j = 0; j < h->entry_count[e]; j++) {
+            uint32_t k = m->entry_kernels[h->entry_first[e] + j];
+            ENSURE(k < h->n_kernels);
+            ENSURE(j == 0 || k > m->entry_kernels[h->entry_first[e] + j - 1]);
+        }
+    }
+    for (uint32_t t = 0; t < h->n_tensors; t++) {
+        ENSURE(strlen(m->tensor_names[t]) == m->tensors[t].name_len);
+    }
+    // The introspection API over the validated model.
+    size_t n_in = dlrt_model_num_inputs(m), n_out = dlrt_model_num_outputs(m);
+    size_t n_par = dlrt_model_num_params(m);
+    dlrt_tensor_desc d;
+    for (size_t i = 0; i < n_in; i++) {
+        ENSURE(dlrt_model_input(m, i, &d) == DLRT_OK && d.name && d.rank <= DLRT_MAX_RANK);
+    }
+    for (size_t i = 0; i < n_out; i++) {
+        ENSURE(dlrt_model_output(m, i, &d) == DLRT_OK && d.name);
+    }
+    for (size_t i = 0; i < n_par; i++) {
+        ENSURE(dlrt_model_param(m, i, &d) == DLRT_OK && d.name);
+    }
+    uint64_t arena = 0, sum = 0;
+    dlrt_model_memory(m, &arena, &sum);
+    ENSURE(arena == h->arena_size);
+    ENSURE(strlen(dlrt_model_name(m)) == h->model_name_len);
+}
+
+static int last_accepted;
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    last_accepted = 0;
+    // The validator reads the plan in place, as the loaded object's 8-byte aligned array.
+    uint8_t *plan = malloc(size ? size : 1);
+    if (!plan) {
+        return 0;
+    }
+    memcpy(plan, data, size);
+    uint32_t n_fns = 0;
+    if (size >= sizeof(dlrt_plan_hdr)) {
+        memcpy(&n_fns, plan + offsetof(dlrt_plan_hdr, n_fns), sizeof n_fns);
+    }
+    dlrt_model *m = NULL;
+    dlrt_status st = rt__model_from_plan(plan, size, n_fns, NULL, &m);
+    if (st == DLRT_OK) {
+        ENSURE(m != NULL);
+        check_accepted(m);
+        last_accepted = 1;
+    } else {
+        ENSURE(m == NULL);
+        ENSURE(dlrt_last_error()[0] != 0); // a refusal always says why
+        ENSURE(st == DLRT_ERR_CORRUPT || st == DLRT_ERR_UNSUPPORTED || st == DLRT_ERR_NOMEM);
+    }
+    dlrt_model_release(m);
+    free(plan);
+    return 0;
+}
+
+#ifdef DL_FUZZ_REPLAY_MAIN
+#    include <dirent.h>
+#    include <sys/stat.h>
+
+static int run_file(const char *path, const char *name) {
+    char *buf = NULL;
+    size_t len = 0;
+    if (dl_read_file(path, &buf, &len) != DL_OK) {
+        fprintf(stderr, "cannot read %s\n", path);
+        return 1;
+    }
+    LLVMFuzzerTestOneInput((const uint8_t *)buf, len);
+    free(buf);
+    if (strncmp(name, "valid-", 6) == 0 && !last_accepted) {
+        fprintf(stderr, "%s: a valid plan was refused: %s\n", path, dlrt_last_error());
+        return 1;
+    }
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    int n = 0, bad = 0;
+    for (int a = 1; a < argc; a++) {
+        struct stat sb;
+        if (stat(argv[a], &sb) != 0) {
+            fprintf(stderr, "cannot stat %s\n", argv[a]);
+            return 1;
+        }
+        if (!S_ISDIR(sb.st_mode)) {
+            const char *base = strrchr(argv[a], '/');
+            bad += run_file(argv[a], base ? base + 1 : argv[a]);
+            n++;
+            continue;
+        }
+        DIR *dir = opendir(argv[a]);
+        if (!dir) {
+            fprintf(stderr, "cannot open %s\n", argv[a]);
+            return 1;
+        }
+        struct dirent *e;
+        while ((e = readdir(dir)) != NULL) {
+            if (e->d_name[0] == '.') {
+                continue;
+            }
+            char path[4096];
+            snprintf(path, sizeof path, "%s/%s", argv[a], e->d_name);
+            bad += run_file(path, e->d_name);
+            n++;
+        }
+        closedir(dir);
+    }
+    printf("%d inputs replayed, %d failed\n", n, bad);
+    return (bad || n == 0) ? 1 : 0;
+}
+#endif
