@@ -77,21 +77,27 @@ dlrt_status dlrt_session_get_hparam(dlrt_session *s, const char *name, double *o
 
 // The checks torch.optim's constructors make (and ir/optim_ref.c's dl_optim_ref_hparams_check),
 // plus what the compiled step cannot change: whether momentum is used (it decides the slots).
+// Every value must be finite. The .dlg parser refuses the same ranges at compile time
+// (frontend/parser.c, check_train_values): keep the two in step.
 static dlrt_status check_hparam(dlrt_session *s, const dlrt_plan_hparam *p, const char *name,
                                 double v) {
     const dlrt_model *m = s->model;
     const double *h = hyper(s);
-    if (isnan(v)) {
-        return rt__fail(DLRT_ERR_INVALID_ARG, "invalid %s value: nan", name);
+    if (!isfinite(v)) {
+        return rt__fail(DLRT_ERR_INVALID_ARG, "invalid %s value: %g (must be finite)", name, v);
     }
     switch (p->index) {
     case DLRT_HP_LR:
     case DLRT_HP_EPS:
     case DLRT_HP_WEIGHT_DECAY:
     case DLRT_HP_ALPHA:
-    case DLRT_HP_CLIP_NORM:
         if (!(v >= 0.0)) {
             return rt__fail(DLRT_ERR_INVALID_ARG, "invalid %s value: %g (must be >= 0)", name, v);
+        }
+        return DLRT_OK;
+    case DLRT_HP_CLIP_NORM: // as `clip_norm = V` in the .dlg: a norm of 0 would stop all updates
+        if (!(v > 0.0)) {
+            return rt__fail(DLRT_ERR_INVALID_ARG, "invalid %s value: %g (must be > 0)", name, v);
         }
         return DLRT_OK;
     case DLRT_HP_BETA1:
@@ -154,6 +160,10 @@ dlrt_status dlrt_session_train_step(dlrt_session *s, dlrt_step_info *info) {
     if (!dlrt_model_has_train_step(s->model)) {
         return rt__fail(DLRT_ERR_UNSUPPORTED, "model '%s' has no train step (no train block)",
                         s->model->name);
+    }
+    dlrt_status st = rt__check_inputs(s, DLRT_ENTRY_TRAIN_STEP, "train_step");
+    if (st != DLRT_OK) {
+        return st;
     }
     rt__run_entry(s, DLRT_ENTRY_TRAIN_STEP);
     if (info) {

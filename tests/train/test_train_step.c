@@ -658,6 +658,9 @@ DL_TEST(train_hparams_by_name) {
     DL_CHECK(v == 0.9);
     DL_CHECK_EQ_I64(dlrt_session_set_hparam(s, "lr", -1.0), DLRT_ERR_INVALID_ARG);
     DL_CHECK_EQ_I64(dlrt_session_set_hparam(s, "lr", NAN), DLRT_ERR_INVALID_ARG);
+    DL_CHECK_EQ_I64(dlrt_session_set_hparam(s, "lr", INFINITY), DLRT_ERR_INVALID_ARG);
+    DL_CHECK_EQ_I64(dlrt_session_set_hparam(s, "dampening", -INFINITY), DLRT_ERR_INVALID_ARG);
+    DL_CHECK_EQ_I64(dlrt_session_set_hparam(s, "momentum", INFINITY), DLRT_ERR_INVALID_ARG);
     DL_CHECK_EQ_I64(dlrt_session_set_hparam(s, "momentum", 0.0), DLRT_ERR_INVALID_ARG);
     DL_CHECK_EQ_I64(dlrt_session_set_hparam(s, "step", 3.0), DLRT_ERR_INVALID_ARG);
     DL_CHECK_EQ_I64(dlrt_session_set_hparam(s, "bogus", 1.0), DLRT_ERR_INVALID_ARG);
