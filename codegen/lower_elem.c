@@ -223,9 +223,9 @@ static LLVMValueRef f_unary(cg *c, const map_args *a, LLVMValueRef *in) {
     case DL_IR_OP_RECIPROCAL:
         return LLVMBuildFDiv(c->b, cg_f32(c, 1), x, "");
     case DL_IR_OP_RELU:
-        if (fl) { // x > 0 ? x : +0, as the evaluator (NaN and -0 give +0)
-            LLVMValueRef pos = LLVMBuildFCmp(c->b, LLVMRealOGT, x, cg_f32(c, 0), "");
-            return LLVMBuildSelect(c->b, pos, x, cg_f32(c, 0), "");
+        if (fl) { // x < 0 ? +0 : x, as PyTorch: NaN stays NaN, -0 stays -0 (one maxps(0, x))
+            LLVMValueRef neg = LLVMBuildFCmp(c->b, LLVMRealOLT, x, cg_f32(c, 0), "");
+            return LLVMBuildSelect(c->b, neg, cg_f32(c, 0), x, "");
         }
         return LLVMBuildSelect(c->b, LLVMBuildICmp(c->b, LLVMIntSLT, x, LLVMConstInt(t, 0, 0), ""),
                                LLVMConstInt(t, 0, 0), x, "");
@@ -298,6 +298,13 @@ typedef struct clip_info {
     double lo_attr, hi_attr;
 } clip_info;
 
+// (v PRED bound) or bound is NaN.
+static LLVMValueRef fcmp_or_nan(cg *c, LLVMRealPredicate pred, LLVMValueRef v, LLVMValueRef bound) {
+    LLVMValueRef cmp = LLVMBuildFCmp(c->b, pred, v, bound, "");
+    LLVMValueRef bnan = LLVMBuildFCmp(c->b, LLVMRealUNO, bound, bound, "");
+    return LLVMBuildOr(c->b, cmp, bnan, "");
+}
+
 static LLVMValueRef f_clip(cg *c, const map_args *a, LLVMValueRef *in) {
     const clip_info *ci = a->user;
     bool fl = is_f(a->in_dt[0]);
@@ -315,13 +322,15 @@ static LLVMValueRef f_clip(cg *c, const map_args *a, LLVMValueRef *in) {
         hi = cg_const(c, a->in_dt[0], ci->hi_attr);
     }
     // ONNX: y = min(max(x, lo), hi); with lo > hi every element becomes hi. As the evaluator,
-    // x < lo ? lo : x then > hi ? hi : x: a NaN input stays NaN, a NaN bound is ignored.
+    // (x < lo or lo is NaN) ? lo : x, then the same with hi: a NaN input stays NaN, a NaN bound
+    // makes NaN (torch.clamp with tensor bounds), a tie keeps x (-0 stays -0). A constant
+    // bound's NaN test folds away.
     if (lo) {
-        v = fl ? LLVMBuildSelect(c->b, LLVMBuildFCmp(c->b, LLVMRealOLT, v, lo, ""), lo, v, "")
+        v = fl ? LLVMBuildSelect(c->b, fcmp_or_nan(c, LLVMRealOLT, v, lo), lo, v, "")
                : cg_intrinsic2(c, "llvm.smax", LLVMTypeOf(v), v, lo);
     }
     if (hi) {
-        v = fl ? LLVMBuildSelect(c->b, LLVMBuildFCmp(c->b, LLVMRealOGT, v, hi, ""), hi, v, "")
+        v = fl ? LLVMBuildSelect(c->b, fcmp_or_nan(c, LLVMRealOGT, v, hi), hi, v, "")
                : cg_intrinsic2(c, "llvm.smin", LLVMTypeOf(v), v, hi);
     }
     return v;

@@ -118,8 +118,9 @@ static LLVMValueRef fgt0(cg *c, LLVMValueRef x) {
 static LLVMValueRef unary_grad_fn(cg *c, const char *op, double alpha, bool tanh_approx,
                                   LLVMValueRef dy, LLVMValueRef x) {
     LLVMValueRef one = cg_f32(c, 1), zero = cg_f32(c, 0);
-    if (strcmp(op, "Relu") == 0) {
-        return LLVMBuildSelect(c->b, fgt0(c, x), dy, zero, "");
+    if (strcmp(op, "Relu") == 0) { // x <= 0 ? 0 : dy: a NaN x passes dy (PyTorch)
+        LLVMValueRef le0 = LLVMBuildFCmp(c->b, LLVMRealOLE, x, zero, "");
+        return LLVMBuildSelect(c->b, le0, zero, dy, "");
     }
     if (strcmp(op, "LeakyRelu") == 0) {
         return LLVMBuildSelect(c->b, fgt0(c, x), dy, fmul(c, dy, cg_f32(c, alpha)), "");
@@ -145,11 +146,9 @@ static LLVMValueRef unary_grad_fn(cg *c, const char *op, double alpha, bool tanh
     if (strcmp(op, "Reciprocal") == 0) {
         return LLVMBuildFDiv(c->b, LLVMBuildFNeg(c->b, dy, ""), fmul(c, x, x), "");
     }
-    if (strcmp(op, "Abs") == 0) { // sign(x) dy with sign(0) = 0; NaN x stays NaN
+    if (strcmp(op, "Abs") == 0) { // sgn(x) dy with sgn(0) = sgn(NaN) = 0 (PyTorch)
         LLVMValueRef neg = LLVMBuildFCmp(c->b, LLVMRealOLT, x, zero, "");
-        LLVMValueRef is0 = LLVMBuildFCmp(c->b, LLVMRealOEQ, x, zero, "");
-        LLVMValueRef s = LLVMBuildSelect(c->b, is0, zero, x, "");
-        s = LLVMBuildSelect(c->b, neg, cg_f32(c, -1), s, "");
+        LLVMValueRef s = LLVMBuildSelect(c->b, neg, cg_f32(c, -1), zero, "");
         s = LLVMBuildSelect(c->b, fgt0(c, x), one, s, "");
         return fmul(c, dy, s);
     }

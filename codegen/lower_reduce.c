@@ -17,7 +17,8 @@
 // Max/Min propagate NaN like the evaluator. Empty reductions give sum 0, mean NaN (int: 0),
 // max -inf / min +inf (int: the type's min / max, where the evaluator would saturate or wrap).
 // ArgMax compares exactly as the evaluator (v > best, or v == best with select_last_index;
-// a NaN never wins unless it is first); an empty axis gives index 0 where the evaluator errors.
+// NaN is the maximum, as in torch.argmax: the first NaN wins, the last one with
+// select_last_index); an empty axis gives index 0 where the evaluator errors.
 #include "cg_internal.h"
 
 #include <math.h>
@@ -396,6 +397,14 @@ static dl_status lower_argmax(cg *c, const dl_ir_node *n) {
             LLVMValueRef eq = fl ? LLVMBuildFCmp(c->b, LLVMRealOEQ, v, b, "")
                                  : LLVMBuildICmp(c->b, LLVMIntEQ, v, b, "");
             take = LLVMBuildOr(c->b, take, eq, "");
+        }
+        if (fl) { // NaN is the maximum (torch.argmax): the first NaN wins, the last with `last`
+            LLVMValueRef vnan = LLVMBuildFCmp(c->b, LLVMRealUNO, v, v, "");
+            if (!last) {
+                LLVMValueRef bnum = LLVMBuildFCmp(c->b, LLVMRealORD, b, b, "");
+                vnan = LLVMBuildAnd(c->b, vnan, bnum, "");
+            }
+            take = LLVMBuildOr(c->b, take, vnan, "");
         }
         arr_set(c, ct, bv, j, LLVMBuildSelect(c->b, take, v, b, ""));
         LLVMValueRef bk = arr_get(c, c->t_i64, bi, j);

@@ -41,7 +41,9 @@ static bool same_shape(const dl_ir__et *a, const dl_ir__et *b) {
 
 // ---------------------------------------------------------------------------------------------
 // UnaryGrad: dx = dy * f'(x) with PyTorch's conventions at the kinks (Relu'(0) = 0,
-// LeakyRelu'(0) = alpha, Abs'(0) = 0).
+// LeakyRelu'(0) = alpha, Abs'(0) = 0) and at NaN: Relu passes dy (torch masks where
+// relu(x) <= 0, which a NaN is not), LeakyRelu scales it by alpha (x > 0 is false), Abs gives
+// 0 (sgn(NaN) = 0); the smooth functions give NaN.
 
 static double sigmoid(double x) {
     if (x >= 0) {
@@ -53,7 +55,7 @@ static double sigmoid(double x) {
 
 static double unary_deriv(const char *op, double alpha, bool tanh_approx, double x) {
     if (strcmp(op, "Relu") == 0) {
-        return x > 0 ? 1.0 : 0.0;
+        return x <= 0 ? 0.0 : 1.0;
     }
     if (strcmp(op, "LeakyRelu") == 0) {
         return x > 0 ? 1.0 : alpha;
@@ -79,7 +81,7 @@ static double unary_deriv(const char *op, double alpha, bool tanh_approx, double
         return -1.0 / (x * x);
     }
     if (strcmp(op, "Abs") == 0) {
-        return x > 0 ? 1.0 : (x < 0 ? -1.0 : (x == 0 ? 0.0 : x)); // NaN stays NaN
+        return x > 0 ? 1.0 : (x < 0 ? -1.0 : 0.0);
     }
     if (strcmp(op, "Erf") == 0) {
         return 2.0 / sqrt(PI) * exp(-x * x);

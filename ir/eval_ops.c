@@ -32,6 +32,30 @@ static double gelu(double x, bool tanh_approx) {
     return 0.5 * x * (1.0 + erf(x / sqrt(2.0)));
 }
 
+// IEEE 754-2019 maximum / minimum (llvm.maximum / llvm.minimum, what compiled code uses): a NaN
+// operand gives NaN, and -0 < +0.
+static double fmax_nan(double a, double b) {
+    if (isnan(a) || isnan(b)) {
+        return NAN;
+    }
+    return (a > b || (a == b && signbit(b))) ? a : b;
+}
+
+static double fmin_nan(double a, double b) {
+    if (isnan(a) || isnan(b)) {
+        return NAN;
+    }
+    return (a < b || (a == b && signbit(a))) ? a : b;
+}
+
+// int64 results live in double; the one integer overflow that the ops below can produce with
+// exact operands is 2^63 (-INT64_MIN, |INT64_MIN|, INT64_MIN / -1), which wraps to INT64_MIN as
+// in two's complement (what compiled code computes). The driver saturates anything else out of
+// range; int32 results wrap in the driver.
+static double wrap_i64(double r) {
+    return r == 9223372036854775808.0 ? -r : r;
+}
+
 static dl_status unary(dl_ir__ectx *cx, const dl_ir__et *x, dl_ir__et *y) {
     const dl_ir_node *n = cx->node;
     if (x->n != y->n) {
@@ -47,10 +71,10 @@ static dl_status unary(dl_ir__ectx *cx, const dl_ir__et *x, dl_ir__et *y) {
         // -Wswitch-enum switch is dl_ir__eval_node's, which only sends matching ops here.
         switch ((int)n->op) {
         case DL_IR_OP_NEG:
-            r = -v;
+            r = is_int ? wrap_i64(-v) : -v;
             break;
         case DL_IR_OP_ABS:
-            r = fabs(v);
+            r = is_int ? wrap_i64(fabs(v)) : fabs(v);
             break;
         case DL_IR_OP_EXP:
             r = exp(v);
@@ -67,8 +91,8 @@ static dl_status unary(dl_ir__ectx *cx, const dl_ir__et *x, dl_ir__et *y) {
             }
             r = 1.0 / v;
             break;
-        case DL_IR_OP_RELU:
-            r = v > 0 ? v : 0;
+        case DL_IR_OP_RELU: // PyTorch's: NaN stays NaN, -0 stays -0
+            r = v < 0 ? 0 : v;
             break;
         case DL_IR_OP_LEAKY_RELU:
             r = v >= 0 ? v : alpha * v;
@@ -109,6 +133,17 @@ static dl_status unary(dl_ir__ectx *cx, const dl_ir__et *x, dl_ir__et *y) {
     return DL_OK;
 }
 
+// Integer division as compiled code does it, defined for every operand pair (no trap, no data
+// error): truncation toward zero, x / 0 = 0, and INT_MIN / -1 wraps to INT_MIN (int32 wraps in
+// the driver's rounding; int64's 2^63 is wrapped here). docs/graph-format.md, "Integer
+// arithmetic".
+static double int_div(double a, double b) {
+    if (b == 0) {
+        return 0;
+    }
+    return wrap_i64(trunc(a / b));
+}
+
 // ONNX integer Pow: computed as the real power then truncated to the base's type.
 static double binop(dl_ir_op op, double a, double b) {
     switch ((int)op) {
@@ -123,9 +158,9 @@ static double binop(dl_ir_op op, double a, double b) {
     case DL_IR_OP_POW:
         return pow(a, b);
     case DL_IR_OP_MAX:
-        return (isnan(a) || isnan(b)) ? NAN : (a > b ? a : b);
+        return fmax_nan(a, b);
     case DL_IR_OP_MIN:
-        return (isnan(a) || isnan(b)) ? NAN : (a < b ? a : b);
+        return fmin_nan(a, b);
     case DL_IR_OP_EQUAL:
         return a == b;
     case DL_IR_OP_LESS:
@@ -149,18 +184,15 @@ static dl_status nary(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in, dl_ir_
             return ERR("input %zu does not broadcast to the output shape", k);
         }
     }
-    bool int_div = op == DL_IR_OP_DIV && !dl_dtype_is_float(in[0]->dtype);
+    bool is_int_div = op == DL_IR_OP_DIV && !dl_dtype_is_float(in[0]->dtype);
     int64_t oc[DL_MAX_RANK];
     for (int64_t i = 0; i < y->n; i++) {
         dl_ir__unravel(i, y->dims, y->rank, oc);
         double acc = in[0]->d[dl_ir__bcast_index(in[0], oc, y->rank)];
         for (size_t k = 1; k < n_in; k++) {
             double b = in[k]->d[dl_ir__bcast_index(in[k], oc, y->rank)];
-            if (int_div) {
-                if (b == 0) {
-                    return ERR("integer division by zero");
-                }
-                acc = trunc(acc / b); // C semantics: toward zero
+            if (is_int_div) {
+                acc = int_div(acc, b);
             } else {
                 acc = binop(op, acc, b);
             }
@@ -187,7 +219,9 @@ static dl_status where(dl_ir__ectx *cx, dl_ir__et *const *in, dl_ir__et *y) {
 }
 
 // Clip: bounds from inputs 1/2 (scalars) or from the min/max attributes; absent = unbounded.
-// min > max gives max everywhere (ONNX).
+// min > max gives max everywhere (ONNX). NaN propagates (torch.clamp with tensor bounds, numpy's
+// clip): a NaN x stays NaN, a NaN bound makes every element NaN. On a tie x is kept, so
+// Clip(-0, 0, 1) = -0 as in PyTorch.
 static dl_status clip(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in, dl_ir__et *y) {
     const dl_ir_node *n = cx->node;
     double lo = -INFINITY, hi = INFINITY;
@@ -213,8 +247,8 @@ static dl_status clip(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in, dl_ir_
     }
     for (int64_t i = 0; i < y->n; i++) {
         double v = in[0]->d[i];
-        v = v < lo ? lo : v;
-        y->d[i] = v > hi ? hi : v;
+        v = (v < lo || isnan(lo)) ? lo : v;
+        y->d[i] = (v > hi || isnan(hi)) ? hi : v;
     }
     return DL_OK;
 }
@@ -293,10 +327,10 @@ static dl_status reduce(dl_ir__ectx *cx, const dl_ir__et *x, dl_ir__et *y) {
             y->d[o] += v;
             break;
         case DL_IR_OP_REDUCE_MAX:
-            y->d[o] = (isnan(v) || v > y->d[o]) ? v : y->d[o];
+            y->d[o] = fmax_nan(y->d[o], v);
             break;
         case DL_IR_OP_REDUCE_MIN:
-            y->d[o] = (isnan(v) || v < y->d[o]) ? v : y->d[o];
+            y->d[o] = fmin_nan(y->d[o], v);
             break;
         default:
             DL_UNREACHABLE();
@@ -337,7 +371,10 @@ static dl_status arg_max(dl_ir__ectx *cx, const dl_ir__et *x, dl_ir__et *y) {
             double bv = x->d[o * len * inner + in];
             for (int64_t k = 1; k < len; k++) {
                 double v = x->d[(o * len + k) * inner + in];
-                if (v > bv || (last && v == bv)) {
+                // NaN is the maximum (torch.argmax): the first NaN wins, or the last one with
+                // select_last_index.
+                bool nan_wins = isnan(v) && (last || !isnan(bv));
+                if (v > bv || (last && v == bv) || nan_wins) {
                     bv = v;
                     best = k;
                 }

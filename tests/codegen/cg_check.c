@@ -1,4 +1,5 @@
-// tests/codegen/cg_check.c — see cg_check.h. The reference evaluator is the oracle.
+// tests/codegen/cg_check.c — see cg_check.h. The reference evaluator is the oracle. The ISA
+// level (DLCC_TEST_CPU) is process state set once by cg_isa_setup before any case runs.
 #include "cg_check.h"
 
 #include "dl_base.h"
@@ -11,6 +12,139 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+// ---------------------------------------------------------------------------------------------
+// ISA levels
+
+// The feature lists spell out what LLVM's x86-64-v3 / x86-64-v4 CPUs imply (the psABI levels).
+#define ISA_V3_FEATURES                                                                            \
+    "+sse3,+ssse3,+sse4.1,+sse4.2,+popcnt,+cx16,+sahf,+crc32,+avx,+avx2,+bmi,+bmi2,+f16c,+fma,"    \
+    "+lzcnt,+movbe,+xsave"
+#define ISA_V4_FEATURES ISA_V3_FEATURES ",+avx512f,+avx512bw,+avx512cd,+avx512dq,+avx512vl,+evex512"
+
+typedef struct isa_level {
+    const char *name, *features;
+    int (*host_has)(char *missing, size_t size); // 1 when the host runs the level
+} isa_level;
+
+// __builtin_cpu_supports takes string literals only (and checks the OS enabled the registers).
+#define NEED(feat)                                                                                 \
+    if (!__builtin_cpu_supports(feat)) {                                                           \
+        size_t used_ = strlen(missing);                                                            \
+        snprintf(missing + used_, size - used_, "%s%s", used_ ? ", " : "", feat);                  \
+    }
+
+static int host_has_v3(char *missing, size_t size) {
+    __builtin_cpu_init();
+    missing[0] = '\0';
+    NEED("avx");
+    NEED("avx2");
+    NEED("fma");
+    NEED("f16c");
+    NEED("bmi");
+    NEED("bmi2");
+    NEED("popcnt");
+    NEED("sse4.2");
+    return missing[0] == '\0';
+}
+
+static int host_has_v4(char *missing, size_t size) {
+    host_has_v3(missing, size);
+    NEED("avx512f");
+    NEED("avx512bw");
+    NEED("avx512cd");
+    NEED("avx512dq");
+    NEED("avx512vl");
+    return missing[0] == '\0';
+}
+
+#undef NEED
+
+static const isa_level isa_levels[] = {
+    {"x86-64-v3", ISA_V3_FEATURES, host_has_v3},
+    {"x86-64-v4", ISA_V4_FEATURES, host_has_v4},
+};
+
+static struct {
+    const isa_level *level; // NULL: the host's CPU and features
+    bool compile_only;
+    bool host_runs; // the host can run the level's code
+} isa = {NULL, false, true};
+
+int cg_isa_setup(void) {
+    const char *cpu = getenv("DLCC_TEST_CPU");
+    const char *co = getenv("DLCC_TEST_COMPILE_ONLY");
+    isa.compile_only = co && co[0] && strcmp(co, "0") != 0;
+    isa.level = NULL;
+    isa.host_runs = true;
+    if (cpu && cpu[0] && strcmp(cpu, "native") != 0) {
+        for (size_t i = 0; i < DL_ARRAY_LEN(isa_levels); i++) {
+            if (strcmp(cpu, isa_levels[i].name) == 0) {
+                isa.level = &isa_levels[i];
+            }
+        }
+        if (!isa.level) {
+            fprintf(stderr, "DLCC_TEST_CPU=%s: unknown ISA level (native, x86-64-v3, x86-64-v4)\n",
+                    cpu);
+            return 2;
+        }
+        dl_cg_options o;
+        dl_cg_options_init(&o);
+        o.cpu = isa.level->name;
+        o.features = isa.level->features;
+        char err[256];
+        if (dl_cg_options_check(&o, err, sizeof err) != DL_OK) {
+            fprintf(stderr, "DLCC_TEST_CPU=%s: LLVM rejects the level: %s\n", cpu, err);
+            return 2;
+        }
+        char missing[256];
+        isa.host_runs = isa.level->host_has(missing, sizeof missing) != 0;
+        if (!isa.host_runs && !isa.compile_only) {
+            printf("skipped: DLCC_TEST_CPU=%s needs %s, which this CPU (or its OS) lacks; "
+                   "DLCC_TEST_COMPILE_ONLY=1 still compiles the cases for it\n",
+                   cpu, missing);
+            return 77;
+        }
+    }
+    printf("ISA level: %s%s\n",
+           isa.level ? isa.level->name : "native (the host CPU and its features)",
+           isa.compile_only ? ", compile only (artifacts built and checked, not run)" : "");
+    return 0;
+}
+
+// x86-64 ELF shared object: magic, 64-bit class, little endian, ET_DYN, EM_X86_64.
+static bool is_x86_64_so(const uint8_t *p, size_t n) {
+    return n >= 64 &&
+           memcmp(p,
+                  "\x7f"
+                  "ELF",
+                  4) == 0 &&
+           p[4] == 2 && p[5] == 1 && (p[16] | p[17] << 8) == 3 && (p[18] | p[19] << 8) == 62;
+}
+
+// Compile-only: the artifact must be an x86-64 shared object the runtime accepts exactly when
+// the host has the level (a refusal names the missing instruction set; an acceptance means
+// the plan and the ELF load).
+static bool check_artifact_only(const uint8_t *art, size_t len, const char *text) {
+    if (!is_x86_64_so(art, len)) {
+        fprintf(stderr, "cg_check: the artifact (%zu bytes) is no x86-64 ELF shared object:\n%s\n",
+                len, text);
+        return false;
+    }
+    dlrt_model *rm = NULL;
+    dlrt_status st = dlrt_model_load_memory(art, len, &rm);
+    bool ok = isa.host_runs ? st == DLRT_OK : st == DLRT_ERR_UNSUPPORTED;
+    if (!ok) {
+        fprintf(stderr, "cg_check: loading the %s artifact gave status %d (%s); expected %s:\n%s\n",
+                isa.level ? isa.level->name : "native", (int)st,
+                st == DLRT_OK ? "ok" : dlrt_last_error(),
+                isa.host_runs ? "success" : "an unsupported-ISA refusal", text);
+    }
+    dlrt_model_release(rm);
+    return ok;
+}
+
+// ---------------------------------------------------------------------------------------------
 
 static void print_diags(dl_diags *d) {
     char *s = NULL;
@@ -48,7 +182,56 @@ static bool close_enough(double g, double r, cg_tol tol) {
     return fabs(g - r) <= tol.atol + tol.rtol * fabs(r);
 }
 
+// A want: NaN only as NaN, an exact zero with its sign, else close_enough.
+static bool matches_want(double g, double w, cg_tol tol) {
+    if (isnan(w) || isnan(g)) {
+        return isnan(w) && isnan(g);
+    }
+    if (w == 0 && tol.atol == 0 && tol.rtol == 0) {
+        return g == 0 && signbit(g) == signbit(w);
+    }
+    return close_enough(g, w, tol);
+}
+
+// Checks output `t` (named `name`) of backend `who` against the wants that name it.
+static bool check_wants(const char *who, const char *name, const dl_tensor *t, const cg_want *want,
+                        size_t n_want, cg_tol tol, const char *text) {
+    bool ok = true;
+    for (size_t w = 0; w < n_want; w++) {
+        if (strcmp(want[w].output, name) != 0) {
+            continue;
+        }
+        int64_t n = dl_tensor_numel(t);
+        if (n != want[w].n) {
+            fprintf(stderr, "cg_check: output '%s' has %lld elements, the test wants %lld\n", name,
+                    (long long)n, (long long)want[w].n);
+            return false;
+        }
+        int bad = 0;
+        for (int64_t i = 0; i < n; i++) {
+            double g = dl_tensor_get(t, i);
+            if (!matches_want(g, want[w].v[i], tol)) {
+                if (bad == 0) {
+                    fprintf(stderr, "cg_check: the %s's output '%s' is not the expected one:\n%s\n",
+                            who, name, text);
+                }
+                if (bad < 5) {
+                    fprintf(stderr, "  [%lld] got %.9g, want %.9g\n", (long long)i, g,
+                            want[w].v[i]);
+                }
+                bad++;
+            }
+        }
+        ok = ok && bad == 0;
+    }
+    return ok;
+}
+
 bool cg_check(const char *text, cg_tol tol) {
+    return cg_check_want(text, tol, NULL, 0);
+}
+
+bool cg_check_want(const char *text, cg_tol tol, const cg_want *want, size_t n_want) {
     bool ok = false;
     dl_diags *d = NULL;
     dl_ir_module *m = NULL;
@@ -85,9 +268,37 @@ bool cg_check(const char *text, cg_tol tol) {
         print_diags(d);
         goto out;
     }
-    if (dl_cg_compile(m, NULL, d, &art, &art_len) != DL_OK) {
-        fprintf(stderr, "cg_check: compile failed:\n%s\n", text);
+    for (size_t w = 0; w < n_want; w++) {
+        bool named = false;
+        for (size_t j = 0; j < m->outputs.len; j++) {
+            named = named || strcmp(m->outputs.data[j]->name, want[w].output) == 0;
+        }
+        if (!named) {
+            fprintf(stderr, "cg_check: the test wants values of '%s', which is no output\n",
+                    want[w].output);
+            goto out;
+        }
+    }
+    bool ref_ok = true;
+    for (size_t j = 0; j < m->outputs.len; j++) {
+        ref_ok = check_wants("reference evaluator", m->outputs.data[j]->name, &refs[j], want,
+                             n_want, tol, text) &&
+                 ref_ok;
+    }
+    dl_cg_options co;
+    dl_cg_options_init(&co);
+    if (isa.level) {
+        co.cpu = isa.level->name;
+        co.features = isa.level->features;
+    }
+    if (dl_cg_compile(m, &co, d, &art, &art_len) != DL_OK) {
+        fprintf(stderr, "cg_check: compile failed (ISA level %s):\n%s\n",
+                isa.level ? isa.level->name : "native", text);
         print_diags(d);
+        goto out;
+    }
+    if (isa.compile_only) {
+        ok = check_artifact_only(art, art_len, text) && ref_ok;
         goto out;
     }
     if (dlrt_model_load_memory(art, art_len, &rm) != DLRT_OK ||
@@ -106,7 +317,7 @@ bool cg_check(const char *text, cg_tol tol) {
         fprintf(stderr, "cg_check: infer: %s\n", dlrt_last_error());
         goto out;
     }
-    ok = true;
+    ok = ref_ok;
     for (size_t j = 0; j < m->outputs.len; j++) {
         const dl_ir_value *v = m->outputs.data[j];
         const void *data;
@@ -140,6 +351,9 @@ bool cg_check(const char *text, cg_tol tol) {
         if (bad) {
             fprintf(stderr, "  %d of %lld elements differ (atol %g, rtol %g)\n", bad, (long long)n,
                     t.atol, t.rtol);
+            ok = false;
+        }
+        if (!check_wants("compiled code", v->name, &got, want, n_want, t, text)) {
             ok = false;
         }
     }

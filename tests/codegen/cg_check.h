@@ -1,5 +1,22 @@
 // tests/codegen/cg_check.h — compiled-vs-reference checking for the cpu backend.
 //
+// ISA levels. THE CONVENTION for every test that compiles kernels (other suites may read it):
+//   DLCC_TEST_CPU=<level>   which code the cases are compiled to:
+//       unset, "" or "native"  the host CPU and its features (dlcc's default);
+//       "x86-64-v3"            AVX2, FMA, F16C, BMI1/2 (codegen's AVX2 tiles, 256-bit vectors);
+//       "x86-64-v4"            v3 plus AVX-512 F/BW/CD/DQ/VL (codegen's AVX-512 tiles).
+//     A forced level passes the CPU name AND the level's explicit feature list to dl_cg_compile:
+//     codegen reads the feature string (GEMM tiles, the artifact's ISA bits), and a bare CPU
+//     name would leave it empty.
+//   DLCC_TEST_COMPILE_ONLY=1   compile every case for the level and check the artifact (an
+//     x86-64 ELF shared object that the runtime loads when the host has the level and refuses
+//     with DLRT_ERR_UNSUPPORTED when it lacks it) but do not run it. So the AVX-512 code is
+//     generated and verified by LLVM on every machine, including AVX2-only ones.
+// cg_isa_setup() reads both at the start of main. When the host cannot run the level (and
+// compile-only is off) it prints why and returns 77, ctest's SKIP_RETURN_CODE. ctest runs the
+// codegen cases once per level: codegen_ops (host), codegen_ops_v3, codegen_ops_v4 and
+// codegen_ops_v4_compile (tests/codegen/tests.cmake). No codegen path keys off AMX.
+//
 // cg_check(text, tol) parses a .dlg text, infers shapes, fills every input with deterministic
 // pseudo-random data (floats uniform in [-2, 2) unless the input's name starts with "pos_"
 // (then [0.1, 2.1)); ints in [0, int_hi) where int_hi is cg_tol.int_hi, default 3; bools
@@ -11,6 +28,7 @@
 #define CG_CHECK_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 typedef struct cg_tol {
@@ -26,7 +44,24 @@ typedef struct cg_tol {
 #define CG_TOL_REDUCE                                                                              \
     ((cg_tol){1e-5, 1e-4, 0, 0}) // sums and means, matmul, conv (float32 accumulation)
 
+// Reads DLCC_TEST_CPU / DLCC_TEST_COMPILE_ONLY (above). Returns 0 to run the cases, 77 when the
+// host cannot run the level (printed), 2 for an unknown level (printed).
+int cg_isa_setup(void);
+
 bool cg_check(const char *dlg_text, cg_tol tol);
+
+// Known values an output must have, in both backends: the reference evaluator's result and the
+// compiled one. NaN matches only NaN; with an exact tolerance a zero matches only a zero of the
+// same sign; other values within the case's tolerance. For values that must match PyTorch (NaN
+// propagation), where comparing the two backends with each other would not notice both wrong.
+typedef struct cg_want {
+    const char *output;
+    const double *v;
+    int64_t n;
+} cg_want;
+
+// cg_check plus the wants (each names an output of the model; n must be its element count).
+bool cg_check_want(const char *dlg_text, cg_tol tol, const cg_want *want, size_t n_want);
 
 #define CG_CHECK(text, tol) DL_CHECK(cg_check((text), (tol)))
 

@@ -10,3 +10,17 @@ set_tests_properties(codegen_ops PROPERTIES LABELS numeric)
 # kernel's range must give the same bytes (the contract the threaded executor relies on).
 add_test(NAME codegen_ops_split COMMAND test_codegen)
 set_tests_properties(codegen_ops_split PROPERTIES LABELS numeric ENVIRONMENT DLRT_DEBUG_SPLIT=3)
+# Once per ISA level the backend emits (the convention is in tests/codegen/cg_check.h):
+# codegen_ops above is the host's own level; v3 forces the AVX2 code (256-bit vectors, the 6x16
+# GEMM tiles) and v4 the AVX-512 code (512-bit vectors, the 12x32 tiles). A level the host cannot
+# run exits 77 (skipped, saying which features are missing); codegen_ops_v4_compile still
+# compiles every case for AVX-512 and checks the artifact on any machine.
+add_test(NAME codegen_ops_v3 COMMAND test_codegen)
+set_tests_properties(codegen_ops_v3 PROPERTIES LABELS numeric SKIP_RETURN_CODE 77
+                     ENVIRONMENT DLCC_TEST_CPU=x86-64-v3)
+add_test(NAME codegen_ops_v4 COMMAND test_codegen)
+set_tests_properties(codegen_ops_v4 PROPERTIES LABELS numeric SKIP_RETURN_CODE 77
+                     ENVIRONMENT DLCC_TEST_CPU=x86-64-v4)
+add_test(NAME codegen_ops_v4_compile COMMAND test_codegen)
+set_tests_properties(codegen_ops_v4_compile PROPERTIES LABELS numeric
+                     ENVIRONMENT "DLCC_TEST_CPU=x86-64-v4;DLCC_TEST_COMPILE_ONLY=1")

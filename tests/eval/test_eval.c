@@ -209,11 +209,22 @@ DL_TEST(div_int_truncates_toward_zero) {
     EXPECT1(DL_IR_OP_DIV, INS(A(I32, V(7, -7, 7, -7), 4), A(I32, V(2, 2, -2, -2), 4)), NOATTR,
             O(I32, 4), V(3, -3, -3, 3));
     EXPECT1(DL_IR_OP_DIV, INS(A(F, V(7, -7), 2), S(F, 2)), NOATTR, O(F, 2), V(3.5, -3.5));
-    run r = run_op_x(DL_IR_OP_DIV, INS(A(I64, V(1), 1), A(I64, V(0), 1)), NOATTR, OUTS(O(I64, 1)),
-                     false);
-    DL_CHECK_EQ_I64(r.st, DL_ERR_INVALID_ARG);
-    DL_CHECK(strstr(r.msg, "division by zero") != NULL);
-    run_fini(&r);
+}
+
+// Integer division is defined for every pair, as compiled code computes it (no data error, no
+// trap): x / 0 = 0, INT_MIN / -1 wraps to INT_MIN; -INT64_MIN and |INT64_MIN| wrap likewise.
+// Before, x / 0 was an error here (and 0 in compiled code) and INT64_MIN / -1 saturated to
+// INT64_MAX here (INT64_MIN in compiled code).
+DL_TEST(div_int_by_zero_and_min_by_minus_one) {
+    const double m64 = -9223372036854775808.0, m32 = -2147483648.0;
+    EXPECT1(DL_IR_OP_DIV,
+            INS(A(I64, V(1, -7, 0, m64, m64, m64), 6), A(I64, V(0, 0, 0, -1, 1, 2), 6)), NOATTR,
+            O(I64, 6), V(0, 0, 0, m64, m64, -4611686018427387904.0));
+    EXPECT1(DL_IR_OP_DIV, INS(A(I32, V(1, -7, m32, m32), 4), A(I32, V(0, 0, -1, 2), 4)), NOATTR,
+            O(I32, 4), V(0, 0, m32, -1073741824.0));
+    EXPECT1(DL_IR_OP_NEG, INS(A(I64, V(m64, -5, 0), 3)), NOATTR, O(I64, 3), V(m64, 5, 0));
+    EXPECT1(DL_IR_OP_ABS, INS(A(I64, V(m64, -5, 0), 3)), NOATTR, O(I64, 3), V(m64, 5, 0));
+    EXPECT1(DL_IR_OP_NEG, INS(A(I32, V(m32, 3), 2)), NOATTR, O(I32, 2), V(m32, -3));
 }
 
 DL_TEST(int32_wraps) {
@@ -320,6 +331,109 @@ DL_TEST(float16_rounds_at_each_node) {
 
 DL_TEST(identity) {
     EXPECT1(DL_IR_OP_IDENTITY, INS(A(I64, V(1, 2), 2)), NOATTR, O(I64, 2), V(1, 2));
+}
+
+// ---------------------------------------------------------------------------------------------
+// NaN and signed zeros: PyTorch's results (torch 2.x, CPU; the same values as
+// tests/codegen/test_special_values.c, which holds both backends to them).
+
+// Output k's element i must be a zero with the sign bit `neg`.
+static bool zero_sign_is(const run *r, size_t k, int64_t i, bool neg) {
+    if (r->st != DL_OK) {
+        return false;
+    }
+    double g = dl_tensor_get(&r->out[k], i);
+    if (g != 0 || (signbit(g) != 0) != neg) {
+        fprintf(stderr, "  output %zu[%lld]: got %g, want %s0\n", k, (long long)i, g,
+                neg ? "-" : "+");
+        return false;
+    }
+    return true;
+}
+
+#define EXPECT1_SIGNS(op, ins, attrs, outspec, vals, ...)                                          \
+    do {                                                                                           \
+        arg o_ = outspec;                                                                          \
+        run r_ = run_op_x(op, ins, attrs, &o_, 1, false);                                          \
+        bool ok_ = check_out(&r_, 0, &o_, vals, 1e-6);                                             \
+        const int64_t zs_[][2] = {__VA_ARGS__};                                                    \
+        for (size_t z_ = 0; ok_ && z_ < DL_ARRAY_LEN(zs_); z_++) {                                 \
+            ok_ = zero_sign_is(&r_, 0, zs_[z_][0], zs_[z_][1] != 0);                               \
+        }                                                                                          \
+        run_fini(&r_);                                                                             \
+        DL_CHECK(ok_);                                                                             \
+    } while (0)
+
+static const double xnan[8] = {NAN, -1, 2, NAN, -0.0, 0, -INFINITY, INFINITY};
+
+DL_TEST(nan_relu_leaky_clip) {
+    // relu(nan) = nan (was 0), relu(-0) = -0 (was +0)
+    EXPECT1_SIGNS(DL_IR_OP_RELU, INS(A(F, xnan, 8)), NOATTR, O(F, 8),
+                  V(NAN, 0, 2, NAN, 0, 0, 0, INFINITY), {1, 0}, {4, 1}, {5, 0}, {6, 0});
+    EXPECT1_SIGNS(DL_IR_OP_LEAKY_RELU, INS(A(F, xnan, 8)), ATTRS(af("alpha", 0.5)), O(F, 8),
+                  V(NAN, -0.5, 2, NAN, 0, 0, -INFINITY, INFINITY), {4, 1}, {5, 0});
+    // a tie keeps x: clamp(-0, 0, inf) = -0
+    EXPECT1_SIGNS(DL_IR_OP_CLIP, INS(A(F, xnan, 8)), ATTRS(af("min", 0)), O(F, 8),
+                  V(NAN, 0, 2, NAN, 0, 0, 0, INFINITY), {4, 1}, {5, 0});
+    EXPECT1(DL_IR_OP_CLIP, INS(A(F, xnan, 8), S(F, -1), S(F, 1)), NOATTR, O(F, 8),
+            V(NAN, -1, 1, NAN, 0, 0, -1, 1));
+    // a NaN bound makes everything NaN (was ignored)
+    EXPECT1(DL_IR_OP_CLIP, INS(A(F, xnan, 8), S(F, NAN), S(F, 1)), NOATTR, O(F, 8),
+            V(NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN));
+    EXPECT1(DL_IR_OP_CLIP, INS(A(F, xnan, 8), ABSENT, S(F, NAN)), NOATTR, O(F, 8),
+            V(NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN));
+}
+
+DL_TEST(nan_max_min_reduce_argmax) {
+    EXPECT1_SIGNS(DL_IR_OP_MAX, INS(A(F, V(NAN, 1, 2, -0.0, 0), 5), A(F, V(1, NAN, 3, 0, -0.0), 5)),
+                  NOATTR, O(F, 5), V(NAN, NAN, 3, 0, 0), {3, 0}, {4, 0});
+    EXPECT1_SIGNS(DL_IR_OP_MIN, INS(A(F, V(NAN, 1, 2, -0.0, 0), 5), A(F, V(1, NAN, 3, 0, -0.0), 5)),
+                  NOATTR, O(F, 5), V(NAN, NAN, 2, 0, 0), {3, 1}, {4, 1});
+    // rows: NaN first, NaN last, two NaNs, none
+    const double x[] = {NAN, 1, 2, 3, 1, 2, 3, NAN, 1, NAN, 2, NAN, 1, 5, 2, 0};
+    EXPECT1(DL_IR_OP_REDUCE_MAX, INS(A(F, x, 4, 4)), ATTRS(AINTS("axes", 1), ai("keepdims", 0)),
+            O(F, 4), V(NAN, NAN, NAN, 5));
+    EXPECT1(DL_IR_OP_REDUCE_MIN, INS(A(F, x, 4, 4)), ATTRS(AINTS("axes", 1), ai("keepdims", 0)),
+            O(F, 4), V(NAN, NAN, NAN, 0));
+    EXPECT1(DL_IR_OP_REDUCE_MAX, INS(A(F, x, 4, 4)), ATTRS(AINTS("axes", 0), ai("keepdims", 0)),
+            O(F, 4), V(NAN, NAN, 3, NAN));
+    // argmax: the first NaN (torch.argmax), the last one with select_last_index
+    EXPECT1(DL_IR_OP_ARG_MAX, INS(A(F, x, 4, 4)), ATTRS(ai("axis", 1), ai("keepdims", 0)),
+            O(I64, 4), V(0, 3, 1, 1));
+    EXPECT1(DL_IR_OP_ARG_MAX, INS(A(F, x, 4, 4)),
+            ATTRS(ai("axis", 1), ai("keepdims", 0), ai("select_last_index", 1)), O(I64, 4),
+            V(0, 3, 3, 1));
+}
+
+DL_TEST(nan_max_pool_and_grad) {
+    // 4x4, 2x2 windows: NaN at the first tap of window (0, 0), inside window (0, 1) and at the
+    // last tap of window (1, 1); window (1, 0) has none.
+    const double x[16] = {NAN, 1, 2, 3, 4, 5, NAN, 7, 8, 9, 10, 11, 12, 13, 14, NAN};
+    arg o = O(F, 1, 1, 2, 2), oi = O(I64, 1, 1, 2, 2);
+    const arg outs[2] = {o, oi};
+    run r = run_op_x(DL_IR_OP_MAX_POOL, INS(A(F, x, 1, 1, 4, 4)),
+                     ATTRS(AINTS("kernel_shape", 2, 2), AINTS("strides", 2, 2)), outs, 2, false);
+    CHECK_OUT(r, 0, o, V(NAN, NAN, 13, NAN));
+    CHECK_OUT(r, 1, oi, V(0, 6, 13, 15));
+    run_fini(&r);
+    // the gradient goes to the NaN tap (torch: max_pool2d's backward follows its indices)
+    EXPECT1(DL_IR_OP_MAX_POOL_GRAD, INS(A(F, V(1, 2, 3, 4), 1, 1, 2, 2), A(F, x, 1, 1, 4, 4)),
+            ATTRS(AINTS("kernel_shape", 2, 2), AINTS("strides", 2, 2)), O(F, 1, 1, 4, 4),
+            V(1, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 3, 0, 4));
+}
+
+DL_TEST(nan_unary_grad) {
+    const double dy[8] = {3, 3, 3, 3, 3, 3, 3, 3};
+    // relu: x <= 0 ? 0 : dy, so NaN passes dy (was 0)
+    EXPECT1(DL_IR_OP_UNARY_GRAD, INS(A(F, dy, 8), A(F, xnan, 8)), ATTRS(as("op", "Relu")), O(F, 8),
+            V(3, 0, 3, 3, 0, 0, 0, 3));
+    // leaky: x > 0 ? dy : alpha dy
+    EXPECT1(DL_IR_OP_UNARY_GRAD, INS(A(F, dy, 8), A(F, xnan, 8)),
+            ATTRS(as("op", "LeakyRelu"), af("alpha", 0.5)), O(F, 8),
+            V(1.5, 1.5, 3, 1.5, 1.5, 1.5, 1.5, 3));
+    // abs: sgn(x) dy with sgn(NaN) = 0 (was NaN)
+    EXPECT1(DL_IR_OP_UNARY_GRAD, INS(A(F, dy, 8), A(F, xnan, 8)), ATTRS(as("op", "Abs")), O(F, 8),
+            V(0, -3, 3, 0, 0, 0, -3, 3));
 }
 
 // ---------------------------------------------------------------------------------------------
