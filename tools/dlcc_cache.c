@@ -1812,6 +1812,114 @@ static bool compare_values(explain_out *x, const char *what, dl_ir_value *const 
     return true;
 }
 
+// Train-block differences. Hyper-parameter values (lr, betas, eps, weight_decay, alpha,
+// dampening, a non-zero momentum's value, the clip norm, the loss scale's numbers) are session
+// values and not in the key (driver/train_values.c writes them into the artifact); what shapes
+// the compiled step (optimizer, its flags, whether momentum / clipping / which loss scaling /
+// accumulation / precision / frozen params / the loss) is in the key.
+#define TRAIN_VALUE_NOTE  "a hyper-parameter value: not in the key"
+#define TRAIN_STRUCT_NOTE "structural: in the key"
+
+// Value of `name` in an attribute list with the spec's default applied.
+static double train_attr_value(const dl_ir_attr_spec *sp, const dl_ir_attr *attrs, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(attrs[i].name, sp->name) == 0) {
+            return attrs[i].kind == DL_IR_ATTR_INT ? (double)attrs[i].i : attrs[i].f;
+        }
+    }
+    return sp->kind == DL_IR_ATTR_INT ? (double)sp->def_i : sp->def_f;
+}
+
+static bool same_freeze(const dl_ir_train *a, const dl_ir_train *b) {
+    if (a->n_freeze != b->n_freeze) {
+        return false;
+    }
+    for (size_t i = 0; i < a->n_freeze; i++) {
+        bool found = false;
+        for (size_t k = 0; k < b->n_freeze && !found; k++) {
+            found =
+                a->freeze[i] && b->freeze[k] && strcmp(a->freeze[i]->name, b->freeze[k]->name) == 0;
+        }
+        if (!found) {
+            return false;
+        }
+    }
+    return true;
+}
+
+static bool explain_train(explain_out *x, const dl_ir_train *a, const dl_ir_train *b) {
+    bool ok = true;
+    if (strcmp(a->loss->name, b->loss->name) != 0) {
+        ok = add_diff(x, "train: loss %s vs %s (" TRAIN_STRUCT_NOTE ")", a->loss->name,
+                      b->loss->name);
+    }
+    if (ok && a->optimizer != b->optimizer) {
+        ok = add_diff(x, "train: optimizer %s vs %s (" TRAIN_STRUCT_NOTE ")",
+                      dl_ir_optim_name(a->optimizer), dl_ir_optim_name(b->optimizer));
+    } else if (ok) {
+        size_t n;
+        const dl_ir_attr_spec *sp = dl_ir_optim_attr_specs(a->optimizer, &n);
+        for (size_t i = 0; ok && i < n; i++) {
+            double va = train_attr_value(&sp[i], a->opt_attrs, a->n_opt_attrs);
+            double vb = train_attr_value(&sp[i], b->opt_attrs, b->n_opt_attrs);
+            if (va == vb) {
+                continue;
+            }
+            // Flags decide the step's code and state; momentum whether a buffer exists.
+            bool structural = sp[i].kind == DL_IR_ATTR_INT ||
+                              (strcmp(sp[i].name, "momentum") == 0 && (va != 0.0) != (vb != 0.0));
+            ok = add_diff(x, "train: %s %s %g vs %g (%s)", dl_ir_optim_name(a->optimizer),
+                          sp[i].name, va, vb,
+                          structural ? strcmp(sp[i].name, "momentum") == 0
+                                           ? "structural: whether momentum is used is in the key"
+                                           : TRAIN_STRUCT_NOTE
+                                     : TRAIN_VALUE_NOTE);
+        }
+    }
+    if (ok && a->has_clip_norm != b->has_clip_norm) {
+        ok = add_diff(x, "train: clip_norm %s vs %s (" TRAIN_STRUCT_NOTE ")",
+                      a->has_clip_norm ? "set" : "none", b->has_clip_norm ? "set" : "none");
+    } else if (ok && a->has_clip_norm && a->clip_norm != b->clip_norm) {
+        ok = add_diff(x, "train: clip_norm %g vs %g (" TRAIN_VALUE_NOTE ")", a->clip_norm,
+                      b->clip_norm);
+    }
+    static const char *const ls_names[] = {"none", "static", "dynamic"};
+    if (ok && a->loss_scale != b->loss_scale) {
+        ok = add_diff(x, "train: loss_scale %s vs %s (" TRAIN_STRUCT_NOTE ")",
+                      ls_names[a->loss_scale], ls_names[b->loss_scale]);
+    } else if (ok && a->loss_scale == DL_IR_LS_STATIC &&
+               a->loss_scale_value != b->loss_scale_value) {
+        ok = add_diff(x, "train: loss_scale %g vs %g (" TRAIN_VALUE_NOTE ")", a->loss_scale_value,
+                      b->loss_scale_value);
+    } else if (ok && a->loss_scale == DL_IR_LS_DYNAMIC) {
+        size_t n;
+        const dl_ir_attr_spec *sp = dl_ir_loss_scale_attr_specs(&n);
+        for (size_t i = 0; ok && i < n; i++) {
+            double va = train_attr_value(&sp[i], a->ls_attrs, a->n_ls_attrs);
+            double vb = train_attr_value(&sp[i], b->ls_attrs, b->n_ls_attrs);
+            if (va != vb) {
+                ok = add_diff(x, "train: loss_scale %s %g vs %g (" TRAIN_VALUE_NOTE ")", sp[i].name,
+                              va, vb);
+            }
+        }
+    }
+    dl_dtype pa = a->has_precision ? a->precision : DL_DT_FLOAT;
+    dl_dtype pb = b->has_precision ? b->precision : DL_DT_FLOAT;
+    if (ok && pa != pb) {
+        ok = add_diff(x, "train: precision %s vs %s (" TRAIN_STRUCT_NOTE ")", dl_dtype_name(pa),
+                      dl_dtype_name(pb));
+    }
+    int64_t ka = a->has_accumulate ? a->accumulate : 1, kb = b->has_accumulate ? b->accumulate : 1;
+    if (ok && ka != kb) {
+        ok = add_diff(x, "train: accumulate %lld vs %lld (" TRAIN_STRUCT_NOTE ")", (long long)ka,
+                      (long long)kb);
+    }
+    if (ok && !same_freeze(a, b)) {
+        ok = add_diff(x, "train: freeze lists differ (" TRAIN_STRUCT_NOTE ")");
+    }
+    return ok;
+}
+
 static bool explain_ir(const model_src *A, const model_src *B, explain_out *x) {
     const dl_ir_module *ma = A->m, *mb = B->m;
     if (strcmp(ma->name ? ma->name : "", mb->name ? mb->name : "") != 0 &&
@@ -1837,9 +1945,7 @@ static bool explain_ir(const model_src *A, const model_src *B, explain_out *x) {
                               tb ? "present" : "absent")) {
         return false;
     }
-    if (ta && tb && ma->train->optimizer != mb->train->optimizer &&
-        !add_diff(x, "optimizer: %s vs %s", dl_ir_optim_name(ma->train->optimizer),
-                  dl_ir_optim_name(mb->train->optimizer))) {
+    if (ta && tb && !explain_train(x, ma->train, mb->train)) {
         return false;
     }
     size_t n = ma->nodes.len < mb->nodes.len ? ma->nodes.len : mb->nodes.len;
@@ -1970,8 +2076,8 @@ static void print_explain_text(const model_src *A, const model_src *B, const cha
         }
     }
     if (ir_differs && !x->has_first && x->diffs.len == 0) {
-        printf("note: no node, input, param or output differs; the IR differs elsewhere (consts' "
-               "data, the train block)\n");
+        printf("note: no node, input, param, output or train setting differs; the IR differs "
+               "elsewhere (consts' data)\n");
     }
 }
 

@@ -340,6 +340,50 @@ sed 's/seed = 1/seed = 2/' mlp.dlg >mlp_seed.dlg
 expect 0 "explain: a param initialiser differs" explain mlp.dlg mlp_seed.dlg
 check "explain names the initialiser" has "difference: param w: initialiser glorot_uniform(seed = 1) vs glorot_uniform(seed = 2)" "$out"
 expect 0 "explain -O1 vs default is the same for both" explain pool_a.dlg pool_c.dlg -O 1
+# explain names train-block differences: hyper-parameter values (not in the key) and structural
+# choices (in the key).
+cat >tr_a.dlg <<'EOF'
+model tr
+input x : float[4, 3]
+input t : float[4, 2]
+param w : float[3, 2] = uniform(-1, 1, seed = 7)
+h = MatMul (x, w)
+loss = MeanSquaredError (h, t)
+output h
+train loss {
+  optimizer = adam <lr = 0.01>
+  clip_norm = 1.0
+  loss_scale = dynamic <init = 1024>
+}
+EOF
+sed 's/adam <lr = 0.01>/adam <lr = 0.2, beta1 = 0.5, eps = 1e-4>/; s/clip_norm = 1.0/clip_norm = 3.0/; s/init = 1024/init = 64/' tr_a.dlg >tr_b.dlg
+expect 0 "explain: only hyper-parameter values differ" explain tr_a.dlg tr_b.dlg
+check "explain hparams: same keys" has "keys: same" "$out"
+check "explain hparams: lr named, not in the key" \
+  has "difference: train: adam lr 0.01 vs 0.2 (a hyper-parameter value: not in the key)" "$out"
+check "explain hparams: betas, eps, clip norm, loss scale named" bash -c "grep -q 'adam beta1 0.9 vs 0.5' '$out' && \
+  grep -q 'adam eps 1e-08 vs 0.0001' '$out' && grep -q 'clip_norm 1 vs 3' '$out' && \
+  grep -q 'loss_scale init 1024 vs 64' '$out'"
+check "explain hparams: no 'differs elsewhere' note" bash -c "! grep -q 'elsewhere' '$out'"
+sed 's/adam <lr = 0.01>/adam <lr = 0.01, amsgrad = 1>/; /clip_norm/d; s/loss_scale = dynamic <init = 1024>/loss_scale = 128\n  accumulate = 4/' tr_a.dlg >tr_c.dlg
+expect 0 "explain: structural train differences" explain tr_a.dlg tr_c.dlg
+check "explain structure: keys differ" has "keys: differ" "$out"
+check "explain structure: amsgrad, clipping, loss scaling, accumulation named" bash -c "\
+  grep -q 'difference: train: adam amsgrad 0 vs 1 (structural: in the key)' '$out' && \
+  grep -q 'difference: train: clip_norm set vs none (structural: in the key)' '$out' && \
+  grep -q 'difference: train: loss_scale dynamic vs static (structural: in the key)' '$out' && \
+  grep -q 'difference: train: accumulate 1 vs 4 (structural: in the key)' '$out'"
+check "explain structure: no 'differs elsewhere' note" bash -c "! grep -q 'elsewhere' '$out'"
+sed 's/adam <lr = 0.01>/sgd <lr = 0.01, momentum = 0.9>/' tr_a.dlg >tr_d.dlg
+expect 0 "explain: another optimizer" explain tr_a.dlg tr_d.dlg
+check "explain optimizer: named" has "difference: train: optimizer adam vs sgd (structural: in the key)" "$out"
+sed 's/momentum = 0.9/momentum = 0/' tr_d.dlg >tr_e.dlg
+expect 0 "explain: momentum used or not" explain tr_d.dlg tr_e.dlg
+check "explain momentum: structural" \
+  has "difference: train: sgd momentum 0.9 vs 0 (structural: whether momentum is used is in the key)" "$out"
+expect 0 "explain --json: train differences" explain tr_a.dlg tr_b.dlg --json
+check "explain --json: train differences listed" \
+  jq_py 'd["same"] is True and any("adam lr 0.01 vs 0.2" in s for s in d["differences"])'
 printf 'model broken\ninput x : float[2]\ny = Relu (z)\noutput y\n' >broken.dlg
 expect 1 "explain: a model error exits 1" explain pool_a.dlg broken.dlg
 check "explain: model error rendered with the file" has "broken.dlg:3" "$err"
