@@ -3,13 +3,21 @@
 // start-up and for the dlcc command line.
 //
 // The cache key is XXH3-128 over a versioned, length-prefixed encoding of (docs/cache.md):
-//   the canonical IR (dl_ir_canonical: intermediate names, comments and layout do not count;
-//   input, param and output names do; the train block's optimizer hyper-parameters do, because
-//   an artifact carries them as the initial values of its session's hyper-parameters — a
-//   schedule that changes them at run time never recompiles), the bound dims, every option that
-//   changes code (opt level, target triple, CPU, features), the artifact format version, and the
-//   compiler's version (project version, git revision, a build ID hashing the compiler's sources,
-//   LLVM version).
+//   the canonical IR (dl_ir_canonical with DL_IR_CANON_NO_HYPERPARAMS: intermediate names,
+//   comments and layout do not count; input, param and output names do; of the train block only
+//   its structure counts — optimizer, nesterov/amsgrad/centered, whether momentum is used,
+//   whether clipping and which loss scaling exist, accumulate, precision, freeze, the loss — not
+//   the values of lr, momentum, dampening, betas, eps, weight_decay, alpha, clip_norm or the loss
+//   scale's init/growth/backoff/interval), the bound dims, every option that changes code (opt
+//   level, target triple, CPU, features), the artifact format version, and the compiler's version
+//   (project version, git revision, a build ID hashing the compiler's sources, LLVM version).
+//
+// Hyper-parameter values are session values (the compiled step reads them from its hyper
+// buffer), so a learning-rate sweep compiles once. Every artifact the driver hands out (from the
+// cache or freshly compiled) carries the values of the .dlg it was asked for: they are written
+// into its plan (the hyper buffer's initial data, the hparam records' init, the loss seed) before
+// it is returned, so the bytes equal those of a fresh compile of that .dlg. The cache keeps the
+// bytes of the compile that stored the entry.
 #ifndef DLCC_H
 #define DLCC_H
 
@@ -60,7 +68,9 @@ DL_NODISCARD dl_status dlcc_key(const dl_ir_module *m, const dlcc_options *o, dl
 // Parses (file name `name` for diagnostics), binds dims, infers shapes, verifies; then fetches
 // the artifact from the cache or compiles and stores it. Errors in the model go to `d` (the
 // function returns their status); cache problems never fail the call: they become one warning
-// in `d` and the compile goes on without the cache. On success r->artifact holds the bytes.
+// in `d` and the compile goes on without the cache (so does a cache entry that cannot take the
+// model's train-step values: it is compiled again and replaced). On success r->artifact holds
+// the bytes, carrying the train block's hyper-parameter values of this source.
 DL_NODISCARD dl_status dlcc_compile_source(const char *name, const char *text, size_t len,
                                            const dlcc_options *o, dl_diags *d, dlcc_result *r);
 DL_NODISCARD dl_status dlcc_compile_file(const char *path, const dlcc_options *o, dl_diags *d,
