@@ -402,7 +402,7 @@ static dl_status lower_clip(cg *c, const dl_ir_node *n) {
 // C-order flat index is kept when u >= ratio, where u = dl_rng_uniform(seed, counter * numel + i)
 // (base/base.c) replicated bit for bit: splitmix64's finaliser, whose first application to the
 // seed is folded here at compile time, the counter mix and the top 53 bits as a double. y is
-// x / (1 - ratio) computed in double (as ir/eval_nn.c does) or 0; counter comes from the 4th
+// x / (1 - ratio) computed in double (as ir/eval_nn.c does) or x * 0; counter comes from the 4th
 // input's int64 buffer (the train step's RNG counter, session state), 0 when absent.
 
 static uint64_t rng_mix64(uint64_t z) { // ORDER DL_RNG: base/base.c mix64
@@ -494,8 +494,10 @@ static dl_status lower_dropout(cg *c, const dl_ir_node *n) {
     LLVMValueRef keep = LLVMBuildFCmp(c->b, LLVMRealOGE, u, ratio, "keep");
     LLVMValueRef xv = cg_load(c, k.ptr[ix], x->type.dtype, i);
     LLVMValueRef xd = LLVMBuildFPExt(c->b, xv, c->t_f64, "");
-    LLVMValueRef yd = LLVMBuildSelect(c->b, keep, LLVMBuildFDiv(c->b, xd, scale, ""),
-                                      LLVMConstReal(c->t_f64, 0.0), "");
+    // dropped: x * 0 (NaN for NaN and inf, as PyTorch's x * mask * scale)
+    LLVMValueRef yd =
+        LLVMBuildSelect(c->b, keep, LLVMBuildFDiv(c->b, xd, scale, ""),
+                        LLVMBuildFMul(c->b, xd, LLVMConstReal(c->t_f64, 0.0), ""), "");
     if (train) { // not training: identity, mask true
         yd = LLVMBuildSelect(c->b, train, yd, xd, "");
         keep = LLVMBuildOr(c->b, keep, LLVMBuildNot(c->b, train, ""), "");

@@ -580,8 +580,8 @@ static dl_status softmax(dl_ir__ectx *cx, const dl_ir__et *x, dl_ir__et *y) {
 // Dropout: identity unless training (opts->training, or a true training_mode input). Then
 // element i is kept when dl_rng_uniform(seed, counter * numel + i) >= ratio, with counter the
 // optional 4th input (an int64 scalar, the train step's RNG counter; 0 when absent), and
-// y = keep ? x / (1 - ratio) : 0, mask = keep; ratio from input 1, else the attribute. With
-// ratio == 1 nothing is kept (u < 1 always), so y = 0 and there is no division by zero. The
+// y = keep ? x / (1 - ratio) : x * 0, mask = keep; ratio from input 1, else the attribute. With
+// ratio == 1 nothing is kept (u < 1 always), so y = x * 0 and there is no division by zero. The
 // optional mask output is all true when not training. codegen/lower_elem.c replicates this
 // draw bit for bit (the uint64 index arithmetic wraps the same way).
 static dl_status dropout(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in, dl_ir__et *out,
@@ -610,7 +610,8 @@ static dl_status dropout(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in, dl_
     uint64_t base = counter * (uint64_t)x->n;
     for (int64_t i = 0; i < x->n; i++) {
         bool keep = !train || dl_rng_uniform(seed, base + (uint64_t)i) >= ratio;
-        out[0].d[i] = !train ? x->d[i] : (keep ? x->d[i] / (1.0 - ratio) : 0.0);
+        // A dropped element is x * 0, as PyTorch's x * mask * scale: NaN and inf give NaN.
+        out[0].d[i] = !train ? x->d[i] : (keep ? x->d[i] / (1.0 - ratio) : x->d[i] * 0.0);
         if (n_out > 1) {
             out[1].d[i] = keep ? 1 : 0;
         }

@@ -5,7 +5,8 @@
 //   tensor bound = nan, a tie keeps x (clamp(-0, 0, 1) = -0); maximum/minimum/amax/amin
 //   propagate NaN; argmax returns the first NaN; max_pool2d returns NaN for any window holding
 //   one and routes its gradient to the first NaN; relu's gradient at NaN passes dy (it masks
-//   relu(x) <= 0), leaky_relu's scales dy by alpha, abs's is 0 (sgn(nan) = 0).
+//   relu(x) <= 0), leaky_relu's scales dy by alpha, abs's is 0 (sgn(nan) = 0); dropout
+//   computes x * mask * scale, so a dropped NaN or inf is NaN.
 // Integers: x / 0 = 0 and INT_MIN / -1 = INT_MIN (wrapping), -INT64_MIN = |INT64_MIN| =
 // INT64_MIN, in both backends, without SIGFPE (docs/graph-format.md, "Integer arithmetic").
 //
@@ -374,6 +375,32 @@ DL_TEST(nan_unary_grad_relu_leaky_abs) {
              "ga = UnaryGrad <op = \"Abs\"> (dy, x)\noutput gr\noutput gl\noutput ga\n",
              lx, ldy);
     const cg_want want[] = {{"gr", gr, 37}, {"gl", gl, 37}, {"ga", ga, 37}};
+    DL_CHECK(cg_check_want(text, CG_TOL_EXACT, want, DL_ARRAY_LEN(want)));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Training-mode Dropout: a dropped element is x * 0 as in PyTorch (NaN and inf stay NaN,
+// negatives give -0), the kept ones x / (1 - ratio).
+
+DL_TEST(nan_dropout_training) {
+    double x[133], y[133], mask[133];
+    fill(x, 133, 51, NAN133, DL_ARRAY_LEN(NAN133));
+    int dropped_special = 0;
+    for (int64_t i = 0; i < 133; i++) {
+        bool keep = dl_rng_uniform(9, 4 * 133 + (uint64_t)i) >= 0.5; // counter 4
+        y[i] = keep ? x[i] * 2.0 : x[i] * 0.0;
+        mask[i] = keep;
+        dropped_special += !keep && !isfinite(x[i]);
+    }
+    DL_CHECK(dropped_special >= 3);
+    char lx[4096], text[TEXT_MAX];
+    fmt_list(lx, sizeof lx, x, 133);
+    snprintf(text, sizeof text,
+             "model m\nconst x : float[133] = %s\nconst t : bool[] = 1\n"
+             "const cnt : int64[] = 4\n"
+             "y, mask = Dropout <ratio = 0.5, seed = 9> (x, , t, cnt)\noutput y\noutput mask\n",
+             lx);
+    const cg_want want[] = {{"y", y, 133}, {"mask", mask, 133}};
     DL_CHECK(cg_check_want(text, CG_TOL_EXACT, want, DL_ARRAY_LEN(want)));
 }
 

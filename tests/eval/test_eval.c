@@ -422,6 +422,29 @@ DL_TEST(nan_max_pool_and_grad) {
             V(1, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 3, 0, 4));
 }
 
+// Training-mode Dropout: a dropped element is x * 0 (PyTorch's x * mask * scale), so NaN and inf
+// stay NaN where they are dropped (they became 0 before), negatives give -0.
+DL_TEST(nan_dropout) {
+    double x[64], want[64];
+    int dropped_nan = 0;
+    for (int i = 0; i < 64; i++) {
+        x[i] = i % 4 == 0 ? NAN : i % 4 == 1 ? INFINITY : i % 4 == 2 ? -1.5 : 2.0;
+        bool keep = dl_rng_uniform(3, (uint64_t)i) >= 0.5;
+        want[i] = keep ? x[i] * 2.0 : x[i] * 0.0;
+        dropped_nan += !keep && i % 4 < 2;
+    }
+    DL_CHECK(dropped_nan > 4); // the seed drops some NaN and inf elements
+    arg oy = O(F, 64);
+    run r = run_op_x(DL_IR_OP_DROPOUT, INS(A(F, x, 64)), ATTRS(af("ratio", 0.5), ai("seed", 3)),
+                     &oy, 1, true);
+    bool ok = check_out(&r, 0, &oy, want, 0);
+    for (int i = 2; ok && i < 64; i += 4) {
+        ok = want[i] != 0 || zero_sign_is(&r, 0, i, true);
+    }
+    run_fini(&r);
+    DL_CHECK(ok);
+}
+
 DL_TEST(nan_unary_grad) {
     const double dy[8] = {3, 3, 3, 3, 3, 3, 3, 3};
     // relu: x <= 0 ? 0 : dy, so NaN passes dy (was 0)
