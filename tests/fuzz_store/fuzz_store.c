@@ -2,8 +2,9 @@
 // database: the bytes become DIR/cache.db (mode 0600 in a 0700 directory of ours, so the trust
 // rules pass and SQLite reads it), then the store is opened read-only (list, lookups, verify)
 // and read-write (stats, list, prefix search, lookups, verify, export, import of the export into
-// a second cache, prune, put), and closed. ASan reports memory errors and leaks, UBSan undefined
-// behaviour; the store's contracts are checked with abort():
+// a second cache, prune, put), and closed. An input that starts like an export file
+// ("DLCCENT\n") is instead imported into a fresh cache. ASan reports memory errors and leaks, UBSan
+// undefined behaviour; the store's contracts are checked with abort():
 //   - DL_OK from open hands back a handle, an error hands back NULL;
 //   - every listed entry has its strings and a finite, non-negative compile time;
 //   - a hit's bytes have the entry's size and blob hash (nothing unverified is ever returned);
@@ -193,6 +194,38 @@ static void exercise(dl_cache *c, dl_diags *d, bool writable, const char *xdir, 
     }
 }
 
+// An input that starts like an export file is one: it is imported into a fresh cache, which must
+// then verify clean (import takes nothing verify would reject).
+static void import_one(const uint8_t *data, size_t size, const char *xdir, const char *c2dir) {
+    char path[160];
+    snprintf(path, sizeof path, "%s/0123456789abcdef0123456789abcdef.dlcc", xdir);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0 || write(fd, data, size) != (ssize_t)size || close(fd) != 0) {
+        abort();
+    }
+    dl_diags *d = NULL;
+    dl_cache *c2 = NULL;
+    if (dl_diags_create(&d) != DL_OK) {
+        return;
+    }
+    if (dl_cache_open(c2dir, d, &c2) == DL_OK) {
+        int64_t n = 0, skipped = 0;
+        dl_status st = dl_cache_import(c2, xdir, false, d, &n, &skipped);
+        if (st == DL_OK && n + skipped != 1) {
+            abort(); // the one file is either imported or skipped
+        }
+        if (st == DL_OK && skipped == 1 && dl_diags_count(d) == 0) {
+            abort(); // a skipped file is always named with the reason
+        }
+        int64_t bad = 0;
+        if (dl_cache_verify(c2, d, &bad) == DL_OK && bad != 0) {
+            abort(); // import let in something verify rejects
+        }
+        dl_cache_close(c2);
+    }
+    dl_diags_destroy(d);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     setup_root();
     char cdir[96], xdir[96], c2dir[96], db[128];
@@ -205,6 +238,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     rm_tree_files(c2dir);
     if (mkdir(cdir, 0700) != 0 || mkdir(xdir, 0700) != 0) {
         abort();
+    }
+    if (size >= 8 && memcmp(data, "DLCCENT\n", 8) == 0) {
+        import_one(data, size, xdir, c2dir);
+        return 0;
     }
     int fd = open(db, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (fd < 0 || (size && write(fd, data, size) != (ssize_t)size) || close(fd) != 0) {
@@ -344,13 +381,55 @@ static int make_seed(const char *out_dir, const char *name, int n_entries, bool 
     return st == DL_OK ? 0 : 1;
 }
 
+// Export files (inputs starting "DLCCENT\n" are imported): the entries of a small seed cache.
+static int make_export_seeds(const char *out_dir) {
+    char cdir[96], xdir[96];
+    snprintf(cdir, sizeof cdir, "%s/seed", g_root);
+    snprintf(xdir, sizeof xdir, "%s/seedx", g_root);
+    if (make_seed(g_root, "scratch.db", 2, false) != 0) { // leaves the cache in cdir
+        return 1;
+    }
+    dl_diags *d = NULL;
+    dl_cache *c = NULL;
+    int64_t n = 0;
+    if (dl_diags_create(&d) != DL_OK || dl_cache_open(cdir, d, &c) != DL_OK ||
+        dl_cache_export(c, xdir, d, &n) != DL_OK || n != 2) {
+        return 1;
+    }
+    dl_cache_close(c);
+    dl_diags_destroy(d);
+    DIR *dh = opendir(xdir);
+    if (!dh) {
+        return 1;
+    }
+    struct dirent *e;
+    int i = 0, bad = 0;
+    while ((e = readdir(dh)) != NULL) {
+        if (e->d_name[0] == '.') {
+            continue;
+        }
+        char from[512], to[512];
+        snprintf(from, sizeof from, "%s/%s", xdir, e->d_name);
+        snprintf(to, sizeof to, "%s/export%d.dlcc", out_dir, i++);
+        char *buf = NULL;
+        size_t len = 0;
+        bad +=
+            dl_read_file(from, &buf, &len) != DL_OK || dl_write_file_atomic(to, buf, len) != DL_OK;
+        printf("%s: %zu bytes\n", to, len);
+        free(buf);
+    }
+    closedir(dh);
+    return bad;
+}
+
 int main(int argc, char **argv) {
     setup_root();
     atexit(cleanup_root);
     if (argc == 3 && strcmp(argv[1], "--make-seeds") == 0) {
-        int bad =
-            make_seed(argv[2], "empty.db", 0, false) + make_seed(argv[2], "one.db", 1, false) +
-            make_seed(argv[2], "three.db", 3, false) + make_seed(argv[2], "bad_row.db", 3, true);
+        int bad = make_seed(argv[2], "empty.db", 0, false) +
+                  make_seed(argv[2], "one.db", 1, false) +
+                  make_seed(argv[2], "three.db", 3, false) +
+                  make_seed(argv[2], "bad_row.db", 3, true) + make_export_seeds(argv[2]);
         return bad ? 1 : 0;
     }
     int n = 0, bad = 0;
