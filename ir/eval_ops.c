@@ -56,6 +56,15 @@ static double wrap_i64(double r) {
     return r == 9223372036854775808.0 ? -r : r;
 }
 
+// A real result converted to an integer type saturates at the type's range (compiled code's
+// llvm.fptosi.sat; the driver's rounding would wrap an int32 instead). Other types pass.
+static double saturate_int(dl_dtype dt, double v) {
+    if (dt == DL_DT_INT32 && !isnan(v)) {
+        return v >= 2147483647.0 ? 2147483647.0 : v <= -2147483648.0 ? -2147483648.0 : v;
+    }
+    return v; // int64 saturates in the driver; NaN becomes 0 there
+}
+
 static dl_status unary(dl_ir__ectx *cx, const dl_ir__et *x, dl_ir__et *y) {
     const dl_ir_node *n = cx->node;
     if (x->n != y->n) {
@@ -116,8 +125,11 @@ static dl_status unary(dl_ir__ectx *cx, const dl_ir__et *x, dl_ir__et *y) {
             r = v != 0 ? 0 : 1;
             break;
         // Cast: the driver's rounding to the output dtype is the conversion (float -> int
-        // truncates toward zero, -> bool is != 0, -> float16/bfloat16 rounds to nearest even).
+        // truncates toward zero, saturating, NaN -> 0; -> bool is != 0; -> float16/bfloat16
+        // rounds to nearest even).
         case DL_IR_OP_CAST:
+            r = is_int ? v : saturate_int(y->dtype, v);
+            break;
         case DL_IR_OP_IDENTITY:
         case DL_IR_OP_SQUEEZE:
         case DL_IR_OP_UNSQUEEZE:
@@ -144,7 +156,8 @@ static double int_div(double a, double b) {
     return wrap_i64(trunc(a / b));
 }
 
-// ONNX integer Pow: computed as the real power then truncated to the base's type.
+// ONNX integer Pow: computed as the real power then truncated to the base's type, saturating
+// (nary).
 static double binop(dl_ir_op op, double a, double b) {
     switch ((int)op) {
     case DL_IR_OP_ADD:
@@ -193,6 +206,8 @@ static dl_status nary(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in, dl_ir_
             double b = in[k]->d[dl_ir__bcast_index(in[k], oc, y->rank)];
             if (is_int_div) {
                 acc = int_div(acc, b);
+            } else if (op == DL_IR_OP_POW) {
+                acc = saturate_int(y->dtype, binop(op, acc, b));
             } else {
                 acc = binop(op, acc, b);
             }

@@ -433,3 +433,29 @@ DL_TEST(int_div_min_by_minus_one_and_by_zero) {
     CG_CHECK("model m\ninput a : int32[133]\ninput b : int32[133]\nq = Div (a, b)\noutput q\n",
              ((cg_tol){0, 0, 3, 5}));
 }
+
+// Float-to-int Cast and integer Pow saturate at the type's range (NaN casts to 0) in both
+// backends; the evaluator used to wrap int32 results (Cast 3e9 -> -1294967296, and 0 for 1e20)
+// where compiled code saturates. int32 Add/Mul/Sub wrap in both.
+DL_TEST(float_to_int_and_int_pow_saturate) {
+    const double i32max = 2147483647.0, i32min = -2147483648.0;
+    const double i64max = 9223372036854775807.0, i64min = -9223372036854775808.0;
+    const double c32[] = {i32max, i32min, i32max, i32min, 0, 2147483520, -2, i32max, i32min};
+    const double c64[] = {3e9, -3e9, i64max, i64min, 0, 2147483520, -2, i64max, i64min};
+    const double p32[] = {i32max, i32max, i32min, 1024, -8};
+    const double p64[] = {i64max, 847288609443.0, -8589934592.0, 1024, -8};
+    const double w32[] = {i32min, i32max, 131072}, v32[] = {i32max, i32min, 0};
+    const cg_want want[] = {{"a", c32, 9}, {"b", c64, 9}, {"r", p32, 5},
+                            {"s", p64, 5}, {"w", w32, 3}, {"v", v32, 3}};
+    DL_CHECK(cg_check_want(
+        "model m\nconst x : float[9] = [3e9, -3e9, 1e20, -1e20, nan, 2147483520, -2.5, inf, -inf]\n"
+        "a = Cast <to = \"int32\"> (x)\nb = Cast <to = \"int64\"> (x)\n"
+        "const p : int32[5] = [2, 3, -2, 2, -2]\nconst q : int32[5] = [40, 25, 33, 10, 3]\n"
+        "const p8 : int64[5] = [2, 3, -2, 2, -2]\nconst q8 : int64[5] = [70, 25, 33, 10, 3]\n"
+        "r = Pow (p, q)\ns = Pow (p8, q8)\n"
+        "const m : int32[3] = [2147483647, -2147483648, 65536]\nconst k : int32[3] = [1, -1, "
+        "65536]\n"
+        "w = Add (m, k)\nv = Mul (m, k)\n"
+        "output a\noutput b\noutput r\noutput s\noutput w\noutput v\n",
+        CG_TOL_EXACT, want, DL_ARRAY_LEN(want)));
+}

@@ -322,6 +322,19 @@ DL_TEST(cast) {
     EXPECT1(DL_IR_OP_CAST, INS(A(B, V(1, 0), 2)), ATTRS(as("to", "float")), O(F, 2), V(1, 0));
 }
 
+// float -> int saturates at the type's range, NaN -> 0 (as compiled code's llvm.fptosi.sat);
+// int32 used to wrap here. Integer Pow saturates the same way.
+DL_TEST(cast_and_int_pow_saturate) {
+    EXPECT1(DL_IR_OP_CAST, INS(A(F, V(3e9, -3e9, 1e20, NAN, INFINITY, -INFINITY), 6)),
+            ATTRS(as("to", "int32")), O(I32, 6),
+            V(2147483647, -2147483648.0, 2147483647, 0, 2147483647, -2147483648.0));
+    EXPECT1(DL_IR_OP_POW, INS(A(I32, V(2, -2, 2), 3), A(I32, V(40, 33, 10), 3)), NOATTR, O(I32, 3),
+            V(2147483647, -2147483648.0, 1024));
+    // int -> int32 still wraps (two's complement truncation)
+    EXPECT1(DL_IR_OP_CAST, INS(A(I64, V(4294967297.0), 1)), ATTRS(as("to", "int32")), O(I32, 1),
+            V(1));
+}
+
 DL_TEST(float16_rounds_at_each_node) {
     // 1 + 2^-11 is not a float16: the sum rounds to 1 (ties to even), so y = x + e - 1 is 0
     // when rounding happens at the Add.
