@@ -1,7 +1,9 @@
 # Regenerates the .npy and safetensors seed corpora of tests/fuzz (corpus_npy/,
 # corpus_safetensors/): small valid files of every element type, plus a few near-misses. Run
 # with /usr/bin/python3 (numpy) from tests/fuzz; the outputs are committed. The ONNX seeds
-# (corpus_onnx/) are copies of small models from Debian's libonnx-testdata (see its README).
+# (corpus_onnx/) are copies of small models from Debian's libonnx-testdata, of the hand-made
+# models of tests/onnx/data (aliases, size bombs), a torch.onnx.export of Linear+BatchNorm in
+# eval mode (torch_bn_eval_alias.onnx), and deep_if_120.onnx, written below.
 import io, json, os, struct
 import numpy as np
 
@@ -60,3 +62,23 @@ st("meta_escapes.safetensors", {"x\\u00e9\"": ("F32", [1], f32[:4])}, {"k\n": "v
 st("f64_unsupported.safetensors", {"d": ("F64", [1], b"\0" * 8)})
 st("bad_bool.safetensors", {"e": ("BOOL", [2], b"\x01\x07")})
 st("gap.safetensors", {"w": ("F32", [1], f32[:4])}, tweak=lambda b: b + b"\0\0\0\0")
+
+# 120 nested If subgraphs, past the importer's nesting limit (written as raw protobuf).
+def varint(v):
+    out = bytearray()
+    while True:
+        b = v & 0x7f
+        v >>= 7
+        out.append(b | (0x80 if v else 0))
+        if not v:
+            return bytes(out)
+
+def field(num, payload):
+    return varint(num << 3 | 2) + varint(len(payload)) + payload
+
+g = b""
+for _ in range(120):
+    attr = field(1, b"then_branch") + varint(20 << 3) + varint(5) + field(6, g)
+    g = field(1, field(4, b"If") + field(5, attr))
+model = varint(1 << 3) + varint(8) + field(8, varint(2 << 3) + varint(17)) + field(7, g)
+open("corpus_onnx/deep_if_120.onnx", "wb").write(model)

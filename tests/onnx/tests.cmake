@@ -23,3 +23,20 @@ set_tests_properties(onnx_conformance PROPERTIES LABELS conformance SKIP_RETURN_
 # with the same tolerance. An op the backend does not lower yet fails its case.
 add_test(NAME onnx_conformance_cpu COMMAND onnx_conformance --backend cpu)
 set_tests_properties(onnx_conformance_cpu PROPERTIES LABELS conformance SKIP_RETURN_CODE 77)
+
+# `dlcc import` never writes what `dlcc check` rejects: every model of the ONNX test data that the
+# importer accepts (params and --consts) must print, parse back to the same text, infer shapes
+# and verify. Exit 77 (skip) when the test data is not installed.
+add_executable(onnx_import_check ${CMAKE_CURRENT_LIST_DIR}/import_check.c)
+target_link_libraries(onnx_import_check PRIVATE dl_flags dl_frontend dl_passes dl_ir dl_base)
+get_filename_component(DL_ONNX_DATA_ROOT "${DL_ONNX_NODE_DIR}" DIRECTORY)
+target_compile_definitions(onnx_import_check PRIVATE DL_ONNX_DATA_ROOT="${DL_ONNX_DATA_ROOT}")
+add_test(NAME onnx_import_check COMMAND onnx_import_check)
+set_tests_properties(onnx_import_check PROPERTIES LABELS conformance SKIP_RETURN_CODE 77)
+
+# `dlcc import` on hostile and awkward models (deep nesting, size bombs, a model check rejects,
+# aliased BatchNorm statistics from a real torch.onnx.export when torch is installed).
+add_test(NAME onnx_import_cli
+         COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_import_cli.sh $<TARGET_FILE:dlcc>
+                 ${CMAKE_SOURCE_DIR} ${DL_ONNX_NODE_DIR})
+set_tests_properties(onnx_import_cli PROPERTIES LABELS unit TIMEOUT 300)

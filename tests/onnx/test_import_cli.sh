@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# tests/onnx/test_import_cli.sh — `dlcc import` on hostile and awkward models: 5000 nested If
+# subgraphs (used to overflow the stack inside protobuf-c: exit 139), a [100000, 100000]
+# initializer without data (used to allocate 40 GB first), a model whose shapes `dlcc check`
+# rejects (used to be written anyway), and BatchNorm statistics that an exporter aliased to the
+# weights (a real torch.onnx.export when torch is installed, else skipped; the same structure is
+# covered by test_onnx_import). Each failing import must exit 1 and leave OUT untouched.
+# usage: test_import_cli.sh DLCC SOURCE_DIR ONNX_NODE_DIR
+set -u
+if [ $# -ne 3 ]; then
+  echo "usage: test_import_cli.sh DLCC SOURCE_DIR ONNX_NODE_DIR" >&2
+  exit 2
+fi
+prog=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+src=$(cd "$2" && pwd)
+node_dir=$3
+source "$src/tests/harness/cli_lib.sh"
+
+untouched() { test "$(cat keep.dlg)" = "keep"; }
+echo keep >keep.dlg
+
+# 5000 nested If nodes, written as raw protobuf (the onnx helpers copy each subgraph: quadratic).
+"$py" - <<'PYEOF'
+def varint(v):
+    out = bytearray()
+    while True:
+        b = v & 0x7f
+        v >>= 7
+        out.append(b | (0x80 if v else 0))
+        if not v:
+            return bytes(out)
+def field(num, payload):
+    return varint(num << 3 | 2) + varint(len(payload)) + payload
+g = b""
+for _ in range(5000):
+    attr = field(1, b"then_branch") + varint(20 << 3) + varint(5) + field(6, g)
+    g = field(1, field(4, b"If") + field(5, attr))
+model = varint(1 << 3) + varint(8) + field(8, varint(2 << 3) + varint(17)) + field(7, g)
+open("deep_if.onnx", "wb").write(model)
+PYEOF
+expect_msg 1 "5000 nested If subgraphs are refused, not a crash" \
+  "messages nested more than 100 deep" import deep_if.onnx -o keep.dlg
+check "refused deep model leaves OUT untouched" untouched
+
+expect_msg 1 "an initializer of [100000, 100000] without data is refused before allocating" \
+  "initializer 'big' holds 0 values, its shape [100000, 100000] needs 10000000000" \
+  import "$src/tests/onnx/data/size_bomb.onnx" -o keep.dlg
+check "refused size bomb leaves OUT untouched" untouched
+expect_msg 1 "a negative initializer dim is refused" "initializer 'big' has negative dimension -1" \
+  import "$src/tests/onnx/data/neg_dim.onnx" -o keep.dlg
+
+# Imports, but ConvTranspose on a rank-3 input fails shape inference: nothing is written.
+if [ -f "$node_dir/test_convtranspose_1d/model.onnx" ]; then
+  expect_msg 1 "a model that dlcc check would reject is not written" \
+    "the imported model does not check" import "$node_dir/test_convtranspose_1d/model.onnx" -o keep.dlg
+  check "rejected import leaves OUT untouched" untouched
+  check "the reason is the shape error" grep -qF "X must have rank 4" "$err"
+  expect 1 "nor printed to stdout" import "$node_dir/test_convtranspose_1d/model.onnx"
+  check "stdout stays empty" test ! -s "$out"
+else
+  echo "note: $node_dir/test_convtranspose_1d missing, case skipped"
+fi
+
+# Aliased BatchNorm statistics (the helper-built model of tests/onnx/data).
+expect 0 "aliased statistics import" import "$src/tests/onnx/data/bn_alias.onnx" -o bn.dlg
+check "without -v no notes are printed" test ! -s "$err"
+expect 0 "the imported model checks" check bn.dlg
+expect_msg 0 "-v notes each copied alias" \
+  "makes 'bn.running_var' an alias of initializer 'bn.weight'" import -v "$src/tests/onnx/data/bn_alias.onnx" -o bn.dlg
+check "-v prints one note per alias" test "$(grep -c '^note: ' "$err")" -eq 2
+check "running_var is a param of its own" grep -qE '^param +bn\.running_var +: float\[3\] += \[1\.0, 1\.0, 1\.0\]' bn.dlg
+check "no Identity is left" bash -c '! grep -q Identity bn.dlg'
+
+# The real exporter: torch.onnx.export of a fresh BatchNorm in eval mode.
+if "$py" -c 'import torch, onnx' 2>/dev/null; then
+  "$py" - <<'PYEOF' 2>/dev/null
+import torch, onnx
+class M(torch.nn.Module):
+    def __init__(s):
+        super().__init__()
+        s.l = torch.nn.Linear(3, 4)
+        s.bn = torch.nn.BatchNorm1d(4)
+    def forward(s, x):
+        return s.bn(s.l(x))
+m = M().eval()
+torch.onnx.export(m, torch.randn(2, 3), "torch_bn.onnx", opset_version=17)
+g = onnx.load("torch_bn.onnx").graph
+ids = {n.output[0]: n.input[0] for n in g.node if n.op_type == "Identity"}
+open("torch_alias.txt", "w").write(repr(sorted(ids.items())))
+PYEOF
+  check "torch.onnx.export really aliases running_var to the weight" \
+    grep -qF "('bn.running_var', 'bn.weight')" torch_alias.txt
+  expect 0 "the torch export imports" import -v torch_bn.onnx -o torch_bn.dlg
+  check "each aliased statistic is noted" test "$(grep -c '^note: ' "$err")" -eq 2
+  check "the BatchNorm reads its own statistics" \
+    grep -qE 'BatchNormalization .*\(.*, bn\.weight, bn\.bias, bn\.running_mean, bn\.running_var\)' torch_bn.dlg
+  check "bn.running_var is a param" grep -qE '^param +bn\.running_var ' torch_bn.dlg
+  expect 0 "the imported torch model checks" check torch_bn.dlg
+else
+  echo "note: torch is not available to $py, torch export case skipped"
+fi
+
+finish
