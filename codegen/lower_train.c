@@ -714,6 +714,24 @@ static dl_status check_module(cg *c) {
         cg_error(c, "train step: accumulate = %lld must be >= 1", (long long)t->accumulate);
         return DL_ERR_INVALID_ARG;
     }
+    // The parser checks every value where it is written; a module built another way gets the
+    // same ranges here (the runtime's set_hparam enforces them too).
+    dl_optim_ref_hparams hp;
+    dl_optim_ref_hparams_from_train(t, &hp);
+    dl_optim_ref_loss_scale ls;
+    dl_optim_ref_loss_scale_init_from_train(&ls, t);
+    bool dyn = t->loss_scale == DL_IR_LS_DYNAMIC;
+    if (dl_optim_ref_hparams_check(t->optimizer, &hp) != DL_OK ||
+        (t->has_clip_norm && !(t->clip_norm > 0.0 && isfinite(t->clip_norm))) ||
+        !(ls.scale > 0.0 && isfinite(ls.scale)) ||
+        (dyn && !(ls.growth > 1.0 && isfinite(ls.growth) && ls.backoff > 0.0 && ls.backoff < 1.0 &&
+                  ls.interval >= 1))) {
+        cg_error(c,
+                 "train step: a hyper-parameter of the %s optimizer or of the loss scale is out "
+                 "of its range (docs/training.md)",
+                 dl_ir_optim_name(t->optimizer));
+        return DL_ERR_INVALID_ARG;
+    }
     const dl_ir_value *sc = m->step_counter;
     if (sc && (sc->kind != DL_IR_VAL_CONST || sc->type.dtype != DL_DT_INT64 || sc->type.rank != 0 ||
                !sc->lit)) {

@@ -45,8 +45,9 @@ typedef struct dl_optim_ref_hparams {
 void dl_optim_ref_hparams_defaults(dl_ir_optim kind, dl_optim_ref_hparams *out);
 // The train block's optimizer settings with defaults applied (dl_ir_train_opt_value).
 void dl_optim_ref_hparams_from_train(const dl_ir_train *t, dl_optim_ref_hparams *out);
-// The checks torch.optim's constructors make: lr, eps, weight_decay, momentum >= 0, betas in
-// [0, 1), alpha >= 0, nesterov needs momentum > 0 and dampening == 0. DL_ERR_INVALID_ARG else.
+// The checks torch.optim's constructors make, every value finite: lr, eps, weight_decay,
+// momentum >= 0, betas in [0, 1), alpha >= 0, nesterov needs momentum > 0 and dampening == 0.
+// DL_ERR_INVALID_ARG else. The same ranges as the .dlg parser's and dlrt_session_set_hparam's.
 dl_status dl_optim_ref_hparams_check(dl_ir_optim kind, const dl_optim_ref_hparams *hp);
 
 // The state slots `kind` keeps under `hp`, in PyTorch's state_dict order, into names[] (room for

@@ -51,7 +51,7 @@ void dl_optim_ref_hparams_defaults(dl_ir_optim kind, dl_optim_ref_hparams *out) 
 }
 
 static bool nonneg(double x) {
-    return x >= 0.0; // false for NaN too
+    return x >= 0.0 && isfinite(x); // false for NaN and infinities too
 }
 
 dl_status dl_optim_ref_hparams_check(dl_ir_optim kind, const dl_optim_ref_hparams *hp) {
@@ -60,7 +60,7 @@ dl_status dl_optim_ref_hparams_check(dl_ir_optim kind, const dl_optim_ref_hparam
     }
     switch (kind) {
     case DL_IR_OPTIM_SGD:
-        if (!nonneg(hp->momentum) || isnan(hp->dampening)) {
+        if (!nonneg(hp->momentum) || !isfinite(hp->dampening)) {
             return DL_ERR_INVALID_ARG;
         }
         if (hp->nesterov && (hp->momentum <= 0.0 || hp->dampening != 0.0)) {

@@ -382,6 +382,11 @@ DL_TEST(optim_hparams_from_train) {
     hp = defaults(DL_IR_OPTIM_RMSPROP);
     hp.lr = -1.0;
     DL_CHECK(dl_optim_ref_hparams_check(DL_IR_OPTIM_RMSPROP, &hp) == DL_ERR_INVALID_ARG);
+    hp.lr = INFINITY; // every value must be finite
+    DL_CHECK(dl_optim_ref_hparams_check(DL_IR_OPTIM_RMSPROP, &hp) == DL_ERR_INVALID_ARG);
+    hp = defaults(DL_IR_OPTIM_SGD);
+    hp.dampening = NAN;
+    DL_CHECK(dl_optim_ref_hparams_check(DL_IR_OPTIM_SGD, &hp) == DL_ERR_INVALID_ARG);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1347,4 +1347,58 @@ DL_TEST(train_hparams_reach_the_session_through_a_cache_hit) {
     DL_CHECK_EQ_I64(system(cmd), 0);
 }
 
+// A module built without the parser (or changed after it) with a value out of range is refused
+// by codegen too, never compiled into an artifact whose session starts from it.
+DL_TEST(train_codegen_refuses_values_out_of_range) {
+    static const struct {
+        const char *block, *attr;
+        double v;
+    } cases[] = {
+        {"train loss { optimizer = adam <lr = 0.01> }\n", "lr", -1.0},
+        {"train loss { optimizer = adam <beta1 = 0.9> }\n", "beta1", 1.5},
+        {"train loss { optimizer = sgd <lr = 0.1, momentum = 0.5> }\n", "momentum", -0.5},
+        {"train loss { optimizer = rmsprop <eps = 1e-8> }\n", "eps", NAN},
+        {"train loss {\n optimizer = sgd <lr = 0.1>\n loss_scale = dynamic <growth = 2>\n}\n",
+         "growth", 0.5},
+    };
+    for (size_t i = 0; i < DL_ARRAY_LEN(cases); i++) {
+        char text[4096];
+        snprintf(text, sizeof text, "%s%s", MODEL_HEAD, cases[i].block);
+        dl_diags *d = NULL;
+        DL_CHECK_OK(dl_diags_create(&d));
+        dl_ir_module *m = NULL;
+        DL_CHECK_OK(dl_fe_parse("t.dlg", text, strlen(text), d, &m));
+        DL_CHECK_OK(dl_pass_shape(m, d));
+        if (!m) {
+            dl_diags_destroy(d);
+            continue;
+        }
+        dl_ir_train *t = m->train;
+        dl_ir_attr *as = strcmp(cases[i].attr, "growth") == 0 ? t->ls_attrs : t->opt_attrs;
+        size_t n = strcmp(cases[i].attr, "growth") == 0 ? t->n_ls_attrs : t->n_opt_attrs;
+        for (size_t k = 0; k < n; k++) {
+            if (strcmp(as[k].name, cases[i].attr) == 0) {
+                as[k].kind = DL_IR_ATTR_FLOAT;
+                as[k].f = cases[i].v;
+            }
+        }
+        m->has_backward = true;
+        m->n_fwd_nodes = m->nodes.len;
+        m->train_loss = dl_ir_module_find(m, "loss");
+        for (size_t k = 0; k < m->params.len; k++) {
+            char name[64];
+            snprintf(name, sizeof name, "g_%s", m->params.data[k]->name);
+            DL_CHECK(DL_VEC_PUSH(&m->grads, dl_ir_module_find(m, name)));
+        }
+        uint8_t *art = NULL;
+        size_t len = 0;
+        DL_CHECK_EQ_I64(dl_cg_compile(m, NULL, d, &art, &len), DL_ERR_INVALID_ARG);
+        DL_CHECK(art == NULL && dl_diags_error_count(d) == 1);
+        DL_CHECK(strstr(dl_diags_get(d, 0)->msg, "out of its range") != NULL);
+        free(art);
+        dl_ir_module_destroy(m);
+        dl_diags_destroy(d);
+    }
+}
+
 DL_TEST_MAIN()
