@@ -141,7 +141,9 @@ DLRT_API int dlrt_model_has_train_step(const dlrt_model *m);
 // Optimizer state tensors ("PARAM.SLOT", e.g. "w1.exp_avg"; slot names as PyTorch's
 // state_dict), in plan order, and with gradient accumulation each param's accumulator
 // "PARAM.grad_accum" (the sum of the gradients of the current cycle's micro-batches, times the
-// loss scale with loss scaling, as PyTorch's .grad before GradScaler.unscale_).
+// loss scale with loss scaling, as PyTorch's .grad before GradScaler.unscale_), and each
+// running statistic's "PARAM.cycle_start" (its value when the cycle began, 0 between cycles: a
+// skipped boundary puts it back, docs/training.md).
 // dlrt_session_get_param / set_param accept these names too.
 DLRT_API size_t dlrt_model_num_state(const dlrt_model *m);
 DLRT_API dlrt_status dlrt_model_state(const dlrt_model *m, size_t i, dlrt_tensor_desc *out);
