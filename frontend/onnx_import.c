@@ -522,6 +522,8 @@ typedef struct imp {
     const dl_tensor *bind_values;
     size_t n_bind;
     size_t n_errors;
+    struct ident_ent *ids; // identifiers handed out (see make_ident)
+    size_t id_cap, id_n;
 } imp;
 
 static sym *sym_find(const imp *im, const char *name) {
@@ -649,29 +651,114 @@ static char *sanitize(const char *src) {
     return base;
 }
 
-// Like sanitize, and unused in `m` (a clash gets "_<n>" appended).
-static char *make_ident(const dl_ir_module *m, const char *src) {
+// Every identifier handed out by make_ident (heap keys), each with the next suffix to try when
+// it is wanted again as a base, so that n clashing names cost O(n), not O(n^2) (a hostile
+// model can have millions of names that sanitize alike).
+typedef struct ident_ent {
+    char *key;
+    unsigned next;
+} ident_ent;
+
+static ident_ent *ident_find(const imp *im, const char *key) {
+    if (!im->id_cap) {
+        return NULL;
+    }
+    size_t mask = im->id_cap - 1;
+    for (size_t i = (size_t)dl_hash_fnv1a64(key) & mask; im->ids[i].key; i = (i + 1) & mask) {
+        if (strcmp(im->ids[i].key, key) == 0) {
+            return &im->ids[i];
+        }
+    }
+    return NULL;
+}
+
+// Records `key` (ownership passes to the table on success; false when out of memory).
+static bool ident_add(imp *im, char *key) {
+    if ((im->id_n + 1) * 2 > im->id_cap) {
+        size_t ncap = im->id_cap ? im->id_cap * 2 : 64;
+        ident_ent *ne = dl_mem_calloc(ncap, sizeof *ne);
+        if (!ne) {
+            return false;
+        }
+        for (size_t i = 0; i < im->id_cap; i++) {
+            if (im->ids[i].key) {
+                size_t j = (size_t)dl_hash_fnv1a64(im->ids[i].key) & (ncap - 1);
+                while (ne[j].key) {
+                    j = (j + 1) & (ncap - 1);
+                }
+                ne[j] = im->ids[i];
+            }
+        }
+        free(im->ids);
+        im->ids = ne;
+        im->id_cap = ncap;
+    }
+    size_t j = (size_t)dl_hash_fnv1a64(key) & (im->id_cap - 1);
+    while (im->ids[j].key) {
+        j = (j + 1) & (im->id_cap - 1);
+    }
+    im->ids[j] = (ident_ent){key, 1};
+    im->id_n++;
+    return true;
+}
+
+static void idents_free(imp *im) {
+    for (size_t i = 0; i < im->id_cap; i++) {
+        free(im->ids[i].key);
+    }
+    free(im->ids);
+    im->ids = NULL;
+    im->id_cap = im->id_n = 0;
+}
+
+static bool ident_taken(const imp *im, const char *name) {
+    return ident_find(im, name) || dl_ir_module_find(im->m, name);
+}
+
+// Like sanitize, and unused in the module and by any identifier handed out before (a clash gets
+// "_<n>" appended, the smallest n free). The result is a heap string the caller frees.
+static char *make_ident(imp *im, const char *src) {
     char *base = sanitize(src);
     if (!base) {
         return NULL;
     }
-    size_t o = strlen(base);
-    if (!dl_ir_module_find(m, base)) {
-        return base;
-    }
-    char *cand = dl_mem_alloc(o + 24);
-    if (!cand) {
+    char *id = base;
+    if (ident_taken(im, base)) {
+        size_t o = strlen(base);
+        id = dl_mem_alloc(o + 24);
+        if (!id) {
+            free(base);
+            return NULL;
+        }
+        // Suffixes below `next` were taken when tried and names are never given back.
+        ident_ent *e = ident_find(im, base);
+        unsigned k = e ? e->next : 1;
+        for (;; k++) {
+            snprintf(id, o + 24, "%s_%u", base, k);
+            if (!ident_taken(im, id)) {
+                break;
+            }
+        }
+        if (!e) {
+            char *kb = base;
+            base = NULL;
+            if (!ident_add(im, kb)) {
+                free(kb);
+                free(id);
+                return NULL;
+            }
+            e = ident_find(im, kb);
+        }
+        e->next = k + 1;
         free(base);
+    }
+    char *copy = dl_mem_strdup(id);
+    if (!copy || !ident_add(im, copy)) {
+        free(copy);
+        free(id);
         return NULL;
     }
-    for (unsigned k = 1;; k++) {
-        snprintf(cand, o + 24, "%s_%u", base, k);
-        if (!dl_ir_module_find(m, cand)) {
-            break;
-        }
-    }
-    free(base);
-    return cand;
+    return id;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1238,7 +1325,7 @@ static dl_ir_literal *literal_of(dl_ir_module *m, const dl_tensor *c) {
 // Emits constant value `c` as a param or a const named after `src` (made unique); *out gets it.
 static dl_status emit_value(imp *im, const dl_tensor *c, const char *src, bool as_param,
                             dl_ir_value **out) {
-    char *id = make_ident(im->m, src);
+    char *id = make_ident(im, src);
     if (!id) {
         return DL_ERR_NOMEM;
     }
@@ -1507,29 +1594,13 @@ static dl_status emit_node(imp *im, dl_arena *a, size_t idx) {
     if (!ids) {
         return DL_ERR_NOMEM;
     }
-    // Identifiers are chosen one by one; a node's own outputs must not collide either, so the
-    // names are reserved by checking against those already picked for this node.
+    // Identifiers are chosen one by one; make_ident remembers those handed out, so a node's own
+    // outputs do not collide either.
     for (size_t k = 0; k < n_outs; k++) {
         const char *on = nd->output[k] ? nd->output[k] : "";
-        char *id = make_ident(im->m, on[0] ? on : "_unused");
+        char *id = make_ident(im, on[0] ? on : "_unused");
         if (!id) {
             return DL_ERR_NOMEM;
-        }
-        for (unsigned suffix = 1;; suffix++) {
-            bool clash = false;
-            for (size_t j = 0; j < k; j++) {
-                clash = clash || strcmp(ids[j], id) == 0;
-            }
-            if (!clash) {
-                break;
-            }
-            char buf[512];
-            snprintf(buf, sizeof buf, "%s_%u", on[0] ? on : "_unused", suffix);
-            free(id);
-            id = make_ident(im->m, buf);
-            if (!id) {
-                return DL_ERR_NOMEM;
-            }
         }
         ids[k] = dl_arena_strdup(a, id);
         free(id);
@@ -1588,7 +1659,7 @@ static dl_status emit(imp *im) {
         if (type_from_value_info(im, g->input[i], &t) != DL_OK) {
             continue;
         }
-        char *id = make_ident(m, s->onnx);
+        char *id = make_ident(im, s->onnx);
         if (!id) {
             free(src.data);
             return DL_ERR_NOMEM;
@@ -1748,6 +1819,7 @@ static dl_status import_onnx(const char *path, const void *data, size_t len,
 out:
     dl_ir_module_destroy(im.m);
     syms_free(&im);
+    idents_free(&im);
     pb_release(mp);
     return st;
 }

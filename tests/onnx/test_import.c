@@ -399,6 +399,21 @@ DL_TEST(onnx_shared_stat_initializer_is_copied) {
     dl_diags_destroy(d);
 }
 
+// 841 ONNX names that all sanitize to "y__": each gets the smallest free "_<n>" suffix, in graph
+// order (the suffix search resumes where it stopped, so this costs O(n), not O(n^2)).
+DL_TEST(onnx_clashing_names) {
+    dl_diags *d;
+    DL_CHECK(dl_diags_create(&d) == DL_OK);
+    dl_ir_module *m = NULL;
+    DL_CHECK_OK(dl_fe_import_onnx(DATA_DIR "/clash.onnx", false, d, &m));
+    DL_CHECK_EQ_I64(m->nodes.len, 841);
+    DL_CHECK_STR_EQ(m->nodes.data[0]->outputs[0]->name, "y__");
+    DL_CHECK_STR_EQ(m->nodes.data[1]->outputs[0]->name, "y___1");
+    DL_CHECK_STR_EQ(m->nodes.data[840]->outputs[0]->name, "y___840");
+    dl_ir_module_destroy(m);
+    dl_diags_destroy(d);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Hostile input
 

@@ -94,3 +94,14 @@ nodes = [helper.make_node("Add", ["x", "big"], ["y"])]
 save(helper.make_graph(nodes, "bomb", [x_vi], [y_vi], [big]), "size_bomb.onnx")
 neg = TensorProto(name="big", data_type=TensorProto.FLOAT, dims=[-1, 3])
 save(helper.make_graph(nodes, "neg", [x_vi], [y_vi], [neg]), "neg_dim.onnx")
+
+# 841 values whose names all sanitize to "y__" (a chain of Relu), then an output list.
+punct = "!#$%&()*+,-/:;<=>?@[]^`{|}~'\""
+names = ["y" + a + b for a in punct[:30] for b in punct[:30]]
+nodes, prev = [], "x"
+for n in names:
+    nodes.append(helper.make_node("Relu", [prev], [n]))
+    prev = n
+save(helper.make_graph(nodes, "clash", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                       [helper.make_tensor_value_info(prev, TensorProto.FLOAT, [2])]),
+     "clash.onnx")
