@@ -411,8 +411,9 @@ DL_NODISCARD dl_status dl_ir_print(const dl_ir_module *m, char **out);
 // layout and the names of intermediate values (renumbered %0, %1, ... in definition order);
 // dependent on everything that affects results (ops, attributes with defaults applied, dtypes,
 // bound dim values, initialisers, constants, train config) and on the names of inputs, params
-// and outputs (the artifact's interface). With DL_IR_CANON_NO_HYPERPARAMS the optimizer
-// hyper-parameter values are left out (they are runtime values of a session).
+// and outputs (the artifact's interface). With DL_IR_CANON_NO_HYPERPARAMS (the cache key) the
+// train block's hyper-parameter values are left out — the optimizer's values, the clip norm, the
+// loss scale's numbers — since they are runtime values of a session; its structure stays.
 enum { DL_IR_CANON_NO_HYPERPARAMS = 1 };
 DL_NODISCARD dl_status dl_ir_canonical(const dl_ir_module *m, unsigned flags, char **out,
                                        size_t *out_len);
