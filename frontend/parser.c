@@ -425,13 +425,87 @@ static bool parse_decl_type(parser *p, dl_ir_type *ty, const char *kind, const c
 // ---------------------------------------------------------------------------------------------
 // Literals
 
+// A bracketed literal's values are converted as they are read and kept compactly (8 bytes each,
+// not a token per element), and never more than the type's element count: a large literal costs
+// what its data costs, however many elements the text has. A bad element is remembered and
+// reported only once the shape matched, as the shape is the more useful error.
 typedef struct lit_state {
-    DL_VEC(number) elems; // heap
+    dl_dtype dtype;
+    int64_t max_elems; // the type's element count; further elements are counted, not kept
+    DL_VEC(double) f;  // float dtypes (heap)
+    DL_VEC(int64_t) i; // integer and bool dtypes (heap)
+    int64_t n;         // elements read
+    bool has_bad;      // bad holds the first element that does not fit the dtype
+    number bad;
     int64_t shape[DL_MAX_RANK];
     bool shape_set[DL_MAX_RANK];
     int leaf_depth; // depth at which numbers sit; -1 until the first number
     int max_depth;  // deepest list seen
 } lit_state;
+
+// Converts number `n` for `dtype` into *f (float dtypes) or *i: ints must be integral and in
+// range, bool must be 0/1/true/false, true/false only for bool. On failure reports (when
+// `report`) and returns false.
+static bool elem_value(parser *p, dl_dtype dtype, const number *n, bool report, double *f,
+                       int64_t *i) {
+    char buf[40];
+    if (n->is_bool_word && dtype != DL_DT_BOOL) {
+        if (report) {
+            format_number(n, buf);
+            dl_fe__error(&p->cx, n->loc, "'%s' is only valid in a bool literal (type %s)", buf,
+                         dl_dtype_name(dtype));
+        }
+        return false;
+    }
+    if (dl_dtype_is_float(dtype)) {
+        *f = n->f;
+        return true;
+    }
+    int64_t v = n->i;
+    if (!n->is_int) {
+        if (!(n->f == trunc(n->f)) || !(n->f >= -9223372036854775808.0) ||
+            !(n->f < 9223372036854775808.0)) {
+            if (report) {
+                format_number(n, buf);
+                dl_fe__error(&p->cx, n->loc, "literal value %s is not an integer (type %s)", buf,
+                             dl_dtype_name(dtype));
+            }
+            return false;
+        }
+        v = (int64_t)n->f;
+    }
+    if (dtype == DL_DT_BOOL && v != 0 && v != 1) {
+        if (report) {
+            format_number(n, buf);
+            dl_fe__error(&p->cx, n->loc, "bool literal must be 0, 1, true or false, got %s", buf);
+        }
+        return false;
+    }
+    if (dtype == DL_DT_INT32 && (v < INT32_MIN || v > INT32_MAX)) {
+        if (report) {
+            format_number(n, buf);
+            dl_fe__error(&p->cx, n->loc, "literal value %s is out of range for int32", buf);
+        }
+        return false;
+    }
+    *i = v;
+    return true;
+}
+
+// Takes one element of a bracketed literal (see lit_state).
+static bool lit_push(parser *p, lit_state *st, const number *n) {
+    double f = 0;
+    int64_t i = 0;
+    if (!elem_value(p, st->dtype, n, false, &f, &i) && !st->has_bad) {
+        st->has_bad = true;
+        st->bad = *n;
+    }
+    if (st->n++ >= st->max_elems) {
+        return true; // the shape cannot match; parse_literal says so
+    }
+    bool pushed = dl_dtype_is_float(st->dtype) ? DL_VEC_PUSH(&st->f, f) : DL_VEC_PUSH(&st->i, i);
+    return pushed || oom(p);
+}
 
 // lit_list -> '[' (lit_elem (',' lit_elem)*)? ']'     lit_elem -> number | lit_list
 static bool parse_lit_list(parser *p, lit_state *st, int depth) {
@@ -467,8 +541,8 @@ static bool parse_lit_list(parser *p, lit_state *st, int depth) {
                     dl_fe__error(&p->cx, n.loc, "ragged literal: expected a list, found a number");
                     return false;
                 }
-                if (!DL_VEC_PUSH(&st->elems, n)) {
-                    return oom(p);
+                if (!lit_push(p, st, &n)) {
+                    return false;
                 }
             }
             count++;
@@ -494,42 +568,6 @@ static bool parse_lit_list(parser *p, lit_state *st, int depth) {
     return true;
 }
 
-// Stores number `n` as element k of `lit` for `dtype`: ints must be integral and in range, bool
-// must be 0/1/true/false, true/false only for bool.
-static bool store_elem(parser *p, dl_dtype dtype, const number *n, dl_ir_literal *lit, int64_t k) {
-    char buf[40];
-    format_number(n, buf);
-    if (n->is_bool_word && dtype != DL_DT_BOOL) {
-        dl_fe__error(&p->cx, n->loc, "'%s' is only valid in a bool literal (type %s)", buf,
-                     dl_dtype_name(dtype));
-        return false;
-    }
-    if (dl_dtype_is_float(dtype)) {
-        lit->f[k] = n->f;
-        return true;
-    }
-    int64_t v = n->i;
-    if (!n->is_int) {
-        if (!(n->f == trunc(n->f)) || !(n->f >= -9223372036854775808.0) ||
-            !(n->f < 9223372036854775808.0)) {
-            dl_fe__error(&p->cx, n->loc, "literal value %s is not an integer (type %s)", buf,
-                         dl_dtype_name(dtype));
-            return false;
-        }
-        v = (int64_t)n->f;
-    }
-    if (dtype == DL_DT_BOOL && v != 0 && v != 1) {
-        dl_fe__error(&p->cx, n->loc, "bool literal must be 0, 1, true or false, got %s", buf);
-        return false;
-    }
-    if (dtype == DL_DT_INT32 && (v < INT32_MIN || v > INT32_MAX)) {
-        dl_fe__error(&p->cx, n->loc, "literal value %s is out of range for int32", buf);
-        return false;
-    }
-    lit->i[k] = v;
-    return true;
-}
-
 // literal -> number | lit_list   (a number is broadcast to the type's shape)
 static bool parse_literal(parser *p, const dl_ir_type *ty, dl_ir_literal **out) {
     fe_token *t = cur(p);
@@ -545,11 +583,23 @@ static bool parse_literal(parser *p, const dl_ir_type *ty, dl_ir_literal **out) 
         // A scalar type holds exactly its one number; any other shape broadcasts it.
         lit->is_splat = ty->rank != 0;
         *out = lit;
-        return store_elem(p, ty->dtype, &n, lit, 0);
+        double f = 0;
+        int64_t i = 0;
+        if (!elem_value(p, ty->dtype, &n, true, &f, &i)) {
+            return false;
+        }
+        if (lit->f) {
+            lit->f[0] = f;
+        } else {
+            lit->i[0] = i;
+        }
+        return true;
     }
     dl_src_loc open = tok_loc(p, t);
     lit_state st;
     memset(&st, 0, sizeof(st));
+    st.dtype = ty->dtype;
+    st.max_elems = dl_ir_type_numel(ty); // the type passed the size check: no overflow
     st.leaf_depth = -1;
     bool ok = parse_lit_list(p, &st, 0);
     if (ok) {
@@ -574,17 +624,27 @@ static bool parse_literal(parser *p, const dl_ir_type *ty, dl_ir_literal **out) 
             ok = false;
         }
     }
+    if (ok && st.has_bad) {
+        double f;
+        int64_t i;
+        ok = elem_value(p, ty->dtype, &st.bad, true, &f, &i); // reports it
+    }
     if (ok) {
-        dl_ir_literal *lit = dl_ir_module_new_literal(p->m, ty->dtype, (int64_t)st.elems.len);
+        // The shape matched, so exactly st.n (= the type's numel) values were kept.
+        dl_ir_literal *lit = dl_ir_module_new_literal(p->m, ty->dtype, st.n);
         if (!lit) {
             ok = oom(p);
-        }
-        for (size_t k = 0; ok && k < st.elems.len; k++) {
-            ok = store_elem(p, ty->dtype, &st.elems.data[k], lit, (int64_t)k);
+        } else if (st.n > 0) {
+            if (lit->f) {
+                memcpy(lit->f, st.f.data, sizeof(double) * (size_t)st.n);
+            } else {
+                memcpy(lit->i, st.i.data, sizeof(int64_t) * (size_t)st.n);
+            }
         }
         *out = lit;
     }
-    free(st.elems.data);
+    free(st.f.data);
+    free(st.i.data);
     return ok;
 }
 

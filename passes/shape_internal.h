@@ -137,8 +137,8 @@ bool dl_pass__sh_pad(dl_pass__sh *c);
 // checks dy against the forward output shape computed here. Slice: *out = x with the sliced
 // axes' lengths (ONNX clamping), keep_sym keeping an axis's symbol when it is taken whole; false
 // (after a diagnostic) on malformed starts / ends / axes / steps. Pad: *out = x.shape + pads
-// (2 * rank entries, checked by the caller); for_grad: PadGrad's rule (a non-constant mode must
-// not pad an empty axis; no symbols kept). Gather: *out = data[:axis] + indices.shape +
+// (2 * rank entries, checked by the caller; a non-constant mode must not pad an empty axis);
+// for_grad: PadGrad's rule (no symbols kept). Gather: *out = data[:axis] + indices.shape +
 // data[axis+1:] (the rank checked by the caller).
 bool dl_pass__sh_slice_shape(dl_pass__sh *c, const dl_ir_type *x, bool keep_sym, dl_ir_type *out);
 void dl_pass__sh_gather_dims(const dl_ir_type *x, const dl_ir_type *idx, int32_t axis,

@@ -445,7 +445,9 @@ bool dl_pass__sh_expand(dl_pass__sh *c) {
 // entries, checked by the caller). Shared with PadGrad (shape_grad.c) through shape_internal.h.
 bool dl_pass__sh_pad_dims(dl_pass__sh *c, const dl_ir_type *x, const int64_t *pads, size_t n,
                           bool for_grad, dl_ir_type *out) {
-    bool is_const = !for_grad || strcmp(dl_ir_node_attr_string(c->n, "mode"), "constant") == 0;
+    // reflect / edge / wrap read the axis's own elements: an empty axis has none to pad with
+    // (the evaluator and codegen refuse it too; this makes it a check-time error).
+    bool is_const = strcmp(dl_ir_node_attr_string(c->n, "mode"), "constant") == 0;
     dl_ir_type o = *x;
     for (int32_t i = 0; i < x->rank; i++) {
         int64_t b = pads[i], e = pads[i + x->rank];

@@ -1185,6 +1185,13 @@ DL_TEST(shape_limits_results) {
                   "sums to more than int64 holds");
     CHECK_ERR_HAS("x : float[4]", "a, b = Split <split = [6, -2]> (x)",
                   "split [6, -2] has the negative entry -2");
+    // reflect / edge / wrap have nothing to pad an empty axis with (found by a fuzzer: check
+    // passed, the evaluator and codegen refused).
+    CHECK_ERR("x : float[0, 3]", "y = Pad <pads = [1, 0, 0, 0], mode = reflect> (x)",
+              "Pad 'y': reflect padding of the empty axis 0 of [0, 3]");
+    CHECK_INFER("x : float[0, 3]", "y = Pad <pads = [1, 0, 0, 0], mode = constant> (x)",
+                "float[1, 3]");
+    CHECK_INFER("x : float[0, 3]", "y = Pad <pads = [0, 1, 0, 1], mode = edge> (x)", "float[0, 5]");
 }
 
 DL_TEST(shape_limits_conv_geometry) {
