@@ -2,7 +2,8 @@
 // bytes are imported from memory (dl_fe__import_onnx_mem), once with initializers as params
 // and once as consts. When an import succeeds, the module goes the way `dlcc import` sends it:
 // printed as .dlg text, which must parse back (the importer must never produce text that the
-// parser rejects), then shape inference and the verifier, as `dlcc check` runs them.
+// parser rejects) to a module that prints as the same text, then shape inference and the
+// verifier, as `dlcc check` runs them.
 // Contracts checked: DL_OK hands back a module, a failure hands back none and says why.
 // fuzz_onnx_replay (tests/fuzz/fuzz_replay.c) runs the seed corpus tests/fuzz/corpus_onnx.
 #include "dl_fe.h"
@@ -45,6 +46,13 @@ static void import_once(const uint8_t *data, size_t size, bool as_consts) {
             }
             abort();
         }
+        // The printed text is canonical: printing what it parses to gives it back.
+        char *text2 = NULL;
+        if (dl_ir_print(m2, &text2) == DL_OK && strcmp(text, text2) != 0) {
+            fprintf(stderr, "print(parse(text)) differs from text:\n%s---\n%s", text, text2);
+            abort();
+        }
+        free(text2);
         if (dl_pass_shape(m2, d) == DL_OK && dl_ir_verify(m2, d) != DL_OK &&
             dl_diags_error_count(d) == 0) {
             abort(); // a verifier failure says why

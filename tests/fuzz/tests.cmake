@@ -1,11 +1,12 @@
 # tests/fuzz — libFuzzer targets.
 #   fuzz_parse        the .dlg parser             seeds: tests/fuzz/corpus (dict: dlg.dict)
-#   fuzz_onnx         the ONNX importer           seeds: tests/fuzz/corpus_onnx
+#   fuzz_onnx         the ONNX importer           seeds: tests/fuzz/corpus_onnx (dict: onnx.dict)
 #   fuzz_npy          the .npy reader             seeds: tests/fuzz/corpus_npy
 #   fuzz_safetensors  the safetensors reader      seeds: tests/fuzz/corpus_safetensors
 # The fuzzers (libFuzzer + ASan + UBSan) are built only with -DDL_FUZZ=ON and clang:
 #   CC=clang-19 cmake -S . -B build-fuzz -G Ninja -DDL_FUZZ=ON && ninja -C build-fuzz fuzz_onnx
-#   cp -r tests/fuzz/corpus_onnx /tmp/c && ./build-fuzz/tests/fuzz_onnx -max_total_time=60 /tmp/c
+#   cp -r tests/fuzz/corpus_onnx /tmp/c && ./build-fuzz/tests/fuzz_onnx -max_total_time=60 \
+#       -rss_limit_mb=2048 -timeout=10 -dict=tests/fuzz/onnx.dict /tmp/c
 # (run on a scratch copy of the corpus so it does not grow in the tree; add a crash input, once
 # fixed, to the seed corpus as a regression case.)
 # Each target also has a <name>_replay executable (a plain main over a directory of inputs) that
