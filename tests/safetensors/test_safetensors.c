@@ -494,6 +494,53 @@ DL_TEST(st_truncated_and_flipped) {
     free(buf);
 }
 
+// dl_st_open_mem reads an in-memory image as dl_st_open reads the file: same entries, same
+// bytes; every proper prefix is refused with a message (the fuzz target's entry point).
+DL_TEST(st_open_mem_matches_file) {
+    fixture fx;
+    make_fixture(&fx);
+    dl_st_writer *w;
+    DL_CHECK(make_writer(&fx, &w) == DL_OK);
+    unsigned char *buf;
+    size_t len;
+    DL_CHECK(dl_st_writer_serialize(w, &buf, &len) == DL_OK);
+    dl_st_writer_destroy(w);
+    char p[128], err[256];
+    tmppath(p, sizeof p, "mem.safetensors");
+    DL_CHECK(write_raw(p, buf, len));
+    dl_st_file *ff = NULL, *fm = NULL;
+    DL_CHECK(dl_st_open(p, &ff, err, sizeof err) == DL_OK);
+    DL_CHECK(dl_st_open_mem(buf, len, &fm, err, sizeof err) == DL_OK);
+    DL_CHECK_EQ_I64(dl_st_count(fm), dl_st_count(ff));
+    DL_CHECK(dl_st_count(fm) > 0);
+    for (size_t i = 0; i < dl_st_count(fm); i++) {
+        dl_st_tensor_info a, b;
+        DL_CHECK(dl_st_info(ff, i, &a) == DL_OK && dl_st_info(fm, i, &b) == DL_OK);
+        DL_CHECK_STR_EQ(a.name, b.name);
+        DL_CHECK(a.begin == b.begin && a.end == b.end && a.dtype == b.dtype);
+        dl_tensor ta, tb;
+        DL_CHECK(dl_st_read(ff, i, &ta, err, sizeof err) == DL_OK);
+        DL_CHECK(dl_st_read(fm, i, &tb, err, sizeof err) == DL_OK);
+        size_t nb = (size_t)(a.end - a.begin);
+        DL_CHECK(nb == 0 || memcmp(ta.data, tb.data, nb) == 0);
+        dl_tensor_free(&ta);
+        dl_tensor_free(&tb);
+    }
+    DL_CHECK_STR_EQ(dl_st_metadata(fm, META_K1), META_V1);
+    dl_st_close(ff);
+    dl_st_close(fm);
+    for (size_t n = 0; n < len; n++) {
+        dl_st_file *f = NULL;
+        err[0] = 0;
+        dl_status st = dl_st_open_mem(buf, n, &f, err, sizeof err);
+        if (st == DL_OK || err[0] == 0 || f != NULL) {
+            free(buf);
+            DL_FAIL_("prefix of %zu bytes: status %s, err '%s'", n, dl_status_str(st), err);
+        }
+    }
+    free(buf);
+}
+
 DL_TEST(st_zz_cleanup) {
     if (g_dir[0]) {
         char cmd[128];
