@@ -1007,9 +1007,12 @@ static dl_status load_model(const char *path, Onnx__ModelProto **out, char *why,
     *out = NULL;
     char *buf = NULL;
     size_t len = 0;
-    if (dl_read_file(path, &buf, &len) != DL_OK) {
-        snprintf(why, why_size, "cannot read %s", path);
-        return DL_ERR_IO;
+    char rwhy[160];
+    // DL_READ_LIMIT_ONNX (2 GiB, protobuf's limit); a FIFO or device is refused, not read forever.
+    dl_status rst = dl_read_file_max(path, DL_READ_LIMIT_ONNX, &buf, &len, rwhy, sizeof rwhy);
+    if (rst != DL_OK) {
+        snprintf(why, why_size, "cannot read %s: %s", path, rwhy);
+        return rst == DL_ERR_NOMEM ? rst : DL_ERR_IO;
     }
     dl_status st = load_model_mem(buf, len, path, out, why, why_size);
     free(buf);

@@ -348,6 +348,11 @@ bool dl_pass__sh_gather(dl_pass__sh *c) {
         !rank_fits(c, (int64_t)x->rank - 1 + idx->rank)) {
         return false;
     }
+    // No index is valid on an empty axis (the evaluator and codegen refuse it too).
+    if (x->dims[axis].value == 0 && dl_ir_type_numel(idx) > 0) {
+        return dl_pass__sh_fail(c, "cannot gather %s indices from the empty axis %d of %s",
+                                dl_pass__sh_shape(c, idx), (int)axis, dl_pass__sh_shape(c, x));
+    }
     dl_pass__sh_gather_dims(x, idx, axis, sh_out(c, 0));
     return true;
 }

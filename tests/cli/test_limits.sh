@@ -42,8 +42,15 @@ check "compile a FIFO writes nothing" test ! -e fifo.so
 expect_msg 1 "run a FIFO" "not a regular file" run --backend ref fifo
 run_dlcc import /dev/zero -o z.dlg
 check "import /dev/zero fails" test "$rc" -ne 0 -a "$rc" -ne 124
-check "import /dev/zero says it cannot read it" grep -qF "cannot read /dev/zero" "$err"
+check "import /dev/zero says it cannot read it" grep -qF "cannot read /dev/zero: not a regular file" "$err"
 check "import /dev/zero writes nothing" test ! -e z.dlg
+expect_msg 1 "import a FIFO" "cannot read fifo: not a regular file" import fifo -o z.dlg
+# Over DL_READ_LIMIT_ONNX (2 GiB): refused before reading (sparse).
+truncate -s 2049M huge.onnx
+expect_msg 1 "import a 2049 MiB .onnx" \
+  "cannot read huge.onnx: file is 2148532224 bytes, more than the limit of 2147483648 bytes" \
+  import huge.onnx -o z.dlg
+rm -f huge.onnx
 expect_msg 1 "run --in /dev/zero" "cannot read" run --backend ref m.dlg --in x=/dev/zero
 expect_msg 1 "run --in a FIFO" "cannot read" run --backend ref m.dlg --in x=fifo
 expect_msg 1 "run --in a directory" "cannot read" run --backend ref m.dlg --in "x=$work"

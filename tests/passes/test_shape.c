@@ -1192,6 +1192,9 @@ DL_TEST(shape_limits_results) {
     CHECK_INFER("x : float[0, 3]", "y = Pad <pads = [1, 0, 0, 0], mode = constant> (x)",
                 "float[1, 3]");
     CHECK_INFER("x : float[0, 3]", "y = Pad <pads = [0, 1, 0, 1], mode = edge> (x)", "float[0, 5]");
+    CHECK_ERR("x : float[0, 3]; i : int64[2]", "y = Gather <axis = 0> (x, i)",
+              "Gather 'y': cannot gather [2] indices from the empty axis 0 of [0, 3]");
+    CHECK_INFER("x : float[0, 3]; i : int64[0]", "y = Gather <axis = 0> (x, i)", "float[0, 3]");
 }
 
 DL_TEST(shape_limits_conv_geometry) {
