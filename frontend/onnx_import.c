@@ -13,6 +13,12 @@
 // leading digit gets a 'v' prefix, and a clash with an existing name gets "_<n>" appended, so the
 // mapping is deterministic for a given file. Diagnostics carry no location (an .onnx file has no
 // lines) and name the node by index, name and op instead.
+//
+// The file is untrusted: before protobuf-c sees it, pb_check walks the wire format iteratively
+// (nesting depth, framing); protobuf-c then allocates through dl_mem_* under a budget; counts
+// are bounded by check_model and tensor sizes are checked against the data present before any
+// tensor is allocated. Params stay independent tensors even when the exporter merged equal
+// initializers (see "Aliased initializers").
 #include "fe_onnx.h"
 #include "onnx.pb-c.h"
 
