@@ -6,6 +6,7 @@
 #include "dl_fe.h"
 #include "dl_test.h"
 
+#include <errno.h>
 #include <math.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -282,6 +283,22 @@ DL_TEST(parse_file_refuses_what_never_ends) {
     unlink(big);
     rmdir(dir);
     alarm(0);
+}
+
+// The reader behind dl_fe_parse_file: a file whose size fstat does not know (procfs says 0) is
+// read to its end, and still no further than the limit.
+DL_TEST(read_file_max_bounds_files_of_unknown_size) {
+    char *buf = NULL, why[160];
+    size_t len = 0;
+    DL_CHECK_OK(dl_read_file_max("/proc/self/status", 1 << 20, &buf, &len, why, sizeof why));
+    DL_CHECK(len > 16 && buf[len] == 0 && strstr(buf, "Name:") != NULL);
+    free(buf);
+    errno = 0;
+    DL_CHECK_EQ_I64(dl_read_file_max("/proc/self/status", 16, &buf, &len, why, sizeof why),
+                    DL_ERR_IO);
+    DL_CHECK_EQ_I64(errno, EFBIG);
+    DL_CHECK(buf == NULL && len == 0);
+    DL_CHECK_STR_EQ(why, "file grew past the limit of 16 bytes while being read");
 }
 
 // ---------------------------------------------------------------------------------------------
