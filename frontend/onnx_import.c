@@ -469,9 +469,11 @@ dl_status dl_fe__onnx_read_tensor_pb(const char *path, dl_tensor *out, char *nam
     }
     char *buf = NULL;
     size_t len = 0;
-    if (dl_read_file(path, &buf, &len) != DL_OK) {
-        dl_diag(d, DL_SEV_ERROR, DL_NO_LOC, "cannot read %s", path);
-        return DL_ERR_IO;
+    char rwhy[160];
+    dl_status rst = dl_read_file_max(path, DL_READ_LIMIT_ONNX, &buf, &len, rwhy, sizeof rwhy);
+    if (rst != DL_OK) {
+        dl_diag(d, DL_SEV_ERROR, DL_NO_LOC, "cannot read %s: %s", path, rwhy);
+        return rst == DL_ERR_NOMEM ? rst : DL_ERR_IO;
     }
     char why[256];
     Onnx__TensorProto *tp = NULL;
