@@ -121,7 +121,9 @@ DLRT_API dlrt_status dlrt_session_set_input(dlrt_session *s, const char *name, c
 // a wrong size, NULL data or a misaligned pointer.
 DLRT_API dlrt_status dlrt_session_bind_input(dlrt_session *s, const char *name, const void *data,
                                              size_t size);
-// Runs the `infer` entry point on the current inputs and params.
+// Runs the `infer` entry point on the current inputs and params. DLRT_ERR_INVALID_ARG (naming
+// it) when an input the entry point reads was never set or bound since the session was made
+// (it would otherwise read zeros). dlrt_session_train_step checks its inputs the same way.
 DLRT_API dlrt_status dlrt_session_infer(dlrt_session *s);
 // Gives a BORROWED pointer to output `name` (valid until the next step or destroy) and, when
 // `desc` is non-NULL, its description.
@@ -176,7 +178,8 @@ typedef struct dlrt_step_info {
 // Runs the `train_step` entry point on the current inputs: forward, backward, global norm,
 // non-finite check, loss-scale update and the masked optimizer update of every param, all in
 // compiled kernels with no read-back in between. `info` may be NULL. DLRT_ERR_UNSUPPORTED if
-// the model has no train step.
+// the model has no train step; DLRT_ERR_INVALID_ARG (nothing run) when an input the step reads
+// was never set or bound since the session was made.
 //
 // Gradient accumulation (`accumulate = k` in the train block, k > 1): every call runs forward
 // and backward on its batch and adds the gradients into the accumulators "PARAM.grad_accum".

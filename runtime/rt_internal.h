@@ -46,6 +46,8 @@ struct dlrt_session {
     struct rt_prof *prof; // OWNED: NULL while profiling is off (rt_profile.c)
     char *prof_path;      // OWNED: trace written at destroy (options / DLRT_PROFILE), or NULL
     char *source_name;    // OWNED: the .dlg name printed with kernel lines (never NULL once made)
+    uint8_t *input_given; // OWNED: per input (model order), 1 once set or bound; NULL until the
+                          // first set / bind (rt_session.c's input functions)
 };
 
 // The largest kernel range a plan may give (a kernel's outer dimension; far above any tensor).
@@ -81,6 +83,10 @@ void rt__prof_chunk(dlrt_session *s, int w, uint32_t kernel, int64_t begin, int6
                     int64_t t1);
 void rt__prof_step(dlrt_session *s, int entry, int64_t t0, int64_t t1);
 void rt__prof_destroy(dlrt_session *s); // frees s->prof (NULL is a no-op)
+// DLRT_ERR_INVALID_ARG naming the first input that entry point `entry` (DLRT_ENTRY_*) reads but
+// that was never set or bound since the session was created; `what` prefixes the message
+// (rt_session.c).
+dlrt_status rt__check_inputs(dlrt_session *s, int entry, const char *what);
 // Resets STATE buffer `b` to its initial contents (plan data or zeros) (rt_session.c).
 void rt__state_reset(dlrt_session *s, uint32_t b);
 // The tensor named `name` among params and optimizer state (-1 if none) (rt_session.c).

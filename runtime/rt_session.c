@@ -167,6 +167,7 @@ void dlrt_session_destroy(dlrt_session *s) {
     rt__arena_free(s->arena, s->arena_size);
     free(s->buf_ptr);
     free(s->kargs);
+    free(s->input_given);
     dlrt_model_release(s->model);
     free(s);
 }
@@ -243,12 +244,62 @@ static dlrt_status lookup(dlrt_session *s, const char *name, int role, size_t si
     return DLRT_OK;
 }
 
+// Records that input tensor `t` was given (set or bound). The flags are made at the first call
+// (not at creation): DLRT_ERR_NOMEM then, and nothing is changed.
+static dlrt_status mark_given(dlrt_session *s, const dlrt_plan_tensor *t) {
+    const dlrt_model *m = s->model;
+    if (!s->input_given) {
+        s->input_given = dl_mem_calloc(m->n_inputs ? m->n_inputs : 1, 1);
+        if (!s->input_given) {
+            return rt__fail(DLRT_ERR_NOMEM, "out of memory");
+        }
+    }
+    s->input_given[(size_t)(t - m->tensors) - m->first_input] = 1;
+    return DLRT_OK;
+}
+
+// True when a kernel of entry point `entry` takes buffer `b` as an argument.
+static bool entry_reads(const dlrt_model *m, int entry, uint32_t b) {
+    uint32_t first = m->hdr->entry_first[entry], n = m->hdr->entry_count[entry];
+    for (uint32_t i = 0; i < n; i++) {
+        const dlrt_plan_kernel *k = &m->kernels[m->entry_kernels[first + i]];
+        for (uint32_t a = 0; a < k->n_args; a++) {
+            if (m->args[k->first_arg + a] == b) {
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
+dlrt_status rt__check_inputs(dlrt_session *s, int entry, const char *what) {
+    const dlrt_model *m = s->model;
+    for (size_t i = 0; i < m->n_inputs; i++) {
+        if (s->input_given && s->input_given[i]) {
+            continue;
+        }
+        const dlrt_plan_tensor *t = &m->tensors[m->first_input + i];
+        // An input the entry point never reads (e.g. labels only the train step uses) may stay
+        // unset; the scan runs only for inputs that were never given.
+        if (entry_reads(m, entry, t->buffer)) {
+            return rt__fail(DLRT_ERR_INVALID_ARG,
+                            "%s: input '%s' of model '%s' was never set (give it with "
+                            "dlrt_session_set_input or dlrt_session_bind_input first)",
+                            what, m->tensor_names[m->first_input + i], m->name);
+        }
+    }
+    return DLRT_OK;
+}
+
 dlrt_status dlrt_session_set_input(dlrt_session *s, const char *name, const void *data,
                                    size_t size) {
     const dlrt_plan_tensor *t;
     dlrt_status st = lookup(s, name, DLRT_ROLE_INPUT, size, true, &t);
     if (st == DLRT_OK && size && !data) {
         return rt__fail(DLRT_ERR_INVALID_ARG, "input '%s': data is NULL", name);
+    }
+    if (st == DLRT_OK) {
+        st = mark_given(s, t);
     }
     if (st == DLRT_OK) {
         point_input(s, t->buffer, s->arena + s->model->buffers[t->buffer].offset);
@@ -275,6 +326,9 @@ dlrt_status dlrt_session_bind_input(dlrt_session *s, const char *name, const voi
                         "input '%s': data at %p is not aligned to its %zu-byte elements", name,
                         data, es);
     }
+    if ((st = mark_given(s, t)) != DLRT_OK) {
+        return st;
+    }
     // Kernels only read inputs (the memory plan never reuses an input buffer in place), so the
     // const is kept in spirit: no kernel writes through this pointer.
     point_input(s, t->buffer, (void *)(uintptr_t)data);
@@ -284,6 +338,10 @@ dlrt_status dlrt_session_bind_input(dlrt_session *s, const char *name, const voi
 dlrt_status dlrt_session_infer(dlrt_session *s) {
     if (!s) {
         return rt__fail(DLRT_ERR_INVALID_ARG, "dlrt_session_infer: session is NULL");
+    }
+    dlrt_status st = rt__check_inputs(s, DLRT_ENTRY_INFER, "infer");
+    if (st != DLRT_OK) {
+        return st;
     }
     rt__run_entry(s, DLRT_ENTRY_INFER);
     return DLRT_OK;

@@ -161,6 +161,10 @@ dlrt_status dlrt_session_train_step(dlrt_session *s, dlrt_step_info *info) {
         return rt__fail(DLRT_ERR_UNSUPPORTED, "model '%s' has no train step (no train block)",
                         s->model->name);
     }
+    dlrt_status st = rt__check_inputs(s, DLRT_ENTRY_TRAIN_STEP, "train_step");
+    if (st != DLRT_OK) {
+        return st;
+    }
     rt__run_entry(s, DLRT_ENTRY_TRAIN_STEP);
     if (info) {
         const double *h = hyper(s);

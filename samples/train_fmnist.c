@@ -6,6 +6,7 @@
 //     build/train_fmnist [MODEL.dlg] [--epochs E] [--batch B] [--threads T]
 //                        [--loader-threads P] [--prefetch K] [--seed S] [--lr V]
 //                        [--limit-train N] [--limit-test N] [--data DIR] [--save CKPT]
+//                        [--max-skipped-steps N]
 //
 // MODEL.dlg (default samples/mlp_fmnist.dlg) has a `train` block, a float data input whose first
 // dim is the batch dim N (bound to --batch), an int64 or int32 label input [N], and a float
@@ -13,6 +14,9 @@
 // `dlcc train`: per epoch "epoch E: mean loss L, T s, S samples/s, skipped K, data wait W
 // ms/batch", and "test accuracy: A (CORRECT/TOTAL)". Any error is printed with its cause and
 // the exit status is 1; a checkpoint is written only after training and testing succeeded.
+// Divergence, as in `dlcc train`: the first non-finite step (a non-finite loss, or an update the
+// runtime skipped for a non-finite gradient) is reported, and after --max-skipped-steps of them
+// in a row (default 10; 0: never stop) training stops with exit status 4 and nothing is saved.
 //
 // The recipe: pixels scaled to [0, 1], normalised with the training samples' mean and standard
 // deviation (computed by the loader), a new seeded order every epoch, the final partial batch
@@ -21,6 +25,7 @@
 #include "dlrt.h" // the runtime: models, sessions, train steps, the data loader
 
 #include <errno.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,7 +34,7 @@
 
 typedef struct options {
     const char *model, *data, *save;
-    long epochs, batch, threads, producers, slots, seed, limit_train, limit_test;
+    long epochs, batch, threads, producers, slots, seed, limit_train, limit_test, max_skipped;
     double lr; // < 0: the model's own
 } options;
 
@@ -56,7 +61,7 @@ static int usage(const char *msg, const char *arg) {
             "train_fmnist: %s '%s'\n"
             "usage: train_fmnist [MODEL.dlg] [--epochs E] [--batch B] [--threads T] "
             "[--loader-threads P] [--prefetch K] [--seed S] [--lr V] [--limit-train N] "
-            "[--limit-test N] [--data DIR] [--save CKPT]\n",
+            "[--limit-test N] [--data DIR] [--save CKPT] [--max-skipped-steps N]\n",
             msg, arg);
     return 2;
 }
@@ -68,15 +73,21 @@ static int parse_args(int argc, char **argv, options *o) {
                    .batch = 128,
                    .producers = 2,
                    .slots = 4,
+                   .max_skipped = 10,
                    .lr = -1};
     struct {
         const char *flag;
         long *value;
         long min;
-    } ints[] = {{"--epochs", &o->epochs, 1},           {"--batch", &o->batch, 1},
-                {"--threads", &o->threads, 1},         {"--loader-threads", &o->producers, 1},
-                {"--prefetch", &o->slots, 2},          {"--seed", &o->seed, 0},
-                {"--limit-train", &o->limit_train, 1}, {"--limit-test", &o->limit_test, 1}};
+    } ints[] = {{"--epochs", &o->epochs, 1},
+                {"--batch", &o->batch, 1},
+                {"--threads", &o->threads, 1},
+                {"--loader-threads", &o->producers, 1},
+                {"--prefetch", &o->slots, 2},
+                {"--seed", &o->seed, 0},
+                {"--limit-train", &o->limit_train, 1},
+                {"--limit-test", &o->limit_test, 1},
+                {"--max-skipped-steps", &o->max_skipped, 0}};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (a[0] != '-') {
@@ -219,10 +230,22 @@ static dlrt_status bind_batch(dlrt_session *s, const interface *io, const dlrt_l
     return st;
 }
 
-static int train(dlrt_session *s, const interface *io, dlrt_loader *ld, long epochs) {
+// Exit status of a run that diverged.
+#define EXIT_DIVERGED 4
+
+// Trains `epochs` epochs. Stops (EXIT_DIVERGED) after `max_skipped` consecutive non-finite
+// steps (0: never); with dynamic loss scaling a skipped step with a finite loss while the scale
+// is above 1 and going down is the scaler backing off, not divergence.
+static int train(dlrt_session *s, const interface *io, dlrt_loader *ld, long epochs,
+                 long max_skipped) {
     dlrt_loader_info info;
     dlrt_loader_info_get(ld, &info);
     int64_t steps = info.batches_per_epoch;
+    long run = 0, total = 0;
+    double scale = 1;
+    if (dlrt_session_get_hparam(s, "loss_scale", &scale) != DLRT_OK) {
+        scale = 1;
+    }
     for (long e = 0; e < epochs; e++) {
         double t0 = now_s(), loss_sum = 0, wait_ms = 0;
         long skipped = 0;
@@ -243,6 +266,30 @@ static int train(dlrt_session *s, const interface *io, dlrt_loader *ld, long epo
             }
             loss_sum += si.loss;
             skipped += si.skipped;
+            bool bad = si.skipped || !isfinite(si.loss);
+            if (bad && isfinite(si.loss) && scale > 1 && si.loss_scale < scale) {
+                bad = false; // dynamic loss scaling backing off
+            }
+            scale = si.loss_scale;
+            run = bad ? run + 1 : 0;
+            if (bad && total++ == 0) {
+                fprintf(stderr,
+                        "train_fmnist: warning: step %lld (epoch %ld, batch %lld) is non-finite "
+                        "(loss %g, grad_norm %g)%s\n",
+                        (long long)(e * steps + k + 1), e + 1, (long long)k + 1,
+                        isnan(si.loss) ? NAN : si.loss, // NAN: "nan", never "-nan"
+                        isnan(si.grad_norm) ? NAN : si.grad_norm,
+                        si.skipped ? "; its update was skipped" : "");
+            }
+            if (bad && max_skipped > 0 && run >= max_skipped) {
+                fflush(stdout);
+                fprintf(stderr,
+                        "train_fmnist: error: training diverged at step %lld (epoch %ld, batch "
+                        "%lld): %ld consecutive non-finite steps (--max-skipped-steps %ld); "
+                        "nothing saved\n",
+                        (long long)(e * steps + k + 1), e + 1, (long long)k + 1, run, max_skipped);
+                return EXIT_DIVERGED;
+            }
         }
         double el = now_s() - t0;
         printf("epoch %ld: mean loss %.6g, %.2f s, %.0f samples/s, skipped %ld, data wait %.3f "
@@ -345,7 +392,7 @@ int main(int argc, char **argv) {
             "thread(s)\n",
             (long long)info.n_samples, (long long)info.batches_per_epoch, dlrt_session_threads(s),
             o.producers);
-    if ((rc = train(s, &io, train_ld, o.epochs)) != 0) {
+    if ((rc = train(s, &io, train_ld, o.epochs, o.max_skipped)) != 0) {
         goto out;
     }
 

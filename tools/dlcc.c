@@ -3,7 +3,9 @@
 // The only place that prints and chooses exit codes (STYLE.md 3.3). Library calls report into a
 // dl_diags sink; each command renders it with dl_diags_render to stderr. Exit codes:
 //   0 success, 1 invalid input (bad model, bad .npy, shape error, ...), 2 bad usage (unknown
-//   command or flag, missing or malformed argument), 3 internal error (out of memory).
+//   command or flag, missing or malformed argument), 3 internal error (out of memory, an
+//   artifact the compiler made that does not load), 4 training diverged (`dlcc train`, `dlcc run
+//   --entry train_step`: --max-skipped-steps consecutive non-finite steps).
 // Commands parse all of their arguments before touching any file, so a usage error never has
 // side effects. Files are written only after everything succeeded, atomically (temporary file
 // + rename), so a failed command never leaves a partial or half-updated output behind.
@@ -19,6 +21,7 @@
 #include "dlrt_format.h"
 
 #include <errno.h>
+#include <float.h>
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
@@ -33,7 +36,8 @@
 #    define DL_GIT_REV "unknown"
 #endif
 
-enum { EXIT_OK = 0, EXIT_INPUT = 1, EXIT_USAGE = 2, EXIT_INTERNAL = 3 };
+// The exit statuses, documented in `dlcc --help`, README.md and docs/status.md alike.
+enum { EXIT_OK = 0, EXIT_INPUT = 1, EXIT_USAGE = 2, EXIT_INTERNAL = 3, EXIT_DIVERGED = 4 };
 
 // ---------------------------------------------------------------------------------------------
 // Help texts
@@ -43,6 +47,7 @@ typedef struct cmd_help {
     const char *summary;
     const char *usage;
     const char *details;
+    const char *more; // printed after `details` (C17 limits one literal to 4095 bytes), or NULL
 } cmd_help;
 
 static const cmd_help helps[] = {
@@ -50,7 +55,8 @@ static const cmd_help helps[] = {
      "Parses each FILE, infers shapes and verifies the graph. Prints every diagnostic to\n"
      "stderr and exits 1 if any file has an error; quiet on success.\n"
      "\n"
-     "  -v, --verbose   print 'FILE: ok (N nodes, M params)' for each good file\n"},
+     "  -v, --verbose   print 'FILE: ok (N nodes, M params)' for each good file\n",
+     NULL},
     {"fmt", "print a model in canonical layout",
      "dlcc fmt [--check] FILE... | dlcc fmt FILE [-o OUT]",
      "Parses FILE and prints it in the canonical .dlg layout to stdout, or atomically to OUT.\n"
@@ -58,7 +64,8 @@ static const cmd_help helps[] = {
      "\n"
      "  -o, --output OUT   write to OUT instead of stdout (OUT may be FILE itself)\n"
      "  --check            write nothing; list the files that are not formatted and exit 1\n"
-     "                     if there are any\n"},
+     "                     if there are any\n",
+     NULL},
     {"compile", "compile a model to a native artifact (.so)",
      "dlcc compile FILE [-D NAME=INT]... [-o OUT.so] [--cpu NAME] [--features F] [-O N]\n"
      "                    [--no-cache] [--cache-dir DIR] [-v]",
@@ -76,12 +83,14 @@ static const cmd_help helps[] = {
      "  -O N               optimisation level 0-3 (default 3)\n"
      "  --no-cache         neither read nor write the compilation cache\n"
      "  --cache-dir DIR    use the cache in DIR (default: see above)\n"
-     "  -v, --verbose      print 'cache hit|miss KEY (N.N ms)', the target, sizes and times\n"},
+     "  -v, --verbose      print 'cache hit|miss KEY (N.N ms)', the target, sizes and times\n",
+     NULL},
     {"run", "run a model's infer or train_step entry point",
      "dlcc run FILE [-D NAME=INT]... [--in NAME=PATH.npy]... [--out NAME=PATH.npy]...\n"
      "                [--backend cpu|ref] [--entry infer]\n"
      "       dlcc run FILE --entry train_step [--steps K] [--in NAME=PATH.npy]...\n"
-     "                [--init-params IN.safetensors] [--save-params OUT.safetensors]",
+     "                [--init-params IN.safetensors] [--save-params OUT.safetensors]\n"
+     "                [--max-skipped-steps N] [--detect-anomaly]",
      "Runs FILE, a .dlg model or an artifact compiled by 'dlcc compile', on the given inputs.\n"
      "A .dlg is compiled on the fly for --backend cpu (the default; through the compilation\n"
      "cache, as 'dlcc compile'; see --no-cache, --cache-dir, -v below) or evaluated by the\n"
@@ -119,11 +128,17 @@ static const cmd_help helps[] = {
      "  --init-params PATH   load params (and optimizer state, if present) from a safetensors\n"
      "                       checkpoint before the first step\n"
      "  --save-params PATH   write a safetensors checkpoint (params, optimizer state, step)\n"
-     "                       atomically after the last step\n"},
+     "                       atomically after the last step\n"
+     "  --max-skipped-steps N  stop with exit status 4 after N consecutive non-finite steps\n"
+     "                       (default 10; 0: never stop) and save nothing; see 'dlcc help train'\n"
+     "  --detect-anomaly     at the first non-finite step, say where its first non-finite\n"
+     "                       value appears (a .dlg model; see 'dlcc help train')\n",
+     NULL},
     {"train", "train a model on a data set (Fashion-MNIST, IDX or .npy files)",
      "dlcc train MODEL.dlg --dataset SPEC [--test SPEC] [--epochs E] [--batch N] [--threads T]\n"
      "                  [--save CKPT] [--init CKPT] [--lr V] [--lr-schedule NAME]\n"
      "                  [--warmup-steps S] [--seed S] [--limit-train N] [-D NAME=INT]...\n"
+     "                  [--max-skipped-steps N] [--detect-anomaly]\n"
      "                  [--no-cache] [--cache-dir DIR] [--dry-run] [-v]",
      "Trains MODEL.dlg, a model with a `train` block and exactly two inputs: the data\n"
      "(float[B, ...], B a named dim: the batch) and the labels (int64[B] or int32[B]). The\n"
@@ -145,6 +160,7 @@ static const cmd_help helps[] = {
      "ms/batch' (stdout; W: the mean time a step waited for its batch), and\n"
      "at the end 'test accuracy: A (CORRECT/TOTAL)'. Progress goes to stderr: one line\n"
      "rewritten in place on a terminal, else one line per epoch.\n"
+
      "\n"
      "  --dataset SPEC       fashion-mnist (Debian's dataset-fashion-mnist package, in\n"
      "                       /usr/share/datasets/fashion-mnist; its t10k set is the test set),\n"
@@ -173,13 +189,28 @@ static const cmd_help helps[] = {
      "                       rows of the data read up front)\n"
      "  --prefetch K         batch slots of the loader's ring, 2..1024 (default 4): how many\n"
      "                       batches are made ahead of the step\n"
-     "  --limit-train N      use only the first N training samples\n"
+     "  --limit-train N      use only the first N training samples\n",
+     "  --max-skipped-steps N  stop after N consecutive non-finite steps (default 10: a\n"
+     "                       passing bad batch or loss-scale backoff is over long before;\n"
+     "                       0: never stop)\n"
+     "  --detect-anomaly     at the first non-finite step, replay it (same batch, params from\n"
+     "                       before it) in the reference evaluator and name the first node\n"
+     "                       whose output is non-finite: op, output, FILE:LINE:COL (and the\n"
+     "                       ranges of its inputs); copies the params before every step\n"
      "  -D NAME=INT          bind a dim, as for 'dlcc compile'\n"
      "  --no-cache           compile without the compilation cache\n"
      "  --cache-dir DIR      use the cache in DIR\n"
      "  --dry-run            check the arguments, model and data, print the plan (each epoch's\n"
      "                       first samples, each step's lr) and exit without compiling\n"
-     "  -v, --verbose        print the data statistics, the plan and the cache line\n"},
+     "  -v, --verbose        print the data statistics, the plan and the cache line\n"
+     "\n"
+     "Divergence: a step is non-finite when its loss is NaN or Inf or its update was skipped\n"
+     "(a non-finite gradient; params unchanged). The first one gets a warning naming its step,\n"
+     "epoch and batch; after --max-skipped-steps of them in a row training stops with exit\n"
+     "status 4 and the checkpoint is not written. With dynamic loss scaling a skipped step\n"
+     "with a finite loss is the scaler backing off and counts only once the scale is <= 1.\n"
+     "A finite loss is never judged, however large. Non-finite values in the data are an\n"
+     "error (exit 1) before training.\n"},
     {"import", "convert an ONNX model to .dlg",
      "dlcc import MODEL.onnx [-o OUT.dlg] [--consts] [-v]",
      "Imports an ONNX model (opset 13-17) and prints it as .dlg text to stdout or atomically\n"
@@ -189,7 +220,8 @@ static const cmd_help helps[] = {
      "  -o, --output OUT   write to OUT instead of stdout\n"
      "  --consts           turn initializers into consts instead of params\n"
      "  -v, --verbose      print notes on what the import changed (such as initializers that\n"
-     "                     the exporter merged and that became separate params)\n"},
+     "                     the exporter merged and that became separate params)\n",
+     NULL},
 };
 
 static const cmd_help *find_help(const char *name) {
@@ -209,11 +241,12 @@ static void print_main_help(FILE *f) {
     }
     fprintf(f, "  %-8s %s\n", "help", "show help for a command (dlcc help COMMAND)");
     fprintf(f, "\noptions:\n  -h, --help     show this help\n  --version      show the version\n");
-    fprintf(f, "\nexit status: 0 success, 1 invalid input, 2 bad usage, 3 internal error\n");
+    fprintf(f, "\nexit status: 0 success, 1 invalid input, 2 bad usage, 3 internal error (e.g. out "
+               "of memory), 4 training diverged\n");
 }
 
 static void print_cmd_help(const cmd_help *h) {
-    printf("usage: %s\n\n%s", h->usage, h->details);
+    printf("usage: %s\n\n%s%s", h->usage, h->details, h->more ? h->more : "");
 }
 
 // A usage error: one line naming the command, plus a pointer to its help. Always exit 2.
@@ -838,6 +871,363 @@ static double clock_s(void) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Non-finite train steps (dlcc train and dlcc run --entry train_step)
+//
+// A step is non-finite when the runtime skipped its update (a non-finite gradient) or its loss
+// is not finite. The first one is reported as a warning naming the step; after --max-skipped-steps
+// consecutive ones the run stops with EXIT_DIVERGED and writes no checkpoint (the params are
+// those of the last finite update, but a run that diverged has nothing worth keeping). With
+// dynamic loss scaling a skipped step with a finite loss whose loss scale was above 1 and went
+// down is the scaler's normal backoff (the scaled gradients overflowed), so it is not counted.
+
+#define DEFAULT_MAX_SKIPPED 10
+
+typedef struct nonfinite_guard {
+    long max;          // --max-skipped-steps (0: never stop)
+    double scale;      // the loss scale the next step runs with
+    long run;          // consecutive non-finite steps
+    int64_t run_start; // the step (1-based) that began the current run
+    long total;        // non-finite steps so far
+    bool first;        // set by guard_step: this is the first non-finite step of the run
+    bool stop;         // set by guard_step: the run reached `max`
+} nonfinite_guard;
+
+// Counts step `step` (1-based); returns true when it was non-finite (see above).
+static bool guard_step(nonfinite_guard *g, const dlrt_step_info *info, int64_t step) {
+    double used = g->scale;
+    g->scale = info->loss_scale;
+    g->first = g->stop = false;
+    bool bad = info->skipped || !isfinite(info->loss);
+    if (bad && isfinite(info->loss) && used > 1 && info->loss_scale < used) {
+        bad = false; // dynamic loss scaling backing off
+    }
+    if (!bad) {
+        g->run = 0;
+        return false;
+    }
+    g->first = g->total == 0;
+    if (g->run++ == 0) {
+        g->run_start = step;
+    }
+    g->total++;
+    g->stop = g->max > 0 && g->run >= g->max;
+    return true;
+}
+
+// A double with `prec` significant digits, "nan" for every NaN (glibc prints "-nan" for some)
+// and "inf" / "-inf": readable whatever the magnitude (1.65e+30, not 31 digits).
+static const char *num_prec(double v, int prec, char *buf, size_t size) {
+    if (isnan(v)) {
+        snprintf(buf, size, "nan");
+    } else {
+        snprintf(buf, size, "%.*g", prec, v);
+    }
+    return buf;
+}
+
+static const char *num_text(double v, char *buf, size_t size) {
+    return num_prec(v, 4, buf, size);
+}
+
+// "dlcc CMD: warning: STEP is non-finite: ..." for the first non-finite step.
+static void guard_warn(const char *cmd, const char *step_desc, const dlrt_step_info *info,
+                       const nonfinite_guard *g) {
+    char l[32], n[32];
+    fflush(stdout);
+    char stop[96];
+    if (g->max > 0) {
+        snprintf(stop, sizeof stop, "training stops after %ld in a row (--max-skipped-steps)",
+                 g->max);
+    } else {
+        snprintf(stop, sizeof stop, "training goes on regardless (--max-skipped-steps 0)");
+    }
+    fprintf(stderr, "dlcc %s: warning: %s is non-finite (loss %s, grad_norm %s): %s; %s\n", cmd,
+            step_desc, num_text(info->loss, l, sizeof l), num_text(info->grad_norm, n, sizeof n),
+            info->skipped ? "its update was skipped (params and optimizer state unchanged)"
+                          : "its update was applied",
+            stop);
+}
+
+// The error of a run that stopped at `step_desc`: the last `g->run` steps were non-finite.
+// `ckpt`: the checkpoint that is not written (NULL: none asked for); `hint`: suggest
+// --detect-anomaly.
+static void guard_stop_msg(const char *cmd, const char *step_desc, const nonfinite_guard *g,
+                           const char *ckpt, bool hint) {
+    fflush(stdout);
+    fprintf(stderr,
+            "dlcc %s: error: training diverged at %s: %ld consecutive non-finite steps from step "
+            "%lld on (--max-skipped-steps %ld; 0 never stops)%s%s%s\n",
+            cmd, step_desc, g->run, (long long)g->run_start, g->max,
+            ckpt ? "; no checkpoint written to " : "", ckpt ? ckpt : "",
+            hint ? "; --detect-anomaly shows where the first non-finite value appears" : "");
+}
+
+// ---- --detect-anomaly: where the first non-finite value of a step appears
+//
+// The runtime never sees the IR, so this happens here: the failing step is replayed in the
+// reference evaluator (ir/eval.c, the oracle `dlcc run --backend ref` uses) on the same batch,
+// with the params from before the step (snapshot taken before every step), the loss scale it
+// ran with and its Dropout RNG counter; then every value the train step computes is checked in
+// execution order (the inputs, the params, then the nodes of the forward and backward graph in
+// order, nodes the train step does not need left out). A float value counts as non-finite when
+// it is NaN or Inf or beyond float32's range (the compiled code computes in float32, the
+// evaluator in double).
+
+typedef struct anomaly_ctx {
+    dl_ir_module *m;   // BORROWED: the .dlg module, with the training graph added
+    dl_tensor *params; // OWNED: m->params order, the values before the current step
+    bool *needed;      // OWNED: per value id, computed by the train step
+    int64_t calls;     // train_step calls on the session so far (the Dropout RNG counter)
+} anomaly_ctx;
+
+static void anomaly_fini(anomaly_ctx *a) {
+    if (a->params) {
+        for (size_t i = 0; i < a->m->params.len; i++) {
+            dl_tensor_free(&a->params[i]);
+        }
+    }
+    free(a->params);
+    free(a->needed);
+    memset(a, 0, sizeof *a);
+}
+
+static void mark_needed(bool *needed, const dl_ir_value *v) {
+    if (v) {
+        needed[v->id] = true;
+    }
+}
+
+// Adds the training graph to `m` (as the compiler does: autodiff, then mixed precision) and
+// allocates the param snapshot. Errors into `d`.
+static dl_status anomaly_init(anomaly_ctx *a, dl_ir_module *m, dl_diags *d) {
+    memset(a, 0, sizeof *a);
+    a->m = m;
+    dl_status st = DL_OK;
+    if (m->train && !m->has_backward) {
+        st = dl_pass_autodiff(m, d);
+    }
+    if (st == DL_OK && m->train && m->train->has_precision && m->train->precision != DL_DT_FLOAT) {
+        st = dl_pass_precision(m, m->train->precision, d, NULL);
+    }
+    if (st != DL_OK) {
+        return st;
+    }
+    a->params = dl_mem_calloc(m->params.len ? m->params.len : 1, sizeof *a->params);
+    a->needed = dl_mem_calloc(m->values.len ? m->values.len : 1, sizeof *a->needed);
+    if (!a->params || !a->needed) {
+        return DL_ERR_NOMEM;
+    }
+    for (size_t i = 0; i < m->params.len; i++) {
+        const dl_ir_value *p = m->params.data[i];
+        int64_t dims[DL_MAX_RANK];
+        for (int32_t k = 0; k < p->type.rank; k++) {
+            dims[k] = p->type.dims[k].value;
+        }
+        DL_TRY(dl_tensor_alloc(&a->params[i], p->type.dtype, p->type.rank, dims));
+    }
+    // What the train step computes: its roots and, backwards, everything they depend on.
+    mark_needed(a->needed, m->train_loss);
+    for (size_t i = 0; i < m->grads.len; i++) {
+        mark_needed(a->needed, m->grads.data[i]);
+    }
+    for (size_t i = 0; i < m->assigns.len; i++) {
+        mark_needed(a->needed, m->assigns.data[i].value);
+    }
+    for (size_t i = m->nodes.len; i-- > 0;) {
+        const dl_ir_node *n = m->nodes.data[i];
+        bool any = false;
+        for (size_t k = 0; k < n->n_outputs; k++) {
+            any = any || a->needed[n->outputs[k]->id];
+        }
+        for (size_t k = 0; any && k < n->n_inputs; k++) {
+            mark_needed(a->needed, n->inputs[k]);
+        }
+    }
+    return DL_OK;
+}
+
+// Copies the session's params into the snapshot (before a step).
+static dlrt_status anomaly_snapshot(anomaly_ctx *a, dlrt_session *s) {
+    for (size_t i = 0; i < a->m->params.len; i++) {
+        dl_tensor *t = &a->params[i];
+        dlrt_status rs =
+            dlrt_session_get_param(s, a->m->params.data[i]->name, t->data, dl_tensor_nbytes(t));
+        if (rs != DLRT_OK) {
+            return rs;
+        }
+    }
+    return DLRT_OK;
+}
+
+static bool is_float_dtype(dl_dtype t) {
+    return t == DL_DT_FLOAT || t == DL_DT_FLOAT16 || t == DL_DT_BFLOAT16;
+}
+
+static bool bad_value(dl_dtype t, double v) {
+    return !isfinite(v) || (t == DL_DT_FLOAT && fabs(v) > FLT_MAX);
+}
+
+// The first non-finite element of `n` doubles of dtype t: its index, or -1; *count all of them.
+static int64_t first_bad(dl_dtype t, const double *x, int64_t n, int64_t *count) {
+    int64_t first = -1, c = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (bad_value(t, x[i])) {
+            first = first < 0 ? i : first;
+            c++;
+        }
+    }
+    *count = c;
+    return first;
+}
+
+static int64_t type_numel(const dl_ir_type *t) {
+    int64_t n = 1;
+    for (int32_t k = 0; k < t->rank; k++) {
+        n *= t->dims[k].value;
+    }
+    return n;
+}
+
+// "nan", "inf", "-inf" or "3.5e+39 (beyond float32)".
+static const char *bad_text(double v, char *buf, size_t size) {
+    if (isnan(v)) {
+        snprintf(buf, size, "nan");
+    } else if (isinf(v)) {
+        snprintf(buf, size, "%sinf", v < 0 ? "-" : "");
+    } else {
+        snprintf(buf, size, "%.4g (beyond float32)", v);
+    }
+    return buf;
+}
+
+// The first non-finite element of a tensor (-1 if none), its value and the count of them.
+static int64_t tensor_first_bad(const dl_tensor *t, int64_t *count, double *first_val) {
+    int64_t n = dl_tensor_numel(t), first = -1, c = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double v = dl_tensor_get(t, i);
+        if (!isfinite(v)) {
+            if (first < 0) {
+                first = i;
+                *first_val = v;
+            }
+            c++;
+        }
+    }
+    *count = c;
+    return first;
+}
+
+// Reports (into `d`) where the first non-finite value of step `step_desc` appears. `inputs`
+// follow m->inputs order (the step's batch), the snapshot holds the params from before the step
+// and `loss_scale` is the scale the step ran with.
+static void anomaly_report(anomaly_ctx *a, const dl_tensor *inputs, double loss_scale,
+                           const char *step_desc, dl_diags *d) {
+    dl_ir_module *m = a->m;
+    char vb[64];
+    // 1. The batch and the params, as the step received them.
+    for (int pass = 0; pass < 2; pass++) {
+        size_t n = pass == 0 ? m->inputs.len : m->params.len;
+        for (size_t i = 0; i < n; i++) {
+            const dl_ir_value *v = pass == 0 ? m->inputs.data[i] : m->params.data[i];
+            const dl_tensor *t = pass == 0 ? &inputs[i] : &a->params[i];
+            int64_t count = 0, first = -1;
+            double fv = 0;
+            if (!is_float_dtype(t->dtype) || (first = tensor_first_bad(t, &count, &fv)) < 0) {
+                continue;
+            }
+            dl_diag(d, DL_SEV_WARNING, v->loc,
+                    "--detect-anomaly: %s: %s '%s' already holds non-finite values before the "
+                    "step (%lld of %lld elements; the first, element %lld, is %s)%s",
+                    step_desc, pass == 0 ? "input" : "param", v->name, (long long)count,
+                    (long long)dl_tensor_numel(t), (long long)first, bad_text(fv, vb, sizeof vb),
+                    pass == 0 ? "" : ": an earlier update made it non-finite");
+            return;
+        }
+    }
+    // 2. The replay: the loss scale seeds the backward pass, the RNG counter the Dropouts.
+    dl_ir_literal *seed = m->grad_seed && m->grad_seed->lit ? m->grad_seed->lit : NULL;
+    double seed_was = seed && seed->f ? seed->f[0] : 1.0;
+    if (seed && seed->f) {
+        seed->f[0] = (double)(float)loss_scale;
+    }
+    if (m->step_counter && m->step_counter->lit && m->step_counter->lit->i) {
+        m->step_counter->lit->i[0] = a->calls;
+    }
+    dl_ir_eval_opts opts = {a->params, m->params.len, true};
+    double **vals = NULL;
+    dl_status st = dl_ir_eval_all_f64(m, &opts, inputs, &vals, d);
+    if (seed && seed->f) {
+        seed->f[0] = seed_was;
+    }
+    if (st != DL_OK) {
+        dl_diag(d, DL_SEV_WARNING, DL_NO_LOC,
+                "--detect-anomaly: %s: the reference evaluator could not replay the step (%s)",
+                step_desc, dl_status_str(st));
+        return;
+    }
+    bool found = false;
+    for (size_t i = 0; i < m->nodes.len && !found; i++) {
+        const dl_ir_node *n = m->nodes.data[i];
+        for (size_t k = 0; k < n->n_outputs && !found; k++) {
+            const dl_ir_value *o = n->outputs[k];
+            if (!a->needed[o->id] || !is_float_dtype(o->type.dtype) || !vals[o->id]) {
+                continue;
+            }
+            int64_t numel = type_numel(&o->type), count = 0;
+            int64_t first = first_bad(o->type.dtype, vals[o->id], numel, &count);
+            if (first < 0) {
+                continue;
+            }
+            found = true;
+            dl_diag(d, DL_SEV_WARNING, n->loc,
+                    "--detect-anomaly: %s: the first non-finite value appears in output '%s' "
+                    "of %s (%s graph, node %zu of %zu): %lld of %lld elements non-finite, the "
+                    "first (element %lld) %s",
+                    step_desc, o->name, dl_ir_op_get_info(n->op)->name,
+                    i < m->n_fwd_nodes ? "forward" : "backward", i + 1, m->nodes.len,
+                    (long long)count, (long long)numel, (long long)first,
+                    bad_text(vals[o->id][first], vb, sizeof vb));
+            // Its inputs are all finite (else an earlier value would have been reported):
+            // their ranges usually say why (Log of a negative, a division by zero, ...).
+            dl_strbuf b = {0};
+            for (size_t j = 0; j < n->n_inputs; j++) {
+                const dl_ir_value *in = n->inputs[j];
+                if (!in || !vals[in->id]) {
+                    continue;
+                }
+                int64_t ne = type_numel(&in->type);
+                double lo = INFINITY, hi = -INFINITY;
+                for (int64_t e = 0; e < ne; e++) {
+                    lo = fmin(lo, vals[in->id][e]);
+                    hi = fmax(hi, vals[in->id][e]);
+                }
+                char l[32], h[32];
+                dl_strbuf_printf(&b, "%s'%s' in [%s, %s]", b.data ? ", " : "", in->name,
+                                 num_text(lo, l, sizeof l), num_text(hi, h, sizeof h));
+            }
+            if (b.data) {
+                dl_diag(d, DL_SEV_NOTE, n->loc, "the inputs of that %s are finite: %s",
+                        dl_ir_op_get_info(n->op)->name, b.data);
+            }
+            dl_strbuf_fini(&b);
+        }
+    }
+    if (!found) {
+        double loss = m->train_loss && vals[m->train_loss->id] ? vals[m->train_loss->id][0] : 0;
+        char l[32];
+        dl_diag(d, DL_SEV_WARNING, DL_NO_LOC,
+                "--detect-anomaly: %s: the reference evaluator's replay of the step stays "
+                "finite (loss %s), so the non-finite value comes from the compiled code's "
+                "float32 arithmetic where the evaluator's double precision does not overflow",
+                step_desc, num_text(loss, l, sizeof l));
+    }
+    for (size_t i = 0; i < m->values.len; i++) {
+        free(vals[i]);
+    }
+    free(vals);
+}
+
+// ---------------------------------------------------------------------------------------------
 // Helpers of `dlcc run --entry train_step`
 
 // `t` is [K', ...io's shape] of io's dtype with K' >= steps.
@@ -853,17 +1243,29 @@ static bool io_matches_stepped(const dl_tensor *t, const io_desc *io, long steps
     return true;
 }
 
+// What `dlcc run --entry train_step` does besides the inputs.
+typedef struct run_train_args {
+    long steps;
+    const char *init_params, *save_params;
+    long max_skipped;    // --max-skipped-steps
+    bool detect_anomaly; // --detect-anomaly (a .dlg model: `m` is non-NULL)
+} run_train_args;
+
 // `dlcc run --entry train_step`: optional checkpoint load, `steps` train steps (input j from
-// in_t[j], or its slice i when stepped[j]), one line per step, optional checkpoint save.
-static int run_train_steps(dl_diags *d, const char *file, dlrt_model *rtm, const io_desc *in_io,
-                           const dl_tensor *in_t, const bool *stepped, size_t n_in, long steps,
-                           const char *init_params, const char *save_params, const exec_args *xa,
+// in_t[j], or its slice i when stepped[j]), one line per step, optional checkpoint save. Stops
+// with EXIT_DIVERGED after max_skipped consecutive non-finite steps (nothing saved).
+static int run_train_steps(dl_diags *d, const char *file, dlrt_model *rtm, dl_ir_module *m,
+                           const io_desc *in_io, const dl_tensor *in_t, const bool *stepped,
+                           size_t n_in, const run_train_args *ra, const exec_args *xa,
                            bool verbose) {
     if (!dlrt_model_has_train_step(rtm)) {
         file_diag(d, file, "the artifact has no train_step entry point");
         return EXIT_INPUT;
     }
     dlrt_session *s = NULL;
+    anomaly_ctx an;
+    memset(&an, 0, sizeof an);
+    dl_tensor *step_in = NULL; // m->inputs order: this step's slices of in_t (BORROWED data)
     dlrt_status rs = exec_session_create(rtm, xa, &s);
     if (rs != DLRT_OK) {
         rt_diag(d, file, rs);
@@ -872,12 +1274,26 @@ static int run_train_steps(dl_diags *d, const char *file, dlrt_model *rtm, const
     }
     double step_s = 0; // time inside dlrt_session_train_step
     int rc = EXIT_OK;
-    if (init_params && (rs = dlrt_session_load(s, init_params)) != DLRT_OK) {
-        rt_diag(d, init_params, rs);
+    if (ra->init_params && (rs = dlrt_session_load(s, ra->init_params)) != DLRT_OK) {
+        rt_diag(d, ra->init_params, rs);
         rc = rs == DLRT_ERR_NOMEM ? EXIT_INTERNAL : EXIT_INPUT;
         goto out;
     }
-    for (long i = 0; i < steps; i++) {
+    if (ra->detect_anomaly) {
+        dl_status st = anomaly_init(&an, m, d);
+        step_in = dl_mem_calloc(n_in ? n_in : 1, sizeof *step_in);
+        if (st != DL_OK || !step_in) {
+            rc = st == DL_OK || st == DL_ERR_NOMEM ? EXIT_INTERNAL : EXIT_INPUT;
+            goto out;
+        }
+    }
+    nonfinite_guard g;
+    memset(&g, 0, sizeof g);
+    g.max = ra->max_skipped;
+    if (dlrt_session_get_hparam(s, "loss_scale", &g.scale) != DLRT_OK) {
+        g.scale = 1;
+    }
+    for (long i = 0; i < ra->steps; i++) {
         for (size_t j = 0; j < n_in; j++) {
             size_t nb = dl_tensor_nbytes(&in_t[j]);
             const uint8_t *data = in_t[j].data;
@@ -885,38 +1301,79 @@ static int run_train_steps(dl_diags *d, const char *file, dlrt_model *rtm, const
                 nb /= (size_t)in_t[j].dims[0];
                 data += nb * (size_t)i;
             }
+            if (step_in) { // in_io follows m->inputs for a .dlg
+                step_in[j].dtype = in_io[j].dtype;
+                step_in[j].rank = in_io[j].rank;
+                memcpy(step_in[j].dims, in_io[j].dims, sizeof step_in[j].dims);
+                step_in[j].data = (void *)(uintptr_t)data; // only read
+            }
             if ((rs = dlrt_session_set_input(s, in_io[j].name, data, nb)) != DLRT_OK) {
                 break;
             }
         }
+        if (rs == DLRT_OK && ra->detect_anomaly) {
+            rs = anomaly_snapshot(&an, s);
+        }
         dlrt_step_info info;
         memset(&info, 0, sizeof info);
+        double scale_used = g.scale;
         if (rs == DLRT_OK) {
             double t0 = clock_s();
             rs = dlrt_session_train_step(s, &info);
             step_s += clock_s() - t0;
+            an.calls++;
         }
         if (rs != DLRT_OK) {
             rt_diag(d, file, rs);
             rc = rs == DLRT_ERR_NOMEM ? EXIT_INTERNAL : EXIT_INPUT;
             goto out;
         }
-        printf("step %ld loss %.9g grad_norm %.9g skipped %d\n", i + 1, info.loss, info.grad_norm,
+        char l[32], gn[32];
+        printf("step %ld loss %s grad_norm %s skipped %d\n", i + 1,
+               num_prec(info.loss, 9, l, sizeof l), num_prec(info.grad_norm, 9, gn, sizeof gn),
                info.skipped);
+        if (guard_step(&g, &info, i + 1)) {
+            char desc[64];
+            snprintf(desc, sizeof desc, "step %ld", i + 1);
+            if (g.first) {
+                guard_warn("run", desc, &info, &g);
+                if (ra->detect_anomaly) {
+                    an.calls--; // the replayed call's counter
+                    anomaly_report(&an, step_in, scale_used, desc, d);
+                    an.calls++;
+                    if (!flush_diags(d)) {
+                        rc = EXIT_INTERNAL;
+                        goto out;
+                    }
+                }
+            }
+            if (g.stop) {
+                guard_stop_msg("run", desc, &g, ra->save_params, !ra->detect_anomaly);
+                rc = EXIT_DIVERGED;
+                goto out;
+            }
+        }
     }
-    if (save_params && (rs = dlrt_session_save(s, save_params)) != DLRT_OK) {
-        rt_diag(d, save_params, rs);
+    if (g.total > 0) {
+        fflush(stdout);
+        fprintf(stderr, "dlcc run: warning: %ld of %ld steps were non-finite\n", g.total,
+                ra->steps);
+    }
+    if (ra->save_params && (rs = dlrt_session_save(s, ra->save_params)) != DLRT_OK) {
+        rt_diag(d, ra->save_params, rs);
         rc = rs == DLRT_ERR_NOMEM ? EXIT_INTERNAL : EXIT_INPUT;
         goto out;
     }
     if (verbose) {
         fflush(stdout);
-        fprintf(stderr, "dlcc: %ld step%s, mean %.3f ms per step (%d thread%s)\n", steps,
-                steps == 1 ? "" : "s", step_s * 1e3 / (double)steps, dlrt_session_threads(s),
-                dlrt_session_threads(s) == 1 ? "" : "s");
+        fprintf(stderr, "dlcc: %ld step%s, mean %.3f ms per step (%d thread%s)\n", ra->steps,
+                ra->steps == 1 ? "" : "s", step_s * 1e3 / (double)ra->steps,
+                dlrt_session_threads(s), dlrt_session_threads(s) == 1 ? "" : "s");
     }
     rc = exec_session_finish(d, s, xa);
 out:
+    anomaly_fini(&an);
+    free(step_in);
     dlrt_session_destroy(s);
     return rc;
 }
@@ -942,9 +1399,10 @@ static int cmd_run(int argc, char **argv) {
     dlcc_options copts;
     dlcc_options_init(&copts);
     dlcc_bind *cbinds = NULL;
-    const char *steps_arg = NULL, *init_params = NULL, *save_params = NULL;
+    const char *steps_arg = NULL, *init_params = NULL, *save_params = NULL, *max_skipped = NULL;
     bool *stepped = NULL; // per input: its .npy has a leading step dim
-    long steps = 1;
+    long steps = 1, max_skipped_n = DEFAULT_MAX_SKIPPED;
+    bool detect_anomaly = false;
     exec_args xa = {0, NULL, false, NULL};
     int rc = EXIT_OK;
 
@@ -1009,6 +1467,7 @@ static int cmd_run(int argc, char **argv) {
         } else if ((r = take_flag(&a, NULL, "--backend", true, &backend)) != 0 ||
                    (r = take_flag(&a, NULL, "--entry", true, &entry)) != 0 ||
                    (r = take_flag(&a, NULL, "--steps", true, &steps_arg)) != 0 ||
+                   (r = take_flag(&a, NULL, "--max-skipped-steps", true, &max_skipped)) != 0 ||
                    (r = take_name_flag(&a, "--init-params", "a file name", &init_params)) != 0 ||
                    (r = take_name_flag(&a, "--save-params", "a file name", &save_params)) != 0) {
             if (r < 0) {
@@ -1022,6 +1481,8 @@ static int cmd_run(int argc, char **argv) {
             }
         } else if (take_flag(&a, "-v", "--verbose", false, NULL) == 1) {
             verbose = true;
+        } else if (take_flag(&a, NULL, "--detect-anomaly", false, NULL) == 1) {
+            detect_anomaly = true;
         } else {
             rc = usage_error("run", "unknown flag '%s'", arg);
             goto out;
@@ -1069,11 +1530,13 @@ static int cmd_run(int argc, char **argv) {
         goto out;
     }
     bool train = strcmp(entry, "train_step") == 0;
-    if (!train && (steps_arg || init_params || save_params)) {
+    if (!train && (steps_arg || init_params || save_params || max_skipped || detect_anomaly)) {
         rc = usage_error("run", "%s only applies to --entry train_step",
                          steps_arg     ? "--steps"
                          : init_params ? "--init-params"
-                                       : "--save-params");
+                         : save_params ? "--save-params"
+                         : max_skipped ? "--max-skipped-steps"
+                                       : "--detect-anomaly");
         goto out;
     }
     if (train) {
@@ -1092,6 +1555,18 @@ static int cmd_run(int argc, char **argv) {
         if (steps_arg && !parse_long_arg(steps_arg, 1, 1000000000L, &steps)) {
             rc =
                 usage_error("run", "--steps expects an integer 1..1000000000, got '%s'", steps_arg);
+            goto out;
+        }
+        if (max_skipped && !parse_long_arg(max_skipped, 0, LONG_MAX, &max_skipped_n)) {
+            rc = usage_error("run", "--max-skipped-steps expects an integer >= 0, got '%s'",
+                             max_skipped);
+            goto out;
+        }
+        if (detect_anomaly && is_art) {
+            rc = usage_error("run",
+                             "--detect-anomaly replays a step in the reference evaluator, which "
+                             "needs the .dlg model; '%s' is a compiled artifact",
+                             file);
             goto out;
         }
     }
@@ -1287,8 +1762,8 @@ static int cmd_run(int argc, char **argv) {
         goto out;
     }
     if (train) {
-        rc = run_train_steps(d, file, rtm, in_io, in_t, stepped, n_in, steps, init_params,
-                             save_params, &xa, verbose);
+        run_train_args ra = {steps, init_params, save_params, max_skipped_n, detect_anomaly};
+        rc = run_train_steps(d, file, rtm, m, in_io, in_t, stepped, n_in, &ra, &xa, verbose);
         goto out;
     }
     if (use_ref) {
@@ -1746,6 +2221,8 @@ typedef struct train_args {
     long limit;          // 0: all
     long loader_threads; // --loader-threads (producers)
     long prefetch;       // --prefetch (ring slots)
+    long max_skipped;    // --max-skipped-steps (0: never stop)
+    bool detect_anomaly; // --detect-anomaly
     bool verbose, dry_run;
 } train_args;
 
@@ -1855,6 +2332,26 @@ static bool split_check_sample(const train_split *s, const dl_ir_module *m, cons
               "%s (%lld values per sample)",
               shp, (long long)s->per, tm->x->name, ty, (long long)tm->per);
     return false;
+}
+
+// Every value of the split's samples must be finite: one NaN or Inf would make the mean and std
+// of the normalisation, and so every batch, non-finite. Error (exit 1) naming the first one.
+static bool split_check_finite(const train_split *s, dl_diags *d) {
+    size_t n = (size_t)(s->n * s->per);
+    for (size_t i = 0; i < n; i++) {
+        if (!isfinite(s->x[i])) {
+            file_diag(d, s->x_path,
+                      "sample %lld holds a non-finite value (%s at element %lld of %lld); the "
+                      "data must be finite",
+                      (long long)(i / (size_t)s->per),
+                      isnan(s->x[i]) ? "nan"
+                      : s->x[i] > 0  ? "inf"
+                                     : "-inf",
+                      (long long)(i % (size_t)s->per), (long long)s->per);
+            return false;
+        }
+    }
+    return true;
 }
 
 // Labels must lie in [0, C) (C = n_classes when known, else only >= 0 and, for an int32 label
@@ -2117,6 +2614,10 @@ static int train_load_data(const train_specs *sp, const train_args *ta, dl_idx_m
     if (ta->limit > 0 && ta->limit < tr->n) {
         tr->n = ta->limit;
     }
+    // After the limit: the samples that are used (and normalised) must be finite.
+    if (!split_check_finite(tr, d) || (has_test && !split_check_finite(te, d))) {
+        return EXIT_INPUT;
+    }
     return EXIT_OK;
 }
 
@@ -2273,9 +2774,11 @@ static int train_parse_args(int argc, char **argv, train_args *ta, dlcc_options 
                             bind_vec *binds) {
     args a = {"train", argc, argv, 0, false};
     const char *epochs = NULL, *batch = NULL, *lr = NULL, *sched = NULL, *warmup = NULL,
-               *seed = NULL, *limit = NULL, *producers = NULL, *prefetch = NULL;
+               *seed = NULL, *limit = NULL, *producers = NULL, *prefetch = NULL,
+               *max_skipped = NULL;
     memset(ta, 0, sizeof *ta);
     ta->epochs = 1;
+    ta->max_skipped = DEFAULT_MAX_SKIPPED;
     ta->warmup = -1;
     ta->loader_threads = 1;
     ta->prefetch = 4;
@@ -2318,6 +2821,7 @@ static int train_parse_args(int argc, char **argv, train_args *ta, dlcc_options 
                    (r = take_flag(&a, NULL, "--limit-train", true, &limit)) != 0 ||
                    (r = take_flag(&a, NULL, "--loader-threads", true, &producers)) != 0 ||
                    (r = take_flag(&a, NULL, "--prefetch", true, &prefetch)) != 0 ||
+                   (r = take_flag(&a, NULL, "--max-skipped-steps", true, &max_skipped)) != 0 ||
                    (r = take_cache_flag(&a, copts)) != 0 ||
                    (r = take_exec_flag(&a, &ta->exec)) != 0) {
             if (r < 0) {
@@ -2327,6 +2831,8 @@ static int train_parse_args(int argc, char **argv, train_args *ta, dlcc_options 
             ta->verbose = true;
         } else if (take_flag(&a, NULL, "--dry-run", false, NULL) == 1) {
             ta->dry_run = true;
+        } else if (take_flag(&a, NULL, "--detect-anomaly", false, NULL) == 1) {
+            ta->detect_anomaly = true;
         } else {
             return usage_error("train", "unknown flag '%s'", arg);
         }
@@ -2356,6 +2862,10 @@ static int train_parse_args(int argc, char **argv, train_args *ta, dlcc_options 
     if (prefetch && !parse_long_arg(prefetch, 2, DLRT_LOADER_MAX_SLOTS, &ta->prefetch)) {
         return usage_error("train", "--prefetch expects an integer 2..%d, got '%s'",
                            DLRT_LOADER_MAX_SLOTS, prefetch);
+    }
+    if (max_skipped && !parse_long_arg(max_skipped, 0, LONG_MAX, &ta->max_skipped)) {
+        return usage_error("train", "--max-skipped-steps expects an integer >= 0, got '%s'",
+                           max_skipped);
     }
     if (warmup && !parse_long_arg(warmup, 0, LONG_MAX, &ta->warmup)) {
         return usage_error("train", "--warmup-steps expects an integer >= 0, got '%s'", warmup);
@@ -2438,6 +2948,8 @@ static int cmd_train(int argc, char **argv) {
     dlrt_loader *ld = NULL;
     float *xb = NULL;
     void *yb = NULL;
+    anomaly_ctx an;
+    memset(&an, 0, sizeof an);
     int rc = EXIT_OK;
     if (!sp) {
         rc = EXIT_INTERNAL;
@@ -2622,6 +3134,17 @@ static int cmd_train(int argc, char **argv) {
     }
 
     // 5. Train: each step binds its batch's slot as the inputs (zero-copy) and gives it back.
+    // Non-finite steps: a warning at the first, a stop after --max-skipped-steps in a row.
+    if (ta.detect_anomaly && (st = anomaly_init(&an, m, d)) != DL_OK) {
+        rc = st == DL_ERR_NOMEM ? EXIT_INTERNAL : EXIT_INPUT;
+        goto out;
+    }
+    nonfinite_guard g;
+    memset(&g, 0, sizeof g);
+    g.max = ta.max_skipped;
+    if (dlrt_session_get_hparam(s, "loss_scale", &g.scale) != DLRT_OK) {
+        g.scale = 1;
+    }
     bool y32 = tm.y->type.dtype == DL_DT_INT32;
     size_t xbytes = (size_t)(B * tm.per) * sizeof(float);
     size_t ybytes = (size_t)B * (y32 ? sizeof(int32_t) : sizeof(int64_t));
@@ -2648,10 +3171,48 @@ static int cmd_train(int argc, char **argv) {
             if (rs == DLRT_OK) {
                 rs = dlrt_session_set_hparam(s, "lr", sched_lr(ta.sched, base_lr, t, T, W));
             }
+            if (rs == DLRT_OK && ta.detect_anomaly) {
+                rs = anomaly_snapshot(&an, s);
+            }
             dlrt_step_info info;
             memset(&info, 0, sizeof info);
+            double scale_used = g.scale;
             if (rs == DLRT_OK) {
                 rs = dlrt_session_train_step(s, &info);
+                an.calls++;
+            }
+            bool bad = rs == DLRT_OK && guard_step(&g, &info, t + 1);
+            char desc[160] = "";
+            if (bad) {
+                snprintf(desc, sizeof desc, "step %lld (epoch %ld, batch %lld of %lld)",
+                         (long long)t + 1, e + 1, (long long)k + 1, (long long)spe);
+                if (tty) {
+                    fprintf(stderr, "\r\033[K");
+                }
+            }
+            if (bad && g.first) {
+                guard_warn("train", desc, &info, &g);
+                if (ta.detect_anomaly) { // the batch is still held: replay on it
+                    dl_tensor ins[2];
+                    for (size_t j = 0; j < 2; j++) {
+                        const dl_ir_value *v = m->inputs.data[j];
+                        memset(&ins[j], 0, sizeof ins[j]);
+                        ins[j].dtype = v->type.dtype;
+                        ins[j].rank = v->type.rank;
+                        for (int32_t q = 0; q < v->type.rank; q++) {
+                            ins[j].dims[q] = v->type.dims[q].value;
+                        }
+                        ins[j].data = v == tm.x ? (void *)(uintptr_t)bt.x
+                                      : y32     ? (void *)(uintptr_t)bt.y_i32
+                                                : (void *)(uintptr_t)bt.y;
+                    }
+                    an.calls--; // the replayed call's Dropout counter
+                    anomaly_report(&an, ins, scale_used, desc, d);
+                    an.calls++;
+                    if (!flush_diags(d)) {
+                        rs = DLRT_ERR_NOMEM;
+                    }
+                }
             }
             if (bt.x) {
                 (void)dlrt_loader_release(ld, &bt); // held by us: cannot fail
@@ -2663,6 +3224,11 @@ static int cmd_train(int argc, char **argv) {
                 rc = rt_fail(d, ta.file, rs);
                 goto out;
             }
+            if (bad && g.stop) {
+                guard_stop_msg("train", desc, &g, ta.save, !ta.detect_anomaly);
+                rc = EXIT_DIVERGED;
+                goto out;
+            }
             loss_sum += info.loss;
             skipped += info.skipped != 0;
             double now = now_s();
@@ -2671,12 +3237,12 @@ static int cmd_train(int argc, char **argv) {
                 double el = now - t0, done = (double)(k + 1);
                 double rate = el > 0 ? done * (double)B / el : 0;
                 double per_step = (now - t_start) / (double)(t + 1);
-                char eta[32];
+                char eta[32], lb[32];
                 format_eta(per_step * (double)(T - t - 1), eta, sizeof eta);
                 fprintf(stderr,
-                        "%sepoch %ld/%ld  step %lld/%lld  loss %.4f  %.0f samples/s  ETA %s%s",
+                        "%sepoch %ld/%ld  step %lld/%lld  loss %s  %.0f samples/s  ETA %s%s",
                         tty ? "\r\033[K" : "", e + 1, ta.epochs, (long long)k + 1, (long long)spe,
-                        loss_sum / done, rate, eta, tty ? "" : "\n");
+                        num_prec(loss_sum / done, 4, lb, sizeof lb), rate, eta, tty ? "" : "\n");
                 fflush(stderr);
                 last_print = now;
             }
@@ -2686,11 +3252,16 @@ static int cmd_train(int argc, char **argv) {
             fflush(stderr);
         }
         double el = now_s() - t0;
-        printf("epoch %ld: mean loss %.6g, %.2f s, %.0f samples/s, skipped %ld, data wait %.3f "
+        char lb[32];
+        printf("epoch %ld: mean loss %s, %.2f s, %.0f samples/s, skipped %ld, data wait %.3f "
                "ms/batch\n",
-               e + 1, loss_sum / (double)spe, el, el > 0 ? (double)(spe * B) / el : 0.0, skipped,
-               wait_ms / (double)spe);
+               e + 1, num_prec(loss_sum / (double)spe, 6, lb, sizeof lb), el,
+               el > 0 ? (double)(spe * B) / el : 0.0, skipped, wait_ms / (double)spe);
         fflush(stdout);
+    }
+    if (g.total > 0) {
+        fprintf(stderr, "dlcc train: warning: %ld of %lld steps were non-finite\n", g.total,
+                (long long)T);
     }
 
     // 6. Test accuracy, then the checkpoint (last: nothing is written unless all went well).
@@ -2712,6 +3283,7 @@ out:
     if (d && !flush_diags(d)) {
         rc = EXIT_INTERNAL;
     }
+    anomaly_fini(&an);
     dlrt_loader_destroy(ld);
     dlrt_session_destroy(s);
     dlrt_model_release(rtm);

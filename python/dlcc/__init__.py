@@ -56,6 +56,8 @@ import os
 import numpy as np
 
 __all__ = [
+    "ArgumentError",
+    "ArgumentTypeError",
     "Batch",
     "Error",
     "Loader",
@@ -71,7 +73,56 @@ __all__ = [
 
 
 class Error(Exception):
-    """Any failure of the compiler or runtime; str() is the C message."""
+    """Any failure of the compiler or runtime, and every misuse of the binding; str() is the
+    message. Misuse raises one of the two subclasses below, so `except dlcc.Error` catches
+    everything and `except ValueError` / `except TypeError` work as for any Python API."""
+
+
+class ArgumentError(Error, ValueError):
+    """A bad argument value: an integer out of its C range, an array of the wrong dtype or shape,
+    an unknown name, a closed session / loader / model, or a call the runtime refuses as an
+    invalid argument (DLRT_ERR_INVALID_ARG: e.g. infer before an input was given)."""
+
+
+class ArgumentTypeError(Error, TypeError):
+    """An argument of the wrong type (a float or bool where an integer is needed, a non-string
+    name, a non-path file name)."""
+
+
+def _integer(what, value, lo, hi):
+    """`value` as a Python int in [lo, hi] (the range of the C field it goes to: ctypes would
+    silently keep only the low bits). bool is refused, as is anything that is not an integer."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise ArgumentTypeError(f"{what}: an integer expected, {type(value).__name__} given")
+    v = int(value)
+    if not lo <= v <= hi:
+        raise ArgumentError(f"{what}: {v} is out of range [{lo}, {hi}]")
+    return v
+
+
+def _name_arg(what, name):
+    """A tensor name (str) as the bytes the C API takes."""
+    if not isinstance(name, str):
+        raise ArgumentTypeError(f"{what}: a name (str) expected, {type(name).__name__} given")
+    if "\0" in name:
+        raise ArgumentError(f"{what}: {name!r} contains a NUL character")
+    return name.encode()
+
+
+def _path_arg(what, path):
+    """A file name (str, bytes or os.PathLike) as the bytes the C API takes."""
+    try:
+        b = os.fsencode(path)
+    except TypeError:
+        raise ArgumentTypeError(
+            f"{what}: a file name (str, bytes or os.PathLike) expected, "
+            f"{type(path).__name__} given"
+        ) from None
+    if b"\0" in b:
+        raise ArgumentError(f"{what}: {path!r} contains a NUL character")
+    if not b:
+        raise ArgumentError(f"{what}: the file name is empty")
+    return b
 
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -303,13 +354,20 @@ def _load_lib():
     return lib
 
 
+_ERR_INVALID_ARG = 1
+_MAX_THREADS = 256  # DLRT_MAX_THREADS
+
+
 def _check(status, what):
+    """Raises for a failed runtime call: ArgumentError for DLRT_ERR_INVALID_ARG (the caller's
+    mistake), Error for the others; the message is dlrt_last_error()'s."""
     if status != _OK:
         lib = _load_lib()
         msg = lib.dlrt_last_error().decode("utf-8", "replace")
         if not msg:
             msg = lib.dlrt_status_str(status).decode()
-        raise Error(f"{what}: {msg}")
+        cls = ArgumentError if status == _ERR_INVALID_ARG else Error
+        raise cls(f"{what}: {msg}")
 
 
 def version():
@@ -336,14 +394,20 @@ def _desc(d):
 
 def _as_buffer(desc, value, what):
     """`value` as a C-contiguous ndarray of exactly desc's dtype and shape (no copy when it
-    already is one; a copy when it is non-contiguous). Raises Error on a mismatch."""
-    a = value if isinstance(value, np.ndarray) else np.asarray(value)
+    already is one; a copy when it is non-contiguous). Raises ArgumentError on a mismatch."""
+    if isinstance(value, np.ndarray):
+        a = value
+    else:
+        try:
+            a = np.asarray(value)
+        except (TypeError, ValueError) as e:  # e.g. a ragged list
+            raise ArgumentError(f"{what} '{desc.name}': not an array ({e})") from None
     if a.dtype != desc.dtype:
-        raise Error(
+        raise ArgumentError(
             f"{what} '{desc.name}': dtype {a.dtype} given, {desc.dtype_name} expected"
         )
     if a.shape != desc.shape:
-        raise Error(
+        raise ArgumentError(
             f"{what} '{desc.name}': shape {list(a.shape)} given, {list(desc.shape)} expected"
         )
     if not a.flags.c_contiguous:
@@ -394,12 +458,13 @@ class Model:
         """Loads an artifact (.so written by `dlcc compile`)."""
         lib = _load_lib()
         h = ctypes.c_void_p()
-        _check(lib.dlrt_model_load_file(os.fsencode(path), ctypes.byref(h)), f"loading {path}")
+        p = _path_arg("dlcc.load", path)
+        _check(lib.dlrt_model_load_file(p, ctypes.byref(h)), f"loading {os.fsdecode(p)}")
         return cls(h)
 
     def session(self, threads=0):
-        """A new session (params initialised from the artifact). threads: 0 = $DLRT_THREADS,
-        else the number of cores."""
+        """A new session (params initialised from the artifact). threads: 1..256, or 0 (the
+        default): $DLRT_THREADS, else the number of cores."""
         return Session(self, threads)
 
     def close(self):
@@ -475,12 +540,15 @@ def compile(path, dims=None, cache_dir=None, opt_level=None, use_cache=True):
 
 
 class _Params(collections.abc.Mapping):
-    """name -> NumPy copy of a param (or an optimizer state tensor "PARAM.SLOT")."""
+    """name -> NumPy copy of a param (or an optimizer state tensor "PARAM.SLOT"). An unknown
+    name raises KeyError (as a Mapping must, so `in` and .get() work)."""
 
     def __init__(self, session):
         self._s = session
 
     def __getitem__(self, name):
+        if not isinstance(name, str) or name not in self._s._par:
+            raise KeyError(name)
         return self._s.get_param(name)
 
     def __iter__(self):
@@ -493,20 +561,41 @@ class _Params(collections.abc.Mapping):
         self._s.set_param(name, value)
 
 
+class _SessionHandle:
+    """Owns the native session. Referenced by its Session and by the buffer of every output view
+    (infer(copy=False), output(copy=False)): dlrt_session_destroy runs once all of them are gone,
+    so a view never outlives the memory it shows."""
+
+    def __init__(self, lib, h):
+        self.lib = lib
+        self.h = h
+
+    def __del__(self):
+        if self.h:
+            self.lib.dlrt_session_destroy(self.h)
+            self.h = None
+
+
 class Session:
     """Per-run state of a model. Use from one thread at a time."""
 
     def __init__(self, model, threads=0):
         self.model = model
         self._lib = model._lib
+        self._handle = None
+        self._h = None
+        threads = _integer("threads", threads, 0, _MAX_THREADS)
+        if not model._h:
+            raise ArgumentError("the model is closed")
         opts = _SessionOptions()
         self._lib.dlrt_session_options_init(ctypes.byref(opts))
-        opts.threads = int(threads)
+        opts.threads = threads
         h = ctypes.c_void_p()
         _check(
             self._lib.dlrt_session_create_ex(model._h, ctypes.byref(opts), ctypes.byref(h)),
             "creating a session",
         )
+        self._handle = _SessionHandle(self._lib, h)
         self._h = h
         self._in = {d.name: d for d in model.inputs}
         self._out = {d.name: d for d in model.outputs}
@@ -529,13 +618,19 @@ class Session:
 
     @property
     def threads(self):
-        return int(self._lib.dlrt_session_threads(self._h))
+        return int(self._lib.dlrt_session_threads(self._live()))
+
+    @property
+    def closed(self):
+        return not self._h
 
     def close(self):
-        """Destroys the session (idempotent) and drops the references to bound inputs."""
-        if self._h:
-            self._lib.dlrt_session_destroy(self._h)
-            self._h = None
+        """Closes the session (idempotent): every method raises ArgumentError from now on and
+        the references to bound inputs are dropped. The native session is destroyed at once,
+        unless output views (copy=False) are still alive: then when the last of them goes, so
+        they stay readable (they keep the outputs of the last step)."""
+        self._h = None
+        self._handle = None
         self._bound = {}
 
     def __del__(self):
@@ -552,7 +647,7 @@ class Session:
 
     def _live(self):
         if not self._h:
-            raise Error("the session is closed")
+            raise ArgumentError("the session is closed")
         return self._h
 
     def set_input(self, name, value, copy=False):
@@ -568,9 +663,10 @@ class Session:
         drops any reference kept for this input. Raises Error for an unknown name, a wrong
         dtype or shape (never converted), or memory overlapping an output buffer."""
         h = self._live()
+        _name_arg("set_input", name)
         d = self._in.get(name)
         if d is None:
-            raise Error(f"unknown input '{name}' (inputs: {', '.join(self._in)})")
+            raise ArgumentError(f"unknown input '{name}' (inputs: {', '.join(self._in)})")
         if copy:
             a = _as_buffer(d, value, "input")
             _check(
@@ -586,7 +682,7 @@ class Session:
         end = start + a.nbytes
         for o_start, o_end, o_name in self._out_ranges:
             if start < o_end and o_start < end:
-                raise Error(
+                raise ArgumentError(
                     f"input '{name}': the array overlaps output '{o_name}' of this session "
                     f"(steps write it); pass a copy"
                 )
@@ -602,20 +698,24 @@ class Session:
 
     def output(self, name, copy=True):
         """Output `name` of the last step: a copy, or with copy=False a read-only view of the
-        session's buffer (valid until the next step on this session)."""
+        session's buffer: it shows the output of the latest step (the next step overwrites it)
+        and keeps the native session alive, so it stays readable after close()."""
         h = self._live()
+        _name_arg("output", name)
         d = self._out.get(name)
         if d is None:
-            raise Error(f"unknown output '{name}' (outputs: {', '.join(self._out)})")
+            raise ArgumentError(f"unknown output '{name}' (outputs: {', '.join(self._out)})")
         ptr = ctypes.c_void_p()
         _check(
             self._lib.dlrt_session_output(h, name.encode(), ctypes.byref(ptr), None),
             f"reading output '{name}'",
         )
-        buf = (ctypes.c_char * d.nbytes).from_address(ptr.value)
-        a = np.frombuffer(buf, dtype=d.dtype).reshape(d.shape)
+        buf = (ctypes.c_char * max(d.nbytes, 1)).from_address(ptr.value)
+        a = np.frombuffer(buf, dtype=d.dtype, count=int(np.prod(d.shape, dtype=np.int64)))
+        a = a.reshape(d.shape)
         if copy:
             return a.copy()
+        buf._dlcc_session = self._handle  # the view's base chain ends at buf: it holds the session
         a.flags.writeable = False
         return a
 
@@ -650,9 +750,10 @@ class Session:
 
     def get_param(self, name):
         h = self._live()
+        _name_arg("get_param", name)
         d = self._par.get(name)
         if d is None:
-            raise Error(f"unknown param '{name}'")
+            raise ArgumentError(f"unknown param '{name}'")
         a = np.empty(d.shape, dtype=d.dtype)
         _check(
             self._lib.dlrt_session_get_param(
@@ -664,9 +765,10 @@ class Session:
 
     def set_param(self, name, value):
         h = self._live()
+        _name_arg("set_param", name)
         d = self._par.get(name)
         if d is None:
-            raise Error(f"unknown param '{name}'")
+            raise ArgumentError(f"unknown param '{name}'")
         a = _as_buffer(d, value, "param")
         _check(
             self._lib.dlrt_session_set_param(
@@ -691,11 +793,16 @@ class Session:
 
     def save(self, path):
         """Writes a safetensors checkpoint (params, optimizer state, step) atomically."""
-        _check(self._lib.dlrt_session_save(self._live(), os.fsencode(path)), f"saving {path}")
+        h = self._live()
+        p = _path_arg("save", path)
+        _check(self._lib.dlrt_session_save(h, p), f"saving {os.fsdecode(p)}")
 
     def load(self, path):
-        """Loads a safetensors checkpoint (or a subset of it)."""
-        _check(self._lib.dlrt_session_load(self._live(), os.fsencode(path)), f"loading {path}")
+        """Loads a safetensors checkpoint (or a subset of it). A file that cannot be read or is
+        not a valid checkpoint of this model raises Error and leaves the session unchanged."""
+        h = self._live()
+        p = _path_arg("load", path)
+        _check(self._lib.dlrt_session_load(h, p), f"loading {os.fsdecode(p)}")
 
 
 # ------------------------------------------------------------------------------------------
@@ -740,24 +847,24 @@ _LOADER_OPTIONS = sorted(
 
 
 def _int_option(name, value, lo, hi):
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        raise Error(f"loader option {name}: an integer expected, {type(value).__name__} given")
-    v = int(value)
-    if not lo <= v <= hi:
-        raise Error(f"loader option {name}: {v} is out of range [{lo}, {hi}]")
-    return v
+    return _integer(f"loader option {name}", value, lo, hi)
 
 
 def _bool_option(name, value):
     if not isinstance(value, (bool, np.bool_)):
-        raise Error(f"loader option {name}: True or False expected, {value!r} given")
+        raise ArgumentTypeError(f"loader option {name}: True or False expected, {value!r} given")
     return 1 if value else 0
 
 
 def _norm_values(name, value):
-    a = np.asarray(value)
+    try:
+        a = np.asarray(value)
+    except (TypeError, ValueError):
+        a = np.asarray(None)
     if a.dtype.kind not in "iuf" or a.ndim > 1:
-        raise Error(f"loader option normalize: {name} must be a number or a list of numbers")
+        raise ArgumentError(
+            f"loader option normalize: {name} must be a number or a list of numbers"
+        )
     return [float(v) for v in np.atleast_1d(a)]
 
 
@@ -775,14 +882,16 @@ def _loader_options(lib, opts):
         elif name == "hflip":
             o.hflip = _bool_option(name, value)
         elif name == "last":
-            if value not in _LAST:
-                raise Error(f"loader option last: 'drop' or 'pad' expected, {value!r} given")
+            if not isinstance(value, str) or value not in _LAST:
+                raise ArgumentError(
+                    f"loader option last: 'drop' or 'pad' expected, {value!r} given"
+                )
             o.last = _LAST[value]
         elif name == "scale":
             if isinstance(value, (bool, np.bool_)) or not isinstance(
                 value, (int, float, np.integer, np.floating)
             ):
-                raise Error(f"loader option scale: a number expected, {value!r} given")
+                raise ArgumentTypeError(f"loader option scale: a number expected, {value!r} given")
             o.scale = float(value)
         elif name == "normalize":
             if isinstance(value, str):
@@ -791,20 +900,20 @@ def _loader_options(lib, opts):
                 elif value == "compute":
                     o.norm = _NORM_COMPUTE
                 else:
-                    raise Error(
+                    raise ArgumentError(
                         f"loader option normalize: 'none', 'compute' or (mean, std) expected, "
                         f"{value!r} given"
                     )
             else:
                 if not isinstance(value, (tuple, list)) or len(value) != 2:
-                    raise Error(
+                    raise ArgumentError(
                         f"loader option normalize: 'none', 'compute' or (mean, std) expected, "
                         f"{value!r} given"
                     )
                 mean = _norm_values("mean", value[0])
                 std = _norm_values("std", value[1])
                 if len(mean) != len(std) or not 1 <= len(mean) <= _LOADER_MAX_CHANNELS:
-                    raise Error(
+                    raise ArgumentError(
                         f"loader option normalize: mean and std need the same number of values "
                         f"(1 for every channel, or one per channel, at most "
                         f"{_LOADER_MAX_CHANNELS}); {len(mean)} and {len(std)} given"
@@ -817,16 +926,18 @@ def _loader_options(lib, opts):
         elif name == "label_dtype":  # dlrt_loader_options.labels ("labels" names the file)
             try:
                 dt = np.dtype(value)
-            except TypeError:
+            except (TypeError, ValueError):
                 dt = None
             if dt not in _LABEL_DTYPES:
-                raise Error(
+                raise ArgumentError(
                     f"loader option label_dtype: np.int64 or np.int32 expected, {value!r} given"
                 )
             label_dtype = dt
             o.labels = _LABEL_DTYPES[dt]
         else:
-            raise Error(f"unknown loader option '{name}' (options: {', '.join(_LOADER_OPTIONS)})")
+            raise ArgumentError(
+                f"unknown loader option '{name}' (options: {', '.join(_LOADER_OPTIONS)})"
+            )
     return o, label_dtype
 
 
@@ -909,13 +1020,17 @@ class Batch:
     @property
     def x(self):
         if self._x is None:
-            raise Error(f"batch {self.seq} was released; its memory belongs to the loader again")
+            raise ArgumentError(
+                f"batch {self.seq} was released; its memory belongs to the loader again"
+            )
         return self._x
 
     @property
     def y(self):
         if self._x is None:
-            raise Error(f"batch {self.seq} was released; its memory belongs to the loader again")
+            raise ArgumentError(
+                f"batch {self.seq} was released; its memory belongs to the loader again"
+            )
         return self._y
 
     def release(self):
@@ -989,12 +1104,14 @@ class Loader:
         )
 
     @classmethod
-    def _create(cls, fn, a, b, opts, what):
+    def _create(cls, fn, a, b, opts):
         lib = _load_lib()
+        a = _path_arg("data loader", a)
+        b = None if b is None else _path_arg("data loader labels", b)
         o, label_dtype = _loader_options(lib, opts)
         h = ctypes.c_void_p()
-        b = None if b is None else os.fsencode(b)
-        _check(fn(os.fsencode(a), b, ctypes.byref(o), ctypes.byref(h)), what)
+        _check(fn(a, b, ctypes.byref(o), ctypes.byref(h)),
+               f"data loader over {os.fsdecode(a)}")
         return cls(_LoaderHandle(lib, h), int(o.batch_size), label_dtype)
 
     @classmethod
@@ -1003,8 +1120,7 @@ class Loader:
         file ([N], integers; None: no labels, y is None), plain or gzip, e.g. Fashion-MNIST's.
         Options: see Loader."""
         lib = _load_lib()
-        return cls._create(lib.dlrt_loader_create_idx, images, labels, opts,
-                           f"data loader over {os.fspath(images)}")
+        return cls._create(lib.dlrt_loader_create_idx, images, labels, opts)
 
     @classmethod
     def npy(cls, x, y=None, **opts):
@@ -1012,12 +1128,11 @@ class Loader:
         or int64 (C order, little-endian); y [N] integers (None: no labels). Options: see
         Loader."""
         lib = _load_lib()
-        return cls._create(lib.dlrt_loader_create_npy, x, y, opts,
-                           f"data loader over {os.fspath(x)}")
+        return cls._create(lib.dlrt_loader_create_npy, x, y, opts)
 
     def _live(self):
         if self._handle is None:
-            raise Error("the loader is closed")
+            raise ArgumentError("the loader is closed")
         return self._handle
 
     @property

@@ -17,3 +17,10 @@ add_test(NAME sample_train_fmnist_c
          COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_sample_c.sh $<TARGET_FILE:train_fmnist>
                  ${CMAKE_SOURCE_DIR})
 set_tests_properties(sample_train_fmnist_c PROPERTIES LABELS slow TIMEOUT 120)
+# Divergence is never silent: a warning at the first non-finite step, exit 4 after
+# --max-skipped-steps in a row (no checkpoint), --detect-anomaly's FILE:LINE:COL of the first
+# non-finite node, non-finite data refused, readable losses; the exit statuses in --help, README
+# and docs/status.md agree.
+add_test(NAME train_cli_diverge
+         COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_diverge.sh $<TARGET_FILE:dlcc> ${CMAKE_SOURCE_DIR})
+set_tests_properties(train_cli_diverge PROPERTIES LABELS unit TIMEOUT 120)
