@@ -16,6 +16,12 @@ Prints per epoch 'epoch E: mean loss L, T s, S samples/s, skipped K', then the l
 'epoch E: loader wait W ms/batch mean, M ms max' (the first batch of the run, which includes the
 producers' start-up, is left out of both), and at the end 'test accuracy: A (CORRECT/TOTAL)'.
 
+Divergence, as in `dlcc train`: the first non-finite step (a NaN / Inf loss, or an update the
+runtime skipped for a non-finite gradient) is reported on stderr, and after --max-skipped-steps
+of them in a row (default 10; 0: never stop) training stops with exit status 4 and nothing is
+saved. With dynamic loss scaling a skipped step with a finite loss while the scale is above 1 and
+going down is the scaler backing off, not divergence.
+
     DLCC_BUILD_DIR=build /usr/bin/python3 samples/train_fmnist.py --epochs 1 --threads 1
 
 $DLCC_FMNIST_LIMIT (or --limit-train N) uses only the first N training samples, and
@@ -77,9 +83,15 @@ def main():
     ap.add_argument("--loader-threads", type=int, default=2, help="loader producer threads")
     ap.add_argument("--prefetch", type=int, default=4, help="loader batch slots")
     ap.add_argument("--save", default=None, help="write a safetensors checkpoint at the end")
+    ap.add_argument(
+        "--max-skipped-steps", type=int, default=10,
+        help="stop (exit 4) after this many non-finite steps in a row; 0: never",
+    )
     args = ap.parse_args()
     if args.epochs < 1:
         sys.exit("train_fmnist: --epochs must be >= 1")
+    if args.max_skipped_steps < 0:
+        sys.exit("train_fmnist: --max-skipped-steps must be >= 0")
 
     B = args.batch
     model = dlcc.compile(args.model, dims={"N": B})
@@ -126,20 +138,45 @@ def main():
     # Iterating releases each batch when the next one is taken, so a batch's views are only
     # used within its own loop step; the reshape to the model's input shape is a view too.
     batches = iter(train)
+    scale = s.get_hparam("loss_scale")
+    run = bad_total = 0  # non-finite steps in a row, in all
     for epoch in range(args.epochs):
         t0 = time.perf_counter()
         total, skipped = 0.0, 0
         waits = []
-        for _ in range(n_batches):
+        for k in range(n_batches):
             b = next(batches)
             if b.seq > 0:
                 waits.append(b.wait_ms)
             info = s.train_step(**{xd.name: b.x.reshape(xd.shape), yd.name: b.y})
             total += info.loss
             skipped += int(info.skipped)
+            bad = info.skipped or not np.isfinite(info.loss)
+            if bad and np.isfinite(info.loss) and scale > 1 and info.loss_scale < scale:
+                bad = False  # dynamic loss scaling backing off
+            scale = info.loss_scale
+            run = run + 1 if bad else 0
+            where = f"step {epoch * n_batches + k + 1} (epoch {epoch + 1}, batch {k + 1})"
+            if bad and bad_total == 0:
+                print(
+                    f"train_fmnist: warning: {where} is non-finite (loss {info.loss:.4g}, "
+                    f"grad_norm {info.grad_norm:.4g})"
+                    + ("; its update was skipped" if info.skipped else ""),
+                    file=sys.stderr, flush=True,
+                )
+            bad_total += int(bad)
+            if bad and 0 < args.max_skipped_steps <= run:
+                batches.close()
+                print(
+                    f"train_fmnist: error: training diverged at {where}: {run} consecutive "
+                    f"non-finite steps (--max-skipped-steps {args.max_skipped_steps}); "
+                    f"nothing saved",
+                    file=sys.stderr, flush=True,
+                )
+                sys.exit(4)
         dt = time.perf_counter() - t0
         print(
-            f"epoch {epoch + 1}: mean loss {total / n_batches:.4f}, {dt:.2f} s, "
+            f"epoch {epoch + 1}: mean loss {total / n_batches:.6g}, {dt:.2f} s, "
             f"{n_batches * B / dt:.0f} samples/s, skipped {skipped}",
             flush=True,
         )

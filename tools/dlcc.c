@@ -241,8 +241,8 @@ static void print_main_help(FILE *f) {
     }
     fprintf(f, "  %-8s %s\n", "help", "show help for a command (dlcc help COMMAND)");
     fprintf(f, "\noptions:\n  -h, --help     show this help\n  --version      show the version\n");
-    fprintf(f, "\nexit status: 0 success, 1 invalid input, 2 bad usage, 3 internal error (e.g. out "
-               "of memory), 4 training diverged\n");
+    fprintf(f, "\nexit status: 0 success, 1 invalid input, 2 bad usage, 3 internal error (such as "
+               "out of memory), 4 training diverged\n");
 }
 
 static void print_cmd_help(const cmd_help *h) {

@@ -318,5 +318,41 @@ class Robustness(unittest.TestCase):
             loader.stats
 
 
+class SampleDivergence(unittest.TestCase):
+    FMNIST = "/usr/share/datasets/fashion-mnist"
+
+    @unittest.skipUnless(os.path.isdir(FMNIST), "Debian's dataset-fashion-mnist is missing")
+    def test_sample_stops_a_diverging_run(self):
+        # samples/train_fmnist.py on a model whose loss is NaN at every step (Log of a MatMul
+        # that goes negative): a warning at step 1, exit 4 after --max-skipped-steps, no
+        # checkpoint. Before, it trained on and saved.
+        model = os.path.join(TMP.name, "lognan784.dlg")
+        with open(model, "w") as f:
+            f.write(textwrap.dedent("""\
+                model lognan
+                dim N = 64
+                input x : float[N, 784]
+                input y : int64[N]
+                param w : float[784, 10] = glorot_uniform(seed = 1)
+                h = MatMul (x, w)
+                l = Log (h)
+                loss = SoftmaxCrossEntropyLoss <reduction = "mean"> (l, y)
+                output l
+                train loss {
+                  optimizer = sgd <lr = 0.1>
+                }
+            """))
+        ckpt = os.path.join(TMP.name, "diverged.safetensors")
+        cmd = [sys.executable, os.path.join(REPO, "samples", "train_fmnist.py"), "--model", model,
+               "--batch", "64", "--limit-train", "1024", "--threads", "1",
+               "--max-skipped-steps", "3", "--save", ckpt]
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        self.assertEqual(p.returncode, 4, p.stdout + p.stderr)
+        self.assertIn("train_fmnist: warning: step 1 (epoch 1, batch 1) is non-finite (loss nan",
+                      p.stderr)
+        self.assertIn("training diverged at step 3 (epoch 1, batch 3): 3 consecutive", p.stderr)
+        self.assertFalse(os.path.exists(ckpt))
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)
