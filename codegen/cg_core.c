@@ -648,7 +648,8 @@ static size_t blob_put(blob *b, const void *data, size_t n) {
 }
 
 static void blob_align(blob *b, size_t a) {
-    while (b->len % a) {
+    // (An out-of-memory blob never grows: stop rather than spin.)
+    while (b->len % a && !b->oom) {
         blob_put(b, NULL, 1);
     }
 }
