@@ -495,10 +495,15 @@ def compile(path, dims=None, cache_dir=None, opt_level=None, use_cache=True):
     cc = _load_compiler()
     items = list((dims or {}).items())
     names = (ctypes.c_char_p * max(len(items), 1))(*[str(k).encode() for k, _ in items])
-    try:
-        values = (ctypes.c_int64 * max(len(items), 1))(*[int(v) for _, v in items])
-    except (TypeError, ValueError) as e:
-        raise Error(f"dims: every value must be an integer ({e})") from None
+    # Range-checked before ctypes, which would keep only the low 64 bits (2**64 + 4 -> 4).
+    for k, v in items:
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
+            raise ArgumentTypeError(
+                f"dims: every value must be an integer ({k!r}: {type(v).__name__} given)"
+            )
+    values = (ctypes.c_int64 * max(len(items), 1))(
+        *[_integer(f"dims[{k!r}]", v, -(2**63), 2**63 - 1) for k, v in items]
+    )
     art = ctypes.c_void_p()
     art_len = ctypes.c_size_t()
     hit = ctypes.c_int()
@@ -510,7 +515,7 @@ def compile(path, dims=None, cache_dir=None, opt_level=None, use_cache=True):
         len(items),
         None if cache_dir is None else os.fsencode(cache_dir),
         1 if use_cache else 0,
-        -1 if opt_level is None else int(opt_level),
+        -1 if opt_level is None else _integer("opt_level", opt_level, 0, 3),
         ctypes.byref(art),
         ctypes.byref(art_len),
         ctypes.byref(hit),

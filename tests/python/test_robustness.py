@@ -177,6 +177,26 @@ class Robustness(unittest.TestCase):
         self.assertEqual(self.model.session(threads=np.int64(2)).threads, 2)
         self.assertEqual(self.model.session(threads=256).threads, 256)
 
+    def test_compile_dims_and_opt_level(self):
+        # ctypes kept the low bits: dims={"N": 2**64 + 4} compiled with N = 4.
+        with self.assertRaises(dlcc.ArgumentError) as cm:
+            dlcc.compile(MLP, dims={"N": 2**64 + 4})
+        self.assertIn("dims['N']: 18446744073709551620 is out of range", str(cm.exception))
+        for bad in ("eight", 4.0, True, None):
+            with self.assertRaises(dlcc.ArgumentTypeError, msg=repr(bad)) as cm:
+                dlcc.compile(MLP, dims={"N": bad})
+            self.assertIn("dims: every value must be an integer", str(cm.exception))
+        with self.assertRaises(dlcc.Error) as cm:
+            dlcc.compile(MLP, dims={"N": -4})  # the compiler's own check
+        self.assertIn("at least 1", str(cm.exception))
+        for bad in (2**32 + 3, -1, 4):
+            with self.assertRaises(dlcc.ArgumentError, msg=bad):
+                dlcc.compile(MLP, dims={"N": N}, opt_level=bad)
+        with self.assertRaises(dlcc.ArgumentTypeError):
+            dlcc.compile(MLP, dims={"N": N}, opt_level=2.0)
+        self.assertEqual(dlcc.compile(MLP, dims={"N": np.int64(N)}, opt_level=3).inputs[0].shape,
+                         (N, 784))
+
     def test_wrong_types_raise_dlcc_errors(self):
         s = self.session()
         x, y = batch(5)
