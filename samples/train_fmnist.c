@@ -15,8 +15,9 @@
 // ms/batch", and "test accuracy: A (CORRECT/TOTAL)". Any error is printed with its cause and
 // the exit status is 1; a checkpoint is written only after training and testing succeeded.
 // Divergence, as in `dlcc train`: the first non-finite step (a non-finite loss, or an update the
-// runtime skipped for a non-finite gradient) is reported, and after --max-skipped-steps of them
-// in a row (default 10; 0: never stop) training stops with exit status 4 and nothing is saved.
+// runtime skipped for a non-finite gradient) is reported, and after N = --max-skipped-steps of
+// them in a row, or with fewer than N finite steps between any two (default 10; 0: never stop),
+// training stops with exit status 4 and nothing is saved.
 //
 // The recipe: pixels scaled to [0, 1], normalised with the training samples' mean and standard
 // deviation (computed by the loader), a new seeded order every epoch, the final partial batch
@@ -233,15 +234,17 @@ static dlrt_status bind_batch(dlrt_session *s, const interface *io, const dlrt_l
 // Exit status of a run that diverged.
 #define EXIT_DIVERGED 4
 
-// Trains `epochs` epochs. Stops (EXIT_DIVERGED) after `max_skipped` consecutive non-finite
-// steps (0: never); with dynamic loss scaling a skipped step with a finite loss while the scale
+// Trains `epochs` epochs. Stops (EXIT_DIVERGED) once `max_skipped` non-finite steps come with
+// fewer than `max_skipped` finite steps in a row between any two of them (0: never stop): blown-up
+// params alternate non-finite steps with finite ones, and only that many finite steps in a row
+// are a recovery. With dynamic loss scaling a skipped step with a finite loss while the scale
 // is above 1 and going down is the scaler backing off, not divergence.
 static int train(dlrt_session *s, const interface *io, dlrt_loader *ld, long epochs,
                  long max_skipped) {
     dlrt_loader_info info;
     dlrt_loader_info_get(ld, &info);
     int64_t steps = info.batches_per_epoch;
-    long run = 0, total = 0;
+    long run = 0, good = 0, total = 0; // streak of non-finite steps, finite steps in a row
     double scale = 1;
     if (dlrt_session_get_hparam(s, "loss_scale", &scale) != DLRT_OK) {
         scale = 1;
@@ -271,7 +274,12 @@ static int train(dlrt_session *s, const interface *io, dlrt_loader *ld, long epo
                 bad = false; // dynamic loss scaling backing off
             }
             scale = si.loss_scale;
-            run = bad ? run + 1 : 0;
+            if (bad) {
+                run++;
+                good = 0;
+            } else if (++good >= max_skipped) {
+                run = 0; // recovered
+            }
             if (bad && total++ == 0) {
                 fprintf(stderr,
                         "train_fmnist: warning: step %lld (epoch %ld, batch %lld) is non-finite "
@@ -285,9 +293,11 @@ static int train(dlrt_session *s, const interface *io, dlrt_loader *ld, long epo
                 fflush(stdout);
                 fprintf(stderr,
                         "train_fmnist: error: training diverged at step %lld (epoch %ld, batch "
-                        "%lld): %ld consecutive non-finite steps (--max-skipped-steps %ld); "
+                        "%lld): %ld non-finite steps without %ld finite ones in a row between them "
+                        "(--max-skipped-steps %ld); "
                         "nothing saved\n",
-                        (long long)(e * steps + k + 1), e + 1, (long long)k + 1, run, max_skipped);
+                        (long long)(e * steps + k + 1), e + 1, (long long)k + 1, run, max_skipped,
+                        max_skipped);
                 return EXIT_DIVERGED;
             }
         }

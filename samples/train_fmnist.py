@@ -17,9 +17,9 @@ Prints per epoch 'epoch E: mean loss L, T s, S samples/s, skipped K', then the l
 producers' start-up, is left out of both), and at the end 'test accuracy: A (CORRECT/TOTAL)'.
 
 Divergence, as in `dlcc train`: the first non-finite step (a NaN / Inf loss, or an update the
-runtime skipped for a non-finite gradient) is reported on stderr, and after --max-skipped-steps
-of them in a row (default 10; 0: never stop) training stops with exit status 4 and nothing is
-saved. With dynamic loss scaling a skipped step with a finite loss while the scale is above 1 and
+runtime skipped for a non-finite gradient) is reported on stderr, and after N =
+--max-skipped-steps of them in a row, or with fewer than N finite steps between any two (default
+10; 0: never stop), training stops with exit status 4 and nothing is saved. With dynamic loss scaling a skipped step with a finite loss while the scale is above 1 and
 going down is the scaler backing off, not divergence.
 
     DLCC_BUILD_DIR=build /usr/bin/python3 samples/train_fmnist.py --epochs 1 --threads 1
@@ -85,7 +85,8 @@ def main():
     ap.add_argument("--save", default=None, help="write a safetensors checkpoint at the end")
     ap.add_argument(
         "--max-skipped-steps", type=int, default=10,
-        help="stop (exit 4) after this many non-finite steps in a row; 0: never",
+        help="stop (exit 4) after this many non-finite steps without as many finite ones in a "
+        "row between them; 0: never",
     )
     args = ap.parse_args()
     if args.epochs < 1:
@@ -139,7 +140,7 @@ def main():
     # used within its own loop step; the reshape to the model's input shape is a view too.
     batches = iter(train)
     scale = s.get_hparam("loss_scale")
-    run = bad_total = 0  # non-finite steps in a row, in all
+    run = good = bad_total = 0  # streak of non-finite steps, finite steps in a row, in all
     for epoch in range(args.epochs):
         t0 = time.perf_counter()
         total, skipped = 0.0, 0
@@ -155,7 +156,12 @@ def main():
             if bad and np.isfinite(info.loss) and scale > 1 and info.loss_scale < scale:
                 bad = False  # dynamic loss scaling backing off
             scale = info.loss_scale
-            run = run + 1 if bad else 0
+            if bad:
+                run, good = run + 1, 0
+            else:
+                good += 1
+                if good >= args.max_skipped_steps:
+                    run = 0  # recovered
             where = f"step {epoch * n_batches + k + 1} (epoch {epoch + 1}, batch {k + 1})"
             if bad and bad_total == 0:
                 print(
@@ -168,9 +174,9 @@ def main():
             if bad and 0 < args.max_skipped_steps <= run:
                 batches.close()
                 print(
-                    f"train_fmnist: error: training diverged at {where}: {run} consecutive "
-                    f"non-finite steps (--max-skipped-steps {args.max_skipped_steps}); "
-                    f"nothing saved",
+                    f"train_fmnist: error: training diverged at {where}: {run} non-finite steps "
+                    f"without {args.max_skipped_steps} finite ones in a row between them "
+                    f"(--max-skipped-steps {args.max_skipped_steps}); nothing saved",
                     file=sys.stderr, flush=True,
                 )
                 sys.exit(4)

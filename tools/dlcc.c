@@ -129,8 +129,9 @@ static const cmd_help helps[] = {
      "                       checkpoint before the first step\n"
      "  --save-params PATH   write a safetensors checkpoint (params, optimizer state, step)\n"
      "                       atomically after the last step\n"
-     "  --max-skipped-steps N  stop with exit status 4 after N consecutive non-finite steps\n"
-     "                       (default 10; 0: never stop) and save nothing; see 'dlcc help train'\n"
+     "  --max-skipped-steps N  stop with exit status 4 after N non-finite steps in a row (or\n"
+     "                       with < N finite steps between them; default 10; 0: never stop)\n"
+     "                       and save nothing; see 'dlcc help train'\n"
      "  --detect-anomaly     at the first non-finite step, say where its first non-finite\n"
      "                       value appears (a .dlg model; see 'dlcc help train')\n",
      NULL},
@@ -190,9 +191,9 @@ static const cmd_help helps[] = {
      "  --prefetch K         batch slots of the loader's ring, 2..1024 (default 4): how many\n"
      "                       batches are made ahead of the step\n"
      "  --limit-train N      use only the first N training samples\n",
-     "  --max-skipped-steps N  stop after N consecutive non-finite steps (default 10: a\n"
-     "                       passing bad batch or loss-scale backoff is over long before;\n"
-     "                       0: never stop)\n"
+     "  --max-skipped-steps N  stop after N non-finite steps in a row, or N with fewer than N\n"
+     "                       finite steps between any two (default 10: a passing bad batch is\n"
+     "                       over long before; 0: never stop)\n"
      "  --detect-anomaly     at the first non-finite step, replay it (same batch, params from\n"
      "                       before it) in the reference evaluator and name the first node\n"
      "                       whose output is non-finite: op, output, FILE:LINE:COL (and the\n"
@@ -206,8 +207,10 @@ static const cmd_help helps[] = {
      "\n"
      "Divergence: a step is non-finite when its loss is NaN or Inf or its update was skipped\n"
      "(a non-finite gradient; params unchanged). The first one gets a warning naming its step,\n"
-     "epoch and batch; after --max-skipped-steps of them in a row training stops with exit\n"
-     "status 4 and the checkpoint is not written. With dynamic loss scaling a skipped step\n"
+     "epoch and batch. After N = --max-skipped-steps of them in a row, or N with fewer than N\n"
+     "finite steps between any two (blown-up params alternate non-finite steps with huge\n"
+     "finite ones), training stops with exit status 4 and the checkpoint is not written.\n"
+     "With dynamic loss scaling a skipped step\n"
      "with a finite loss is the scaler backing off and counts only once the scale is <= 1.\n"
      "A finite loss is never judged, however large. Non-finite values in the data are an\n"
      "error (exit 1) before training.\n"},
@@ -874,19 +877,23 @@ static double clock_s(void) {
 // Non-finite train steps (dlcc train and dlcc run --entry train_step)
 //
 // A step is non-finite when the runtime skipped its update (a non-finite gradient) or its loss
-// is not finite. The first one is reported as a warning naming the step; after --max-skipped-steps
-// consecutive ones the run stops with EXIT_DIVERGED and writes no checkpoint (the params are
-// those of the last finite update, but a run that diverged has nothing worth keeping). With
-// dynamic loss scaling a skipped step with a finite loss whose loss scale was above 1 and went
-// down is the scaler's normal backoff (the scaled gradients overflowed), so it is not counted.
+// is not finite. The first one is reported as a warning naming the step. The run stops with
+// EXIT_DIVERGED and writes no checkpoint (the params are those of the last finite update, but a
+// run that diverged has nothing worth keeping) once N = --max-skipped-steps non-finite steps
+// form a streak: N in a row, or N with fewer than N finite steps between any two of them (a run
+// whose params have blown up alternates non-finite steps with finite but huge ones; only N
+// finite steps in a row count as a recovery and end the streak). With dynamic loss scaling a
+// skipped step with a finite loss whose loss scale was above 1 and went down is the scaler's
+// normal backoff (the scaled gradients overflowed), so it is not counted.
 
 #define DEFAULT_MAX_SKIPPED 10
 
 typedef struct nonfinite_guard {
     long max;          // --max-skipped-steps (0: never stop)
     double scale;      // the loss scale the next step runs with
-    long run;          // consecutive non-finite steps
-    int64_t run_start; // the step (1-based) that began the current run
+    long run;          // non-finite steps of the current streak
+    long good;         // finite steps in a row since the last non-finite one
+    int64_t run_start; // the step (1-based) that began the current streak
     long total;        // non-finite steps so far
     bool first;        // set by guard_step: this is the first non-finite step of the run
     bool stop;         // set by guard_step: the run reached `max`
@@ -902,9 +909,12 @@ static bool guard_step(nonfinite_guard *g, const dlrt_step_info *info, int64_t s
         bad = false; // dynamic loss scaling backing off
     }
     if (!bad) {
-        g->run = 0;
+        if (++g->good >= g->max) { // recovered: the streak is over
+            g->run = 0;
+        }
         return false;
     }
+    g->good = 0;
     g->first = g->total == 0;
     if (g->run++ == 0) {
         g->run_start = step;
@@ -934,10 +944,12 @@ static void guard_warn(const char *cmd, const char *step_desc, const dlrt_step_i
                        const nonfinite_guard *g) {
     char l[32], n[32];
     fflush(stdout);
-    char stop[96];
+    char stop[160];
     if (g->max > 0) {
-        snprintf(stop, sizeof stop, "training stops after %ld in a row (--max-skipped-steps)",
-                 g->max);
+        snprintf(stop, sizeof stop,
+                 "training stops after %ld of them unless %ld finite steps in a row come "
+                 "between (--max-skipped-steps)",
+                 g->max, g->max);
     } else {
         snprintf(stop, sizeof stop, "training goes on regardless (--max-skipped-steps 0)");
     }
@@ -948,17 +960,28 @@ static void guard_warn(const char *cmd, const char *step_desc, const dlrt_step_i
             stop);
 }
 
-// The error of a run that stopped at `step_desc`: the last `g->run` steps were non-finite.
-// `ckpt`: the checkpoint that is not written (NULL: none asked for); `hint`: suggest
-// --detect-anomaly.
-static void guard_stop_msg(const char *cmd, const char *step_desc, const nonfinite_guard *g,
-                           const char *ckpt, bool hint) {
+// The error of a run that stopped at step `step` (`step_desc`), its streak of `g->run`
+// non-finite steps complete. `ckpt`: the checkpoint that is not written (NULL: none asked for);
+// `hint`: suggest --detect-anomaly.
+static void guard_stop_msg(const char *cmd, const char *step_desc, int64_t step,
+                           const nonfinite_guard *g, const char *ckpt, bool hint) {
+    char what[160];
+    int64_t span = step - g->run_start + 1;
+    if (span == g->run) {
+        snprintf(what, sizeof what, "%ld consecutive non-finite steps from step %lld on", g->run,
+                 (long long)g->run_start);
+    } else {
+        snprintf(what, sizeof what,
+                 "%ld non-finite steps among the %lld from step %lld on, never %ld finite ones "
+                 "in a row between them",
+                 g->run, (long long)span, (long long)g->run_start, g->max);
+    }
     fflush(stdout);
     fprintf(stderr,
-            "dlcc %s: error: training diverged at %s: %ld consecutive non-finite steps from step "
-            "%lld on (--max-skipped-steps %ld; 0 never stops)%s%s%s\n",
-            cmd, step_desc, g->run, (long long)g->run_start, g->max,
-            ckpt ? "; no checkpoint written to " : "", ckpt ? ckpt : "",
+            "dlcc %s: error: training diverged at %s: %s (--max-skipped-steps %ld; 0 never "
+            "stops)%s%s%s\n",
+            cmd, step_desc, what, g->max, ckpt ? "; no checkpoint written to " : "",
+            ckpt ? ckpt : "",
             hint ? "; --detect-anomaly shows where the first non-finite value appears" : "");
 }
 
@@ -1348,7 +1371,7 @@ static int run_train_steps(dl_diags *d, const char *file, dlrt_model *rtm, dl_ir
                 }
             }
             if (g.stop) {
-                guard_stop_msg("run", desc, &g, ra->save_params, !ra->detect_anomaly);
+                guard_stop_msg("run", desc, i + 1, &g, ra->save_params, !ra->detect_anomaly);
                 rc = EXIT_DIVERGED;
                 goto out;
             }
@@ -3225,7 +3248,7 @@ static int cmd_train(int argc, char **argv) {
                 goto out;
             }
             if (bad && g.stop) {
-                guard_stop_msg("train", desc, &g, ta.save, !ta.detect_anomaly);
+                guard_stop_msg("train", desc, t + 1, &g, ta.save, !ta.detect_anomaly);
                 rc = EXIT_DIVERGED;
                 goto out;
             }

@@ -370,7 +370,8 @@ class SampleDivergence(unittest.TestCase):
         self.assertEqual(p.returncode, 4, p.stdout + p.stderr)
         self.assertIn("train_fmnist: warning: step 1 (epoch 1, batch 1) is non-finite (loss nan",
                       p.stderr)
-        self.assertIn("training diverged at step 3 (epoch 1, batch 3): 3 consecutive", p.stderr)
+        self.assertIn("training diverged at step 3 (epoch 1, batch 3): 3 non-finite steps "
+                      "without 3 finite ones in a row between them", p.stderr)
         self.assertFalse(os.path.exists(ckpt))
 
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tests/train_cli/test_diverge.sh — divergence is never silent. `dlcc train` and `dlcc run --entry
 # train_step` warn at the first non-finite step (naming the step, epoch and batch), stop with exit
-# 4 after --max-skipped-steps consecutive ones (default 10; 0 never stops) and write no checkpoint;
+# 4 after --max-skipped-steps of them in a row, or with fewer finite steps than that between them
+# (default 10; 0 never stops), and write no checkpoint;
 # --detect-anomaly names the node (op, output, FILE:LINE:COL) where the first non-finite value of
 # that step appears, replayed in the reference evaluator; non-finite training data is refused up
 # front (exit 1, naming the sample); losses print readably (%.4g, "nan"). Before: exit 0, every
@@ -166,6 +167,43 @@ expect 0 "run: --max-skipped-steps 0" run lognan.dlg --entry train_step --steps 
   --in y=ys.npy --max-skipped-steps 0
 check "... nan printed as nan" test "$(grep -c '^step [123] loss nan grad_norm nan skipped 1$' "$out")" -eq 3
 check "... counted" grep -qF "dlcc run: warning: 3 of 3 steps were non-finite" "$err"
+
+# A streak need not be unbroken: params that blew up alternate non-finite steps with finite ones.
+# N non-finite steps with fewer than N finite ones between them stop the run; N finite steps in
+# a row are a recovery. (alt.dlg: Log of row sums, lr 0: NaN exactly for the batches of alt*.npy
+# with a negative row.)
+cat > alt.dlg <<'EOF'
+model alt
+dim N = 2
+
+input x : float[N, 3]
+input y : int64[N]
+
+param w : float[3, 2] = constant(1)
+
+h    = MatMul (x, w)
+l    = Log (h)
+loss = SoftmaxCrossEntropyLoss <reduction = "mean"> (l, y)
+
+output loss
+
+train loss {
+  optimizer = sgd <lr = 0>
+}
+EOF
+$py -c "
+import numpy as np
+good = np.full((2, 3), 0.5, np.float32); bad = good.copy(); bad[1] = -1
+np.save('alt1.npy', np.stack([bad, good, bad, good, bad, good]))
+np.save('alt2.npy', np.stack([bad, good, good, good, bad, good, good, good, bad]))
+np.save('alty.npy', np.zeros((9, 2), np.int64))
+" || { echo "FAIL cannot make alt*.npy"; exit 1; }
+expect_msg 4 "run: bad, good, bad, good, bad stops at the third (--max-skipped-steps 3)" \
+  "dlcc run: error: training diverged at step 5: 3 non-finite steps among the 5 from step 1 on, never 3 finite ones in a row between them" \
+  run alt.dlg --entry train_step --steps 6 --in x=alt1.npy --in y=alty.npy --max-skipped-steps 3
+expect 0 "run: 3 finite steps in a row between them are a recovery" run alt.dlg --entry train_step \
+  --steps 9 --in x=alt2.npy --in y=alty.npy --max-skipped-steps 3
+check "... counted" grep -qF "dlcc run: warning: 3 of 9 steps were non-finite" "$err"
 
 expect_msg 2 "run: --detect-anomaly needs --entry train_step" \
   "--detect-anomaly only applies to --entry train_step" run lognan.dlg --detect-anomaly \

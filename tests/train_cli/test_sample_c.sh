@@ -35,7 +35,7 @@ sed 's/, [0-9.]* s, .*samples.s,/,/; s/, data wait.*//' "$out" > four.txt
 check "identical losses and accuracy whatever the loader's threads" cmp -s one.txt four.txt
 
 # Divergence: Log of a MatMul that goes negative makes every step NaN. The trainer warns at the
-# first step and stops after --max-skipped-steps of them in a row (exit 4, nothing saved).
+# first step and stops after --max-skipped-steps of them (exit 4, nothing saved).
 cat > lognan.dlg <<'EOF'
 model lognan
 dim N = 64
@@ -51,7 +51,7 @@ train loss {
 }
 EOF
 expect_msg 4 "a NaN loss stops after 10 steps (the default)" \
-  "train_fmnist: error: training diverged at step 10 (epoch 1, batch 10): 10 consecutive non-finite steps (--max-skipped-steps 10); nothing saved" \
+  "train_fmnist: error: training diverged at step 10 (epoch 1, batch 10): 10 non-finite steps without 10 finite ones in a row between them (--max-skipped-steps 10); nothing saved" \
   lognan.dlg --batch 64 --limit-train 2048 --save bad.safetensors
 check "... warned at step 1" grep -qF "train_fmnist: warning: step 1 (epoch 1, batch 1) is non-finite (loss nan" "$err"
 check "... no checkpoint, no epoch line" test ! -e bad.safetensors -a ! -s "$out"
