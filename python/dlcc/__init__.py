@@ -36,16 +36,19 @@ Data movement:
     raises dlcc.Error; nothing is converted silently. An array overlapping one of the session's
     output buffers (an infer(copy=False) view) is refused: steps write those buffers.
   * outputs: infer() returns COPIES by default (safe to keep). infer(copy=False) returns
-    read-only NumPy VIEWS of the session's output buffers, valid only until the next
-    infer/train_step/load on that session or its destruction.
+    read-only NumPy VIEWS of the session's output buffers: the next step overwrites what they
+    show, and each keeps the native session alive, so a view read after close() shows the last
+    outputs, never freed memory (close() destroys the session once no view is left).
   * params: s.params[name] returns a copy; s.set_param(name, array) writes one (same dtype and
     shape rules as inputs; always copied).
   * data loader: dlcc.Loader runs libdlrt's loader (producer threads filling a ring of batch
     slots); a Batch's x / y are read-only views of a slot, bound to a session without a copy,
     valid until the batch is released (see Loader). A session keeps such a binding after the
     batch's release, so pass each new batch's arrays to the step that uses them.
-Errors of the runtime raise dlcc.Error carrying dlrt_last_error()'s message. More in
-docs/python.md.
+Errors of the runtime raise dlcc.Error carrying dlrt_last_error()'s message; misuse raises its
+subclasses ArgumentError (also a ValueError: out-of-range integers, wrong dtype or shape, unknown
+names, closed objects, inputs never given) and ArgumentTypeError (also a TypeError). Every
+integer is range-checked before it reaches ctypes. More in docs/python.md.
 """
 
 import collections
@@ -585,10 +588,15 @@ class Session:
     """Per-run state of a model. Use from one thread at a time."""
 
     def __init__(self, model, threads=0):
-        self.model = model
-        self._lib = model._lib
         self._handle = None
         self._h = None
+        if not isinstance(model, Model):
+            raise ArgumentTypeError(
+                f"Session: a dlcc.Model expected, {type(model).__name__} given "
+                f"(use model.session())"
+            )
+        self.model = model
+        self._lib = model._lib
         threads = _integer("threads", threads, 0, _MAX_THREADS)
         if not model._h:
             raise ArgumentError("the model is closed")

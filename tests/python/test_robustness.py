@@ -211,6 +211,7 @@ class Robustness(unittest.TestCase):
             lambda: dlcc.load(None),
             lambda: dlcc.Loader.npy(None),
             lambda: dlcc.Loader.idx(os.path.join(TMP.name, "a"), 7),
+            lambda: dlcc.Session("model.so"),
         ]
         for i, call in enumerate(type_errors):
             with self.assertRaises(dlcc.ArgumentTypeError, msg=f"call {i}"):
