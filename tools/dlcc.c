@@ -994,7 +994,11 @@ static void guard_stop_msg(const char *cmd, const char *step_desc, int64_t step,
 // execution order (the inputs, the params, then the nodes of the forward and backward graph in
 // order, nodes the train step does not need left out). A float value counts as non-finite when
 // it is NaN or Inf or beyond float32's range (the compiled code computes in float32, the
-// evaluator in double).
+// evaluator in double). Limits: an overflow inside one float32 kernel that the evaluator's
+// double does not reproduce is reported as such (the replay stays finite); with gradient
+// accumulation only the boundary call's own micro-batch is replayed; the Dropout counter is the
+// number of train_step calls of this session, so after --init from a checkpoint that stored
+// another counter the masks differ.
 
 typedef struct anomaly_ctx {
     dl_ir_module *m;   // BORROWED: the .dlg module, with the training graph added
