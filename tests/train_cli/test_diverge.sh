@@ -205,6 +205,41 @@ expect 0 "run: 3 finite steps in a row between them are a recovery" run alt.dlg 
   --steps 9 --in x=alt2.npy --in y=alty.npy --max-skipped-steps 3
 check "... counted" grep -qF "dlcc run: warning: 3 of 9 steps were non-finite" "$err"
 
+# Dynamic loss scaling: a skipped step with a finite loss while the scale comes down is the
+# scaler backing off (init 3e38 overflows the scaled gradients for ~10 steps), not divergence.
+# The same scale held static is never going to recover: those steps count.
+cat > ls.dlg <<'EOF'
+model ls
+dim N = 4
+input x : float[N, 3]
+input y : int64[N]
+param w : float[3, 2] = glorot_uniform(seed = 1)
+const k : float[] = 1000
+h    = MatMul (x, w)
+r    = Relu (h)
+ce   = SoftmaxCrossEntropyLoss <reduction = "mean"> (r, y)
+loss = Mul (ce, k)
+output loss
+train loss {
+  optimizer = sgd <lr = 0.0001>
+  loss_scale = dynamic <init = 3e38, backoff = 0.5>
+}
+EOF
+sed 's/loss_scale = dynamic <init = 3e38, backoff = 0.5>/loss_scale = 3e38/' ls.dlg > ls_static.dlg
+$py -c "
+import numpy as np
+r = np.random.default_rng(3)
+np.save('xs20.npy', r.standard_normal((20, 4, 3)).astype(np.float32))
+np.save('ys20.npy', r.integers(0, 2, (20, 4)).astype(np.int64))
+" || { echo "FAIL cannot make xs20.npy"; exit 1; }
+expect 0 "run: dynamic loss-scale backoff is not divergence" run ls.dlg --entry train_step \
+  --steps 20 --in x=xs20.npy --in y=ys20.npy --max-skipped-steps 2
+check "... steps were skipped while the scale came down, then trained" \
+  test "$(grep -c 'skipped 1$' "$out")" -ge 3 -a "$(tail -1 "$out" | grep -c 'skipped 0$')" -eq 1
+check "... no warning" test ! -s "$err"
+expect_msg 4 "run: the same scale, static, stops" "training diverged at step 2: 2 consecutive" \
+  run ls_static.dlg --entry train_step --steps 20 --in x=xs20.npy --in y=ys20.npy --max-skipped-steps 2
+
 expect_msg 2 "run: --detect-anomaly needs --entry train_step" \
   "--detect-anomaly only applies to --entry train_step" run lognan.dlg --detect-anomaly \
   --in x=x.npy --in y=y.npy
