@@ -332,6 +332,41 @@ static bool check_value_size(const dl_ir_value *v, dl_diags *d) {
     return false;
 }
 
+// The compiler materialises every const and every param initialised with a literal that is a
+// single number (a splat), however small the text: together they must stay within
+// DL_IR_MAX_CONST_BYTES, else a few lines could make an artifact of any size. (A param
+// initialised with constant(v), zeros, ... is filled at run time and does not count; a literal
+// with all its values is already data of that size.) Reported at the value that crosses it.
+static bool check_materialised(const dl_ir_module *m, dl_diags *d) {
+    int64_t total = 0;
+    for (size_t i = 0; i < m->values.len; i++) {
+        const dl_ir_value *v = m->values.data[i];
+        bool is_const = v->kind == DL_IR_VAL_CONST;
+        bool splat_param = v->kind == DL_IR_VAL_PARAM && v->init &&
+                           v->init->kind == DL_IR_INIT_LITERAL && v->init->lit &&
+                           v->init->lit->is_splat;
+        int64_t numel, nbytes;
+        if ((!is_const && !splat_param) || v->type.rank < 0 || !size_ok(&v->type) ||
+            !dl_ir_type_size(&v->type, &numel, &nbytes)) {
+            continue; // not materialised, or already reported as too large
+        }
+        // Each term is <= 2^40 (size_ok), so the sum of 2^23 of them cannot overflow; checked.
+        if (__builtin_add_overflow(total, nbytes, &total) || total > DL_IR_MAX_CONST_BYTES) {
+            char ty[300];
+            dl_ir_type_format(NULL, &v->type, ty, sizeof ty);
+            dl_diag(d, DL_SEV_ERROR, v->loc,
+                    "%s '%s': %s%s would bring the model's materialised constants to %lld "
+                    "bytes, more than the limit of %lld bytes (256 MiB)%s",
+                    value_kind_names[v->kind], v->name,
+                    splat_param ? "the single-number literal initialising " : "", ty,
+                    (long long)total, (long long)DL_IR_MAX_CONST_BYTES,
+                    splat_param ? "; constant(v) fills a param at run time instead" : "");
+            return false;
+        }
+    }
+    return true;
+}
+
 // After a rule succeeded: every output within the limit, else "OP 'y': result 'y' float[...] is
 // too large: ...".
 static bool check_outputs_size(dl_pass__sh *c) {
@@ -432,6 +467,9 @@ dl_status dl_pass_shape(dl_ir_module *m, dl_diags *d) {
         if (v->kind != DL_IR_VAL_NODE) {
             ok &= check_value_size(v, d);
         }
+    }
+    if (ok) {
+        ok &= check_materialised(m, d);
     }
     for (size_t i = 0; i < m->consts.len; i++) {
         ok &= check_const(m->consts.data[i], d);

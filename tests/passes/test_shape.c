@@ -1143,6 +1143,50 @@ DL_TEST(shape_limits_declared) {
     t_free(t);
 }
 
+// Consts and splat-literal params are materialised by the compiler: together within 256 MiB.
+static dl_ir_literal *splat(tmod *t, double v) {
+    dl_ir_literal *l = dl_ir_module_new_literal(t->m, DL_DT_FLOAT, 1);
+    if (!l) {
+        abort();
+    }
+    l->is_splat = true;
+    l->f[0] = v;
+    return l;
+}
+
+DL_TEST(shape_limits_materialised_total) {
+    tmod *t = t_new();
+    dl_ir_type ty = parse_type(t, "float[33554432]"); // 128 MiB each: fine alone
+    dl_ir_value *v;
+    DL_CHECK_OK(dl_ir_module_add_const(t->m, "c1", &ty, splat(t, 1), DL_NO_LOC, &v));
+    DL_CHECK_OK(t_run(t));
+    DL_CHECK_OK(dl_ir_module_add_const(t->m, "c2", &ty, splat(t, 2), DL_NO_LOC, &v));
+    DL_CHECK_OK(t_run(t)); // exactly 256 MiB
+    DL_CHECK_OK(dl_ir_module_add_const(t->m, "c3", &ty, splat(t, 3), DL_NO_LOC, &v));
+    DL_CHECK_EQ_I64(t_run(t), DL_ERR_SHAPE);
+    DL_CHECK_STR_EQ(t_msg(t, 0), "const 'c3': float[33554432] would bring the model's "
+                                 "materialised constants to 402653184 bytes, more than the "
+                                 "limit of 268435456 bytes (256 MiB)");
+    t_free(t);
+    // A param initialised with one number is materialised too; constant(v) is not.
+    t = t_new();
+    ty = parse_type(t, "float[65536, 4096]");
+    dl_ir_init *lit = dl_ir_module_new_init(t->m, DL_IR_INIT_LITERAL);
+    dl_ir_init *fill = dl_ir_module_new_init(t->m, DL_IR_INIT_CONSTANT);
+    DL_CHECK(lit && fill);
+    lit->lit = splat(t, 0.5);
+    fill->a = 0.5;
+    DL_CHECK_OK(dl_ir_module_add_param(t->m, "b", &ty, fill, DL_NO_LOC, &v));
+    DL_CHECK_OK(t_run(t));
+    DL_CHECK_OK(dl_ir_module_add_param(t->m, "w", &ty, lit, DL_NO_LOC, &v));
+    DL_CHECK_EQ_I64(t_run(t), DL_ERR_SHAPE);
+    DL_CHECK_STR_EQ(t_msg(t, 0), "param 'w': the single-number literal initialising float[65536, "
+                                 "4096] would bring the model's materialised constants to "
+                                 "1073741824 bytes, more than the limit of 268435456 bytes (256 "
+                                 "MiB); constant(v) fills a param at run time instead");
+    t_free(t);
+}
+
 // dl_ir_verify is the backstop for modules that skipped the shape pass.
 DL_TEST(shape_limits_verify) {
     tmod *t = t_new();
