@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 static void set_err(char *err, size_t err_size, const char *fmt, ...) DL_PRINTF(3, 4);
@@ -133,10 +134,13 @@ static dl_status src_check(src *s, bool *is_truncated_gz, char *err, size_t err_
         set_err(err, err_size, "read error: %s", strerror(errno));
         return DL_ERR_IO;
     default:
-        // zlib prefixes its messages with "PATH: "; our reasons never name the path
+        // zlib prefixes its messages with "PATH: " ("<fd:N>: " for a descriptor); our reasons
+        // never name the path
         if (msg && strncmp(msg, s->path, strlen(s->path)) == 0 &&
             strncmp(msg + strlen(s->path), ": ", 2) == 0) {
             msg += strlen(s->path) + 2;
+        } else if (msg && strncmp(msg, "<fd:", 4) == 0 && strstr(msg, ">: ")) {
+            msg = strstr(msg, ">: ") + 3;
         }
         set_err(err, err_size, "gzip: %s", msg ? msg : "corrupt stream");
         return DL_ERR_PARSE;
@@ -250,9 +254,12 @@ dl_status dl_idx_read(const char *path, dl_idx *out, char *err, size_t err_size)
     memset(out, 0, sizeof *out);
     dl_status st = DL_OK;
     src s = {NULL, NULL, path};
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        set_err(err, err_size, "cannot open: %s", strerror(errno));
+    FILE *f = NULL;
+    char why[160];
+    // Regular files only (a FIFO or device would block or never end); gzip streams are bounded
+    // by the header's counts as they are read.
+    if (dl_fopen_regular(path, DL_READ_LIMIT_DEFAULT, &f, why, sizeof why) != DL_OK) {
+        set_err(err, err_size, "cannot open: %s", why);
         return DL_ERR_IO;
     }
     unsigned char magic[4];
@@ -264,8 +271,13 @@ dl_status dl_idx_read(const char *path, dl_idx *out, char *err, size_t err_size)
     }
     size_t hint = (size_t)1 << 24; // gzip: grow from 16 MiB
     if (n_peek == 2 && magic[0] == 0x1f && magic[1] == 0x8b) {
+        // The descriptor already checked, not the path again (it could have been swapped).
+        int fd = dup(fileno(f));
         fclose(f);
-        s.gz = gzopen(path, "rb");
+        s.gz = fd >= 0 && lseek(fd, 0, SEEK_SET) == 0 ? gzdopen(fd, "rb") : NULL;
+        if (!s.gz && fd >= 0) {
+            close(fd);
+        }
         if (!s.gz) {
             set_err(err, err_size, "cannot open: %s", errno ? strerror(errno) : "gzopen failed");
             return errno == ENOMEM ? DL_ERR_NOMEM : DL_ERR_IO;

@@ -1126,9 +1126,10 @@ dl_status dl_st_open(const char *path, dl_st_file **out, char *err, size_t err_s
         return DL_ERR_NOMEM;
     }
     dl_arena_init(&f->arena);
-    f->f = fopen(path, "rb");
-    if (!f->f) {
-        set_err(err, err_size, "cannot read: %s", strerror(errno));
+    char why[160];
+    if (dl_fopen_regular(path, DL_READ_LIMIT_DEFAULT, &f->f, why, sizeof why) != DL_OK) {
+        f->f = NULL;
+        set_err(err, err_size, "cannot read: %s", why);
         goto out;
     }
     struct stat sb;

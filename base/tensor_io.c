@@ -421,10 +421,10 @@ dl_status dl_npy_read(const char *path, dl_tensor *out, char *err, size_t err_si
     char *buf;
     size_t len;
     out->data = NULL;
-    dl_status st = dl_read_file(path, &buf, &len);
+    char why[160];
+    dl_status st = dl_read_file_max(path, DL_READ_LIMIT_DEFAULT, &buf, &len, why, sizeof why);
     if (st != DL_OK) {
-        set_err(err, err_size, "cannot read: %s",
-                st == DL_ERR_IO ? strerror(errno) : dl_status_str(st));
+        set_err(err, err_size, "cannot read: %s", why);
         return st;
     }
     st = dl_npy_parse(buf, len, out, err, err_size);

@@ -54,9 +54,9 @@ struct dlrt_session {
 #define RT_MAX_RANGE (INT64_C(1) << 48)
 
 // Makes a model of the plan [plan, plan + size) for a kernel table of n_fns entries (fns: their
-// addresses, or NULL when there is no code: the plan fuzzer) after validating all of it (rt_model.c).
-// The model borrows `plan`; handle and desc are left NULL for the caller to set. On failure *out is
-// NULL and the last error says why (DLRT_ERR_CORRUPT, _UNSUPPORTED or _NOMEM).
+// addresses, or NULL when there is no code: the plan fuzzer) after validating all of it
+// (rt_model.c). The model borrows `plan`; handle and desc are left NULL for the caller to set. On
+// failure *out is NULL and the last error says why (DLRT_ERR_CORRUPT, _UNSUPPORTED or _NOMEM).
 dlrt_status rt__model_from_plan(const uint8_t *plan, uint64_t size, uint32_t n_fns,
                                 const dlrt_kernel_fn *fns, dlrt_model **out)
     __attribute__((warn_unused_result));

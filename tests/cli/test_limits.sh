@@ -52,8 +52,25 @@ expect_msg 1 "import a 2049 MiB .onnx" \
   import huge.onnx -o z.dlg
 rm -f huge.onnx
 expect_msg 1 "run --in /dev/zero" "cannot read" run --backend ref m.dlg --in x=/dev/zero
+expect_msg 1 "run --in /dev/zero says why" "not a regular file" run --backend ref m.dlg --in x=/dev/zero
 expect_msg 1 "run --in a FIFO" "cannot read" run --backend ref m.dlg --in x=fifo
+expect_msg 1 "run --in a FIFO says why" "not a regular file" run --backend ref m.dlg --in x=fifo
 expect_msg 1 "run --in a directory" "cannot read" run --backend ref m.dlg --in "x=$work"
+# A file(...) initialiser naming a FIFO or a device: refused, never waited on.
+cat >fileinit.dlg <<'DLG'
+model fileinit
+input x : float[2]
+param w : float[2] = file("fifo", "w")
+y = Mul (x, w)
+output y
+DLG
+expect_msg 1 "a file(...) initialiser naming a FIFO" "not a regular file" \
+  compile fileinit.dlg -o fileinit.so
+check "a file(...) initialiser naming a FIFO writes nothing" test ! -e fileinit.so
+sed 's|"fifo"|"/dev/zero"|' fileinit.dlg >fileinit0.dlg
+/usr/bin/python3 -c 'import numpy as np; np.save("x2.npy", np.zeros(2, np.float32))' 
+expect_msg 1 "a file(...) initialiser naming /dev/zero" "not a regular file" \
+  run --backend ref fileinit0.dlg --in x=x2.npy
 
 # A .dlg over DL_READ_LIMIT_DLG (64 MiB) is refused before it is read (sparse: no disk used).
 truncate -s 65M huge.dlg
