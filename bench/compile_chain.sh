@@ -31,8 +31,8 @@ print(struct.unpack_from('<I', b, at + off)[0] if at >= 0 else '?')
 PY
 }
 
-echo "| Relu nodes | compile s | artifact MB | peak RSS MB | plan deps |"
-echo "|---:|---:|---:|---:|---:|"
+echo "| Relu nodes | compile wall s | compile CPU s | artifact MB | peak RSS MB | plan deps |"
+echo "|---:|---:|---:|---:|---:|---:|"
 for n in $sizes; do
   f=$work/chain$n.dlg
   {
@@ -45,8 +45,9 @@ for n in $sizes; do
   /usr/bin/time -v "$dlcc" compile --no-cache "$f" -o "$work/chain$n.so" 2>"$work/time$n.txt" >/dev/null
   wall=$(awk -F': ' '/Elapsed \(wall clock\)/ {print $2}' "$work/time$n.txt")
   secs=$(echo "$wall" | awk -F: '{ if (NF == 3) print $1 * 3600 + $2 * 60 + $3; else print $1 * 60 + $2 }')
+  cpu=$(awk -F': ' '/User time/ {u = $2} /System time/ {s = $2} END {printf "%.2f", u + s}' "$work/time$n.txt")
   rss=$(awk -F': ' '/Maximum resident set size/ {printf "%.0f", $2 / 1024}' "$work/time$n.txt")
   size=$(stat -c %s "$work/chain$n.so" | awk '{printf "%.2f", $1 / 1048576}')
-  echo "| $n | $secs | $size | $rss | $(n_deps "$work/chain$n.so") |"
+  echo "| $n | $secs | $cpu | $size | $rss | $(n_deps "$work/chain$n.so") |"
   rm -f "$work/chain$n.so"
 done
