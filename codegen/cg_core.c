@@ -491,6 +491,31 @@ const char *dl_cg_llvm_version(void) {
     return buf;
 }
 
+// The features an x86-64 psABI level implies (LLVM's x86-64-v2/v3/v4 CPUs), spelled out so
+// that the lowering's tile choice and the artifact's ISA record see them: `--cpu x86-64-v4`
+// alone gets the AVX-512 tiles and an artifact the runtime refuses on a CPU without AVX-512.
+// Other CPU names without --features contribute nothing (LLVM still uses their features).
+#define LEVEL_V2_FEATURES "+sse3,+ssse3,+sse4.1,+sse4.2,+popcnt,+cx16,+sahf,+crc32"
+#define LEVEL_V3_FEATURES LEVEL_V2_FEATURES ",+avx,+avx2,+bmi,+bmi2,+f16c,+fma,+lzcnt,+movbe,+xsave"
+#define LEVEL_V4_FEATURES                                                                          \
+    LEVEL_V3_FEATURES ",+avx512f,+avx512bw,+avx512cd,+avx512dq,+avx512vl,+evex512"
+
+static const char *level_features(const char *cpu) {
+    static const struct {
+        const char *cpu, *features;
+    } levels[] = {
+        {"x86-64-v2", LEVEL_V2_FEATURES},
+        {"x86-64-v3", LEVEL_V3_FEATURES},
+        {"x86-64-v4", LEVEL_V4_FEATURES},
+    };
+    for (size_t i = 0; i < DL_ARRAY_LEN(levels); i++) {
+        if (strcmp(cpu, levels[i].cpu) == 0) {
+            return levels[i].features;
+        }
+    }
+    return "";
+}
+
 // Resolves cpu/features: "native"/NULL means the host. Returns malloc'd strings via LLVM.
 static void resolve_cpu(const dl_cg_options *o, char **cpu, char **features, bool *llvm_owned) {
     bool host = !o->cpu || !o->cpu[0] || strcmp(o->cpu, "native") == 0;
@@ -500,7 +525,7 @@ static void resolve_cpu(const dl_cg_options *o, char **cpu, char **features, boo
         *llvm_owned = !o->features;
     } else {
         *cpu = dl_mem_strdup(o->cpu);
-        *features = dl_mem_strdup(o->features ? o->features : "");
+        *features = dl_mem_strdup(o->features ? o->features : level_features(o->cpu));
         *llvm_owned = false;
     }
 }
