@@ -611,43 +611,11 @@ static dlrt_status check_bytes(const uint8_t *p, size_t size, const char *what) 
     return st == DLRT_OK ? check_elf(p, body, what) : st;
 }
 
-dlrt_status dlrt_model_load_file(const char *path, dlrt_model **out) {
-    if (!path || !out) {
-        return rt__fail(DLRT_ERR_INVALID_ARG, "dlrt_model_load_file: NULL argument");
-    }
-    *out = NULL;
-    char *bytes = NULL;
-    size_t len = 0;
-    if (dl_read_file(path, &bytes, &len) != DL_OK) {
-        return rt__fail(DLRT_ERR_IO, "cannot read %s: %s", path, strerror(errno));
-    }
-    // The file is checked here and mapped by its path below: a file replaced in between is not
-    // noticed (the checksum is against accidents, not against someone racing the loader).
-    dlrt_status est = check_bytes((const uint8_t *)bytes, len, path);
-    free(bytes);
-    if (est != DLRT_OK) {
-        return est;
-    }
-    // dlopen searches the library path for names without '/'; a user means the file.
-    char buf[4096];
-    const char *p = path;
-    if (!strchr(path, '/')) {
-        snprintf(buf, sizeof buf, "./%s", path);
-        p = buf;
-    }
-    void *h = dlopen(p, RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-        return rt__fail(DLRT_ERR_IO, "cannot load %s: %s", path, dlerror());
-    }
-    return finish_load(h, path, out);
-}
-
-dlrt_status dlrt_model_load_memory(const void *data, size_t size, dlrt_model **out) {
-    if (!data || !out) {
-        return rt__fail(DLRT_ERR_INVALID_ARG, "dlrt_model_load_memory: NULL argument");
-    }
-    *out = NULL;
-    dlrt_status est = check_bytes(data, size, "the artifact");
+// Loads checked bytes: they are copied into a memory file and the dynamic loader maps that
+// copy, so what runs is exactly what was checked (a file replaced on disk after the check is
+// never mapped). `what` names the artifact in messages.
+static dlrt_status load_bytes(const void *data, size_t size, const char *what, dlrt_model **out) {
+    dlrt_status est = check_bytes(data, size, what);
     if (est != DLRT_OK) {
         return est;
     }
@@ -665,7 +633,7 @@ dlrt_status dlrt_model_load_memory(const void *data, size_t size, dlrt_model **o
             }
             int e = errno;
             close(fd);
-            return rt__fail(DLRT_ERR_IO, "writing the artifact to memory: %s", strerror(e));
+            return rt__fail(DLRT_ERR_IO, "writing %s to memory: %s", what, strerror(e));
         }
         p += w;
         left -= (size_t)w;
@@ -675,13 +643,13 @@ dlrt_status dlrt_model_load_memory(const void *data, size_t size, dlrt_model **o
     void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!h) {
         close(fd);
-        return rt__fail(DLRT_ERR_CORRUPT, "cannot load the artifact: %s", dlerror());
+        return rt__fail(DLRT_ERR_CORRUPT, "cannot load %s: %s", what, dlerror());
     }
     // The dynamic loader finds already loaded objects by the name given to dlopen, so a second
     // artifact loaded from memory under a reused fd number would silently get the first one
     // back. The memory file is closed (its mapping keeps it alive), but its fd number stays
     // taken by /dev/null until the model is released, so the name is unique while it lives.
-    dlrt_status st = finish_load(h, "the artifact", out);
+    dlrt_status st = finish_load(h, what, out);
     int nul = st == DLRT_OK ? open("/dev/null", O_RDONLY | O_CLOEXEC) : -1;
     if (nul >= 0 && dup3(nul, fd, O_CLOEXEC) == fd) {
         (*out)->memfd = fd; // now /dev/null
@@ -696,6 +664,31 @@ dlrt_status dlrt_model_load_memory(const void *data, size_t size, dlrt_model **o
         close(fd);
     }
     return st;
+}
+
+dlrt_status dlrt_model_load_file(const char *path, dlrt_model **out) {
+    if (!path || !out) {
+        return rt__fail(DLRT_ERR_INVALID_ARG, "dlrt_model_load_file: NULL argument");
+    }
+    *out = NULL;
+    char *bytes = NULL;
+    size_t len = 0;
+    char why[160];
+    if (dl_read_file_max(path, DL_READ_LIMIT_DEFAULT, &bytes, &len, why, sizeof why) != DL_OK) {
+        return rt__fail(DLRT_ERR_IO, "cannot read %s: %s", path, why);
+    }
+    // The bytes read are the bytes checked and the bytes mapped (load_bytes).
+    dlrt_status st = load_bytes(bytes, len, path, out);
+    free(bytes);
+    return st;
+}
+
+dlrt_status dlrt_model_load_memory(const void *data, size_t size, dlrt_model **out) {
+    if (!data || !out) {
+        return rt__fail(DLRT_ERR_INVALID_ARG, "dlrt_model_load_memory: NULL argument");
+    }
+    *out = NULL;
+    return load_bytes(data, size, "the artifact", out);
 }
 
 void dlrt_model_retain(dlrt_model *m) {

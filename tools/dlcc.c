@@ -69,7 +69,8 @@ static const cmd_help helps[] = {
     {"compile", "compile a model to a native artifact (.so)",
      "dlcc compile FILE [-D NAME=INT]... [-o OUT.so] [--cpu NAME] [--features F] [-O N]\n"
      "                    [--no-cache] [--cache-dir DIR] [-v]",
-     "Compiles FILE (its infer entry point) to native code for this machine through LLVM and\n"
+     "Compiles FILE (its infer entry point, and train_step when it has a train block) to\n"
+     "native code for this machine through LLVM and\n"
      "writes the artifact, an ELF shared object loadable by libdlrt, atomically to OUT\n"
      "(default: FILE with .so instead of .dlg). A failed compile leaves no file behind.\n"
      "Artifacts are kept in the compilation cache ($DLCC_CACHE_DIR, else $XDG_CACHE_HOME/dlcc,\n"

@@ -7,6 +7,7 @@
 // named g_PARAM (any value of the param's shape), the loss a float scalar named "loss", and an
 // optional const "seed" multiplies the gradients like the backward seed would (so loss scaling is
 // exercised); the autodiff fields of the module are filled here.
+#include "artifact_seal.h"
 #include "dl_base.h"
 #include "dl_cg.h"
 #include "dl_fe.h"
@@ -812,12 +813,16 @@ DL_TEST(train_forged_plan_is_refused) {
     for (size_t i = 0; i < DL_ARRAY_LEN(alts); i++) {
         memcpy(copy, f.art, f.art_len);
         memcpy(copy + at + alts[i].off, &alts[i].val, 4);
+        // Forged, not damaged: the checksum is resealed so the plan validation must catch it.
+        DL_CHECK(dl_test_artifact_reseal(copy, f.art_len));
         dlrt_model *rm = NULL;
         dlrt_status st = dlrt_model_load_memory(copy, f.art_len, &rm);
         if (st != DLRT_ERR_CORRUPT) {
             fprintf(stderr, "forged plan (%s): status %s\n", alts[i].what, dlrt_status_str(st));
         }
         DL_CHECK_EQ_I64(st, DLRT_ERR_CORRUPT);
+        const char *msg = dlrt_last_error();
+        DL_CHECK(strstr(msg, "checksum") == NULL);
         dlrt_model_release(rm);
     }
     free(copy);

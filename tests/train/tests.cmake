@@ -3,7 +3,7 @@
 # params, hyper-parameters by name, checkpoints and forged plans.
 add_executable(test_train_step ${CMAKE_CURRENT_LIST_DIR}/test_train_step.c)
 target_link_libraries(test_train_step PRIVATE dl_flags dl_test_harness dlcc_lib dlrt)
-target_include_directories(test_train_step PRIVATE ${CMAKE_SOURCE_DIR}/runtime)
+target_include_directories(test_train_step PRIVATE ${CMAKE_SOURCE_DIR}/runtime ${CMAKE_SOURCE_DIR}/tests/runtime)
 add_test(NAME train_step COMMAND test_train_step)
 set_tests_properties(train_step PROPERTIES LABELS numeric)
 # Any partition of a step kernel's range gives the same bytes.
