@@ -54,6 +54,7 @@ integer is range-checked before it reaches ctypes. More in docs/python.md.
 import collections
 import collections.abc
 import ctypes
+import numbers
 import os
 
 import numpy as np
@@ -791,18 +792,23 @@ class Session:
         )
 
     def get_hparam(self, name):
+        h = self._live()
+        b = _name_arg("get_hparam", name)
         v = ctypes.c_double()
         _check(
-            self._lib.dlrt_session_get_hparam(self._live(), name.encode(), ctypes.byref(v)),
+            self._lib.dlrt_session_get_hparam(h, b, ctypes.byref(v)),
             f"reading hparam '{name}'",
         )
         return v.value
 
     def set_hparam(self, name, value):
-        _check(
-            self._lib.dlrt_session_set_hparam(self._live(), name.encode(), float(value)),
-            f"setting hparam '{name}'",
-        )
+        h = self._live()
+        b = _name_arg("set_hparam", name)
+        if not isinstance(value, numbers.Real):
+            raise ArgumentTypeError(
+                f"set_hparam: a real number expected for '{name}', {type(value).__name__} given"
+            )
+        _check(self._lib.dlrt_session_set_hparam(h, b, float(value)), f"setting hparam '{name}'")
 
     def save(self, path):
         """Writes a safetensors checkpoint (params, optimizer state, step) atomically."""

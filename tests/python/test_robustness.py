@@ -212,6 +212,10 @@ class Robustness(unittest.TestCase):
             lambda: dlcc.Loader.npy(None),
             lambda: dlcc.Loader.idx(os.path.join(TMP.name, "a"), 7),
             lambda: dlcc.Session("model.so"),
+            lambda: s.set_hparam(5, 1.0),
+            lambda: s.set_hparam("lr", "x"),
+            lambda: s.set_hparam("lr", None),
+            lambda: s.get_hparam(None),
         ]
         for i, call in enumerate(type_errors):
             with self.assertRaises(dlcc.ArgumentTypeError, msg=f"call {i}"):
@@ -222,6 +226,7 @@ class Robustness(unittest.TestCase):
             lambda: s.set_input("x\0y", x),
             lambda: s.save(""),
             lambda: s.save("a\0b"),
+            lambda: s.set_hparam("lr\0x", 0.1),
         ]
         for i, call in enumerate(value_errors):
             with self.assertRaises(dlcc.ArgumentError, msg=f"call {i}"):
