@@ -15,38 +15,12 @@
 #ifndef CG_INTERNAL_H
 #define CG_INTERNAL_H
 
+#include "cg_plan.h"
 #include "dl_cg.h"
 #include "dlrt_format.h"
 
 #include <llvm-c/Core.h>
 #include <llvm-c/TargetMachine.h>
-
-typedef struct cg_kernel_rec {
-    uint32_t fn;
-    uint32_t first_arg, n_args;
-    uint32_t n_out; // leading args written by the kernel
-    uint32_t node;  // IR node id (UINT32_MAX: none)
-    uint32_t op;
-    int64_t range;
-    uint32_t src_line;
-    const char *name;
-} cg_kernel_rec;
-
-// A buffer that is no IR value (ids after the values'): the train step's hyper buffer, its
-// optimizer slots and its norm partials.
-typedef struct cg_extra_buf {
-    uint64_t size;  // bytes
-    uint32_t kind;  // DLRT_BUF_*
-    uint32_t flags; // DLRT_BUF_F_*
-    uint8_t *init;  // OWNED: `size` bytes of initial contents (DLRT_BUF_F_INIT_DATA), or NULL
-} cg_extra_buf;
-
-// A STATE tensor of the plan (an optimizer slot or gradient accumulator "PARAM.SLOT").
-typedef struct cg_state_tensor {
-    char *name; // OWNED
-    const dl_ir_value *param;
-    uint32_t buf;
-} cg_state_tensor;
 
 typedef struct cg {
     const dl_ir_module *m;

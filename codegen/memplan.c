@@ -26,7 +26,7 @@
 // range overlaps its own in some entry (first fit). Everything is derived from the ordered
 // kernel and buffer tables, so the plan is byte-identical across compiles.
 //
-// compute_deps (cg_core.c) then orders kernels by the arena bytes they touch (not by buffer id),
+// compute_deps (plan.c) then orders kernels by the arena bytes they touch (not by buffer id),
 // so a threaded executor that follows the dependency DAG instead of plan order can never race on
 // reused memory.
 #include "cg_internal.h"

@@ -1,0 +1,272 @@
+// codegen/cg_compile.c — the compile driver: one LLVM context and module per compilation; every
+// node lowered in order (lower.c dispatches to the op families), the train step built
+// (lower_train.c), the plan blob built (plan.c), the module verified and optimised (LLVM's
+// default<On> pipeline), then the target emits and packages it (x86/: object code linked into an
+// ELF shared object) and the checksum trailer is appended.
+//
+// Determinism: nothing here depends on addresses, time or paths; the module's source file name
+// is fixed.
+#include "cg_internal.h"
+#include "x86/x86.h"
+
+#include <llvm-c/Analysis.h>
+#include <llvm-c/Core.h>
+#include <llvm-c/TargetMachine.h>
+#include <llvm-c/Transforms/PassBuilder.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void dl_cg_options_init(dl_cg_options *o) {
+    memset(o, 0, sizeof *o);
+    o->opt_level = 3;
+}
+
+const char *dl_cg_llvm_version(void) {
+    static char buf[32];
+    unsigned maj, min, pat;
+    LLVMGetVersion(&maj, &min, &pat);
+    snprintf(buf, sizeof buf, "%u.%u.%u", maj, min, pat);
+    return buf;
+}
+
+// Appends the checksum trailer (runtime/dlrt_format.h) to the linked object in *out.
+static dl_status append_trailer(uint8_t **out, size_t *len) {
+    size_t n = *len + sizeof(dlrt_artifact_trailer);
+    uint8_t *p = dl_mem_realloc(*out, n);
+    if (!p) {
+        free(*out);
+        *out = NULL;
+        *len = 0;
+        return DL_ERR_NOMEM;
+    }
+    dlrt_artifact_trailer t;
+    memset(&t, 0, sizeof t);
+    memcpy(t.magic, DLRT_TRAILER_MAGIC, sizeof t.magic);
+    t.version = DLRT_FORMAT_VERSION;
+    t.size = n;
+    memcpy(p + *len, &t, sizeof t);
+    dl_hash128 h = dl_hash128_of(p, n - 16);
+    t.hash_lo = h.lo;
+    t.hash_hi = h.hi;
+    memcpy(p + *len, &t, sizeof t);
+    *out = p;
+    *len = n;
+    return DL_OK;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The driver
+
+static dl_status memplan_cb(void *ctx, dlrt_plan_buffer *bufs, size_t n_buf,
+                            uint64_t *out_arena_size) {
+    dl_cg_memplan mp = {0};
+    dl_status st = dl_cg__memplan(ctx, bufs, n_buf, &mp);
+    *out_arena_size = mp.arena_size;
+    dl_cg__memplan_fini(&mp);
+    return st;
+}
+
+// The plan blob of the lowered module (plan.c reads the records, never LLVM objects).
+static dl_status plan_build(cg *c, const char *target, uint8_t **out, size_t *out_len) {
+    cg_plan_in in = {
+        .m = c->m,
+        .d = c->d,
+        .target = target,
+        .value_buf = c->value_buf,
+        .n_fns = c->fns.len,
+        .kernels = {c->kernels.data, c->kernels.len},
+        .args = {c->args.data, c->args.len},
+        .infer_kernels = {c->infer_kernels.data, c->infer_kernels.len},
+        .train_kernels = {c->train_kernels.data, c->train_kernels.len},
+        .extra = {c->extra.data, c->extra.len},
+        .states = {c->states.data, c->states.len},
+        .hparams = {c->hparams.data, c->hparams.len},
+        .hparam_names = {c->hparam_names.data, c->hparam_names.len},
+        .has_train = c->has_train,
+        .optimizer = c->optimizer,
+        .hyper_buf = c->hyper_buf,
+        .loss_buf = c->loss_buf,
+        .seed_buf = c->seed_buf,
+        .counter_buf = c->counter_buf,
+        .seed_init = c->seed_init,
+        .isa = c->isa,
+        .memplan = memplan_cb,
+        .memplan_ctx = c,
+    };
+    return dl_cg__plan_build(&in, out, out_len);
+}
+
+static void cg_fini(cg *c) {
+    if (c->b) {
+        LLVMDisposeBuilder(c->b);
+    }
+    if (c->mod) {
+        LLVMDisposeModule(c->mod);
+    }
+    if (c->tm) {
+        LLVMDisposeTargetMachine(c->tm);
+    }
+    if (c->ctx) {
+        LLVMContextDispose(c->ctx);
+    }
+    free(c->value_buf);
+    free(c->fns.data);
+    free(c->kernels.data);
+    free(c->args.data);
+    free(c->infer_kernels.data);
+    free(c->train_kernels.data);
+    free(c->node_k0);
+    free(c->node_k1);
+    for (size_t i = 0; i < c->extra.len; i++) {
+        free(c->extra.data[i].init);
+    }
+    free(c->extra.data);
+    for (size_t i = 0; i < c->states.len; i++) {
+        free(c->states.data[i].name);
+    }
+    free(c->states.data);
+    free(c->hparams.data);
+    free(c->hparam_names.data);
+    free(c->seed_init);
+}
+
+dl_status dl_cg_compile(const dl_ir_module *m, const dl_cg_options *o, dl_diags *d, uint8_t **out,
+                        size_t *out_len) {
+    *out = NULL;
+    *out_len = 0;
+    dl_cg_options def;
+    if (!o) {
+        dl_cg_options_init(&def);
+        o = &def;
+    }
+    char oerr[256];
+    if (dl_cg_options_check(o, oerr, sizeof oerr) != DL_OK) {
+        dl_diag(d, DL_SEV_ERROR, DL_NO_LOC, "%s", oerr);
+        return DL_ERR_INVALID_ARG;
+    }
+    for (size_t i = 0; i < m->values.len; i++) {
+        if (m->values.data[i]->type.rank < 0) {
+            dl_diag(d, DL_SEV_ERROR, m->values.data[i]->loc,
+                    "codegen: the type of '%s' is unknown (run shape inference first)",
+                    m->values.data[i]->name);
+            return DL_ERR_INVALID_ARG;
+        }
+    }
+    cg c;
+    memset(&c, 0, sizeof c);
+    c.m = m;
+    c.d = d;
+    c.ctx = LLVMContextCreate();
+    c.mod = LLVMModuleCreateWithNameInContext("dlcc", c.ctx);
+    LLVMSetSourceFileName(c.mod, "dlcc", 4);
+    c.b = LLVMCreateBuilderInContext(c.ctx);
+    c.t_void = LLVMVoidTypeInContext(c.ctx);
+    c.t_i1 = LLVMInt1TypeInContext(c.ctx);
+    c.t_i8 = LLVMInt8TypeInContext(c.ctx);
+    c.t_i16 = LLVMInt16TypeInContext(c.ctx);
+    c.t_i32 = LLVMInt32TypeInContext(c.ctx);
+    c.t_i64 = LLVMInt64TypeInContext(c.ctx);
+    c.t_f16 = LLVMHalfTypeInContext(c.ctx);
+    c.t_f32 = LLVMFloatTypeInContext(c.ctx);
+    c.t_f64 = LLVMDoubleTypeInContext(c.ctx);
+    c.t_ptr = LLVMPointerTypeInContext(c.ctx, 0);
+    LLVMTypeRef kps[3] = {c.t_ptr, c.t_i64, c.t_i64};
+    c.t_kernel = LLVMFunctionType(c.t_void, kps, 3, 0);
+    dl_status st = dl_cg__x86_make_target_machine(&c, o);
+    uint8_t *plan = NULL;
+    size_t plan_len = 0;
+    LLVMMemoryBufferRef obj = NULL;
+    if (st != DL_OK) {
+        goto out;
+    }
+    c.value_buf = dl_mem_calloc(m->values.len ? m->values.len : 1, sizeof(uint32_t));
+    if (!c.value_buf) {
+        st = DL_ERR_NOMEM;
+        goto out;
+    }
+    for (size_t i = 0; i < m->values.len; i++) {
+        c.value_buf[i] = (uint32_t)i; // one buffer per value; memplan.c places them
+    }
+    c.hyper_buf = c.loss_buf = c.seed_buf = c.counter_buf = UINT32_MAX;
+    c.optimizer = DLRT_OPTIM_NONE;
+    c.node_k0 = dl_mem_calloc(m->nodes.len ? m->nodes.len : 1, sizeof(uint32_t));
+    c.node_k1 = dl_mem_calloc(m->nodes.len ? m->nodes.len : 1, sizeof(uint32_t));
+    if (!c.node_k0 || !c.node_k1) {
+        st = DL_ERR_NOMEM;
+        goto out;
+    }
+    // Every node is lowered once. Forward nodes [0, n_fwd) make the infer entry; the train step
+    // (lower_train.c) reuses the LLVM functions of the forward nodes it needs.
+    size_t n_fwd = m->has_backward ? m->n_fwd_nodes : m->nodes.len;
+    for (size_t i = 0; i < m->nodes.len && st == DL_OK; i++) {
+        c.node = m->nodes.data[i];
+        DL_ASSERT(c.node->id == i);
+        c.node_k0[i] = (uint32_t)c.kernels.len;
+        st = dl_cg__lower_node(&c, c.node);
+        c.node_k1[i] = (uint32_t)c.kernels.len;
+        for (uint32_t k = c.node_k0[i]; st == DL_OK && i < n_fwd && k < c.node_k1[i]; k++) {
+            if (!DL_VEC_PUSH(&c.infer_kernels, k)) {
+                st = DL_ERR_NOMEM;
+            }
+        }
+    }
+    c.node = NULL;
+    if (st == DL_OK && m->has_backward && m->train) {
+        st = dl_cg__lower_train(&c);
+    }
+    if (st != DL_OK) {
+        goto out;
+    }
+    char target[256];
+    dl_cg_target_describe(o, target, sizeof target);
+    if ((st = plan_build(&c, target, &plan, &plan_len)) != DL_OK) {
+        goto out;
+    }
+    dl_cg__x86_add_artifact_globals(&c, plan, plan_len);
+    char *err = NULL;
+    if (LLVMVerifyModule(c.mod, LLVMReturnStatusAction, &err)) {
+        dl_diag(d, DL_SEV_ERROR, DL_NO_LOC, "internal error: invalid LLVM IR: %s", err);
+        LLVMDisposeMessage(err);
+        st = DL_ERR_BACKEND;
+        goto out;
+    }
+    LLVMDisposeMessage(err);
+    char passes[32];
+    snprintf(passes, sizeof passes, "default<O%d>",
+             o->opt_level < 0   ? 0
+             : o->opt_level > 3 ? 3
+                                : o->opt_level);
+    LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
+    LLVMPassBuilderOptionsSetLoopVectorization(po, o->opt_level >= 2);
+    LLVMPassBuilderOptionsSetSLPVectorization(po, o->opt_level >= 2);
+    LLVMPassBuilderOptionsSetLoopUnrolling(po, o->opt_level >= 2);
+    LLVMErrorRef perr = LLVMRunPasses(c.mod, passes, c.tm, po);
+    LLVMDisposePassBuilderOptions(po);
+    if (perr) {
+        char *msg = LLVMGetErrorMessage(perr);
+        dl_diag(d, DL_SEV_ERROR, DL_NO_LOC, "llvm: optimisation failed: %s", msg);
+        LLVMDisposeErrorMessage(msg);
+        st = DL_ERR_BACKEND;
+        goto out;
+    }
+    if (LLVMTargetMachineEmitToMemoryBuffer(c.tm, c.mod, LLVMObjectFile, &err, &obj)) {
+        dl_diag(d, DL_SEV_ERROR, DL_NO_LOC, "llvm: cannot emit object code: %s", err);
+        LLVMDisposeMessage(err);
+        st = DL_ERR_BACKEND;
+        goto out;
+    }
+    st = dl_cg__x86_link_object(&c, o, LLVMGetBufferStart(obj), LLVMGetBufferSize(obj), out,
+                                out_len);
+    if (st == DL_OK) {
+        st = append_trailer(out, out_len);
+    }
+out:
+    if (obj) {
+        LLVMDisposeMemoryBuffer(obj);
+    }
+    free(plan);
+    cg_fini(&c);
+    return st;
+}

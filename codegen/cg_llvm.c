@@ -1,0 +1,402 @@
+// codegen/cg_llvm.c — the LLVM helpers every lowering uses: diagnostics at the node being
+// lowered, constants, storage and compute types, typed loads and stores (with the float16 /
+// bfloat16 conversions), casts, intrinsic and libm calls, strides, kernels (begin/end with the
+// uniform ABI void k(ptr args, i64 begin, i64 end)) and counted loops.
+//
+// Determinism: kernels are named k<N>_<op>, N counting kernels in lowering order; nothing here
+// depends on addresses.
+#include "cg_internal.h"
+
+#include <llvm-c/Core.h>
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+void cg_error(cg *c, const char *fmt, ...) {
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (c->node) {
+        const dl_ir_node *n = c->node;
+        dl_diag(c->d, DL_SEV_ERROR, n->loc, "%s '%s': %s", dl_ir_op_get_info(n->op)->name,
+                n->n_outputs ? n->outputs[0]->name : "", msg);
+    } else {
+        dl_diag(c->d, DL_SEV_ERROR, DL_NO_LOC, "codegen: %s", msg);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Constants, types, conversions
+
+LLVMValueRef cg_i64(cg *c, int64_t v) {
+    return LLVMConstInt(c->t_i64, (unsigned long long)v, 1);
+}
+
+LLVMValueRef cg_i32(cg *c, int32_t v) {
+    return LLVMConstInt(c->t_i32, (unsigned long long)(int64_t)v, 1);
+}
+
+LLVMValueRef cg_f32(cg *c, double v) {
+    return LLVMConstReal(c->t_f32, v);
+}
+
+LLVMTypeRef cg_compute_type(cg *c, dl_dtype t) {
+    switch (t) {
+    case DL_DT_FLOAT:
+    case DL_DT_FLOAT16:
+    case DL_DT_BFLOAT16:
+        return c->t_f32;
+    case DL_DT_INT32:
+        return c->t_i32;
+    case DL_DT_INT64:
+        return c->t_i64;
+    case DL_DT_BOOL:
+        return c->t_i1;
+    case DL_DT_COUNT:
+        break;
+    }
+    DL_UNREACHABLE();
+}
+
+LLVMValueRef cg_const(cg *c, dl_dtype t, double v) {
+    switch (t) {
+    case DL_DT_FLOAT:
+    case DL_DT_FLOAT16:
+    case DL_DT_BFLOAT16:
+        return LLVMConstReal(c->t_f32, v);
+    case DL_DT_INT32:
+        return LLVMConstInt(c->t_i32, (unsigned long long)(int64_t)v, 1);
+    case DL_DT_INT64:
+        return LLVMConstInt(c->t_i64, (unsigned long long)(int64_t)v, 1);
+    case DL_DT_BOOL:
+        return LLVMConstInt(c->t_i1, v != 0.0, 0);
+    case DL_DT_COUNT:
+        break;
+    }
+    DL_UNREACHABLE();
+}
+
+static LLVMTypeRef storage_type(cg *c, dl_dtype t) {
+    switch (t) {
+    case DL_DT_FLOAT:
+        return c->t_f32;
+    case DL_DT_FLOAT16:
+        return c->t_f16;
+    case DL_DT_BFLOAT16:
+        return c->t_i16;
+    case DL_DT_INT32:
+        return c->t_i32;
+    case DL_DT_INT64:
+        return c->t_i64;
+    case DL_DT_BOOL:
+        return c->t_i8;
+    case DL_DT_COUNT:
+        break;
+    }
+    DL_UNREACHABLE();
+}
+
+LLVMValueRef cg_load(cg *c, LLVMValueRef base, dl_dtype t, LLVMValueRef idx) {
+    LLVMTypeRef st = storage_type(c, t);
+    LLVMValueRef p = LLVMBuildInBoundsGEP2(c->b, st, base, &idx, 1, "");
+    LLVMValueRef v = LLVMBuildLoad2(c->b, st, p, "");
+    switch (t) {
+    case DL_DT_FLOAT16:
+        return LLVMBuildFPExt(c->b, v, c->t_f32, "");
+    case DL_DT_BFLOAT16: {
+        LLVMValueRef w = LLVMBuildZExt(c->b, v, c->t_i32, "");
+        w = LLVMBuildShl(c->b, w, cg_i32(c, 16), "");
+        return LLVMBuildBitCast(c->b, w, c->t_f32, "");
+    }
+    case DL_DT_BOOL:
+        return LLVMBuildICmp(c->b, LLVMIntNE, v, LLVMConstInt(c->t_i8, 0, 0), "");
+    case DL_DT_FLOAT:
+    case DL_DT_INT32:
+    case DL_DT_INT64:
+        return v;
+    case DL_DT_COUNT:
+        break;
+    }
+    DL_UNREACHABLE();
+}
+
+// f32 -> bfloat16 bits, round to nearest even; NaN stays a quiet NaN (as dl_f32_to_bf16).
+static LLVMValueRef f32_to_bf16(cg *c, LLVMValueRef v) {
+    LLVMValueRef x = LLVMBuildBitCast(c->b, v, c->t_i32, "");
+    LLVMValueRef lsb =
+        LLVMBuildAnd(c->b, LLVMBuildLShr(c->b, x, cg_i32(c, 16), ""), cg_i32(c, 1), "");
+    LLVMValueRef r = LLVMBuildAdd(c->b, x, LLVMBuildAdd(c->b, cg_i32(c, 0x7fff), lsb, ""), "");
+    LLVMValueRef rounded = LLVMBuildLShr(c->b, r, cg_i32(c, 16), "");
+    LLVMValueRef qnan =
+        LLVMBuildOr(c->b, LLVMBuildLShr(c->b, x, cg_i32(c, 16), ""), cg_i32(c, 0x40), "");
+    LLVMValueRef is_nan = LLVMBuildFCmp(c->b, LLVMRealUNO, v, v, "");
+    LLVMValueRef w = LLVMBuildSelect(c->b, is_nan, qnan, rounded, "");
+    return LLVMBuildTrunc(c->b, w, c->t_i16, "");
+}
+
+void cg_store(cg *c, LLVMValueRef base, dl_dtype t, LLVMValueRef idx, LLVMValueRef v) {
+    LLVMTypeRef st = storage_type(c, t);
+    LLVMValueRef p = LLVMBuildInBoundsGEP2(c->b, st, base, &idx, 1, "");
+    switch (t) {
+    case DL_DT_FLOAT16:
+        v = LLVMBuildFPTrunc(c->b, v, c->t_f16, "");
+        break;
+    case DL_DT_BFLOAT16:
+        v = f32_to_bf16(c, v);
+        break;
+    case DL_DT_BOOL:
+        v = LLVMBuildZExt(c->b, v, c->t_i8, "");
+        break;
+    case DL_DT_FLOAT:
+    case DL_DT_INT32:
+    case DL_DT_INT64:
+        break;
+    case DL_DT_COUNT:
+        DL_UNREACHABLE();
+    }
+    LLVMBuildStore(c->b, v, p);
+}
+
+LLVMValueRef cg_convert(cg *c, LLVMValueRef v, dl_dtype from, dl_dtype to) {
+    bool ff = dl_dtype_is_float(from), tf = dl_dtype_is_float(to);
+    if (ff && tf) {
+        if (to == DL_DT_FLOAT16) { // round through the narrow type so the value is representable
+            return LLVMBuildFPExt(c->b, LLVMBuildFPTrunc(c->b, v, c->t_f16, ""), c->t_f32, "");
+        }
+        if (to == DL_DT_BFLOAT16) {
+            LLVMValueRef bits = LLVMBuildZExt(c->b, f32_to_bf16(c, v), c->t_i32, "");
+            bits = LLVMBuildShl(c->b, bits, cg_i32(c, 16), "");
+            return LLVMBuildBitCast(c->b, bits, c->t_f32, "");
+        }
+        return v;
+    }
+    LLVMTypeRef tt = cg_compute_type(c, to);
+    if (to == DL_DT_BOOL) {
+        if (ff) {
+            return LLVMBuildFCmp(c->b, LLVMRealUNE, v, cg_f32(c, 0), "");
+        }
+        return LLVMBuildICmp(c->b, LLVMIntNE, v, LLVMConstInt(LLVMTypeOf(v), 0, 0), "");
+    }
+    if (from == DL_DT_BOOL) {
+        return tf ? LLVMBuildUIToFP(c->b, v, tt, "") : LLVMBuildZExt(c->b, v, tt, "");
+    }
+    if (ff) { // float -> int: truncate toward zero, saturating (llvm.fptosi.sat)
+        return cg_intrinsic1(c, "llvm.fptosi.sat", tt, v);
+    }
+    if (tf) {
+        return LLVMBuildSIToFP(c->b, v, tt, "");
+    }
+    return LLVMBuildIntCast2(c->b, v, tt, 1, "");
+}
+
+LLVMValueRef cg_intrinsic1(cg *c, const char *name, LLVMTypeRef ty, LLVMValueRef a) {
+    unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+    DL_ASSERT(id != 0);
+    LLVMTypeRef tys[2] = {ty, LLVMTypeOf(a)};
+    // fptosi.sat is overloaded on result and operand; the math intrinsics on one type.
+    size_t n_tys = strncmp(name, "llvm.fpto", 9) == 0 ? 2 : 1;
+    LLVMValueRef fn = LLVMGetIntrinsicDeclaration(c->mod, id, tys, n_tys);
+    LLVMTypeRef fty = LLVMIntrinsicGetType(c->ctx, id, tys, n_tys);
+    return LLVMBuildCall2(c->b, fty, fn, &a, 1, "");
+}
+
+LLVMValueRef cg_intrinsic2(cg *c, const char *name, LLVMTypeRef ty, LLVMValueRef a,
+                           LLVMValueRef b) {
+    unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+    DL_ASSERT(id != 0);
+    LLVMValueRef fn = LLVMGetIntrinsicDeclaration(c->mod, id, &ty, 1);
+    LLVMTypeRef fty = LLVMIntrinsicGetType(c->ctx, id, &ty, 1);
+    LLVMValueRef args[2] = {a, b};
+    return LLVMBuildCall2(c->b, fty, fn, args, 2, "");
+}
+
+static LLVMValueRef libm_fn(cg *c, const char *name, unsigned n, LLVMTypeRef *fty) {
+    LLVMTypeRef ps[2] = {c->t_f32, c->t_f32};
+    *fty = LLVMFunctionType(c->t_f32, ps, n, 0);
+    LLVMValueRef fn = LLVMGetNamedFunction(c->mod, name);
+    if (!fn) {
+        fn = LLVMAddFunction(c->mod, name, *fty);
+    }
+    return fn;
+}
+
+LLVMValueRef cg_libm1(cg *c, const char *name, LLVMValueRef a) {
+    LLVMTypeRef fty;
+    LLVMValueRef fn = libm_fn(c, name, 1, &fty);
+    return LLVMBuildCall2(c->b, fty, fn, &a, 1, "");
+}
+
+LLVMValueRef cg_libm2(cg *c, const char *name, LLVMValueRef a, LLVMValueRef b) {
+    LLVMTypeRef fty;
+    LLVMValueRef fn = libm_fn(c, name, 2, &fty);
+    LLVMValueRef args[2] = {a, b};
+    return LLVMBuildCall2(c->b, fty, fn, args, 2, "");
+}
+
+void cg_strides(const dl_ir_type *t, int64_t *strides) {
+    int64_t s = 1;
+    for (int32_t i = t->rank - 1; i >= 0; i--) {
+        strides[i] = s;
+        s *= t->dims[i].value;
+    }
+}
+
+void cg_broadcast_strides(const dl_ir_type *t, const dl_ir_type *out, int64_t *strides) {
+    int64_t own[DL_MAX_RANK];
+    cg_strides(t, own);
+    int32_t off = out->rank - t->rank;
+    for (int32_t j = 0; j < out->rank; j++) {
+        int32_t k = j - off;
+        if (k < 0 || t->dims[k].value == 1) {
+            strides[j] = 0;
+        } else {
+            strides[j] = own[k];
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Kernels and loops
+
+LLVMValueRef cg_entry_alloca(cg *c, const cg_kernel *k, LLVMTypeRef t, int64_t n) {
+    LLVMBasicBlockRef cur = LLVMGetInsertBlock(c->b);
+    LLVMBasicBlockRef entry = LLVMGetEntryBasicBlock(k->fn);
+    LLVMValueRef first = LLVMGetFirstInstruction(entry);
+    if (first) {
+        LLVMPositionBuilderBefore(c->b, first);
+    } else {
+        LLVMPositionBuilderAtEnd(c->b, entry);
+    }
+    LLVMValueRef a = LLVMBuildAlloca(c->b, LLVMArrayType2(t, (uint64_t)n), "acc");
+    LLVMSetAlignment(a, 64);
+    LLVMPositionBuilderAtEnd(c->b, cur);
+    return a;
+}
+
+LLVMValueRef cg_fadd_reassoc(cg *c, LLVMValueRef a, LLVMValueRef b) {
+    LLVMValueRef v = LLVMBuildFAdd(c->b, a, b, "");
+    if (LLVMCanValueUseFastMathFlags(v)) {
+        LLVMSetFastMathFlags(v, LLVMFastMathAllowReassoc);
+    }
+    return v;
+}
+
+dl_status cg_kernel_begin(cg *c, dl_ir_value *const *vals, size_t n_vals, int64_t range,
+                          cg_kernel *k) {
+    DL_ASSERT(n_vals <= DL_ARRAY_LEN(k->ptr));
+    memset(k, 0, sizeof *k);
+    const dl_ir_node *n = c->node;
+    char name[96];
+    snprintf(name, sizeof name, "k%zu_%s", c->kernels.len,
+             n ? dl_ir_op_get_info(n->op)->name : "kernel");
+    k->fn = LLVMAddFunction(c->mod, name, c->t_kernel);
+    LLVMSetLinkage(k->fn, LLVMInternalLinkage);
+    LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(c->ctx, k->fn, "entry");
+    LLVMPositionBuilderAtEnd(c->b, entry);
+    LLVMValueRef args = LLVMGetParam(k->fn, 0);
+    k->args = args;
+    k->begin = LLVMGetParam(k->fn, 1);
+    k->end = LLVMGetParam(k->fn, 2);
+    k->n_args = n_vals;
+    // Outputs come first: the leading values defined by the node being lowered are written.
+    while (k->n_out < n_vals && n && vals[k->n_out]->def == n) {
+        k->n_out++;
+    }
+    // Lowerings skip empty outputs: a kernel always has work (range >= 1).
+    DL_ASSERT(range >= 1);
+    k->range = range;
+    k->first_arg = (uint32_t)c->args.len;
+    for (size_t i = 0; i < n_vals; i++) {
+        LLVMValueRef idx = cg_i64(c, (int64_t)i);
+        LLVMValueRef slot = LLVMBuildInBoundsGEP2(c->b, c->t_ptr, args, &idx, 1, "");
+        k->ptr[i] = LLVMBuildLoad2(c->b, c->t_ptr, slot, vals[i]->name);
+        if (!DL_VEC_PUSH(&c->args, c->value_buf[vals[i]->id])) {
+            return DL_ERR_NOMEM;
+        }
+    }
+    // The pointers are loaded from `args`, so LLVM cannot know which alias: loops vectorise
+    // behind runtime alias checks. Buffers live at the same time never overlap (memplan.c); an
+    // in-place elementwise kernel's output is exactly its input's memory, read and written at
+    // the same element, which those checks handle.
+    return DL_OK;
+}
+
+dl_status cg_kernel_begin_bufs(cg *c, const uint32_t *bufs, size_t n_bufs, size_t n_out,
+                               int64_t range, const char *name, cg_kernel *k) {
+    DL_ASSERT(range >= 1 && n_out <= n_bufs);
+    memset(k, 0, sizeof *k);
+    char fname[96];
+    snprintf(fname, sizeof fname, "k%zu_%s", c->kernels.len, name);
+    k->fn = LLVMAddFunction(c->mod, fname, c->t_kernel);
+    LLVMSetLinkage(k->fn, LLVMInternalLinkage);
+    LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(c->ctx, k->fn, "entry");
+    LLVMPositionBuilderAtEnd(c->b, entry);
+    k->args = LLVMGetParam(k->fn, 0);
+    k->begin = LLVMGetParam(k->fn, 1);
+    k->end = LLVMGetParam(k->fn, 2);
+    k->n_args = n_bufs;
+    k->n_out = n_out;
+    k->range = range;
+    k->name = name;
+    k->first_arg = (uint32_t)c->args.len;
+    for (size_t i = 0; i < n_bufs; i++) {
+        if (!DL_VEC_PUSH(&c->args, bufs[i])) {
+            return DL_ERR_NOMEM;
+        }
+    }
+    return DL_OK;
+}
+
+LLVMValueRef cg_kernel_arg(cg *c, const cg_kernel *k, size_t i) {
+    DL_ASSERT(i < k->n_args);
+    LLVMValueRef idx = cg_i64(c, (int64_t)i);
+    LLVMValueRef slot = LLVMBuildInBoundsGEP2(c->b, c->t_ptr, k->args, &idx, 1, "");
+    return LLVMBuildLoad2(c->b, c->t_ptr, slot, "");
+}
+
+dl_status cg_kernel_end(cg *c, cg_kernel *k) {
+    LLVMBuildRetVoid(c->b);
+    const dl_ir_node *n = k->name ? NULL : c->node;
+    cg_kernel_rec r = {(uint32_t)c->fns.len,
+                       k->first_arg,
+                       (uint32_t)k->n_args,
+                       (uint32_t)k->n_out,
+                       n ? n->id : UINT32_MAX,
+                       n ? (uint32_t)n->op : UINT32_MAX,
+                       k->range,
+                       n ? n->loc.line : 0,
+                       k->name             ? k->name
+                       : n && n->n_outputs ? n->outputs[0]->name
+                                           : ""};
+    if (!DL_VEC_PUSH(&c->fns, k->fn) || !DL_VEC_PUSH(&c->kernels, r)) {
+        return DL_ERR_NOMEM;
+    }
+    return DL_OK;
+}
+
+LLVMValueRef cg_for_begin(cg *c, cg_loop *l, LLVMValueRef lo, LLVMValueRef hi, const char *name) {
+    LLVMValueRef fn = LLVMGetBasicBlockParent(LLVMGetInsertBlock(c->b));
+    LLVMBasicBlockRef pre = LLVMGetInsertBlock(c->b);
+    l->header = LLVMAppendBasicBlockInContext(c->ctx, fn, "loop");
+    l->body = LLVMAppendBasicBlockInContext(c->ctx, fn, "body");
+    l->exit = LLVMAppendBasicBlockInContext(c->ctx, fn, "done");
+    LLVMBuildBr(c->b, l->header);
+    LLVMPositionBuilderAtEnd(c->b, l->header);
+    l->iv = LLVMBuildPhi(c->b, c->t_i64, name ? name : "i");
+    LLVMAddIncoming(l->iv, &lo, &pre, 1);
+    LLVMValueRef cond = LLVMBuildICmp(c->b, LLVMIntSLT, l->iv, hi, "");
+    LLVMBuildCondBr(c->b, cond, l->body, l->exit);
+    LLVMPositionBuilderAtEnd(c->b, l->body);
+    return l->iv;
+}
+
+void cg_for_end(cg *c, cg_loop *l) {
+    LLVMBasicBlockRef latch = LLVMGetInsertBlock(c->b);
+    LLVMValueRef next = LLVMBuildAdd(c->b, l->iv, cg_i64(c, 1), "");
+    LLVMBuildBr(c->b, l->header);
+    LLVMAddIncoming(l->iv, &next, &latch, 1);
+    LLVMPositionBuilderAtEnd(c->b, l->exit);
+}
