@@ -1,13 +1,13 @@
-// codegen/cg_compile.c — the compile driver: one LLVM context and module per compilation; every
-// node lowered in order (lower.c dispatches to the op families), the train step built
-// (lower_train.c), the plan blob built (plan.c), the module verified and optimised (LLVM's
-// default<On> pipeline), then the target emits and packages it (x86/: object code linked into an
-// ELF shared object) and the checksum trailer is appended.
+// codegen/cg_compile.c — the compile driver, the same for every target (cg_target.h): one LLVM
+// context and module per compilation; the target machine; every node lowered in order through
+// the target's lower_node, the train step built (lower_train.c), the plan blob built (plan.c),
+// the target's finishing touches, the module verified and optimised (LLVM's default<On>
+// pipeline), then the target packages it (x86-64: object code linked into an ELF shared object,
+// then the checksum trailer; NVPTX: PTX text).
 //
 // Determinism: nothing here depends on addresses, time or paths; the module's source file name
 // is fixed.
 #include "cg_internal.h"
-#include "x86/x86.h"
 
 #include <llvm-c/Analysis.h>
 #include <llvm-c/Core.h>
@@ -132,20 +132,12 @@ static void cg_fini(cg *c) {
     free(c->seed_init);
 }
 
-dl_status dl_cg_compile(const dl_ir_module *m, const dl_cg_options *o, dl_diags *d, uint8_t **out,
-                        size_t *out_len) {
+// Compiles `m` for target `t` with checked options `o`: lowering, plan, finish, verify,
+// optimise, package.
+static dl_status compile(const cg_target *t, const dl_ir_module *m, const dl_cg_options *o,
+                         dl_diags *d, uint8_t **out, size_t *out_len) {
     *out = NULL;
     *out_len = 0;
-    dl_cg_options def;
-    if (!o) {
-        dl_cg_options_init(&def);
-        o = &def;
-    }
-    char oerr[256];
-    if (dl_cg_options_check(o, oerr, sizeof oerr) != DL_OK) {
-        dl_diag(d, DL_SEV_ERROR, DL_NO_LOC, "%s", oerr);
-        return DL_ERR_INVALID_ARG;
-    }
     for (size_t i = 0; i < m->values.len; i++) {
         if (m->values.data[i]->type.rank < 0) {
             dl_diag(d, DL_SEV_ERROR, m->values.data[i]->loc,
@@ -158,6 +150,7 @@ dl_status dl_cg_compile(const dl_ir_module *m, const dl_cg_options *o, dl_diags 
     memset(&c, 0, sizeof c);
     c.m = m;
     c.d = d;
+    c.target = t;
     c.ctx = LLVMContextCreate();
     c.mod = LLVMModuleCreateWithNameInContext("dlcc", c.ctx);
     LLVMSetSourceFileName(c.mod, "dlcc", 4);
@@ -174,10 +167,9 @@ dl_status dl_cg_compile(const dl_ir_module *m, const dl_cg_options *o, dl_diags 
     c.t_ptr = LLVMPointerTypeInContext(c.ctx, 0);
     LLVMTypeRef kps[3] = {c.t_ptr, c.t_i64, c.t_i64};
     c.t_kernel = LLVMFunctionType(c.t_void, kps, 3, 0);
-    dl_status st = dl_cg__x86_make_target_machine(&c, o);
+    dl_status st = t->make_machine(&c, o);
     uint8_t *plan = NULL;
     size_t plan_len = 0;
-    LLVMMemoryBufferRef obj = NULL;
     if (st != DL_OK) {
         goto out;
     }
@@ -204,7 +196,7 @@ dl_status dl_cg_compile(const dl_ir_module *m, const dl_cg_options *o, dl_diags 
         c.node = m->nodes.data[i];
         DL_ASSERT(c.node->id == i);
         c.node_k0[i] = (uint32_t)c.kernels.len;
-        st = dl_cg__lower_node(&c, c.node);
+        st = t->lower_node(&c, c.node);
         c.node_k1[i] = (uint32_t)c.kernels.len;
         for (uint32_t k = c.node_k0[i]; st == DL_OK && i < n_fwd && k < c.node_k1[i]; k++) {
             if (!DL_VEC_PUSH(&c.infer_kernels, k)) {
@@ -220,11 +212,13 @@ dl_status dl_cg_compile(const dl_ir_module *m, const dl_cg_options *o, dl_diags 
         goto out;
     }
     char target[256];
-    dl_cg_target_describe(o, target, sizeof target);
+    t->describe(o, target, sizeof target);
     if ((st = plan_build(&c, target, &plan, &plan_len)) != DL_OK) {
         goto out;
     }
-    dl_cg__x86_add_artifact_globals(&c, plan, plan_len);
+    if ((st = t->finish_module(&c, plan, plan_len)) != DL_OK) {
+        goto out;
+    }
     char *err = NULL;
     if (LLVMVerifyModule(c.mod, LLVMReturnStatusAction, &err)) {
         dl_diag(d, DL_SEV_ERROR, DL_NO_LOC, "internal error: invalid LLVM IR: %s", err);
@@ -251,22 +245,57 @@ dl_status dl_cg_compile(const dl_ir_module *m, const dl_cg_options *o, dl_diags 
         st = DL_ERR_BACKEND;
         goto out;
     }
-    if (LLVMTargetMachineEmitToMemoryBuffer(c.tm, c.mod, LLVMObjectFile, &err, &obj)) {
-        dl_diag(d, DL_SEV_ERROR, DL_NO_LOC, "llvm: cannot emit object code: %s", err);
-        LLVMDisposeMessage(err);
-        st = DL_ERR_BACKEND;
-        goto out;
-    }
-    st = dl_cg__x86_link_object(&c, o, LLVMGetBufferStart(obj), LLVMGetBufferSize(obj), out,
-                                out_len);
-    if (st == DL_OK) {
+    st = t->package(&c, o, out, out_len);
+    if (st == DL_OK && t->packaging == CG_PACKAGE_ELF_SO) {
         st = append_trailer(out, out_len);
     }
 out:
-    if (obj) {
-        LLVMDisposeMemoryBuffer(obj);
-    }
     free(plan);
     cg_fini(&c);
+    return st;
+}
+
+dl_status dl_cg_compile(const dl_ir_module *m, const dl_cg_options *o, dl_diags *d, uint8_t **out,
+                        size_t *out_len) {
+    *out = NULL;
+    *out_len = 0;
+    dl_cg_options def;
+    if (!o) {
+        dl_cg_options_init(&def);
+        o = &def;
+    }
+    char oerr[256];
+    dl_status st = dl_cg_options_check(o, oerr, sizeof oerr);
+    if (st != DL_OK) {
+        dl_diag(d, DL_SEV_ERROR, DL_NO_LOC, "%s", oerr);
+        return st;
+    }
+    return compile(dl_cg__target_of(o), m, o, d, out, out_len);
+}
+
+dl_status dl_cg_emit_ptx(const dl_ir_module *m, const char *sm, dl_diags *d, char **out,
+                         size_t *out_len) {
+    *out = NULL;
+    *out_len = 0;
+    dl_cg_options o;
+    dl_cg_options_init(&o);
+    o.target = "nvptx";
+    o.cpu = sm ? sm : "sm_80";
+    char oerr[256];
+    dl_status st = dl_cg__nvptx_target.options_check(&o, oerr, sizeof oerr);
+    if (st != DL_OK) {
+        dl_diag(d, DL_SEV_ERROR, DL_NO_LOC, "%s", oerr);
+        return st;
+    }
+    if (m->has_backward || m->train) {
+        dl_diag(d, DL_SEV_ERROR, DL_NO_LOC,
+                "nvptx: train_step is not lowered for GPUs yet (the CUDA backend is issue 14)");
+        return DL_ERR_UNSUPPORTED;
+    }
+    uint8_t *bytes = NULL;
+    size_t len = 0;
+    st = compile(&dl_cg__nvptx_target, m, &o, d, &bytes, &len);
+    *out = (char *)bytes;
+    *out_len = len;
     return st;
 }

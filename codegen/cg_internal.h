@@ -3,11 +3,12 @@
 // One dl_cg compile = one LLVM context and module. Every IR value gets one buffer id; the memory
 // plan (memplan.c) gives each buffer its offset in the session arena, intermediates sharing
 // memory by liveness. Each node lowers to one or more kernels with the uniform ABI of
-// runtime/dlrt_format.h: void k(ptr args, i64 begin, i64 end). Lowering code builds LLVM IR
-// through the helpers below: a kernel is opened with cg_kernel_begin (which loads the argument
-// pointers), loops are cg_for_begin/cg_for_end pairs, elements move through cg_load/cg_store
-// (which convert between a dtype's storage and its compute type), and cg_kernel_end records
-// the kernel in the plan.
+// runtime/dlrt_format.h: void k(ptr args, i64 begin, i64 end); the target (c->target,
+// cg_target.h) says how a kernel covers its range (a host loop, a GPU grid). Lowering code builds
+// LLVM IR through the helpers below: a kernel is opened with cg_kernel_begin (which loads the
+// argument pointers), loops are cg_for_begin/cg_for_end pairs, elements move through
+// cg_load/cg_store (which convert between a dtype's storage and its compute type), and
+// cg_kernel_end records the kernel in the plan.
 //
 // Compute types: float, float16 and bfloat16 compute in f32; int32 in i32; int64 in i64; bool in
 // i1. Stores round back to the storage type (float16: fptrunc, round to nearest even; bfloat16:
@@ -16,6 +17,7 @@
 #define CG_INTERNAL_H
 
 #include "cg_plan.h"
+#include "cg_target.h"
 #include "dl_cg.h"
 #include "dlrt_format.h"
 
@@ -28,6 +30,7 @@ typedef struct cg {
     LLVMContextRef ctx;
     LLVMModuleRef mod;
     LLVMBuilderRef b;
+    const cg_target *target; // what is target-specific (cg_target.h)
     LLVMTargetMachineRef tm;
     LLVMTypeRef t_void, t_i1, t_i8, t_i16, t_i32, t_i64, t_f16, t_f32, t_f64, t_ptr, t_kernel;
     uint32_t *value_buf;      // buffer id of each IR value (by value id)
@@ -113,7 +116,8 @@ LLVMValueRef cg_convert(cg *c, LLVMValueRef v, dl_dtype from, dl_dtype to);
 // Calls an LLVM intrinsic overloaded on one type (e.g. "llvm.exp", f32).
 LLVMValueRef cg_intrinsic1(cg *c, const char *name, LLVMTypeRef ty, LLVMValueRef a);
 LLVMValueRef cg_intrinsic2(cg *c, const char *name, LLVMTypeRef ty, LLVMValueRef a, LLVMValueRef b);
-// Calls a libm function float f(float) / float f(float, float) (declared on first use).
+// Calls the float function of the C math library named `name` ("erff") through the target
+// (libm on x86-64, libdevice on NVPTX).
 LLVMValueRef cg_libm1(cg *c, const char *name, LLVMValueRef a);
 LLVMValueRef cg_libm2(cg *c, const char *name, LLVMValueRef a, LLVMValueRef b);
 

@@ -1,7 +1,7 @@
 // codegen/cg_llvm.c — the LLVM helpers every lowering uses: diagnostics at the node being
 // lowered, constants, storage and compute types, typed loads and stores (with the float16 /
-// bfloat16 conversions), casts, intrinsic and libm calls, strides, kernels (begin/end with the
-// uniform ABI void k(ptr args, i64 begin, i64 end)) and counted loops.
+// bfloat16 conversions), casts, intrinsic calls, math calls (through the target), strides,
+// kernels (begin/end; the target gives the ABI and index model, cg_target.h) and counted loops.
 //
 // Determinism: kernels are named k<N>_<op>, N counting kernels in lowering order; nothing here
 // depends on addresses.
@@ -213,27 +213,13 @@ LLVMValueRef cg_intrinsic2(cg *c, const char *name, LLVMTypeRef ty, LLVMValueRef
     return LLVMBuildCall2(c->b, fty, fn, args, 2, "");
 }
 
-static LLVMValueRef libm_fn(cg *c, const char *name, unsigned n, LLVMTypeRef *fty) {
-    LLVMTypeRef ps[2] = {c->t_f32, c->t_f32};
-    *fty = LLVMFunctionType(c->t_f32, ps, n, 0);
-    LLVMValueRef fn = LLVMGetNamedFunction(c->mod, name);
-    if (!fn) {
-        fn = LLVMAddFunction(c->mod, name, *fty);
-    }
-    return fn;
-}
-
+// Math functions go through the target: libm on x86-64, libdevice on NVPTX.
 LLVMValueRef cg_libm1(cg *c, const char *name, LLVMValueRef a) {
-    LLVMTypeRef fty;
-    LLVMValueRef fn = libm_fn(c, name, 1, &fty);
-    return LLVMBuildCall2(c->b, fty, fn, &a, 1, "");
+    return c->target->math1(c, name, a);
 }
 
 LLVMValueRef cg_libm2(cg *c, const char *name, LLVMValueRef a, LLVMValueRef b) {
-    LLVMTypeRef fty;
-    LLVMValueRef fn = libm_fn(c, name, 2, &fty);
-    LLVMValueRef args[2] = {a, b};
-    return LLVMBuildCall2(c->b, fty, fn, args, 2, "");
+    return c->target->math2(c, name, a, b);
 }
 
 void cg_strides(const dl_ir_type *t, int64_t *strides) {
@@ -292,14 +278,8 @@ dl_status cg_kernel_begin(cg *c, dl_ir_value *const *vals, size_t n_vals, int64_
     char name[96];
     snprintf(name, sizeof name, "k%zu_%s", c->kernels.len,
              n ? dl_ir_op_get_info(n->op)->name : "kernel");
-    k->fn = LLVMAddFunction(c->mod, name, c->t_kernel);
-    LLVMSetLinkage(k->fn, LLVMInternalLinkage);
-    LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(c->ctx, k->fn, "entry");
-    LLVMPositionBuilderAtEnd(c->b, entry);
-    LLVMValueRef args = LLVMGetParam(k->fn, 0);
-    k->args = args;
-    k->begin = LLVMGetParam(k->fn, 1);
-    k->end = LLVMGetParam(k->fn, 2);
+    c->target->kernel_begin(c, k, name); // the ABI and index model: k->fn, args, begin, end
+    LLVMValueRef args = k->args;
     k->n_args = n_vals;
     // Outputs come first: the leading values defined by the node being lowered are written.
     while (k->n_out < n_vals && n && vals[k->n_out]->def == n) {
@@ -330,13 +310,7 @@ dl_status cg_kernel_begin_bufs(cg *c, const uint32_t *bufs, size_t n_bufs, size_
     memset(k, 0, sizeof *k);
     char fname[96];
     snprintf(fname, sizeof fname, "k%zu_%s", c->kernels.len, name);
-    k->fn = LLVMAddFunction(c->mod, fname, c->t_kernel);
-    LLVMSetLinkage(k->fn, LLVMInternalLinkage);
-    LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(c->ctx, k->fn, "entry");
-    LLVMPositionBuilderAtEnd(c->b, entry);
-    k->args = LLVMGetParam(k->fn, 0);
-    k->begin = LLVMGetParam(k->fn, 1);
-    k->end = LLVMGetParam(k->fn, 2);
+    c->target->kernel_begin(c, k, fname);
     k->n_args = n_bufs;
     k->n_out = n_out;
     k->range = range;
@@ -358,7 +332,7 @@ LLVMValueRef cg_kernel_arg(cg *c, const cg_kernel *k, size_t i) {
 }
 
 dl_status cg_kernel_end(cg *c, cg_kernel *k) {
-    LLVMBuildRetVoid(c->b);
+    c->target->kernel_end(c, k);
     const dl_ir_node *n = k->name ? NULL : c->node;
     cg_kernel_rec r = {(uint32_t)c->fns.len,
                        k->first_arg,

@@ -23,7 +23,7 @@
 //     epilogue: y = alpha * scratch (+ beta * C), converted to y's dtype (the last panel of y
 //     may be narrower than NR: static width nr_e)
 //
-// MR x NR follows the target's vector registers (from the target machine's feature string):
+// MR x NR follows the target's f32 vector width (c->target->vector_width, cg_target.h):
 // 6 x 16 with AVX2+FMA (12 ymm accumulators, two for B, one broadcast), 12 x 32 with AVX-512F,
 // 4 x 8 otherwise. KC keeps one B panel at 16 KiB (L1); MB = 8 MR, NC = 4 NR. Packing A makes
 // the microkernel's reads contiguous whatever A's strides (transA, power-of-two leading dims
@@ -70,29 +70,18 @@ typedef struct gemm_blk {
     int64_t NC;     // columns per packed B group (a multiple of NR)
 } gemm_blk;
 
-static bool has_feature(const char *features, const char *f) {
-    size_t n = strlen(f);
-    for (const char *p = strstr(features, f); p; p = strstr(p + 1, f)) {
-        bool start = p == features || p[-1] == ',';
-        bool stop = p[n] == ',' || p[n] == '\0';
-        if (start && stop) {
-            return true;
-        }
-    }
-    return false;
-}
-
+// The tile follows the target's f32 vector width (x86-64: 16 lanes with AVX-512F, 8 with AVX2
+// and FMA, else 4).
 static gemm_blk choose_blocking(cg *c) {
-    char *f = LLVMGetTargetMachineFeatureString(c->tm);
+    int64_t vw = c->target->vector_width(c, DL_DT_FLOAT);
     gemm_blk g;
-    if (has_feature(f, "+avx512f")) {
+    if (vw >= 16) {
         g = (gemm_blk){12, 32, 0, 0, 0};
-    } else if (has_feature(f, "+avx2") && has_feature(f, "+fma")) {
+    } else if (vw >= 8) {
         g = (gemm_blk){6, 16, 0, 0, 0};
     } else {
         g = (gemm_blk){4, 8, 0, 0, 0};
     }
-    LLVMDisposeMessage(f);
     g.KC = 4096 / g.NR; // one packed B panel = KC * NR floats = 16 KiB (L1)
     g.MB = 8 * g.MR;
     g.NC = 4 * g.NR;

@@ -7,8 +7,8 @@
 // `dlcc-cache explain`. Changing any encoding below means bumping KEY_VERSION.
 //
 // Invariants: the warm path (a cache hit) never initialises LLVM targets: the key needs only the
-// triple, the host CPU name and the exact feature string codegen will use
-// (dl_cg_target_describe, dl_cg_target_features: cheap cpuid queries). Cache problems never fail a
+// triple, the host CPU name and the exact feature string codegen will use (the target's key
+// part, dl_cg_target_key: cheap cpuid queries). Cache problems never fail a
 // compile: each becomes ONE warning in the caller's sink and the compile goes on without the cache.
 #include "dl_build_id.h"
 #include "dl_cache.h"
@@ -31,7 +31,7 @@
 #endif
 
 #define KEY_MAGIC   "dlcc-key"
-#define KEY_VERSION 3u // 3: train-block hyper-parameter values left out
+#define KEY_VERSION 4u // 4: the target part comes from the target (dl_cg_target_key)
 
 static const char *const part_names[DLCC_KEY_PARTS] = {"ir",     "dims",   "options",
                                                        "target", "format", "compiler"};
@@ -194,18 +194,14 @@ static dl_status encode_part(size_t idx, const dl_ir_module *m, const dlcc_optio
         put_str(b, ld && ld[0] ? ld : NULL);
         return DL_OK;
     }
-    case 3: { // target: triple/CPU as codegen resolves it, the user's strings, host features
-        char target[256];
-        dl_cg_target_describe(&o->cg, target, sizeof target);
-        put_str(b, target);
-        put_str(b, o->cg.cpu);
-        put_str(b, o->cg.features);
-        char *feats = dl_cg_target_features(&o->cg);
-        if (!feats) {
+    case 3: { // target: the target's own part (dl_cg_target_key: its name, triple/CPU as
+        // codegen resolves it, the user's strings, the exact features codegen will use)
+        char *tk = dl_cg_target_key(&o->cg);
+        if (!tk) {
             return DL_ERR_NOMEM;
         }
-        put_str(b, feats); // what codegen will actually target
-        free(feats);
+        put_str(b, tk);
+        free(tk);
         return DL_OK;
     }
     case 4: // format: the artifact format version

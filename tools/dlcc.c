@@ -67,8 +67,9 @@ static const cmd_help helps[] = {
      "                     if there are any\n",
      NULL},
     {"compile", "compile a model to a native artifact (.so)",
-     "dlcc compile FILE [-D NAME=INT]... [-o OUT.so] [--cpu NAME] [--features F] [-O N]\n"
-     "                    [--no-cache] [--cache-dir DIR] [-v]",
+     "dlcc compile FILE [-D NAME=INT]... [-o OUT.so] [--target NAME] [--cpu NAME]\n"
+     "                    [--features F] [-O N] [--no-cache] [--cache-dir DIR] [-v]\n"
+     "dlcc compile --target [list]",
      "Compiles FILE (its infer entry point, and train_step when it has a train block) to\n"
      "native code for this machine through LLVM and\n"
      "writes the artifact, an ELF shared object loadable by libdlrt, atomically to OUT\n"
@@ -79,6 +80,7 @@ static const cmd_help helps[] = {
      "\n"
      "  -D NAME=INT        bind dim NAME (e.g. -D N=64)\n"
      "  -o, --output OUT   where to write the artifact\n"
+     "  --target NAME      x86-64 (the default); --target alone (or list) lists the targets\n"
      "  --cpu NAME         target CPU (LLVM name, e.g. skylake-avx512; default: this machine)\n"
      "  --features F       LLVM target features, e.g. +avx2,-avx512f (default: the CPU's)\n"
      "  -O N               optimisation level 0-3 (default 3)\n"
@@ -1938,6 +1940,24 @@ static char *default_artifact_path(const char *file) {
     return p;
 }
 
+// `dlcc compile --target` (no value, list or help): the targets codegen knows.
+static int print_targets(void) {
+    size_t n = 0;
+    const dl_cg_target_info *t = dl_cg_target_list(&n);
+    printf("targets (dlcc compile --target NAME; default: %s):\n", t[0].name);
+    for (size_t i = 0; i < n; i++) {
+        printf("  %-12s %s\n", t[i].name, t[i].summary);
+        if (t[i].levels) {
+            printf("  %-12s CPU levels (--cpu):", "");
+            for (const char *const *l = t[i].levels; *l; l++) {
+                printf("%s %s", l == t[i].levels ? "" : ",", *l);
+            }
+            printf("\n");
+        }
+    }
+    return EXIT_OK;
+}
+
 static int cmd_compile(int argc, char **argv) {
     args a = {"compile", argc, argv, 0, false};
     const char *file = NULL, *out_path = NULL, *opt = NULL, *repeat_arg = NULL;
@@ -1966,6 +1986,9 @@ static int cmd_compile(int argc, char **argv) {
             }
             file = arg;
             a.i++;
+        } else if (strcmp(arg, "--target") == 0 && a.i + 1 == argc) {
+            rc = print_targets(); // --target with no value lists them
+            goto out;
         } else if ((r = take_flag(&a, "-D", NULL, true, &val)) != 0) {
             bind b;
             if (r < 0 || (rc = parse_define("compile", val, &b)) != EXIT_OK) {
@@ -1977,6 +2000,7 @@ static int cmd_compile(int argc, char **argv) {
                 goto out;
             }
         } else if ((r = take_flag(&a, "-o", "--output", true, &out_path)) != 0 ||
+                   (r = take_flag(&a, NULL, "--target", true, &o.cg.target)) != 0 ||
                    (r = take_flag(&a, NULL, "--cpu", true, &o.cg.cpu)) != 0 ||
                    (r = take_flag(&a, NULL, "--features", true, &o.cg.features)) != 0 ||
                    (r = take_flag(&a, "-O", NULL, true, &opt)) != 0 ||
@@ -1992,6 +2016,10 @@ static int cmd_compile(int argc, char **argv) {
             rc = usage_error("compile", "unknown flag '%s'", arg);
             goto out;
         }
+    }
+    if (o.cg.target && (strcmp(o.cg.target, "list") == 0 || strcmp(o.cg.target, "help") == 0)) {
+        rc = print_targets();
+        goto out;
     }
     if (!file) {
         rc = usage_error("compile", "no model file");

@@ -1,11 +1,10 @@
-// codegen/x86/x86.h — the x86-64 target's parts the compile driver calls. Private to codegen/.
+// codegen/x86/x86.h — the parts of the x86-64 target (x86_target.c) that live in
+// x86_link.c. Private to codegen/.
 #ifndef CG_X86_H
 #define CG_X86_H
 
 #include "cg_internal.h"
 
-// Creates c->tm for `o` (checked options), sets the module's triple and data layout and c->isa.
-DL_NODISCARD dl_status dl_cg__x86_make_target_machine(cg *c, const dl_cg_options *o);
 // Adds @dlcc_plan (the plan blob), @dlcc_fns (the kernel table) and the exported descriptor
 // @dlcc_artifact_v1 to the module.
 void dl_cg__x86_add_artifact_globals(cg *c, const uint8_t *plan, size_t plan_len);

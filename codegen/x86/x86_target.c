@@ -7,6 +7,7 @@
 // without 64-bit support), and dl_cg_target_features returns exactly that string, which the
 // cache key hashes.
 #include "cg_internal.h"
+#include "cg_target.h"
 #include "x86/x86.h"
 
 #include <llvm-c/Core.h>
@@ -45,11 +46,7 @@ static bool in_names(const char *s, size_t n, const char *const *names, size_t n
     return false;
 }
 
-dl_status dl_cg_options_check(const dl_cg_options *o, char *err, size_t err_size) {
-    if (o->opt_level < 0 || o->opt_level > 3) {
-        snprintf(err, err_size, "optimisation level must be 0..3, got %d", o->opt_level);
-        return DL_ERR_INVALID_ARG;
-    }
+static dl_status x86_options_check(const dl_cg_options *o, char *err, size_t err_size) {
     if (o->cpu && o->cpu[0] && strcmp(o->cpu, "native") != 0 &&
         !in_names(o->cpu, strlen(o->cpu), dl_cg_x86_cpus, DL_ARRAY_LEN(dl_cg_x86_cpus))) {
         snprintf(err, err_size,
@@ -127,12 +124,7 @@ static void free_cpu(char *cpu, char *features, const dl_cg_options *o, bool fea
     }
 }
 
-void dl_cg_target_describe(const dl_cg_options *o, char *buf, size_t size) {
-    dl_cg_options def;
-    if (!o) {
-        dl_cg_options_init(&def);
-        o = &def;
-    }
+static void x86_describe(const dl_cg_options *o, char *buf, size_t size) {
     char *triple = LLVMGetDefaultTargetTriple();
     char *cpu, *features;
     bool fl;
@@ -177,12 +169,9 @@ static char *features_with_64bit(const char *features) {
     return f;
 }
 
-char *dl_cg_target_features(const dl_cg_options *o) {
-    dl_cg_options def;
-    if (!o) {
-        dl_cg_options_init(&def);
-        o = &def;
-    }
+// The exact feature string codegen uses for `o` (the host's features from cpuid when the CPU is
+// the host and no features are given, then "+64bit"). Heap string or NULL.
+static char *x86_features(const dl_cg_options *o) {
     char *cpu, *features;
     bool fl;
     resolve_cpu(o, &cpu, &features, &fl);
@@ -191,7 +180,7 @@ char *dl_cg_target_features(const dl_cg_options *o) {
     return f;
 }
 
-dl_status dl_cg__x86_make_target_machine(cg *c, const dl_cg_options *o) {
+static dl_status x86_make_machine(cg *c, const dl_cg_options *o) {
     init_targets();
     char *triple = LLVMGetDefaultTargetTriple();
     char *err = NULL;
@@ -230,3 +219,113 @@ dl_status dl_cg__x86_make_target_machine(cg *c, const dl_cg_options *o) {
     LLVMDisposeMessage(triple);
     return c->tm ? DL_OK : DL_ERR_BACKEND;
 }
+
+// The cache key's target part: the description (triple/CPU as resolved), the user's CPU and
+// feature strings, and the exact feature string LLVM gets. No field holds a newline (names are
+// checked against LLVM's lists), so the joined string is unambiguous.
+static char *x86_key_part(const dl_cg_options *o) {
+    char target[256];
+    x86_describe(o, target, sizeof target);
+    char *feats = x86_features(o);
+    if (!feats) {
+        return NULL;
+    }
+    const char *cpu = o->cpu ? o->cpu : "", *uf = o->features ? o->features : "";
+    size_t n = strlen(target) + strlen(cpu) + strlen(uf) + strlen(feats) + 8;
+    char *k = dl_mem_alloc(n);
+    if (k) {
+        snprintf(k, n, "%s\n%s\n%s\n%s", target, cpu, uf, feats);
+    }
+    free(feats);
+    return k;
+}
+
+// The f32 lanes of the vectors the kernels are tiled for: AVX-512F 16; AVX2 with FMA 8 (the
+// 256-bit tiles need both); else SSE's 4. Other dtypes: the same bits over their compute size.
+static int64_t x86_vector_width(const cg *c, dl_dtype t) {
+    int64_t bits = (c->isa & DLRT_ISA_AVX512F)                           ? 512
+                   : (c->isa & DLRT_ISA_AVX2) && (c->isa & DLRT_ISA_FMA) ? 256
+                                                                         : 128;
+    size_t size =
+        t == DL_DT_FLOAT16 || t == DL_DT_BFLOAT16 || t == DL_DT_BOOL ? 4 : dl_dtype_size(t);
+    return bits / (int64_t)(8 * size);
+}
+
+// libm: float f(float) / float f(float, float), declared on first use; the .so links -lm.
+static LLVMValueRef libm_fn(cg *c, const char *name, unsigned n, LLVMTypeRef *fty) {
+    LLVMTypeRef ps[2] = {c->t_f32, c->t_f32};
+    *fty = LLVMFunctionType(c->t_f32, ps, n, 0);
+    LLVMValueRef fn = LLVMGetNamedFunction(c->mod, name);
+    if (!fn) {
+        fn = LLVMAddFunction(c->mod, name, *fty);
+    }
+    return fn;
+}
+
+static LLVMValueRef x86_math1(cg *c, const char *name, LLVMValueRef a) {
+    LLVMTypeRef fty;
+    LLVMValueRef fn = libm_fn(c, name, 1, &fty);
+    return LLVMBuildCall2(c->b, fty, fn, &a, 1, "");
+}
+
+static LLVMValueRef x86_math2(cg *c, const char *name, LLVMValueRef a, LLVMValueRef b) {
+    LLVMTypeRef fty;
+    LLVMValueRef fn = libm_fn(c, name, 2, &fty);
+    LLVMValueRef args[2] = {a, b};
+    return LLVMBuildCall2(c->b, fty, fn, args, 2, "");
+}
+
+// Host range ABI: void k(ptr args, i64 begin, i64 end), internal (the kernel table, a global of
+// the module, is how the runtime reaches it); the kernel loops over [begin, end).
+static void x86_kernel_begin(cg *c, cg_kernel *k, const char *name) {
+    k->fn = LLVMAddFunction(c->mod, name, c->t_kernel);
+    LLVMSetLinkage(k->fn, LLVMInternalLinkage);
+    LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(c->ctx, k->fn, "entry");
+    LLVMPositionBuilderAtEnd(c->b, entry);
+    k->args = LLVMGetParam(k->fn, 0);
+    k->begin = LLVMGetParam(k->fn, 1);
+    k->end = LLVMGetParam(k->fn, 2);
+}
+
+static void x86_kernel_end(cg *c, cg_kernel *k) {
+    (void)k;
+    LLVMBuildRetVoid(c->b);
+}
+
+static dl_status x86_finish_module(cg *c, const uint8_t *plan, size_t plan_len) {
+    dl_cg__x86_add_artifact_globals(c, plan, plan_len);
+    return DL_OK;
+}
+
+// Object code emitted to memory, linked into an ELF shared object.
+static dl_status x86_package(cg *c, const dl_cg_options *o, uint8_t **out, size_t *out_len) {
+    char *err = NULL;
+    LLVMMemoryBufferRef obj = NULL;
+    if (LLVMTargetMachineEmitToMemoryBuffer(c->tm, c->mod, LLVMObjectFile, &err, &obj)) {
+        dl_diag(c->d, DL_SEV_ERROR, DL_NO_LOC, "llvm: cannot emit object code: %s", err);
+        LLVMDisposeMessage(err);
+        return DL_ERR_BACKEND;
+    }
+    dl_status st =
+        dl_cg__x86_link_object(c, o, LLVMGetBufferStart(obj), LLVMGetBufferSize(obj), out, out_len);
+    LLVMDisposeMemoryBuffer(obj);
+    return st;
+}
+
+const cg_target dl_cg__x86_64_target = {
+    .name = "x86-64",
+    .index_model = CG_INDEX_HOST_RANGE,
+    .packaging = CG_PACKAGE_ELF_SO,
+    .options_check = x86_options_check,
+    .describe = x86_describe,
+    .key_part = x86_key_part,
+    .make_machine = x86_make_machine,
+    .vector_width = x86_vector_width,
+    .math1 = x86_math1,
+    .math2 = x86_math2,
+    .kernel_begin = x86_kernel_begin,
+    .kernel_end = x86_kernel_end,
+    .lower_node = dl_cg__lower_node,
+    .finish_module = x86_finish_module,
+    .package = x86_package,
+};

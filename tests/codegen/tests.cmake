@@ -29,3 +29,9 @@ endif()
 add_test(NAME codegen_ops_v4_compile COMMAND test_codegen)
 set_tests_properties(codegen_ops_v4_compile PROPERTIES LABELS numeric
                      ENVIRONMENT "DLCC_TEST_CPU=x86-64-v4;DLCC_TEST_COMPILE_ONLY=1")
+# The target seam: elementwise kernels lowered through codegen/nvptx/ by the shared lowering,
+# emitted as PTX for sm_80 and assembled by ptxas (no GPU needed; exits 77 without ptxas).
+add_executable(test_nvptx_ptxas ${CMAKE_CURRENT_LIST_DIR}/nvptx_ptxas.c)
+target_link_libraries(test_nvptx_ptxas PRIVATE dl_flags dlcc_lib)
+add_test(NAME codegen_nvptx_ptxas COMMAND test_nvptx_ptxas)
+set_tests_properties(codegen_nvptx_ptxas PROPERTIES LABELS unit SKIP_RETURN_CODE 77)

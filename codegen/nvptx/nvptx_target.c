@@ -1,0 +1,327 @@
+// codegen/nvptx/nvptx_target.c — the NVPTX target (nvptx64-nvidia-cuda, sm_XX): enough of a GPU
+// target to lower the shared elementwise family and emit PTX through LLVM's NVPTX backend, the
+// proof of the target seam (dl_cg_emit_ptx; tests/codegen/nvptx_ptxas.c assembles the PTX with
+// ptxas). The rest of the GPU backend (other op families, the train step, the artifact with a
+// device image, the runtime's CUDA device) is issue 14.
+//
+// Kernel ABI: the host range signature kept, void k(ptr args, i64 begin, i64 end), marked a
+// kernel entry in !nvvm.annotations (LLVM 19's NVPTX backend reads the kernel mark there). Index
+// model: one index per thread, i = begin + ctaid.x * ntid.x + tid.x; a thread with i >= end
+// returns at once, the others compute the range [i, i + 1) through the shared lowering's loop.
+// Math: libm names map to libdevice's __nv_* functions; libdevice
+// ($DLCC_LIBDEVICE, else /usr/local/cuda/nvvm/libdevice/libdevice.10.bc) is linked only when a
+// kernel calls one, its functions made internal so that only what is called stays.
+#include "cg_internal.h"
+
+#include <llvm-c/BitReader.h>
+#include <llvm-c/Core.h>
+#include <llvm-c/Linker.h>
+#include <llvm-c/Target.h>
+#include <llvm-c/TargetMachine.h>
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NVPTX_TRIPLE     "nvptx64-nvidia-cuda"
+#define LIBDEVICE_PREFIX "__nv_"
+#define LIBDEVICE_PATH   "/usr/local/cuda/nvvm/libdevice/libdevice.10.bc"
+
+static pthread_once_t nvptx_once = PTHREAD_ONCE_INIT;
+
+static void init_nvptx_once(void) {
+    LLVMInitializeNVPTXTargetInfo();
+    LLVMInitializeNVPTXTarget();
+    LLVMInitializeNVPTXTargetMC();
+    LLVMInitializeNVPTXAsmPrinter();
+}
+
+// The GPUs LLVM 19's NVPTX backend knows (its processor list).
+static const char *const sm_names[] = {"sm_50", "sm_52", "sm_53", "sm_60", "sm_61",
+                                       "sm_62", "sm_70", "sm_72", "sm_75", "sm_80",
+                                       "sm_86", "sm_87", "sm_89", "sm_90", "sm_90a"};
+
+static const char *sm_of(const dl_cg_options *o) {
+    return o->cpu && o->cpu[0] ? o->cpu : "sm_80";
+}
+
+static dl_status nvptx_options_check(const dl_cg_options *o, char *err, size_t err_size) {
+    const char *sm = sm_of(o);
+    bool known = false;
+    for (size_t i = 0; i < DL_ARRAY_LEN(sm_names) && !known; i++) {
+        known = strcmp(sm, sm_names[i]) == 0;
+    }
+    if (!known) {
+        snprintf(err, err_size, "unknown GPU '%s' for nvptx (e.g. sm_80, sm_86, sm_90)", sm);
+        return DL_ERR_INVALID_ARG;
+    }
+    if (o->features && o->features[0]) {
+        snprintf(err, err_size, "nvptx takes no target features, got '%s'", o->features);
+        return DL_ERR_INVALID_ARG;
+    }
+    return DL_OK;
+}
+
+static void nvptx_describe(const dl_cg_options *o, char *buf, size_t size) {
+    snprintf(buf, size, "%s/%s", NVPTX_TRIPLE, sm_of(o));
+}
+
+static char *nvptx_key_part(const dl_cg_options *o) {
+    char buf[64];
+    nvptx_describe(o, buf, sizeof buf);
+    return dl_mem_strdup(buf);
+}
+
+static dl_status nvptx_make_machine(cg *c, const dl_cg_options *o) {
+    pthread_once(&nvptx_once, init_nvptx_once);
+    char *err = NULL;
+    LLVMTargetRef target;
+    if (LLVMGetTargetFromTriple(NVPTX_TRIPLE, &target, &err)) {
+        dl_diag(c->d, DL_SEV_ERROR, DL_NO_LOC, "llvm: no target for %s: %s", NVPTX_TRIPLE,
+                err ? err : "");
+        LLVMDisposeMessage(err);
+        return DL_ERR_BACKEND;
+    }
+    LLVMCodeGenOptLevel lvl = o->opt_level <= 0 ? LLVMCodeGenLevelNone : LLVMCodeGenLevelAggressive;
+    c->tm = LLVMCreateTargetMachine(target, NVPTX_TRIPLE, sm_of(o), "", lvl, LLVMRelocDefault,
+                                    LLVMCodeModelDefault);
+    if (!c->tm) {
+        dl_diag(c->d, DL_SEV_ERROR, DL_NO_LOC, "llvm: cannot create a target machine for %s/%s",
+                NVPTX_TRIPLE, sm_of(o));
+        return DL_ERR_BACKEND;
+    }
+    LLVMSetTarget(c->mod, NVPTX_TRIPLE);
+    LLVMTargetDataRef td = LLVMCreateTargetDataLayout(c->tm);
+    char *layout = LLVMCopyStringRepOfTargetData(td);
+    LLVMSetDataLayout(c->mod, layout);
+    LLVMDisposeMessage(layout);
+    LLVMDisposeTargetData(td);
+    c->isa = 0; // no host ISA bits: the GPU is the device
+    return DL_OK;
+}
+
+// Scalar code per thread: the parallelism is the grid.
+static int64_t nvptx_vector_width(const cg *c, dl_dtype t) {
+    (void)c;
+    (void)t;
+    return 1;
+}
+
+// libdevice's function for the libm name (erff -> __nv_erff), declared on first use.
+static LLVMValueRef libdevice_fn(cg *c, const char *name, unsigned n, LLVMTypeRef *fty) {
+    char nv[64];
+    snprintf(nv, sizeof nv, LIBDEVICE_PREFIX "%s", name);
+    LLVMTypeRef ps[2] = {c->t_f32, c->t_f32};
+    *fty = LLVMFunctionType(c->t_f32, ps, n, 0);
+    LLVMValueRef fn = LLVMGetNamedFunction(c->mod, nv);
+    if (!fn) {
+        fn = LLVMAddFunction(c->mod, nv, *fty);
+    }
+    return fn;
+}
+
+static LLVMValueRef nvptx_math1(cg *c, const char *name, LLVMValueRef a) {
+    LLVMTypeRef fty;
+    LLVMValueRef fn = libdevice_fn(c, name, 1, &fty);
+    return LLVMBuildCall2(c->b, fty, fn, &a, 1, "");
+}
+
+static LLVMValueRef nvptx_math2(cg *c, const char *name, LLVMValueRef a, LLVMValueRef b) {
+    LLVMTypeRef fty;
+    LLVMValueRef fn = libdevice_fn(c, name, 2, &fty);
+    LLVMValueRef args[2] = {a, b};
+    return LLVMBuildCall2(c->b, fty, fn, args, 2, "");
+}
+
+// A special register as i64: llvm.nvvm.read.ptx.sreg.NAME (i32, never negative).
+static LLVMValueRef sreg(cg *c, const char *name) {
+    char full[64];
+    snprintf(full, sizeof full, "llvm.nvvm.read.ptx.sreg.%s", name);
+    unsigned id = LLVMLookupIntrinsicID(full, strlen(full));
+    DL_ASSERT(id != 0);
+    LLVMValueRef fn = LLVMGetIntrinsicDeclaration(c->mod, id, NULL, 0);
+    LLVMTypeRef fty = LLVMIntrinsicGetType(c->ctx, id, NULL, 0);
+    LLVMValueRef v = LLVMBuildCall2(c->b, fty, fn, NULL, 0, name);
+    return LLVMBuildZExt(c->b, v, c->t_i64, "");
+}
+
+// Grid index model (see the file comment): entry computes i and the bounds check; the body
+// block, where the lowering goes on, covers [i, i + 1).
+static void nvptx_kernel_begin(cg *c, cg_kernel *k, const char *name) {
+    k->fn = LLVMAddFunction(c->mod, name, c->t_kernel); // external: a kernel entry
+    LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(c->ctx, k->fn, "entry");
+    LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(c->ctx, k->fn, "body");
+    LLVMBasicBlockRef skip = LLVMAppendBasicBlockInContext(c->ctx, k->fn, "out_of_range");
+    LLVMPositionBuilderAtEnd(c->b, entry);
+    k->args = LLVMGetParam(k->fn, 0);
+    LLVMValueRef begin = LLVMGetParam(k->fn, 1), end = LLVMGetParam(k->fn, 2);
+    LLVMValueRef block = LLVMBuildMul(c->b, sreg(c, "ctaid.x"), sreg(c, "ntid.x"), "");
+    LLVMValueRef i =
+        LLVMBuildAdd(c->b, begin, LLVMBuildAdd(c->b, block, sreg(c, "tid.x"), ""), "i");
+    LLVMBuildCondBr(c->b, LLVMBuildICmp(c->b, LLVMIntSLT, i, end, ""), body, skip);
+    LLVMPositionBuilderAtEnd(c->b, skip);
+    LLVMBuildRetVoid(c->b);
+    LLVMPositionBuilderAtEnd(c->b, body);
+    k->begin = i;
+    k->end = LLVMBuildAdd(c->b, i, cg_i64(c, 1), "");
+}
+
+// ret void, and the kernel mark: !nvvm.annotations !{ptr @k, !"kernel", i32 1}.
+static void nvptx_kernel_end(cg *c, cg_kernel *k) {
+    LLVMBuildRetVoid(c->b);
+    LLVMMetadataRef md[3] = {LLVMValueAsMetadata(k->fn),
+                             LLVMMDStringInContext2(c->ctx, "kernel", 6),
+                             LLVMValueAsMetadata(LLVMConstInt(c->t_i32, 1, 0))};
+    LLVMValueRef node = LLVMMetadataAsValue(c->ctx, LLVMMDNodeInContext2(c->ctx, md, 3));
+    LLVMAddNamedMetadataOperand(c->mod, "nvvm.annotations", node);
+}
+
+// The ops this target lowers so far: the shared elementwise family, except Dropout (its RNG
+// stream is the host's). Every other family is per-target and not written for NVPTX yet.
+// TODO(target): ask the op table's kind column once it has one #13
+static const dl_ir_op nvptx_ops[] = {
+    DL_IR_OP_ADD, DL_IR_OP_SUB,   DL_IR_OP_MUL,        DL_IR_OP_DIV,     DL_IR_OP_NEG,
+    DL_IR_OP_ABS, DL_IR_OP_EXP,   DL_IR_OP_LOG,        DL_IR_OP_SQRT,    DL_IR_OP_RECIPROCAL,
+    DL_IR_OP_POW, DL_IR_OP_RELU,  DL_IR_OP_LEAKY_RELU, DL_IR_OP_SIGMOID, DL_IR_OP_TANH,
+    DL_IR_OP_ERF, DL_IR_OP_GELU,  DL_IR_OP_SOFTPLUS,   DL_IR_OP_CLIP,    DL_IR_OP_MAX,
+    DL_IR_OP_MIN, DL_IR_OP_WHERE, DL_IR_OP_EQUAL,      DL_IR_OP_LESS,    DL_IR_OP_GREATER,
+    DL_IR_OP_NOT, DL_IR_OP_AND,   DL_IR_OP_OR,         DL_IR_OP_CAST,    DL_IR_OP_IDENTITY,
+};
+
+static bool nvptx_lowers(dl_ir_op op) {
+    for (size_t i = 0; i < DL_ARRAY_LEN(nvptx_ops); i++) {
+        if (nvptx_ops[i] == op) {
+            return true;
+        }
+    }
+    return false;
+}
+
+static dl_status nvptx_lower_node(cg *c, const dl_ir_node *n) {
+    if (!nvptx_lowers(n->op)) {
+        cg_error(c, "not lowered for nvptx yet (the CUDA backend is issue 14)");
+        return DL_ERR_UNSUPPORTED;
+    }
+    return dl_cg__lower_node(c, n);
+}
+
+static bool calls_libdevice(LLVMModuleRef mod) {
+    for (LLVMValueRef f = LLVMGetFirstFunction(mod); f; f = LLVMGetNextFunction(f)) {
+        size_t n;
+        const char *name = LLVMGetValueName2(f, &n);
+        if (LLVMIsDeclaration(f) && strncmp(name, LIBDEVICE_PREFIX, 5) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+static bool is_kernel(const cg *c, LLVMValueRef f) {
+    for (size_t i = 0; i < c->fns.len; i++) {
+        if (c->fns.data[i] == f) {
+            return true;
+        }
+    }
+    return false;
+}
+
+// Links libdevice into the module when a kernel calls it; its definitions become internal, so
+// the optimiser keeps (and inlines) only what is called.
+static dl_status nvptx_finish_module(cg *c, const uint8_t *plan, size_t plan_len) {
+    (void)plan; // the device-image artifact that carries the plan is issue 14
+    (void)plan_len;
+    if (!calls_libdevice(c->mod)) {
+        return DL_OK;
+    }
+    const char *path = getenv("DLCC_LIBDEVICE");
+    path = path && path[0] ? path : LIBDEVICE_PATH;
+    LLVMMemoryBufferRef buf = NULL;
+    char *err = NULL;
+    if (LLVMCreateMemoryBufferWithContentsOfFile(path, &buf, &err)) {
+        dl_diag(c->d, DL_SEV_ERROR, DL_NO_LOC,
+                "nvptx: a kernel calls a math function, which needs libdevice, and %s cannot be "
+                "read: %s (install the CUDA toolkit or set DLCC_LIBDEVICE)",
+                path, err ? err : "");
+        LLVMDisposeMessage(err);
+        return DL_ERR_BACKEND;
+    }
+    LLVMModuleRef lib = NULL;
+    LLVMBool bad = LLVMParseBitcodeInContext2(c->ctx, buf, &lib);
+    LLVMDisposeMemoryBuffer(buf);
+    if (bad) {
+        dl_diag(c->d, DL_SEV_ERROR, DL_NO_LOC, "nvptx: %s is not LLVM bitcode", path);
+        return DL_ERR_BACKEND;
+    }
+    // libdevice says nvptx64-nvidia-gpulibs; ours wins, so linking has nothing to warn about.
+    LLVMSetTarget(lib, NVPTX_TRIPLE);
+    LLVMSetDataLayout(lib, LLVMGetDataLayoutStr(c->mod));
+    if (LLVMLinkModules2(c->mod, lib)) { // consumes lib
+        dl_diag(c->d, DL_SEV_ERROR, DL_NO_LOC, "nvptx: cannot link %s", path);
+        return DL_ERR_BACKEND;
+    }
+    // What libdevice brought becomes internal (after linking: an internal definition would not
+    // resolve our declarations): every function that is no kernel, and every global (the device
+    // module has none of its own).
+    for (LLVMValueRef f = LLVMGetFirstFunction(c->mod); f; f = LLVMGetNextFunction(f)) {
+        size_t n;
+        const char *name = LLVMGetValueName2(f, &n);
+        if (LLVMIsDeclaration(f)) {
+            if (strncmp(name, LIBDEVICE_PREFIX, 5) == 0) {
+                dl_diag(c->d, DL_SEV_ERROR, DL_NO_LOC, "nvptx: libdevice has no %s", name);
+                return DL_ERR_UNSUPPORTED;
+            }
+        } else if (!is_kernel(c, f)) {
+            LLVMSetLinkage(f, LLVMInternalLinkage);
+        }
+    }
+    for (LLVMValueRef g = LLVMGetFirstGlobal(c->mod); g; g = LLVMGetNextGlobal(g)) {
+        if (!LLVMIsDeclaration(g)) {
+            LLVMSetLinkage(g, LLVMInternalLinkage);
+        }
+    }
+    return DL_OK;
+}
+
+// PTX text from the optimised module, NUL-terminated (the length leaves the NUL out).
+static dl_status nvptx_package(cg *c, const dl_cg_options *o, uint8_t **out, size_t *out_len) {
+    (void)o;
+    char *err = NULL;
+    LLVMMemoryBufferRef asm_buf = NULL;
+    if (LLVMTargetMachineEmitToMemoryBuffer(c->tm, c->mod, LLVMAssemblyFile, &err, &asm_buf)) {
+        dl_diag(c->d, DL_SEV_ERROR, DL_NO_LOC, "llvm: cannot emit PTX: %s", err);
+        LLVMDisposeMessage(err);
+        return DL_ERR_BACKEND;
+    }
+    size_t n = LLVMGetBufferSize(asm_buf);
+    uint8_t *p = dl_mem_alloc(n + 1);
+    if (p) {
+        memcpy(p, LLVMGetBufferStart(asm_buf), n);
+        p[n] = 0;
+    }
+    LLVMDisposeMemoryBuffer(asm_buf);
+    if (!p) {
+        return DL_ERR_NOMEM;
+    }
+    *out = p;
+    *out_len = n;
+    return DL_OK;
+}
+
+const cg_target dl_cg__nvptx_target = {
+    .name = "nvptx",
+    .index_model = CG_INDEX_GPU_GRID,
+    .packaging = CG_PACKAGE_DEVICE_IMAGE,
+    .options_check = nvptx_options_check,
+    .describe = nvptx_describe,
+    .key_part = nvptx_key_part,
+    .make_machine = nvptx_make_machine,
+    .vector_width = nvptx_vector_width,
+    .math1 = nvptx_math1,
+    .math2 = nvptx_math2,
+    .kernel_begin = nvptx_kernel_begin,
+    .kernel_end = nvptx_kernel_end,
+    .lower_node = nvptx_lower_node,
+    .finish_module = nvptx_finish_module,
+    .package = nvptx_package,
+};
