@@ -156,10 +156,16 @@ static void nvptx_kernel_begin(cg *c, cg_kernel *k, const char *name) {
     LLVMPositionBuilderAtEnd(c->b, entry);
     k->args = LLVMGetParam(k->fn, 0);
     LLVMValueRef begin = LLVMGetParam(k->fn, 1), end = LLVMGetParam(k->fn, 2);
-    LLVMValueRef block = LLVMBuildMul(c->b, sreg(c, "ctaid.x"), sreg(c, "ntid.x"), "");
-    LLVMValueRef i =
-        LLVMBuildAdd(c->b, begin, LLVMBuildAdd(c->b, block, sreg(c, "tid.x"), ""), "i");
-    LLVMBuildCondBr(c->b, LLVMBuildICmp(c->b, LLVMIntSLT, i, end, ""), body, skip);
+    // One statement per instruction: C leaves the order of argument evaluation open, and the
+    // emitted IR (so the PTX) must not depend on the compiler that built dlcc.
+    LLVMValueRef ctaid = sreg(c, "ctaid.x");
+    LLVMValueRef ntid = sreg(c, "ntid.x");
+    LLVMValueRef tid = sreg(c, "tid.x");
+    LLVMValueRef block = LLVMBuildMul(c->b, ctaid, ntid, "");
+    LLVMValueRef gid = LLVMBuildAdd(c->b, block, tid, "");
+    LLVMValueRef i = LLVMBuildAdd(c->b, begin, gid, "i");
+    LLVMValueRef in_range = LLVMBuildICmp(c->b, LLVMIntSLT, i, end, "");
+    LLVMBuildCondBr(c->b, in_range, body, skip);
     LLVMPositionBuilderAtEnd(c->b, skip);
     LLVMBuildRetVoid(c->b);
     LLVMPositionBuilderAtEnd(c->b, body);
