@@ -228,12 +228,35 @@ DL_TEST(key_sees_what_changes_code) {
     dlcc_options_init(&o);
     o.cg.features = "-avx512f";
     DL_CHECK_EQ_I64(differs("", "", &o), 1);
+    // Naming the default target gives the same code: the same key (the target's own key part).
+    dlcc_options_init(&o);
+    o.cg.target = "x86-64";
+    DL_CHECK_EQ_I64(differs("", "", &o), 0);
     // A dim bound with -D to its own default value gives the same code: the same key.
     dlcc_options_init(&o);
     bind.value = 4;
     o.binds = &bind;
     o.n_binds = 1;
     DL_CHECK_EQ_I64(differs("", "", &o), 0);
+}
+
+// Targets: x86-64 is the default and built; a CUDA target is named but refused as not built
+// (DL_ERR_UNSUPPORTED, saying issue 14); anything else is an unknown target.
+DL_TEST(targets_are_listed_and_checked) {
+    size_t n = 0;
+    const dl_cg_target_info *t = dl_cg_target_list(&n);
+    DL_CHECK(n >= 2 && strcmp(t[0].name, "x86-64") == 0 && t[0].is_built);
+    dl_cg_options o;
+    dl_cg_options_init(&o);
+    char err[256];
+    o.target = "x86-64";
+    DL_CHECK_EQ_I64(dl_cg_options_check(&o, err, sizeof err), DL_OK);
+    o.target = "cuda:sm_80";
+    DL_CHECK_EQ_I64(dl_cg_options_check(&o, err, sizeof err), DL_ERR_UNSUPPORTED);
+    DL_CHECK(strstr(err, "not built yet (issue 14)") != NULL);
+    o.target = "arm64";
+    DL_CHECK_EQ_I64(dl_cg_options_check(&o, err, sizeof err), DL_ERR_INVALID_ARG);
+    DL_CHECK(strstr(err, "unknown target 'arm64'") != NULL);
 }
 
 DL_TEST(dtype_and_interface_names_change_the_key) {
