@@ -13,6 +13,7 @@
 // end - begin == numel * dtype size, and the entries tile [0, data_size) exactly. Names and
 // metadata keys are unique (checked by sorting an index, which dl_st_find / dl_st_metadata then
 // binary-search).
+#include "dl_json.h"
 #include "dl_safetensors.h"
 
 #include <errno.h>
@@ -236,45 +237,6 @@ dl_status dl_st_writer_set_metadata(dl_st_writer *w, const char *key, const char
     return DL_OK;
 }
 
-// A JSON string literal: '"', '\\' and control characters escaped (the short forms where JSON
-// has them, else \u00XX); everything else, including UTF-8, verbatim.
-static void json_put_string(dl_strbuf *b, const char *s) {
-    dl_strbuf_append(b, "\"", 1);
-    for (; *s; s++) {
-        unsigned char ch = (unsigned char)*s;
-        switch (ch) {
-        case '"':
-            dl_strbuf_append(b, "\\\"", 2);
-            break;
-        case '\\':
-            dl_strbuf_append(b, "\\\\", 2);
-            break;
-        case '\b':
-            dl_strbuf_append(b, "\\b", 2);
-            break;
-        case '\f':
-            dl_strbuf_append(b, "\\f", 2);
-            break;
-        case '\n':
-            dl_strbuf_append(b, "\\n", 2);
-            break;
-        case '\r':
-            dl_strbuf_append(b, "\\r", 2);
-            break;
-        case '\t':
-            dl_strbuf_append(b, "\\t", 2);
-            break;
-        default:
-            if (ch < 0x20) {
-                dl_strbuf_printf(b, "\\u%04x", ch);
-            } else {
-                dl_strbuf_append(b, s, 1);
-            }
-        }
-    }
-    dl_strbuf_append(b, "\"", 1);
-}
-
 // Builds "8-byte length + padded JSON" into *h (the file minus the data section).
 static dl_status build_header(const dl_st_writer *w, dl_strbuf *h) {
     dl_strbuf_append(h, "\0\0\0\0\0\0\0\0", 8);
@@ -286,9 +248,9 @@ static dl_status build_header(const dl_st_writer *w, dl_strbuf *h) {
             if (i) {
                 dl_strbuf_append(h, ",", 1);
             }
-            json_put_string(h, w->meta.data[i].key);
+            dl_json_put_string(h, w->meta.data[i].key);
             dl_strbuf_append(h, ":", 1);
-            json_put_string(h, w->meta.data[i].value);
+            dl_json_put_string(h, w->meta.data[i].value);
         }
         dl_strbuf_append(h, "}", 1);
         first = false;
@@ -300,7 +262,7 @@ static dl_status build_header(const dl_st_writer *w, dl_strbuf *h) {
             dl_strbuf_append(h, ",", 1);
         }
         first = false;
-        json_put_string(h, e->name);
+        dl_json_put_string(h, e->name);
         dl_strbuf_printf(h, ":{\"dtype\":\"%s\",\"shape\":[", dl_st_dtype_name(e->t.dtype));
         for (int32_t d = 0; d < e->t.rank; d++) {
             dl_strbuf_printf(h, "%s%lld", d ? "," : "", (long long)e->t.dims[d]);

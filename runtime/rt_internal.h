@@ -4,6 +4,7 @@
 #ifndef RT_INTERNAL_H
 #define RT_INTERNAL_H
 
+#include "dl_base.h"
 #include "dlrt.h"
 #include "dlrt_format.h"
 
@@ -91,5 +92,30 @@ dlrt_status rt__check_inputs(dlrt_session *s, int entry, const char *what);
 void rt__state_reset(dlrt_session *s, uint32_t b);
 // The tensor named `name` among params and optimizer state (-1 if none) (rt_session.c).
 long rt__find_param_or_state(const dlrt_model *m, const char *name);
+
+// THE mapping of a base status (dl_status, from base/'s readers and the cache) to the runtime's
+// public status; every runtime file converts through it. Parse and integrity failures of
+// untrusted input are DLRT_ERR_CORRUPT; what the runtime cannot do is DLRT_ERR_UNSUPPORTED.
+static inline dlrt_status rt__status_from_dl(dl_status st) {
+    switch (st) {
+    case DL_OK:
+        return DLRT_OK;
+    case DL_ERR_NOMEM:
+        return DLRT_ERR_NOMEM;
+    case DL_ERR_IO:
+        return DLRT_ERR_IO;
+    case DL_ERR_UNSUPPORTED:
+        return DLRT_ERR_UNSUPPORTED;
+    case DL_ERR_PARSE:
+    case DL_ERR_CORRUPT:
+        return DLRT_ERR_CORRUPT;
+    case DL_ERR_INVALID_ARG:
+    case DL_ERR_SHAPE:
+    case DL_ERR_BACKEND:
+    case DL_ERR_CACHE:
+        break;
+    }
+    return DLRT_ERR_INVALID_ARG;
+}
 
 #endif

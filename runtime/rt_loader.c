@@ -659,27 +659,6 @@ out:
     return DLRT_OK;
 }
 
-static dlrt_status from_dl(dl_status s) {
-    switch (s) {
-    case DL_OK:
-        return DLRT_OK;
-    case DL_ERR_NOMEM:
-        return DLRT_ERR_NOMEM;
-    case DL_ERR_IO:
-        return DLRT_ERR_IO;
-    case DL_ERR_PARSE:
-    case DL_ERR_CORRUPT:
-        return DLRT_ERR_CORRUPT;
-    case DL_ERR_INVALID_ARG:
-    case DL_ERR_SHAPE:
-    case DL_ERR_UNSUPPORTED:
-    case DL_ERR_BACKEND:
-    case DL_ERR_CACHE:
-        return DLRT_ERR_INVALID_ARG;
-    }
-    return DLRT_ERR_INVALID_ARG;
-}
-
 // Sets the sample shape from a [N, ...] array; rank-1 arrays give one-element samples.
 static dlrt_status set_shape(dlrt_loader *l, const int64_t *dims, int32_t rank, const char *what,
                              const char *path) {
@@ -729,7 +708,8 @@ dlrt_status dlrt_loader_create_idx(const char *images_path, const char *labels_p
     dl_idx lab = {0};
     dl_status ds = dl_idx_read(images_path, &l->idx, err, sizeof err);
     if (ds != DL_OK) {
-        st = rt__fail(from_dl(ds), "data loader: cannot read images %s: %s", images_path, err);
+        st = rt__fail(rt__status_from_dl(ds), "data loader: cannot read images %s: %s", images_path,
+                      err);
         goto fail;
     }
     st = set_shape(l, l->idx.dims, l->idx.rank, "images", images_path);
@@ -760,7 +740,8 @@ dlrt_status dlrt_loader_create_idx(const char *images_path, const char *labels_p
     if (labels_path) {
         ds = dl_idx_read(labels_path, &lab, err, sizeof err);
         if (ds != DL_OK) {
-            st = rt__fail(from_dl(ds), "data loader: cannot read labels %s: %s", labels_path, err);
+            st = rt__fail(rt__status_from_dl(ds), "data loader: cannot read labels %s: %s",
+                          labels_path, err);
             goto fail;
         }
         if (lab.rank != 1) {
@@ -810,7 +791,7 @@ static dlrt_status npy_load(const char *path, const char *what, char **buf, npy_
     dl_status ds = dl_read_file(path, buf, &len);
     if (ds != DL_OK) {
         int e = errno;
-        return rt__fail(from_dl(ds), "data loader: cannot read %s %s: %s", what, path,
+        return rt__fail(rt__status_from_dl(ds), "data loader: cannot read %s %s: %s", what, path,
                         ds == DL_ERR_IO ? strerror(e) : "out of memory");
     }
     dl_npy_view nv;

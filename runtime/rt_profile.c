@@ -18,6 +18,7 @@
 // chunk and nothing else.
 #define _GNU_SOURCE // (consistency with rt_exec.c: clock_gettime)
 #include "dl_base.h"
+#include "dl_json.h"
 #include "rt_internal.h"
 
 #include <stdio.h>
@@ -169,19 +170,14 @@ static const char *op_name(uint32_t op) {
     return op < N_OP_NAMES ? op_names[op] : "?";
 }
 
+// A JSON string (n bytes) through base's one escaper (dl_json.h).
 static void json_str(FILE *f, const char *p, size_t n) {
-    fputc('"', f);
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)p[i];
-        if (c == '"' || c == '\\') {
-            fprintf(f, "\\%c", c);
-        } else if (c < 0x20) {
-            fprintf(f, "\\u%04x", c);
-        } else {
-            fputc(c, f);
-        }
+    dl_strbuf b = {0};
+    dl_json_put_string_n(&b, p, n);
+    if (b.data) {
+        fputs(b.data, f);
     }
-    fputc('"', f);
+    dl_strbuf_fini(&b);
 }
 
 static void json_cstr(FILE *f, const char *p) {

@@ -191,28 +191,6 @@ static void tensor_of(dlrt_session *s, size_t t, dl_tensor *out) {
     out->data = s->buf_ptr[pt->buffer];
 }
 
-static dlrt_status st_status(dl_status st) {
-    switch (st) {
-    case DL_OK:
-        return DLRT_OK;
-    case DL_ERR_NOMEM:
-        return DLRT_ERR_NOMEM;
-    case DL_ERR_IO:
-        return DLRT_ERR_IO;
-    case DL_ERR_UNSUPPORTED:
-        return DLRT_ERR_UNSUPPORTED;
-    case DL_ERR_PARSE:
-    case DL_ERR_CORRUPT:
-        return DLRT_ERR_CORRUPT;
-    case DL_ERR_INVALID_ARG:
-    case DL_ERR_SHAPE:
-    case DL_ERR_BACKEND:
-    case DL_ERR_CACHE:
-        break;
-    }
-    return DLRT_ERR_INVALID_ARG;
-}
-
 enum { META_ACCUM_COUNT = 3, META_COUNT = 4 }; // meta_keys[] indices
 
 // Metadata of the hyper buffer's step state. `always`: written for every train step; else only
@@ -279,12 +257,13 @@ dlrt_status dlrt_session_save(dlrt_session *s, const char *path) {
         if (st != DL_OK) {
             int e = errno;
             dl_st_writer_destroy(w);
-            return rt__fail(st_status(st), "cannot write checkpoint %s: %s", path, strerror(e));
+            return rt__fail(rt__status_from_dl(st), "cannot write checkpoint %s: %s", path,
+                            strerror(e));
         }
     }
     dl_st_writer_destroy(w);
     if (st != DL_OK) {
-        return rt__fail(st_status(st), "cannot write checkpoint %s: %s", path,
+        return rt__fail(rt__status_from_dl(st), "cannot write checkpoint %s: %s", path,
                         st == DL_ERR_NOMEM ? "out of memory" : "invalid tensor or name");
     }
     return DLRT_OK;
@@ -323,7 +302,7 @@ dlrt_status dlrt_session_load(dlrt_session *s, const char *path) {
     dl_st_file *f = NULL;
     dl_status dst = dl_st_open(path, &f, err, sizeof err);
     if (dst != DL_OK) {
-        return rt__fail(st_status(dst), "cannot load checkpoint %s: %s", path, err);
+        return rt__fail(rt__status_from_dl(dst), "cannot load checkpoint %s: %s", path, err);
     }
     // staged[t]: the file's bytes for plan tensor first_param + t, or NULL when absent.
     void **staged = dl_mem_calloc(n_ten ? n_ten : 1, sizeof *staged);
@@ -359,7 +338,7 @@ dlrt_status dlrt_session_load(dlrt_session *s, const char *path) {
         if (!staged[k]) {
             st = rt__fail(DLRT_ERR_NOMEM, "out of memory");
         } else if ((dst = dl_st_read_into(f, i, staged[k], size, err, sizeof err)) != DL_OK) {
-            st = rt__fail(st_status(dst), "checkpoint %s: %s", path, err);
+            st = rt__fail(rt__status_from_dl(dst), "checkpoint %s: %s", path, err);
         }
     }
     bool train = dlrt_model_has_train_step(m);

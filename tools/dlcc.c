@@ -11,6 +11,7 @@
 // + rename), so a failed command never leaves a partial or half-updated output behind.
 #include "dlcc.h"
 
+#include "cli.h"
 #include "dl_cg.h"
 #include "dl_fe.h"
 #include "dl_idx.h"
@@ -36,21 +37,10 @@
 #    define DL_GIT_REV "unknown"
 #endif
 
-// The exit statuses, documented in `dlcc --help`, README.md and docs/status.md alike.
-enum { EXIT_OK = 0, EXIT_INPUT = 1, EXIT_USAGE = 2, EXIT_INTERNAL = 3, EXIT_DIVERGED = 4 };
-
 // ---------------------------------------------------------------------------------------------
 // Help texts
 
-typedef struct cmd_help {
-    const char *name;
-    const char *summary;
-    const char *usage;
-    const char *details;
-    const char *more; // printed after `details` (C17 limits one literal to 4095 bytes), or NULL
-} cmd_help;
-
-static const cmd_help helps[] = {
+static const cli_help helps[] = {
     {"check", "parse and type-check models", "dlcc check [-v] FILE...",
      "Parses each FILE, infers shapes and verifies the graph. Prints every diagnostic to\n"
      "stderr and exits 1 if any file has an error; quiet on success.\n"
@@ -230,137 +220,13 @@ static const cmd_help helps[] = {
      NULL},
 };
 
-static const cmd_help *find_help(const char *name) {
-    for (size_t i = 0; i < DL_ARRAY_LEN(helps); i++) {
-        if (strcmp(helps[i].name, name) == 0) {
-            return &helps[i];
-        }
-    }
-    return NULL;
-}
-
 static void print_main_help(FILE *f) {
     fprintf(f, "dlcc %s — a compiler for deep-learning training graphs\n\n", DL_VERSION);
     fprintf(f, "usage: dlcc COMMAND [ARGS...]\n\ncommands:\n");
-    for (size_t i = 0; i < DL_ARRAY_LEN(helps); i++) {
-        fprintf(f, "  %-8s %s\n", helps[i].name, helps[i].summary);
-    }
-    fprintf(f, "  %-8s %s\n", "help", "show help for a command (dlcc help COMMAND)");
+    cli_print_commands(f);
     fprintf(f, "\noptions:\n  -h, --help     show this help\n  --version      show the version\n");
     fprintf(f, "\nexit status: 0 success, 1 invalid input, 2 bad usage, 3 internal error (such as "
                "out of memory), 4 training diverged\n");
-}
-
-static void print_cmd_help(const cmd_help *h) {
-    printf("usage: %s\n\n%s%s", h->usage, h->details, h->more ? h->more : "");
-}
-
-// A usage error: one line naming the command, plus a pointer to its help. Always exit 2.
-static int usage_error(const char *cmd, const char *fmt, ...) DL_PRINTF(2, 3);
-static int usage_error(const char *cmd, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "dlcc%s%s: error: ", cmd ? " " : "", cmd ? cmd : "");
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n");
-    va_end(ap);
-    if (cmd) {
-        fprintf(stderr, "usage: %s\n(run 'dlcc help %s' for details)\n", find_help(cmd)->usage,
-                cmd);
-    } else {
-        fprintf(stderr, "(run 'dlcc --help' for a list of commands)\n");
-    }
-    return EXIT_USAGE;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Argument scanning. Flags may be written `-o X`, `-oX` (short), `--out X` or `--out=X` (long);
-// `--` ends the flags.
-
-typedef struct args {
-    const char *cmd;
-    int argc;
-    char **argv;
-    int i;
-    bool no_more_flags;
-} args;
-
-// If argv[i] is flag `s` (short, may be NULL) or `l` (long), consumes it and its value when
-// `has_value`. Returns 1 on match, 0 on no match, -1 (after printing) on a missing value.
-static int take_flag(args *a, const char *s, const char *l, bool has_value, const char **val) {
-    const char *arg = a->argv[a->i];
-    size_t ln = l ? strlen(l) : 0;
-    const char *inline_val = NULL;
-    bool match = false;
-    if (s && strcmp(arg, s) == 0) {
-        match = true;
-    } else if (l && strcmp(arg, l) == 0) {
-        match = true;
-    } else if (has_value && l && strncmp(arg, l, ln) == 0 && arg[ln] == '=') {
-        match = true;
-        inline_val = arg + ln + 1;
-    } else if (has_value && s && strncmp(arg, s, 2) == 0 && arg[2] != 0) {
-        match = true;
-        inline_val = arg + 2;
-    }
-    if (!match) {
-        return 0;
-    }
-    a->i++;
-    if (!has_value) {
-        return 1;
-    }
-    if (inline_val) {
-        *val = inline_val;
-        return 1;
-    }
-    if (a->i >= a->argc) {
-        usage_error(a->cmd, "%s needs an argument", arg);
-        return -1;
-    }
-    *val = a->argv[a->i++];
-    return 1;
-}
-
-// An integer argument in [lo, hi]; false when malformed or out of range.
-static bool parse_long_arg(const char *s, long lo, long hi, long *out) {
-    char *end = NULL;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (*s == 0 || *end != 0 || errno == ERANGE || v < lo || v > hi) {
-        return false;
-    }
-    *out = v;
-    return true;
-}
-
-// Long flag `l` with a non-empty value (a file or directory name, `what` says which): 1 when
-// taken, 0 when argv[a->i] is another flag, -1 (after printing) on a missing or empty value.
-static int take_name_flag(args *a, const char *l, const char *what, const char **val) {
-    int r = take_flag(a, NULL, l, true, val);
-    if (r == 1 && !**val) {
-        usage_error(a->cmd, "%s needs %s", l, what);
-        return -1;
-    }
-    return r;
-}
-
-static bool is_flag(const args *a) {
-    const char *arg = a->argv[a->i];
-    return !a->no_more_flags && arg[0] == '-' && arg[1] != 0;
-}
-
-// Checks for "--help"/"-h" anywhere among the command's arguments (before "--").
-static bool wants_help(int argc, char **argv) {
-    for (int i = 0; i < argc; i++) {
-        if (strcmp(argv[i], "--") == 0) {
-            return false;
-        }
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            return true;
-        }
-    }
-    return false;
 }
 
 // Splits "NAME=VALUE": NAME must be non-empty. Returns false on a malformed argument.
@@ -377,28 +243,6 @@ static bool split_assign(const char *arg, char *name, size_t name_size, const ch
 
 // ---------------------------------------------------------------------------------------------
 // Diagnostics and loading
-
-// Renders and prints everything in `d` to stderr, then clears it. Returns false on OOM.
-static bool flush_diags(dl_diags *d) {
-    if (dl_diags_count(d) > 0) {
-        char *text = NULL;
-        if (dl_diags_render(d, &text) != DL_OK) {
-            fprintf(stderr, "dlcc: error: out of memory rendering diagnostics\n");
-            return false;
-        }
-        fputs(text, stderr);
-        free(text);
-    }
-    if (dl_diags_oom(d)) {
-        fprintf(stderr, "dlcc: error: out of memory (some diagnostics were lost)\n");
-    }
-    dl_diags_clear(d);
-    return true;
-}
-
-static int status_exit(dl_status st) {
-    return st == DL_OK ? EXIT_OK : st == DL_ERR_NOMEM ? EXIT_INTERNAL : EXIT_INPUT;
-}
 
 // An error about a whole file (no line): registered so it renders as "PATH: error: MSG".
 static void file_diag(dl_diags *d, const char *path, const char *fmt, ...) DL_PRINTF(3, 4);
@@ -426,12 +270,12 @@ static int parse_define(const char *cmd, const char *val, bind *out) {
     char *end = NULL;
     memset(out, 0, sizeof *out);
     if (!split_assign(val, out->name, sizeof out->name, &num)) {
-        return usage_error(cmd, "-D expects NAME=INT, got '%s'", val);
+        return cli_usage_error(cmd, "-D expects NAME=INT, got '%s'", val);
     }
     errno = 0;
     long long v = strtoll(num, &end, 10);
     if (*num == 0 || *end != 0 || errno == ERANGE) {
-        return usage_error(cmd, "-D %s: '%s' is not an integer", out->name, num);
+        return cli_usage_error(cmd, "-D %s: '%s' is not an integer", out->name, num);
     }
     out->value = v;
     return EXIT_OK;
@@ -488,7 +332,7 @@ static dl_status write_text_atomic(const char *path, const char *text, dl_diags 
 // dlcc check
 
 static int cmd_check(int argc, char **argv) {
-    args a = {"check", argc, argv, 0, false};
+    cli_args a = {"check", argc, argv, 0, false};
     bool verbose = false;
     DL_VEC(const char *) files = {0};
     int rc = EXIT_OK;
@@ -497,10 +341,10 @@ static int cmd_check(int argc, char **argv) {
         if (!a.no_more_flags && strcmp(arg, "--") == 0) {
             a.no_more_flags = true;
             a.i++;
-        } else if (is_flag(&a)) {
-            int r = take_flag(&a, "-v", "--verbose", false, NULL);
+        } else if (cli_is_flag(&a)) {
+            int r = cli_take_flag(&a, "-v", "--verbose", false, NULL);
             if (r == 0) {
-                rc = usage_error("check", "unknown flag '%s'", arg);
+                rc = cli_usage_error("check", "unknown flag '%s'", arg);
                 goto out;
             }
             verbose = true;
@@ -513,7 +357,7 @@ static int cmd_check(int argc, char **argv) {
         }
     }
     if (files.len == 0) {
-        rc = usage_error("check", "no input files");
+        rc = cli_usage_error("check", "no input files");
         goto out;
     }
     dl_diags *d = NULL;
@@ -536,11 +380,11 @@ static int cmd_check(int argc, char **argv) {
                 st = dl_ir_verify(m, d);
             }
         }
-        if (!flush_diags(d)) {
+        if (!cli_flush_diags(d)) {
             rc = EXIT_INTERNAL;
         }
         if (st != DL_OK) {
-            int e = status_exit(st);
+            int e = cli_status_exit(st);
             rc = rc > e ? rc : e;
         } else if (verbose) {
             if (m->has_backward) {
@@ -562,7 +406,7 @@ out:
 // dlcc fmt
 
 static int cmd_fmt(int argc, char **argv) {
-    args a = {"fmt", argc, argv, 0, false};
+    cli_args a = {"fmt", argc, argv, 0, false};
     const char *out_path = NULL;
     bool check = false;
     DL_VEC(const char *) files = {0};
@@ -575,7 +419,7 @@ static int cmd_fmt(int argc, char **argv) {
             a.i++;
             continue;
         }
-        if (!is_flag(&a)) {
+        if (!cli_is_flag(&a)) {
             if (!DL_VEC_PUSH(&files, arg)) {
                 rc = EXIT_INTERNAL;
                 goto out;
@@ -584,28 +428,28 @@ static int cmd_fmt(int argc, char **argv) {
             continue;
         }
         int r;
-        if ((r = take_flag(&a, "-o", "--output", true, &out_path)) != 0) {
+        if ((r = cli_take_flag(&a, "-o", "--output", true, &out_path)) != 0) {
             if (r < 0) {
                 rc = EXIT_USAGE;
                 goto out;
             }
-        } else if (take_flag(&a, NULL, "--check", false, NULL) == 1) {
+        } else if (cli_take_flag(&a, NULL, "--check", false, NULL) == 1) {
             check = true;
         } else {
-            rc = usage_error("fmt", "unknown flag '%s'", arg);
+            rc = cli_usage_error("fmt", "unknown flag '%s'", arg);
             goto out;
         }
     }
     if (files.len == 0) {
-        rc = usage_error("fmt", "no input file");
+        rc = cli_usage_error("fmt", "no input file");
         goto out;
     }
     if (check && out_path) {
-        rc = usage_error("fmt", "--check and -o cannot be combined");
+        rc = cli_usage_error("fmt", "--check and -o cannot be combined");
         goto out;
     }
     if (!check && files.len > 1) {
-        rc = usage_error("fmt", "one file at a time (or use --check to check several)");
+        rc = cli_usage_error("fmt", "one file at a time (or use --check to check several)");
         goto out;
     }
     if (dl_diags_create(&d) != DL_OK) {
@@ -643,11 +487,11 @@ static int cmd_fmt(int argc, char **argv) {
         }
         free(text);
         dl_ir_module_destroy(m);
-        if (!flush_diags(d)) {
+        if (!cli_flush_diags(d)) {
             st = DL_ERR_NOMEM;
         }
         if (st != DL_OK) {
-            int e = status_exit(st);
+            int e = cli_status_exit(st);
             rc = rc > e ? rc : e;
         }
     }
@@ -784,12 +628,12 @@ static void print_cache_line(const dlcc_result *r) {
 
 // Cache flags shared by compile and run: --no-cache, --cache-dir DIR. Returns 1 when argv[a->i]
 // was one of them (consumed), 0 when not, -1 on a usage error (printed).
-static int take_cache_flag(args *a, dlcc_options *o) {
-    if (take_flag(a, NULL, "--no-cache", false, NULL) == 1) {
+static int take_cache_flag(cli_args *a, dlcc_options *o) {
+    if (cli_take_flag(a, NULL, "--no-cache", false, NULL) == 1) {
         o->use_cache = false;
         return 1;
     }
-    return take_name_flag(a, "--cache-dir", "a directory", &o->cache_dir);
+    return cli_take_name_flag(a, "--cache-dir", "a directory", &o->cache_dir);
 }
 
 static const char *const known_entries[] = {"infer", "train_step"};
@@ -817,25 +661,25 @@ typedef struct exec_args {
 
 // --threads T, --profile FILE, --profile-summary: 1 when argv[a->i] was one of them (consumed),
 // 0 when not, -1 on a usage error (printed).
-static int take_exec_flag(args *a, exec_args *x) {
+static int take_exec_flag(cli_args *a, exec_args *x) {
     const char *val = NULL;
     int r;
-    if ((r = take_flag(a, NULL, "--threads", true, &val)) != 0) {
+    if ((r = cli_take_flag(a, NULL, "--threads", true, &val)) != 0) {
         if (r < 0) {
             return -1;
         }
-        if (!parse_long_arg(val, 1, DLRT_MAX_THREADS, &x->threads)) {
-            usage_error(a->cmd, "--threads expects an integer 1..%d, got '%s'", DLRT_MAX_THREADS,
-                        val);
+        if (!cli_parse_long(val, 1, DLRT_MAX_THREADS, &x->threads)) {
+            cli_usage_error(a->cmd, "--threads expects an integer 1..%d, got '%s'",
+                            DLRT_MAX_THREADS, val);
             return -1;
         }
         return 1;
     }
-    if (take_flag(a, NULL, "--profile-summary", false, NULL) == 1) {
+    if (cli_take_flag(a, NULL, "--profile-summary", false, NULL) == 1) {
         x->summary = true;
         return 1;
     }
-    return take_name_flag(a, "--profile", "a file name", &x->profile);
+    return cli_take_name_flag(a, "--profile", "a file name", &x->profile);
 }
 
 static const char *base_name(const char *path) {
@@ -1371,7 +1215,7 @@ static int run_train_steps(dl_diags *d, const char *file, dlrt_model *rtm, dl_ir
                     an.calls--; // the replayed call's counter
                     anomaly_report(&an, step_in, scale_used, desc, d);
                     an.calls++;
-                    if (!flush_diags(d)) {
+                    if (!cli_flush_diags(d)) {
                         rc = EXIT_INTERNAL;
                         goto out;
                     }
@@ -1409,7 +1253,7 @@ out:
 }
 
 static int cmd_run(int argc, char **argv) {
-    args a = {"run", argc, argv, 0, false};
+    cli_args a = {"run", argc, argv, 0, false};
     const char *file = NULL;
     const char *backend = "cpu", *entry = "infer";
     DL_VEC(bind) binds = {0};
@@ -1446,16 +1290,16 @@ static int cmd_run(int argc, char **argv) {
             a.i++;
             continue;
         }
-        if (!is_flag(&a)) {
+        if (!cli_is_flag(&a)) {
             if (file) {
-                rc = usage_error("run", "one model file at a time ('%s' and '%s')", file, arg);
+                rc = cli_usage_error("run", "one model file at a time ('%s' and '%s')", file, arg);
                 goto out;
             }
             file = arg;
             a.i++;
             continue;
         }
-        if ((r = take_flag(&a, "-D", NULL, true, &val)) != 0) {
+        if ((r = cli_take_flag(&a, "-D", NULL, true, &val)) != 0) {
             if (r < 0) {
                 rc = EXIT_USAGE;
                 goto out;
@@ -1468,8 +1312,8 @@ static int cmd_run(int argc, char **argv) {
                 rc = EXIT_INTERNAL;
                 goto out;
             }
-        } else if ((r = take_flag(&a, NULL, "--in", true, &val)) != 0 ||
-                   (r = take_flag(&a, NULL, "--out", true, &val)) != 0) {
+        } else if ((r = cli_take_flag(&a, NULL, "--in", true, &val)) != 0 ||
+                   (r = cli_take_flag(&a, NULL, "--out", true, &val)) != 0) {
             if (r < 0) {
                 rc = EXIT_USAGE;
                 goto out;
@@ -1478,14 +1322,14 @@ static int cmd_run(int argc, char **argv) {
             const char *flag = is_in ? "--in" : "--out";
             io_arg io = {{0}, NULL};
             if (!split_assign(val, io.name, sizeof io.name, &io.path) || !*io.path) {
-                rc = usage_error("run", "%s expects NAME=PATH.npy, got '%s'", flag, val);
+                rc = cli_usage_error("run", "%s expects NAME=PATH.npy, got '%s'", flag, val);
                 goto out;
             }
             if (is_in) {
                 for (size_t k = 0; k < ins.len; k++) {
                     if (strcmp(ins.data[k].name, io.name) == 0) {
-                        rc = usage_error("run", "input '%s' is given twice (%s and %s)", io.name,
-                                         ins.data[k].path, io.path);
+                        rc = cli_usage_error("run", "input '%s' is given twice (%s and %s)",
+                                             io.name, ins.data[k].path, io.path);
                         goto out;
                     }
                 }
@@ -1494,12 +1338,14 @@ static int cmd_run(int argc, char **argv) {
                 rc = EXIT_INTERNAL;
                 goto out;
             }
-        } else if ((r = take_flag(&a, NULL, "--backend", true, &backend)) != 0 ||
-                   (r = take_flag(&a, NULL, "--entry", true, &entry)) != 0 ||
-                   (r = take_flag(&a, NULL, "--steps", true, &steps_arg)) != 0 ||
-                   (r = take_flag(&a, NULL, "--max-skipped-steps", true, &max_skipped)) != 0 ||
-                   (r = take_name_flag(&a, "--init-params", "a file name", &init_params)) != 0 ||
-                   (r = take_name_flag(&a, "--save-params", "a file name", &save_params)) != 0) {
+        } else if ((r = cli_take_flag(&a, NULL, "--backend", true, &backend)) != 0 ||
+                   (r = cli_take_flag(&a, NULL, "--entry", true, &entry)) != 0 ||
+                   (r = cli_take_flag(&a, NULL, "--steps", true, &steps_arg)) != 0 ||
+                   (r = cli_take_flag(&a, NULL, "--max-skipped-steps", true, &max_skipped)) != 0 ||
+                   (r = cli_take_name_flag(&a, "--init-params", "a file name", &init_params)) !=
+                       0 ||
+                   (r = cli_take_name_flag(&a, "--save-params", "a file name", &save_params)) !=
+                       0) {
             if (r < 0) {
                 rc = EXIT_USAGE;
                 goto out;
@@ -1509,94 +1355,97 @@ static int cmd_run(int argc, char **argv) {
                 rc = EXIT_USAGE;
                 goto out;
             }
-        } else if (take_flag(&a, "-v", "--verbose", false, NULL) == 1) {
+        } else if (cli_take_flag(&a, "-v", "--verbose", false, NULL) == 1) {
             verbose = true;
-        } else if (take_flag(&a, NULL, "--detect-anomaly", false, NULL) == 1) {
+        } else if (cli_take_flag(&a, NULL, "--detect-anomaly", false, NULL) == 1) {
             detect_anomaly = true;
         } else {
-            rc = usage_error("run", "unknown flag '%s'", arg);
+            rc = cli_usage_error("run", "unknown flag '%s'", arg);
             goto out;
         }
     }
     if (!file) {
-        rc = usage_error("run", "no model file");
+        rc = cli_usage_error("run", "no model file");
         goto out;
     }
     bool use_ref = strcmp(backend, "ref") == 0;
     if (!use_ref && strcmp(backend, "cpu") != 0) {
         if (in_list(backend, known_backends, DL_ARRAY_LEN(known_backends))) {
-            rc = usage_error("run",
-                             "backend '%s' is not available yet in this build "
-                             "(available: cpu, ref)",
-                             backend);
+            rc = cli_usage_error("run",
+                                 "backend '%s' is not available yet in this build "
+                                 "(available: cpu, ref)",
+                                 backend);
         } else {
-            rc = usage_error("run", "unknown backend '%s' (available: cpu, ref)", backend);
+            rc = cli_usage_error("run", "unknown backend '%s' (available: cpu, ref)", backend);
         }
         goto out;
     }
     bool is_art = is_artifact_file(file);
     if (use_ref && (xa.threads || xa.profile || xa.summary)) {
-        rc = usage_error("run",
-                         "%s applies to compiled code; --backend ref is the reference "
-                         "evaluator",
-                         xa.threads   ? "--threads"
-                         : xa.profile ? "--profile"
-                                      : "--profile-summary");
+        rc = cli_usage_error("run",
+                             "%s applies to compiled code; --backend ref is the reference "
+                             "evaluator",
+                             xa.threads   ? "--threads"
+                             : xa.profile ? "--profile"
+                                          : "--profile-summary");
         goto out;
     }
     xa.source = is_art ? NULL : base_name(file);
     if (is_art && use_ref) {
-        rc = usage_error("run", "--backend ref evaluates .dlg models; '%s' is a compiled artifact",
-                         file);
+        rc = cli_usage_error(
+            "run", "--backend ref evaluates .dlg models; '%s' is a compiled artifact", file);
         goto out;
     }
     if (is_art && binds.len > 0) {
-        rc = usage_error("run", "-D %s: dims of a compiled artifact are fixed; recompile with -D",
-                         binds.data[0].name);
+        rc = cli_usage_error("run",
+                             "-D %s: dims of a compiled artifact are fixed; recompile with -D",
+                             binds.data[0].name);
         goto out;
     }
     if (!in_list(entry, known_entries, DL_ARRAY_LEN(known_entries))) {
-        rc = usage_error("run", "unknown entry point '%s' (available: infer, train_step)", entry);
+        rc = cli_usage_error("run", "unknown entry point '%s' (available: infer, train_step)",
+                             entry);
         goto out;
     }
     bool train = strcmp(entry, "train_step") == 0;
     if (!train && (steps_arg || init_params || save_params || max_skipped || detect_anomaly)) {
-        rc = usage_error("run", "%s only applies to --entry train_step",
-                         steps_arg     ? "--steps"
-                         : init_params ? "--init-params"
-                         : save_params ? "--save-params"
-                         : max_skipped ? "--max-skipped-steps"
-                                       : "--detect-anomaly");
+        rc = cli_usage_error("run", "%s only applies to --entry train_step",
+                             steps_arg     ? "--steps"
+                             : init_params ? "--init-params"
+                             : save_params ? "--save-params"
+                             : max_skipped ? "--max-skipped-steps"
+                                           : "--detect-anomaly");
         goto out;
     }
     if (train) {
         if (use_ref) {
-            rc = usage_error("run", "--entry train_step runs compiled code; --backend ref "
-                                    "evaluates the infer entry point only");
+            rc = cli_usage_error("run", "--entry train_step runs compiled code; --backend ref "
+                                        "evaluates the infer entry point only");
             goto out;
         }
         if (outs.len > 0) {
-            rc = usage_error("run",
-                             "--out %s: --entry train_step writes no outputs (use "
-                             "--save-params for the trained params)",
-                             outs.data[0].name);
+            rc = cli_usage_error("run",
+                                 "--out %s: --entry train_step writes no outputs (use "
+                                 "--save-params for the trained params)",
+                                 outs.data[0].name);
             goto out;
         }
-        if (steps_arg && !parse_long_arg(steps_arg, 1, 1000000000L, &steps)) {
-            rc =
-                usage_error("run", "--steps expects an integer 1..1000000000, got '%s'", steps_arg);
+        if (steps_arg && !cli_parse_long(steps_arg, 1, 1000000000L, &steps)) {
+            rc = cli_usage_error("run", "--steps expects an integer 1..1000000000, got '%s'",
+                                 steps_arg);
             goto out;
         }
-        if (max_skipped && !parse_long_arg(max_skipped, 0, LONG_MAX, &max_skipped_n)) {
-            rc = usage_error("run", "--max-skipped-steps expects an integer >= 0, got '%s'",
-                             max_skipped);
+        if (max_skipped && !cli_parse_long(max_skipped, 0, LONG_MAX, &max_skipped_n)) {
+            rc = cli_usage_error("run", "--max-skipped-steps expects an integer >= 0, got '%s'",
+                                 max_skipped);
             goto out;
         }
         if (detect_anomaly && is_art) {
-            rc = usage_error("run",
-                             "--detect-anomaly replays a step in the reference evaluator, which "
-                             "needs the .dlg model; '%s' is a compiled artifact",
-                             file);
+            rc =
+                cli_usage_error("run",
+                                "--detect-anomaly replays a step in the reference evaluator, which "
+                                "needs the .dlg model; '%s' is a compiled artifact",
+                                file);
             goto out;
         }
     }
@@ -1612,7 +1461,7 @@ static int cmd_run(int argc, char **argv) {
     if (!is_art) {
         st = load_model(file, binds.data, binds.len, d, &m);
         if (st != DL_OK) {
-            rc = status_exit(st);
+            rc = cli_status_exit(st);
             goto out;
         }
         n_in = m->inputs.len;
@@ -1769,12 +1618,12 @@ static int cmd_run(int argc, char **argv) {
         if (verbose && st == DL_OK) {
             print_cache_line(&res);
         }
-        if (!flush_diags(d)) { // cache warnings come before anything the run prints
+        if (!cli_flush_diags(d)) { // cache warnings come before anything the run prints
             rc = EXIT_INTERNAL;
             goto out;
         }
         if (st != DL_OK) {
-            rc = status_exit(st);
+            rc = cli_status_exit(st);
             goto out;
         }
         art = res.artifact;
@@ -1803,7 +1652,7 @@ static int cmd_run(int argc, char **argv) {
             if (dl_diags_error_count(d) == 0) {
                 dl_diag(d, DL_SEV_ERROR, DL_NO_LOC, "evaluation failed (%s)", dl_status_str(st));
             }
-            rc = status_exit(st);
+            rc = cli_status_exit(st);
             goto out;
         }
         n_out_t = n_out;
@@ -1871,7 +1720,7 @@ static int cmd_run(int argc, char **argv) {
                       st == DL_ERR_IO ? strerror(errno) : dl_status_str(st));
             free(tmp_paths[k]);
             tmp_paths[k] = NULL;
-            rc = status_exit(st);
+            rc = cli_status_exit(st);
         }
     }
     for (size_t k = 0; k < outs.len && rc == EXIT_OK; k++) {
@@ -1891,7 +1740,7 @@ static int cmd_run(int argc, char **argv) {
     }
 
 out:
-    if (d && !flush_diags(d)) {
+    if (d && !cli_flush_diags(d)) {
         rc = EXIT_INTERNAL;
     }
     if (in_t) {
@@ -1959,7 +1808,7 @@ static int print_targets(void) {
 }
 
 static int cmd_compile(int argc, char **argv) {
-    args a = {"compile", argc, argv, 0, false};
+    cli_args a = {"compile", argc, argv, 0, false};
     const char *file = NULL, *out_path = NULL, *opt = NULL, *repeat_arg = NULL;
     char *def_out = NULL;
     bool verbose = false;
@@ -1979,9 +1828,10 @@ static int cmd_compile(int argc, char **argv) {
         if (!a.no_more_flags && strcmp(arg, "--") == 0) {
             a.no_more_flags = true;
             a.i++;
-        } else if (!is_flag(&a)) {
+        } else if (!cli_is_flag(&a)) {
             if (file) {
-                rc = usage_error("compile", "one model file at a time ('%s' and '%s')", file, arg);
+                rc = cli_usage_error("compile", "one model file at a time ('%s' and '%s')", file,
+                                     arg);
                 goto out;
             }
             file = arg;
@@ -1989,7 +1839,7 @@ static int cmd_compile(int argc, char **argv) {
         } else if (strcmp(arg, "--target") == 0 && a.i + 1 == argc) {
             rc = print_targets(); // --target with no value lists them
             goto out;
-        } else if ((r = take_flag(&a, "-D", NULL, true, &val)) != 0) {
+        } else if ((r = cli_take_flag(&a, "-D", NULL, true, &val)) != 0) {
             bind b;
             if (r < 0 || (rc = parse_define("compile", val, &b)) != EXIT_OK) {
                 rc = EXIT_USAGE;
@@ -1999,21 +1849,21 @@ static int cmd_compile(int argc, char **argv) {
                 rc = EXIT_INTERNAL;
                 goto out;
             }
-        } else if ((r = take_flag(&a, "-o", "--output", true, &out_path)) != 0 ||
-                   (r = take_flag(&a, NULL, "--target", true, &o.cg.target)) != 0 ||
-                   (r = take_flag(&a, NULL, "--cpu", true, &o.cg.cpu)) != 0 ||
-                   (r = take_flag(&a, NULL, "--features", true, &o.cg.features)) != 0 ||
-                   (r = take_flag(&a, "-O", NULL, true, &opt)) != 0 ||
-                   (r = take_flag(&a, NULL, "--bench-repeat", true, &repeat_arg)) != 0 ||
+        } else if ((r = cli_take_flag(&a, "-o", "--output", true, &out_path)) != 0 ||
+                   (r = cli_take_flag(&a, NULL, "--target", true, &o.cg.target)) != 0 ||
+                   (r = cli_take_flag(&a, NULL, "--cpu", true, &o.cg.cpu)) != 0 ||
+                   (r = cli_take_flag(&a, NULL, "--features", true, &o.cg.features)) != 0 ||
+                   (r = cli_take_flag(&a, "-O", NULL, true, &opt)) != 0 ||
+                   (r = cli_take_flag(&a, NULL, "--bench-repeat", true, &repeat_arg)) != 0 ||
                    (r = take_cache_flag(&a, &o)) != 0) {
             if (r < 0) {
                 rc = EXIT_USAGE;
                 goto out;
             }
-        } else if (take_flag(&a, "-v", "--verbose", false, NULL) == 1) {
+        } else if (cli_take_flag(&a, "-v", "--verbose", false, NULL) == 1) {
             verbose = true;
         } else {
-            rc = usage_error("compile", "unknown flag '%s'", arg);
+            rc = cli_usage_error("compile", "unknown flag '%s'", arg);
             goto out;
         }
     }
@@ -2022,12 +1872,12 @@ static int cmd_compile(int argc, char **argv) {
         goto out;
     }
     if (!file) {
-        rc = usage_error("compile", "no model file");
+        rc = cli_usage_error("compile", "no model file");
         goto out;
     }
     if (opt) {
         if (strlen(opt) != 1 || opt[0] < '0' || opt[0] > '3') {
-            rc = usage_error("compile", "-O expects 0, 1, 2 or 3, got '%s'", opt);
+            rc = cli_usage_error("compile", "-O expects 0, 1, 2 or 3, got '%s'", opt);
             goto out;
         }
         o.cg.opt_level = opt[0] - '0';
@@ -2036,13 +1886,14 @@ static int cmd_compile(int argc, char **argv) {
         char *end = NULL;
         repeat = strtol(repeat_arg, &end, 10);
         if (*repeat_arg == 0 || *end != 0 || repeat < 1 || repeat > 100000) {
-            rc = usage_error("compile", "--bench-repeat expects 1..100000, got '%s'", repeat_arg);
+            rc = cli_usage_error("compile", "--bench-repeat expects 1..100000, got '%s'",
+                                 repeat_arg);
             goto out;
         }
     }
     char oerr[256];
     if (dl_cg_options_check(&o.cg, oerr, sizeof oerr) != DL_OK) {
-        rc = usage_error("compile", "%s", oerr);
+        rc = cli_usage_error("compile", "%s", oerr);
         goto out;
     }
     if (!out_path) {
@@ -2107,9 +1958,9 @@ static int cmd_compile(int argc, char **argv) {
             dlrt_model_release(rm);
         }
     }
-    rc = status_exit(st);
+    rc = cli_status_exit(st);
 out:
-    if (d && !flush_diags(d)) {
+    if (d && !cli_flush_diags(d)) {
         rc = EXIT_INTERNAL;
     }
     free(res.artifact);
@@ -2150,7 +2001,7 @@ static void drop_notes(dl_diags *d) {
 }
 
 static int cmd_import(int argc, char **argv) {
-    args a = {"import", argc, argv, 0, false};
+    cli_args a = {"import", argc, argv, 0, false};
     const char *file = NULL, *out_path = NULL;
     bool consts = false, verbose = false;
     dl_diags *d = NULL;
@@ -2163,29 +2014,30 @@ static int cmd_import(int argc, char **argv) {
         if (!a.no_more_flags && strcmp(arg, "--") == 0) {
             a.no_more_flags = true;
             a.i++;
-        } else if (!is_flag(&a)) {
+        } else if (!cli_is_flag(&a)) {
             if (file) {
-                rc = usage_error("import", "one model file at a time ('%s' and '%s')", file, arg);
+                rc = cli_usage_error("import", "one model file at a time ('%s' and '%s')", file,
+                                     arg);
                 goto out;
             }
             file = arg;
             a.i++;
-        } else if ((r = take_flag(&a, "-o", "--output", true, &out_path)) != 0) {
+        } else if ((r = cli_take_flag(&a, "-o", "--output", true, &out_path)) != 0) {
             if (r < 0) {
                 rc = EXIT_USAGE;
                 goto out;
             }
-        } else if (take_flag(&a, NULL, "--consts", false, NULL) == 1) {
+        } else if (cli_take_flag(&a, NULL, "--consts", false, NULL) == 1) {
             consts = true;
-        } else if (take_flag(&a, "-v", "--verbose", false, NULL) == 1) {
+        } else if (cli_take_flag(&a, "-v", "--verbose", false, NULL) == 1) {
             verbose = true;
         } else {
-            rc = usage_error("import", "unknown flag '%s'", arg);
+            rc = cli_usage_error("import", "unknown flag '%s'", arg);
             goto out;
         }
     }
     if (!file) {
-        rc = usage_error("import", "no ONNX model file");
+        rc = cli_usage_error("import", "no ONNX model file");
         goto out;
     }
     if (dl_diags_create(&d) != DL_OK) {
@@ -2215,9 +2067,9 @@ static int cmd_import(int argc, char **argv) {
     if (st != DL_OK && dl_diags_error_count(d) == 0) {
         file_diag(d, file, "cannot import model (%s)", dl_status_str(st));
     }
-    rc = status_exit(st);
+    rc = cli_status_exit(st);
 out:
-    if (d && !flush_diags(d)) {
+    if (d && !cli_flush_diags(d)) {
         rc = EXIT_INTERNAL;
     }
     free(text);
@@ -2594,31 +2446,33 @@ static int train_specs_parse(const train_args *ta, train_specs *sp) {
         sp->kind = DS_FMNIST;
         sp->fmnist_dir = ds[13] == ':' ? ds + 14 : dl_idx_default_fashion_mnist_dir();
         if (!*sp->fmnist_dir) {
-            return usage_error("train", "--dataset fashion-mnist:DIR needs a directory");
+            return cli_usage_error("train", "--dataset fashion-mnist:DIR needs a directory");
         }
         if (ta->test) {
-            return usage_error("train", "--test: the fashion-mnist data set brings its own test "
-                                        "set (t10k); --test is for idx: and npy: data sets");
+            return cli_usage_error("train",
+                                   "--test: the fashion-mnist data set brings its own test "
+                                   "set (t10k); --test is for idx: and npy: data sets");
         }
         return EXIT_OK;
     }
     bool is_idx = strncmp(ds, "idx:", 4) == 0, is_npy = strncmp(ds, "npy:", 4) == 0;
     if (!is_idx && !is_npy) {
-        return usage_error("train",
-                           "--dataset: unknown data set '%s' (expected fashion-mnist, "
-                           "fashion-mnist:DIR, idx:IMAGES,LABELS or npy:X.npy,Y.npy)",
-                           ds);
+        return cli_usage_error("train",
+                               "--dataset: unknown data set '%s' (expected fashion-mnist, "
+                               "fashion-mnist:DIR, idx:IMAGES,LABELS or npy:X.npy,Y.npy)",
+                               ds);
     }
     const char *prefix = is_idx ? "idx:" : "npy:";
     sp->kind = is_idx ? DS_IDX : DS_NPY;
     if (!split_pair(ds, prefix, sp->train_buf, sizeof sp->train_buf, &sp->train_x, &sp->train_y)) {
-        return usage_error("train", "--dataset expects %s%s, got '%s'", prefix,
-                           is_idx ? "IMAGES,LABELS" : "X.npy,Y.npy", ds);
+        return cli_usage_error("train", "--dataset expects %s%s, got '%s'", prefix,
+                               is_idx ? "IMAGES,LABELS" : "X.npy,Y.npy", ds);
     }
     if (ta->test && !split_pair(ta->test, prefix, sp->test_buf, sizeof sp->test_buf, &sp->test_x,
                                 &sp->test_y)) {
-        return usage_error("train", "--test expects %s%s (the same kind as --dataset), got '%s'",
-                           prefix, is_idx ? "IMAGES,LABELS" : "X.npy,Y.npy", ta->test);
+        return cli_usage_error("train",
+                               "--test expects %s%s (the same kind as --dataset), got '%s'", prefix,
+                               is_idx ? "IMAGES,LABELS" : "X.npy,Y.npy", ta->test);
     }
     return EXIT_OK;
 }
@@ -2634,7 +2488,7 @@ static int train_load_data(const train_specs *sp, const train_args *ta, dl_idx_m
     if (sp->kind == DS_FMNIST) {
         if ((st = dl_idx_find_mnist_files(sp->fmnist_dir, mp, err, sizeof err)) != DL_OK) {
             dl_diag(d, DL_SEV_ERROR, DL_NO_LOC, "--dataset fashion-mnist: %s", err);
-            return status_exit(st);
+            return cli_status_exit(st);
         }
         st = split_load_idx(mp->path[DL_IDX_TRAIN_IMAGES], mp->path[DL_IDX_TRAIN_LABELS],
                             tm->n_classes, d, tr);
@@ -2652,7 +2506,7 @@ static int train_load_data(const train_specs *sp, const train_args *ta, dl_idx_m
         }
     }
     if (st != DL_OK) {
-        return status_exit(st);
+        return cli_status_exit(st);
     }
     bool i32 = tm->y->type.dtype == DL_DT_INT32;
     if (!split_check_sample(tr, m, tm, d) || (has_test && !split_check_sample(te, m, tm, d)) ||
@@ -2828,7 +2682,7 @@ static int train_test(dlrt_session *s, const train_model *tm, const train_split 
 // Parses `dlcc train`'s arguments into *ta and the -D list. Returns an exit code.
 static int train_parse_args(int argc, char **argv, train_args *ta, dlcc_options *copts,
                             bind_vec *binds) {
-    args a = {"train", argc, argv, 0, false};
+    cli_args a = {"train", argc, argv, 0, false};
     const char *epochs = NULL, *batch = NULL, *lr = NULL, *sched = NULL, *warmup = NULL,
                *seed = NULL, *limit = NULL, *producers = NULL, *prefetch = NULL,
                *max_skipped = NULL;
@@ -2845,14 +2699,14 @@ static int train_parse_args(int argc, char **argv, train_args *ta, dlcc_options 
         if (!a.no_more_flags && strcmp(arg, "--") == 0) {
             a.no_more_flags = true;
             a.i++;
-        } else if (!is_flag(&a)) {
+        } else if (!cli_is_flag(&a)) {
             if (ta->file) {
-                return usage_error("train", "one model file at a time ('%s' and '%s')", ta->file,
-                                   arg);
+                return cli_usage_error("train", "one model file at a time ('%s' and '%s')",
+                                       ta->file, arg);
             }
             ta->file = arg;
             a.i++;
-        } else if ((r = take_flag(&a, "-D", NULL, true, &val)) != 0) {
+        } else if ((r = cli_take_flag(&a, "-D", NULL, true, &val)) != 0) {
             bind b;
             int e;
             if (r < 0) {
@@ -2864,74 +2718,74 @@ static int train_parse_args(int argc, char **argv, train_args *ta, dlcc_options 
             if (!DL_VEC_PUSH(binds, b)) {
                 return EXIT_INTERNAL;
             }
-        } else if ((r = take_flag(&a, NULL, "--dataset", true, &ta->dataset)) != 0 ||
-                   (r = take_flag(&a, NULL, "--test", true, &ta->test)) != 0 ||
-                   (r = take_flag(&a, NULL, "--epochs", true, &epochs)) != 0 ||
-                   (r = take_flag(&a, NULL, "--batch", true, &batch)) != 0 ||
-                   (r = take_name_flag(&a, "--save", "a file name", &ta->save)) != 0 ||
-                   (r = take_name_flag(&a, "--init", "a file name", &ta->init)) != 0 ||
-                   (r = take_flag(&a, NULL, "--lr", true, &lr)) != 0 ||
-                   (r = take_flag(&a, NULL, "--lr-schedule", true, &sched)) != 0 ||
-                   (r = take_flag(&a, NULL, "--warmup-steps", true, &warmup)) != 0 ||
-                   (r = take_flag(&a, NULL, "--seed", true, &seed)) != 0 ||
-                   (r = take_flag(&a, NULL, "--limit-train", true, &limit)) != 0 ||
-                   (r = take_flag(&a, NULL, "--loader-threads", true, &producers)) != 0 ||
-                   (r = take_flag(&a, NULL, "--prefetch", true, &prefetch)) != 0 ||
-                   (r = take_flag(&a, NULL, "--max-skipped-steps", true, &max_skipped)) != 0 ||
+        } else if ((r = cli_take_flag(&a, NULL, "--dataset", true, &ta->dataset)) != 0 ||
+                   (r = cli_take_flag(&a, NULL, "--test", true, &ta->test)) != 0 ||
+                   (r = cli_take_flag(&a, NULL, "--epochs", true, &epochs)) != 0 ||
+                   (r = cli_take_flag(&a, NULL, "--batch", true, &batch)) != 0 ||
+                   (r = cli_take_name_flag(&a, "--save", "a file name", &ta->save)) != 0 ||
+                   (r = cli_take_name_flag(&a, "--init", "a file name", &ta->init)) != 0 ||
+                   (r = cli_take_flag(&a, NULL, "--lr", true, &lr)) != 0 ||
+                   (r = cli_take_flag(&a, NULL, "--lr-schedule", true, &sched)) != 0 ||
+                   (r = cli_take_flag(&a, NULL, "--warmup-steps", true, &warmup)) != 0 ||
+                   (r = cli_take_flag(&a, NULL, "--seed", true, &seed)) != 0 ||
+                   (r = cli_take_flag(&a, NULL, "--limit-train", true, &limit)) != 0 ||
+                   (r = cli_take_flag(&a, NULL, "--loader-threads", true, &producers)) != 0 ||
+                   (r = cli_take_flag(&a, NULL, "--prefetch", true, &prefetch)) != 0 ||
+                   (r = cli_take_flag(&a, NULL, "--max-skipped-steps", true, &max_skipped)) != 0 ||
                    (r = take_cache_flag(&a, copts)) != 0 ||
                    (r = take_exec_flag(&a, &ta->exec)) != 0) {
             if (r < 0) {
                 return EXIT_USAGE;
             }
-        } else if (take_flag(&a, "-v", "--verbose", false, NULL) == 1) {
+        } else if (cli_take_flag(&a, "-v", "--verbose", false, NULL) == 1) {
             ta->verbose = true;
-        } else if (take_flag(&a, NULL, "--dry-run", false, NULL) == 1) {
+        } else if (cli_take_flag(&a, NULL, "--dry-run", false, NULL) == 1) {
             ta->dry_run = true;
-        } else if (take_flag(&a, NULL, "--detect-anomaly", false, NULL) == 1) {
+        } else if (cli_take_flag(&a, NULL, "--detect-anomaly", false, NULL) == 1) {
             ta->detect_anomaly = true;
         } else {
-            return usage_error("train", "unknown flag '%s'", arg);
+            return cli_usage_error("train", "unknown flag '%s'", arg);
         }
     }
     if (!ta->file) {
-        return usage_error("train", "no model file");
+        return cli_usage_error("train", "no model file");
     }
     if (!ta->dataset) {
-        return usage_error("train", "no data set (give one with --dataset fashion-mnist, "
-                                    "idx:IMAGES,LABELS or npy:X.npy,Y.npy)");
+        return cli_usage_error("train", "no data set (give one with --dataset fashion-mnist, "
+                                        "idx:IMAGES,LABELS or npy:X.npy,Y.npy)");
     }
-    if (epochs && !parse_long_arg(epochs, 1, 1000000, &ta->epochs)) {
-        return usage_error("train", "--epochs expects an integer 1..1000000, got '%s'", epochs);
+    if (epochs && !cli_parse_long(epochs, 1, 1000000, &ta->epochs)) {
+        return cli_usage_error("train", "--epochs expects an integer 1..1000000, got '%s'", epochs);
     }
-    if (batch && !parse_long_arg(batch, 1, 1L << 30, &ta->batch)) {
-        return usage_error("train", "--batch expects an integer >= 1, got '%s'", batch);
+    if (batch && !cli_parse_long(batch, 1, 1L << 30, &ta->batch)) {
+        return cli_usage_error("train", "--batch expects an integer >= 1, got '%s'", batch);
     }
-    if (limit && !parse_long_arg(limit, 1, LONG_MAX, &ta->limit)) {
-        return usage_error("train", "--limit-train expects an integer >= 1, got '%s'", limit);
+    if (limit && !cli_parse_long(limit, 1, LONG_MAX, &ta->limit)) {
+        return cli_usage_error("train", "--limit-train expects an integer >= 1, got '%s'", limit);
     }
     if (producers &&
-        !parse_long_arg(producers, 1, DLRT_LOADER_MAX_PRODUCERS, &ta->loader_threads)) {
-        return usage_error("train", "--loader-threads expects an integer 1..%d, got '%s'",
-                           DLRT_LOADER_MAX_PRODUCERS, producers);
+        !cli_parse_long(producers, 1, DLRT_LOADER_MAX_PRODUCERS, &ta->loader_threads)) {
+        return cli_usage_error("train", "--loader-threads expects an integer 1..%d, got '%s'",
+                               DLRT_LOADER_MAX_PRODUCERS, producers);
     }
     // Two slots at least: the step holds one while a producer fills the next.
-    if (prefetch && !parse_long_arg(prefetch, 2, DLRT_LOADER_MAX_SLOTS, &ta->prefetch)) {
-        return usage_error("train", "--prefetch expects an integer 2..%d, got '%s'",
-                           DLRT_LOADER_MAX_SLOTS, prefetch);
+    if (prefetch && !cli_parse_long(prefetch, 2, DLRT_LOADER_MAX_SLOTS, &ta->prefetch)) {
+        return cli_usage_error("train", "--prefetch expects an integer 2..%d, got '%s'",
+                               DLRT_LOADER_MAX_SLOTS, prefetch);
     }
-    if (max_skipped && !parse_long_arg(max_skipped, 0, LONG_MAX, &ta->max_skipped)) {
-        return usage_error("train", "--max-skipped-steps expects an integer >= 0, got '%s'",
-                           max_skipped);
+    if (max_skipped && !cli_parse_long(max_skipped, 0, LONG_MAX, &ta->max_skipped)) {
+        return cli_usage_error("train", "--max-skipped-steps expects an integer >= 0, got '%s'",
+                               max_skipped);
     }
-    if (warmup && !parse_long_arg(warmup, 0, LONG_MAX, &ta->warmup)) {
-        return usage_error("train", "--warmup-steps expects an integer >= 0, got '%s'", warmup);
+    if (warmup && !cli_parse_long(warmup, 0, LONG_MAX, &ta->warmup)) {
+        return cli_usage_error("train", "--warmup-steps expects an integer >= 0, got '%s'", warmup);
     }
     if (lr) {
         char *end = NULL;
         errno = 0;
         ta->lr = strtod(lr, &end);
         if (!*lr || *end || errno == ERANGE || !isfinite(ta->lr) || ta->lr < 0) {
-            return usage_error("train", "--lr expects a finite number >= 0, got '%s'", lr);
+            return cli_usage_error("train", "--lr expects a finite number >= 0, got '%s'", lr);
         }
         ta->has_lr = true;
     }
@@ -2940,7 +2794,7 @@ static int train_parse_args(int argc, char **argv, train_args *ta, dlcc_options 
         errno = 0;
         unsigned long long v = strtoull(seed, &end, 10);
         if (!*seed || *end || errno == ERANGE || seed[0] == '-') {
-            return usage_error("train", "--seed expects an integer 0..2^64-1, got '%s'", seed);
+            return cli_usage_error("train", "--seed expects an integer 0..2^64-1, got '%s'", seed);
         }
         ta->seed = (uint64_t)v;
     }
@@ -2951,15 +2805,16 @@ static int train_parse_args(int argc, char **argv, train_args *ta, dlcc_options 
             k++;
         }
         if (k == DL_ARRAY_LEN(sched_names)) {
-            return usage_error("train",
-                               "--lr-schedule: unknown schedule '%s' (constant, step, cosine, "
-                               "warmup-cosine)",
-                               sched);
+            return cli_usage_error("train",
+                                   "--lr-schedule: unknown schedule '%s' (constant, step, cosine, "
+                                   "warmup-cosine)",
+                                   sched);
         }
         ta->sched = (lr_sched)k;
     }
     if (warmup && ta->sched != SCHED_WARMUP_COSINE) {
-        return usage_error("train", "--warmup-steps only applies to --lr-schedule warmup-cosine");
+        return cli_usage_error("train",
+                               "--warmup-steps only applies to --lr-schedule warmup-cosine");
     }
     return EXIT_OK;
 }
@@ -3025,7 +2880,7 @@ static int cmd_train(int argc, char **argv) {
     // 2. The model: its interface decides the batch dim; --batch binds it like -D.
     dl_status st = load_model(ta.file, binds.data, binds.len, d, &m);
     if (st != DL_OK) {
-        rc = status_exit(st);
+        rc = cli_status_exit(st);
         goto out;
     }
     if (!train_model_inspect(m, ta.file, d, &tm)) {
@@ -3036,9 +2891,9 @@ static int cmd_train(int argc, char **argv) {
         const char *bname = m->dims.data[tm.batch_sym].name;
         for (size_t i = 0; i < binds.len; i++) {
             if (strcmp(binds.data[i].name, bname) == 0) {
-                rc = usage_error("train",
-                                 "--batch %ld and -D %s=%lld disagree (%s is the batch dim)",
-                                 ta.batch, bname, (long long)binds.data[i].value, bname);
+                rc = cli_usage_error("train",
+                                     "--batch %ld and -D %s=%lld disagree (%s is the batch dim)",
+                                     ta.batch, bname, (long long)binds.data[i].value, bname);
                 goto out;
             }
         }
@@ -3053,7 +2908,7 @@ static int cmd_train(int argc, char **argv) {
         dl_ir_module_destroy(m);
         m = NULL;
         if ((st = load_model(ta.file, binds.data, binds.len, d, &m)) != DL_OK) {
-            rc = status_exit(st);
+            rc = cli_status_exit(st);
             goto out;
         }
         if (!train_model_inspect(m, ta.file, d, &tm)) {
@@ -3085,8 +2940,9 @@ static int cmd_train(int argc, char **argv) {
     int64_t T = spe * ta.epochs;
     int64_t W = ta.sched != SCHED_WARMUP_COSINE ? 0 : ta.warmup >= 0 ? ta.warmup : T / 20;
     if (W >= T && ta.sched == SCHED_WARMUP_COSINE) {
-        rc = usage_error("train", "--warmup-steps %lld must be below the %lld steps of training",
-                         (long long)W, (long long)T);
+        rc =
+            cli_usage_error("train", "--warmup-steps %lld must be below the %lld steps of training",
+                            (long long)W, (long long)T);
         goto out;
     }
     double base_lr = ta.has_lr ? ta.lr : dl_ir_train_opt_value(m->train, "lr");
@@ -3152,12 +3008,12 @@ static int cmd_train(int argc, char **argv) {
     if (ta.verbose && st == DL_OK) {
         print_cache_line(&res);
     }
-    if (!flush_diags(d)) {
+    if (!cli_flush_diags(d)) {
         rc = EXIT_INTERNAL;
         goto out;
     }
     if (st != DL_OK) {
-        rc = status_exit(st);
+        rc = cli_status_exit(st);
         goto out;
     }
     art = res.artifact;
@@ -3265,7 +3121,7 @@ static int cmd_train(int argc, char **argv) {
                     an.calls--; // the replayed call's Dropout counter
                     anomaly_report(&an, ins, scale_used, desc, d);
                     an.calls++;
-                    if (!flush_diags(d)) {
+                    if (!cli_flush_diags(d)) {
                         rs = DLRT_ERR_NOMEM;
                     }
                 }
@@ -3336,7 +3192,7 @@ static int cmd_train(int argc, char **argv) {
     }
 
 out:
-    if (d && !flush_diags(d)) {
+    if (d && !cli_flush_diags(d)) {
         rc = EXIT_INTERNAL;
     }
     anomaly_fini(&an);
@@ -3369,6 +3225,7 @@ static const struct {
                 {"run", cmd_run},     {"train", cmd_train}, {"import", cmd_import}};
 
 int main(int argc, char **argv) {
+    cli_init("dlcc", helps, DL_ARRAY_LEN(helps));
     if (argc < 2) {
         print_main_help(stderr);
         return EXIT_USAGE;
@@ -3391,24 +3248,24 @@ int main(int argc, char **argv) {
             print_main_help(stdout);
             return EXIT_OK;
         }
-        const cmd_help *h = find_help(argv[2]);
+        const cli_help *h = cli_find_help(argv[2]);
         if (!h) {
-            return usage_error(NULL, "no help for unknown command '%s'", argv[2]);
+            return cli_usage_error(NULL, "no help for unknown command '%s'", argv[2]);
         }
-        print_cmd_help(h);
+        cli_print_cmd_help(h);
         return EXIT_OK;
     }
     for (size_t i = 0; i < DL_ARRAY_LEN(commands); i++) {
         if (strcmp(cmd, commands[i].name) == 0) {
-            if (wants_help(argc - 2, argv + 2)) {
-                print_cmd_help(find_help(cmd));
+            if (cli_wants_help(argc - 2, argv + 2)) {
+                cli_print_cmd_help(cli_find_help(cmd));
                 return EXIT_OK;
             }
             return commands[i].fn(argc - 2, argv + 2);
         }
     }
     if (cmd[0] == '-') {
-        return usage_error(NULL, "unknown option '%s'", cmd);
+        return cli_usage_error(NULL, "unknown option '%s'", cmd);
     }
-    return usage_error(NULL, "unknown command '%s'", cmd);
+    return cli_usage_error(NULL, "unknown command '%s'", cmd);
 }

@@ -10,8 +10,10 @@
 // export): they report it as empty. Every command parses all of its arguments before opening the
 // cache, so a usage error has no side effects. `--json` output is produced by the small emitter
 // below (one JSON document on stdout, strings escaped, invalid UTF-8 replaced by U+FFFD).
+#include "cli.h"
 #include "dl_cache.h"
 #include "dl_ir.h"
+#include "dl_json.h"
 #include "dlcc.h"
 
 #include <errno.h>
@@ -26,40 +28,35 @@
 #    define DL_VERSION "0.0.0"
 #endif
 
-enum { EXIT_OK = 0, EXIT_INPUT = 1, EXIT_USAGE = 2, EXIT_INTERNAL = 3 };
-
 // ---------------------------------------------------------------------------------------------
 // Help texts
-
-typedef struct cmd_help {
-    const char *name;
-    const char *summary;
-    const char *usage;
-    const char *details;
-} cmd_help;
 
 #define COMMON_OPTS                                                                                \
     "  --cache-dir DIR   the cache directory (default: $DLCC_CACHE_DIR, $XDG_CACHE_HOME/dlcc or\n" \
     "                    ~/.cache/dlcc)\n"
 #define JSON_OPT "  --json            machine-readable output (one JSON document on stdout)\n"
 
-static const cmd_help helps[] = {
+static const cli_help helps[] = {
     {"ls", "list cached artifacts, most recently used first", "dlcc-cache ls [--json]",
      "Lists every entry: key prefix, model, target, artifact size, hits and when it was last\n"
      "used, most recently used first. A cache that does not exist yet is reported as empty.\n"
-     "\n" COMMON_OPTS JSON_OPT},
+     "\n" COMMON_OPTS JSON_OPT,
+     NULL},
     {"stats", "entries, size, hit rate and compile time saved", "dlcc-cache stats [--json]",
      "Prints the number of entries, their total size, hits, misses, the hit rate, the compile\n"
      "time the hits saved, the size limit and the cache location.\n"
-     "\n" COMMON_OPTS JSON_OPT},
+     "\n" COMMON_OPTS JSON_OPT,
+     NULL},
     {"show", "every metadata field of one entry", "dlcc-cache show KEY [--json]",
      "Shows one entry. KEY is its hex key or a unique prefix of at least 4 hex digits; an\n"
      "ambiguous prefix lists the matching keys and exits 1.\n"
-     "\n" COMMON_OPTS JSON_OPT},
+     "\n" COMMON_OPTS JSON_OPT,
+     NULL},
     {"verify", "check the database and every artifact's hash", "dlcc-cache verify [--json]",
      "Runs SQLite's integrity check and recomputes every stored artifact's hash. Prints\n"
      "'ok: N entries verified', or each problem and exits 1.\n"
-     "\n" COMMON_OPTS JSON_OPT},
+     "\n" COMMON_OPTS JSON_OPT,
+     NULL},
     {"prune", "remove old entries or shrink the cache",
      "dlcc-cache prune [--max-size SIZE] [--older-than DURATION] [--json]",
      "Removes entries not used for DURATION, then least recently used entries until the cache\n"
@@ -67,20 +64,24 @@ static const cmd_help helps[] = {
      "kept. Prints how many entries were removed and how much space was freed.\n"
      "\n"
      "  --max-size SIZE          e.g. 500M, 2G, 1048576 (K/M/G/T are powers of 1024)\n"
-     "  --older-than DURATION    e.g. 30d, 12h, 90m, 45s\n" COMMON_OPTS JSON_OPT},
+     "  --older-than DURATION    e.g. 30d, 12h, 90m, 45s\n" COMMON_OPTS JSON_OPT,
+     NULL},
     {"rm", "remove one entry", "dlcc-cache rm KEY",
      "Removes the entry whose key is KEY or starts with KEY (at least 4 hex digits).\n"
-     "\n" COMMON_OPTS},
+     "\n" COMMON_OPTS,
+     NULL},
     {"clear", "remove every entry", "dlcc-cache clear",
-     "Removes every entry and prints how many were removed.\n\n" COMMON_OPTS},
+     "Removes every entry and prints how many were removed.\n\n" COMMON_OPTS, NULL},
     {"config", "show or set the size limit", "dlcc-cache config max-size [SIZE]",
      "Without SIZE prints the size limit; with SIZE (e.g. 500M, 2G) stores a new limit and\n"
      "evicts least recently used entries at the next store if the cache is larger. The\n"
      "environment variable DLCC_CACHE_MAX_SIZE overrides the stored limit.\n"
-     "\n" COMMON_OPTS},
+     "\n" COMMON_OPTS,
+     NULL},
     {"export", "write every entry to a directory", "dlcc-cache export DIR",
      "Writes one self-describing file per entry (KEY.dlcc) into DIR, created if needed.\n"
-     "\n" COMMON_OPTS},
+     "\n" COMMON_OPTS,
+     NULL},
     {"import", "read entries written by export", "dlcc-cache import DIR [--trust]",
      "Adds the KEY.dlcc files in DIR to the cache. An artifact is code that dlcc loads, so\n"
      "only files you own that are not writable by group or others are read (symbolic links\n"
@@ -89,7 +90,8 @@ static const cmd_help helps[] = {
      "a warning naming it, the rest are imported, and the command exits 1.\n"
      "\n"
      "  --trust           also import files of other users or writable by them (and follow\n"
-     "                    links): only for a directory whose writers you trust\n" COMMON_OPTS},
+     "                    links): only for a directory whose writers you trust\n" COMMON_OPTS,
+     NULL},
     {"explain", "why two models get the same or different cache keys",
      "dlcc-cache explain A.dlg B.dlg [-D NAME=INT]... [--cpu NAME] [--features F] [-O N] "
      "[--json]",
@@ -102,61 +104,17 @@ static const cmd_help helps[] = {
      "  -D NAME=INT        bind dim NAME in both models\n"
      "  --cpu NAME         target CPU (default: this machine)\n"
      "  --features F       LLVM target features (default: the CPU's)\n"
-     "  -O N               optimisation level 0-3 (default 3)\n" JSON_OPT},
+     "  -O N               optimisation level 0-3 (default 3)\n" JSON_OPT,
+     NULL},
 };
-
-static const cmd_help *find_help(const char *name) {
-    for (size_t i = 0; i < DL_ARRAY_LEN(helps); i++) {
-        if (strcmp(helps[i].name, name) == 0) {
-            return &helps[i];
-        }
-    }
-    return NULL;
-}
 
 static void print_main_help(FILE *f) {
     fprintf(f, "dlcc-cache %s — inspect and maintain the dlcc compilation cache\n\n", DL_VERSION);
     fprintf(f, "usage: dlcc-cache COMMAND [--cache-dir DIR] [--json] [ARGS...]\n\ncommands:\n");
-    for (size_t i = 0; i < DL_ARRAY_LEN(helps); i++) {
-        fprintf(f, "  %-8s %s\n", helps[i].name, helps[i].summary);
-    }
-    fprintf(f, "  %-8s %s\n", "help", "show help for a command (dlcc-cache help COMMAND)");
+    cli_print_commands(f);
     fprintf(f, "\noptions:\n" COMMON_OPTS JSON_OPT "  -h, --help        show this help\n");
     fprintf(f, "\nexit status: 0 success, 1 invalid input or failed check, 2 bad usage, "
                "3 internal error\n");
-}
-
-static int usage_error(const char *cmd, const char *fmt, ...) DL_PRINTF(2, 3);
-static int usage_error(const char *cmd, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "dlcc-cache%s%s: error: ", cmd ? " " : "", cmd ? cmd : "");
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n");
-    va_end(ap);
-    const cmd_help *h = cmd ? find_help(cmd) : NULL;
-    if (h) {
-        fprintf(stderr, "usage: %s\n(run 'dlcc-cache help %s' for details)\n", h->usage, cmd);
-    } else {
-        fprintf(stderr, "(run 'dlcc-cache --help' for a list of commands)\n");
-    }
-    return EXIT_USAGE;
-}
-
-// An error that is not about usage: "dlcc-cache CMD: error: MSG". Returns `rc`.
-static int cmd_error(const char *cmd, int rc, const char *fmt, ...) DL_PRINTF(3, 4);
-static int cmd_error(const char *cmd, int rc, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "dlcc-cache %s: error: ", cmd);
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n");
-    va_end(ap);
-    return rc;
-}
-
-static int status_exit(dl_status st) {
-    return st == DL_OK ? EXIT_OK : st == DL_ERR_NOMEM ? EXIT_INTERNAL : EXIT_INPUT;
 }
 
 // Prints the store's messages ("dlcc-cache: warning: ...") and clears the sink.
@@ -177,214 +135,11 @@ static void flush_store_diags(dl_diags *d) {
     dl_diags_clear(d);
 }
 
-// Model diagnostics (explain) with file:line and caret.
-static bool flush_model_diags(dl_diags *d) {
-    if (dl_diags_count(d) > 0) {
-        char *text = NULL;
-        if (dl_diags_render(d, &text) != DL_OK) {
-            fprintf(stderr, "dlcc-cache: error: out of memory rendering diagnostics\n");
-            return false;
-        }
-        fputs(text, stderr);
-        free(text);
-    }
-    dl_diags_clear(d);
-    return true;
-}
-
 // ---------------------------------------------------------------------------------------------
-// A small JSON emitter: compact output, commas placed automatically.
-
-typedef struct json {
-    dl_strbuf b;
-    int depth;
-    bool first[64];
-    bool after_key;
-} json;
-
-static void json_sep(json *j) {
-    if (j->after_key) {
-        j->after_key = false;
-        return;
-    }
-    if (j->depth > 0) {
-        if (!j->first[j->depth]) {
-            dl_strbuf_puts(&j->b, ",");
-        }
-        j->first[j->depth] = false;
-    }
-}
-
-// Length of the valid UTF-8 sequence at s (1..4), or 0 if invalid.
-static size_t utf8_len(const unsigned char *s) {
-    unsigned c = s[0];
-    size_t n;
-    unsigned min;
-    if (c < 0x80) {
-        return 1;
-    } else if ((c & 0xE0) == 0xC0) {
-        n = 2;
-        min = 0x80;
-        c &= 0x1F;
-    } else if ((c & 0xF0) == 0xE0) {
-        n = 3;
-        min = 0x800;
-        c &= 0x0F;
-    } else if ((c & 0xF8) == 0xF0) {
-        n = 4;
-        min = 0x10000;
-        c &= 0x07;
-    } else {
-        return 0;
-    }
-    for (size_t k = 1; k < n; k++) {
-        if ((s[k] & 0xC0) != 0x80) {
-            return 0;
-        }
-        c = (c << 6) | (s[k] & 0x3Fu);
-    }
-    if (c < min || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF)) {
-        return 0;
-    }
-    return n;
-}
-
-static void json_put_string(dl_strbuf *b, const char *s) {
-    dl_strbuf_puts(b, "\"");
-    const unsigned char *p = (const unsigned char *)(s ? s : "");
-    while (*p) {
-        unsigned char c = *p;
-        switch (c) {
-        case '"':
-            dl_strbuf_puts(b, "\\\"");
-            p++;
-            continue;
-        case '\\':
-            dl_strbuf_puts(b, "\\\\");
-            p++;
-            continue;
-        case '\n':
-            dl_strbuf_puts(b, "\\n");
-            p++;
-            continue;
-        case '\r':
-            dl_strbuf_puts(b, "\\r");
-            p++;
-            continue;
-        case '\t':
-            dl_strbuf_puts(b, "\\t");
-            p++;
-            continue;
-        default:
-            break;
-        }
-        if (c < 0x20 || c == 0x7F) {
-            dl_strbuf_printf(b, "\\u%04x", c);
-            p++;
-            continue;
-        }
-        size_t n = utf8_len(p);
-        if (n == 0) {
-            dl_strbuf_puts(b, "\\ufffd");
-            p++;
-            continue;
-        }
-        dl_strbuf_append(b, (const char *)p, n);
-        p += n;
-    }
-    dl_strbuf_puts(b, "\"");
-}
-
-static void json_open(json *j, const char *bracket) {
-    json_sep(j);
-    dl_strbuf_puts(&j->b, bracket);
-    DL_ASSERT(j->depth + 1 < (int)DL_ARRAY_LEN(j->first));
-    j->first[++j->depth] = true;
-}
-
-static void json_close(json *j, const char *bracket) {
-    DL_ASSERT(j->depth > 0);
-    j->depth--;
-    dl_strbuf_puts(&j->b, bracket);
-}
-
-static void json_obj(json *j) {
-    json_open(j, "{");
-}
-static void json_obj_end(json *j) {
-    json_close(j, "}");
-}
-static void json_arr(json *j) {
-    json_open(j, "[");
-}
-static void json_arr_end(json *j) {
-    json_close(j, "]");
-}
-
-static void json_key(json *j, const char *k) {
-    json_sep(j);
-    json_put_string(&j->b, k);
-    dl_strbuf_puts(&j->b, ":");
-    j->after_key = true;
-}
-
-static void json_str(json *j, const char *s) {
-    json_sep(j);
-    if (s) {
-        json_put_string(&j->b, s);
-    } else {
-        dl_strbuf_puts(&j->b, "null");
-    }
-}
-
-static void json_i64(json *j, int64_t v) {
-    json_sep(j);
-    dl_strbuf_printf(&j->b, "%" PRId64, v);
-}
-
-static void json_u64(json *j, uint64_t v) {
-    json_sep(j);
-    dl_strbuf_printf(&j->b, "%" PRIu64, v);
-}
-
-static void json_f64(json *j, double v) {
-    json_sep(j);
-    if (v != v || v > 1e308 || v < -1e308) {
-        dl_strbuf_puts(&j->b, "null"); // JSON has no NaN or infinity
-    } else {
-        dl_strbuf_printf(&j->b, "%.6g", v);
-    }
-}
-
-static void json_bool(json *j, bool v) {
-    json_sep(j);
-    dl_strbuf_puts(&j->b, v ? "true" : "false");
-}
-
-// Convenience: "key": value.
-static void json_kstr(json *j, const char *k, const char *v) {
-    json_key(j, k);
-    json_str(j, v);
-}
-static void json_ki64(json *j, const char *k, int64_t v) {
-    json_key(j, k);
-    json_i64(j, v);
-}
-static void json_ku64(json *j, const char *k, uint64_t v) {
-    json_key(j, k);
-    json_u64(j, v);
-}
-static void json_kf64(json *j, const char *k, double v) {
-    json_key(j, k);
-    json_f64(j, v);
-}
-static void json_kbool(json *j, const char *k, bool v) {
-    json_key(j, k);
-    json_bool(j, v);
-}
+// JSON output: base's writer (dl_json.h).
 
 // Prints the document and a newline; EXIT_INTERNAL if building it ran out of memory.
-static int json_print(json *j) {
+static int json_print(dl_json *j) {
     DL_ASSERT(j->depth == 0);
     int rc = EXIT_OK;
     if (j->b.oom) {
@@ -498,81 +253,52 @@ typedef struct opts {
     DL_VEC(const char *) pos; // positional arguments
 } opts;
 
-// If argv[*i] is flag `l` (or `s`), consumes it and its value. 1 match, 0 no match, -1 usage.
-static int take_flag(const char *cmd, int argc, char **argv, int *i, const char *s, const char *l,
-                     const char **val) {
-    const char *arg = argv[*i];
-    size_t ln = l ? strlen(l) : 0;
-    if ((s && strcmp(arg, s) == 0) || (l && strcmp(arg, l) == 0)) {
-        if (*i + 1 >= argc) {
-            usage_error(cmd, "%s needs an argument", arg);
-            return -1;
-        }
-        *val = argv[*i + 1];
-        *i += 2;
-        return 1;
-    }
-    if (l && strncmp(arg, l, ln) == 0 && arg[ln] == '=') {
-        *val = arg + ln + 1;
-        *i += 1;
-        return 1;
-    }
-    if (s && strncmp(arg, s, 2) == 0 && arg[2] != 0) {
-        *val = arg + 2;
-        *i += 1;
-        return 1;
-    }
-    return 0;
-}
-
 // Extra per-command flags: a callback consumes argv[*i] (returns 1 taken, 0 unknown, -1 usage).
-typedef int (*flag_fn)(void *ctx, const char *cmd, int argc, char **argv, int *i);
+typedef int (*flag_fn)(void *ctx, cli_args *a);
 
 // Parses the command's arguments: common flags, the command's own flags, positionals. Checks
 // the positional count is within [min_pos, max_pos] and that --json is allowed.
 static int parse_args(opts *o, int argc, char **argv, bool json_ok, size_t min_pos, size_t max_pos,
                       const char *pos_what, flag_fn fn, void *ctx) {
-    bool no_more = false;
-    int i = 0;
-    while (i < argc) {
-        const char *arg = argv[i];
+    cli_args a = {o->cmd, argc, argv, 0, false};
+    while (a.i < argc) {
+        const char *arg = argv[a.i];
         const char *val = NULL;
         int r;
-        if (!no_more && strcmp(arg, "--") == 0) {
-            no_more = true;
-            i++;
-        } else if (no_more || arg[0] != '-' || arg[1] == 0) {
+        if (!a.no_more_flags && strcmp(arg, "--") == 0) {
+            a.no_more_flags = true;
+            a.i++;
+        } else if (!cli_is_flag(&a)) {
             if (!DL_VEC_PUSH(&o->pos, arg)) {
                 return EXIT_INTERNAL;
             }
-            i++;
-        } else if ((r = take_flag(o->cmd, argc, argv, &i, NULL, "--cache-dir", &val)) != 0) {
+            a.i++;
+        } else if ((r = cli_take_flag(&a, NULL, "--cache-dir", true, &val)) != 0) {
             if (r < 0) {
                 return EXIT_USAGE;
             }
             if (!*val) {
-                return usage_error(o->cmd, "--cache-dir needs a directory");
+                return cli_usage_error(o->cmd, "--cache-dir needs a directory");
             }
             o->cache_dir = val;
-        } else if (strcmp(arg, "--json") == 0) {
+        } else if (cli_take_flag(&a, NULL, "--json", false, NULL) == 1) {
             if (!json_ok) {
-                return usage_error(o->cmd, "--json is not supported by this command");
+                return cli_usage_error(o->cmd, "--json is not supported by this command");
             }
             o->json = true;
-            i++;
-        } else if (fn && (r = fn(ctx, o->cmd, argc, argv, &i)) != 0) {
+        } else if (fn && (r = fn(ctx, &a)) != 0) {
             if (r < 0) {
                 return EXIT_USAGE;
             }
         } else {
-            return usage_error(o->cmd, "unknown flag '%s'", arg);
+            return cli_usage_error(o->cmd, "unknown flag '%s'", arg);
         }
     }
     if (o->pos.len < min_pos) {
-        return usage_error(o->cmd, "missing %s", pos_what);
+        return cli_usage_error(o->cmd, "missing %s", pos_what);
     }
     if (o->pos.len > max_pos) {
-        return usage_error(o->cmd, "unexpected argument '%s'", o->pos.data[max_pos]);
+        return cli_usage_error(o->cmd, "unexpected argument '%s'", o->pos.data[max_pos]);
     }
     return EXIT_OK;
 }
@@ -581,7 +307,7 @@ static int parse_args(opts *o, int argc, char **argv, bool json_ok, size_t min_p
 static int check_key_arg(const char *cmd, const char *key, char buf[33]) {
     size_t n = strlen(key);
     if (n < 4 || n > 32) {
-        return usage_error(cmd, "KEY must be 4 to 32 hex digits, got '%s'", key);
+        return cli_usage_error(cmd, "KEY must be 4 to 32 hex digits, got '%s'", key);
     }
     for (size_t i = 0; i < n; i++) {
         char c = key[i];
@@ -589,7 +315,7 @@ static int check_key_arg(const char *cmd, const char *key, char buf[33]) {
             c = (char)(c - 'A' + 'a');
         }
         if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) {
-            return usage_error(cmd, "KEY must be hex digits, got '%s'", key);
+            return cli_usage_error(cmd, "KEY must be hex digits, got '%s'", key);
         }
         buf[i] = c;
     }
@@ -633,8 +359,9 @@ static int cache_resolve(const opts *o, cache_ctx *cx) {
         if (st == DL_ERR_NOMEM) {
             return EXIT_INTERNAL;
         }
-        return cmd_error(o->cmd, EXIT_INPUT,
-                         "no cache location: set DLCC_CACHE_DIR (or HOME), or pass --cache-dir");
+        return cli_cmd_error(
+            o->cmd, EXIT_INPUT,
+            "no cache location: set DLCC_CACHE_DIR (or HOME), or pass --cache-dir");
     }
     return EXIT_OK;
 }
@@ -676,7 +403,7 @@ static int cache_probe(const opts *o, const cache_ctx *cx, bool *out_exists) {
     } else {
         return EXIT_OK;
     }
-    return cmd_error(o->cmd, EXIT_INPUT, "cannot use the cache in %s", cx->dir);
+    return cli_cmd_error(o->cmd, EXIT_INPUT, "cannot use the cache in %s", cx->dir);
 }
 
 // Opens the store; on failure prints its warning and returns 1 (3 when out of memory).
@@ -687,8 +414,8 @@ static int cache_open(const opts *o, cache_ctx *cx) {
         if (st == DL_ERR_NOMEM) {
             return EXIT_INTERNAL;
         }
-        return cmd_error(o->cmd, EXIT_INPUT, "cannot use the cache in %s (%s)", cx->dir,
-                         dl_status_str(st));
+        return cli_cmd_error(o->cmd, EXIT_INPUT, "cannot use the cache in %s (%s)", cx->dir,
+                             dl_status_str(st));
     }
     return EXIT_OK;
 }
@@ -699,7 +426,7 @@ static int store_error(const opts *o, cache_ctx *cx, dl_status st, const char *w
         fprintf(stderr, "dlcc-cache %s: error: out of memory\n", o->cmd);
         return EXIT_INTERNAL;
     }
-    return cmd_error(o->cmd, EXIT_INPUT, "%s failed (%s)", what, dl_status_str(st));
+    return cli_cmd_error(o->cmd, EXIT_INPUT, "%s failed (%s)", what, dl_status_str(st));
 }
 
 static void free_entries(dl_cache_entry *es, size_t n) {
@@ -720,7 +447,7 @@ static int resolve_key(const opts *o, cache_ctx *cx, const char *prefix, dl_cach
     }
     if (n == 0) {
         free_entries(es, n);
-        return cmd_error(o->cmd, EXIT_INPUT, "no entry matches '%s'", prefix);
+        return cli_cmd_error(o->cmd, EXIT_INPUT, "no entry matches '%s'", prefix);
     }
     if (n > 1) {
         fprintf(stderr, "dlcc-cache %s: error: '%s' is ambiguous: %zu entries match:\n", o->cmd,
@@ -742,23 +469,23 @@ static int resolve_key(const opts *o, cache_ctx *cx, const char *prefix, dl_cach
 // ---------------------------------------------------------------------------------------------
 // ls
 
-static void json_entry(json *j, const dl_cache_entry *e) {
+static void json_entry(dl_json *j, const dl_cache_entry *e) {
     char hex[33], bh[33];
     dl_hash128_hex(e->key, hex);
     dl_hash128_hex(e->blob_hash, bh);
-    json_obj(j);
-    json_kstr(j, "key", hex);
-    json_kstr(j, "model", e->model);
-    json_kstr(j, "target", e->target);
-    json_kstr(j, "compiler_version", e->compiler_version);
-    json_ku64(j, "size", e->size);
-    json_ku64(j, "source_size", e->source_size);
-    json_kf64(j, "compile_ms", e->compile_ms);
-    json_ki64(j, "created", e->created);
-    json_ki64(j, "last_used", e->last_used);
-    json_ki64(j, "hits", e->hits);
-    json_kstr(j, "blob_hash", bh);
-    json_obj_end(j);
+    dl_json_obj(j);
+    dl_json_kstr(j, "key", hex);
+    dl_json_kstr(j, "model", e->model);
+    dl_json_kstr(j, "target", e->target);
+    dl_json_kstr(j, "compiler_version", e->compiler_version);
+    dl_json_ku64(j, "size", e->size);
+    dl_json_ku64(j, "source_size", e->source_size);
+    dl_json_kf64(j, "compile_ms", e->compile_ms);
+    dl_json_ki64(j, "created", e->created);
+    dl_json_ki64(j, "last_used", e->last_used);
+    dl_json_ki64(j, "hits", e->hits);
+    dl_json_kstr(j, "blob_hash", bh);
+    dl_json_obj_end(j);
 }
 
 static int cmd_ls(opts *o, int argc, char **argv) {
@@ -784,16 +511,16 @@ static int cmd_ls(opts *o, int argc, char **argv) {
         }
     }
     if (o->json) {
-        json j = {0};
-        json_obj(&j);
-        json_kstr(&j, "cache_dir", cx.dir);
-        json_key(&j, "entries");
-        json_arr(&j);
+        dl_json j = {0};
+        dl_json_obj(&j);
+        dl_json_kstr(&j, "cache_dir", cx.dir);
+        dl_json_key(&j, "entries");
+        dl_json_arr(&j);
         for (size_t i = 0; i < n; i++) {
             json_entry(&j, &es[i]);
         }
-        json_arr_end(&j);
-        json_obj_end(&j);
+        dl_json_arr_end(&j);
+        dl_json_obj_end(&j);
         rc = json_print(&j);
         goto out;
     }
@@ -863,18 +590,18 @@ static int cmd_stats(opts *o, int argc, char **argv) {
     int64_t lookups = s.hits + s.misses;
     double rate = lookups > 0 ? (double)s.hits / (double)lookups : 0.0;
     if (o->json) {
-        json j = {0};
-        json_obj(&j);
-        json_kstr(&j, "cache_dir", cx.dir);
-        json_kbool(&j, "exists", exists);
-        json_ki64(&j, "entries", s.entries);
-        json_ku64(&j, "bytes", s.bytes);
-        json_ki64(&j, "hits", s.hits);
-        json_ki64(&j, "misses", s.misses);
-        json_kf64(&j, "hit_rate", rate);
-        json_kf64(&j, "compile_ms_saved", s.compile_ms_saved);
-        json_ku64(&j, "max_size", s.max_size);
-        json_obj_end(&j);
+        dl_json j = {0};
+        dl_json_obj(&j);
+        dl_json_kstr(&j, "cache_dir", cx.dir);
+        dl_json_kbool(&j, "exists", exists);
+        dl_json_ki64(&j, "entries", s.entries);
+        dl_json_ku64(&j, "bytes", s.bytes);
+        dl_json_ki64(&j, "hits", s.hits);
+        dl_json_ki64(&j, "misses", s.misses);
+        dl_json_kf64(&j, "hit_rate", rate);
+        dl_json_kf64(&j, "compile_ms_saved", s.compile_ms_saved);
+        dl_json_ku64(&j, "max_size", s.max_size);
+        dl_json_obj_end(&j);
         rc = json_print(&j);
         goto out;
     }
@@ -926,15 +653,15 @@ static int cmd_show(opts *o, int argc, char **argv) {
         goto out;
     }
     if (!exists) {
-        rc = cmd_error(o->cmd, EXIT_INPUT, "no entry matches '%s' (the cache in %s is empty)",
-                       prefix, cx.dir);
+        rc = cli_cmd_error(o->cmd, EXIT_INPUT, "no entry matches '%s' (the cache in %s is empty)",
+                           prefix, cx.dir);
         goto out;
     }
     if ((rc = cache_open(o, &cx)) != EXIT_OK || (rc = resolve_key(o, &cx, prefix, &e)) != EXIT_OK) {
         goto out;
     }
     if (o->json) {
-        json j = {0};
+        dl_json j = {0};
         json_entry(&j, &e);
         rc = json_print(&j);
         goto out;
@@ -1004,22 +731,22 @@ static int cmd_verify(opts *o, int argc, char **argv) {
         }
     }
     if (o->json) {
-        json j = {0};
-        json_obj(&j);
-        json_kstr(&j, "cache_dir", cx.dir);
-        json_kbool(&j, "ok", bad == 0 && st == DL_OK);
-        json_ki64(&j, "entries", s.entries);
-        json_ki64(&j, "problems_found", bad);
-        json_key(&j, "problems");
-        json_arr(&j);
+        dl_json j = {0};
+        dl_json_obj(&j);
+        dl_json_kstr(&j, "cache_dir", cx.dir);
+        dl_json_kbool(&j, "ok", bad == 0 && st == DL_OK);
+        dl_json_ki64(&j, "entries", s.entries);
+        dl_json_ki64(&j, "problems_found", bad);
+        dl_json_key(&j, "problems");
+        dl_json_arr(&j);
         for (size_t i = 0; i < dl_diags_count(cx.d); i++) {
-            json_str(&j, dl_diags_get(cx.d, i)->msg);
+            dl_json_str(&j, dl_diags_get(cx.d, i)->msg);
         }
         if (st != DL_OK && dl_diags_count(cx.d) == 0) {
-            json_str(&j, dl_status_str(st));
+            dl_json_str(&j, dl_status_str(st));
         }
-        json_arr_end(&j);
-        json_obj_end(&j);
+        dl_json_arr_end(&j);
+        dl_json_obj_end(&j);
         dl_diags_clear(cx.d);
         rc = json_print(&j);
         if (rc == EXIT_OK && (bad != 0 || st != DL_OK)) {
@@ -1059,11 +786,11 @@ typedef struct prune_flags {
     const char *max_size, *older_than;
 } prune_flags;
 
-static int prune_flag(void *ctx, const char *cmd, int argc, char **argv, int *i) {
+static int prune_flag(void *ctx, cli_args *a) {
     prune_flags *p = ctx;
-    int r = take_flag(cmd, argc, argv, i, NULL, "--max-size", &p->max_size);
+    int r = cli_take_flag(a, NULL, "--max-size", true, &p->max_size);
     if (r == 0) {
-        r = take_flag(cmd, argc, argv, i, NULL, "--older-than", &p->older_than);
+        r = cli_take_flag(a, NULL, "--older-than", true, &p->older_than);
     }
     return r;
 }
@@ -1077,13 +804,13 @@ static int cmd_prune(opts *o, int argc, char **argv) {
     uint64_t max_size = 0;
     int64_t older = -1;
     if (pf.max_size && (!dl_cache_parse_size(pf.max_size, &max_size) || max_size == 0)) {
-        return usage_error(o->cmd, "--max-size expects a size like 500M or 2G, got '%s'",
-                           pf.max_size);
+        return cli_usage_error(o->cmd, "--max-size expects a size like 500M or 2G, got '%s'",
+                               pf.max_size);
     }
     if (pf.older_than && !parse_duration(pf.older_than, &older)) {
-        return usage_error(o->cmd,
-                           "--older-than expects a duration like 30d, 12h, 90m or 45s, got '%s'",
-                           pf.older_than);
+        return cli_usage_error(
+            o->cmd, "--older-than expects a duration like 30d, 12h, 90m or 45s, got '%s'",
+            pf.older_than);
     }
     cache_ctx cx;
     int64_t removed = 0;
@@ -1103,11 +830,11 @@ static int cmd_prune(opts *o, int argc, char **argv) {
         }
     }
     if (o->json) {
-        json j = {0};
-        json_obj(&j);
-        json_ki64(&j, "removed", removed);
-        json_ku64(&j, "freed", freed);
-        json_obj_end(&j);
+        dl_json j = {0};
+        dl_json_obj(&j);
+        dl_json_ki64(&j, "removed", removed);
+        dl_json_ku64(&j, "freed", freed);
+        dl_json_obj_end(&j);
         rc = json_print(&j);
         goto out;
     }
@@ -1139,8 +866,8 @@ static int cmd_rm(opts *o, int argc, char **argv) {
         goto out;
     }
     if (!exists) {
-        rc = cmd_error(o->cmd, EXIT_INPUT, "no entry matches '%s' (the cache in %s is empty)",
-                       prefix, cx.dir);
+        rc = cli_cmd_error(o->cmd, EXIT_INPUT, "no entry matches '%s' (the cache in %s is empty)",
+                           prefix, cx.dir);
         goto out;
     }
     if ((rc = cache_open(o, &cx)) != EXIT_OK || (rc = resolve_key(o, &cx, prefix, &e)) != EXIT_OK) {
@@ -1156,8 +883,8 @@ static int cmd_rm(opts *o, int argc, char **argv) {
     dl_hash128_hex(e.key, hex);
     format_size(e.size, size, sizeof size);
     if (!removed) {
-        rc =
-            cmd_error(o->cmd, EXIT_INPUT, "%s was not removed (in use by a running process?)", hex);
+        rc = cli_cmd_error(o->cmd, EXIT_INPUT, "%s was not removed (in use by a running process?)",
+                           hex);
         goto out;
     }
     printf("removed %s (%s, %s)\n", hex, e.model ? e.model : "", size);
@@ -1228,8 +955,8 @@ static int cmd_clear(opts *o, int argc, char **argv) {
             flush_store_diags(cx.d);
             rc = ost == DL_ERR_NOMEM
                      ? EXIT_INTERNAL
-                     : cmd_error(o->cmd, EXIT_INPUT, "cannot use the cache in %s (%s)", cx.dir,
-                                 dl_status_str(ost));
+                     : cli_cmd_error(o->cmd, EXIT_INPUT, "cannot use the cache in %s (%s)", cx.dir,
+                                     dl_status_str(ost));
             goto out;
         }
         dl_cache_stats s;
@@ -1259,13 +986,13 @@ static int cmd_config(opts *o, int argc, char **argv) {
         return rc;
     }
     if (strcmp(o->pos.data[0], "max-size") != 0) {
-        return usage_error(o->cmd, "unknown setting '%s' (known: max-size)", o->pos.data[0]);
+        return cli_usage_error(o->cmd, "unknown setting '%s' (known: max-size)", o->pos.data[0]);
     }
     uint64_t v = 0;
     bool set = o->pos.len == 2;
     if (set && (!dl_cache_parse_size(o->pos.data[1], &v) || v == 0)) {
-        return usage_error(o->cmd, "max-size expects a size like 500M or 2G, got '%s'",
-                           o->pos.data[1]);
+        return cli_usage_error(o->cmd, "max-size expects a size like 500M or 2G, got '%s'",
+                               o->pos.data[1]);
     }
     cache_ctx cx;
     if ((rc = cache_resolve(o, &cx)) != EXIT_OK || (rc = cache_open(o, &cx)) != EXIT_OK) {
@@ -1305,12 +1032,9 @@ out:
 // ---------------------------------------------------------------------------------------------
 // export, import
 
-static int import_flag(void *ctx, const char *cmd, int argc, char **argv, int *i) {
-    (void)cmd;
-    (void)argc;
-    if (strcmp(argv[*i], "--trust") == 0) {
+static int import_flag(void *ctx, cli_args *a) {
+    if (cli_take_flag(a, NULL, "--trust", false, NULL) == 1) {
         *(bool *)ctx = true;
-        (*i)++;
         return 1;
     }
     return 0;
@@ -1337,12 +1061,12 @@ static int cmd_export_import(opts *o, int argc, char **argv, bool is_import) {
         struct stat sb;
         int serr = stat(dir, &sb) != 0 ? errno : 0;
         if (serr != 0 || !S_ISDIR(sb.st_mode)) {
-            rc = cmd_error(o->cmd, EXIT_INPUT, "%s: %s", dir,
-                           serr != 0 ? strerror(serr) : "not a directory");
+            rc = cli_cmd_error(o->cmd, EXIT_INPUT, "%s: %s", dir,
+                               serr != 0 ? strerror(serr) : "not a directory");
             goto out;
         }
     } else if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
-        rc = cmd_error(o->cmd, EXIT_INPUT, "cannot create %s: %s", dir, strerror(errno));
+        rc = cli_cmd_error(o->cmd, EXIT_INPUT, "cannot create %s: %s", dir, strerror(errno));
         goto out;
     }
     if ((rc = cache_open(o, &cx)) != EXIT_OK) {
@@ -1361,8 +1085,9 @@ static int cmd_export_import(opts *o, int argc, char **argv, bool is_import) {
            warned && !skipped ? " (see the warnings above)" : "");
     if (skipped) {
         // The good files are in; the command still fails, so a script notices the bad ones.
-        rc = cmd_error(o->cmd, EXIT_INPUT, "skipped %" PRId64 " file%s (see the warnings above)",
-                       skipped, skipped == 1 ? "" : "s");
+        rc =
+            cli_cmd_error(o->cmd, EXIT_INPUT, "skipped %" PRId64 " file%s (see the warnings above)",
+                          skipped, skipped == 1 ? "" : "s");
     }
 out:
     cache_ctx_fini(&cx);
@@ -1998,21 +1723,22 @@ typedef struct explain_flags {
     int bad; // a malformed -D already reported
 } explain_flags;
 
-static int explain_flag(void *ctx, const char *cmd, int argc, char **argv, int *i) {
+static int explain_flag(void *ctx, cli_args *a) {
+    const char *cmd = a->cmd;
     explain_flags *f = ctx;
     const char *val = NULL;
-    int r = take_flag(cmd, argc, argv, i, "-D", NULL, &val);
+    int r = cli_take_flag(a, "-D", NULL, true, &val);
     if (r > 0) {
         const char *eq = strchr(val, '=');
         char *end = NULL;
         if (!eq || eq == val) {
-            usage_error(cmd, "-D expects NAME=INT, got '%s'", val);
+            cli_usage_error(cmd, "-D expects NAME=INT, got '%s'", val);
             return -1;
         }
         errno = 0;
         long long v = strtoll(eq + 1, &end, 10);
         if (eq[1] == 0 || *end != 0 || errno == ERANGE) {
-            usage_error(cmd, "-D %.*s: '%s' is not an integer", (int)(eq - val), val, eq + 1);
+            cli_usage_error(cmd, "-D %.*s: '%s' is not an integer", (int)(eq - val), val, eq + 1);
             return -1;
         }
         char *name = dl_mem_strndup(val, (size_t)(eq - val));
@@ -2029,13 +1755,13 @@ static int explain_flag(void *ctx, const char *cmd, int argc, char **argv, int *
         return 1;
     }
     if (r == 0) {
-        r = take_flag(cmd, argc, argv, i, NULL, "--cpu", &f->cpu);
+        r = cli_take_flag(a, NULL, "--cpu", true, &f->cpu);
     }
     if (r == 0) {
-        r = take_flag(cmd, argc, argv, i, NULL, "--features", &f->features);
+        r = cli_take_flag(a, NULL, "--features", true, &f->features);
     }
     if (r == 0) {
-        r = take_flag(cmd, argc, argv, i, "-O", NULL, &f->opt);
+        r = cli_take_flag(a, "-O", NULL, true, &f->opt);
     }
     return r;
 }
@@ -2083,47 +1809,46 @@ static void print_explain_text(const model_src *A, const model_src *B, const cha
 
 static void print_explain_json(const model_src *A, const model_src *B, const char *ha,
                                const char *hb, const dlcc_key_part *pa, const dlcc_key_part *pb,
-                               const explain_out *x, json *j) {
-    json_obj(j);
-    json_key(j, "a");
-    json_obj(j);
-    json_kstr(j, "file", A->path);
-    json_kstr(j, "key", ha);
-    json_obj_end(j);
-    json_key(j, "b");
-    json_obj(j);
-    json_kstr(j, "file", B->path);
-    json_kstr(j, "key", hb);
-    json_obj_end(j);
-    json_kbool(j, "same", strcmp(ha, hb) == 0);
-    json_key(j, "components");
-    json_obj(j);
+                               const explain_out *x, dl_json *j) {
+    dl_json_obj(j);
+    dl_json_key(j, "a");
+    dl_json_obj(j);
+    dl_json_kstr(j, "file", A->path);
+    dl_json_kstr(j, "key", ha);
+    dl_json_obj_end(j);
+    dl_json_key(j, "b");
+    dl_json_obj(j);
+    dl_json_kstr(j, "file", B->path);
+    dl_json_kstr(j, "key", hb);
+    dl_json_obj_end(j);
+    dl_json_kbool(j, "same", strcmp(ha, hb) == 0);
+    dl_json_key(j, "components");
+    dl_json_obj(j);
     for (int i = 0; i < DLCC_KEY_PARTS; i++) {
-        json_kstr(j, pa[i].name ? pa[i].name : "?",
-                  dl_hash128_eq(pa[i].hash, pb[i].hash) ? "same" : "differs");
+        dl_json_kstr(j, pa[i].name ? pa[i].name : "?",
+                     dl_hash128_eq(pa[i].hash, pb[i].hash) ? "same" : "differs");
     }
-    json_obj_end(j);
-    json_key(j, "first_difference");
+    dl_json_obj_end(j);
+    dl_json_key(j, "first_difference");
     if (x->has_first) {
-        json_obj(j);
-        json_ku64(j, "node", x->node_index);
-        json_ku64(j, "line_a", x->line_a);
-        json_ku64(j, "line_b", x->line_b);
-        json_kstr(j, "source_a", x->src_a);
-        json_kstr(j, "source_b", x->src_b);
-        json_kstr(j, "what", x->first_what);
-        json_obj_end(j);
+        dl_json_obj(j);
+        dl_json_ku64(j, "node", x->node_index);
+        dl_json_ku64(j, "line_a", x->line_a);
+        dl_json_ku64(j, "line_b", x->line_b);
+        dl_json_kstr(j, "source_a", x->src_a);
+        dl_json_kstr(j, "source_b", x->src_b);
+        dl_json_kstr(j, "what", x->first_what);
+        dl_json_obj_end(j);
     } else {
-        json_sep(j);
-        dl_strbuf_puts(&j->b, "null");
+        dl_json_null(j);
     }
-    json_key(j, "differences");
-    json_arr(j);
+    dl_json_key(j, "differences");
+    dl_json_arr(j);
     for (size_t i = 0; i < x->diffs.len; i++) {
-        json_str(j, x->diffs.data[i]);
+        dl_json_str(j, x->diffs.data[i]);
     }
-    json_arr_end(j);
-    json_obj_end(j);
+    dl_json_arr_end(j);
+    dl_json_obj_end(j);
 }
 
 static int cmd_explain(opts *o, int argc, char **argv) {
@@ -2147,14 +1872,14 @@ static int cmd_explain(opts *o, int argc, char **argv) {
     opt.cg.features = f.features ? f.features : opt.cg.features;
     if (f.opt) {
         if (strlen(f.opt) != 1 || f.opt[0] < '0' || f.opt[0] > '3') {
-            rc = usage_error(o->cmd, "-O expects 0, 1, 2 or 3, got '%s'", f.opt);
+            rc = cli_usage_error(o->cmd, "-O expects 0, 1, 2 or 3, got '%s'", f.opt);
             goto out;
         }
         opt.cg.opt_level = f.opt[0] - '0';
     }
     char oerr[256];
     if (dl_cg_options_check(&opt.cg, oerr, sizeof oerr) != DL_OK) {
-        rc = usage_error(o->cmd, "%s", oerr);
+        rc = cli_usage_error(o->cmd, "%s", oerr);
         goto out;
     }
     opt.binds = f.binds.data;
@@ -2167,14 +1892,14 @@ static int cmd_explain(opts *o, int argc, char **argv) {
     }
     dl_status st = load_src(&A, &opt, d);
     dl_status st2 = load_src(&B, &opt, d);
-    if (!flush_model_diags(d)) {
+    if (!cli_flush_diags(d)) {
         rc = EXIT_INTERNAL;
         goto out;
     }
     if (st != DL_OK || st2 != DL_OK) {
-        rc = status_exit(st != DL_OK ? st : st2);
+        rc = cli_status_exit(st != DL_OK ? st : st2);
         if (rc == EXIT_OK) {
-            rc = status_exit(st2);
+            rc = cli_status_exit(st2);
         }
         goto out;
     }
@@ -2187,19 +1912,19 @@ static int cmd_explain(opts *o, int argc, char **argv) {
         st = dlcc_key(B.m, &opt, &kb, pb);
     }
     if (st != DL_OK) {
-        rc = cmd_error(o->cmd, status_exit(st), "cannot compute the cache key (%s)",
-                       dl_status_str(st));
+        rc = cli_cmd_error(o->cmd, cli_status_exit(st), "cannot compute the cache key (%s)",
+                           dl_status_str(st));
         goto out;
     }
     char ha[33], hb[33];
     dl_hash128_hex(ka, ha);
     dl_hash128_hex(kb, hb);
     if (!explain_ir(&A, &B, &x)) {
-        rc = cmd_error(o->cmd, EXIT_INTERNAL, "out of memory");
+        rc = cli_cmd_error(o->cmd, EXIT_INTERNAL, "out of memory");
         goto out;
     }
     if (o->json) {
-        json j = {0};
+        dl_json j = {0};
         print_explain_json(&A, &B, ha, hb, pa, pb, &x, &j);
         rc = json_print(&j);
     } else {
@@ -2240,19 +1965,8 @@ static const struct {
     {"import", cmd_import}, {"explain", cmd_explain},
 };
 
-static bool wants_help(int argc, char **argv) {
-    for (int i = 0; i < argc; i++) {
-        if (strcmp(argv[i], "--") == 0) {
-            return false;
-        }
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            return true;
-        }
-    }
-    return false;
-}
-
 int main(int argc, char **argv) {
+    cli_init("dlcc-cache", helps, DL_ARRAY_LEN(helps));
     if (argc < 2) {
         print_main_help(stderr);
         return EXIT_USAGE;
@@ -2277,17 +1991,19 @@ int main(int argc, char **argv) {
             first++;
             continue;
         }
-        int r = take_flag(NULL, argc, argv, &first, NULL, "--cache-dir", &val);
+        cli_args a = {NULL, argc, argv, first, false};
+        int r = cli_take_flag(&a, NULL, "--cache-dir", true, &val);
+        first = a.i;
         if (r < 0) {
             return EXIT_USAGE;
         }
         if (r == 0) {
-            return usage_error(NULL, "unknown option '%s'", arg);
+            return cli_usage_error(NULL, "unknown option '%s'", arg);
         }
         o.cache_dir = val;
     }
     if (first >= argc) {
-        return usage_error(NULL, "no command");
+        return cli_usage_error(NULL, "no command");
     }
     const char *cmd = argv[first];
     if (strcmp(cmd, "help") == 0) {
@@ -2295,20 +2011,20 @@ int main(int argc, char **argv) {
             print_main_help(stdout);
             return EXIT_OK;
         }
-        const cmd_help *h = find_help(argv[first + 1]);
+        const cli_help *h = cli_find_help(argv[first + 1]);
         if (!h) {
-            return usage_error(NULL, "no help for unknown command '%s'", argv[first + 1]);
+            return cli_usage_error(NULL, "no help for unknown command '%s'", argv[first + 1]);
         }
-        printf("usage: %s\n\n%s", h->usage, h->details);
+        cli_print_cmd_help(h);
         return EXIT_OK;
     }
     for (size_t i = 0; i < DL_ARRAY_LEN(commands); i++) {
         if (strcmp(cmd, commands[i].name) == 0) {
             int cargc = argc - first - 1;
             char **cargv = argv + first + 1;
-            if (wants_help(cargc, cargv)) {
-                const cmd_help *h = find_help(cmd);
-                printf("usage: %s\n\n%s", h->usage, h->details);
+            if (cli_wants_help(cargc, cargv)) {
+                const cli_help *h = cli_find_help(cmd);
+                cli_print_cmd_help(h);
                 return EXIT_OK;
             }
             o.cmd = cmd;
@@ -2316,12 +2032,12 @@ int main(int argc, char **argv) {
                            strcmp(cmd, "show") == 0 || strcmp(cmd, "verify") == 0 ||
                            strcmp(cmd, "prune") == 0 || strcmp(cmd, "explain") == 0;
             if (o.json && !json_ok) {
-                return usage_error(cmd, "--json is not supported by this command");
+                return cli_usage_error(cmd, "--json is not supported by this command");
             }
             int rc = commands[i].fn(&o, cargc, cargv);
             free(o.pos.data);
             return rc;
         }
     }
-    return usage_error(NULL, "unknown command '%s'", cmd);
+    return cli_usage_error(NULL, "unknown command '%s'", cmd);
 }
