@@ -55,9 +55,16 @@ DL_NODISCARD dl_status dl_cache_default_dir(char **out);
 // Opens (creating if needed) the store in `dir` (NULL: the default). Checks ownership and
 // permissions, creates the schema, sets WAL and the busy timeout. On failure returns
 // DL_ERR_CACHE (or DL_ERR_NOMEM) with a warning in `d` saying why and what to do, and *out NULL.
-// A database file that is not SQLite or is damaged is not deleted: the caller goes on without
-// the cache (dlcc-cache clear / verify can repair it).
+// A database file that is not SQLite or is damaged gives DL_ERR_CORRUPT (with the warning) and
+// is not deleted: the caller goes on without the cache; dl_cache_remove_damaged repairs it.
 DL_NODISCARD dl_status dl_cache_open(const char *dir, dl_diags *d, dl_cache **out);
+// The repair for DL_ERR_CORRUPT from dl_cache_open (dlcc-cache clear): deletes DIR/cache.db and
+// its -wal/-shm/-journal files, only when DIR passes the trust rules of dl_cache_open (ours, not
+// writable by group or others) and cache.db is a regular file of ours. *out_removed says whether
+// the database is gone. DL_ERR_CACHE (nothing deleted) when the rules refuse, DL_ERR_IO when a
+// file cannot be deleted, DL_ERR_NOMEM. Call it only on DL_ERR_CORRUPT: a locked, newer or
+// untrusted database is refused for reasons that deleting it would not fix.
+DL_NODISCARD dl_status dl_cache_remove_damaged(const char *dir, bool *out_removed);
 // Opens an existing store read-only (for loading artifacts; used by libdlrt too). Never creates.
 DL_NODISCARD dl_status dl_cache_open_readonly(const char *dir, dl_diags *d, dl_cache **out);
 void dl_cache_close(dl_cache *c);            // NULL is a no-op

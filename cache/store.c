@@ -92,7 +92,8 @@ dl_status dl_cache__sql_fail(dl_cache *c, dl_diags *d, int rc, const char *what)
                        what, path, msg);
         break;
     }
-    return DL_ERR_CACHE;
+    return (rc & 0xff) == SQLITE_CORRUPT || (rc & 0xff) == SQLITE_NOTADB ? DL_ERR_CORRUPT
+                                                                         : DL_ERR_CACHE;
 }
 
 static int64_t now_s(void) {
@@ -651,7 +652,7 @@ static dl_status open_impl(const char *dir_in, bool is_readonly, dl_diags *d, dl
                        "cache database %s is damaged (%s); the compile goes on without the "
                        "cache; run dlcc-cache clear to start afresh",
                        c->db_path, why);
-        s = DL_ERR_CACHE;
+        s = DL_ERR_CORRUPT;
         goto out;
     }
     close(fd);
@@ -1616,4 +1617,49 @@ dl_status dl_cache_verify(dl_cache *c, dl_diags *d, int64_t *out_bad) {
     }
     free(bad.data);
     return rc == SQLITE_OK ? DL_OK : dl_cache__sql_fail(c, d, rc, "check the entries");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Repair
+
+dl_status dl_cache_remove_damaged(const char *dir, bool *out_removed) {
+    *out_removed = false;
+    // The trust rules of dl_cache_open: a directory of ours that group and others cannot write,
+    // and a database that is a regular file of ours (never a link: lstat).
+    struct stat ds, fs;
+    if (stat(dir, &ds) != 0 || !S_ISDIR(ds.st_mode) || ds.st_uid != geteuid() ||
+        (ds.st_mode & 022) != 0) {
+        return DL_ERR_CACHE;
+    }
+    char *db = path_join(dir, DL_CACHE_DB_NAME);
+    if (!db) {
+        return DL_ERR_NOMEM;
+    }
+    dl_status st = DL_OK;
+    if (lstat(db, &fs) != 0 || !S_ISREG(fs.st_mode) || fs.st_uid != geteuid()) {
+        st = DL_ERR_CACHE;
+        goto out;
+    }
+    // The side files first, the database last: a failure leaves the database (and the warning
+    // that sends the user here) in place.
+    for (size_t i = 0; i <= DL_ARRAY_LEN(side_suffixes); i++) {
+        const char *suffix = i < DL_ARRAY_LEN(side_suffixes) ? side_suffixes[i] : "";
+        char *p = dl_mem_alloc(strlen(db) + strlen(suffix) + 1);
+        if (!p) {
+            st = DL_ERR_NOMEM;
+            goto out;
+        }
+        strcpy(p, db);
+        strcat(p, suffix);
+        int rc = unlink(p);
+        free(p);
+        if (rc != 0 && errno != ENOENT) {
+            st = DL_ERR_IO;
+            goto out;
+        }
+    }
+    *out_removed = true;
+out:
+    free(db);
+    return st;
 }

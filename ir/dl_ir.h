@@ -457,4 +457,22 @@ DL_NODISCARD dl_status dl_ir_eval_all_f64(const dl_ir_module *m, const dl_ir_eva
                                           const dl_tensor *inputs, double ***out_values,
                                           dl_diags *d);
 
+// ---------------------------------------------------------------------------------------------
+// IR diff (ir_diff.c): where two modules differ, in the terms of their canonical form (so of
+// the "ir" part of the cache key), for `dlcc explain`. Both modules need inferred types.
+
+typedef struct dl_ir_diff {
+    bool has_first;          // a node differs, or only one module has node node_index
+    size_t node_index;       // the first node that differs (definition order)
+    uint32_t line_a, line_b; // its .dlg line in each module (0: that module has no such node)
+    char *first_what;        // what differs about it, one line (OWNED)
+    DL_VEC(char *) diffs;    // every other difference (interface, train block), one line each
+} dl_ir_diff;
+
+// Compares a with b (neither is changed) into *out, which the caller finalises with
+// dl_ir_diff_fini (also after an error). DL_ERR_NOMEM is the only error.
+DL_NODISCARD dl_status dl_ir_diff_modules(const dl_ir_module *a, const dl_ir_module *b,
+                                          dl_ir_diff *out);
+void dl_ir_diff_fini(dl_ir_diff *d);
+
 #endif

@@ -8,6 +8,7 @@
 // depend only on the module (kinds, blank_before, comment_before), never on the text the module
 // came from, so printing is deterministic and fmt(parse(fmt(x))) == fmt(x).
 #include "dl_ir.h"
+#include "ir_internal.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -185,17 +186,40 @@ static void put_literal(dl_strbuf *b, const dl_ir_type *t, const dl_ir_literal *
 
 // An omitted seed stays omitted: the effective seed is derived from the param's name
 // (dl_ir_init_seed), and writing it out would pin it against a later rename.
-static void put_seed(dl_strbuf *b, const dl_ir_init *in, bool after_args) {
-    if (in->has_seed) {
-        dl_strbuf_printf(b, "%sseed = %" PRIu64, after_args ? ", " : "", in->seed);
+// `of` (the param, only for the IR diff's text) prints the effective seed, omitted or not.
+static void put_seed(dl_strbuf *b, const dl_ir_init *in, bool after_args, const dl_ir_value *of) {
+    if (in->has_seed || of) {
+        dl_strbuf_printf(b, "%sseed = %" PRIu64, after_args ? ", " : "",
+                         of ? dl_ir_init_seed(of) : in->seed);
     }
+}
+
+// A literal as the IR diff shows it: its size and a digest of its data (equal data gives equal
+// text, and the text stays short).
+static void put_literal_digest(dl_strbuf *b, const dl_ir_literal *l) {
+    dl_strbuf_puts(b, "literal");
+    if (!l) {
+        return;
+    }
+    dl_hash128 h = {0, 0};
+    if (l->f) {
+        h = dl_hash128_of(l->f, (size_t)l->n * sizeof(double));
+    } else if (l->i) {
+        h = dl_hash128_of(l->i, (size_t)l->n * sizeof(int64_t));
+    }
+    char hex[33];
+    dl_hash128_hex(h, hex);
+    dl_strbuf_printf(b, "(%" PRId64 " values%s, data %.8s)", l->n, l->is_splat ? ", splat" : "",
+                     hex);
 }
 
 // init -> zeros | ones | constant(v) | uniform(lo, hi[, seed = S]) | normal(mean, std[, seed = S])
 //       | glorot_uniform([seed = S]) | he_normal([seed = S]) | literal | file("path", "tensor")
-static void put_init(dl_strbuf *b, const dl_ir_type *t, const dl_ir_init *in) {
+// With `of` (the param whose init this is) the text is the IR diff's (dl_ir__init_text).
+static void put_init(dl_strbuf *b, const dl_ir_type *t, const dl_ir_init *in,
+                     const dl_ir_value *of) {
     if (!in) {
-        dl_strbuf_puts(b, "zeros"); // a verifier error; keep the output parseable
+        dl_strbuf_puts(b, of ? "none" : "zeros"); // printing: a verifier error; keep it parseable
         return;
     }
     switch (in->kind) {
@@ -216,17 +240,21 @@ static void put_init(dl_strbuf *b, const dl_ir_type *t, const dl_ir_init *in) {
         put_double(b, in->a);
         dl_strbuf_puts(b, ", ");
         put_double(b, in->b);
-        put_seed(b, in, true);
+        put_seed(b, in, true, of);
         dl_strbuf_puts(b, ")");
         return;
     case DL_IR_INIT_GLOROT_UNIFORM:
     case DL_IR_INIT_HE_NORMAL:
         dl_strbuf_puts(b, in->kind == DL_IR_INIT_GLOROT_UNIFORM ? "glorot_uniform(" : "he_normal(");
-        put_seed(b, in, false);
+        put_seed(b, in, false, of);
         dl_strbuf_puts(b, ")");
         return;
     case DL_IR_INIT_LITERAL:
-        put_literal(b, t, in->lit);
+        if (of) {
+            put_literal_digest(b, in->lit);
+        } else {
+            put_literal(b, t, in->lit);
+        }
         return;
     case DL_IR_INIT_FILE:
         dl_strbuf_puts(b, "file(");
@@ -408,7 +436,7 @@ static void put_stmt(dl_strbuf *b, const dl_ir_module *m, const dl_ir_stmt *s, c
         put_pad(b, b->len - at, c->type);
         dl_strbuf_puts(b, " = ");
         if (s->kind == DL_IR_STMT_PARAM) {
-            put_init(b, &v->type, v->init);
+            put_init(b, &v->type, v->init, NULL);
         } else {
             put_literal(b, &v->type, v->lit);
         }
@@ -471,6 +499,10 @@ static void put_comment_lines(dl_strbuf *b, const char *text) {
 static bool starts_run(const dl_ir_stmt *s, const dl_ir_stmt *prev) {
     return !prev || s->blank_before || s->comment_before ||
            class_of(s->kind) != class_of(prev->kind);
+}
+
+void dl_ir__init_text(dl_strbuf *b, const dl_ir_value *param) {
+    put_init(b, &param->type, param->init, param);
 }
 
 dl_status dl_ir_print(const dl_ir_module *m, char **out) {

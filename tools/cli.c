@@ -158,3 +158,16 @@ bool cli_flush_diags(dl_diags *d) {
     dl_diags_clear(d);
     return true;
 }
+
+int cli_print_json(dl_json *j) {
+    DL_ASSERT(j->depth == 0);
+    int rc = EXIT_OK;
+    if (j->b.oom) {
+        fprintf(stderr, "%s: error: out of memory\n", prog);
+        rc = EXIT_INTERNAL;
+    } else {
+        printf("%s\n", j->b.data ? j->b.data : "");
+    }
+    dl_strbuf_fini(&j->b);
+    return rc;
+}

@@ -8,6 +8,7 @@
 #define DL_TOOLS_CLI_H
 
 #include "dl_base.h"
+#include "dl_json.h"
 
 #include <stdio.h>
 
@@ -65,5 +66,9 @@ int cli_status_exit(dl_status st);
 // Renders everything in `d` (file:line:col with caret) to stderr, then clears it. False (after
 // saying so) when rendering runs out of memory.
 bool cli_flush_diags(dl_diags *d);
+
+// Prints a finished JSON document and a newline on stdout and finalises it. EXIT_OK, or
+// EXIT_INTERNAL (after saying so) when building it ran out of memory.
+int cli_print_json(dl_json *j);
 
 #endif

@@ -16,6 +16,7 @@
 #include "dl_fe.h"
 #include "dl_idx.h"
 #include "dl_ir.h"
+#include "dl_json.h"
 #include "dl_pass.h"
 #include "dl_tensor_io.h"
 #include "dlrt.h"
@@ -207,6 +208,20 @@ static const cli_help helps[] = {
      "with a finite loss is the scaler backing off and counts only once the scale is <= 1.\n"
      "A finite loss is never judged, however large. Non-finite values in the data are an\n"
      "error (exit 1) before training.\n"},
+    {"explain", "why two models get the same or different cache keys",
+     "dlcc explain A.dlg B.dlg [-D NAME=INT]... [--cpu NAME] [--features F] [-O N] [--json]",
+     "Loads both models with the same options and prints both cache keys and, for each key\n"
+     "component (ir, dims, options, target, format, compiler), 'same' or 'differs'. When the\n"
+     "IR differs, prints the first node that differs with its line in both files, and any\n"
+     "difference in inputs, params, outputs, node count and train block. Exits 0 whether or\n"
+     "not the keys differ, 1 if a model has an error. ('dlcc-cache explain' runs this.)\n"
+     "\n"
+     "  -D NAME=INT        bind dim NAME in both models\n"
+     "  --cpu NAME         target CPU (default: this machine)\n"
+     "  --features F       LLVM target features (default: the CPU's)\n"
+     "  -O N               optimisation level 0-3 (default 3)\n"
+     "  --json             machine-readable output (one JSON document on stdout)\n",
+     NULL},
     {"import", "convert an ONNX model to .dlg",
      "dlcc import MODEL.onnx [-o OUT.dlg] [--consts] [-v]",
      "Imports an ONNX model (opset 13-17) and prints it as .dlg text to stdout or atomically\n"
@@ -3215,14 +3230,321 @@ out:
 }
 
 // ---------------------------------------------------------------------------------------------
+// dlcc explain: both cache keys, per component, and where the IR differs (ir/ir_diff.c). Also
+// what `dlcc-cache explain` runs: the keys need the compiler (its target and version), which the
+// cache tool does not link.
+
+typedef struct model_src {
+    const char *path;
+    char *text; // the file, for the lines of the first difference (NULL: not shown)
+    size_t len;
+    dl_ir_module *m;
+} model_src;
+
+// The source line `line` (1-based), trimmed, into buf.
+static void source_line(const model_src *s, uint32_t line, char *buf, size_t size) {
+    buf[0] = 0;
+    if (!s->text || line == 0) {
+        return;
+    }
+    const char *p = s->text;
+    for (uint32_t l = 1; l < line && p; l++) {
+        p = strchr(p, '\n');
+        p = p ? p + 1 : NULL;
+    }
+    if (!p) {
+        return;
+    }
+    const char *e = strchr(p, '\n');
+    size_t n = e ? (size_t)(e - p) : strlen(p);
+    while (n > 0 && (*p == ' ' || *p == '\t')) {
+        p++;
+        n--;
+    }
+    while (n > 0 && (p[n - 1] == ' ' || p[n - 1] == '\t' || p[n - 1] == '\r')) {
+        n--;
+    }
+    if (n >= size) {
+        n = size - 4;
+        snprintf(buf, size, "%.*s...", (int)n, p);
+        return;
+    }
+    memcpy(buf, p, n);
+    buf[n] = 0;
+}
+
+typedef struct explain_flags {
+    DL_VEC(dlcc_bind) binds;
+    DL_VEC(char *) bind_names; // owned copies of NAME
+    const char *cpu, *features, *opt;
+    int bad; // a malformed -D already reported
+} explain_flags;
+
+static int explain_flag(void *ctx, cli_args *a) {
+    const char *cmd = a->cmd;
+    explain_flags *f = ctx;
+    const char *val = NULL;
+    int r = cli_take_flag(a, "-D", NULL, true, &val);
+    if (r > 0) {
+        const char *eq = strchr(val, '=');
+        char *end = NULL;
+        if (!eq || eq == val) {
+            cli_usage_error(cmd, "-D expects NAME=INT, got '%s'", val);
+            return -1;
+        }
+        errno = 0;
+        long long v = strtoll(eq + 1, &end, 10);
+        if (eq[1] == 0 || *end != 0 || errno == ERANGE) {
+            cli_usage_error(cmd, "-D %.*s: '%s' is not an integer", (int)(eq - val), val, eq + 1);
+            return -1;
+        }
+        char *name = dl_mem_strndup(val, (size_t)(eq - val));
+        if (!name || !DL_VEC_PUSH(&f->bind_names, name)) {
+            free(name);
+            f->bad = EXIT_INTERNAL;
+            return -1;
+        }
+        dlcc_bind b = {name, v};
+        if (!DL_VEC_PUSH(&f->binds, b)) {
+            f->bad = EXIT_INTERNAL;
+            return -1;
+        }
+        return 1;
+    }
+    if (r == 0) {
+        r = cli_take_flag(a, NULL, "--cpu", true, &f->cpu);
+    }
+    if (r == 0) {
+        r = cli_take_flag(a, NULL, "--features", true, &f->features);
+    }
+    if (r == 0) {
+        r = cli_take_flag(a, "-O", NULL, true, &f->opt);
+    }
+    return r;
+}
+
+static dl_status load_src(model_src *s, const dlcc_options *o, dl_diags *d) {
+    dl_status st = dlcc_load_module(s->path, o, d, &s->m);
+    if (st != DL_OK) {
+        return st;
+    }
+    if (dl_read_file(s->path, &s->text, &s->len) != DL_OK) {
+        s->text = NULL; // lines are a nicety; the module is what counts
+    }
+    return DL_OK;
+}
+
+static void print_explain_text(const model_src *A, const model_src *B, const char *ha,
+                               const char *hb, const dlcc_key_part *pa, const dlcc_key_part *pb,
+                               const dl_ir_diff *x) {
+    bool same = strcmp(ha, hb) == 0;
+    printf("A: %s  %s\n", ha, A->path);
+    printf("B: %s  %s\n", hb, B->path);
+    printf("keys: %s\n", same ? "same (B would reuse A's cache entry)" : "differ");
+    for (int i = 0; i < DLCC_KEY_PARTS; i++) {
+        printf("  %-9s %s\n", pa[i].name ? pa[i].name : "?",
+               dl_hash128_eq(pa[i].hash, pb[i].hash) ? "same" : "differs");
+    }
+    if (x->has_first) {
+        char src_a[512], src_b[512];
+        source_line(A, x->line_a, src_a, sizeof src_a);
+        source_line(B, x->line_b, src_b, sizeof src_b);
+        printf("first difference: node %zu — %s:%u `%s` vs %s:%u `%s`: %s\n", x->node_index,
+               A->path, x->line_a, src_a, B->path, x->line_b, src_b, x->first_what);
+    }
+    for (size_t i = 0; i < x->diffs.len; i++) {
+        printf("difference: %s\n", x->diffs.data[i]);
+    }
+    bool ir_differs = false;
+    for (int i = 0; i < DLCC_KEY_PARTS; i++) {
+        if (pa[i].name && strcmp(pa[i].name, "ir") == 0 && !dl_hash128_eq(pa[i].hash, pb[i].hash)) {
+            ir_differs = true;
+        }
+    }
+    if (ir_differs && !x->has_first && x->diffs.len == 0) {
+        printf("note: no node, input, param, output or train setting differs; the IR differs "
+               "elsewhere (consts' data)\n");
+    }
+}
+
+static void print_explain_json(const model_src *A, const model_src *B, const char *ha,
+                               const char *hb, const dlcc_key_part *pa, const dlcc_key_part *pb,
+                               const dl_ir_diff *x, dl_json *j) {
+    dl_json_obj(j);
+    dl_json_key(j, "a");
+    dl_json_obj(j);
+    dl_json_kstr(j, "file", A->path);
+    dl_json_kstr(j, "key", ha);
+    dl_json_obj_end(j);
+    dl_json_key(j, "b");
+    dl_json_obj(j);
+    dl_json_kstr(j, "file", B->path);
+    dl_json_kstr(j, "key", hb);
+    dl_json_obj_end(j);
+    dl_json_kbool(j, "same", strcmp(ha, hb) == 0);
+    dl_json_key(j, "components");
+    dl_json_obj(j);
+    for (int i = 0; i < DLCC_KEY_PARTS; i++) {
+        dl_json_kstr(j, pa[i].name ? pa[i].name : "?",
+                     dl_hash128_eq(pa[i].hash, pb[i].hash) ? "same" : "differs");
+    }
+    dl_json_obj_end(j);
+    dl_json_key(j, "first_difference");
+    if (x->has_first) {
+        dl_json_obj(j);
+        dl_json_ku64(j, "node", x->node_index);
+        dl_json_ku64(j, "line_a", x->line_a);
+        dl_json_ku64(j, "line_b", x->line_b);
+        char src_a[512], src_b[512];
+        source_line(A, x->line_a, src_a, sizeof src_a);
+        source_line(B, x->line_b, src_b, sizeof src_b);
+        dl_json_kstr(j, "source_a", src_a);
+        dl_json_kstr(j, "source_b", src_b);
+        dl_json_kstr(j, "what", x->first_what);
+        dl_json_obj_end(j);
+    } else {
+        dl_json_null(j);
+    }
+    dl_json_key(j, "differences");
+    dl_json_arr(j);
+    for (size_t i = 0; i < x->diffs.len; i++) {
+        dl_json_str(j, x->diffs.data[i]);
+    }
+    dl_json_arr_end(j);
+    dl_json_obj_end(j);
+}
+
+static int cmd_explain(int argc, char **argv) {
+    explain_flags f;
+    memset(&f, 0, sizeof f);
+    model_src A = {0}, B = {0};
+    dl_ir_diff x;
+    memset(&x, 0, sizeof x);
+    dl_diags *d = NULL;
+    const char *pos[2] = {NULL, NULL};
+    bool json = false;
+    int rc = EXIT_OK;
+    cli_args a = {"explain", argc, argv, 0, false};
+    while (rc == EXIT_OK && a.i < argc) {
+        const char *arg = argv[a.i];
+        int r;
+        if (!a.no_more_flags && strcmp(arg, "--") == 0) {
+            a.no_more_flags = true;
+            a.i++;
+        } else if (!cli_is_flag(&a)) {
+            if (pos[1]) {
+                rc = cli_usage_error("explain", "unexpected argument '%s'", arg);
+            } else {
+                pos[pos[0] ? 1 : 0] = arg;
+            }
+            a.i++;
+        } else if (cli_take_flag(&a, NULL, "--json", false, NULL) == 1) {
+            json = true;
+        } else if ((r = explain_flag(&f, &a)) != 0) {
+            rc = r < 0 ? EXIT_USAGE : EXIT_OK;
+        } else {
+            rc = cli_usage_error("explain", "unknown flag '%s'", arg);
+        }
+    }
+    if (rc == EXIT_OK && !pos[1]) {
+        rc = cli_usage_error("explain", "missing model files (A.dlg B.dlg)");
+    }
+    if (f.bad) {
+        rc = f.bad;
+    }
+    if (rc != EXIT_OK) {
+        goto out;
+    }
+    dlcc_options opt;
+    dlcc_options_init(&opt);
+    opt.use_cache = false;
+    opt.cg.cpu = f.cpu ? f.cpu : opt.cg.cpu;
+    opt.cg.features = f.features ? f.features : opt.cg.features;
+    if (f.opt) {
+        if (strlen(f.opt) != 1 || f.opt[0] < '0' || f.opt[0] > '3') {
+            rc = cli_usage_error("explain", "-O expects 0, 1, 2 or 3, got '%s'", f.opt);
+            goto out;
+        }
+        opt.cg.opt_level = f.opt[0] - '0';
+    }
+    char oerr[256];
+    if (dl_cg_options_check(&opt.cg, oerr, sizeof oerr) != DL_OK) {
+        rc = cli_usage_error("explain", "%s", oerr);
+        goto out;
+    }
+    opt.binds = f.binds.data;
+    opt.n_binds = f.binds.len;
+    A.path = pos[0];
+    B.path = pos[1];
+    if (dl_diags_create(&d) != DL_OK) {
+        rc = EXIT_INTERNAL;
+        goto out;
+    }
+    dl_status st = load_src(&A, &opt, d);
+    dl_status st2 = load_src(&B, &opt, d);
+    if (!cli_flush_diags(d)) {
+        rc = EXIT_INTERNAL;
+        goto out;
+    }
+    if (st != DL_OK || st2 != DL_OK) {
+        rc = cli_status_exit(st != DL_OK ? st : st2);
+        if (rc == EXIT_OK) {
+            rc = cli_status_exit(st2);
+        }
+        goto out;
+    }
+    dl_hash128 ka, kb;
+    dlcc_key_part pa[DLCC_KEY_PARTS], pb[DLCC_KEY_PARTS];
+    memset(pa, 0, sizeof pa);
+    memset(pb, 0, sizeof pb);
+    st = dlcc_key(A.m, &opt, &ka, pa);
+    if (st == DL_OK) {
+        st = dlcc_key(B.m, &opt, &kb, pb);
+    }
+    if (st != DL_OK) {
+        rc = cli_cmd_error("explain", cli_status_exit(st), "cannot compute the cache key (%s)",
+                           dl_status_str(st));
+        goto out;
+    }
+    char ha[33], hb[33];
+    dl_hash128_hex(ka, ha);
+    dl_hash128_hex(kb, hb);
+    if (dl_ir_diff_modules(A.m, B.m, &x) != DL_OK) {
+        rc = cli_cmd_error("explain", EXIT_INTERNAL, "out of memory");
+        goto out;
+    }
+    if (json) {
+        dl_json j = {0};
+        print_explain_json(&A, &B, ha, hb, pa, pb, &x, &j);
+        rc = cli_print_json(&j);
+    } else {
+        print_explain_text(&A, &B, ha, hb, pa, pb, &x);
+    }
+out:
+    for (size_t i = 0; i < f.bind_names.len; i++) {
+        free(f.bind_names.data[i]);
+    }
+    free(f.bind_names.data);
+    free(f.binds.data);
+    dl_ir_diff_fini(&x);
+    dl_ir_module_destroy(A.m);
+    dl_ir_module_destroy(B.m);
+    free(A.text);
+    free(B.text);
+    dl_diags_destroy(d);
+    return rc;
+}
+
+// ---------------------------------------------------------------------------------------------
 
 typedef int (*cmd_fn)(int argc, char **argv);
 
 static const struct {
     const char *name;
     cmd_fn fn;
-} commands[] = {{"check", cmd_check}, {"fmt", cmd_fmt},     {"compile", cmd_compile},
-                {"run", cmd_run},     {"train", cmd_train}, {"import", cmd_import}};
+} commands[] = {{"check", cmd_check},    {"fmt", cmd_fmt},     {"compile", cmd_compile},
+                {"run", cmd_run},        {"train", cmd_train}, {"import", cmd_import},
+                {"explain", cmd_explain}};
 
 int main(int argc, char **argv) {
     cli_init("dlcc", helps, DL_ARRAY_LEN(helps));

@@ -12,9 +12,7 @@
 // below (one JSON document on stdout, strings escaped, invalid UTF-8 replaced by U+FFFD).
 #include "cli.h"
 #include "dl_cache.h"
-#include "dl_ir.h"
 #include "dl_json.h"
-#include "dlcc.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -26,6 +24,9 @@
 
 #ifndef DL_VERSION
 #    define DL_VERSION "0.0.0"
+#endif
+#ifndef DL_GIT_REV
+#    define DL_GIT_REV "unknown"
 #endif
 
 // ---------------------------------------------------------------------------------------------
@@ -99,7 +100,7 @@ static const cli_help helps[] = {
      "component (ir, dims, options, target, format, compiler), 'same' or 'differs'. When the\n"
      "IR differs, prints the first node that differs with its line in both files, and any\n"
      "difference in inputs, params, outputs and node count. Exits 0 whether or not the keys\n"
-     "differ, 1 if a model has an error.\n"
+     "differ, 1 if a model has an error. Runs 'dlcc explain' (the keys need the compiler).\n"
      "\n"
      "  -D NAME=INT        bind dim NAME in both models\n"
      "  --cpu NAME         target CPU (default: this machine)\n"
@@ -137,20 +138,6 @@ static void flush_store_diags(dl_diags *d) {
 
 // ---------------------------------------------------------------------------------------------
 // JSON output: base's writer (dl_json.h).
-
-// Prints the document and a newline; EXIT_INTERNAL if building it ran out of memory.
-static int json_print(dl_json *j) {
-    DL_ASSERT(j->depth == 0);
-    int rc = EXIT_OK;
-    if (j->b.oom) {
-        fprintf(stderr, "dlcc-cache: error: out of memory\n");
-        rc = EXIT_INTERNAL;
-    } else {
-        printf("%s\n", j->b.data ? j->b.data : "");
-    }
-    dl_strbuf_fini(&j->b);
-    return rc;
-}
 
 // ---------------------------------------------------------------------------------------------
 // Sizes, durations and times
@@ -521,7 +508,7 @@ static int cmd_ls(opts *o, int argc, char **argv) {
         }
         dl_json_arr_end(&j);
         dl_json_obj_end(&j);
-        rc = json_print(&j);
+        rc = cli_print_json(&j);
         goto out;
     }
     if (n == 0) {
@@ -602,7 +589,7 @@ static int cmd_stats(opts *o, int argc, char **argv) {
         dl_json_kf64(&j, "compile_ms_saved", s.compile_ms_saved);
         dl_json_ku64(&j, "max_size", s.max_size);
         dl_json_obj_end(&j);
-        rc = json_print(&j);
+        rc = cli_print_json(&j);
         goto out;
     }
     char bytes[32], lim[32];
@@ -663,7 +650,7 @@ static int cmd_show(opts *o, int argc, char **argv) {
     if (o->json) {
         dl_json j = {0};
         json_entry(&j, &e);
-        rc = json_print(&j);
+        rc = cli_print_json(&j);
         goto out;
     }
     char hex[33], bh[33], size[32], src[32], created[64], used[64], ago[64];
@@ -693,8 +680,6 @@ out:
 
 // ---------------------------------------------------------------------------------------------
 // verify
-
-static bool store_said_damaged(const dl_diags *d); // below, with clear
 
 static int cmd_verify(opts *o, int argc, char **argv) {
     int rc = parse_args(o, argc, argv, true, 0, 0, "", NULL, NULL);
@@ -748,7 +733,7 @@ static int cmd_verify(opts *o, int argc, char **argv) {
         dl_json_arr_end(&j);
         dl_json_obj_end(&j);
         dl_diags_clear(cx.d);
-        rc = json_print(&j);
+        rc = cli_print_json(&j);
         if (rc == EXIT_OK && (bad != 0 || st != DL_OK)) {
             rc = EXIT_INPUT;
         }
@@ -760,7 +745,6 @@ static int cmd_verify(opts *o, int argc, char **argv) {
                exists ? "" : " (no cache here yet)");
         goto out;
     }
-    bool said_damaged = store_said_damaged(cx.d);
     for (size_t i = 0; i < dl_diags_count(cx.d); i++) {
         printf("problem: %s\n", dl_diags_get(cx.d, i)->msg);
     }
@@ -770,7 +754,7 @@ static int cmd_verify(opts *o, int argc, char **argv) {
     dl_diags_clear(cx.d);
     // `clear` starts over from damage, but not from a refused (untrusted, locked, newer) cache:
     // it is refused the same way, and the problem's own message says what to do.
-    bool refused = st != DL_OK && !cx.c && !said_damaged;
+    bool refused = st != DL_OK && !cx.c && st != DL_ERR_CORRUPT;
     printf("verify: %" PRId64 " problem%s found in %s (%s)\n", bad, bad == 1 ? "" : "s", cx.dir,
            refused ? "the problem says what to do" : "run 'dlcc-cache clear' to start over");
     rc = EXIT_INPUT;
@@ -835,7 +819,7 @@ static int cmd_prune(opts *o, int argc, char **argv) {
         dl_json_ki64(&j, "removed", removed);
         dl_json_ku64(&j, "freed", freed);
         dl_json_obj_end(&j);
-        rc = json_print(&j);
+        rc = cli_print_json(&j);
         goto out;
     }
     char fs[32];
@@ -894,42 +878,6 @@ out:
     return rc;
 }
 
-// True when the store refused the database because its file is damaged (not SQLite, truncated,
-// corrupt) — not because it is locked, newer than this dlcc or untrusted: only then may `clear`
-// delete it. The store's message for that case says "is damaged".
-static bool store_said_damaged(const dl_diags *d) {
-    for (size_t i = 0; i < dl_diags_count(d); i++) {
-        if (strstr(dl_diags_get(d, i)->msg, " is damaged")) {
-            return true;
-        }
-    }
-    return false;
-}
-
-// Deletes DIR/cache.db (and its -wal/-shm/-journal) when it is a regular file in a directory that
-// passes the trust rules (ours, not writable by group or others) and the file is ours: only then
-// may `clear` start afresh. True when the database file is gone afterwards.
-static bool remove_damaged_db(const char *dir) {
-    struct stat ds, fs;
-    if (stat(dir, &ds) != 0 || !S_ISDIR(ds.st_mode) || ds.st_uid != geteuid() ||
-        (ds.st_mode & 022) != 0) {
-        return false;
-    }
-    char path[4200];
-    snprintf(path, sizeof path, "%s/cache.db", dir);
-    if (lstat(path, &fs) != 0 || !S_ISREG(fs.st_mode) || fs.st_uid != geteuid()) {
-        return false;
-    }
-    static const char *const suffixes[] = {"-wal", "-shm", "-journal", ""};
-    for (size_t i = 0; i < DL_ARRAY_LEN(suffixes); i++) {
-        snprintf(path, sizeof path, "%s/cache.db%s", dir, suffixes[i]);
-        if (unlink(path) != 0 && errno != ENOENT) {
-            return false;
-        }
-    }
-    return true;
-}
-
 static int cmd_clear(opts *o, int argc, char **argv) {
     int rc = parse_args(o, argc, argv, false, 0, 0, "", NULL, NULL);
     if (rc != EXIT_OK) {
@@ -944,7 +892,8 @@ static int cmd_clear(opts *o, int argc, char **argv) {
     }
     if (exists) {
         dl_status ost = dl_cache_open(cx.dir, cx.d, &cx.c);
-        if (ost == DL_ERR_CACHE && store_said_damaged(cx.d) && remove_damaged_db(cx.dir)) {
+        bool gone = false;
+        if (ost == DL_ERR_CORRUPT && dl_cache_remove_damaged(cx.dir, &gone) == DL_OK && gone) {
             // The store refuses a damaged database (its warning says to run `clear`): clearing
             // means starting afresh, so the files go and a new database is created.
             dl_diags_clear(cx.d);
@@ -1103,852 +1052,45 @@ static int cmd_import(opts *o, int argc, char **argv) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// explain: both keys, per component, and the first IR difference.
-//
-// The node comparison mirrors what the canonical IR (ir/ir_canon.c) hashes, so that "ir differs"
-// can be pinned to a node: op; each input as a reference (inputs, params, consts and module
-// outputs by name, other node outputs by their number in definition order, so intermediate
-// names do not count); every attribute the op knows with its default applied (plus unknown
-// ones); output count and inferred types. Interface values (inputs, params, outputs) compare by
-// name, type and initialiser.
-
-typedef struct model_src {
-    const char *path;
-    char *text;
-    size_t len;
-    dl_ir_module *m;
-    int64_t *num; // per value id: definition-order number of an intermediate, or -1
-} model_src;
-
-// The source line `line` (1-based), trimmed, into buf.
-static void source_line(const model_src *s, uint32_t line, char *buf, size_t size) {
-    buf[0] = 0;
-    if (!s->text || line == 0) {
-        return;
-    }
-    const char *p = s->text;
-    for (uint32_t l = 1; l < line && p; l++) {
-        p = strchr(p, '\n');
-        p = p ? p + 1 : NULL;
-    }
-    if (!p) {
-        return;
-    }
-    const char *e = strchr(p, '\n');
-    size_t n = e ? (size_t)(e - p) : strlen(p);
-    while (n > 0 && (*p == ' ' || *p == '\t')) {
-        p++;
-        n--;
-    }
-    while (n > 0 && (p[n - 1] == ' ' || p[n - 1] == '\t' || p[n - 1] == '\r')) {
-        n--;
-    }
-    if (n >= size) {
-        n = size - 4;
-        snprintf(buf, size, "%.*s...", (int)n, p);
-        return;
-    }
-    memcpy(buf, p, n);
-    buf[n] = 0;
-}
-
-static bool number_values(model_src *s) {
-    const dl_ir_module *m = s->m;
-    s->num = dl_mem_alloc((m->values.len ? m->values.len : 1) * sizeof(int64_t));
-    if (!s->num) {
-        return false;
-    }
-    for (size_t i = 0; i < m->values.len; i++) {
-        s->num[i] = -1;
-    }
-    int64_t k = 0;
-    for (size_t i = 0; i < m->nodes.len; i++) {
-        const dl_ir_node *n = m->nodes.data[i];
-        for (size_t o = 0; o < n->n_outputs; o++) {
-            const dl_ir_value *v = n->outputs[o];
-            if (v && !v->is_output && v->id < m->values.len) {
-                s->num[v->id] = k++;
-            }
-        }
-    }
-    return true;
-}
-
-// Reference for comparison: "name" or "%k".
-static void value_ref(const model_src *s, const dl_ir_value *v, char *buf, size_t size) {
-    if (!v) {
-        snprintf(buf, size, "-");
-    } else if (v->id < s->m->values.len && s->num[v->id] >= 0) {
-        snprintf(buf, size, "%%%" PRId64, s->num[v->id]);
-    } else {
-        snprintf(buf, size, "%s", v->name);
-    }
-}
-
-// Reference for display: "r" or "r (intermediate %3)".
-static void value_display(const model_src *s, const dl_ir_value *v, char *buf, size_t size) {
-    if (!v) {
-        snprintf(buf, size, "(omitted)");
-    } else if (v->id < s->m->values.len && s->num[v->id] >= 0) {
-        snprintf(buf, size, "%s (intermediate value #%" PRId64 ")", v->name, s->num[v->id]);
-    } else {
-        snprintf(buf, size, "%s", v->name);
-    }
-}
-
-static void put_double(dl_strbuf *b, double v) {
-    char f[40];
-    dl_format_double(v, f);
-    dl_strbuf_puts(b, f);
-}
-
-// An attribute value as .dlg text, converted to the spec's kind where exact (as the canonical
-// IR does): `alpha = 1` and `alpha = 1.0` print the same.
-static void attr_text(dl_strbuf *b, const dl_ir_attr_spec *spec, const dl_ir_attr *a) {
-    dl_ir_attr_kind want = spec ? spec->kind : a->kind;
-    bool as_float = want == DL_IR_ATTR_FLOAT || want == DL_IR_ATTR_FLOATS;
-    switch (a->kind) {
-    case DL_IR_ATTR_INT:
-        if (as_float) {
-            put_double(b, (double)a->i);
-        } else {
-            dl_strbuf_printf(b, "%" PRId64, a->i);
-        }
-        return;
-    case DL_IR_ATTR_FLOAT:
-        put_double(b, a->f);
-        return;
-    case DL_IR_ATTR_STRING:
-        dl_strbuf_printf(b, "\"%s\"", a->s ? a->s : "");
-        return;
-    case DL_IR_ATTR_INTS:
-    case DL_IR_ATTR_FLOATS:
-    case DL_IR_ATTR_STRINGS:
-        dl_strbuf_puts(b, "[");
-        for (size_t k = 0; k < a->n; k++) {
-            if (k) {
-                dl_strbuf_puts(b, ", ");
-            }
-            if (a->kind == DL_IR_ATTR_INTS && !as_float) {
-                dl_strbuf_printf(b, "%" PRId64, a->ints[k]);
-            } else if (a->kind == DL_IR_ATTR_INTS) {
-                put_double(b, (double)a->ints[k]);
-            } else if (a->kind == DL_IR_ATTR_FLOATS) {
-                put_double(b, a->floats[k]);
-            } else {
-                dl_strbuf_printf(b, "\"%s\"", a->strs[k] ? a->strs[k] : "");
-            }
-        }
-        dl_strbuf_puts(b, "]");
-        return;
-    }
-}
-
-static void spec_default_text(dl_strbuf *b, const dl_ir_attr_spec *s) {
-    switch (s->kind) {
-    case DL_IR_ATTR_INT:
-        dl_strbuf_printf(b, "%" PRId64 " (default)", s->def_i);
-        return;
-    case DL_IR_ATTR_FLOAT:
-        put_double(b, s->def_f);
-        dl_strbuf_puts(b, " (default)");
-        return;
-    case DL_IR_ATTR_STRING:
-        if (s->def_s) {
-            dl_strbuf_printf(b, "\"%s\" (default)", s->def_s);
-            return;
-        }
-        dl_strbuf_puts(b, "(absent)");
-        return;
-    case DL_IR_ATTR_INTS:
-    case DL_IR_ATTR_FLOATS:
-    case DL_IR_ATTR_STRINGS:
-        dl_strbuf_puts(b, "(absent)");
-        return;
-    }
-}
-
-// Attribute `name` of node n as text with the default applied; *out_cmp gets the same without
-// the " (default)" marker, for comparison. Returns false when out of memory.
-static bool node_attr_text(const dl_ir_node *n, const char *name, char **out_disp, char **out_cmp) {
-    const dl_ir_attr_spec *spec = dl_ir_op_find_attr_spec(n->op, name);
-    const dl_ir_attr *a = dl_ir_node_attr(n, name);
-    dl_strbuf b = {0};
-    if (a) {
-        attr_text(&b, spec, a);
-    } else if (spec) {
-        // Clip min/max and Dropout seed: absence means something else than the default.
-        bool presence =
-            (n->op == DL_IR_OP_CLIP && (strcmp(name, "min") == 0 || strcmp(name, "max") == 0)) ||
-            (n->op == DL_IR_OP_DROPOUT && strcmp(name, "seed") == 0);
-        if (presence) {
-            dl_strbuf_puts(&b, "(absent)");
-        } else {
-            spec_default_text(&b, spec);
-        }
-    } else {
-        dl_strbuf_puts(&b, "(absent)");
-    }
-    char *disp = dl_strbuf_take(&b);
-    if (!disp) {
-        return false;
-    }
-    char *cmp = dl_mem_strdup(disp);
-    if (!cmp) {
-        free(disp);
-        return false;
-    }
-    char *mark = strstr(cmp, " (default)");
-    if (mark) {
-        *mark = 0;
-    }
-    *out_disp = disp;
-    *out_cmp = cmp;
-    return true;
-}
-
-static void type_text(const dl_ir_type *t, char *buf, size_t size) {
-    if (t->rank < 0) {
-        snprintf(buf, size, "?");
-        return;
-    }
-    dl_ir_type_format(NULL, t, buf, size);
-}
-
-// Attribute names to compare (each once).
-typedef DL_VEC(const char *) name_vec;
-
-static bool push_unique(name_vec *v, const char *s) {
-    for (size_t i = 0; i < v->len; i++) {
-        if (strcmp(v->data[i], s) == 0) {
-            return true;
-        }
-    }
-    return DL_VEC_PUSH(v, s);
-}
-
-// Compares node na (in A) with nb (in B). Returns 1 if they differ (description in *what), 0 if
-// not, -1 when out of memory.
-static int compare_nodes(const model_src *A, const model_src *B, const dl_ir_node *na,
-                         const dl_ir_node *nb, dl_strbuf *what) {
-    if (na->op != nb->op) {
-        dl_strbuf_printf(what, "op %s vs %s", dl_ir_op_get_info(na->op)->name,
-                         dl_ir_op_get_info(nb->op)->name);
-        return 1;
-    }
-    if (na->n_inputs != nb->n_inputs) {
-        dl_strbuf_printf(what, "%zu inputs vs %zu", na->n_inputs, nb->n_inputs);
-        return 1;
-    }
-    for (size_t i = 0; i < na->n_inputs; i++) {
-        char ra[160], rb[160];
-        value_ref(A, na->inputs[i], ra, sizeof ra);
-        value_ref(B, nb->inputs[i], rb, sizeof rb);
-        if (strcmp(ra, rb) != 0) {
-            char da[200], db[200];
-            value_display(A, na->inputs[i], da, sizeof da);
-            value_display(B, nb->inputs[i], db, sizeof db);
-            dl_strbuf_printf(what, "input %zu is %s vs %s", i, da, db);
-            return 1;
-        }
-    }
-    // Attributes: every spec of the op, then unknown ones of either node.
-    const dl_ir_op_info *info = dl_ir_op_get_info(na->op);
-    name_vec names = {0};
-    bool ok = true;
-    for (size_t i = 0; i < info->n_attrs && ok; i++) {
-        ok = push_unique(&names, info->attrs[i].name);
-    }
-    for (size_t i = 0; i < na->n_attrs && ok; i++) {
-        ok = push_unique(&names, na->attrs[i].name);
-    }
-    for (size_t i = 0; i < nb->n_attrs && ok; i++) {
-        ok = push_unique(&names, nb->attrs[i].name);
-    }
-    int rc = 0;
-    for (size_t i = 0; i < names.len && ok && rc == 0; i++) {
-        char *da = NULL, *ca = NULL, *db = NULL, *cb = NULL;
-        ok = node_attr_text(na, names.data[i], &da, &ca) &&
-             node_attr_text(nb, names.data[i], &db, &cb);
-        if (ok && strcmp(ca, cb) != 0) {
-            dl_strbuf_printf(what, "attribute %s %s vs %s", names.data[i], da, db);
-            rc = 1;
-        }
-        free(da);
-        free(ca);
-        free(db);
-        free(cb);
-    }
-    free(names.data);
-    if (!ok) {
-        return -1;
-    }
-    if (rc) {
-        return rc;
-    }
-    if (na->n_outputs != nb->n_outputs) {
-        dl_strbuf_printf(what, "%zu outputs vs %zu", na->n_outputs, nb->n_outputs);
-        return 1;
-    }
-    for (size_t i = 0; i < na->n_outputs; i++) {
-        const dl_ir_value *va = na->outputs[i], *vb = nb->outputs[i];
-        if (!va || !vb) {
-            continue;
-        }
-        char ta[160], tb[160];
-        type_text(&va->type, ta, sizeof ta);
-        type_text(&vb->type, tb, sizeof tb);
-        if (strcmp(ta, tb) != 0) {
-            dl_strbuf_printf(what, "output %s has type %s vs %s", va->name, ta, tb);
-            return 1;
-        }
-        if (va->is_output != vb->is_output || (va->is_output && strcmp(va->name, vb->name) != 0)) {
-            dl_strbuf_printf(what, "output %zu is %s%s vs %s%s", i, va->name,
-                             va->is_output ? " (a model output)" : "", vb->name,
-                             vb->is_output ? " (a model output)" : "");
-            return 1;
-        }
-    }
-    return 0;
-}
-
-static void init_text(const dl_ir_value *p, dl_strbuf *b) {
-    const dl_ir_init *in = p->init;
-    if (!in) {
-        dl_strbuf_puts(b, "none");
-        return;
-    }
-    switch (in->kind) {
-    case DL_IR_INIT_ZEROS:
-        dl_strbuf_puts(b, "zeros");
-        return;
-    case DL_IR_INIT_ONES:
-        dl_strbuf_puts(b, "ones");
-        return;
-    case DL_IR_INIT_CONSTANT:
-        dl_strbuf_puts(b, "constant(");
-        put_double(b, in->a);
-        dl_strbuf_puts(b, ")");
-        return;
-    case DL_IR_INIT_UNIFORM:
-    case DL_IR_INIT_NORMAL:
-        dl_strbuf_puts(b, in->kind == DL_IR_INIT_UNIFORM ? "uniform(" : "normal(");
-        put_double(b, in->a);
-        dl_strbuf_puts(b, ", ");
-        put_double(b, in->b);
-        dl_strbuf_printf(b, ", seed = %" PRIu64 ")", dl_ir_init_seed(p));
-        return;
-    case DL_IR_INIT_GLOROT_UNIFORM:
-        dl_strbuf_printf(b, "glorot_uniform(seed = %" PRIu64 ")", dl_ir_init_seed(p));
-        return;
-    case DL_IR_INIT_HE_NORMAL:
-        dl_strbuf_printf(b, "he_normal(seed = %" PRIu64 ")", dl_ir_init_seed(p));
-        return;
-    case DL_IR_INIT_LITERAL: {
-        const dl_ir_literal *l = in->lit;
-        dl_strbuf_puts(b, "literal");
-        if (l) {
-            // A digest of the data keeps the text short; equal data gives equal text.
-            dl_hash128 h = {0, 0};
-            if (l->f) {
-                h = dl_hash128_of(l->f, (size_t)l->n * sizeof(double));
-            } else if (l->i) {
-                h = dl_hash128_of(l->i, (size_t)l->n * sizeof(int64_t));
-            }
-            char hex[33];
-            dl_hash128_hex(h, hex);
-            dl_strbuf_printf(b, "(%" PRId64 " values%s, data %.8s)", l->n,
-                             l->is_splat ? ", splat" : "", hex);
-        }
-        return;
-    }
-    case DL_IR_INIT_FILE:
-        dl_strbuf_printf(b, "file(\"%s\", \"%s\")", in->path ? in->path : "",
-                         in->tensor ? in->tensor : "");
-        return;
-    }
-}
-
-// Collected explain output, printed as text or JSON.
-typedef struct explain_out {
-    bool has_first;
-    size_t node_index;
-    uint32_t line_a, line_b;
-    char src_a[512], src_b[512];
-    char *first_what;
-    DL_VEC(char *) diffs; // other differences, one line each
-} explain_out;
-
-static bool add_diff(explain_out *x, const char *fmt, ...) DL_PRINTF(2, 3);
-static bool add_diff(explain_out *x, const char *fmt, ...) {
-    dl_strbuf b = {0};
-    va_list ap;
-    va_start(ap, fmt);
-    dl_strbuf_vprintf(&b, fmt, ap);
-    va_end(ap);
-    char *s = dl_strbuf_take(&b);
-    if (!s || !DL_VEC_PUSH(&x->diffs, s)) {
-        free(s);
-        return false;
-    }
-    return true;
-}
-
-// Compares two lists of interface values (inputs, params or outputs) by position.
-static bool compare_values(explain_out *x, const char *what, dl_ir_value *const *va, size_t na,
-                           dl_ir_value *const *vb, size_t nb) {
-    if (na != nb) {
-        if (!add_diff(x, "%s: %zu vs %zu", what, na, nb)) {
-            return false;
-        }
-    }
-    size_t n = na < nb ? na : nb;
-    for (size_t i = 0; i < n; i++) {
-        const dl_ir_value *a = va[i], *b = vb[i];
-        if (strcmp(a->name, b->name) != 0) {
-            if (!add_diff(x, "%s %zu: name %s vs %s", what, i, a->name, b->name)) {
-                return false;
-            }
-            continue;
-        }
-        char ta[160], tb[160];
-        type_text(&a->type, ta, sizeof ta);
-        type_text(&b->type, tb, sizeof tb);
-        if (strcmp(ta, tb) != 0) {
-            if (!add_diff(x, "%s %s: type %s vs %s", what, a->name, ta, tb)) {
-                return false;
-            }
-        }
-        if (a->kind == DL_IR_VAL_PARAM && b->kind == DL_IR_VAL_PARAM) {
-            dl_strbuf ia = {0}, ib = {0};
-            init_text(a, &ia);
-            init_text(b, &ib);
-            bool ok = !ia.oom && !ib.oom;
-            if (ok && strcmp(ia.data ? ia.data : "", ib.data ? ib.data : "") != 0) {
-                ok = add_diff(x, "%s %s: initialiser %s vs %s", what, a->name, ia.data, ib.data);
-            }
-            dl_strbuf_fini(&ia);
-            dl_strbuf_fini(&ib);
-            if (!ok) {
-                return false;
-            }
-        }
-    }
-    return true;
-}
-
-// Train-block differences. Hyper-parameter values (lr, betas, eps, weight_decay, alpha,
-// dampening, a non-zero momentum's value, the clip norm, the loss scale's numbers) are session
-// values and not in the key (driver/train_values.c writes them into the artifact); what shapes
-// the compiled step (optimizer, its flags, whether momentum / clipping / which loss scaling /
-// accumulation / precision / frozen params / the loss) is in the key.
-#define TRAIN_VALUE_NOTE  "a hyper-parameter value: not in the key"
-#define TRAIN_STRUCT_NOTE "structural: in the key"
-
-// Value of `name` in an attribute list with the spec's default applied.
-static double train_attr_value(const dl_ir_attr_spec *sp, const dl_ir_attr *attrs, size_t n) {
-    for (size_t i = 0; i < n; i++) {
-        if (strcmp(attrs[i].name, sp->name) == 0) {
-            return attrs[i].kind == DL_IR_ATTR_INT ? (double)attrs[i].i : attrs[i].f;
-        }
-    }
-    return sp->kind == DL_IR_ATTR_INT ? (double)sp->def_i : sp->def_f;
-}
-
-static bool same_freeze(const dl_ir_train *a, const dl_ir_train *b) {
-    if (a->n_freeze != b->n_freeze) {
-        return false;
-    }
-    for (size_t i = 0; i < a->n_freeze; i++) {
-        bool found = false;
-        for (size_t k = 0; k < b->n_freeze && !found; k++) {
-            found =
-                a->freeze[i] && b->freeze[k] && strcmp(a->freeze[i]->name, b->freeze[k]->name) == 0;
-        }
-        if (!found) {
-            return false;
-        }
-    }
-    return true;
-}
-
-static bool explain_train(explain_out *x, const dl_ir_train *a, const dl_ir_train *b) {
-    bool ok = true;
-    if (strcmp(a->loss->name, b->loss->name) != 0) {
-        ok = add_diff(x, "train: loss %s vs %s (" TRAIN_STRUCT_NOTE ")", a->loss->name,
-                      b->loss->name);
-    }
-    if (ok && a->optimizer != b->optimizer) {
-        ok = add_diff(x, "train: optimizer %s vs %s (" TRAIN_STRUCT_NOTE ")",
-                      dl_ir_optim_name(a->optimizer), dl_ir_optim_name(b->optimizer));
-    } else if (ok) {
-        size_t n;
-        const dl_ir_attr_spec *sp = dl_ir_optim_attr_specs(a->optimizer, &n);
-        for (size_t i = 0; ok && i < n; i++) {
-            double va = train_attr_value(&sp[i], a->opt_attrs, a->n_opt_attrs);
-            double vb = train_attr_value(&sp[i], b->opt_attrs, b->n_opt_attrs);
-            if (va == vb) {
-                continue;
-            }
-            // Flags decide the step's code and state; momentum whether a buffer exists.
-            bool structural = sp[i].kind == DL_IR_ATTR_INT ||
-                              (strcmp(sp[i].name, "momentum") == 0 && (va != 0.0) != (vb != 0.0));
-            ok = add_diff(x, "train: %s %s %g vs %g (%s)", dl_ir_optim_name(a->optimizer),
-                          sp[i].name, va, vb,
-                          structural ? strcmp(sp[i].name, "momentum") == 0
-                                           ? "structural: whether momentum is used is in the key"
-                                           : TRAIN_STRUCT_NOTE
-                                     : TRAIN_VALUE_NOTE);
-        }
-    }
-    if (ok && a->has_clip_norm != b->has_clip_norm) {
-        ok = add_diff(x, "train: clip_norm %s vs %s (" TRAIN_STRUCT_NOTE ")",
-                      a->has_clip_norm ? "set" : "none", b->has_clip_norm ? "set" : "none");
-    } else if (ok && a->has_clip_norm && a->clip_norm != b->clip_norm) {
-        ok = add_diff(x, "train: clip_norm %g vs %g (" TRAIN_VALUE_NOTE ")", a->clip_norm,
-                      b->clip_norm);
-    }
-    static const char *const ls_names[] = {"none", "static", "dynamic"};
-    if (ok && a->loss_scale != b->loss_scale) {
-        ok = add_diff(x, "train: loss_scale %s vs %s (" TRAIN_STRUCT_NOTE ")",
-                      ls_names[a->loss_scale], ls_names[b->loss_scale]);
-    } else if (ok && a->loss_scale == DL_IR_LS_STATIC &&
-               a->loss_scale_value != b->loss_scale_value) {
-        ok = add_diff(x, "train: loss_scale %g vs %g (" TRAIN_VALUE_NOTE ")", a->loss_scale_value,
-                      b->loss_scale_value);
-    } else if (ok && a->loss_scale == DL_IR_LS_DYNAMIC) {
-        size_t n;
-        const dl_ir_attr_spec *sp = dl_ir_loss_scale_attr_specs(&n);
-        for (size_t i = 0; ok && i < n; i++) {
-            double va = train_attr_value(&sp[i], a->ls_attrs, a->n_ls_attrs);
-            double vb = train_attr_value(&sp[i], b->ls_attrs, b->n_ls_attrs);
-            if (va != vb) {
-                ok = add_diff(x, "train: loss_scale %s %g vs %g (" TRAIN_VALUE_NOTE ")", sp[i].name,
-                              va, vb);
-            }
-        }
-    }
-    dl_dtype pa = a->has_precision ? a->precision : DL_DT_FLOAT;
-    dl_dtype pb = b->has_precision ? b->precision : DL_DT_FLOAT;
-    if (ok && pa != pb) {
-        ok = add_diff(x, "train: precision %s vs %s (" TRAIN_STRUCT_NOTE ")", dl_dtype_name(pa),
-                      dl_dtype_name(pb));
-    }
-    int64_t ka = a->has_accumulate ? a->accumulate : 1, kb = b->has_accumulate ? b->accumulate : 1;
-    if (ok && ka != kb) {
-        ok = add_diff(x, "train: accumulate %lld vs %lld (" TRAIN_STRUCT_NOTE ")", (long long)ka,
-                      (long long)kb);
-    }
-    if (ok && !same_freeze(a, b)) {
-        ok = add_diff(x, "train: freeze lists differ (" TRAIN_STRUCT_NOTE ")");
-    }
-    return ok;
-}
-
-static bool explain_ir(const model_src *A, const model_src *B, explain_out *x) {
-    const dl_ir_module *ma = A->m, *mb = B->m;
-    if (strcmp(ma->name ? ma->name : "", mb->name ? mb->name : "") != 0 &&
-        !add_diff(x, "model name %s vs %s", ma->name, mb->name)) {
-        return false;
-    }
-    if (!compare_values(x, "input", ma->inputs.data, ma->inputs.len, mb->inputs.data,
-                        mb->inputs.len) ||
-        !compare_values(x, "param", ma->params.data, ma->params.len, mb->params.data,
-                        mb->params.len) ||
-        !compare_values(x, "const", ma->consts.data, ma->consts.len, mb->consts.data,
-                        mb->consts.len) ||
-        !compare_values(x, "output", ma->outputs.data, ma->outputs.len, mb->outputs.data,
-                        mb->outputs.len)) {
-        return false;
-    }
-    if (ma->nodes.len != mb->nodes.len &&
-        !add_diff(x, "node count: %zu vs %zu", ma->nodes.len, mb->nodes.len)) {
-        return false;
-    }
-    bool ta = ma->train != NULL, tb = mb->train != NULL;
-    if (ta != tb && !add_diff(x, "train block: %s vs %s", ta ? "present" : "absent",
-                              tb ? "present" : "absent")) {
-        return false;
-    }
-    if (ta && tb && !explain_train(x, ma->train, mb->train)) {
-        return false;
-    }
-    size_t n = ma->nodes.len < mb->nodes.len ? ma->nodes.len : mb->nodes.len;
-    for (size_t i = 0; i < n; i++) {
-        const dl_ir_node *na = ma->nodes.data[i], *nb = mb->nodes.data[i];
-        dl_strbuf what = {0};
-        int r = compare_nodes(A, B, na, nb, &what);
-        if (r < 0 || what.oom) {
-            dl_strbuf_fini(&what);
-            return false;
-        }
-        if (r > 0) {
-            x->has_first = true;
-            x->node_index = i;
-            x->line_a = na->loc.line;
-            x->line_b = nb->loc.line;
-            source_line(A, na->loc.line, x->src_a, sizeof x->src_a);
-            source_line(B, nb->loc.line, x->src_b, sizeof x->src_b);
-            x->first_what = dl_strbuf_take(&what);
-            return x->first_what != NULL;
-        }
-        dl_strbuf_fini(&what);
-    }
-    if (ma->nodes.len != mb->nodes.len) {
-        // Every common node is equal: the first extra node is the first difference.
-        const model_src *S = ma->nodes.len > n ? A : B;
-        const dl_ir_node *extra = S->m->nodes.data[n];
-        x->has_first = true;
-        x->node_index = n;
-        if (S == A) {
-            x->line_a = extra->loc.line;
-            source_line(S, extra->loc.line, x->src_a, sizeof x->src_a);
-        } else {
-            x->line_b = extra->loc.line;
-            source_line(S, extra->loc.line, x->src_b, sizeof x->src_b);
-        }
-        dl_strbuf what = {0};
-        dl_strbuf_printf(&what, "only %s has a node %zu (%s)", S == A ? "A" : "B", n,
-                         dl_ir_op_get_info(extra->op)->name);
-        x->first_what = dl_strbuf_take(&what);
-        return x->first_what != NULL;
-    }
-    return true;
-}
-
-typedef struct explain_flags {
-    DL_VEC(dlcc_bind) binds;
-    DL_VEC(char *) bind_names; // owned copies of NAME
-    const char *cpu, *features, *opt;
-    int bad; // a malformed -D already reported
-} explain_flags;
-
-static int explain_flag(void *ctx, cli_args *a) {
-    const char *cmd = a->cmd;
-    explain_flags *f = ctx;
-    const char *val = NULL;
-    int r = cli_take_flag(a, "-D", NULL, true, &val);
-    if (r > 0) {
-        const char *eq = strchr(val, '=');
-        char *end = NULL;
-        if (!eq || eq == val) {
-            cli_usage_error(cmd, "-D expects NAME=INT, got '%s'", val);
-            return -1;
-        }
-        errno = 0;
-        long long v = strtoll(eq + 1, &end, 10);
-        if (eq[1] == 0 || *end != 0 || errno == ERANGE) {
-            cli_usage_error(cmd, "-D %.*s: '%s' is not an integer", (int)(eq - val), val, eq + 1);
-            return -1;
-        }
-        char *name = dl_mem_strndup(val, (size_t)(eq - val));
-        if (!name || !DL_VEC_PUSH(&f->bind_names, name)) {
-            free(name);
-            f->bad = EXIT_INTERNAL;
-            return -1;
-        }
-        dlcc_bind b = {name, v};
-        if (!DL_VEC_PUSH(&f->binds, b)) {
-            f->bad = EXIT_INTERNAL;
-            return -1;
-        }
-        return 1;
-    }
-    if (r == 0) {
-        r = cli_take_flag(a, NULL, "--cpu", true, &f->cpu);
-    }
-    if (r == 0) {
-        r = cli_take_flag(a, NULL, "--features", true, &f->features);
-    }
-    if (r == 0) {
-        r = cli_take_flag(a, "-O", NULL, true, &f->opt);
-    }
-    return r;
-}
-
-static dl_status load_src(model_src *s, const dlcc_options *o, dl_diags *d) {
-    dl_status st = dlcc_load_module(s->path, o, d, &s->m);
-    if (st != DL_OK) {
-        return st;
-    }
-    if (dl_read_file(s->path, &s->text, &s->len) != DL_OK) {
-        s->text = NULL; // lines are a nicety; the module is what counts
-    }
-    return number_values(s) ? DL_OK : DL_ERR_NOMEM;
-}
-
-static void print_explain_text(const model_src *A, const model_src *B, const char *ha,
-                               const char *hb, const dlcc_key_part *pa, const dlcc_key_part *pb,
-                               const explain_out *x) {
-    bool same = strcmp(ha, hb) == 0;
-    printf("A: %s  %s\n", ha, A->path);
-    printf("B: %s  %s\n", hb, B->path);
-    printf("keys: %s\n", same ? "same (B would reuse A's cache entry)" : "differ");
-    for (int i = 0; i < DLCC_KEY_PARTS; i++) {
-        printf("  %-9s %s\n", pa[i].name ? pa[i].name : "?",
-               dl_hash128_eq(pa[i].hash, pb[i].hash) ? "same" : "differs");
-    }
-    if (x->has_first) {
-        printf("first difference: node %zu — %s:%u `%s` vs %s:%u `%s`: %s\n", x->node_index,
-               A->path, x->line_a, x->src_a, B->path, x->line_b, x->src_b, x->first_what);
-    }
-    for (size_t i = 0; i < x->diffs.len; i++) {
-        printf("difference: %s\n", x->diffs.data[i]);
-    }
-    bool ir_differs = false;
-    for (int i = 0; i < DLCC_KEY_PARTS; i++) {
-        if (pa[i].name && strcmp(pa[i].name, "ir") == 0 && !dl_hash128_eq(pa[i].hash, pb[i].hash)) {
-            ir_differs = true;
-        }
-    }
-    if (ir_differs && !x->has_first && x->diffs.len == 0) {
-        printf("note: no node, input, param, output or train setting differs; the IR differs "
-               "elsewhere (consts' data)\n");
-    }
-}
-
-static void print_explain_json(const model_src *A, const model_src *B, const char *ha,
-                               const char *hb, const dlcc_key_part *pa, const dlcc_key_part *pb,
-                               const explain_out *x, dl_json *j) {
-    dl_json_obj(j);
-    dl_json_key(j, "a");
-    dl_json_obj(j);
-    dl_json_kstr(j, "file", A->path);
-    dl_json_kstr(j, "key", ha);
-    dl_json_obj_end(j);
-    dl_json_key(j, "b");
-    dl_json_obj(j);
-    dl_json_kstr(j, "file", B->path);
-    dl_json_kstr(j, "key", hb);
-    dl_json_obj_end(j);
-    dl_json_kbool(j, "same", strcmp(ha, hb) == 0);
-    dl_json_key(j, "components");
-    dl_json_obj(j);
-    for (int i = 0; i < DLCC_KEY_PARTS; i++) {
-        dl_json_kstr(j, pa[i].name ? pa[i].name : "?",
-                     dl_hash128_eq(pa[i].hash, pb[i].hash) ? "same" : "differs");
-    }
-    dl_json_obj_end(j);
-    dl_json_key(j, "first_difference");
-    if (x->has_first) {
-        dl_json_obj(j);
-        dl_json_ku64(j, "node", x->node_index);
-        dl_json_ku64(j, "line_a", x->line_a);
-        dl_json_ku64(j, "line_b", x->line_b);
-        dl_json_kstr(j, "source_a", x->src_a);
-        dl_json_kstr(j, "source_b", x->src_b);
-        dl_json_kstr(j, "what", x->first_what);
-        dl_json_obj_end(j);
-    } else {
-        dl_json_null(j);
-    }
-    dl_json_key(j, "differences");
-    dl_json_arr(j);
-    for (size_t i = 0; i < x->diffs.len; i++) {
-        dl_json_str(j, x->diffs.data[i]);
-    }
-    dl_json_arr_end(j);
-    dl_json_obj_end(j);
-}
+// explain: runs `dlcc explain` with the same arguments. The keys need the compiler (parsing,
+// shape inference, the target and compiler parts of the key), which this tool does not link;
+// the dlcc next to this executable is used (the build tree and an install keep them together),
+// else the one on PATH.
 
 static int cmd_explain(opts *o, int argc, char **argv) {
-    explain_flags f;
-    memset(&f, 0, sizeof f);
-    model_src A = {0}, B = {0};
-    explain_out x;
-    memset(&x, 0, sizeof x);
-    dl_diags *d = NULL;
-    int rc = parse_args(o, argc, argv, true, 2, 2, "model files (A.dlg B.dlg)", explain_flag, &f);
-    if (f.bad) {
-        rc = f.bad;
+    char **args = dl_mem_calloc((size_t)argc + 4, sizeof *args);
+    if (!args) {
+        return cli_cmd_error(o->cmd, EXIT_INTERNAL, "out of memory");
     }
-    if (rc != EXIT_OK) {
-        goto out;
+    size_t n = 0;
+    args[n++] = (char *)(uintptr_t)"dlcc";
+    args[n++] = (char *)(uintptr_t)"explain";
+    if (o->json) { // given before the command: dlcc-cache --json explain A B
+        args[n++] = (char *)(uintptr_t)"--json";
     }
-    dlcc_options opt;
-    dlcc_options_init(&opt);
-    opt.use_cache = false;
-    opt.cg.cpu = f.cpu ? f.cpu : opt.cg.cpu;
-    opt.cg.features = f.features ? f.features : opt.cg.features;
-    if (f.opt) {
-        if (strlen(f.opt) != 1 || f.opt[0] < '0' || f.opt[0] > '3') {
-            rc = cli_usage_error(o->cmd, "-O expects 0, 1, 2 or 3, got '%s'", f.opt);
-            goto out;
+    for (int i = 0; i < argc; i++) {
+        args[n++] = argv[i];
+    }
+    char self[4096], path[4200];
+    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (len > 0) {
+        self[len] = 0;
+        char *slash = strrchr(self, '/');
+        if (slash) {
+            *slash = 0;
+            snprintf(path, sizeof path, "%s/dlcc", self);
+            fflush(stdout);
+            execv(path, args); // returns only on failure: try PATH
         }
-        opt.cg.opt_level = f.opt[0] - '0';
     }
-    char oerr[256];
-    if (dl_cg_options_check(&opt.cg, oerr, sizeof oerr) != DL_OK) {
-        rc = cli_usage_error(o->cmd, "%s", oerr);
-        goto out;
-    }
-    opt.binds = f.binds.data;
-    opt.n_binds = f.binds.len;
-    A.path = o->pos.data[0];
-    B.path = o->pos.data[1];
-    if (dl_diags_create(&d) != DL_OK) {
-        rc = EXIT_INTERNAL;
-        goto out;
-    }
-    dl_status st = load_src(&A, &opt, d);
-    dl_status st2 = load_src(&B, &opt, d);
-    if (!cli_flush_diags(d)) {
-        rc = EXIT_INTERNAL;
-        goto out;
-    }
-    if (st != DL_OK || st2 != DL_OK) {
-        rc = cli_status_exit(st != DL_OK ? st : st2);
-        if (rc == EXIT_OK) {
-            rc = cli_status_exit(st2);
-        }
-        goto out;
-    }
-    dl_hash128 ka, kb;
-    dlcc_key_part pa[DLCC_KEY_PARTS], pb[DLCC_KEY_PARTS];
-    memset(pa, 0, sizeof pa);
-    memset(pb, 0, sizeof pb);
-    st = dlcc_key(A.m, &opt, &ka, pa);
-    if (st == DL_OK) {
-        st = dlcc_key(B.m, &opt, &kb, pb);
-    }
-    if (st != DL_OK) {
-        rc = cli_cmd_error(o->cmd, cli_status_exit(st), "cannot compute the cache key (%s)",
-                           dl_status_str(st));
-        goto out;
-    }
-    char ha[33], hb[33];
-    dl_hash128_hex(ka, ha);
-    dl_hash128_hex(kb, hb);
-    if (!explain_ir(&A, &B, &x)) {
-        rc = cli_cmd_error(o->cmd, EXIT_INTERNAL, "out of memory");
-        goto out;
-    }
-    if (o->json) {
-        dl_json j = {0};
-        print_explain_json(&A, &B, ha, hb, pa, pb, &x, &j);
-        rc = json_print(&j);
-    } else {
-        print_explain_text(&A, &B, ha, hb, pa, pb, &x);
-    }
-out:
-    for (size_t i = 0; i < f.bind_names.len; i++) {
-        free(f.bind_names.data[i]);
-    }
-    free(f.bind_names.data);
-    free(f.binds.data);
-    for (size_t i = 0; i < x.diffs.len; i++) {
-        free(x.diffs.data[i]);
-    }
-    free(x.diffs.data);
-    free(x.first_what);
-    dl_ir_module_destroy(A.m);
-    dl_ir_module_destroy(B.m);
-    free(A.text);
-    free(B.text);
-    free(A.num);
-    free(B.num);
-    dl_diags_destroy(d);
-    return rc;
+    fflush(stdout);
+    execvp("dlcc", args);
+    int e = errno;
+    free(args);
+    return cli_cmd_error(o->cmd, EXIT_INTERNAL,
+                         "cannot run dlcc, which explain needs (it parses the models and computes "
+                         "their keys): %s",
+                         strerror(e));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1983,7 +1125,7 @@ int main(int argc, char **argv) {
             return EXIT_OK;
         }
         if (strcmp(arg, "--version") == 0) {
-            printf("dlcc-cache %s (%s)\n", DL_VERSION, dlcc_version_string());
+            printf("dlcc-cache %s (%s)\n", DL_VERSION, DL_GIT_REV);
             return EXIT_OK;
         }
         if (strcmp(arg, "--json") == 0) {

@@ -84,14 +84,14 @@ DL_TEST(garbage_database_refused_not_deleted) {
     dl_diags *d = NULL;
     DL_CHECK_OK(dl_diags_create(&d));
     dl_cache *c = NULL;
-    DL_CHECK_EQ_I64(dl_cache_open(cdir, d, &c), DL_ERR_CACHE);
+    DL_CHECK_EQ_I64(dl_cache_open(cdir, d, &c), DL_ERR_CORRUPT);
     DL_CHECK(c == NULL);
     char want[200];
     snprintf(want, sizeof want, "cache database %s is damaged", dbp);
     DL_CHECK(has_diag(d, want));
     DL_CHECK(has_diag(d, "the compile goes on without the cache"));
     DL_CHECK(has_diag(d, "run dlcc-cache clear to start afresh"));
-    DL_CHECK_EQ_I64(dl_cache_open_readonly(cdir, d, &c), DL_ERR_CACHE);
+    DL_CHECK_EQ_I64(dl_cache_open_readonly(cdir, d, &c), DL_ERR_CORRUPT);
     struct stat st;
     DL_CHECK(stat(dbp, &st) == 0 && st.st_size == (off_t)sizeof junk); // left alone
     // A valid SQLite header over garbage pages: SQLite itself reports the damage.
@@ -100,9 +100,22 @@ DL_TEST(garbage_database_refused_not_deleted) {
     junk[17] = 0;
     write_file(dbp, junk, sizeof junk);
     dl_diags_clear(d);
-    DL_CHECK_EQ_I64(dl_cache_open(cdir, d, &c), DL_ERR_CACHE);
+    DL_CHECK_EQ_I64(dl_cache_open(cdir, d, &c), DL_ERR_CORRUPT);
     DL_CHECK(dl_diags_count(d) >= 1);
     dump_diags(d);
+    // The repair: refused while the directory breaks the trust rules, then done.
+    bool gone = true;
+    DL_CHECK(chmod(cdir, 0770) == 0);
+    DL_CHECK_EQ_I64(dl_cache_remove_damaged(cdir, &gone), DL_ERR_CACHE);
+    DL_CHECK(!gone);
+    DL_CHECK(stat(dbp, &st) == 0);
+    DL_CHECK(chmod(cdir, 0700) == 0);
+    DL_CHECK_OK(dl_cache_remove_damaged(cdir, &gone));
+    DL_CHECK(gone);
+    DL_CHECK(stat(dbp, &st) != 0 && errno == ENOENT);
+    dl_diags_clear(d);
+    DL_CHECK_OK(dl_cache_open(cdir, d, &c));
+    dl_cache_close(c);
     dl_diags_destroy(d);
     rm_rf(root);
 }
@@ -130,12 +143,12 @@ DL_TEST(truncated_database_refused) {
     DL_CHECK(truncate(dbp, st.st_size / 2) == 0);
     dl_diags *d = NULL;
     DL_CHECK_OK(dl_diags_create(&d));
-    DL_CHECK_EQ_I64(dl_cache_open(cdir, d, &c), DL_ERR_CACHE);
+    DL_CHECK_EQ_I64(dl_cache_open(cdir, d, &c), DL_ERR_CORRUPT);
     DL_CHECK(has_diag(d, "is damaged (truncated"));
     DL_CHECK(has_diag(d, "dlcc-cache clear"));
     DL_CHECK(truncate(dbp, 50) == 0);
     dl_diags_clear(d);
-    DL_CHECK_EQ_I64(dl_cache_open(cdir, d, &c), DL_ERR_CACHE);
+    DL_CHECK_EQ_I64(dl_cache_open(cdir, d, &c), DL_ERR_CORRUPT);
     DL_CHECK(has_diag(d, "is damaged"));
     dl_diags_destroy(d);
     rm_rf(root);

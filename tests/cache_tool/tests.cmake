@@ -6,3 +6,7 @@ add_test(NAME cache_tool
          COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_cache_tool.sh $<TARGET_FILE:dlcc-cache>
                  $<TARGET_FILE:dlcc>)
 set_tests_properties(cache_tool PROPERTIES LABELS unit SKIP_RETURN_CODE 77 TIMEOUT 120)
+# dlcc-cache is a thin main over the cache store: no LLVM, no compiler modules (ldd, nm).
+add_test(NAME cache_tool_no_llvm
+         COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/check_no_llvm.sh $<TARGET_FILE:dlcc-cache>)
+set_tests_properties(cache_tool_no_llvm PROPERTIES LABELS unit)
