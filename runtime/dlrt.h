@@ -436,6 +436,128 @@ DLRT_API void dlrt_loader_info_get(const dlrt_loader *l, dlrt_loader_info *out);
 // every slot; batches still held become invalid. NULL is a no-op.
 DLRT_API void dlrt_loader_destroy(dlrt_loader *l);
 
+// ---------------------------------------------------------------------------------------------
+// Training loop (rt_trainloop.c): what every trainer does with a session and a loader — the
+// learning-rate schedule, the epochs of train steps with the non-finite guard, and the test
+// accuracy — shared by `dlcc train`, samples/train_fmnist.c and the Python binding. It never
+// prints: progress reaches the caller through a callback.
+
+typedef enum dlrt_lr_schedule {
+    DLRT_LR_CONSTANT = 0,      // lr
+    DLRT_LR_STEP = 1,          // lr, x0.1 from 50% of the steps, x0.01 from 75%
+    DLRT_LR_COSINE = 2,        // lr/2 (1 + cos(pi t / T))
+    DLRT_LR_WARMUP_COSINE = 3, // lr (t+1) / W for the first W steps, then cosine over T - W
+} dlrt_lr_schedule;
+
+// The learning rate of step t (0-based) of `total` from base rate `lr` (warmup: W, used by
+// DLRT_LR_WARMUP_COSINE only). Pure; thread-safe.
+DLRT_API double dlrt_lr_schedule_at(dlrt_lr_schedule k, double lr, int64_t t, int64_t total,
+                                    int64_t warmup);
+// "constant", "step", "cosine", "warmup-cosine"; NULL for a value outside the enum.
+DLRT_API const char *dlrt_lr_schedule_name(dlrt_lr_schedule k);
+// The schedule named `name` (as above). DLRT_ERR_INVALID_ARG for another name.
+DLRT_API dlrt_status dlrt_lr_schedule_parse(const char *name, dlrt_lr_schedule *out);
+
+// The non-finite guard. A step is non-finite when its update was skipped (a non-finite
+// gradient) or its loss is not finite; with dynamic loss scaling a skipped step with a finite
+// loss whose scale was above 1 and went down is the scaler backing off and does not count.
+// Training should stop once N = max non-finite steps form a streak: N in a row, or N with
+// fewer than N finite steps between any two (blown-up params alternate non-finite steps with
+// huge finite ones; only N finite steps in a row end a streak). Plain data in the caller's storage
+// (flags are 0/1 ints, as everywhere in this header).
+typedef struct dlrt_nonfinite_guard {
+    int64_t max;       // N (0: never stop)
+    double scale;      // the loss scale the next step runs with
+    int64_t run;       // non-finite steps of the current streak
+    int64_t good;      // finite steps in a row since the last non-finite one
+    int64_t run_start; // the step (1-based) that began the current streak
+    int64_t total;     // non-finite steps so far
+    int first;         // set by each step: it was the first non-finite step of the run
+    int stop;          // set by each step: the streak reached max
+} dlrt_nonfinite_guard;
+
+// Starts a guard; `loss_scale` is the scale the first step runs with (1 without scaling).
+DLRT_API void dlrt_nonfinite_guard_init(dlrt_nonfinite_guard *g, int64_t max, double loss_scale);
+// Counts step `step` (1-based) that returned `info`; 1 when it was non-finite, else 0.
+DLRT_API int dlrt_nonfinite_guard_step(dlrt_nonfinite_guard *g, const dlrt_step_info *info,
+                                       int64_t step);
+
+typedef enum dlrt_train_event_kind {
+    DLRT_TRAIN_EVENT_BATCH = 0, // a batch is bound and "lr" set; the step has not run yet
+    DLRT_TRAIN_EVENT_STEP = 1,  // the step ran (info, nonfinite, guard); the batch is still held
+    DLRT_TRAIN_EVENT_EPOCH = 2, // an epoch ended (its totals)
+} dlrt_train_event_kind;
+
+// What the callback sees. Pointers are BORROWED for the duration of the call.
+typedef struct dlrt_train_event {
+    dlrt_train_event_kind kind;
+    int64_t epoch;           // 0-based
+    int64_t batch;           // 0-based within the epoch (EPOCH: steps_per_epoch)
+    int64_t step;            // 0-based over the run (EPOCH: the steps run so far)
+    int64_t steps_per_epoch; // full batches per epoch (the partial one is dropped)
+    int64_t total_steps;     // steps_per_epoch * epochs
+    int64_t batch_size;
+    double lr;                     // BATCH, STEP: this step's learning rate
+    const dlrt_loader_batch *data; // BATCH, STEP: the batch (held by the loop)
+    dlrt_step_info info;           // STEP
+    double loss_scale_used;        // STEP: the loss scale the step ran with
+    int nonfinite;                 // STEP: the guard counted it (see guard->first, ->stop)
+    const dlrt_nonfinite_guard *guard;
+    double loss_sum; // STEP, EPOCH: the epoch's losses so far
+    int64_t skipped; // STEP, EPOCH: the epoch's skipped updates so far
+    double wait_ms;  // STEP, EPOCH: the epoch's waits for data so far
+    double epoch_s;  // seconds since the epoch began
+    double run_s;    // seconds since the run began
+} dlrt_train_event;
+
+// Called for every event; a non-zero return stops the run (dlrt_train_run then returns DLRT_OK
+// with out->stopped set). The batch of a STEP event is released after the call returns.
+typedef int (*dlrt_train_callback)(void *user, const dlrt_train_event *ev);
+
+typedef struct dlrt_train_options {
+    const char *data_input;       // the model's float data input, bound to each batch's x
+    const char *label_input;      // its label input, bound to the batch's y or y_i32
+    int64_t epochs;               // default 1; the loader must hand out at least that many
+    dlrt_lr_schedule schedule;    // default DLRT_LR_CONSTANT
+    double lr;                    // base rate; NaN (the default): the session's "lr"
+    int64_t warmup;               // DLRT_LR_WARMUP_COSINE's W; -1 (default): 5% of the steps
+    int64_t max_skipped;          // the guard's N (default 10; 0: never stop)
+    dlrt_train_callback callback; // may be NULL
+    void *user;
+} dlrt_train_options;
+
+typedef struct dlrt_train_result {
+    int64_t steps;     // steps run
+    int64_t nonfinite; // of them non-finite
+    int diverged;      // the guard stopped the run (after that step's STEP event)
+    int stopped;       // the callback stopped it
+    double base_lr;    // the base rate used
+} dlrt_train_result;
+
+DLRT_API void dlrt_train_options_init(dlrt_train_options *o);
+// The run's step count (*out_total) and warm-up steps (*out_warmup, 0 unless warmup-cosine)
+// for a loader of `steps_per_epoch` batches. DLRT_ERR_INVALID_ARG when steps_per_epoch < 1 or
+// epochs < 1, or warm-up would take every step (then *out_total and *out_warmup say how many).
+DLRT_API dlrt_status dlrt_train_plan(const dlrt_train_options *o, int64_t steps_per_epoch,
+                                     int64_t *out_total, int64_t *out_warmup);
+// Runs o->epochs epochs of the loader's batches through dlrt_session_train_step: each batch is
+// bound in place (zero-copy) as the inputs and "lr" set from the schedule before its step; the
+// guard watches every step. Errors (a loader, bind, hparam or step failure; bad options) return
+// the failing call's status with dlrt_last_error() set; out is filled as far as the run got.
+// Afterwards the two inputs stay bound to the loader's memory (valid while the loader lives):
+// bind or set them again before another infer or step. Not thread-safe with other calls on the
+// same session or loader.
+DLRT_API dlrt_status dlrt_train_run(dlrt_session *s, dlrt_loader *train,
+                                    const dlrt_train_options *o, dlrt_train_result *out);
+// Test accuracy with the infer entry point over every batch the loader has left (one epoch of
+// a DLRT_LOADER_PAD_LAST loader: padding rows are not counted): argmax over the C columns of
+// the float [batch, C] output `scores_output` against the labels. *out_correct of *out_total.
+// The inputs stay bound to the loader's memory, as after dlrt_train_run.
+DLRT_API dlrt_status dlrt_evaluate_accuracy(dlrt_session *s, dlrt_loader *test,
+                                            const char *data_input, const char *label_input,
+                                            const char *scores_output, int64_t *out_correct,
+                                            int64_t *out_total);
+
 #ifdef __cplusplus
 }
 #endif

@@ -19,6 +19,10 @@
 // them in a row, or with fewer than N finite steps between any two (default 10; 0: never stop),
 // training stops with exit status 4 and nothing is saved.
 //
+// The loop, the non-finite guard and the accuracy are the runtime's (dlrt_train_run,
+// dlrt_evaluate_accuracy: runtime/rt_trainloop.c, shared with `dlcc train` and Python); this file
+// parses arguments, sets up the loaders and prints.
+//
 // The recipe: pixels scaled to [0, 1], normalised with the training samples' mean and standard
 // deviation (computed by the loader), a new seeded order every epoch, the final partial batch
 // dropped; the test set in file order, its last batch padded (only real rows counted).
@@ -31,7 +35,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 typedef struct options {
     const char *model, *data, *save;
@@ -44,12 +47,6 @@ typedef struct interface {
     dlrt_tensor_desc x, y, out; // data input, label input, the [N, C] float output
     int64_t n_classes;
 } interface;
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 // Prints `what` and the runtime's last error; returns 1 (the exit status).
 static int rt_error(const char *what) {
@@ -221,129 +218,67 @@ static dlrt_loader_options loader_options(const options *o, const interface *io)
     return lo;
 }
 
-// Binds a batch as the session's inputs: the step reads the loader's slot in place.
-static dlrt_status bind_batch(dlrt_session *s, const interface *io, const dlrt_loader_batch *b) {
-    dlrt_status st = dlrt_session_bind_input(s, io->x.name, b->x, io->x.nbytes);
-    if (st == DLRT_OK) {
-        const void *y = io->y.dtype == DLRT_INT32 ? (const void *)b->y_i32 : (const void *)b->y;
-        st = dlrt_session_bind_input(s, io->y.name, y, io->y.nbytes);
-    }
-    return st;
-}
-
 // Exit status of a run that diverged.
 #define EXIT_DIVERGED 4
 
-// Trains `epochs` epochs. Stops (EXIT_DIVERGED) once `max_skipped` non-finite steps come with
-// fewer than `max_skipped` finite steps in a row between any two of them (0: never stop): blown-up
-// params alternate non-finite steps with finite ones, and only that many finite steps in a row
-// are a recovery. With dynamic loss scaling a skipped step with a finite loss while the scale
-// is above 1 and going down is the scaler backing off, not divergence.
-static int train(dlrt_session *s, const interface *io, dlrt_loader *ld, long epochs,
-                 long max_skipped) {
-    dlrt_loader_info info;
-    dlrt_loader_info_get(ld, &info);
-    int64_t steps = info.batches_per_epoch;
-    long run = 0, good = 0, total = 0; // streak of non-finite steps, finite steps in a row
-    double scale = 1;
-    if (dlrt_session_get_hparam(s, "loss_scale", &scale) != DLRT_OK) {
-        scale = 1;
+// The runtime's training loop (dlrt_train_run) calls this after every step and epoch: the
+// first non-finite step gets a warning, and every epoch its line on stdout.
+static int on_event(void *user, const dlrt_train_event *ev) {
+    (void)user;
+    if (ev->kind == DLRT_TRAIN_EVENT_STEP && ev->nonfinite && ev->guard->first) {
+        const dlrt_step_info *si = &ev->info;
+        fprintf(stderr,
+                "train_fmnist: warning: step %lld (epoch %lld, batch %lld) is non-finite "
+                "(loss %g, grad_norm %g)%s\n",
+                (long long)ev->step + 1, (long long)ev->epoch + 1, (long long)ev->batch + 1,
+                isnan(si->loss) ? NAN : si->loss, // NAN: "nan", never "-nan"
+                isnan(si->grad_norm) ? NAN : si->grad_norm,
+                si->skipped ? "; its update was skipped" : "");
     }
-    for (long e = 0; e < epochs; e++) {
-        double t0 = now_s(), loss_sum = 0, wait_ms = 0;
-        long skipped = 0;
-        for (int64_t k = 0; k < steps; k++) {
-            dlrt_loader_batch b;
-            dlrt_step_info si;
-            if (dlrt_loader_next(ld, &b) != DLRT_OK) {
-                return rt_error("data loader");
-            }
-            wait_ms += b.wait_ms;
-            dlrt_status st = bind_batch(s, io, &b);
-            if (st == DLRT_OK) {
-                st = dlrt_session_train_step(s, &si);
-            }
-            dlrt_loader_release(ld, &b);
-            if (st != DLRT_OK) {
-                return rt_error("train step");
-            }
-            loss_sum += si.loss;
-            skipped += si.skipped;
-            bool bad = si.skipped || !isfinite(si.loss);
-            if (bad && isfinite(si.loss) && scale > 1 && si.loss_scale < scale) {
-                bad = false; // dynamic loss scaling backing off
-            }
-            scale = si.loss_scale;
-            if (bad) {
-                run++;
-                good = 0;
-            } else if (++good >= max_skipped) {
-                run = 0; // recovered
-            }
-            if (bad && total++ == 0) {
-                fprintf(stderr,
-                        "train_fmnist: warning: step %lld (epoch %ld, batch %lld) is non-finite "
-                        "(loss %g, grad_norm %g)%s\n",
-                        (long long)(e * steps + k + 1), e + 1, (long long)k + 1,
-                        isnan(si.loss) ? NAN : si.loss, // NAN: "nan", never "-nan"
-                        isnan(si.grad_norm) ? NAN : si.grad_norm,
-                        si.skipped ? "; its update was skipped" : "");
-            }
-            if (bad && max_skipped > 0 && run >= max_skipped) {
-                fflush(stdout);
-                fprintf(stderr,
-                        "train_fmnist: error: training diverged at step %lld (epoch %ld, batch "
-                        "%lld): %ld non-finite steps without %ld finite ones in a row between them "
-                        "(--max-skipped-steps %ld); "
-                        "nothing saved\n",
-                        (long long)(e * steps + k + 1), e + 1, (long long)k + 1, run, max_skipped,
-                        max_skipped);
-                return EXIT_DIVERGED;
-            }
-        }
-        double el = now_s() - t0;
-        printf("epoch %ld: mean loss %.6g, %.2f s, %.0f samples/s, skipped %ld, data wait %.3f "
-               "ms/batch\n",
-               e + 1, loss_sum / (double)steps, el, (double)steps * (double)io->x.dims[0] / el,
-               skipped, wait_ms / (double)steps);
+    if (ev->kind == DLRT_TRAIN_EVENT_STEP && ev->nonfinite && ev->guard->stop) {
+        fflush(stdout);
+        fprintf(stderr,
+                "train_fmnist: error: training diverged at step %lld (epoch %lld, batch "
+                "%lld): %lld non-finite steps without %lld finite ones in a row between them "
+                "(--max-skipped-steps %lld); "
+                "nothing saved\n",
+                (long long)ev->step + 1, (long long)ev->epoch + 1, (long long)ev->batch + 1,
+                (long long)ev->guard->run, (long long)ev->guard->max, (long long)ev->guard->max);
+    }
+    if (ev->kind == DLRT_TRAIN_EVENT_EPOCH) {
+        double steps = (double)ev->steps_per_epoch, el = ev->epoch_s;
+        printf("epoch %lld: mean loss %.6g, %.2f s, %.0f samples/s, skipped %lld, data wait "
+               "%.3f ms/batch\n",
+               (long long)ev->epoch + 1, ev->loss_sum / steps, el,
+               steps * (double)ev->batch_size / el, (long long)ev->skipped, ev->wait_ms / steps);
         fflush(stdout);
     }
     return 0;
 }
 
+// Trains `epochs` epochs with the runtime's loop: each batch bound in place, the model's lr
+// (or --lr), and the non-finite guard (--max-skipped-steps; EXIT_DIVERGED when it stops).
+static int train(dlrt_session *s, const interface *io, dlrt_loader *ld, long epochs,
+                 long max_skipped) {
+    dlrt_train_options to;
+    dlrt_train_options_init(&to);
+    to.data_input = io->x.name;
+    to.label_input = io->y.name;
+    to.epochs = epochs;
+    to.max_skipped = max_skipped;
+    to.callback = on_event;
+    dlrt_train_result r;
+    if (dlrt_train_run(s, ld, &to, &r) != DLRT_OK) {
+        return rt_error("train step");
+    }
+    return r.diverged ? EXIT_DIVERGED : 0;
+}
+
 static int evaluate(dlrt_session *s, const interface *io, dlrt_loader *ld) {
-    int64_t correct = 0, total = 0, C = io->n_classes;
-    for (;;) {
-        dlrt_loader_batch b;
-        if (dlrt_loader_next(ld, &b) != DLRT_OK) {
-            return rt_error("data loader (test set)");
-        }
-        if (!b.x) {
-            break; // the end of the one epoch asked for
-        }
-        const void *outp = NULL;
-        dlrt_status st = bind_batch(s, io, &b);
-        if (st == DLRT_OK) {
-            st = dlrt_session_infer(s);
-        }
-        if (st == DLRT_OK) {
-            st = dlrt_session_output(s, io->out.name, &outp, NULL);
-        }
-        if (st != DLRT_OK) {
-            dlrt_loader_release(ld, &b);
-            return rt_error("infer");
-        }
-        const float *p = outp;
-        for (int64_t r = 0; r < b.n_valid; r++) { // padding rows do not count
-            int64_t best = 0;
-            for (int64_t c = 1; c < C; c++) {
-                best = p[r * C + c] > p[r * C + best] ? c : best;
-            }
-            int64_t label = b.y ? b.y[r] : b.y_i32[r];
-            correct += best == label;
-        }
-        total += b.n_valid;
-        dlrt_loader_release(ld, &b);
+    int64_t correct = 0, total = 0;
+    if (dlrt_evaluate_accuracy(s, ld, io->x.name, io->y.name, io->out.name, &correct, &total) !=
+        DLRT_OK) {
+        return rt_error("test set");
     }
     printf("test accuracy: %.4f (%lld/%lld)\n", total ? (double)correct / (double)total : 0.0,
            (long long)correct, (long long)total);

@@ -33,7 +33,6 @@ any shape) and one integer input (the labels, int64 or int32: the loader makes t
 import argparse
 import os
 import sys
-import time
 
 import numpy as np
 
@@ -136,63 +135,50 @@ def main():
         flush=True,
     )
 
-    # Iterating releases each batch when the next one is taken, so a batch's views are only
-    # used within its own loop step; the reshape to the model's input shape is a view too.
-    batches = iter(train)
-    scale = s.get_hparam("loss_scale")
-    run = good = bad_total = 0  # streak of non-finite steps, finite steps in a row, in all
-    for epoch in range(args.epochs):
-        t0 = time.perf_counter()
-        total, skipped = 0.0, 0
-        waits = []
-        for k in range(n_batches):
-            b = next(batches)
-            if b.seq > 0:
-                waits.append(b.wait_ms)
-            info = s.train_step(**{xd.name: b.x.reshape(xd.shape), yd.name: b.y})
-            total += info.loss
-            skipped += int(info.skipped)
-            bad = info.skipped or not np.isfinite(info.loss)
-            if bad and np.isfinite(info.loss) and scale > 1 and info.loss_scale < scale:
-                bad = False  # dynamic loss scaling backing off
-            scale = info.loss_scale
-            if bad:
-                run, good = run + 1, 0
-            else:
-                good += 1
-                if good >= args.max_skipped_steps:
-                    run = 0  # recovered
-            where = f"step {epoch * n_batches + k + 1} (epoch {epoch + 1}, batch {k + 1})"
-            if bad and bad_total == 0:
+    # The runtime's training loop (Session.train, shared with `dlcc train` and the C sample):
+    # each batch is bound in place, the non-finite guard watches every step; the callback
+    # prints what this trainer shows.
+    waits = []
+
+    def on_event(ev):
+        if ev.kind == "step":
+            if ev.batch_seq > 0:
+                waits.append(ev.batch_wait_ms)
+            where = f"step {ev.step + 1} (epoch {ev.epoch + 1}, batch {ev.batch + 1})"
+            if ev.nonfinite and ev.first_nonfinite:
                 print(
-                    f"train_fmnist: warning: {where} is non-finite (loss {info.loss:.4g}, "
-                    f"grad_norm {info.grad_norm:.4g})"
-                    + ("; its update was skipped" if info.skipped else ""),
+                    f"train_fmnist: warning: {where} is non-finite (loss {ev.info.loss:.4g}, "
+                    f"grad_norm {ev.info.grad_norm:.4g})"
+                    + ("; its update was skipped" if ev.info.skipped else ""),
                     file=sys.stderr, flush=True,
                 )
-            bad_total += int(bad)
-            if bad and 0 < args.max_skipped_steps <= run:
-                batches.close()
+            if ev.nonfinite and ev.stop:
                 print(
-                    f"train_fmnist: error: training diverged at {where}: {run} non-finite steps "
-                    f"without {args.max_skipped_steps} finite ones in a row between them "
-                    f"(--max-skipped-steps {args.max_skipped_steps}); nothing saved",
+                    f"train_fmnist: error: training diverged at {where}: {ev.streak} non-finite "
+                    f"steps without {ev.max_skipped} finite ones in a row between them "
+                    f"(--max-skipped-steps {ev.max_skipped}); nothing saved",
                     file=sys.stderr, flush=True,
                 )
-                sys.exit(4)
-        dt = time.perf_counter() - t0
-        print(
-            f"epoch {epoch + 1}: mean loss {total / n_batches:.6g}, {dt:.2f} s, "
-            f"{n_batches * B / dt:.0f} samples/s, skipped {skipped}",
-            flush=True,
-        )
-        mean_wait = sum(waits) / len(waits) if waits else 0.0
-        max_wait = max(waits) if waits else 0.0
-        print(
-            f"epoch {epoch + 1}: loader wait {mean_wait:.3f} ms/batch mean, {max_wait:.3f} ms max",
-            flush=True,
-        )
-    batches.close()  # releases the last batch
+        elif ev.kind == "epoch":
+            dt = ev.epoch_s
+            print(
+                f"epoch {ev.epoch + 1}: mean loss {ev.loss_sum / n_batches:.6g}, {dt:.2f} s, "
+                f"{n_batches * B / dt:.0f} samples/s, skipped {ev.skipped}",
+                flush=True,
+            )
+            mean_wait = sum(waits) / len(waits) if waits else 0.0
+            max_wait = max(waits) if waits else 0.0
+            print(
+                f"epoch {ev.epoch + 1}: loader wait {mean_wait:.3f} ms/batch mean, "
+                f"{max_wait:.3f} ms max",
+                flush=True,
+            )
+            waits.clear()
+
+    result = s.train(train, xd.name, yd.name, epochs=args.epochs,
+                     max_skipped_steps=args.max_skipped_steps, callback=on_event)
+    if result.diverged:
+        sys.exit(4)
 
     # Test: file order, the final batch padded (its padding rows are not counted; their label,
     # -1, contributes nothing to the loss), normalised as the training data.
@@ -211,12 +197,7 @@ def main():
     except dlcc.Error as e:
         sys.exit(f"train_fmnist: {e}")
     train.close()
-    correct = total = 0
-    for b in test:
-        probs = s.infer(copy=False, **{xd.name: b.x.reshape(xd.shape), yd.name: b.y})[scores]
-        n = b.n_valid
-        correct += int((probs[:n].argmax(axis=1) == b.y[:n]).sum())
-        total += n
+    correct, total = s.evaluate_accuracy(test, xd.name, yd.name, scores)
     test.close()
     print(f"test accuracy: {correct / total:.4f} ({correct}/{total})", flush=True)
     if args.save:

@@ -750,41 +750,7 @@ static double clock_s(void) {
 
 #define DEFAULT_MAX_SKIPPED 10
 
-typedef struct nonfinite_guard {
-    long max;          // --max-skipped-steps (0: never stop)
-    double scale;      // the loss scale the next step runs with
-    long run;          // non-finite steps of the current streak
-    long good;         // finite steps in a row since the last non-finite one
-    int64_t run_start; // the step (1-based) that began the current streak
-    long total;        // non-finite steps so far
-    bool first;        // set by guard_step: this is the first non-finite step of the run
-    bool stop;         // set by guard_step: the run reached `max`
-} nonfinite_guard;
-
-// Counts step `step` (1-based); returns true when it was non-finite (see above).
-static bool guard_step(nonfinite_guard *g, const dlrt_step_info *info, int64_t step) {
-    double used = g->scale;
-    g->scale = info->loss_scale;
-    g->first = g->stop = false;
-    bool bad = info->skipped || !isfinite(info->loss);
-    if (bad && isfinite(info->loss) && used > 1 && info->loss_scale < used) {
-        bad = false; // dynamic loss scaling backing off
-    }
-    if (!bad) {
-        if (++g->good >= g->max) { // recovered: the streak is over
-            g->run = 0;
-        }
-        return false;
-    }
-    g->good = 0;
-    g->first = g->total == 0;
-    if (g->run++ == 0) {
-        g->run_start = step;
-    }
-    g->total++;
-    g->stop = g->max > 0 && g->run >= g->max;
-    return true;
-}
+// The guard itself is the runtime's (dlrt_nonfinite_guard, runtime/rt_trainloop.c).
 
 // A double with `prec` significant digits, "nan" for every NaN (glibc prints "-nan" for some)
 // and "inf" / "-inf": readable whatever the magnitude (1.65e+30, not 31 digits).
@@ -803,15 +769,15 @@ static const char *num_text(double v, char *buf, size_t size) {
 
 // "dlcc CMD: warning: STEP is non-finite: ..." for the first non-finite step.
 static void guard_warn(const char *cmd, const char *step_desc, const dlrt_step_info *info,
-                       const nonfinite_guard *g) {
+                       const dlrt_nonfinite_guard *g) {
     char l[32], n[32];
     fflush(stdout);
     char stop[160];
     if (g->max > 0) {
         snprintf(stop, sizeof stop,
-                 "training stops after %ld of them unless %ld finite steps in a row come "
+                 "training stops after %lld of them unless %lld finite steps in a row come "
                  "between (--max-skipped-steps)",
-                 g->max, g->max);
+                 (long long)g->max, (long long)g->max);
     } else {
         snprintf(stop, sizeof stop, "training goes on regardless (--max-skipped-steps 0)");
     }
@@ -826,23 +792,23 @@ static void guard_warn(const char *cmd, const char *step_desc, const dlrt_step_i
 // non-finite steps complete. `ckpt`: the checkpoint that is not written (NULL: none asked for);
 // `hint`: suggest --detect-anomaly.
 static void guard_stop_msg(const char *cmd, const char *step_desc, int64_t step,
-                           const nonfinite_guard *g, const char *ckpt, bool hint) {
+                           const dlrt_nonfinite_guard *g, const char *ckpt, bool hint) {
     char what[160];
     int64_t span = step - g->run_start + 1;
     if (span == g->run) {
-        snprintf(what, sizeof what, "%ld consecutive non-finite steps from step %lld on", g->run,
-                 (long long)g->run_start);
+        snprintf(what, sizeof what, "%lld consecutive non-finite steps from step %lld on",
+                 (long long)g->run, (long long)g->run_start);
     } else {
         snprintf(what, sizeof what,
-                 "%ld non-finite steps among the %lld from step %lld on, never %ld finite ones "
-                 "in a row between them",
-                 g->run, (long long)span, (long long)g->run_start, g->max);
+                 "%lld non-finite steps among the %lld from step %lld on, never %lld finite "
+                 "ones in a row between them",
+                 (long long)g->run, (long long)span, (long long)g->run_start, (long long)g->max);
     }
     fflush(stdout);
     fprintf(stderr,
-            "dlcc %s: error: training diverged at %s: %s (--max-skipped-steps %ld; 0 never "
+            "dlcc %s: error: training diverged at %s: %s (--max-skipped-steps %lld; 0 never "
             "stops)%s%s%s\n",
-            cmd, step_desc, what, g->max, ckpt ? "; no checkpoint written to " : "",
+            cmd, step_desc, what, (long long)g->max, ckpt ? "; no checkpoint written to " : "",
             ckpt ? ckpt : "",
             hint ? "; --detect-anomaly shows where the first non-finite value appears" : "");
 }
@@ -1176,12 +1142,12 @@ static int run_train_steps(dl_diags *d, const char *file, dlrt_model *rtm, dl_ir
             goto out;
         }
     }
-    nonfinite_guard g;
-    memset(&g, 0, sizeof g);
-    g.max = ra->max_skipped;
-    if (dlrt_session_get_hparam(s, "loss_scale", &g.scale) != DLRT_OK) {
-        g.scale = 1;
+    double scale0 = 1;
+    if (dlrt_session_get_hparam(s, "loss_scale", &scale0) != DLRT_OK) {
+        scale0 = 1;
     }
+    dlrt_nonfinite_guard g;
+    dlrt_nonfinite_guard_init(&g, ra->max_skipped, scale0);
     for (long i = 0; i < ra->steps; i++) {
         for (size_t j = 0; j < n_in; j++) {
             size_t nb = dl_tensor_nbytes(&in_t[j]);
@@ -1221,7 +1187,7 @@ static int run_train_steps(dl_diags *d, const char *file, dlrt_model *rtm, dl_ir
         printf("step %ld loss %s grad_norm %s skipped %d\n", i + 1,
                num_prec(info.loss, 9, l, sizeof l), num_prec(info.grad_norm, 9, gn, sizeof gn),
                info.skipped);
-        if (guard_step(&g, &info, i + 1)) {
+        if (dlrt_nonfinite_guard_step(&g, &info, i + 1)) {
             char desc[64];
             snprintf(desc, sizeof desc, "step %ld", i + 1);
             if (g.first) {
@@ -1245,8 +1211,8 @@ static int run_train_steps(dl_diags *d, const char *file, dlrt_model *rtm, dl_ir
     }
     if (g.total > 0) {
         fflush(stdout);
-        fprintf(stderr, "dlcc run: warning: %ld of %ld steps were non-finite\n", g.total,
-                ra->steps);
+        fprintf(stderr, "dlcc run: warning: %lld of %ld steps were non-finite\n",
+                (long long)g.total, ra->steps);
     }
     if (ra->save_params && (rs = dlrt_session_save(s, ra->save_params)) != DLRT_OK) {
         rt_diag(d, ra->save_params, rs);
@@ -1267,35 +1233,69 @@ out:
     return rc;
 }
 
-static int cmd_run(int argc, char **argv) {
-    cli_args a = {"run", argc, argv, 0, false};
-    const char *file = NULL;
-    const char *backend = "cpu", *entry = "infer";
-    DL_VEC(bind) binds = {0};
-    DL_VEC(io_arg) ins = {0}, outs = {0};
-    io_desc *in_io = NULL, *out_io = NULL;
-    size_t n_in = 0, n_out = 0;
-    dlrt_model *rtm = NULL;
-    dlrt_session *sess = NULL;
-    uint8_t *art = NULL;
-    size_t art_len = 0;
-    dl_diags *d = NULL;
-    dl_ir_module *m = NULL;
-    dl_tensor *in_t = NULL, *out_t = NULL;
-    char **tmp_paths = NULL;
-    size_t n_out_t = 0;
-    bool verbose = false;
+// What `dlcc run` was asked: every argument, checked before any file is touched.
+typedef struct run_opts {
+    const char *file, *backend, *entry;
+    DL_VEC(bind) binds;
+    DL_VEC(io_arg) ins, outs;
+    bool verbose, detect_anomaly;
     dlcc_options copts;
-    dlcc_options_init(&copts);
-    dlcc_bind *cbinds = NULL;
-    const char *steps_arg = NULL, *init_params = NULL, *save_params = NULL, *max_skipped = NULL;
-    bool *stepped = NULL; // per input: its .npy has a leading step dim
-    long steps = 1, max_skipped_n = DEFAULT_MAX_SKIPPED;
-    bool detect_anomaly = false;
-    exec_args xa = {0, NULL, false, NULL};
-    int rc = EXIT_OK;
+    const char *steps_arg, *init_params, *save_params, *max_skipped;
+    long steps, max_skipped_n;
+    exec_args xa;
+    bool use_ref; // --backend ref: the reference evaluator
+    bool is_art;  // the file is a compiled artifact (else a .dlg)
+    bool train;   // --entry train_step
+} run_opts;
 
-    // 1. Arguments (no file is touched before they are all valid).
+// What a run holds; everything OWNED, freed by run_state_fini.
+typedef struct run_state {
+    dl_diags *d;
+    dl_ir_module *m; // the .dlg module (NULL for an artifact)
+    dlrt_model *rtm; // the compiled model (NULL for --backend ref)
+    dlrt_session *sess;
+    uint8_t *art;            // the compiled bytes rtm was loaded from
+    io_desc *in_io, *out_io; // the model's interface
+    size_t n_in, n_out;
+    dl_tensor *in_t, *out_t; // the inputs read, the outputs made (n_out_t of them)
+    size_t n_out_t;
+    bool *stepped; // per input: its .npy has a leading step dim (train_step)
+    dlcc_bind *cbinds;
+    const char *model_name; // BORROWED from m or rtm
+} run_state;
+
+static void run_opts_fini(run_opts *o) {
+    free(o->binds.data);
+    free(o->ins.data);
+    free(o->outs.data);
+}
+
+static void run_state_fini(run_state *rn) {
+    if (rn->in_t) {
+        for (size_t j = 0; j < rn->n_in; j++) {
+            dl_tensor_free(&rn->in_t[j]);
+        }
+    }
+    dlrt_session_destroy(rn->sess);
+    dlrt_model_release(rn->rtm);
+    free(rn->art);
+    free(rn->in_io);
+    free(rn->out_io);
+    for (size_t j = 0; j < rn->n_out_t; j++) {
+        dl_tensor_free(&rn->out_t[j]);
+    }
+    free(rn->in_t);
+    free(rn->stepped);
+    free(rn->out_t);
+    free(rn->cbinds);
+    dl_ir_module_destroy(rn->m);
+    dl_diags_destroy(rn->d);
+}
+
+// 1. Arguments (no file is touched before they are all valid).
+static int run_parse_args(int argc, char **argv, run_opts *o) {
+    int rc = EXIT_OK;
+    cli_args a = {"run", argc, argv, 0, false};
     while (a.i < argc) {
         const char *arg = argv[a.i];
         const char *val = NULL;
@@ -1306,481 +1306,491 @@ static int cmd_run(int argc, char **argv) {
             continue;
         }
         if (!cli_is_flag(&a)) {
-            if (file) {
-                rc = cli_usage_error("run", "one model file at a time ('%s' and '%s')", file, arg);
-                goto out;
+            if (o->file) {
+                return cli_usage_error("run", "one model file at a time ('%s' and '%s')", o->file,
+                                       arg);
             }
-            file = arg;
+            o->file = arg;
             a.i++;
             continue;
         }
         if ((r = cli_take_flag(&a, "-D", NULL, true, &val)) != 0) {
             if (r < 0) {
-                rc = EXIT_USAGE;
-                goto out;
+                return EXIT_USAGE;
             }
             bind b;
             if ((rc = parse_define("run", val, &b)) != EXIT_OK) {
-                goto out;
+                return rc;
             }
-            if (!DL_VEC_PUSH(&binds, b)) {
-                rc = EXIT_INTERNAL;
-                goto out;
+            if (!DL_VEC_PUSH(&o->binds, b)) {
+                return EXIT_INTERNAL;
             }
         } else if ((r = cli_take_flag(&a, NULL, "--in", true, &val)) != 0 ||
                    (r = cli_take_flag(&a, NULL, "--out", true, &val)) != 0) {
             if (r < 0) {
-                rc = EXIT_USAGE;
-                goto out;
+                return EXIT_USAGE;
             }
             bool is_in = strncmp(arg, "--in", 4) == 0 && (arg[4] == 0 || arg[4] == '=');
             const char *flag = is_in ? "--in" : "--out";
             io_arg io = {{0}, NULL};
             if (!split_assign(val, io.name, sizeof io.name, &io.path) || !*io.path) {
-                rc = cli_usage_error("run", "%s expects NAME=PATH.npy, got '%s'", flag, val);
-                goto out;
+                return cli_usage_error("run", "%s expects NAME=PATH.npy, got '%s'", flag, val);
             }
             if (is_in) {
-                for (size_t k = 0; k < ins.len; k++) {
-                    if (strcmp(ins.data[k].name, io.name) == 0) {
-                        rc = cli_usage_error("run", "input '%s' is given twice (%s and %s)",
-                                             io.name, ins.data[k].path, io.path);
-                        goto out;
+                for (size_t k = 0; k < o->ins.len; k++) {
+                    if (strcmp(o->ins.data[k].name, io.name) == 0) {
+                        return cli_usage_error("run", "input '%s' is given twice (%s and %s)",
+                                               io.name, o->ins.data[k].path, io.path);
                     }
                 }
             }
-            if (!(is_in ? DL_VEC_PUSH(&ins, io) : DL_VEC_PUSH(&outs, io))) {
-                rc = EXIT_INTERNAL;
-                goto out;
+            if (!(is_in ? DL_VEC_PUSH(&o->ins, io) : DL_VEC_PUSH(&o->outs, io))) {
+                return EXIT_INTERNAL;
             }
-        } else if ((r = cli_take_flag(&a, NULL, "--backend", true, &backend)) != 0 ||
-                   (r = cli_take_flag(&a, NULL, "--entry", true, &entry)) != 0 ||
-                   (r = cli_take_flag(&a, NULL, "--steps", true, &steps_arg)) != 0 ||
-                   (r = cli_take_flag(&a, NULL, "--max-skipped-steps", true, &max_skipped)) != 0 ||
-                   (r = cli_take_name_flag(&a, "--init-params", "a file name", &init_params)) !=
+        } else if ((r = cli_take_flag(&a, NULL, "--backend", true, &o->backend)) != 0 ||
+                   (r = cli_take_flag(&a, NULL, "--entry", true, &o->entry)) != 0 ||
+                   (r = cli_take_flag(&a, NULL, "--steps", true, &o->steps_arg)) != 0 ||
+                   (r = cli_take_flag(&a, NULL, "--max-skipped-steps", true, &o->max_skipped)) !=
                        0 ||
-                   (r = cli_take_name_flag(&a, "--save-params", "a file name", &save_params)) !=
+                   (r = cli_take_name_flag(&a, "--init-params", "a file name", &o->init_params)) !=
+                       0 ||
+                   (r = cli_take_name_flag(&a, "--save-params", "a file name", &o->save_params)) !=
                        0) {
             if (r < 0) {
-                rc = EXIT_USAGE;
-                goto out;
+                return EXIT_USAGE;
             }
-        } else if ((r = take_cache_flag(&a, &copts)) != 0 || (r = take_exec_flag(&a, &xa)) != 0) {
+        } else if ((r = take_cache_flag(&a, &o->copts)) != 0 ||
+                   (r = take_exec_flag(&a, &o->xa)) != 0) {
             if (r < 0) {
-                rc = EXIT_USAGE;
-                goto out;
+                return EXIT_USAGE;
             }
         } else if (cli_take_flag(&a, "-v", "--verbose", false, NULL) == 1) {
-            verbose = true;
+            o->verbose = true;
         } else if (cli_take_flag(&a, NULL, "--detect-anomaly", false, NULL) == 1) {
-            detect_anomaly = true;
+            o->detect_anomaly = true;
         } else {
-            rc = cli_usage_error("run", "unknown flag '%s'", arg);
-            goto out;
+            return cli_usage_error("run", "unknown flag '%s'", arg);
         }
     }
-    if (!file) {
-        rc = cli_usage_error("run", "no model file");
-        goto out;
+    return EXIT_OK;
+}
+
+// The arguments' combinations: backend, entry point, and what applies to which.
+static int run_check_args(run_opts *o) {
+    int rc = EXIT_OK;
+    if (!o->file) {
+        return cli_usage_error("run", "no model file");
     }
-    bool use_ref = strcmp(backend, "ref") == 0;
-    if (!use_ref && strcmp(backend, "cpu") != 0) {
-        if (in_list(backend, known_backends, DL_ARRAY_LEN(known_backends))) {
+    o->use_ref = strcmp(o->backend, "ref") == 0;
+    if (!o->use_ref && strcmp(o->backend, "cpu") != 0) {
+        if (in_list(o->backend, known_backends, DL_ARRAY_LEN(known_backends))) {
             rc = cli_usage_error("run",
                                  "backend '%s' is not available yet in this build "
                                  "(available: cpu, ref)",
-                                 backend);
+                                 o->backend);
         } else {
-            rc = cli_usage_error("run", "unknown backend '%s' (available: cpu, ref)", backend);
+            rc = cli_usage_error("run", "unknown backend '%s' (available: cpu, ref)", o->backend);
         }
-        goto out;
+        return rc;
     }
-    bool is_art = is_artifact_file(file);
-    if (use_ref && (xa.threads || xa.profile || xa.summary)) {
-        rc = cli_usage_error("run",
-                             "%s applies to compiled code; --backend ref is the reference "
-                             "evaluator",
-                             xa.threads   ? "--threads"
-                             : xa.profile ? "--profile"
-                                          : "--profile-summary");
-        goto out;
+    o->is_art = is_artifact_file(o->file);
+    if (o->use_ref && (o->xa.threads || o->xa.profile || o->xa.summary)) {
+        return cli_usage_error("run",
+                               "%s applies to compiled code; --backend ref is the reference "
+                               "evaluator",
+                               o->xa.threads   ? "--threads"
+                               : o->xa.profile ? "--profile"
+                                               : "--profile-summary");
     }
-    xa.source = is_art ? NULL : base_name(file);
-    if (is_art && use_ref) {
-        rc = cli_usage_error(
-            "run", "--backend ref evaluates .dlg models; '%s' is a compiled artifact", file);
-        goto out;
+    o->xa.source = o->is_art ? NULL : base_name(o->file);
+    if (o->is_art && o->use_ref) {
+        return cli_usage_error(
+            "run", "--backend ref evaluates .dlg models; '%s' is a compiled artifact", o->file);
     }
-    if (is_art && binds.len > 0) {
-        rc = cli_usage_error("run",
-                             "-D %s: dims of a compiled artifact are fixed; recompile with -D",
-                             binds.data[0].name);
-        goto out;
+    if (o->is_art && o->binds.len > 0) {
+        return cli_usage_error("run",
+                               "-D %s: dims of a compiled artifact are fixed; recompile with -D",
+                               o->binds.data[0].name);
     }
-    if (!in_list(entry, known_entries, DL_ARRAY_LEN(known_entries))) {
-        rc = cli_usage_error("run", "unknown entry point '%s' (available: infer, train_step)",
-                             entry);
-        goto out;
+    if (!in_list(o->entry, known_entries, DL_ARRAY_LEN(known_entries))) {
+        return cli_usage_error("run", "unknown entry point '%s' (available: infer, train_step)",
+                               o->entry);
     }
-    bool train = strcmp(entry, "train_step") == 0;
-    if (!train && (steps_arg || init_params || save_params || max_skipped || detect_anomaly)) {
-        rc = cli_usage_error("run", "%s only applies to --entry train_step",
-                             steps_arg     ? "--steps"
-                             : init_params ? "--init-params"
-                             : save_params ? "--save-params"
-                             : max_skipped ? "--max-skipped-steps"
-                                           : "--detect-anomaly");
-        goto out;
+    o->train = strcmp(o->entry, "train_step") == 0;
+    if (!o->train &&
+        (o->steps_arg || o->init_params || o->save_params || o->max_skipped || o->detect_anomaly)) {
+        return cli_usage_error("run", "%s only applies to --entry train_step",
+                               o->steps_arg     ? "--steps"
+                               : o->init_params ? "--init-params"
+                               : o->save_params ? "--save-params"
+                               : o->max_skipped ? "--max-skipped-steps"
+                                                : "--detect-anomaly");
     }
-    if (train) {
-        if (use_ref) {
-            rc = cli_usage_error("run", "--entry train_step runs compiled code; --backend ref "
-                                        "evaluates the infer entry point only");
-            goto out;
+    if (o->train) {
+        if (o->use_ref) {
+            return cli_usage_error("run", "--entry train_step runs compiled code; --backend ref "
+                                          "evaluates the infer entry point only");
         }
-        if (outs.len > 0) {
-            rc = cli_usage_error("run",
-                                 "--out %s: --entry train_step writes no outputs (use "
-                                 "--save-params for the trained params)",
-                                 outs.data[0].name);
-            goto out;
+        if (o->outs.len > 0) {
+            return cli_usage_error("run",
+                                   "--out %s: --entry train_step writes no outputs (use "
+                                   "--save-params for the trained params)",
+                                   o->outs.data[0].name);
         }
-        if (steps_arg && !cli_parse_long(steps_arg, 1, 1000000000L, &steps)) {
-            rc = cli_usage_error("run", "--steps expects an integer 1..1000000000, got '%s'",
-                                 steps_arg);
-            goto out;
+        if (o->steps_arg && !cli_parse_long(o->steps_arg, 1, 1000000000L, &o->steps)) {
+            return cli_usage_error("run", "--steps expects an integer 1..1000000000, got '%s'",
+                                   o->steps_arg);
         }
-        if (max_skipped && !cli_parse_long(max_skipped, 0, LONG_MAX, &max_skipped_n)) {
-            rc = cli_usage_error("run", "--max-skipped-steps expects an integer >= 0, got '%s'",
-                                 max_skipped);
-            goto out;
+        if (o->max_skipped && !cli_parse_long(o->max_skipped, 0, LONG_MAX, &o->max_skipped_n)) {
+            return cli_usage_error("run", "--max-skipped-steps expects an integer >= 0, got '%s'",
+                                   o->max_skipped);
         }
-        if (detect_anomaly && is_art) {
+        if (o->detect_anomaly && o->is_art) {
             rc =
                 cli_usage_error("run",
                                 "--detect-anomaly replays a step in the reference evaluator, which "
                                 "needs the .dlg model; '%s' is a compiled artifact",
-                                file);
-            goto out;
+                                o->file);
+            return rc;
         }
     }
+    return EXIT_OK;
+}
 
-    if (dl_diags_create(&d) != DL_OK) {
-        rc = EXIT_INTERNAL;
-        goto out;
-    }
-
+static int run_load_model(const run_opts *o, run_state *rn) {
     // 2. The model: a .dlg (parsed, -D applied, shapes inferred; compiled unless --backend ref)
     // or an artifact. Its interface is gathered into in_io / out_io either way.
     dl_status st = DL_OK;
-    if (!is_art) {
-        st = load_model(file, binds.data, binds.len, d, &m);
+    if (!o->is_art) {
+        st = load_model(o->file, o->binds.data, o->binds.len, rn->d, &rn->m);
         if (st != DL_OK) {
-            rc = cli_status_exit(st);
-            goto out;
+            return cli_status_exit(st);
         }
-        n_in = m->inputs.len;
-        n_out = m->outputs.len;
-        in_io = dl_mem_calloc(n_in ? n_in : 1, sizeof *in_io);
-        out_io = dl_mem_calloc(n_out ? n_out : 1, sizeof *out_io);
-        if (!in_io || !out_io) {
-            rc = EXIT_INTERNAL;
-            goto out;
+        rn->n_in = rn->m->inputs.len;
+        rn->n_out = rn->m->outputs.len;
+        rn->in_io = dl_mem_calloc(rn->n_in ? rn->n_in : 1, sizeof *rn->in_io);
+        rn->out_io = dl_mem_calloc(rn->n_out ? rn->n_out : 1, sizeof *rn->out_io);
+        if (!rn->in_io || !rn->out_io) {
+            return EXIT_INTERNAL;
         }
-        for (size_t j = 0; j < n_in; j++) {
-            in_io[j] = io_from_value(m->inputs.data[j]);
+        for (size_t j = 0; j < rn->n_in; j++) {
+            rn->in_io[j] = io_from_value(rn->m->inputs.data[j]);
         }
-        for (size_t j = 0; j < n_out; j++) {
-            out_io[j] = io_from_value(m->outputs.data[j]);
+        for (size_t j = 0; j < rn->n_out; j++) {
+            rn->out_io[j] = io_from_value(rn->m->outputs.data[j]);
         }
     } else {
-        dlrt_status rs = dlrt_model_load_file(file, &rtm);
+        dlrt_status rs = dlrt_model_load_file(o->file, &rn->rtm);
         if (rs != DLRT_OK) {
-            rt_diag(d, file, rs);
-            rc = EXIT_INPUT;
-            goto out;
+            rt_diag(rn->d, o->file, rs);
+            return EXIT_INPUT;
         }
-        n_in = dlrt_model_num_inputs(rtm);
-        n_out = dlrt_model_num_outputs(rtm);
-        in_io = dl_mem_calloc(n_in ? n_in : 1, sizeof *in_io);
-        out_io = dl_mem_calloc(n_out ? n_out : 1, sizeof *out_io);
-        if (!in_io || !out_io) {
-            rc = EXIT_INTERNAL;
-            goto out;
+        rn->n_in = dlrt_model_num_inputs(rn->rtm);
+        rn->n_out = dlrt_model_num_outputs(rn->rtm);
+        rn->in_io = dl_mem_calloc(rn->n_in ? rn->n_in : 1, sizeof *rn->in_io);
+        rn->out_io = dl_mem_calloc(rn->n_out ? rn->n_out : 1, sizeof *rn->out_io);
+        if (!rn->in_io || !rn->out_io) {
+            return EXIT_INTERNAL;
         }
-        for (size_t j = 0; j < n_in; j++) {
+        for (size_t j = 0; j < rn->n_in; j++) {
             dlrt_tensor_desc td;
-            (void)dlrt_model_input(rtm, j, &td);
-            in_io[j] = io_from_rt(&td);
+            (void)dlrt_model_input(rn->rtm, j, &td);
+            rn->in_io[j] = io_from_rt(&td);
         }
-        for (size_t j = 0; j < n_out; j++) {
+        for (size_t j = 0; j < rn->n_out; j++) {
             dlrt_tensor_desc td;
-            (void)dlrt_model_output(rtm, j, &td);
-            out_io[j] = io_from_rt(&td);
+            (void)dlrt_model_output(rn->rtm, j, &td);
+            rn->out_io[j] = io_from_rt(&td);
         }
     }
-    const char *model_name = m ? m->name : dlrt_model_name(rtm);
-    if (train && (m ? m->train == NULL : !dlrt_model_has_train_step(rtm))) {
-        file_diag(d, file,
+    rn->model_name = rn->m ? rn->m->name : dlrt_model_name(rn->rtm);
+    if (o->train && (rn->m ? rn->m->train == NULL : !dlrt_model_has_train_step(rn->rtm))) {
+        file_diag(rn->d, o->file,
                   "model '%s' has no train block: --entry train_step needs a model with "
                   "`train LOSS { ... }`%s",
-                  model_name, m ? "" : " (compiled from such a .dlg)");
-        rc = EXIT_INPUT;
-        goto out;
+                  rn->model_name, rn->m ? "" : " (compiled from such a .dlg)");
+        return EXIT_INPUT;
     }
+    return EXIT_OK;
+}
 
+static int run_read_inputs(const run_opts *o, run_state *rn) {
+    dl_status st = DL_OK;
     // 3. Inputs: names first (cheap, and the clearest errors), then the files.
-    in_t = dl_mem_calloc(n_in ? n_in : 1, sizeof *in_t);
-    stepped = dl_mem_calloc(n_in ? n_in : 1, sizeof *stepped);
-    int *given = dl_mem_calloc(n_in ? n_in : 1, sizeof *given); // index into ins + 1; 0 = missing
-    if (!in_t || !given || !stepped) {
+    rn->in_t = dl_mem_calloc(rn->n_in ? rn->n_in : 1, sizeof *rn->in_t);
+    rn->stepped = dl_mem_calloc(rn->n_in ? rn->n_in : 1, sizeof *rn->stepped);
+    int *given =
+        dl_mem_calloc(rn->n_in ? rn->n_in : 1, sizeof *given); // index into ins + 1; 0 = missing
+    if (!rn->in_t || !given || !rn->stepped) {
         free(given);
-        rc = EXIT_INTERNAL;
-        goto out;
+        return EXIT_INTERNAL;
     }
-    for (size_t k = 0; k < ins.len; k++) {
+    for (size_t k = 0; k < o->ins.len; k++) {
         size_t j = 0;
-        while (j < n_in && strcmp(in_io[j].name, ins.data[k].name) != 0) {
+        while (j < rn->n_in && strcmp(rn->in_io[j].name, o->ins.data[k].name) != 0) {
             j++;
         }
-        if (j == n_in) {
+        if (j == rn->n_in) {
             dl_strbuf names = {0};
-            io_list_names(&names, in_io, n_in);
-            dl_diag(d, DL_SEV_ERROR, DL_NO_LOC,
-                    "--in %s: model '%s' has no input named '%s' (inputs: %s)", ins.data[k].name,
-                    model_name, ins.data[k].name, names.data ? names.data : "?");
+            io_list_names(&names, rn->in_io, rn->n_in);
+            dl_diag(rn->d, DL_SEV_ERROR, DL_NO_LOC,
+                    "--in %s: model '%s' has no input named '%s' (inputs: %s)", o->ins.data[k].name,
+                    rn->model_name, o->ins.data[k].name, names.data ? names.data : "?");
             dl_strbuf_fini(&names);
         } else {
             given[j] = (int)k + 1;
         }
     }
-    for (size_t j = 0; j < n_in; j++) {
+    for (size_t j = 0; j < rn->n_in; j++) {
         if (!given[j]) {
             char ty[256];
-            io_format(&in_io[j], ty, sizeof ty);
-            dl_diag(d, DL_SEV_ERROR, DL_NO_LOC,
+            io_format(&rn->in_io[j], ty, sizeof ty);
+            dl_diag(rn->d, DL_SEV_ERROR, DL_NO_LOC,
                     "missing input '%s': expected %s (give it with --in %s=PATH.npy)",
-                    in_io[j].name, ty, in_io[j].name);
+                    rn->in_io[j].name, ty, rn->in_io[j].name);
         }
     }
-    for (size_t k = 0; k < outs.len; k++) {
+    for (size_t k = 0; k < o->outs.len; k++) {
         size_t j = 0;
-        while (j < n_out && strcmp(out_io[j].name, outs.data[k].name) != 0) {
+        while (j < rn->n_out && strcmp(rn->out_io[j].name, o->outs.data[k].name) != 0) {
             j++;
         }
-        if (j == n_out) {
+        if (j == rn->n_out) {
             dl_strbuf names = {0};
-            io_list_names(&names, out_io, n_out);
-            dl_diag(d, DL_SEV_ERROR, DL_NO_LOC,
+            io_list_names(&names, rn->out_io, rn->n_out);
+            dl_diag(rn->d, DL_SEV_ERROR, DL_NO_LOC,
                     "--out %s: model '%s' has no output named '%s' (outputs: %s)",
-                    outs.data[k].name, model_name, outs.data[k].name,
+                    o->outs.data[k].name, rn->model_name, o->outs.data[k].name,
                     names.data ? names.data : "?");
             dl_strbuf_fini(&names);
         }
     }
-    if (dl_diags_error_count(d) == 0) {
-        for (size_t j = 0; j < n_in; j++) {
-            const io_arg *io = &ins.data[given[j] - 1];
+    if (dl_diags_error_count(rn->d) == 0) {
+        for (size_t j = 0; j < rn->n_in; j++) {
+            const io_arg *io = &o->ins.data[given[j] - 1];
             char err[512];
-            st = dl_npy_read(io->path, &in_t[j], err, sizeof err);
+            st = dl_npy_read(io->path, &rn->in_t[j], err, sizeof err);
             if (st != DL_OK) {
-                file_diag(d, io->path, "%s", err);
+                file_diag(rn->d, io->path, "%s", err);
                 continue;
             }
-            if (train && !io_matches(&in_t[j], &in_io[j])) {
+            if (o->train && !io_matches(&rn->in_t[j], &rn->in_io[j])) {
                 // --entry train_step: [K', ...shape] with K' >= K gives one batch per step.
                 char want[256], got[256];
-                io_format(&in_io[j], want, sizeof want);
-                tensor_type_format(&in_t[j], got, sizeof got);
-                if (in_t[j].dtype != in_io[j].dtype) {
-                    dl_diag(d, DL_SEV_ERROR, DL_NO_LOC,
+                io_format(&rn->in_io[j], want, sizeof want);
+                tensor_type_format(&rn->in_t[j], got, sizeof got);
+                if (rn->in_t[j].dtype != rn->in_io[j].dtype) {
+                    dl_diag(rn->d, DL_SEV_ERROR, DL_NO_LOC,
                             "input '%s': expected dtype %s, got %s (from %s; nothing is "
                             "converted)",
-                            in_io[j].name, dl_dtype_name(in_io[j].dtype),
-                            dl_dtype_name(in_t[j].dtype), io->path);
-                } else if (!io_matches_stepped(&in_t[j], &in_io[j], steps)) {
-                    dl_diag(d, DL_SEV_ERROR, DL_NO_LOC,
+                            rn->in_io[j].name, dl_dtype_name(rn->in_io[j].dtype),
+                            dl_dtype_name(rn->in_t[j].dtype), io->path);
+                } else if (!io_matches_stepped(&rn->in_t[j], &rn->in_io[j], o->steps)) {
+                    dl_diag(rn->d, DL_SEV_ERROR, DL_NO_LOC,
                             "input '%s': expected %s, or [K, ...] with K >= %ld steps, got %s "
                             "(from %s)",
-                            in_io[j].name, want, steps, got, io->path);
+                            rn->in_io[j].name, want, o->steps, got, io->path);
                 } else {
-                    stepped[j] = true;
+                    rn->stepped[j] = true;
                 }
-            } else if (!io_matches(&in_t[j], &in_io[j])) {
+            } else if (!io_matches(&rn->in_t[j], &rn->in_io[j])) {
                 char want[256], got[256];
-                io_format(&in_io[j], want, sizeof want);
-                tensor_type_format(&in_t[j], got, sizeof got);
-                dl_diag(d, DL_SEV_ERROR, DL_NO_LOC, "input '%s': expected %s, got %s (from %s)",
-                        in_io[j].name, want, got, io->path);
+                io_format(&rn->in_io[j], want, sizeof want);
+                tensor_type_format(&rn->in_t[j], got, sizeof got);
+                dl_diag(rn->d, DL_SEV_ERROR, DL_NO_LOC, "input '%s': expected %s, got %s (from %s)",
+                        rn->in_io[j].name, want, got, io->path);
             }
         }
     }
     free(given);
-    if (dl_diags_error_count(d) > 0) {
-        rc = dl_diags_oom(d) ? EXIT_INTERNAL : EXIT_INPUT;
-        goto out;
+    if (dl_diags_error_count(rn->d) > 0) {
+        return dl_diags_oom(rn->d) ? EXIT_INTERNAL : EXIT_INPUT;
     }
+    return EXIT_OK;
+}
 
-    // 4. Run everything before writing anything (a .dlg is compiled now that its inputs are
-    // known to be right).
-    if (!use_ref && !rtm) {
+// 4. Run everything before writing anything: a .dlg is compiled now that its inputs are
+// known to be right.
+static int run_compile(run_opts *o, run_state *rn) {
+    size_t art_len = 0;
+    dl_status st = DL_OK;
+    if (!o->use_ref && !rn->rtm) {
         dlcc_result res;
-        if (!options_set_binds(&copts, binds.data, binds.len, &cbinds)) {
-            rc = EXIT_INTERNAL;
-            goto out;
+        if (!options_set_binds(&o->copts, o->binds.data, o->binds.len, &rn->cbinds)) {
+            return EXIT_INTERNAL;
         }
-        st = dlcc_compile_file(file, &copts, d, &res);
-        if (verbose && st == DL_OK) {
+        st = dlcc_compile_file(o->file, &o->copts, rn->d, &res);
+        if (o->verbose && st == DL_OK) {
             print_cache_line(&res);
         }
-        if (!cli_flush_diags(d)) { // cache warnings come before anything the run prints
-            rc = EXIT_INTERNAL;
-            goto out;
+        if (!cli_flush_diags(rn->d)) { // cache warnings come before anything the run prints
+            return EXIT_INTERNAL;
         }
         if (st != DL_OK) {
-            rc = cli_status_exit(st);
-            goto out;
+            return cli_status_exit(st);
         }
-        art = res.artifact;
+        rn->art = res.artifact;
         art_len = res.artifact_len;
-        dlrt_status rs = dlrt_model_load_memory(art, art_len, &rtm);
+        dlrt_status rs = dlrt_model_load_memory(rn->art, art_len, &rn->rtm);
         if (rs != DLRT_OK) {
-            rt_diag(d, file, rs);
-            rc = EXIT_INTERNAL;
-            goto out;
+            rt_diag(rn->d, o->file, rs);
+            return EXIT_INTERNAL;
         }
     }
-    out_t = dl_mem_calloc(n_out ? n_out : 1, sizeof *out_t);
-    if (!out_t) {
-        rc = EXIT_INTERNAL;
-        goto out;
+    return EXIT_OK;
+}
+
+// The infer entry point, in the reference evaluator or compiled.
+static int run_infer(const run_opts *o, run_state *rn) {
+    int rc = EXIT_OK;
+    dl_status st = DL_OK;
+    rn->out_t = dl_mem_calloc(rn->n_out ? rn->n_out : 1, sizeof *rn->out_t);
+    if (!rn->out_t) {
+        return EXIT_INTERNAL;
     }
-    if (train) {
-        run_train_args ra = {steps, init_params, save_params, max_skipped_n, detect_anomaly};
-        rc = run_train_steps(d, file, rtm, m, in_io, in_t, stepped, n_in, &ra, &xa, verbose);
-        goto out;
-    }
-    if (use_ref) {
+    if (o->use_ref) {
         dl_ir_eval_opts opts = {NULL, 0, false};
-        st = dl_ir_eval(m, &opts, in_t, out_t, d);
+        st = dl_ir_eval(rn->m, &opts, rn->in_t, rn->out_t, rn->d);
         if (st != DL_OK) {
-            if (dl_diags_error_count(d) == 0) {
-                dl_diag(d, DL_SEV_ERROR, DL_NO_LOC, "evaluation failed (%s)", dl_status_str(st));
+            if (dl_diags_error_count(rn->d) == 0) {
+                dl_diag(rn->d, DL_SEV_ERROR, DL_NO_LOC, "evaluation failed (%s)",
+                        dl_status_str(st));
             }
-            rc = cli_status_exit(st);
-            goto out;
+            return cli_status_exit(st);
         }
-        n_out_t = n_out;
+        rn->n_out_t = rn->n_out;
     } else {
-        dlrt_status rs = exec_session_create(rtm, &xa, &sess);
-        for (size_t j = 0; rs == DLRT_OK && j < n_in; j++) {
-            rs = dlrt_session_set_input(sess, in_io[j].name, in_t[j].data,
-                                        dl_tensor_nbytes(&in_t[j]));
+        dlrt_status rs = exec_session_create(rn->rtm, &o->xa, &rn->sess);
+        for (size_t j = 0; rs == DLRT_OK && j < rn->n_in; j++) {
+            rs = dlrt_session_set_input(rn->sess, rn->in_io[j].name, rn->in_t[j].data,
+                                        dl_tensor_nbytes(&rn->in_t[j]));
         }
         if (rs == DLRT_OK) {
-            rs = dlrt_session_infer(sess);
+            rs = dlrt_session_infer(rn->sess);
         }
-        for (size_t j = 0; rs == DLRT_OK && j < n_out; j++) {
+        for (size_t j = 0; rs == DLRT_OK && j < rn->n_out; j++) {
             const void *data;
-            rs = dlrt_session_output(sess, out_io[j].name, &data, NULL);
+            rs = dlrt_session_output(rn->sess, rn->out_io[j].name, &data, NULL);
             if (rs == DLRT_OK) {
-                if (dl_tensor_alloc(&out_t[j], out_io[j].dtype, out_io[j].rank, out_io[j].dims) !=
-                    DL_OK) {
+                if (dl_tensor_alloc(&rn->out_t[j], rn->out_io[j].dtype, rn->out_io[j].rank,
+                                    rn->out_io[j].dims) != DL_OK) {
                     rs = DLRT_ERR_NOMEM;
                     break;
                 }
-                n_out_t = j + 1;
-                memcpy(out_t[j].data, data, dl_tensor_nbytes(&out_t[j]));
+                rn->n_out_t = j + 1;
+                memcpy(rn->out_t[j].data, data, dl_tensor_nbytes(&rn->out_t[j]));
             }
         }
         if (rs != DLRT_OK) {
-            rt_diag(d, file, rs);
-            rc = rs == DLRT_ERR_NOMEM ? EXIT_INTERNAL : EXIT_INPUT;
-            goto out;
+            rt_diag(rn->d, o->file, rs);
+            return rs == DLRT_ERR_NOMEM ? EXIT_INTERNAL : EXIT_INPUT;
         }
-        if ((rc = exec_session_finish(d, sess, &xa)) != EXIT_OK) {
-            goto out;
+        if ((rc = exec_session_finish(rn->d, rn->sess, &o->xa)) != EXIT_OK) {
+            return rc;
         }
     }
+    return EXIT_OK;
+}
 
+static int run_write_outputs(const run_opts *o, run_state *rn) {
+    char **tmp_paths = NULL;
+    int rc = EXIT_OK;
+    dl_status st = DL_OK;
     // 5. Outputs. Each goes to a temporary file next to its target first; only when all of them
     // were written are they renamed into place, so a failure leaves every target untouched.
-    if (outs.len == 0) {
-        for (size_t j = 0; j < n_out; j++) {
-            print_preview(out_io[j].name, &out_t[j]);
+    if (o->outs.len == 0) {
+        for (size_t j = 0; j < rn->n_out; j++) {
+            print_preview(rn->out_io[j].name, &rn->out_t[j]);
         }
-        goto out;
+        return EXIT_OK;
     }
-    tmp_paths = dl_mem_calloc(outs.len, sizeof *tmp_paths);
+    tmp_paths = dl_mem_calloc(o->outs.len, sizeof *tmp_paths);
     if (!tmp_paths) {
-        rc = EXIT_INTERNAL;
-        goto out;
+        return EXIT_INTERNAL;
     }
-    for (size_t k = 0; k < outs.len && rc == EXIT_OK; k++) {
+    for (size_t k = 0; k < o->outs.len && rc == EXIT_OK; k++) {
         size_t j = 0;
-        while (strcmp(out_io[j].name, outs.data[k].name) != 0) {
+        while (strcmp(rn->out_io[j].name, o->outs.data[k].name) != 0) {
             j++;
         }
-        size_t plen = strlen(outs.data[k].path);
+        size_t plen = strlen(o->outs.data[k].path);
         tmp_paths[k] = dl_mem_alloc(plen + 32);
         if (!tmp_paths[k]) {
             rc = EXIT_INTERNAL;
             break;
         }
-        snprintf(tmp_paths[k], plen + 32, "%s.dlcc-%ld-%zu.tmp", outs.data[k].path, (long)getpid(),
-                 k);
-        st = dl_npy_write(tmp_paths[k], &out_t[j]);
+        snprintf(tmp_paths[k], plen + 32, "%s.dlcc-%ld-%zu.tmp", o->outs.data[k].path,
+                 (long)getpid(), k);
+        st = dl_npy_write(tmp_paths[k], &rn->out_t[j]);
         if (st != DL_OK) {
-            file_diag(d, outs.data[k].path, "cannot write: %s",
+            file_diag(rn->d, o->outs.data[k].path, "cannot write: %s",
                       st == DL_ERR_IO ? strerror(errno) : dl_status_str(st));
             free(tmp_paths[k]);
             tmp_paths[k] = NULL;
             rc = cli_status_exit(st);
         }
     }
-    for (size_t k = 0; k < outs.len && rc == EXIT_OK; k++) {
-        if (rename(tmp_paths[k], outs.data[k].path) != 0) {
-            file_diag(d, outs.data[k].path, "cannot write: %s", strerror(errno));
+    for (size_t k = 0; k < o->outs.len && rc == EXIT_OK; k++) {
+        if (rename(tmp_paths[k], o->outs.data[k].path) != 0) {
+            file_diag(rn->d, o->outs.data[k].path, "cannot write: %s", strerror(errno));
             rc = EXIT_INPUT;
         } else {
             free(tmp_paths[k]);
             tmp_paths[k] = NULL;
         }
     }
-    for (size_t k = 0; k < outs.len; k++) {
+    for (size_t k = 0; k < o->outs.len; k++) {
         if (tmp_paths[k]) {
             unlink(tmp_paths[k]);
             free(tmp_paths[k]);
         }
     }
+    free(tmp_paths);
+    return rc;
+}
 
-out:
-    if (d && !cli_flush_diags(d)) {
+static int cmd_run(int argc, char **argv) {
+    run_opts o;
+    run_state rn;
+    memset(&o, 0, sizeof o);
+    memset(&rn, 0, sizeof rn);
+    o.backend = "cpu";
+    o.entry = "infer";
+    o.steps = 1;
+    o.max_skipped_n = DEFAULT_MAX_SKIPPED;
+    dlcc_options_init(&o.copts);
+    int rc = run_parse_args(argc, argv, &o);
+    if (rc == EXIT_OK) {
+        rc = run_check_args(&o);
+    }
+    if (rc == EXIT_OK && dl_diags_create(&rn.d) != DL_OK) {
         rc = EXIT_INTERNAL;
     }
-    if (in_t) {
-        for (size_t j = 0; j < n_in; j++) {
-            dl_tensor_free(&in_t[j]);
+    if (rc == EXIT_OK) {
+        rc = run_load_model(&o, &rn);
+    }
+    if (rc == EXIT_OK) {
+        rc = run_read_inputs(&o, &rn);
+    }
+    if (rc == EXIT_OK) {
+        rc = run_compile(&o, &rn);
+    }
+    if (rc == EXIT_OK && o.train) {
+        run_train_args ra = {o.steps, o.init_params, o.save_params, o.max_skipped_n,
+                             o.detect_anomaly};
+        rc = run_train_steps(rn.d, o.file, rn.rtm, rn.m, rn.in_io, rn.in_t, rn.stepped, rn.n_in,
+                             &ra, &o.xa, o.verbose);
+    } else if (rc == EXIT_OK) {
+        rc = run_infer(&o, &rn);
+        if (rc == EXIT_OK) {
+            rc = run_write_outputs(&o, &rn);
         }
     }
-    dlrt_session_destroy(sess);
-    dlrt_model_release(rtm);
-    free(art);
-    free(in_io);
-    free(out_io);
-    for (size_t j = 0; j < n_out_t; j++) {
-        dl_tensor_free(&out_t[j]);
+    if (rn.d && !cli_flush_diags(rn.d)) {
+        rc = EXIT_INTERNAL;
     }
-    free(in_t);
-    free(stepped);
-    free(out_t);
-    free(tmp_paths);
-    free(cbinds);
-    dl_ir_module_destroy(m);
-    dl_diags_destroy(d);
-    free(binds.data);
-    free(ins.data);
-    free(outs.data);
+    run_state_fini(&rn);
+    run_opts_fini(&o);
     fflush(stdout);
     return rc;
 }
@@ -2105,29 +2115,8 @@ out:
 // checked (arguments, model interface, data files and shapes) is checked before the compile, so
 // a mistake costs no training time; nothing is written unless training and testing succeeded.
 
-typedef enum lr_sched { SCHED_CONSTANT, SCHED_STEP, SCHED_COSINE, SCHED_WARMUP_COSINE } lr_sched;
-static const char *const sched_names[] = {"constant", "step", "cosine", "warmup-cosine"};
-
-// The learning rate of step t (0-based) of T, from base rate `lr`: constant; step (x0.1 from
-// 50% of T, x0.01 from 75%); cosine lr/2 (1 + cos(pi t / T)); warmup-cosine: lr (t+1) / W for
-// the first W steps, then cosine over the remaining T - W.
-static double sched_lr(lr_sched k, double lr, int64_t t, int64_t T, int64_t W) {
-    const double pi = 3.14159265358979323846;
-    switch (k) {
-    case SCHED_CONSTANT:
-        return lr;
-    case SCHED_STEP:
-        return 4 * t >= 3 * T ? lr * 0.01 : 2 * t >= T ? lr * 0.1 : lr;
-    case SCHED_COSINE:
-        return lr * 0.5 * (1.0 + cos(pi * (double)t / (double)T));
-    case SCHED_WARMUP_COSINE:
-        if (t < W) {
-            return lr * (double)(t + 1) / (double)W;
-        }
-        return lr * 0.5 * (1.0 + cos(pi * (double)(t - W) / (double)(T - W)));
-    }
-    return lr;
-}
+// The learning-rate schedules, the loop and the test accuracy are the runtime's training loop
+// (runtime/rt_trainloop.c, shared with samples/train_fmnist.c and the Python binding).
 
 typedef DL_VEC(bind) bind_vec;
 
@@ -2138,7 +2127,7 @@ typedef struct train_args {
     exec_args exec; // --threads (0: the runtime's default), --profile, --profile-summary
     bool has_lr;
     double lr;
-    lr_sched sched;
+    dlrt_lr_schedule sched;
     long warmup; // -1: 5% of the total steps
     uint64_t seed;
     long limit;          // 0: all
@@ -2603,12 +2592,6 @@ static dlrt_status train_loader_create(const train_split *tr, const train_args *
                                        out);
 }
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 // "1:02:03" or "2:03".
 static void format_eta(double s, char *buf, size_t size) {
     long t = s > 0 && s < 1e9 ? (long)(s + 0.5) : 0;
@@ -2619,78 +2602,38 @@ static void format_eta(double s, char *buf, size_t size) {
     }
 }
 
-// Copies the samples idx[0..n) (rows of `s`) into x [n, per] and y [n] (int64 or int32);
-// rows n..B of a padded batch are zero.
-static void gather_batch(const train_split *s, const int64_t *idx, int64_t n, int64_t B, float *x,
-                         void *y, bool y32) {
-    size_t row = (size_t)s->per * sizeof(float);
-    for (int64_t b = 0; b < B; b++) {
-        if (b < n) {
-            memcpy(x + b * s->per, s->x + idx[b] * s->per, row);
-        } else {
-            memset(x + b * s->per, 0, row);
-        }
-        int64_t v = b < n ? s->y[idx[b]] : 0;
-        if (y32) {
-            ((int32_t *)y)[b] = (int32_t)v;
-        } else {
-            ((int64_t *)y)[b] = v;
-        }
-    }
-}
-
 static int rt_fail(dl_diags *d, const char *what, dlrt_status rs) {
     rt_diag(d, what, rs);
     return rs == DLRT_ERR_NOMEM ? EXIT_INTERNAL : EXIT_INPUT;
 }
 
-// The test accuracy with the infer entry point: argmax over the C columns of the output per row,
-// the last partial batch padded with zero rows that are not counted.
+// The test accuracy with the infer entry point (dlrt_evaluate_accuracy) over a loader of the
+// preprocessed test split in file order, the last batch padded with zero rows (not counted).
 static int train_test(dlrt_session *s, const train_model *tm, const train_split *te,
-                      const char *file, float *xb, void *yb, dl_diags *d) {
-    int64_t B = tm->batch, C = tm->n_classes, correct = 0;
-    bool y32 = tm->y->type.dtype == DL_DT_INT32;
-    size_t xbytes = (size_t)(B * tm->per) * sizeof(float);
-    size_t ybytes = (size_t)B * (y32 ? sizeof(int32_t) : sizeof(int64_t));
-    int64_t *idx = dl_mem_alloc((size_t)B * sizeof *idx);
-    if (!idx) {
-        return EXIT_INTERNAL;
+                      const char *file, dl_diags *d) {
+    dlrt_loader_options o;
+    dlrt_loader_options_init(&o);
+    o.batch_size = tm->batch;
+    o.shuffle = 0;
+    o.epochs = 1;
+    o.last = DLRT_LOADER_PAD_LAST;
+    o.pad_label = 0;
+    o.labels = tm->y->type.dtype == DL_DT_INT32 ? DLRT_INT32 : DLRT_INT64;
+    int64_t dims[1] = {te->per}, correct = 0, total = 0;
+    dlrt_loader *ld = NULL;
+    // The callback only reads `te`, which outlives the loader.
+    dlrt_status rs =
+        dlrt_loader_create_callback(te->n, dims, 1, train_sample, (void *)(uintptr_t)te, &o, &ld);
+    if (rs == DLRT_OK) {
+        rs = dlrt_evaluate_accuracy(s, ld, tm->x->name, tm->y->name, tm->out->name, &correct,
+                                    &total);
     }
-    for (int64_t start = 0; start < te->n; start += B) {
-        int64_t n = te->n - start < B ? te->n - start : B;
-        for (int64_t b = 0; b < n; b++) {
-            idx[b] = start + b;
-        }
-        gather_batch(te, idx, n, B, xb, yb, y32);
-        dlrt_status rs = dlrt_session_set_input(s, tm->x->name, xb, xbytes);
-        if (rs == DLRT_OK) {
-            rs = dlrt_session_set_input(s, tm->y->name, yb, ybytes);
-        }
-        if (rs == DLRT_OK) {
-            rs = dlrt_session_infer(s);
-        }
-        const void *outp = NULL;
-        if (rs == DLRT_OK) {
-            rs = dlrt_session_output(s, tm->out->name, &outp, NULL);
-        }
-        if (rs != DLRT_OK) {
-            free(idx);
-            return rt_fail(d, file, rs);
-        }
-        const float *o = outp;
-        for (int64_t b = 0; b < n; b++) {
-            int64_t best = 0;
-            for (int64_t c = 1; c < C; c++) {
-                if (o[b * C + c] > o[b * C + best]) {
-                    best = c;
-                }
-            }
-            correct += best == te->y[start + b];
-        }
+    dlrt_loader_destroy(ld);
+    if (rs != DLRT_OK) {
+        return rt_fail(d, file, rs);
     }
-    free(idx);
-    printf("test accuracy: %.4f (%lld/%lld)\n", te->n ? (double)correct / (double)te->n : 0.0,
-           (long long)correct, (long long)te->n);
+    printf("test accuracy: %.4f (%lld/%lld)\n", total ? (double)correct / (double)total : 0.0,
+           (long long)correct, (long long)total);
     return EXIT_OK;
 }
 
@@ -2813,21 +2756,14 @@ static int train_parse_args(int argc, char **argv, train_args *ta, dlcc_options 
         }
         ta->seed = (uint64_t)v;
     }
-    ta->sched = SCHED_CONSTANT;
-    if (sched) {
-        size_t k = 0;
-        while (k < DL_ARRAY_LEN(sched_names) && strcmp(sched, sched_names[k]) != 0) {
-            k++;
-        }
-        if (k == DL_ARRAY_LEN(sched_names)) {
-            return cli_usage_error("train",
-                                   "--lr-schedule: unknown schedule '%s' (constant, step, cosine, "
-                                   "warmup-cosine)",
-                                   sched);
-        }
-        ta->sched = (lr_sched)k;
+    ta->sched = DLRT_LR_CONSTANT;
+    if (sched && dlrt_lr_schedule_parse(sched, &ta->sched) != DLRT_OK) {
+        return cli_usage_error("train",
+                               "--lr-schedule: unknown schedule '%s' (constant, step, cosine, "
+                               "warmup-cosine)",
+                               sched);
     }
-    if (warmup && ta->sched != SCHED_WARMUP_COSINE) {
+    if (warmup && ta->sched != DLRT_LR_WARMUP_COSINE) {
         return cli_usage_error("train",
                                "--warmup-steps only applies to --lr-schedule warmup-cosine");
     }
@@ -2853,6 +2789,127 @@ static bool save_dir_writable(const char *path) {
     return access(dir, W_OK) == 0;
 }
 
+// What train_event needs: the run's arguments and model, and what it keeps between events.
+typedef struct train_progress {
+    const train_args *ta;
+    const train_model *tm;
+    const dl_ir_module *m;
+    dlrt_session *s;
+    anomaly_ctx *an;
+    dl_diags *d;
+    bool tty;               // stderr is a terminal: one progress line rewritten in place
+    double last_print;      // epoch seconds of the last progress line (-1: none yet)
+    dlrt_nonfinite_guard g; // the guard at the last non-finite step
+    char desc[160];         // "step T (epoch E, batch K of N)" of the last non-finite step
+    int64_t stop_step;      // the step (1-based) at which the guard stopped the run
+    dlrt_status rs;         // why train_event stopped the run
+} train_progress;
+
+// A non-finite step (ev->nonfinite): names it, and at the first one warns and, with
+// --detect-anomaly, replays it in the reference evaluator on the batch (still held). Returns
+// non-zero (after setting p->rs) when the run must stop.
+static int train_nonfinite(train_progress *p, const dlrt_train_event *ev) {
+    const dlrt_loader_batch *bt = ev->data;
+    p->g = *ev->guard;
+    snprintf(p->desc, sizeof p->desc, "step %lld (epoch %lld, batch %lld of %lld)",
+             (long long)ev->step + 1, (long long)ev->epoch + 1, (long long)ev->batch + 1,
+             (long long)ev->steps_per_epoch);
+    if (p->tty) {
+        fprintf(stderr, "\r\033[K");
+    }
+    if (!ev->guard->first) {
+        return 0;
+    }
+    guard_warn("train", p->desc, &ev->info, ev->guard);
+    if (!p->ta->detect_anomaly) {
+        return 0;
+    }
+    bool y32 = p->tm->y->type.dtype == DL_DT_INT32;
+    dl_tensor ins[2];
+    for (size_t j = 0; j < 2; j++) {
+        const dl_ir_value *v = p->m->inputs.data[j];
+        memset(&ins[j], 0, sizeof ins[j]);
+        ins[j].dtype = v->type.dtype;
+        ins[j].rank = v->type.rank;
+        for (int32_t q = 0; q < v->type.rank; q++) {
+            ins[j].dims[q] = v->type.dims[q].value;
+        }
+        ins[j].data = v == p->tm->x ? (void *)(uintptr_t)bt->x
+                      : y32         ? (void *)(uintptr_t)bt->y_i32
+                                    : (void *)(uintptr_t)bt->y;
+    }
+    p->an->calls--; // the replayed call's Dropout counter
+    anomaly_report(p->an, ins, ev->loss_scale_used, p->desc, p->d);
+    p->an->calls++;
+    if (!cli_flush_diags(p->d)) {
+        p->rs = DLRT_ERR_NOMEM;
+        return 1;
+    }
+    return 0;
+}
+
+// The progress line (stderr): rewritten in place at most every 0.2 s on a terminal, else once
+// per epoch.
+static void train_progress_line(train_progress *p, const dlrt_train_event *ev) {
+    bool last = ev->batch + 1 == ev->steps_per_epoch;
+    if (!((p->tty && (ev->epoch_s - p->last_print >= 0.2 || last)) || (!p->tty && last))) {
+        return;
+    }
+    double el = ev->epoch_s, done = (double)(ev->batch + 1);
+    double rate = el > 0 ? done * (double)ev->batch_size / el : 0;
+    double per_step = ev->run_s / (double)(ev->step + 1);
+    char eta[32], lb[32];
+    format_eta(per_step * (double)(ev->total_steps - ev->step - 1), eta, sizeof eta);
+    fprintf(stderr, "%sepoch %lld/%ld  step %lld/%lld  loss %s  %.0f samples/s  ETA %s%s",
+            p->tty ? "\r\033[K" : "", (long long)ev->epoch + 1, p->ta->epochs,
+            (long long)ev->batch + 1, (long long)ev->steps_per_epoch,
+            num_prec(ev->loss_sum / done, 4, lb, sizeof lb), rate, eta, p->tty ? "" : "\n");
+    fflush(stderr);
+    p->last_print = ev->epoch_s;
+}
+
+// The runtime loop's callback (dlrt_train_run): everything `dlcc train` shows while training.
+static int train_event(void *user, const dlrt_train_event *ev) {
+    train_progress *p = user;
+    switch (ev->kind) {
+    case DLRT_TRAIN_EVENT_BATCH:
+        if (ev->batch == 0) {
+            p->last_print = -1;
+        }
+        if (p->ta->detect_anomaly && (p->rs = anomaly_snapshot(p->an, p->s)) != DLRT_OK) {
+            return 1;
+        }
+        return 0;
+    case DLRT_TRAIN_EVENT_STEP:
+        p->an->calls++;
+        if (ev->nonfinite && train_nonfinite(p, ev) != 0) {
+            return 1;
+        }
+        if (ev->nonfinite && ev->guard->stop) {
+            p->stop_step = ev->step + 1; // dlrt_train_run stops: the message comes after it
+            return 0;
+        }
+        train_progress_line(p, ev);
+        return 0;
+    case DLRT_TRAIN_EVENT_EPOCH: {
+        if (p->tty) {
+            fprintf(stderr, "\r\033[K");
+            fflush(stderr);
+        }
+        double el = ev->epoch_s, spe = (double)ev->steps_per_epoch;
+        char lb[32];
+        printf("epoch %lld: mean loss %s, %.2f s, %.0f samples/s, skipped %lld, data wait %.3f "
+               "ms/batch\n",
+               (long long)ev->epoch + 1, num_prec(ev->loss_sum / spe, 6, lb, sizeof lb), el,
+               el > 0 ? spe * (double)ev->batch_size / el : 0.0, (long long)ev->skipped,
+               ev->wait_ms / spe);
+        fflush(stdout);
+        return 0;
+    }
+    }
+    return 0;
+}
+
 static int cmd_train(int argc, char **argv) {
     train_args ta;
     train_specs *sp = dl_mem_calloc(1, sizeof *sp);
@@ -2872,8 +2929,6 @@ static int cmd_train(int argc, char **argv) {
     dlrt_model *rtm = NULL;
     dlrt_session *s = NULL;
     dlrt_loader *ld = NULL;
-    float *xb = NULL;
-    void *yb = NULL;
     anomaly_ctx an;
     memset(&an, 0, sizeof an);
     int rc = EXIT_OK;
@@ -2952,9 +3007,14 @@ static int cmd_train(int argc, char **argv) {
         rc = EXIT_INPUT;
         goto out;
     }
-    int64_t T = spe * ta.epochs;
-    int64_t W = ta.sched != SCHED_WARMUP_COSINE ? 0 : ta.warmup >= 0 ? ta.warmup : T / 20;
-    if (W >= T && ta.sched == SCHED_WARMUP_COSINE) {
+    // The steps and warm-up steps of the run, as the runtime's loop will count them.
+    dlrt_train_options to;
+    dlrt_train_options_init(&to);
+    to.epochs = ta.epochs;
+    to.schedule = ta.sched;
+    to.warmup = ta.warmup;
+    int64_t T = 0, W = 0;
+    if (dlrt_train_plan(&to, spe, &T, &W) != DLRT_OK) { // spe, epochs >= 1: the warm-up
         rc =
             cli_usage_error("train", "--warmup-steps %lld must be below the %lld steps of training",
                             (long long)W, (long long)T);
@@ -2973,19 +3033,14 @@ static int cmd_train(int argc, char **argv) {
                 "dlcc: model %s: batch dim %s = %lld, %lld steps per epoch (%lld samples "
                 "dropped), %lld steps, lr %.6g (%s schedule",
                 m->name, m->dims.data[tm.batch_sym].name, (long long)B, (long long)spe,
-                (long long)(tr.n - spe * B), (long long)T, base_lr, sched_names[ta.sched]);
-        if (ta.sched == SCHED_WARMUP_COSINE) {
+                (long long)(tr.n - spe * B), (long long)T, base_lr,
+                dlrt_lr_schedule_name(ta.sched));
+        if (ta.sched == DLRT_LR_WARMUP_COSINE) {
             fprintf(f, ", %lld warm-up steps", (long long)W);
         }
         fprintf(f, "), seed %llu\n", (unsigned long long)ta.seed);
         fprintf(f, "dlcc: data loader: %ld producer thread%s, %ld batch slots\n", ta.loader_threads,
                 ta.loader_threads == 1 ? "" : "s", ta.prefetch);
-    }
-    xb = dl_mem_alloc((size_t)(B * tm.per) * sizeof(float) + 1);
-    yb = dl_mem_alloc((size_t)B * sizeof(int64_t) + 1);
-    if (!xb || !yb) {
-        rc = EXIT_INTERNAL;
-        goto out;
     }
     dlrt_status rs = train_loader_create(&tr, &ta, &tm, &ld);
     if (rs != DLRT_OK) {
@@ -3008,7 +3063,8 @@ static int cmd_train(int argc, char **argv) {
             printf("\n");
         }
         for (int64_t t = 0; t < T; t++) {
-            printf("step %lld lr %.9g\n", (long long)t + 1, sched_lr(ta.sched, base_lr, t, T, W));
+            printf("step %lld lr %.9g\n", (long long)t + 1,
+                   dlrt_lr_schedule_at(ta.sched, base_lr, t, T, W));
         }
         goto out;
     }
@@ -3060,139 +3116,53 @@ static int cmd_train(int argc, char **argv) {
         goto out;
     }
 
-    // 5. Train: each step binds its batch's slot as the inputs (zero-copy) and gives it back.
-    // Non-finite steps: a warning at the first, a stop after --max-skipped-steps in a row.
+    // 5. Train (the runtime's loop): each step binds its batch's slot as the inputs (zero-copy)
+    // and gives it back. Non-finite steps: a warning at the first, a stop after
+    // --max-skipped-steps in a row. Progress and the anomaly replay happen in train_event.
     if (ta.detect_anomaly && (st = anomaly_init(&an, m, d)) != DL_OK) {
         rc = st == DL_ERR_NOMEM ? EXIT_INTERNAL : EXIT_INPUT;
         goto out;
     }
-    nonfinite_guard g;
-    memset(&g, 0, sizeof g);
-    g.max = ta.max_skipped;
-    if (dlrt_session_get_hparam(s, "loss_scale", &g.scale) != DLRT_OK) {
-        g.scale = 1;
+    train_progress tp;
+    memset(&tp, 0, sizeof tp);
+    tp.ta = &ta;
+    tp.tm = &tm;
+    tp.m = m;
+    tp.s = s;
+    tp.an = &an;
+    tp.d = d;
+    tp.tty = isatty(STDERR_FILENO) != 0;
+    to.data_input = tm.x->name;
+    to.label_input = tm.y->name;
+    to.lr = base_lr;
+    to.max_skipped = ta.max_skipped;
+    to.callback = train_event;
+    to.user = &tp;
+    dlrt_train_result tr_res;
+    rs = dlrt_train_run(s, ld, &to, &tr_res);
+    if (tp.tty && rs != DLRT_OK) {
+        fprintf(stderr, "\r\033[K");
     }
-    bool y32 = tm.y->type.dtype == DL_DT_INT32;
-    size_t xbytes = (size_t)(B * tm.per) * sizeof(float);
-    size_t ybytes = (size_t)B * (y32 ? sizeof(int32_t) : sizeof(int64_t));
-    bool tty = isatty(STDERR_FILENO) != 0;
-    double t_start = now_s();
-    for (long e = 0; e < ta.epochs; e++) {
-        double t0 = now_s(), last_print = 0, loss_sum = 0, wait_ms = 0;
-        long skipped = 0;
-        for (int64_t k = 0; k < spe; k++) {
-            int64_t t = e * spe + k;
-            dlrt_loader_batch bt;
-            rs = dlrt_loader_next(ld, &bt);
-            if (rs == DLRT_OK && !bt.x) {
-                rs = DLRT_ERR_IO; // cannot happen: the loader holds exactly `epochs` epochs
-            }
-            if (rs == DLRT_OK) {
-                wait_ms += bt.wait_ms;
-                rs = dlrt_session_bind_input(s, tm.x->name, bt.x, xbytes);
-            }
-            if (rs == DLRT_OK) {
-                rs = dlrt_session_bind_input(
-                    s, tm.y->name, y32 ? (const void *)bt.y_i32 : (const void *)bt.y, ybytes);
-            }
-            if (rs == DLRT_OK) {
-                rs = dlrt_session_set_hparam(s, "lr", sched_lr(ta.sched, base_lr, t, T, W));
-            }
-            if (rs == DLRT_OK && ta.detect_anomaly) {
-                rs = anomaly_snapshot(&an, s);
-            }
-            dlrt_step_info info;
-            memset(&info, 0, sizeof info);
-            double scale_used = g.scale;
-            if (rs == DLRT_OK) {
-                rs = dlrt_session_train_step(s, &info);
-                an.calls++;
-            }
-            bool bad = rs == DLRT_OK && guard_step(&g, &info, t + 1);
-            char desc[160] = "";
-            if (bad) {
-                snprintf(desc, sizeof desc, "step %lld (epoch %ld, batch %lld of %lld)",
-                         (long long)t + 1, e + 1, (long long)k + 1, (long long)spe);
-                if (tty) {
-                    fprintf(stderr, "\r\033[K");
-                }
-            }
-            if (bad && g.first) {
-                guard_warn("train", desc, &info, &g);
-                if (ta.detect_anomaly) { // the batch is still held: replay on it
-                    dl_tensor ins[2];
-                    for (size_t j = 0; j < 2; j++) {
-                        const dl_ir_value *v = m->inputs.data[j];
-                        memset(&ins[j], 0, sizeof ins[j]);
-                        ins[j].dtype = v->type.dtype;
-                        ins[j].rank = v->type.rank;
-                        for (int32_t q = 0; q < v->type.rank; q++) {
-                            ins[j].dims[q] = v->type.dims[q].value;
-                        }
-                        ins[j].data = v == tm.x ? (void *)(uintptr_t)bt.x
-                                      : y32     ? (void *)(uintptr_t)bt.y_i32
-                                                : (void *)(uintptr_t)bt.y;
-                    }
-                    an.calls--; // the replayed call's Dropout counter
-                    anomaly_report(&an, ins, scale_used, desc, d);
-                    an.calls++;
-                    if (!cli_flush_diags(d)) {
-                        rs = DLRT_ERR_NOMEM;
-                    }
-                }
-            }
-            if (bt.x) {
-                (void)dlrt_loader_release(ld, &bt); // held by us: cannot fail
-            }
-            if (rs != DLRT_OK) {
-                if (tty) {
-                    fprintf(stderr, "\r\033[K");
-                }
-                rc = rt_fail(d, ta.file, rs);
-                goto out;
-            }
-            if (bad && g.stop) {
-                guard_stop_msg("train", desc, t + 1, &g, ta.save, !ta.detect_anomaly);
-                rc = EXIT_DIVERGED;
-                goto out;
-            }
-            loss_sum += info.loss;
-            skipped += info.skipped != 0;
-            double now = now_s();
-            bool last = k + 1 == spe;
-            if ((tty && (now - last_print >= 0.2 || last)) || (!tty && last)) {
-                double el = now - t0, done = (double)(k + 1);
-                double rate = el > 0 ? done * (double)B / el : 0;
-                double per_step = (now - t_start) / (double)(t + 1);
-                char eta[32], lb[32];
-                format_eta(per_step * (double)(T - t - 1), eta, sizeof eta);
-                fprintf(stderr,
-                        "%sepoch %ld/%ld  step %lld/%lld  loss %s  %.0f samples/s  ETA %s%s",
-                        tty ? "\r\033[K" : "", e + 1, ta.epochs, (long long)k + 1, (long long)spe,
-                        num_prec(loss_sum / done, 4, lb, sizeof lb), rate, eta, tty ? "" : "\n");
-                fflush(stderr);
-                last_print = now;
-            }
-        }
-        if (tty) {
-            fprintf(stderr, "\r\033[K");
-            fflush(stderr);
-        }
-        double el = now_s() - t0;
-        char lb[32];
-        printf("epoch %ld: mean loss %s, %.2f s, %.0f samples/s, skipped %ld, data wait %.3f "
-               "ms/batch\n",
-               e + 1, num_prec(loss_sum / (double)spe, 6, lb, sizeof lb), el,
-               el > 0 ? (double)(spe * B) / el : 0.0, skipped, wait_ms / (double)spe);
-        fflush(stdout);
+    if (rs != DLRT_OK) {
+        rc = rt_fail(d, ta.file, rs);
+        goto out;
     }
-    if (g.total > 0) {
-        fprintf(stderr, "dlcc train: warning: %ld of %lld steps were non-finite\n", g.total,
-                (long long)T);
+    if (tr_res.stopped) { // the callback failed: its status
+        rc = rt_fail(d, ta.file, tp.rs);
+        goto out;
+    }
+    if (tr_res.diverged) {
+        guard_stop_msg("train", tp.desc, tp.stop_step, &tp.g, ta.save, !ta.detect_anomaly);
+        rc = EXIT_DIVERGED;
+        goto out;
+    }
+    if (tr_res.nonfinite > 0) {
+        fprintf(stderr, "dlcc train: warning: %lld of %lld steps were non-finite\n",
+                (long long)tr_res.nonfinite, (long long)T);
     }
 
     // 6. Test accuracy, then the checkpoint (last: nothing is written unless all went well).
-    if (te.x && (rc = train_test(s, &tm, &te, ta.file, xb, yb, d)) != EXIT_OK) {
+    if (te.x && (rc = train_test(s, &tm, &te, ta.file, d)) != EXIT_OK) {
         goto out;
     }
     if ((rc = exec_session_finish(d, s, &ta.exec)) != EXIT_OK) {
@@ -3215,8 +3185,6 @@ out:
     dlrt_session_destroy(s);
     dlrt_model_release(rtm);
     free(art);
-    free(xb);
-    free(yb);
     split_fini(&tr);
     split_fini(&te);
     dl_idx_mnist_paths_fini(&mp);

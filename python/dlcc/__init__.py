@@ -71,8 +71,11 @@ __all__ = [
     "Session",
     "StepInfo",
     "TensorDesc",
+    "TrainEvent",
+    "TrainResult",
     "compile",
     "load",
+    "lr_at",
 ]
 
 
@@ -217,6 +220,70 @@ class _SessionOptions(ctypes.Structure):
 _LOADER_MAX_CHANNELS = 16
 
 
+# Mirrors of the training loop's structs (runtime/dlrt.h, "Training loop").
+class _Guard(ctypes.Structure):
+    _fields_ = [
+        ("max", ctypes.c_int64),
+        ("scale", ctypes.c_double),
+        ("run", ctypes.c_int64),
+        ("good", ctypes.c_int64),
+        ("run_start", ctypes.c_int64),
+        ("total", ctypes.c_int64),
+        ("first", ctypes.c_int),
+        ("stop", ctypes.c_int),
+    ]
+
+
+class _TrainEvent(ctypes.Structure):
+    _fields_ = [
+        ("kind", ctypes.c_int),
+        ("epoch", ctypes.c_int64),
+        ("batch", ctypes.c_int64),
+        ("step", ctypes.c_int64),
+        ("steps_per_epoch", ctypes.c_int64),
+        ("total_steps", ctypes.c_int64),
+        ("batch_size", ctypes.c_int64),
+        ("lr", ctypes.c_double),
+        ("data", ctypes.c_void_p),
+        ("info", _StepInfo),
+        ("loss_scale_used", ctypes.c_double),
+        ("nonfinite", ctypes.c_int),
+        ("guard", ctypes.POINTER(_Guard)),
+        ("loss_sum", ctypes.c_double),
+        ("skipped", ctypes.c_int64),
+        ("wait_ms", ctypes.c_double),
+        ("epoch_s", ctypes.c_double),
+        ("run_s", ctypes.c_double),
+    ]
+
+
+_TRAIN_CALLBACK = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(_TrainEvent))
+
+
+class _TrainOptions(ctypes.Structure):
+    _fields_ = [
+        ("data_input", ctypes.c_char_p),
+        ("label_input", ctypes.c_char_p),
+        ("epochs", ctypes.c_int64),
+        ("schedule", ctypes.c_int),
+        ("lr", ctypes.c_double),
+        ("warmup", ctypes.c_int64),
+        ("max_skipped", ctypes.c_int64),
+        ("callback", _TRAIN_CALLBACK),
+        ("user", ctypes.c_void_p),
+    ]
+
+
+class _TrainResult(ctypes.Structure):
+    _fields_ = [
+        ("steps", ctypes.c_int64),
+        ("nonfinite", ctypes.c_int64),
+        ("diverged", ctypes.c_int),
+        ("stopped", ctypes.c_int),
+        ("base_lr", ctypes.c_double),
+    ]
+
+
 # Mirrors of the loader structs; the layout must match runtime/dlrt.h exactly (checked by
 # tests/python/test_binding.py against the C sizes).
 class _LoaderOptions(ctypes.Structure):
@@ -349,6 +416,19 @@ def _load_lib():
         "dlrt_loader_stats_get": (None, [P, ctypes.POINTER(_LoaderStats)]),
         "dlrt_loader_info_get": (None, [P, ctypes.POINTER(_LoaderInfo)]),
         "dlrt_loader_destroy": (None, [P]),
+        "dlrt_lr_schedule_at": (
+            ctypes.c_double,
+            [S, ctypes.c_double, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64],
+        ),
+        "dlrt_lr_schedule_parse": (S, [cs, ctypes.POINTER(S)]),
+        "dlrt_train_options_init": (None, [ctypes.POINTER(_TrainOptions)]),
+        "dlrt_train_run": (
+            S, [P, P, ctypes.POINTER(_TrainOptions), ctypes.POINTER(_TrainResult)]
+        ),
+        "dlrt_evaluate_accuracy": (
+            S,
+            [P, P, cs, cs, cs, ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_int64)],
+        ),
     }
     for name, (res, args) in sigs.items():
         f = getattr(lib, name)
@@ -384,6 +464,46 @@ def version():
 
 TensorDesc = collections.namedtuple("TensorDesc", "name dtype dtype_name shape nbytes")
 StepInfo = collections.namedtuple("StepInfo", "loss skipped grad_norm loss_scale step")
+# What Session.train's callback sees (runtime/dlrt.h, dlrt_train_event): kind is "batch" (bound,
+# before the step), "step" (after it: info, nonfinite, first_nonfinite, stop) or "epoch" (its
+# totals); batch_seq / batch_wait_ms describe the batch of "batch" and "step" events.
+TrainEvent = collections.namedtuple(
+    "TrainEvent",
+    "kind epoch batch step steps_per_epoch total_steps batch_size lr info loss_scale_used "
+    "nonfinite first_nonfinite stop streak max_skipped loss_sum skipped wait_ms epoch_s run_s "
+    "batch_seq batch_wait_ms",
+)
+TrainResult = collections.namedtuple("TrainResult", "steps nonfinite diverged stopped base_lr")
+_EVENT_KINDS = ("batch", "step", "epoch")
+
+
+def lr_at(schedule, lr, t, total, warmup=0):
+    """The learning rate of step t (0-based) of `total` from base rate `lr` under `schedule`
+    ("constant", "step", "cosine", "warmup-cosine"; warmup: its W): the runtime's schedule, as
+    `dlcc train --lr-schedule` uses it."""
+    lib = _load_lib()
+    k = ctypes.c_int()
+    _check(lib.dlrt_lr_schedule_parse(_name_arg("schedule", schedule), ctypes.byref(k)),
+           "lr_at")
+    return float(lib.dlrt_lr_schedule_at(k.value, float(lr), _integer("t", t, *_C_INT64),
+                                         _integer("total", total, *_C_INT64),
+                                         _integer("warmup", warmup, *_C_INT64)))
+
+
+def _train_event(ev):
+    g = ev.guard.contents if ev.guard else _Guard()
+    data = _LoaderBatch.from_address(ev.data) if ev.data else None
+    i = ev.info
+    return TrainEvent(
+        _EVENT_KINDS[ev.kind] if 0 <= ev.kind < len(_EVENT_KINDS) else str(ev.kind),
+        int(ev.epoch), int(ev.batch), int(ev.step), int(ev.steps_per_epoch),
+        int(ev.total_steps), int(ev.batch_size), float(ev.lr),
+        StepInfo(float(i.loss), bool(i.skipped), float(i.grad_norm), float(i.loss_scale),
+                 int(i.step)),
+        float(ev.loss_scale_used), bool(ev.nonfinite), bool(g.first), bool(g.stop), int(g.run),
+        int(g.max), float(ev.loss_sum), int(ev.skipped), float(ev.wait_ms), float(ev.epoch_s),
+        float(ev.run_s), int(data.seq) if data else -1, float(data.wait_ms) if data else 0.0,
+    )
 
 
 def _desc(d):
@@ -757,6 +877,68 @@ class Session:
             float(info.loss_scale),
             int(info.step),
         )
+
+    def train(self, loader, data_input, label_input, epochs=1, schedule="constant", lr=None,
+              warmup=None, max_skipped_steps=10, callback=None):
+        """The runtime's training loop (dlrt_train_run, shared with `dlcc train`): `epochs`
+        epochs of the loader's batches, each bound in place to `data_input` / `label_input`,
+        "lr" set from `schedule` ("constant", "step", "cosine", "warmup-cosine"; lr=None: the
+        model's; warmup=None: 5% of the steps) before each step, and the non-finite guard
+        (stop after max_skipped_steps non-finite steps in a streak; 0: never). callback(event)
+        gets a TrainEvent per batch, step and epoch; a true return stops the run, an exception
+        stops it and is raised here. Returns a TrainResult (diverged: the guard stopped it)."""
+        lib = self._lib
+        handle = loader._live()
+        o = _TrainOptions()
+        lib.dlrt_train_options_init(ctypes.byref(o))
+        o.data_input = _name_arg("data_input", data_input)
+        o.label_input = _name_arg("label_input", label_input)
+        o.epochs = _integer("epochs", epochs, 1, _C_INT64[1])
+        k = ctypes.c_int()
+        _check(lib.dlrt_lr_schedule_parse(_name_arg("schedule", schedule), ctypes.byref(k)),
+               "train")
+        o.schedule = k.value
+        if lr is not None:
+            o.lr = float(lr)
+        if warmup is not None:
+            o.warmup = _integer("warmup", warmup, 0, _C_INT64[1])
+        o.max_skipped = _integer("max_skipped_steps", max_skipped_steps, 0, _C_INT64[1])
+        raised = []
+
+        def on_event(_user, ev):
+            try:
+                return 1 if callback(_train_event(ev.contents)) else 0
+            except BaseException as e:  # ctypes would swallow it: stop and raise it below
+                raised.append(e)
+                return 1
+
+        cb = _TRAIN_CALLBACK(on_event) if callback else _TRAIN_CALLBACK()
+        o.callback = cb
+        r = _TrainResult()
+        st = lib.dlrt_train_run(self._live(), handle.h, ctypes.byref(o), ctypes.byref(r))
+        # The inputs stay bound to the loader's slots: keep its memory alive as long as that.
+        self._bound[data_input] = self._bound[label_input] = handle
+        if raised:
+            raise raised[0]
+        _check(st, "train")
+        return TrainResult(int(r.steps), int(r.nonfinite), bool(r.diverged), bool(r.stopped),
+                           float(r.base_lr))
+
+    def evaluate_accuracy(self, loader, data_input, label_input, scores_output):
+        """The test accuracy with the infer entry point over every batch the loader has left
+        (dlrt_evaluate_accuracy): argmax of the float [batch, C] output `scores_output` per
+        real row against its label. Returns (correct, total)."""
+        handle = loader._live()
+        correct, total = ctypes.c_int64(), ctypes.c_int64()
+        _check(
+            self._lib.dlrt_evaluate_accuracy(
+                self._live(), handle.h, _name_arg("data_input", data_input),
+                _name_arg("label_input", label_input), _name_arg("scores_output", scores_output),
+                ctypes.byref(correct), ctypes.byref(total)),
+            "evaluate_accuracy",
+        )
+        self._bound[data_input] = self._bound[label_input] = handle  # as in train
+        return int(correct.value), int(total.value)
 
     @property
     def params(self):

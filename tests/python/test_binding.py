@@ -343,6 +343,14 @@ class LoaderTests(unittest.TestCase):
         self.assertEqual(ctypes.sizeof(dlcc._LoaderBatch), 72)
         self.assertEqual(ctypes.sizeof(dlcc._LoaderStats), 32)
         self.assertEqual(ctypes.sizeof(dlcc._LoaderInfo), 232)
+        self.assertEqual(ctypes.sizeof(dlcc._Guard), 56)
+        self.assertEqual(ctypes.sizeof(dlcc._TrainEvent), 176)
+        self.assertEqual(dlcc._TrainEvent.info.offset, 72)
+        self.assertEqual(dlcc._TrainEvent.guard.offset, 128)
+        self.assertEqual(dlcc._TrainEvent.run_s.offset, 168)
+        self.assertEqual(ctypes.sizeof(dlcc._TrainOptions), 72)
+        self.assertEqual(dlcc._TrainOptions.callback.offset, 56)
+        self.assertEqual(ctypes.sizeof(dlcc._TrainResult), 32)
 
     def test_info_and_views(self):
         with self.loader(batch_size=8, seed=1) as l:
@@ -556,6 +564,74 @@ class LoaderTraining(unittest.TestCase):
         self.assertLess(losses_a[-1].loss, losses_a[0].loss)
         for name in zero_copy.params:
             np.testing.assert_array_equal(zero_copy.get_param(name), by_copy.get_param(name))
+
+
+class RuntimeTrainingLoop(unittest.TestCase):
+    def test_train_matches_hand_loop_and_evaluates(self):
+        # Session.train (the runtime's dlrt_train_run) on a loader against the same batches
+        # stepped by hand with the same schedule: the same losses and params, bit for bit; the
+        # callback sees every batch, step and epoch; evaluate_accuracy counts real rows only.
+        B = 64
+        model = dlcc.compile(MLP, dims={"N": B})
+        rng = np.random.default_rng(5)
+        x = rng.standard_normal((300, 784), dtype=np.float32)
+        y = rng.integers(0, 10, 300).astype(np.int64)
+        xp, yp = os.path.join(TMP.name, "lx.npy"), os.path.join(TMP.name, "ly.npy")
+        np.save(xp, x)
+        np.save(yp, y)
+        opts = dict(batch_size=B, seed=3, n_classes=10, epochs=2)
+        lib_s, hand_s = model.session(threads=2), model.session(threads=2)
+        events = []
+        with dlcc.Loader.npy(xp, yp, **opts) as l:
+            r = lib_s.train(l, "x", "y", epochs=2, schedule="cosine", lr=0.01,
+                            callback=lambda ev: events.append(ev))
+        self.assertEqual((r.steps, r.nonfinite, r.diverged, r.stopped), (8, 0, False, False))
+        steps = [e for e in events if e.kind == "step"]
+        self.assertEqual([e.kind for e in events].count("batch"), 8)
+        self.assertEqual([e.epoch for e in events if e.kind == "epoch"], [0, 1])
+        hand = []
+        with dlcc.Loader.npy(xp, yp, **opts) as l:
+            for t, b in enumerate(l):
+                lr = dlcc.lr_at("cosine", 0.01, t, 8)
+                self.assertEqual(lr, steps[t].lr)
+                hand_s.set_hparam("lr", lr)
+                hand.append(hand_s.train_step(x=b.x, y=b.y).loss)
+        self.assertEqual([e.info.loss for e in steps], hand)
+        for name in lib_s.params:
+            np.testing.assert_array_equal(lib_s.get_param(name), hand_s.get_param(name))
+        with dlcc.Loader.npy(xp, yp, batch_size=B, shuffle=False, last="pad", pad_label=0,
+                             epochs=1) as t:
+            correct, total = lib_s.evaluate_accuracy(t, "x", "y", "probs")
+        self.assertEqual(total, 300)
+        probs = []
+        for k in range(0, 300, B):
+            xb = np.zeros((B, 784), np.float32)
+            xb[: min(B, 300 - k)] = x[k : k + B]
+            probs.append(lib_s.infer(x=xb, y=np.zeros(B, np.int64))["probs"][: min(B, 300 - k)])
+        self.assertEqual(correct, int((np.concatenate(probs).argmax(axis=1) == y).sum()))
+
+    def test_callback_stops_and_raises(self):
+        model = dlcc.compile(MLP, dims={"N": 64})
+        x = np.zeros((128, 784), np.float32)
+        y = np.zeros(128, np.int64)
+        xp, yp = os.path.join(TMP.name, "sx.npy"), os.path.join(TMP.name, "sy.npy")
+        np.save(xp, x)
+        np.save(yp, y)
+        s = model.session(threads=1)
+        with dlcc.Loader.npy(xp, yp, batch_size=64, epochs=3) as l:
+            r = s.train(l, "x", "y", epochs=3, callback=lambda ev: ev.kind == "step")
+        self.assertEqual((r.steps, r.stopped), (1, True))
+
+        def boom(ev):
+            raise KeyError("from the callback")
+
+        with dlcc.Loader.npy(xp, yp, batch_size=64, epochs=1) as l:
+            with self.assertRaises(KeyError):
+                s.train(l, "x", "y", callback=boom)
+            with self.assertRaises(dlcc.ArgumentError):
+                s.train(l, "nope", "y")
+        with self.assertRaises(dlcc.ArgumentError):
+            dlcc.lr_at("linear", 0.1, 0, 10)
 
 
 def run_sample():

@@ -12,3 +12,10 @@ target_link_libraries(test_runtime PRIVATE dl_flags dl_test_harness dlcc_lib dlr
 target_compile_definitions(test_runtime PRIVATE DLRT_LIB_PATH="$<TARGET_FILE:dlrt>")
 add_test(NAME runtime_unit COMMAND test_runtime)
 set_tests_properties(runtime_unit PROPERTIES LABELS unit)
+
+# The training loop's helpers (runtime/rt_trainloop.c) through the public API: schedules, the
+# non-finite guard, the run plan, argument errors. The loop runs end to end in tests/train_cli.
+add_executable(test_trainloop ${CMAKE_CURRENT_LIST_DIR}/test_trainloop.c)
+target_link_libraries(test_trainloop PRIVATE dl_flags dl_test_harness dlrt m)
+add_test(NAME runtime_trainloop COMMAND test_trainloop)
+set_tests_properties(runtime_trainloop PROPERTIES LABELS unit)
