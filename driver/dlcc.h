@@ -24,6 +24,7 @@
 #include "dl_base.h"
 #include "dl_cg.h"
 #include "dl_ir.h"
+#include "dl_pass.h"
 
 typedef struct dlcc_bind {
     const char *name;
@@ -36,6 +37,14 @@ typedef struct dlcc_options {
     size_t n_binds;
     bool use_cache;        // default true
     const char *cache_dir; // NULL: the default location
+    // The pass pipeline (passes/pipeline.c): verify after every pass (--verify-each), and dump
+    // the IR after one pass or all of them (--dump-after). A dump asks for the passes to run, so
+    // the cache is not looked up then (the artifact is still stored).
+    bool verify_each;
+    bool dump_all;
+    int dump_after;       // a dl_pass_id, or -1 (the default)
+    dl_pass_dump_fn dump; // receives each dump (NULL: none)
+    void *dump_ctx;
 } dlcc_options;
 
 void dlcc_options_init(dlcc_options *o);
@@ -78,8 +87,14 @@ DL_NODISCARD dl_status dlcc_compile_file(const char *path, const dlcc_options *o
 
 // Loads `path` and applies the options' binds, infers shapes and verifies: the front half of
 // dlcc_compile_file (for `dlcc run --backend ref`, `dlcc check` and `dlcc-cache explain`).
+// The pipeline's `shapes` pass (with the options' verify and dumps); dlcc_check_module goes on.
 DL_NODISCARD dl_status dlcc_load_module(const char *path, const dlcc_options *o, dl_diags *d,
                                         dl_ir_module **out);
+
+// Runs the rest of the pipeline short of the back end on a module from dlcc_load_module:
+// autodiff, precision, simplify and fusion (`dlcc check`: a train block is checked by deriving
+// its training graph), with the options' verify and dumps.
+DL_NODISCARD dl_status dlcc_check_module(dl_ir_module *m, const dlcc_options *o, dl_diags *d);
 
 // The compiler's version string used in keys: "dlcc VERSION (GITREV, build ID) LLVM X.Y.Z", where
 // ID hashes every compiler source file at build time (so a locally edited compiler never reuses

@@ -1,5 +1,6 @@
-// driver/driver.c — compile-or-fetch (driver/dlcc.h): front end (parse, -D binds, shapes,
-// verify), the cache key, and the compilation cache around dl_cg_compile.
+// driver/driver.c — compile-or-fetch (driver/dlcc.h): front end (parse, -D binds, the pipeline's
+// shapes pass, verify), the cache key, and the compilation cache around the rest of the pass
+// pipeline (passes/pipeline.c: autodiff .. schedule, whose back-end passes run in dl_cg_compile).
 //
 // The key is XXH3-128 over a versioned, length-prefixed encoding (KEY_MAGIC): the tag, then
 // each component as (u32 name length, name, u64 byte length, bytes), in the fixed order of
@@ -40,6 +41,16 @@ void dlcc_options_init(dlcc_options *o) {
     memset(o, 0, sizeof *o);
     dl_cg_options_init(&o->cg);
     o->use_cache = true;
+    o->dump_after = -1;
+}
+
+static void pipeline_opts(const dlcc_options *o, dl_pass_pipeline_opts *po) {
+    dl_pass_pipeline_opts_init(po);
+    po->verify_each = o->verify_each;
+    po->dump_all = o->dump_all;
+    po->dump_after = o->dump_after;
+    po->dump = o->dump;
+    po->dump_ctx = o->dump_ctx;
 }
 
 // The version string is computed once: it is constant for the life of the process, and the
@@ -106,10 +117,12 @@ static dl_status prepare_module(const char *path, dl_ir_module *m, const dlcc_op
         }
     }
     if (st == DL_OK) {
-        st = dl_pass_shape(m, d);
+        dl_pass_pipeline_opts po;
+        pipeline_opts(o, &po);
+        st = dl_pass_pipeline_run(m, DL_PASS_SHAPES, DL_PASS_SHAPES, &po, d);
     }
     if (st == DL_OK) {
-        st = dl_ir_verify(m, d);
+        st = dl_ir_verify(m, d); // the user's model: always, whatever the build
     }
     if (st != DL_OK) {
         if (dl_diags_error_count(d) == 0) {
@@ -134,6 +147,12 @@ dl_status dlcc_load_module(const char *path, const dlcc_options *o, dl_diags *d,
         return st;
     }
     return prepare_module(path, m, o, d, out);
+}
+
+dl_status dlcc_check_module(dl_ir_module *m, const dlcc_options *o, dl_diags *d) {
+    dl_pass_pipeline_opts po;
+    pipeline_opts(o, &po);
+    return dl_pass_pipeline_run(m, DL_PASS_AUTODIFF, DL_PASS_FUSION, &po, d);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -281,6 +300,17 @@ static void cache_warning(dl_diags *d, dl_diags *scratch, dl_status st, const ch
     dl_strbuf_fini(&why);
 }
 
+// The pipeline's back end: lowering, then the memory plan and the schedule over the kernels.
+typedef struct backend_ctx {
+    const dlcc_options *o;
+    dlcc_result *r;
+} backend_ctx;
+
+static dl_status run_backend(void *ctx, dl_ir_module *m, dl_diags *d) {
+    backend_ctx *b = ctx;
+    return dl_cg_compile(m, &b->o->cg, d, &b->r->artifact, &b->r->artifact_len);
+}
+
 // The back half of dlcc_compile_*: `m` is verified and shape-inferred; consumes nothing.
 static dl_status compile_module(dl_ir_module *m, const dlcc_options *o, dl_diags *d, double t_start,
                                 double front_ms, dlcc_result *r) {
@@ -292,6 +322,7 @@ static dl_status compile_module(dl_ir_module *m, const dlcc_options *o, dl_diags
     if (st != DL_OK) {
         return st;
     }
+    bool dumps = o->dump && (o->dump_all || o->dump_after >= 0);
     if (o->use_cache) {
         st = dl_diags_create(&scratch);
         if (st != DL_OK) {
@@ -311,7 +342,7 @@ static dl_status compile_module(dl_ir_module *m, const dlcc_options *o, dl_diags
             dl_diags_clear(scratch);
         }
     }
-    if (c) {
+    if (c && !dumps) {
         uint8_t *blob = NULL;
         size_t len = 0;
         dl_status gs = dl_cache_get(c, r->key, &blob, &len, NULL, scratch);
@@ -351,19 +382,15 @@ static dl_status compile_module(dl_ir_module *m, const dlcc_options *o, dl_diags
         }
     }
     double t_cg = now_ms();
-    // The train step's backward graph is derived here, after the key (which covers the forward
-    // graph and the train block it is derived from), so a cache hit skips it.
-    if (m->train && !m->has_backward) {
-        st = dl_pass_autodiff(m, d);
-    }
-    // Mixed precision (docs/precision.md) rewrites the forward and backward products alike, so
-    // it runs after autodiff; the key already covers it through the train block's precision.
-    if (st == DL_OK && m->train && m->train->has_precision && m->train->precision != DL_DT_FLOAT) {
-        st = dl_pass_precision(m, m->train->precision, d, NULL);
-    }
-    if (st == DL_OK) {
-        st = dl_cg_compile(m, &o->cg, d, &r->artifact, &r->artifact_len);
-    }
+    // The rest of the pipeline runs after the key (which covers the forward graph and the train
+    // block the training graph is derived from), so a cache hit skips it: autodiff, precision,
+    // simplify, fusion, then the back end (lowering, memory plan, schedule).
+    dl_pass_pipeline_opts po;
+    pipeline_opts(o, &po);
+    backend_ctx bc = {o, r};
+    po.backend = run_backend;
+    po.backend_ctx = &bc;
+    st = dl_pass_pipeline_run(m, DL_PASS_AUTODIFF, DL_PASS_SCHEDULE, &po, d);
     if (st == DL_OK && m->train) {
         // A fresh artifact carries the module's values already; rewriting them checks, on every
         // compile, that a later cache hit can be given another .dlg's values.
@@ -375,13 +402,13 @@ static dl_status compile_module(dl_ir_module *m, const dlcc_options *o, dl_diags
                     "cannot be located (%s)",
                     why);
             st = DL_ERR_BACKEND;
-            free(r->artifact);
         }
     }
     if (st != DL_OK) {
         if (dl_diags_error_count(d) == 0) {
             dl_diag(d, DL_SEV_ERROR, DL_NO_LOC, "compilation failed (%s)", dl_status_str(st));
         }
+        free(r->artifact); // a pass after the back end (a dump) may fail too
         r->artifact = NULL;
         r->artifact_len = 0;
         goto out;

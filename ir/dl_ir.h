@@ -368,6 +368,13 @@ DL_NODISCARD dl_status dl_ir_module_add_output(dl_ir_module *m, dl_ir_value *v, 
 DL_NODISCARD dl_status dl_ir_module_set_train(dl_ir_module *m, dl_ir_train *t);
 dl_ir_value *dl_ir_module_find(const dl_ir_module *m, const char *name); // NULL if none
 
+// Removes every node n with dead[n->id] != 0 and the values it defines (passes/simplify.c's
+// dead node elimination). Nothing left may use them: no kept node's input, no output, train
+// loss, gradient or assign. Node and value ids are renumbered in order, statements referring to
+// removed nodes go (a comment above one moves to the next statement), n_fwd_nodes follows, the
+// name table is rebuilt. DL_ERR_NOMEM leaves the module unchanged.
+DL_NODISCARD dl_status dl_ir_module_remove_nodes(dl_ir_module *m, const uint8_t *dead);
+
 // Arena helpers for builders.
 dl_ir_init *dl_ir_module_new_init(dl_ir_module *m, dl_ir_init_kind kind);
 dl_ir_literal *dl_ir_module_new_literal(dl_ir_module *m, dl_dtype dtype, int64_t n);

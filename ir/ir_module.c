@@ -293,6 +293,95 @@ dl_status dl_ir_module_set_train(dl_ir_module *m, dl_ir_train *t) {
     return push_stmt(m, DL_IR_STMT_TRAIN, 0);
 }
 
+dl_status dl_ir_module_remove_nodes(dl_ir_module *m, const uint8_t *dead) {
+    size_t nn = m->nodes.len, nv = m->values.len;
+    uint32_t *new_node = dl_mem_alloc((nn ? nn : 1) * sizeof *new_node);
+    uint32_t *new_val = dl_mem_alloc((nv ? nv : 1) * sizeof *new_val);
+    uint32_t *slots = dl_mem_calloc(m->names && m->names->cap ? m->names->cap : 1, sizeof *slots);
+    if (!new_node || !new_val || !slots) {
+        free(new_node);
+        free(new_val);
+        free(slots);
+        return DL_ERR_NOMEM;
+    }
+    // Nothing below allocates: the module is never left half rewritten. Values first, while
+    // node ids are still the old ones.
+    size_t kn = 0, kv = 0, fwd = 0;
+    for (size_t i = 0; i < nv; i++) {
+        dl_ir_value *v = m->values.data[i];
+        new_val[i] = UINT32_MAX;
+        if (v->kind == DL_IR_VAL_NODE && dead[v->def->id]) {
+            continue;
+        }
+        new_val[i] = (uint32_t)kv;
+        v->id = (uint32_t)kv;
+        m->values.data[kv++] = v;
+    }
+    for (size_t i = 0; i < nn; i++) {
+        dl_ir_node *n = m->nodes.data[i];
+        new_node[i] = dead[i] ? UINT32_MAX : (uint32_t)kn;
+        if (!dead[i]) {
+            fwd += m->has_backward && i < m->n_fwd_nodes;
+            n->id = (uint32_t)kn;
+            m->nodes.data[kn++] = n;
+        }
+    }
+    // Statements: a removed node's comment moves to the next statement that has none.
+    size_t ks = 0;
+    const char *carry = NULL;
+    bool carry_blank = false;
+    for (size_t i = 0; i < m->stmts.len; i++) {
+        dl_ir_stmt s = m->stmts.data[i];
+        switch (s.kind) {
+        case DL_IR_STMT_NODE:
+            s.index = new_node[s.index];
+            break;
+        case DL_IR_STMT_INPUT:
+        case DL_IR_STMT_PARAM:
+        case DL_IR_STMT_CONST:
+        case DL_IR_STMT_OUTPUT:
+            s.index = new_val[s.index];
+            break;
+        case DL_IR_STMT_DIM:
+        case DL_IR_STMT_TRAIN:
+            break;
+        }
+        if (s.index == UINT32_MAX) {
+            if (s.comment_before && !carry) {
+                carry = s.comment_before;
+            }
+            carry_blank |= s.blank_before;
+            continue;
+        }
+        if (carry && !s.comment_before) {
+            s.comment_before = carry;
+        }
+        s.blank_before |= carry_blank;
+        carry = NULL;
+        carry_blank = false;
+        m->stmts.data[ks++] = s;
+    }
+    m->stmts.len = ks;
+    m->nodes.len = kn;
+    m->values.len = kv;
+    if (m->has_backward) {
+        m->n_fwd_nodes = fwd;
+    }
+    if (m->names) {
+        for (size_t i = 0; i < kv; i++) {
+            map_insert_slot(slots, m->names->cap, m->values.data[i]->name, (uint32_t)i);
+        }
+        free(m->names->slots);
+        m->names->slots = slots;
+        m->names->used = kv;
+        slots = NULL;
+    }
+    free(slots);
+    free(new_node);
+    free(new_val);
+    return DL_OK;
+}
+
 dl_ir_init *dl_ir_module_new_init(dl_ir_module *m, dl_ir_init_kind kind) {
     dl_ir_init *i = DL_ARENA_NEW(&m->arena, dl_ir_init);
     if (i) {

@@ -1,5 +1,6 @@
 // passes/dl_pass.h — passes over the IR: shape and type inference, reverse-mode autodiff,
-// mixed precision.
+// mixed precision, simplify/CSE/DCE, and the pipeline that runs them in order (pipeline.c);
+// the memory planner over a neutral description of kernels and buffers (memplan.c).
 #ifndef DL_PASS_H
 #define DL_PASS_H
 
@@ -37,5 +38,65 @@ DL_NODISCARD dl_status dl_pass_autodiff(dl_ir_module *m, dl_diags *d);
 // DL_ERR_NOMEM, or a shape error on a rewritten node (a bug), each with a diagnostic.
 DL_NODISCARD dl_status dl_pass_precision(dl_ir_module *m, dl_dtype precision, dl_diags *d,
                                          size_t *out_n_ops);
+
+// ---------------------------------------------------------------------------------------------
+// The pipeline (passes/pipeline.c). Its array of passes is the architecture in one place:
+//   shapes -> autodiff -> precision -> simplify -> fusion -> memplan -> schedule
+// Every IR pass is followed by dl_ir_verify in builds without NDEBUG, and in every build when
+// verify_each is set. memplan and schedule work on lowered kernels, so they run inside the back
+// end (opts->backend, which lowers the module and calls dl_pass_memplan); the IR they leave is the
+// IR the back end was given.
+
+typedef enum dl_pass_id {
+    DL_PASS_SHAPES,
+    DL_PASS_AUTODIFF,
+    DL_PASS_PRECISION,
+    DL_PASS_SIMPLIFY,
+    DL_PASS_FUSION,
+    DL_PASS_MEMPLAN,
+    DL_PASS_SCHEDULE,
+    DL_PASS_COUNT
+} dl_pass_id;
+
+// "shapes", "autodiff", ... as --dump-after spells them (the pipeline array's names).
+const char *dl_pass_name(dl_pass_id p);
+// The pass named `name`; false when there is none.
+bool dl_pass_from_name(const char *name, dl_pass_id *out);
+// The pass names joined by ", " in pipeline order, for usage messages (a static string).
+const char *dl_pass_names(void);
+
+// Receives the IR after pass `pass` as .dlg text (dl_ir_print, headed by one comment line naming
+// the pass). `text` is borrowed for the call.
+typedef void (*dl_pass_dump_fn)(void *ctx, dl_pass_id pass, const char *text);
+// The back end: lowers `m` and plans, schedules and packages it (the driver's dl_cg_compile).
+typedef dl_status (*dl_pass_backend_fn)(void *ctx, dl_ir_module *m, dl_diags *d);
+
+typedef struct dl_pass_pipeline_opts {
+    bool verify_each;       // dl_ir_verify after every pass (always without NDEBUG)
+    bool dump_all;          // dump after every pass that runs
+    int dump_after;         // a dl_pass_id to dump after, or -1 (ignored when dump_all)
+    dl_pass_dump_fn dump;   // NULL: no dumps
+    void *dump_ctx;
+    dl_pass_backend_fn backend; // NULL: the pipeline stops before memplan ("as far as it goes")
+    void *backend_ctx;
+} dl_pass_pipeline_opts;
+
+// Defaults: no verify_each beyond the build's, no dumps, no back end.
+void dl_pass_pipeline_opts_init(dl_pass_pipeline_opts *o);
+
+// Runs the passes first..last (inclusive, pipeline order) on `m`. Passes that do not apply are
+// no-ops (autodiff and precision without a train block, precision at float). The caller runs
+// `shapes` alone first when it needs a point in between (the driver's cache key), then the rest
+// from `autodiff`. Errors are the passes' own, with their diagnostics; a failed verify is a bug
+// of the pass before it and is reported as "internal error: after PASS: ...".
+DL_NODISCARD dl_status dl_pass_pipeline_run(dl_ir_module *m, dl_pass_id first, dl_pass_id last,
+                                            const dl_pass_pipeline_opts *o, dl_diags *d);
+
+// Simplification of the derived graph (passes/simplify.c): Identity forwarding, common
+// subexpression elimination of pure nodes and dead node elimination, each exact in IEEE float32
+// (the rules and why each is exact: the file's comment and docs/passes.md). Keeps outputs, the
+// train loss, gradients and assigns; node locations are kept. *out_n_removed (may be NULL)
+// receives the number of nodes removed. DL_ERR_NOMEM with a diagnostic.
+DL_NODISCARD dl_status dl_pass_simplify(dl_ir_module *m, dl_diags *d, size_t *out_n_removed);
 
 #endif

@@ -42,11 +42,14 @@
 // Help texts
 
 static const cli_help helps[] = {
-    {"check", "parse and type-check models", "dlcc check [-v] FILE...",
-     "Parses each FILE, infers shapes and verifies the graph. Prints every diagnostic to\n"
-     "stderr and exits 1 if any file has an error; quiet on success.\n"
+    {"check", "parse and type-check models", "dlcc check [-v] [--verify-each] FILE...",
+     "Parses each FILE, infers shapes and verifies the graph, then runs the pass pipeline up to\n"
+     "the back end (autodiff, precision, simplify, fusion: a train block is checked by deriving\n"
+     "its training graph). Prints every diagnostic to stderr and exits 1 if any file has an\n"
+     "error; quiet on success.\n"
      "\n"
-     "  -v, --verbose   print 'FILE: ok (N nodes, M params)' for each good file\n",
+     "  -v, --verbose   print 'FILE: ok (N nodes, M params)' for each good file\n"
+     "  --verify-each   verify the IR after every pass (always on in debug builds)\n",
      NULL},
     {"fmt", "print a model in canonical layout",
      "dlcc fmt [--check] FILE... | dlcc fmt FILE [-o OUT]",
@@ -59,7 +62,8 @@ static const cli_help helps[] = {
      NULL},
     {"compile", "compile a model to a native artifact (.so)",
      "dlcc compile FILE [-D NAME=INT]... [-o OUT.so] [--target NAME] [--cpu NAME]\n"
-     "                    [--features F] [-O N] [--no-cache] [--cache-dir DIR] [-v]\n"
+     "                    [--features F] [-O N] [--no-cache] [--cache-dir DIR]\n"
+     "                    [--dump-after PASS|all] [--verify-each] [-v]\n"
      "dlcc compile --target [list]",
      "Compiles FILE (its infer entry point, and train_step when it has a train block) to\n"
      "native code for this machine through LLVM and\n"
@@ -77,6 +81,11 @@ static const cli_help helps[] = {
      "  -O N               optimisation level 0-3 (default 3)\n"
      "  --no-cache         neither read nor write the compilation cache\n"
      "  --cache-dir DIR    use the cache in DIR (default: see above)\n"
+     "  --dump-after PASS  print the IR after pass PASS of the pipeline (shapes, autodiff,\n"
+     "                     precision, simplify, fusion, memplan, schedule), or after each with\n"
+     "                     'all', to stdout as .dlg text that 'dlcc check' reads back; the\n"
+     "                     cache is not looked up (docs/passes.md)\n"
+     "  --verify-each      verify the IR after every pass (always on in debug builds)\n"
      "  -v, --verbose      print 'cache hit|miss KEY (N.N ms)', the target, sizes and times\n",
      NULL},
     {"run", "run a model's infer or train_step entry point",
@@ -348,7 +357,7 @@ static dl_status write_text_atomic(const char *path, const char *text, dl_diags 
 
 static int cmd_check(int argc, char **argv) {
     cli_args a = {"check", argc, argv, 0, false};
-    bool verbose = false;
+    bool verbose = false, verify_each = false;
     DL_VEC(const char *) files = {0};
     int rc = EXIT_OK;
     while (a.i < argc) {
@@ -357,6 +366,10 @@ static int cmd_check(int argc, char **argv) {
             a.no_more_flags = true;
             a.i++;
         } else if (cli_is_flag(&a)) {
+            if (cli_take_flag(&a, NULL, "--verify-each", false, NULL) == 1) {
+                verify_each = true;
+                continue;
+            }
             int r = cli_take_flag(&a, "-v", "--verbose", false, NULL);
             if (r == 0) {
                 rc = cli_usage_error("check", "unknown flag '%s'", arg);
@@ -384,16 +397,14 @@ static int cmd_check(int argc, char **argv) {
         dl_ir_module *m = NULL;
         dl_status st = load_model(files.data[i], NULL, 0, d, &m);
         size_t n_fwd = m ? m->nodes.len : 0;
-        // A train block is checked by deriving its backward graph (an op on the path from a
-        // param to the loss without a gradient rule is an error here, not at compile time).
-        if (st == DL_OK && m->train) {
-            st = dl_pass_autodiff(m, d);
-            if (st == DL_OK && m->train->has_precision && m->train->precision != DL_DT_FLOAT) {
-                st = dl_pass_precision(m, m->train->precision, d, NULL);
-            }
-            if (st == DL_OK) {
-                st = dl_ir_verify(m, d);
-            }
+        // The pipeline up to the back end: a train block is checked by deriving its training
+        // graph (an op on the path from a param to the loss without a gradient rule is an error
+        // here, not at compile time).
+        if (st == DL_OK) {
+            dlcc_options o;
+            dlcc_options_init(&o);
+            o.verify_each = verify_each;
+            st = dlcc_check_module(m, &o, d);
         }
         if (!cli_flush_diags(d)) {
             rc = EXIT_INTERNAL;
@@ -404,7 +415,7 @@ static int cmd_check(int argc, char **argv) {
         } else if (verbose) {
             if (m->has_backward) {
                 printf("%s: ok (%zu nodes, %zu params; train step: %zu backward nodes)\n",
-                       files.data[i], n_fwd, m->params.len, m->nodes.len - n_fwd);
+                       files.data[i], n_fwd, m->params.len, m->nodes.len - m->n_fwd_nodes);
             } else {
                 printf("%s: ok (%zu nodes, %zu params)\n", files.data[i], n_fwd, m->params.len);
             }
@@ -1798,6 +1809,13 @@ static int cmd_run(int argc, char **argv) {
 // ---------------------------------------------------------------------------------------------
 // dlcc compile
 
+// --dump-after: each dump goes to stdout as it comes (dl_pass_dump_fn).
+static void print_dump(void *ctx, dl_pass_id pass, const char *text) {
+    (void)ctx;
+    (void)pass;
+    fputs(text, stdout);
+}
+
 // FILE.dlg -> FILE.so (any other name gets .so appended).
 static char *default_artifact_path(const char *file) {
     size_t n = strlen(file);
@@ -1834,7 +1852,7 @@ static int print_targets(void) {
 
 static int cmd_compile(int argc, char **argv) {
     cli_args a = {"compile", argc, argv, 0, false};
-    const char *file = NULL, *out_path = NULL, *opt = NULL, *repeat_arg = NULL;
+    const char *file = NULL, *out_path = NULL, *opt = NULL, *repeat_arg = NULL, *dump = NULL;
     char *def_out = NULL;
     bool verbose = false;
     DL_VEC(bind) binds = {0};
@@ -1880,6 +1898,7 @@ static int cmd_compile(int argc, char **argv) {
                    (r = cli_take_flag(&a, NULL, "--features", true, &o.cg.features)) != 0 ||
                    (r = cli_take_flag(&a, "-O", NULL, true, &opt)) != 0 ||
                    (r = cli_take_flag(&a, NULL, "--bench-repeat", true, &repeat_arg)) != 0 ||
+                   (r = cli_take_flag(&a, NULL, "--dump-after", true, &dump)) != 0 ||
                    (r = take_cache_flag(&a, &o)) != 0) {
             if (r < 0) {
                 rc = EXIT_USAGE;
@@ -1887,6 +1906,8 @@ static int cmd_compile(int argc, char **argv) {
             }
         } else if (cli_take_flag(&a, "-v", "--verbose", false, NULL) == 1) {
             verbose = true;
+        } else if (cli_take_flag(&a, NULL, "--verify-each", false, NULL) == 1) {
+            o.verify_each = true;
         } else {
             rc = cli_usage_error("compile", "unknown flag '%s'", arg);
             goto out;
@@ -1906,6 +1927,19 @@ static int cmd_compile(int argc, char **argv) {
             goto out;
         }
         o.cg.opt_level = opt[0] - '0';
+    }
+    if (dump) {
+        dl_pass_id p;
+        if (strcmp(dump, "all") == 0) {
+            o.dump_all = true;
+        } else if (dl_pass_from_name(dump, &p)) {
+            o.dump_after = (int)p;
+        } else {
+            rc = cli_usage_error("compile", "--dump-after expects all or a pass (%s), got '%s'",
+                                 dl_pass_names(), dump);
+            goto out;
+        }
+        o.dump = print_dump;
     }
     if (repeat_arg) {
         char *end = NULL;
