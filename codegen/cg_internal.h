@@ -1,7 +1,7 @@
 // codegen/cg_internal.h — shared state and helpers of the lowering code. Private to codegen/.
 //
 // One dl_cg compile = one LLVM context and module. Every IR value gets one buffer id; the memory
-// plan (memplan.c) gives each buffer its offset in the session arena, intermediates sharing
+// plan (passes/memplan.c) gives each buffer its offset in the session arena, intermediates sharing
 // memory by liveness. Each node lowers to one or more kernels with the uniform ABI of
 // runtime/dlrt_format.h: void k(ptr args, i64 begin, i64 end); the target (c->target,
 // cg_target.h) says how a kernel covers its range (a host loop, a GPU grid). Lowering code builds
@@ -158,9 +158,10 @@ DL_NODISCARD dl_status dl_cg__lower_grad_nn(cg *c, const dl_ir_node *n);
 // forward kernels the training roots need, every training-graph kernel, then the multi-tensor
 // step kernels: grad norm, prologue, optimizer update, assigns) from m->train and m->grads.
 DL_NODISCARD dl_status dl_cg__lower_train(cg *c);
-// The memory plan (memplan.c): given the plan's buffer table (sizes and kinds filled, ids as
-// c->value_buf and c->extra), sets every buffer's arena offset by liveness over the entry
-// points' kernel sequences (with in-place reuse for elementwise kernels) and gives the arena size.
+// The memory plan (cg_memplan.c, running the pass dl_pass_memplan of passes/memplan.c): given the
+// plan's buffer table (sizes and kinds filled, ids as c->value_buf and c->extra), sets every
+// buffer's arena offset by liveness over the entry points' kernel sequences (with in-place reuse
+// for elementwise kernels) and gives the arena size.
 typedef struct dl_cg_memplan {
     uint64_t arena_size;
 } dl_cg_memplan;

@@ -99,4 +99,60 @@ DL_NODISCARD dl_status dl_pass_pipeline_run(dl_ir_module *m, dl_pass_id first, d
 // receives the number of nodes removed. DL_ERR_NOMEM with a diagnostic.
 DL_NODISCARD dl_status dl_pass_simplify(dl_ir_module *m, dl_diags *d, size_t *out_n_removed);
 
+// ---------------------------------------------------------------------------------------------
+// The memory plan (passes/memplan.c): a neutral description of lowered kernels and their buffers,
+// built by the back end that lowered them (codegen's plan builder), and the planner that gives
+// every buffer its offset in one session arena (liveness per entry point, in-place reuse; the
+// rules are in memplan.c's comment). No LLVM, no codegen types.
+
+enum { DL_PASS_MEM_ENTRIES = 2 }; // entry points: infer, train_step
+
+// Buffer kinds, in the order of the arena's exclusive region (ORDER MEM_KINDS).
+typedef enum dl_pass_mem_kind {
+    DL_PASS_MEM_PARAM, // trainable params
+    DL_PASS_MEM_STATE, // session state (optimizer slots, the hyper buffer, RNG counter, ...)
+    DL_PASS_MEM_INPUT, // fed by the caller
+    DL_PASS_MEM_CONST, // filled once from the artifact's data
+    DL_PASS_MEM_TEMP,  // written by kernels: shared by liveness
+} dl_pass_mem_kind;
+
+typedef struct dl_pass_mem_buffer {
+    uint64_t size; // bytes
+    dl_pass_mem_kind kind;
+    const dl_ir_type *type; // the IR value's type; NULL for a buffer that is no value (never in place)
+    bool is_pinned;         // the model's outputs and the train loss: readable after every call
+    uint64_t offset;        // OUT: the byte offset in the arena
+} dl_pass_mem_buffer;
+
+// Whether a kernel may write its output over one of its inputs (the lowering knows: it reads each
+// input only at the element it writes, as an elementwise loop over unbroadcast inputs does).
+typedef enum dl_pass_mem_inplace {
+    DL_PASS_INPLACE_NO,
+    DL_PASS_INPLACE_SAME_DIMS, // over an input of the output's dims and element size
+    DL_PASS_INPLACE_FLAT,      // over an input of the output's byte and element size (flat loop)
+} dl_pass_mem_inplace;
+
+typedef struct dl_pass_mem_kernel {
+    const uint32_t *args; // buffer ids, the n_out written ones first
+    uint32_t n_args, n_out;
+    dl_pass_mem_inplace inplace; // only for the sole kernel of its node with one output
+} dl_pass_mem_kernel;
+
+typedef struct dl_pass_mem_desc {
+    dl_pass_mem_buffer *bufs; // buffer id = index
+    size_t n_bufs;
+    const dl_pass_mem_kernel *kernels;
+    size_t n_kernels;
+    const uint32_t *param_bufs; // PARAM buffers in param order: placed first, in this order
+    size_t n_param_bufs;
+    const uint32_t *entry[DL_PASS_MEM_ENTRIES]; // kernel indices in execution order, per entry
+    size_t n_entry[DL_PASS_MEM_ENTRIES];
+    uint64_t align; // every offset is a multiple of it (a power of two)
+} dl_pass_mem_desc;
+
+// Sets desc->bufs[i].offset for every buffer and *out_arena_size (a multiple of align).
+// Deterministic: a function of the description's order and contents only. DL_ERR_NOMEM (no
+// diagnostic: the caller reports) leaves offsets unspecified and *out_arena_size 0.
+DL_NODISCARD dl_status dl_pass_memplan(dl_pass_mem_desc *desc, uint64_t *out_arena_size);
+
 #endif

@@ -1,5 +1,15 @@
-// codegen/memplan.c — the memory plan: every buffer of the plan gets a fixed byte offset in one
-// arena per session, intermediates sharing memory by liveness.
+// passes/memplan.c — the memory plan: every buffer of the plan gets a fixed byte offset in one
+// arena per session, intermediates sharing memory by liveness. LLVM-free and free of codegen: it
+// works on a neutral description (dl_pass_mem_desc in dl_pass.h: buffers with kind, size and IR
+// type; kernels with their argument buffers, outputs first, and an in-place-candidate flag; the
+// kernel sequence of each entry point).
+//
+// Who calls it (STYLE.md 3.1): kernels and some buffers (the train step's scratch) exist only once
+// codegen has lowered the module, so the description can only be built there. Codegen's plan
+// builder fills it and calls this public entry point, dl_pass_memplan (dl_pass.h), as it uses any
+// public header of a module it depends on ("passes <- codegen"); passes never sees codegen, and
+// codegen never sees this file's internals. The pipeline (pipeline.c) names this pass `memplan`
+// and reaches it through its back-end hook.
 //
 // Regions, in arena order:
 //   1. exclusive buffers, never shared: PARAM buffers in param order (the order the train step's
@@ -14,32 +24,35 @@
 // (or the entry's start when the entry never touches them) to the entry's end. Two TEMP buffers
 // may share memory only when, in EVERY entry, their live ranges are disjoint.
 //
-// In-place reuse: an elementwise kernel (one kernel for its node, one output) whose output has the
-// byte size and element size of one of its inputs, and reads that input only at the element it
-// writes (lower_elem.c's emit_map with an unbroadcast input of the output's dims; UnaryGrad's flat
-// loop), may write its output over that input when the input's live range ends at that kernel in
-// every entry running it. The two are merged into one group (same offset, the union of their live
+// In-place reuse: a kernel flagged as a candidate by whoever lowered it (one output, and it reads
+// each input only at the element it writes: codegen's elementwise kernels, lower_elem.c's
+// emit_map with an unbroadcast input of the output's dims; UnaryGrad's flat loop) whose output has
+// the byte size and element size of one of its inputs (and, unless flagged FLAT, its dims), may
+// write its output over that input when the input's live range ends at that kernel in every
+// entry running it. The two are merged into one group (same offset, the union of their live
 // ranges); any other entry must see the group members disjoint in time. Chains merge repeatedly.
 //
 // Placement: groups by size descending (ties: lowest buffer id first), each at the lowest
-// 64-byte aligned offset of the TEMP region that avoids every already placed group whose live
+// desc->align-aligned (64 bytes in artifacts) offset of the TEMP region that avoids every
+// already placed group whose live
 // range overlaps its own in some entry (first fit). Everything is derived from the ordered
 // kernel and buffer tables, so the plan is byte-identical across compiles.
 //
-// compute_deps (plan.c) then orders kernels by the arena bytes they touch (not by buffer id),
-// so a threaded executor that follows the dependency DAG instead of plan order can never race on
+// The schedule (codegen/plan.c's compute_deps) then orders kernels by the arena bytes they touch
+// (not by buffer id), so a threaded executor that follows the dependency DAG instead of plan order can never race on
 // reused memory.
-#include "cg_internal.h"
+#include "dl_pass.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-enum { N_ENTRIES = 2 };
+enum { N_ENTRIES = DL_PASS_MEM_ENTRIES };
 
 typedef struct mp_ctx {
-    cg *c;
-    dlrt_plan_buffer *bufs;
-    size_t n_buf, n_val;
+    const dl_pass_mem_desc *dd;
+    dl_pass_mem_buffer *bufs;
+    uint64_t align;
+    size_t n_buf;
     const uint32_t *seq[N_ENTRIES];
     size_t n_seq[N_ENTRIES];
     int32_t *pos[N_ENTRIES];                // kernel record -> position in the entry, -1 if absent
@@ -51,8 +64,8 @@ typedef struct mp_ctx {
     uint8_t *pinned;    // outputs and the loss: live to the end of entries
 } mp_ctx;
 
-static uint64_t align_up(uint64_t n) {
-    return (n + DLRT_BUFFER_ALIGN - 1) / DLRT_BUFFER_ALIGN * DLRT_BUFFER_ALIGN;
+static uint64_t align_up(const mp_ctx *x, uint64_t n) {
+    return (n + x->align - 1) / x->align * x->align;
 }
 
 static uint32_t find_root(mp_ctx *x, uint32_t b) {
@@ -70,7 +83,7 @@ static bool empty_in(const mp_ctx *x, int e, uint32_t g) {
 // Live ranges per entry, exclusivity (a TEMP buffer read before it is written in some entry keeps
 // its contents across calls) and the pinned outputs.
 static void liveness(mp_ctx *x) {
-    cg *c = x->c;
+    const dl_pass_mem_desc *dd = x->dd;
     uint8_t *written = dl_mem_calloc(x->n_buf ? x->n_buf : 1, 1);
     for (int e = 0; e < N_ENTRIES; e++) {
         for (size_t b = 0; b < x->n_buf; b++) {
@@ -83,14 +96,14 @@ static void liveness(mp_ctx *x) {
             memset(written, 0, x->n_buf ? x->n_buf : 1);
         }
         for (size_t p = 0; p < x->n_seq[e]; p++) {
-            const cg_kernel_rec *r = &c->kernels.data[x->seq[e][p]];
+            const dl_pass_mem_kernel *r = &dd->kernels[x->seq[e][p]];
             // Writes first: a kernel that writes a buffer and also reads it (its own output)
             // initialises it before reading.
             for (uint32_t a = 0; a < r->n_out && written; a++) {
-                written[c->args.data[r->first_arg + a]] = 1;
+                written[r->args[a]] = 1;
             }
             for (uint32_t a = 0; a < r->n_args; a++) {
-                uint32_t b = c->args.data[r->first_arg + a];
+                uint32_t b = r->args[a];
                 if (x->lo[e][b] > (int32_t)p) {
                     x->lo[e][b] = (int32_t)p;
                 }
@@ -113,16 +126,10 @@ static void liveness(mp_ctx *x) {
     }
     free(written);
     for (size_t b = 0; b < x->n_buf; b++) {
-        if (x->bufs[b].kind != DLRT_BUF_TEMP || x->bufs[b].size == 0) {
+        if (x->bufs[b].kind != DL_PASS_MEM_TEMP || x->bufs[b].size == 0) {
             x->exclusive[b] = 1;
         }
-    }
-    const dl_ir_module *m = c->m;
-    for (size_t i = 0; i < m->outputs.len; i++) {
-        x->pinned[c->value_buf[m->outputs.data[i]->id]] = 1;
-    }
-    if (c->has_train && c->loss_buf != UINT32_MAX) {
-        x->pinned[c->loss_buf] = 1;
+        x->pinned[b] = x->bufs[b].is_pinned;
     }
     for (size_t b = 0; b < x->n_buf; b++) {
         for (int e = 0; x->pinned[b] && e < N_ENTRIES; e++) {
@@ -134,50 +141,6 @@ static void liveness(mp_ctx *x) {
             }
             x->hi[e][b] = (int32_t)x->n_seq[e] - 1;
         }
-    }
-}
-
-// The switch below lists the in-place ops only.
-DL_CG_FAMILY_SWITCHES_ARE_PARTIAL
-
-// Whether `op` reads an input of the output's dims only at the element it writes (see the file
-// comment); UnaryGrad loops flat, so equal element counts suffice there.
-static bool elementwise_op(uint32_t op, bool *is_flat) {
-    *is_flat = false;
-    switch ((dl_ir_op)op) {
-    case DL_IR_OP_ADD:
-    case DL_IR_OP_SUB:
-    case DL_IR_OP_MUL:
-    case DL_IR_OP_DIV:
-    case DL_IR_OP_POW:
-    case DL_IR_OP_NEG:
-    case DL_IR_OP_ABS:
-    case DL_IR_OP_EXP:
-    case DL_IR_OP_LOG:
-    case DL_IR_OP_SQRT:
-    case DL_IR_OP_RECIPROCAL:
-    case DL_IR_OP_RELU:
-    case DL_IR_OP_LEAKY_RELU:
-    case DL_IR_OP_SIGMOID:
-    case DL_IR_OP_TANH:
-    case DL_IR_OP_ERF:
-    case DL_IR_OP_GELU:
-    case DL_IR_OP_SOFTPLUS:
-    case DL_IR_OP_NOT:
-    case DL_IR_OP_CLIP:
-    case DL_IR_OP_MAX:
-    case DL_IR_OP_MIN:
-    case DL_IR_OP_WHERE:
-    case DL_IR_OP_AND:
-    case DL_IR_OP_OR:
-    case DL_IR_OP_CAST:
-    case DL_IR_OP_IDENTITY:
-        return true;
-    case DL_IR_OP_UNARY_GRAD:
-        *is_flat = true;
-        return true;
-    default:
-        return false;
     }
 }
 
@@ -232,27 +195,25 @@ static void merge(mp_ctx *x, uint32_t ga, uint32_t go) {
 }
 
 static void in_place(mp_ctx *x) {
-    cg *c = x->c;
-    const dl_ir_module *m = c->m;
-    for (size_t kr = 0; kr < c->kernels.len; kr++) {
-        const cg_kernel_rec *r = &c->kernels.data[kr];
-        bool is_flat;
-        if (r->node == UINT32_MAX || r->n_out != 1 || !elementwise_op(r->op, &is_flat) ||
-            c->node_k1[r->node] - c->node_k0[r->node] != 1) {
+    const dl_pass_mem_desc *dd = x->dd;
+    for (size_t kr = 0; kr < dd->n_kernels; kr++) {
+        const dl_pass_mem_kernel *r = &dd->kernels[kr];
+        if (r->inplace == DL_PASS_INPLACE_NO || r->n_out != 1) {
             continue;
         }
-        uint32_t ob = c->args.data[r->first_arg];
-        if (ob >= x->n_val || x->exclusive[ob]) {
+        bool is_flat = r->inplace == DL_PASS_INPLACE_FLAT;
+        uint32_t ob = r->args[0];
+        if (!x->bufs[ob].type || x->exclusive[ob]) {
             continue;
         }
-        const dl_ir_type *ot = &m->values.data[ob]->type;
+        const dl_ir_type *ot = x->bufs[ob].type;
         for (uint32_t a = r->n_out; a < r->n_args; a++) {
-            uint32_t ib = c->args.data[r->first_arg + a];
-            if (ib >= x->n_val || ib == ob || x->exclusive[ib] || x->pinned[ib] ||
+            uint32_t ib = r->args[a];
+            if (!x->bufs[ib].type || ib == ob || x->exclusive[ib] || x->pinned[ib] ||
                 x->bufs[ib].size != x->bufs[ob].size) {
                 continue;
             }
-            const dl_ir_type *it = &m->values.data[ib]->type;
+            const dl_ir_type *it = x->bufs[ib].type;
             if (dl_dtype_size(it->dtype) != dl_dtype_size(ot->dtype) ||
                 (!is_flat && !same_dims(it, ot))) {
                 continue;
@@ -303,8 +264,7 @@ static int cmp_key(const void *a, const void *b) {
 
 // Places the exclusive region and the TEMP groups; returns the arena size.
 static dl_status place(mp_ctx *x, uint64_t *arena) {
-    cg *c = x->c;
-    const dl_ir_module *m = c->m;
+    const dl_pass_mem_desc *dd = x->dd;
     uint64_t at = 0;
     uint8_t *done = dl_mem_calloc(x->n_buf ? x->n_buf : 1, 1);
     key *groups = dl_mem_calloc(x->n_buf ? x->n_buf : 1, sizeof *groups);
@@ -321,17 +281,16 @@ static dl_status place(mp_ctx *x, uint64_t *arena) {
         if (!done[b_]) {                                                                           \
             done[b_] = 1;                                                                          \
             x->bufs[b_].offset = x->bufs[b_].size ? at : 0;                                        \
-            at += align_up(x->bufs[b_].size);                                                      \
+            at += align_up(x, x->bufs[b_].size);                                                      \
         }                                                                                          \
     } while (0)
-    for (size_t i = 0; i < m->params.len; i++) {
-        PUT(c->value_buf[m->params.data[i]->id]);
+    for (size_t i = 0; i < dd->n_param_bufs; i++) {
+        PUT(dd->param_bufs[i]);
     }
-    static const uint32_t order[] = {DLRT_BUF_PARAM, DLRT_BUF_STATE, DLRT_BUF_INPUT, DLRT_BUF_CONST,
-                                     DLRT_BUF_TEMP};
-    for (size_t o = 0; o < DL_ARRAY_LEN(order); o++) {
+    // dl_pass_mem_kind is in region order: PARAM, STATE, INPUT, CONST, then exclusive TEMP.
+    for (int o = DL_PASS_MEM_PARAM; o <= DL_PASS_MEM_TEMP; o++) {
         for (size_t b = 0; b < x->n_buf; b++) {
-            if (x->bufs[b].kind == order[o] && x->exclusive[b]) {
+            if ((int)x->bufs[b].kind == o && x->exclusive[b]) {
                 PUT((uint32_t)b);
             }
         }
@@ -363,7 +322,7 @@ static dl_status place(mp_ctx *x, uint64_t *arena) {
                 break;
             }
             if (sp[j].end > cand) {
-                cand = align_up(sp[j].end);
+                cand = align_up(x, sp[j].end);
             }
         }
         x->bufs[g].offset = cand;
@@ -377,7 +336,7 @@ static dl_status place(mp_ctx *x, uint64_t *arena) {
             x->bufs[b].offset = x->bufs[find_root(x, (uint32_t)b)].offset;
         }
     }
-    *arena = align_up(top);
+    *arena = align_up(x, top);
 out:
     free(done);
     free(groups);
@@ -386,19 +345,20 @@ out:
     return st;
 }
 
-dl_status dl_cg__memplan(cg *c, dlrt_plan_buffer *bufs, size_t n_buf, dl_cg_memplan *out) {
-    memset(out, 0, sizeof *out);
+dl_status dl_pass_memplan(dl_pass_mem_desc *desc, uint64_t *out_arena_size) {
+    *out_arena_size = 0;
     mp_ctx x;
     memset(&x, 0, sizeof x);
-    x.c = c;
-    x.bufs = bufs;
-    x.n_buf = n_buf;
-    x.n_val = c->m->values.len;
-    x.seq[0] = c->infer_kernels.data;
-    x.n_seq[0] = c->infer_kernels.len;
-    x.seq[1] = c->train_kernels.data;
-    x.n_seq[1] = c->train_kernels.len;
-    size_t nb = n_buf ? n_buf : 1, nk = c->kernels.len ? c->kernels.len : 1;
+    x.dd = desc;
+    x.bufs = desc->bufs;
+    x.n_buf = desc->n_bufs;
+    x.align = desc->align ? desc->align : 1;
+    size_t n_buf = desc->n_bufs;
+    for (int e = 0; e < N_ENTRIES; e++) {
+        x.seq[e] = desc->entry[e];
+        x.n_seq[e] = desc->n_entry[e];
+    }
+    size_t nb = n_buf ? n_buf : 1, nk = desc->n_kernels ? desc->n_kernels : 1;
     dl_status st = DL_OK;
     x.parent = dl_mem_calloc(nb, sizeof *x.parent);
     x.exclusive = dl_mem_calloc(nb, 1);
@@ -417,7 +377,7 @@ dl_status dl_cg__memplan(cg *c, dlrt_plan_buffer *bufs, size_t n_buf, dl_cg_memp
         goto out;
     }
     for (int e = 0; e < N_ENTRIES; e++) {
-        for (size_t k = 0; k < c->kernels.len; k++) {
+        for (size_t k = 0; k < desc->n_kernels; k++) {
             x.pos[e][k] = -1;
         }
         for (size_t p = 0; p < x.n_seq[e]; p++) {
@@ -426,11 +386,11 @@ dl_status dl_cg__memplan(cg *c, dlrt_plan_buffer *bufs, size_t n_buf, dl_cg_memp
     }
     for (size_t b = 0; b < n_buf; b++) {
         x.parent[b] = (uint32_t)b;
-        bufs[b].offset = 0;
+        desc->bufs[b].offset = 0;
     }
     liveness(&x);
     in_place(&x);
-    st = place(&x, &out->arena_size);
+    st = place(&x, out_arena_size);
 out:
     free(x.parent);
     free(x.exclusive);
@@ -443,11 +403,7 @@ out:
         free(x.rd_at[e]);
     }
     if (st != DL_OK) {
-        dl_cg__memplan_fini(out);
+        *out_arena_size = 0;
     }
     return st;
-}
-
-void dl_cg__memplan_fini(dl_cg_memplan *p) {
-    memset(p, 0, sizeof *p);
 }
