@@ -72,10 +72,10 @@ typedef void (*dl_pass_dump_fn)(void *ctx, dl_pass_id pass, const char *text);
 typedef dl_status (*dl_pass_backend_fn)(void *ctx, dl_ir_module *m, dl_diags *d);
 
 typedef struct dl_pass_pipeline_opts {
-    bool verify_each;       // dl_ir_verify after every pass (always without NDEBUG)
-    bool dump_all;          // dump after every pass that runs
-    int dump_after;         // a dl_pass_id to dump after, or -1 (ignored when dump_all)
-    dl_pass_dump_fn dump;   // NULL: no dumps
+    bool verify_each;     // dl_ir_verify after every pass (always without NDEBUG)
+    bool dump_all;        // dump after every pass that runs
+    int dump_after;       // a dl_pass_id to dump after, or -1 (ignored when dump_all)
+    dl_pass_dump_fn dump; // NULL: no dumps
     void *dump_ctx;
     dl_pass_backend_fn backend; // NULL: the pipeline stops before memplan ("as far as it goes")
     void *backend_ctx;
@@ -119,9 +119,10 @@ typedef enum dl_pass_mem_kind {
 typedef struct dl_pass_mem_buffer {
     uint64_t size; // bytes
     dl_pass_mem_kind kind;
-    const dl_ir_type *type; // the IR value's type; NULL for a buffer that is no value (never in place)
-    bool is_pinned;         // the model's outputs and the train loss: readable after every call
-    uint64_t offset;        // OUT: the byte offset in the arena
+    const dl_ir_type
+        *type;       // the IR value's type; NULL for a buffer that is no value (never in place)
+    bool is_pinned;  // the model's outputs and the train loss: readable after every call
+    uint64_t offset; // OUT: the byte offset in the arena
 } dl_pass_mem_buffer;
 
 // Whether a kernel may write its output over one of its inputs (the lowering knows: it reads each

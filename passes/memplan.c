@@ -39,8 +39,8 @@
 // kernel and buffer tables, so the plan is byte-identical across compiles.
 //
 // The schedule (codegen/plan.c's compute_deps) then orders kernels by the arena bytes they touch
-// (not by buffer id), so a threaded executor that follows the dependency DAG instead of plan order can never race on
-// reused memory.
+// (not by buffer id), so a threaded executor that follows the dependency DAG instead of plan order
+// can never race on reused memory.
 #include "dl_pass.h"
 
 #include <stdlib.h>
@@ -281,7 +281,7 @@ static dl_status place(mp_ctx *x, uint64_t *arena) {
         if (!done[b_]) {                                                                           \
             done[b_] = 1;                                                                          \
             x->bufs[b_].offset = x->bufs[b_].size ? at : 0;                                        \
-            at += align_up(x, x->bufs[b_].size);                                                      \
+            at += align_up(x, x->bufs[b_].size);                                                   \
         }                                                                                          \
     } while (0)
     for (size_t i = 0; i < dd->n_param_bufs; i++) {

@@ -18,8 +18,8 @@
 #include <string.h>
 
 typedef struct pass_def {
-    const char *name; // as --dump-after spells it
-    const char *what; // one line, printed in the dump's header
+    const char *name;                               // as --dump-after spells it
+    const char *what;                               // one line, printed in the dump's header
     dl_status (*run)(dl_ir_module *m, dl_diags *d); // NULL: a back-end pass
     bool in_backend;
 } pass_def;
@@ -65,7 +65,8 @@ static const pass_def pipeline[] = {
     {"simplify", "identity forwarding, CSE of pure nodes, dead node elimination", run_simplify,
      false},
     {"fusion", "operator fusion: empty until issue 17, changes nothing", run_fusion, false},
-    {"memplan", "memory plan over the lowered kernels, in the back end; the IR is unchanged", NULL, true},
+    {"memplan", "memory plan over the lowered kernels, in the back end; the IR is unchanged", NULL,
+     true},
     {"schedule", "kernel dependencies, in the back end; the IR is unchanged", NULL, true},
 };
 _Static_assert(sizeof pipeline / sizeof pipeline[0] == DL_PASS_COUNT, "ORDER PASSES");
@@ -105,8 +106,8 @@ static dl_status dump(const dl_ir_module *m, const dl_pass_pipeline_opts *o, siz
     dl_strbuf b = {0};
     dl_strbuf_printf(&b, "# dlcc: IR after %s (%s)\n", pipeline[p].name, pipeline[p].what);
     if (m->has_backward) {
-        dl_strbuf_printf(&b, "# train step: loss %s; gradients:",
-                         m->train_loss ? m->train_loss->name : "?");
+        dl_strbuf_printf(
+            &b, "# train step: loss %s; gradients:", m->train_loss ? m->train_loss->name : "?");
         const char *sep = " ";
         for (size_t i = 0; i < m->params.len && i < m->grads.len; i++) {
             if (m->grads.data[i]) {
@@ -116,8 +117,9 @@ static dl_status dump(const dl_ir_module *m, const dl_pass_pipeline_opts *o, siz
             }
         }
         for (size_t i = 0; i < m->assigns.len; i++) {
-            dl_strbuf_printf(&b, "%s %s := %s", i ? "," : "; assigns:",
-                             m->assigns.data[i].param->name, m->assigns.data[i].value->name);
+            dl_strbuf_printf(&b, "%s %s := %s",
+                             i ? "," : "; assigns:", m->assigns.data[i].param->name,
+                             m->assigns.data[i].value->name);
         }
         dl_strbuf_printf(&b, "\n");
     }

@@ -69,18 +69,18 @@ DL_TEST(identity_is_forwarded_but_kept_when_an_output) {
                             "o = Identity (z)\n"
                             "output o\n",
                        false);
-    DL_CHECK(has(&r, "z = Relu (x)"));      // y forwarded: z reads x
-    DL_CHECK(has(&r, "o = Identity (z)"));  // o is an output: its name is the interface
-    DL_CHECK(!has(&r, "y = Identity"));     // y no longer used: removed
+    DL_CHECK(has(&r, "z = Relu (x)"));     // y forwarded: z reads x
+    DL_CHECK(has(&r, "o = Identity (z)")); // o is an output: its name is the interface
+    DL_CHECK(!has(&r, "y = Identity"));    // y no longer used: removed
     DL_CHECK_EQ_I64((int64_t)r.n_removed, 1);
     done(&r);
 }
 
 DL_TEST(cast_and_reshapes_forwarded_only_when_exact) {
-    simplified r = run(HEAD "a = Cast <to = \"float\"> (x)\n"  // same dtype: exact
+    simplified r = run(HEAD "a = Cast <to = \"float\"> (x)\n"   // same dtype: exact
                             "b = Cast <to = \"float16\"> (x)\n" // rounds: kept
                             "c = Reshape <shape = [4, 4]> (a)\n"
-                            "e = Reshape <shape = [16]> (a)\n" // other shape: kept
+                            "e = Reshape <shape = [16]> (a)\n"    // other shape: kept
                             "t = Transpose <perm = [1, 0]> (c)\n" // same type, moves elements
                             "output b\n"
                             "output e\n"
@@ -113,7 +113,7 @@ DL_TEST(inexact_algebra_is_left_alone) {
 
 DL_TEST(cse_merges_identical_pure_nodes_only) {
     simplified r = run(HEAD "a = Relu (x)\n"
-                            "b = Relu (x)\n"              // same as a
+                            "b = Relu (x)\n" // same as a
                             "c = Softmax <axis = 0> (x)\n"
                             "d = Softmax <axis = 1> (x)\n" // other attribute: kept
                             "e = Softmax <axis = 0> (x)\n" // same as c
@@ -148,9 +148,9 @@ DL_TEST(cse_never_merges_dropout_or_an_output) {
 }
 
 DL_TEST(dce_removes_what_reaches_no_root_and_keeps_locations) {
-    simplified r = run(HEAD "u = Exp (x)\n"   // line 3: dead
-                            "v = Log (u)\n"   // line 4: dead
-                            "k = Tanh (x)\n"  // line 5: kept
+    simplified r = run(HEAD "u = Exp (x)\n"  // line 3: dead
+                            "v = Log (u)\n"  // line 4: dead
+                            "k = Tanh (x)\n" // line 5: kept
                             "output k\n",
                        false);
     DL_CHECK(!has(&r, "Exp") && !has(&r, "Log"));
