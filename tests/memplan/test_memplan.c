@@ -1,4 +1,4 @@
-// tests/memplan/test_memplan.c — the memory plan (codegen/memplan.c) checked from the outside, on
+// tests/memplan/test_memplan.c — the memory plan (passes/memplan.c) checked from the outside, on
 // the plan bytes of compiled artifacts (runtime/dlrt_format.h), for every sample (with its train
 // step) and for randomised graphs of elementwise / MatMul / reduce / Concat / Reshape chains,
 // with and without train blocks.
