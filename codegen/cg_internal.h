@@ -142,14 +142,19 @@ void cg_broadcast_strides(const dl_ir_type *t, const dl_ir_type *out, int64_t *s
 // C-order strides of a type.
 void cg_strides(const dl_ir_type *t, int64_t *strides);
 
-// Lowering entry points, one per op family; each handles the ops listed in lower.c's switch.
-DL_NODISCARD dl_status dl_cg__lower_elementwise(cg *c, const dl_ir_node *n);
+// Lowering hooks: the lower column of ir/ir_ops.def (lower.c's table maps hook `x` to
+// dl_cg__lower_x). lower_elem.c: map (every elementwise op with a scalar emitter), clip, dropout,
+// unary_grad (UnaryGrad, through the derivative beside its sub-op's scalar).
+DL_NODISCARD dl_status dl_cg__lower_map(cg *c, const dl_ir_node *n);
+DL_NODISCARD dl_status dl_cg__lower_unary_grad(cg *c, const dl_ir_node *n);
+DL_NODISCARD dl_status dl_cg__lower_clip(cg *c, const dl_ir_node *n);
+DL_NODISCARD dl_status dl_cg__lower_dropout(cg *c, const dl_ir_node *n);
 DL_NODISCARD dl_status dl_cg__lower_reduce(cg *c, const dl_ir_node *n);
 DL_NODISCARD dl_status dl_cg__lower_linalg(cg *c, const dl_ir_node *n);
 DL_NODISCARD dl_status dl_cg__lower_nn(cg *c, const dl_ir_node *n);
 DL_NODISCARD dl_status dl_cg__lower_shape(cg *c, const dl_ir_node *n);
 DL_NODISCARD dl_status dl_cg__lower_loss(cg *c, const dl_ir_node *n);
-// Internal gradient ops: lower_grad.c (UnaryGrad, loss grads, LayerNormalizationGrad,
+// Internal gradient ops: lower_grad.c (loss grads, LayerNormalizationGrad,
 // GatherGrad, SliceGrad, PadGrad) and lower_grad_nn.c (ConvGradWeight, MaxPoolGrad,
 // AveragePoolGrad, BatchNormalizationGrad).
 DL_NODISCARD dl_status dl_cg__lower_grad(cg *c, const dl_ir_node *n);
@@ -168,11 +173,10 @@ typedef struct dl_cg_memplan {
 DL_NODISCARD dl_status dl_cg__memplan(cg *c, dlrt_plan_buffer *bufs, size_t n_buf,
                                       dl_cg_memplan *out);
 void dl_cg__memplan_fini(dl_cg_memplan *p);
-// Dispatches a node to its family. That switch is the exhaustive one (-Wswitch-enum); a family
-// function switches over its own ops only, so family files include
-// DL_CG_FAMILY_SWITCHES_ARE_PARTIAL below.
+// A family function switches over its own ops only (lower.c's table sends it nothing else), so
+// family files that still switch over dl_ir_op include DL_CG_FAMILY_SWITCHES_ARE_PARTIAL.
 #define DL_CG_FAMILY_SWITCHES_ARE_PARTIAL _Pragma("GCC diagnostic ignored \"-Wswitch-enum\"")
-// Dispatches a node to its family.
+// Dispatches a node to its lowering hook (lower.c).
 DL_NODISCARD dl_status dl_cg__lower_node(cg *c, const dl_ir_node *n);
 
 #endif

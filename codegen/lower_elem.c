@@ -13,8 +13,6 @@
 
 #include <string.h>
 
-DL_CG_FAMILY_SWITCHES_ARE_PARTIAL
-
 #define MAX_OPS 16 // outputs + inputs of one map
 
 typedef struct map_args {
@@ -128,15 +126,39 @@ static bool is_f(dl_dtype t) {
     return dl_dtype_is_float(t);
 }
 
+// dx = dy * f'(x) for UnaryGrad node n (whose attributes the derivative reads), f32 compute.
+typedef LLVMValueRef (*deriv_fn)(cg *c, const dl_ir_node *n, LLVMValueRef dy, LLVMValueRef x);
+// Each scalar of ir_ops.def: its emitter and, for ops whose gradient is UnaryGrad, the
+// derivative (beside it, so both change together; conventions: ir/eval_ops.c).
+typedef struct cg_scalar {
+    scalar_fn f;
+    deriv_fn df;
+} cg_scalar;
+#define SCALAR(name, f, df) static const cg_scalar s_##name = {f, df};
+
+static LLVMValueRef fmul(cg *c, LLVMValueRef a, LLVMValueRef b) {
+    return LLVMBuildFMul(c->b, a, b, "");
+}
+
+static LLVMValueRef fsub(cg *c, LLVMValueRef a, LLVMValueRef b) {
+    return LLVMBuildFSub(c->b, a, b, "");
+}
+
+static LLVMValueRef fgt0(cg *c, LLVMValueRef x) {
+    return LLVMBuildFCmp(c->b, LLVMRealOGT, x, cg_f32(c, 0), "");
+}
+
 static LLVMValueRef f_copy(cg *c, const map_args *a, LLVMValueRef *in) {
     (void)c;
     (void)a;
     return in[0];
 }
+SCALAR(copy, f_copy, NULL)
 
 static LLVMValueRef f_cast(cg *c, const map_args *a, LLVMValueRef *in) {
     return cg_convert(c, in[0], a->in_dt[0], a->out_dt);
 }
+SCALAR(cast, f_cast, NULL)
 
 // Integer division without undefined behaviour: x / 0 = 0, INT_MIN / -1 wraps to INT_MIN.
 static LLVMValueRef int_div(cg *c, LLVMValueRef x, LLVMValueRef y) {
@@ -153,22 +175,28 @@ static LLVMValueRef int_div(cg *c, LLVMValueRef x, LLVMValueRef y) {
     return LLVMBuildSelect(c->b, y0, zero, q, "");
 }
 
-static LLVMValueRef f_binary(cg *c, const map_args *a, LLVMValueRef *in) {
-    bool fl = is_f(a->in_dt[0]);
-    LLVMValueRef x = in[0], y = in[1];
-    switch (a->n->op) {
-    case DL_IR_OP_ADD:
-        return fl ? LLVMBuildFAdd(c->b, x, y, "") : LLVMBuildAdd(c->b, x, y, "");
-    case DL_IR_OP_SUB:
-        return fl ? LLVMBuildFSub(c->b, x, y, "") : LLVMBuildSub(c->b, x, y, "");
-    case DL_IR_OP_MUL:
-        return fl ? LLVMBuildFMul(c->b, x, y, "") : LLVMBuildMul(c->b, x, y, "");
-    case DL_IR_OP_DIV:
-        return fl ? LLVMBuildFDiv(c->b, x, y, "") : int_div(c, x, y);
-    default:
-        DL_UNREACHABLE();
-    }
+static LLVMValueRef f_add(cg *c, const map_args *a, LLVMValueRef *in) {
+    return is_f(a->in_dt[0]) ? LLVMBuildFAdd(c->b, in[0], in[1], "")
+                             : LLVMBuildAdd(c->b, in[0], in[1], "");
 }
+SCALAR(add, f_add, NULL)
+
+static LLVMValueRef f_sub(cg *c, const map_args *a, LLVMValueRef *in) {
+    return is_f(a->in_dt[0]) ? LLVMBuildFSub(c->b, in[0], in[1], "")
+                             : LLVMBuildSub(c->b, in[0], in[1], "");
+}
+SCALAR(sub, f_sub, NULL)
+
+static LLVMValueRef f_mul(cg *c, const map_args *a, LLVMValueRef *in) {
+    return is_f(a->in_dt[0]) ? LLVMBuildFMul(c->b, in[0], in[1], "")
+                             : LLVMBuildMul(c->b, in[0], in[1], "");
+}
+SCALAR(mul, f_mul, NULL)
+
+static LLVMValueRef f_div(cg *c, const map_args *a, LLVMValueRef *in) {
+    return is_f(a->in_dt[0]) ? LLVMBuildFDiv(c->b, in[0], in[1], "") : int_div(c, in[0], in[1]);
+}
+SCALAR(div, f_div, NULL)
 
 // Float results: powf. Integer results: pow in double (exact for every result below 2^53, as
 // the evaluator computes it), then truncated and saturated to the integer type.
@@ -193,6 +221,7 @@ static LLVMValueRef f_pow(cg *c, const map_args *a, LLVMValueRef *in) {
     LLVMValueRef y = cg_convert(c, in[1], a->in_dt[1], DL_DT_FLOAT);
     return cg_intrinsic2(c, "llvm.pow", c->t_f32, x, y);
 }
+SCALAR(pow, f_pow, NULL)
 
 static LLVMValueRef fsel_neg(cg *c, LLVMValueRef x, LLVMValueRef if_neg) {
     LLVMValueRef neg = LLVMBuildFCmp(c->b, LLVMRealOLT, x, cg_f32(c, 0), "");
@@ -204,72 +233,207 @@ static LLVMValueRef sigmoid(cg *c, LLVMValueRef x) {
     return LLVMBuildFDiv(c->b, cg_f32(c, 1), LLVMBuildFAdd(c->b, cg_f32(c, 1), e, ""), "");
 }
 
-static LLVMValueRef f_unary(cg *c, const map_args *a, LLVMValueRef *in) {
+static LLVMValueRef f_neg(cg *c, const map_args *a, LLVMValueRef *in) {
     LLVMValueRef x = in[0];
-    bool fl = is_f(a->in_dt[0]);
-    LLVMTypeRef t = LLVMTypeOf(x);
-    switch (a->n->op) {
-    case DL_IR_OP_NEG:
-        return fl ? LLVMBuildFNeg(c->b, x, "") : LLVMBuildSub(c->b, LLVMConstInt(t, 0, 0), x, "");
-    case DL_IR_OP_ABS:
-        return fl ? cg_intrinsic1(c, "llvm.fabs", t, x)
-                  : cg_intrinsic2(c, "llvm.abs", t, x, LLVMConstInt(c->t_i1, 0, 0));
-    case DL_IR_OP_EXP:
-        return dl_cg__exp_f32(c, x);
-    case DL_IR_OP_LOG:
-        return cg_intrinsic1(c, "llvm.log", t, x);
-    case DL_IR_OP_SQRT:
-        return cg_intrinsic1(c, "llvm.sqrt", t, x);
-    case DL_IR_OP_RECIPROCAL:
-        return LLVMBuildFDiv(c->b, cg_f32(c, 1), x, "");
-    case DL_IR_OP_RELU:
-        if (fl) { // x < 0 ? +0 : x, as PyTorch: NaN stays NaN, -0 stays -0 (one maxps(0, x))
-            LLVMValueRef neg = LLVMBuildFCmp(c->b, LLVMRealOLT, x, cg_f32(c, 0), "");
-            return LLVMBuildSelect(c->b, neg, cg_f32(c, 0), x, "");
-        }
-        return LLVMBuildSelect(c->b, LLVMBuildICmp(c->b, LLVMIntSLT, x, LLVMConstInt(t, 0, 0), ""),
-                               LLVMConstInt(t, 0, 0), x, "");
-    case DL_IR_OP_LEAKY_RELU: {
-        double alpha = dl_ir_node_attr_float(a->n, "alpha");
-        return fsel_neg(c, x, LLVMBuildFMul(c->b, x, cg_f32(c, alpha), ""));
-    }
-    case DL_IR_OP_SIGMOID:
-        return sigmoid(c, x);
-    case DL_IR_OP_TANH:
-        return cg_libm1(c, "tanhf", x);
-    case DL_IR_OP_ERF:
-        return cg_libm1(c, "erff", x);
-    case DL_IR_OP_GELU: {
-        LLVMValueRef half_x = LLVMBuildFMul(c->b, x, cg_f32(c, 0.5), "");
-        LLVMValueRef inner;
-        if (strcmp(dl_ir_node_attr_string(a->n, "approximate"), "tanh") == 0) {
-            // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
-            LLVMValueRef x3 = LLVMBuildFMul(c->b, LLVMBuildFMul(c->b, x, x, ""), x, "");
-            LLVMValueRef s =
-                LLVMBuildFAdd(c->b, x, LLVMBuildFMul(c->b, x3, cg_f32(c, 0.044715), ""), "");
-            s = LLVMBuildFMul(c->b, s, cg_f32(c, 0.79788456080286535588), "");
-            inner = cg_libm1(c, "tanhf", s);
-        } else {
-            // 0.5 x (1 + erf(x / sqrt 2))
-            inner =
-                cg_libm1(c, "erff", LLVMBuildFMul(c->b, x, cg_f32(c, 0.70710678118654752440), ""));
-        }
-        return LLVMBuildFMul(c->b, half_x, LLVMBuildFAdd(c->b, cg_f32(c, 1), inner, ""), "");
-    }
-    case DL_IR_OP_SOFTPLUS: {
-        // log(1 + e^x) = max(x, 0) + log1p(e^-|x|): no overflow for large |x|.
-        LLVMValueRef ax = cg_intrinsic1(c, "llvm.fabs", t, x);
-        LLVMValueRef e = dl_cg__exp_f32(c, LLVMBuildFNeg(c->b, ax, ""));
-        LLVMValueRef l = cg_libm1(c, "log1pf", e);
-        LLVMValueRef mx = cg_intrinsic2(c, "llvm.maxnum", t, x, cg_f32(c, 0));
-        return LLVMBuildFAdd(c->b, mx, l, "");
-    }
-    case DL_IR_OP_NOT:
-        return LLVMBuildNot(c->b, x, "");
-    default:
-        DL_UNREACHABLE();
-    }
+    return is_f(a->in_dt[0]) ? LLVMBuildFNeg(c->b, x, "")
+                             : LLVMBuildSub(c->b, LLVMConstInt(LLVMTypeOf(x), 0, 0), x, "");
 }
+SCALAR(neg, f_neg, NULL)
+
+static LLVMValueRef f_abs(cg *c, const map_args *a, LLVMValueRef *in) {
+    LLVMValueRef x = in[0];
+    LLVMTypeRef t = LLVMTypeOf(x);
+    return is_f(a->in_dt[0]) ? cg_intrinsic1(c, "llvm.fabs", t, x)
+                             : cg_intrinsic2(c, "llvm.abs", t, x, LLVMConstInt(c->t_i1, 0, 0));
+}
+
+static LLVMValueRef df_abs(cg *c, const dl_ir_node *n, LLVMValueRef dy, LLVMValueRef x) {
+    (void)n; // sgn(x) dy with sgn(0) = sgn(NaN) = 0 (PyTorch)
+    LLVMValueRef zero = cg_f32(c, 0);
+    LLVMValueRef neg = LLVMBuildFCmp(c->b, LLVMRealOLT, x, zero, "");
+    LLVMValueRef s = LLVMBuildSelect(c->b, neg, cg_f32(c, -1), zero, "");
+    s = LLVMBuildSelect(c->b, fgt0(c, x), cg_f32(c, 1), s, "");
+    return fmul(c, dy, s);
+}
+SCALAR(abs, f_abs, df_abs)
+
+static LLVMValueRef f_exp(cg *c, const map_args *a, LLVMValueRef *in) {
+    (void)a;
+    return dl_cg__exp_f32(c, in[0]);
+}
+
+static LLVMValueRef df_exp(cg *c, const dl_ir_node *n, LLVMValueRef dy, LLVMValueRef x) {
+    (void)n;
+    return fmul(c, dy, dl_cg__exp_f32(c, x));
+}
+SCALAR(exp, f_exp, df_exp)
+
+static LLVMValueRef f_log(cg *c, const map_args *a, LLVMValueRef *in) {
+    (void)a;
+    return cg_intrinsic1(c, "llvm.log", LLVMTypeOf(in[0]), in[0]);
+}
+
+static LLVMValueRef df_log(cg *c, const dl_ir_node *n, LLVMValueRef dy, LLVMValueRef x) {
+    (void)n;
+    return LLVMBuildFDiv(c->b, dy, x, "");
+}
+SCALAR(log, f_log, df_log)
+
+static LLVMValueRef f_sqrt(cg *c, const map_args *a, LLVMValueRef *in) {
+    (void)a;
+    return cg_intrinsic1(c, "llvm.sqrt", LLVMTypeOf(in[0]), in[0]);
+}
+
+static LLVMValueRef df_sqrt(cg *c, const dl_ir_node *n, LLVMValueRef dy, LLVMValueRef x) {
+    (void)n;
+    LLVMValueRef s = cg_intrinsic1(c, "llvm.sqrt", c->t_f32, x);
+    return LLVMBuildFDiv(c->b, dy, fmul(c, s, cg_f32(c, 2)), "");
+}
+SCALAR(sqrt, f_sqrt, df_sqrt)
+
+static LLVMValueRef f_reciprocal(cg *c, const map_args *a, LLVMValueRef *in) {
+    (void)a;
+    return LLVMBuildFDiv(c->b, cg_f32(c, 1), in[0], "");
+}
+
+static LLVMValueRef df_reciprocal(cg *c, const dl_ir_node *n, LLVMValueRef dy, LLVMValueRef x) {
+    (void)n;
+    return LLVMBuildFDiv(c->b, LLVMBuildFNeg(c->b, dy, ""), fmul(c, x, x), "");
+}
+SCALAR(reciprocal, f_reciprocal, df_reciprocal)
+
+static LLVMValueRef f_relu(cg *c, const map_args *a, LLVMValueRef *in) {
+    LLVMValueRef x = in[0];
+    LLVMTypeRef t = LLVMTypeOf(x);
+    if (is_f(a->in_dt[0])) { // x < 0 ? +0 : x, as PyTorch: NaN stays NaN, -0 stays -0
+        LLVMValueRef neg = LLVMBuildFCmp(c->b, LLVMRealOLT, x, cg_f32(c, 0), "");
+        return LLVMBuildSelect(c->b, neg, cg_f32(c, 0), x, "");
+    }
+    return LLVMBuildSelect(c->b, LLVMBuildICmp(c->b, LLVMIntSLT, x, LLVMConstInt(t, 0, 0), ""),
+                           LLVMConstInt(t, 0, 0), x, "");
+}
+
+static LLVMValueRef df_relu(cg *c, const dl_ir_node *n, LLVMValueRef dy, LLVMValueRef x) {
+    (void)n; // x <= 0 ? 0 : dy: a NaN x passes dy (PyTorch)
+    LLVMValueRef le0 = LLVMBuildFCmp(c->b, LLVMRealOLE, x, cg_f32(c, 0), "");
+    return LLVMBuildSelect(c->b, le0, cg_f32(c, 0), dy, "");
+}
+SCALAR(relu, f_relu, df_relu)
+
+static LLVMValueRef f_leaky_relu(cg *c, const map_args *a, LLVMValueRef *in) {
+    double alpha = dl_ir_node_attr_float(a->n, "alpha");
+    return fsel_neg(c, in[0], LLVMBuildFMul(c->b, in[0], cg_f32(c, alpha), ""));
+}
+
+static LLVMValueRef df_leaky_relu(cg *c, const dl_ir_node *n, LLVMValueRef dy, LLVMValueRef x) {
+    double alpha = dl_ir_node_attr_float(n, "alpha");
+    return LLVMBuildSelect(c->b, fgt0(c, x), dy, fmul(c, dy, cg_f32(c, alpha)), "");
+}
+SCALAR(leaky_relu, f_leaky_relu, df_leaky_relu)
+
+static LLVMValueRef f_sigmoid(cg *c, const map_args *a, LLVMValueRef *in) {
+    (void)a;
+    return sigmoid(c, in[0]);
+}
+
+static LLVMValueRef df_sigmoid(cg *c, const dl_ir_node *n, LLVMValueRef dy, LLVMValueRef x) {
+    (void)n;
+    LLVMValueRef s = sigmoid(c, x);
+    return fmul(c, dy, fmul(c, s, fsub(c, cg_f32(c, 1), s)));
+}
+SCALAR(sigmoid, f_sigmoid, df_sigmoid)
+
+static LLVMValueRef f_tanh(cg *c, const map_args *a, LLVMValueRef *in) {
+    (void)a;
+    return cg_libm1(c, "tanhf", in[0]);
+}
+
+static LLVMValueRef df_tanh(cg *c, const dl_ir_node *n, LLVMValueRef dy, LLVMValueRef x) {
+    (void)n;
+    LLVMValueRef t = cg_libm1(c, "tanhf", x);
+    return fmul(c, dy, fsub(c, cg_f32(c, 1), fmul(c, t, t)));
+}
+SCALAR(tanh, f_tanh, df_tanh)
+
+static LLVMValueRef f_erf(cg *c, const map_args *a, LLVMValueRef *in) {
+    (void)a;
+    return cg_libm1(c, "erff", in[0]);
+}
+
+static LLVMValueRef df_erf(cg *c, const dl_ir_node *n, LLVMValueRef dy, LLVMValueRef x) {
+    (void)n; // 2/sqrt(pi) e^(-x^2)
+    LLVMValueRef e = dl_cg__exp_f32(c, LLVMBuildFNeg(c->b, fmul(c, x, x), ""));
+    return fmul(c, dy, fmul(c, e, cg_f32(c, 1.12837916709551257390)));
+}
+SCALAR(erf, f_erf, df_erf)
+
+static LLVMValueRef f_gelu(cg *c, const map_args *a, LLVMValueRef *in) {
+    LLVMValueRef x = in[0];
+    LLVMValueRef half_x = LLVMBuildFMul(c->b, x, cg_f32(c, 0.5), "");
+    LLVMValueRef inner;
+    if (strcmp(dl_ir_node_attr_string(a->n, "approximate"), "tanh") == 0) {
+        // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+        LLVMValueRef x3 = LLVMBuildFMul(c->b, LLVMBuildFMul(c->b, x, x, ""), x, "");
+        LLVMValueRef s =
+            LLVMBuildFAdd(c->b, x, LLVMBuildFMul(c->b, x3, cg_f32(c, 0.044715), ""), "");
+        s = LLVMBuildFMul(c->b, s, cg_f32(c, 0.79788456080286535588), "");
+        inner = cg_libm1(c, "tanhf", s);
+    } else {
+        // 0.5 x (1 + erf(x / sqrt 2))
+        inner = cg_libm1(c, "erff", LLVMBuildFMul(c->b, x, cg_f32(c, 0.70710678118654752440), ""));
+    }
+    return LLVMBuildFMul(c->b, half_x, LLVMBuildFAdd(c->b, cg_f32(c, 1), inner, ""), "");
+}
+
+static LLVMValueRef df_gelu(cg *c, const dl_ir_node *n, LLVMValueRef dy, LLVMValueRef x) {
+    LLVMValueRef one = cg_f32(c, 1), x2 = fmul(c, x, x), d;
+    if (strcmp(dl_ir_node_attr_string(n, "approximate"), "tanh") == 0) {
+        // k = sqrt(2/pi), t = tanh(k (x + 0.044715 x^3)):
+        // 0.5 (1 + t) + 0.5 x (1 - t^2) k (1 + 3 * 0.044715 x^2)
+        LLVMValueRef k = cg_f32(c, 0.79788456080286535588);
+        LLVMValueRef in =
+            fmul(c, k, LLVMBuildFAdd(c->b, x, fmul(c, fmul(c, x2, x), cg_f32(c, 0.044715)), ""));
+        LLVMValueRef t = cg_libm1(c, "tanhf", in);
+        LLVMValueRef a = fmul(c, cg_f32(c, 0.5), LLVMBuildFAdd(c->b, one, t, ""));
+        LLVMValueRef b = fmul(c, fmul(c, cg_f32(c, 0.5), x), fsub(c, one, fmul(c, t, t)));
+        b = fmul(c, b, k);
+        b = fmul(c, b, LLVMBuildFAdd(c->b, one, fmul(c, x2, cg_f32(c, 3.0 * 0.044715)), ""));
+        d = LLVMBuildFAdd(c->b, a, b, "");
+    } else {
+        // Phi(x) + x phi(x), Phi = 0.5 (1 + erf(x / sqrt 2)), phi = e^(-x^2/2) / sqrt(2 pi)
+        LLVMValueRef e = cg_libm1(c, "erff", fmul(c, x, cg_f32(c, 0.70710678118654752440)));
+        LLVMValueRef cdf = fmul(c, cg_f32(c, 0.5), LLVMBuildFAdd(c->b, one, e, ""));
+        LLVMValueRef pdf = dl_cg__exp_f32(c, fmul(c, x2, cg_f32(c, -0.5)));
+        pdf = fmul(c, pdf, cg_f32(c, 0.39894228040143267794));
+        d = LLVMBuildFAdd(c->b, cdf, fmul(c, x, pdf), "");
+    }
+    return fmul(c, dy, d);
+}
+SCALAR(gelu, f_gelu, df_gelu)
+
+static LLVMValueRef f_softplus(cg *c, const map_args *a, LLVMValueRef *in) {
+    (void)a;
+    // log(1 + e^x) = max(x, 0) + log1p(e^-|x|): no overflow for large |x|.
+    LLVMValueRef x = in[0];
+    LLVMTypeRef t = LLVMTypeOf(x);
+    LLVMValueRef ax = cg_intrinsic1(c, "llvm.fabs", t, x);
+    LLVMValueRef e = dl_cg__exp_f32(c, LLVMBuildFNeg(c->b, ax, ""));
+    LLVMValueRef l = cg_libm1(c, "log1pf", e);
+    LLVMValueRef mx = cg_intrinsic2(c, "llvm.maxnum", t, x, cg_f32(c, 0));
+    return LLVMBuildFAdd(c->b, mx, l, "");
+}
+
+static LLVMValueRef df_softplus(cg *c, const dl_ir_node *n, LLVMValueRef dy, LLVMValueRef x) {
+    (void)n;
+    return fmul(c, dy, sigmoid(c, x));
+}
+SCALAR(softplus, f_softplus, df_softplus)
+
+static LLVMValueRef f_not(cg *c, const map_args *a, LLVMValueRef *in) {
+    (void)a;
+    return LLVMBuildNot(c->b, in[0], "");
+}
+SCALAR(not, f_not, NULL)
 
 static LLVMValueRef fmax2(cg *c, bool fl, bool is_max, LLVMValueRef x, LLVMValueRef y) {
     LLVMTypeRef t = LLVMTypeOf(x);
@@ -282,14 +446,23 @@ static LLVMValueRef fmax2(cg *c, bool fl, bool is_max, LLVMValueRef x, LLVMValue
     return cg_intrinsic2(c, is_max ? "llvm.smax" : "llvm.smin", t, x, y);
 }
 
-static LLVMValueRef f_minmax(cg *c, const map_args *a, LLVMValueRef *in) {
-    bool is_max = a->n->op == DL_IR_OP_MAX;
+static LLVMValueRef fold_minmax(cg *c, const map_args *a, LLVMValueRef *in, bool is_max) {
     LLVMValueRef v = in[0];
     for (size_t i = 1; i < a->n_in; i++) {
         v = fmax2(c, is_f(a->in_dt[0]), is_max, v, in[i]);
     }
     return v;
 }
+
+static LLVMValueRef f_max(cg *c, const map_args *a, LLVMValueRef *in) {
+    return fold_minmax(c, a, in, true);
+}
+SCALAR(max, f_max, NULL)
+
+static LLVMValueRef f_min(cg *c, const map_args *a, LLVMValueRef *in) {
+    return fold_minmax(c, a, in, false);
+}
+SCALAR(min, f_min, NULL)
 
 // Clip: inputs are x, then whichever of min/max are present as tensors; attribute bounds are
 // folded in as constants. `a->n_in` counts only the tensors given to emit_map.
@@ -340,27 +513,37 @@ static LLVMValueRef f_where(cg *c, const map_args *a, LLVMValueRef *in) {
     (void)a;
     return LLVMBuildSelect(c->b, in[0], in[1], in[2], "");
 }
+SCALAR(where, f_where, NULL)
 
-static LLVMValueRef f_compare(cg *c, const map_args *a, LLVMValueRef *in) {
-    bool fl = is_f(a->in_dt[0]);
-    switch (a->n->op) {
-    case DL_IR_OP_EQUAL:
-        return fl ? LLVMBuildFCmp(c->b, LLVMRealOEQ, in[0], in[1], "")
-                  : LLVMBuildICmp(c->b, LLVMIntEQ, in[0], in[1], "");
-    case DL_IR_OP_LESS:
-        return fl ? LLVMBuildFCmp(c->b, LLVMRealOLT, in[0], in[1], "")
-                  : LLVMBuildICmp(c->b, LLVMIntSLT, in[0], in[1], "");
-    case DL_IR_OP_GREATER:
-        return fl ? LLVMBuildFCmp(c->b, LLVMRealOGT, in[0], in[1], "")
-                  : LLVMBuildICmp(c->b, LLVMIntSGT, in[0], in[1], "");
-    case DL_IR_OP_AND:
-        return LLVMBuildAnd(c->b, in[0], in[1], "");
-    case DL_IR_OP_OR:
-        return LLVMBuildOr(c->b, in[0], in[1], "");
-    default:
-        DL_UNREACHABLE();
-    }
+static LLVMValueRef f_equal(cg *c, const map_args *a, LLVMValueRef *in) {
+    return is_f(a->in_dt[0]) ? LLVMBuildFCmp(c->b, LLVMRealOEQ, in[0], in[1], "")
+                             : LLVMBuildICmp(c->b, LLVMIntEQ, in[0], in[1], "");
 }
+SCALAR(equal, f_equal, NULL)
+
+static LLVMValueRef f_less(cg *c, const map_args *a, LLVMValueRef *in) {
+    return is_f(a->in_dt[0]) ? LLVMBuildFCmp(c->b, LLVMRealOLT, in[0], in[1], "")
+                             : LLVMBuildICmp(c->b, LLVMIntSLT, in[0], in[1], "");
+}
+SCALAR(less, f_less, NULL)
+
+static LLVMValueRef f_greater(cg *c, const map_args *a, LLVMValueRef *in) {
+    return is_f(a->in_dt[0]) ? LLVMBuildFCmp(c->b, LLVMRealOGT, in[0], in[1], "")
+                             : LLVMBuildICmp(c->b, LLVMIntSGT, in[0], in[1], "");
+}
+SCALAR(greater, f_greater, NULL)
+
+static LLVMValueRef f_and(cg *c, const map_args *a, LLVMValueRef *in) {
+    (void)a;
+    return LLVMBuildAnd(c->b, in[0], in[1], "");
+}
+SCALAR(and, f_and, NULL)
+
+static LLVMValueRef f_or(cg *c, const map_args *a, LLVMValueRef *in) {
+    (void)a;
+    return LLVMBuildOr(c->b, in[0], in[1], "");
+}
+SCALAR(or, f_or, NULL)
 
 static LLVMValueRef f_true(cg *c, const map_args *a, LLVMValueRef *in) {
     (void)a;
@@ -370,7 +553,7 @@ static LLVMValueRef f_true(cg *c, const map_args *a, LLVMValueRef *in) {
 
 // ---------------------------------------------------------------------------------------------
 
-static dl_status lower_clip(cg *c, const dl_ir_node *n) {
+dl_status dl_cg__lower_clip(cg *c, const dl_ir_node *n) {
     dl_ir_value *ins[3] = {n->inputs[0], NULL, NULL};
     size_t k = 1;
     clip_info ci;
@@ -428,7 +611,7 @@ static int const_truth(const dl_ir_value *v) {
     return (v->lit->i ? v->lit->i[0] != 0 : v->lit->f ? v->lit->f[0] != 0 : 0) ? 1 : 0;
 }
 
-static dl_status lower_dropout(cg *c, const dl_ir_node *n) {
+dl_status dl_cg__lower_dropout(cg *c, const dl_ir_node *n) {
     dl_ir_value *x = n->inputs[0], *y = n->outputs[0];
     dl_ir_value *mask = n->n_outputs > 1 ? n->outputs[1] : NULL;
     dl_ir_value *ratio_in = n->n_inputs > 1 ? n->inputs[1] : NULL;
@@ -511,56 +694,63 @@ static dl_status lower_dropout(cg *c, const dl_ir_node *n) {
     return cg_kernel_end(c, &k);
 }
 
-dl_status dl_cg__lower_elementwise(cg *c, const dl_ir_node *n) {
-    dl_ir_value *out = n->outputs[0];
-    switch (n->op) {
-    case DL_IR_OP_ADD:
-    case DL_IR_OP_SUB:
-    case DL_IR_OP_MUL:
-    case DL_IR_OP_DIV:
-        return emit_map(c, out, n->inputs, 2, f_binary);
-    case DL_IR_OP_POW:
-        return emit_map(c, out, n->inputs, 2, f_pow);
-    case DL_IR_OP_NEG:
-    case DL_IR_OP_ABS:
-    case DL_IR_OP_EXP:
-    case DL_IR_OP_LOG:
-    case DL_IR_OP_SQRT:
-    case DL_IR_OP_RECIPROCAL:
-    case DL_IR_OP_RELU:
-    case DL_IR_OP_LEAKY_RELU:
-    case DL_IR_OP_SIGMOID:
-    case DL_IR_OP_TANH:
-    case DL_IR_OP_ERF:
-    case DL_IR_OP_GELU:
-    case DL_IR_OP_SOFTPLUS:
-    case DL_IR_OP_NOT:
-        return emit_map(c, out, n->inputs, 1, f_unary);
-    case DL_IR_OP_CLIP:
-        return lower_clip(c, n);
-    case DL_IR_OP_MAX:
-    case DL_IR_OP_MIN:
-        if (n->n_inputs + 1 > MAX_OPS) {
-            cg_error(c, "at most %d inputs are supported, got %zu", MAX_OPS - 1, n->n_inputs);
-            return DL_ERR_UNSUPPORTED;
-        }
-        return emit_map(c, out, n->inputs, n->n_inputs, f_minmax);
-    case DL_IR_OP_WHERE:
-        return emit_map(c, out, n->inputs, 3, f_where);
-    case DL_IR_OP_EQUAL:
-    case DL_IR_OP_LESS:
-    case DL_IR_OP_GREATER:
-    case DL_IR_OP_AND:
-    case DL_IR_OP_OR:
-        return emit_map(c, out, n->inputs, 2, f_compare);
-    case DL_IR_OP_CAST:
-        return emit_map(c, out, n->inputs, 1, f_cast);
-    case DL_IR_OP_IDENTITY:
-        return emit_map(c, out, n->inputs, 1, f_copy);
-    case DL_IR_OP_DROPOUT:
-        return lower_dropout(c, n);
-    default:
-        break;
+// ---------------------------------------------------------------------------------------------
+// The scalar column of ir/ir_ops.def: f_<scalar> for each op lowered by dl_cg__lower_map.
+
+static const cg_scalar s_none = {NULL, NULL};
+static const cg_scalar *const scalars[] = {
+#define DL_OP(e, name, min_in, max_in, min_out, max_out, diff, kind, elem, inplace, fuse, nan, sh, \
+              ev, gr, lo, sc)                                                                      \
+    [DL_IR_OP_##e] = &s_##sc,
+#include "ir_ops.def"
+#undef DL_OP
+};
+_Static_assert(DL_ARRAY_LEN(scalars) == DL_IR_OP_COUNT, "one scalar entry per op");
+
+dl_status dl_cg__lower_map(cg *c, const dl_ir_node *n) {
+    scalar_fn f = scalars[n->op]->f;
+    DL_ASSERT(f != NULL); // tests/ir checks that every `map` op has a scalar
+    if (n->n_inputs + 1 > MAX_OPS) {
+        cg_error(c, "at most %d inputs are supported, got %zu", MAX_OPS - 1, n->n_inputs);
+        return DL_ERR_UNSUPPORTED;
     }
-    DL_UNREACHABLE();
+    return emit_map(c, n->outputs[0], n->inputs, n->n_inputs, f);
+}
+
+// UnaryGrad <op> (dy, x) -> dx, all [numel] (one element count), flat: dx = dy * op'(x) with the
+// derivative beside op's scalar above.
+static bool need_float(cg *c, const dl_ir_value *v, const char *what) {
+    if (!dl_dtype_is_float(v->type.dtype)) {
+        cg_error(c, "%s must be a float type, got %s", what, dl_dtype_name(v->type.dtype));
+        return false;
+    }
+    return true;
+}
+
+dl_status dl_cg__lower_unary_grad(cg *c, const dl_ir_node *n) {
+    dl_ir_value *dx = n->outputs[0], *dy = n->inputs[0], *x = n->inputs[1];
+    if (!need_float(c, x, "x") || !need_float(c, dy, "dy") || !need_float(c, dx, "dx") ||
+        dl_ir_type_numel(&dy->type) != dl_ir_type_numel(&x->type)) {
+        return DL_ERR_UNSUPPORTED;
+    }
+    dl_ir_op op = dl_ir_node_unary_grad_op(n);
+    deriv_fn df = op < DL_IR_OP_COUNT ? scalars[op]->df : NULL;
+    if (!df) {
+        cg_error(c, "UnaryGrad of %s is not supported", dl_ir_node_attr_string(n, "op"));
+        return DL_ERR_UNSUPPORTED;
+    }
+    int64_t numel = dl_ir_type_numel(&x->type);
+    if (numel == 0) {
+        return DL_OK;
+    }
+    dl_ir_value *vals[3] = {dx, dy, x};
+    cg_kernel k;
+    DL_TRY(cg_kernel_begin(c, vals, 3, numel, &k));
+    cg_loop l;
+    LLVMValueRef i = cg_for_begin(c, &l, k.begin, k.end, "i");
+    LLVMValueRef vdy = cg_load(c, k.ptr[1], dy->type.dtype, i);
+    LLVMValueRef vx = cg_load(c, k.ptr[2], x->type.dtype, i);
+    cg_store(c, k.ptr[0], dx->type.dtype, i, df(c, n, vdy, vx));
+    cg_for_end(c, &l);
+    return cg_kernel_end(c, &k);
 }

@@ -1,11 +1,10 @@
-// codegen/lower_grad.c — lowering of the internal gradient ops of family A: UnaryGrad,
+// codegen/lower_grad.c — lowering of the internal gradient ops of family A:
 // SoftmaxCrossEntropyLossGrad, NegativeLogLikelihoodLossGrad, LayerNormalizationGrad,
 // GatherGrad, SliceGrad and PadGrad (semantics: ir/eval_grad.c, the oracle).
 //
 // The kernel rule (cg_internal.h): a kernel computes outer iterations [begin, end) of its
 // range and any partition must give the same bytes. So every output element is written by
 // exactly one outer iteration, and sums run in an order fixed by the static shapes:
-//  - UnaryGrad: a flat map over x's elements (range = numel).
 //  - Loss grads: range = rows n of x ([N, C, D]) or, for "mean", chunks of rows; the mean's
 //    divisor (sum of the target weights over the whole batch) is recomputed by every iteration
 //    (a cheap pass over the labels) instead of being shared through a scratch buffer.
@@ -101,127 +100,6 @@ static LLVMValueRef const_table(cg *c, const int64_t *v, size_t n) {
 static LLVMValueRef table_get(cg *c, LLVMValueRef tab, LLVMValueRef i) {
     LLVMValueRef p = LLVMBuildInBoundsGEP2(c->b, c->t_i64, tab, &i, 1, "");
     return LLVMBuildLoad2(c->b, c->t_i64, p, "");
-}
-
-// ---------------------------------------------------------------------------------------------
-// UnaryGrad: dx = dy * f'(x), f32 compute.
-
-static LLVMValueRef sigmoid(cg *c, LLVMValueRef x) {
-    LLVMValueRef e = dl_cg__exp_f32(c, LLVMBuildFNeg(c->b, x, ""));
-    return LLVMBuildFDiv(c->b, cg_f32(c, 1), LLVMBuildFAdd(c->b, cg_f32(c, 1), e, ""), "");
-}
-
-static LLVMValueRef fgt0(cg *c, LLVMValueRef x) {
-    return LLVMBuildFCmp(c->b, LLVMRealOGT, x, cg_f32(c, 0), "");
-}
-
-static LLVMValueRef unary_grad_fn(cg *c, const char *op, double alpha, bool tanh_approx,
-                                  LLVMValueRef dy, LLVMValueRef x) {
-    LLVMValueRef one = cg_f32(c, 1), zero = cg_f32(c, 0);
-    if (strcmp(op, "Relu") == 0) { // x <= 0 ? 0 : dy: a NaN x passes dy (PyTorch)
-        LLVMValueRef le0 = LLVMBuildFCmp(c->b, LLVMRealOLE, x, zero, "");
-        return LLVMBuildSelect(c->b, le0, zero, dy, "");
-    }
-    if (strcmp(op, "LeakyRelu") == 0) {
-        return LLVMBuildSelect(c->b, fgt0(c, x), dy, fmul(c, dy, cg_f32(c, alpha)), "");
-    }
-    if (strcmp(op, "Sigmoid") == 0) {
-        LLVMValueRef s = sigmoid(c, x);
-        return fmul(c, dy, fmul(c, s, fsub(c, one, s)));
-    }
-    if (strcmp(op, "Tanh") == 0) {
-        LLVMValueRef t = cg_libm1(c, "tanhf", x);
-        return fmul(c, dy, fsub(c, one, fmul(c, t, t)));
-    }
-    if (strcmp(op, "Exp") == 0) {
-        return fmul(c, dy, dl_cg__exp_f32(c, x));
-    }
-    if (strcmp(op, "Log") == 0) {
-        return LLVMBuildFDiv(c->b, dy, x, "");
-    }
-    if (strcmp(op, "Sqrt") == 0) {
-        LLVMValueRef s = cg_intrinsic1(c, "llvm.sqrt", c->t_f32, x);
-        return LLVMBuildFDiv(c->b, dy, fmul(c, s, cg_f32(c, 2)), "");
-    }
-    if (strcmp(op, "Reciprocal") == 0) {
-        return LLVMBuildFDiv(c->b, LLVMBuildFNeg(c->b, dy, ""), fmul(c, x, x), "");
-    }
-    if (strcmp(op, "Abs") == 0) { // sgn(x) dy with sgn(0) = sgn(NaN) = 0 (PyTorch)
-        LLVMValueRef neg = LLVMBuildFCmp(c->b, LLVMRealOLT, x, zero, "");
-        LLVMValueRef s = LLVMBuildSelect(c->b, neg, cg_f32(c, -1), zero, "");
-        s = LLVMBuildSelect(c->b, fgt0(c, x), one, s, "");
-        return fmul(c, dy, s);
-    }
-    if (strcmp(op, "Erf") == 0) { // 2/sqrt(pi) e^(-x^2)
-        LLVMValueRef e = dl_cg__exp_f32(c, LLVMBuildFNeg(c->b, fmul(c, x, x), ""));
-        return fmul(c, dy, fmul(c, e, cg_f32(c, 1.12837916709551257390)));
-    }
-    if (strcmp(op, "Gelu") == 0) {
-        LLVMValueRef x2 = fmul(c, x, x), d;
-        if (tanh_approx) {
-            // k = sqrt(2/pi), t = tanh(k (x + 0.044715 x^3)):
-            // 0.5 (1 + t) + 0.5 x (1 - t^2) k (1 + 3 * 0.044715 x^2)
-            LLVMValueRef k = cg_f32(c, 0.79788456080286535588);
-            LLVMValueRef in = fmul(
-                c, k, LLVMBuildFAdd(c->b, x, fmul(c, fmul(c, x2, x), cg_f32(c, 0.044715)), ""));
-            LLVMValueRef t = cg_libm1(c, "tanhf", in);
-            LLVMValueRef a = fmul(c, cg_f32(c, 0.5), LLVMBuildFAdd(c->b, one, t, ""));
-            LLVMValueRef b = fmul(c, fmul(c, cg_f32(c, 0.5), x), fsub(c, one, fmul(c, t, t)));
-            b = fmul(c, b, k);
-            b = fmul(c, b, LLVMBuildFAdd(c->b, one, fmul(c, x2, cg_f32(c, 3.0 * 0.044715)), ""));
-            d = LLVMBuildFAdd(c->b, a, b, "");
-        } else {
-            // Phi(x) + x phi(x), Phi = 0.5 (1 + erf(x / sqrt 2)), phi = e^(-x^2/2) / sqrt(2 pi)
-            LLVMValueRef e = cg_libm1(c, "erff", fmul(c, x, cg_f32(c, 0.70710678118654752440)));
-            LLVMValueRef cdf = fmul(c, cg_f32(c, 0.5), LLVMBuildFAdd(c->b, one, e, ""));
-            LLVMValueRef pdf = dl_cg__exp_f32(c, fmul(c, x2, cg_f32(c, -0.5)));
-            pdf = fmul(c, pdf, cg_f32(c, 0.39894228040143267794));
-            d = LLVMBuildFAdd(c->b, cdf, fmul(c, x, pdf), "");
-        }
-        return fmul(c, dy, d);
-    }
-    if (strcmp(op, "Softplus") == 0) {
-        return fmul(c, dy, sigmoid(c, x));
-    }
-    DL_UNREACHABLE(); // lower_unary_grad checked the name
-}
-
-// dy, x, dx: [numel] (one shape), flat.
-static dl_status lower_unary_grad(cg *c, const dl_ir_node *n) {
-    dl_ir_value *dx = n->outputs[0], *dy = n->inputs[0], *x = n->inputs[1];
-    if (!need_float(c, x, "x") || !need_float(c, dy, "dy") || !need_float(c, dx, "dx") ||
-        dl_ir_type_numel(&dy->type) != dl_ir_type_numel(&x->type)) {
-        return DL_ERR_UNSUPPORTED;
-    }
-    int64_t numel = dl_ir_type_numel(&x->type);
-    if (numel == 0) {
-        return DL_OK;
-    }
-    const char *op = dl_ir_node_attr_string(n, "op");
-    double alpha = dl_ir_node_attr_float(n, "alpha");
-    bool tanh_approx = strcmp(dl_ir_node_attr_string(n, "approximate"), "tanh") == 0;
-    static const char *const known[] = {"Relu", "LeakyRelu", "Sigmoid", "Tanh",
-                                        "Exp",  "Log",       "Sqrt",    "Reciprocal",
-                                        "Abs",  "Erf",       "Gelu",    "Softplus"};
-    bool is_known = false;
-    for (size_t q = 0; q < DL_ARRAY_LEN(known); q++) {
-        is_known = is_known || strcmp(op, known[q]) == 0;
-    }
-    if (!is_known) {
-        cg_error(c, "UnaryGrad of %s is not supported", op);
-        return DL_ERR_UNSUPPORTED;
-    }
-    dl_ir_value *vals[3] = {dx, dy, x};
-    cg_kernel k;
-    DL_TRY(cg_kernel_begin(c, vals, 3, numel, &k));
-    cg_loop l;
-    LLVMValueRef i = cg_for_begin(c, &l, k.begin, k.end, "i");
-    LLVMValueRef vdy = cg_load(c, k.ptr[1], dy->type.dtype, i);
-    LLVMValueRef vx = cg_load(c, k.ptr[2], x->type.dtype, i);
-    LLVMValueRef r = unary_grad_fn(c, op, alpha, tanh_approx, vdy, vx);
-    cg_store(c, k.ptr[0], dx->type.dtype, i, r);
-    cg_for_end(c, &l);
-    return cg_kernel_end(c, &k);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -799,8 +677,6 @@ static dl_status lower_pad_grad(cg *c, const dl_ir_node *n) {
 
 dl_status dl_cg__lower_grad(cg *c, const dl_ir_node *n) {
     switch (n->op) {
-    case DL_IR_OP_UNARY_GRAD:
-        return lower_unary_grad(c, n);
     case DL_IR_OP_SOFTMAX_CROSS_ENTROPY_LOSS_GRAD:
     case DL_IR_OP_NEGATIVE_LOG_LIKELIHOOD_LOSS_GRAD:
         return lower_loss_grad(c, n);

@@ -23,11 +23,53 @@
 // The op table
 
 typedef enum dl_ir_op {
-#define DL_OP(e, name, min_in, max_in, min_out, max_out, diff) DL_IR_OP_##e,
+#define DL_OP(e, ...) DL_IR_OP_##e,
 #include "ir_ops.def"
 #undef DL_OP
     DL_IR_OP_COUNT
 } dl_ir_op;
+
+// Op properties: the columns of ir_ops.def (whose header defines each value). Passes, the
+// evaluator, codegen and the memory plan ask these instead of listing ops.
+typedef enum dl_ir_kind {
+    DL_IR_KIND_UNARY,
+    DL_IR_KIND_BINARY,
+    DL_IR_KIND_COMPARE,
+    DL_IR_KIND_LOGICAL,
+    DL_IR_KIND_SELECT,
+    DL_IR_KIND_ACTIVATION,
+    DL_IR_KIND_REDUCE,
+    DL_IR_KIND_CONTRACTION,
+    DL_IR_KIND_CONVOLUTION,
+    DL_IR_KIND_POOL,
+    DL_IR_KIND_NORMALISATION,
+    DL_IR_KIND_RANDOM,
+    DL_IR_KIND_MOVEMENT,
+    DL_IR_KIND_LOSS,
+    DL_IR_KIND_GRADIENT,
+} dl_ir_kind;
+
+typedef enum dl_ir_inplace {
+    DL_IR_INPLACE_NO,
+    DL_IR_INPLACE_ELEMENT, // reads an input of the output's dims only at the element it writes
+    DL_IR_INPLACE_FLAT,    // the same by flat index: any dims with the output's element count
+} dl_ir_inplace;
+
+typedef enum dl_ir_fuse {
+    DL_IR_FUSE_NONE,
+    DL_IR_FUSE_ELEMENTWISE,
+    DL_IR_FUSE_REDUCTION,
+    DL_IR_FUSE_CONTRACTION, // GEMM / convolution: takes an elementwise epilogue
+    DL_IR_FUSE_MOVEMENT,
+} dl_ir_fuse;
+
+typedef enum dl_ir_nan {
+    DL_IR_NAN_NA,        // no float math (bool, indices, data movement)
+    DL_IR_NAN_ARITH,     // IEEE arithmetic: a NaN operand gives NaN
+    DL_IR_NAN_PROPAGATE, // select / max / min that keeps NaN (never maxnum / minnum)
+    DL_IR_NAN_CMP_FALSE, // ordered comparison: NaN compares false
+    DL_IR_NAN_IS_MAX,    // NaN counts as the largest value (ArgMax, MaxPool)
+} dl_ir_nan;
 
 // Ops from here on are internal (created by autodiff; see ir_ops.def).
 #define DL_IR_OP_FIRST_INTERNAL DL_IR_OP_UNARY_GRAD
@@ -71,12 +113,31 @@ typedef struct dl_ir_op_info {
     bool differentiable;
     const dl_ir_attr_spec *attrs; // array of n_attrs, sorted by name
     size_t n_attrs;
+    dl_ir_kind kind;
+    bool is_elementwise;
+    dl_ir_inplace inplace;
+    dl_ir_fuse fuse;
+    dl_ir_nan nan;
+    // Hook names as written in ir_ops.def (each module maps them to its own functions); "none"
+    // where the op has none.
+    const char *shape_hook, *eval_hook, *grad_hook, *lower_hook, *scalar_hook;
 } dl_ir_op_info;
 
 const dl_ir_op_info *dl_ir_op_get_info(dl_ir_op op); // never NULL for a valid op
 // Looks an op up by its exact (case-sensitive) ONNX name. Returns false if unknown.
 bool dl_ir_op_from_name(const char *name, dl_ir_op *out);
 const dl_ir_attr_spec *dl_ir_op_find_attr_spec(dl_ir_op op, const char *attr_name);
+
+// Column accessors (constant time, no initialisation; op must be valid).
+dl_ir_kind dl_ir_op_kind(dl_ir_op op);
+bool dl_ir_op_is_elementwise(dl_ir_op op);
+dl_ir_inplace dl_ir_op_inplace(dl_ir_op op);
+bool dl_ir_op_inplace_ok(dl_ir_op op); // dl_ir_op_inplace(op) != DL_IR_INPLACE_NO
+dl_ir_fuse dl_ir_op_fuse_class(dl_ir_op op);
+dl_ir_nan dl_ir_op_nan(dl_ir_op op);
+// True when op's gradient goes through UnaryGrad (its grad hook is `unary`): op is then a valid
+// UnaryGrad sub-op, named by its ONNX name in UnaryGrad's `op` attribute.
+bool dl_ir_op_has_unary_grad(dl_ir_op op);
 
 // ---------------------------------------------------------------------------------------------
 // Types
@@ -215,6 +276,10 @@ const dl_ir_attr *dl_ir_node_attr(const dl_ir_node *n, const char *name);
 int64_t dl_ir_node_attr_int(const dl_ir_node *n, const char *name);
 double dl_ir_node_attr_float(const dl_ir_node *n, const char *name);
 const char *dl_ir_node_attr_string(const dl_ir_node *n, const char *name);
+// UnaryGrad's sub-op, typed: the forward op (dl_ir_op_has_unary_grad) named by its `op`
+// attribute, resolved here once so no pass compares the string. DL_IR_OP_COUNT when n is no
+// UnaryGrad or the name is no such op (the verifier rejects both).
+dl_ir_op dl_ir_node_unary_grad_op(const dl_ir_node *n);
 
 // ---------------------------------------------------------------------------------------------
 // Train config (the `train LOSS { ... }` block)

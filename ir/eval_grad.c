@@ -16,8 +16,6 @@
 
 #define ERR(...) dl_ir__node_err(cx, __VA_ARGS__)
 
-#define PI 3.14159265358979323846
-
 static dl_status need_inputs(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in, size_t n) {
     for (size_t i = 0; i < n; i++) {
         if (i >= n_in || !in[i]) {
@@ -40,67 +38,8 @@ static bool same_shape(const dl_ir__et *a, const dl_ir__et *b) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// UnaryGrad: dx = dy * f'(x) with PyTorch's conventions at the kinks (Relu'(0) = 0,
-// LeakyRelu'(0) = alpha, Abs'(0) = 0) and at NaN: Relu passes dy (torch masks where
-// relu(x) <= 0, which a NaN is not), LeakyRelu scales it by alpha (x > 0 is false), Abs gives
-// 0 (sgn(NaN) = 0); the smooth functions give NaN.
-
-static double sigmoid(double x) {
-    if (x >= 0) {
-        return 1.0 / (1.0 + exp(-x));
-    }
-    double e = exp(x);
-    return e / (1.0 + e);
-}
-
-static double unary_deriv(const char *op, double alpha, bool tanh_approx, double x) {
-    if (strcmp(op, "Relu") == 0) {
-        return x <= 0 ? 0.0 : 1.0;
-    }
-    if (strcmp(op, "LeakyRelu") == 0) {
-        return x > 0 ? 1.0 : alpha;
-    }
-    if (strcmp(op, "Sigmoid") == 0) {
-        double s = sigmoid(x);
-        return s * (1.0 - s);
-    }
-    if (strcmp(op, "Tanh") == 0) {
-        double t = tanh(x);
-        return 1.0 - t * t;
-    }
-    if (strcmp(op, "Exp") == 0) {
-        return exp(x);
-    }
-    if (strcmp(op, "Log") == 0) {
-        return 1.0 / x;
-    }
-    if (strcmp(op, "Sqrt") == 0) {
-        return 0.5 / sqrt(x);
-    }
-    if (strcmp(op, "Reciprocal") == 0) {
-        return -1.0 / (x * x);
-    }
-    if (strcmp(op, "Abs") == 0) {
-        return x > 0 ? 1.0 : (x < 0 ? -1.0 : 0.0);
-    }
-    if (strcmp(op, "Erf") == 0) {
-        return 2.0 / sqrt(PI) * exp(-x * x);
-    }
-    if (strcmp(op, "Gelu") == 0) {
-        if (tanh_approx) {
-            double k = sqrt(2.0 / PI), x2 = x * x;
-            double t = tanh(k * (x + 0.044715 * x2 * x));
-            return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * k * (1.0 + 3.0 * 0.044715 * x2);
-        }
-        double cdf = 0.5 * (1.0 + erf(x / sqrt(2.0)));
-        double pdf = exp(-0.5 * x * x) / sqrt(2.0 * PI);
-        return cdf + x * pdf;
-    }
-    if (strcmp(op, "Softplus") == 0) {
-        return sigmoid(x);
-    }
-    return NAN; // the attribute spec admits no other name
-}
+// UnaryGrad: dx = dy * f'(x), f' being the derivative next to the sub-op's scalar function in
+// eval_ops.c (conventions at kinks and NaN there).
 
 static dl_status unary_grad(dl_ir__ectx *cx, dl_ir__et *const *in, dl_ir__et *y) {
     const dl_ir_node *n = cx->node;
@@ -108,11 +47,18 @@ static dl_status unary_grad(dl_ir__ectx *cx, dl_ir__et *const *in, dl_ir__et *y)
     if (!same_shape(dy, x) || y->n != x->n) {
         return ERR("dy, x and dx must have one shape");
     }
-    const char *op = dl_ir_node_attr_string(n, "op");
-    double alpha = dl_ir_node_attr_float(n, "alpha");
-    bool tanh_approx = strcmp(dl_ir_node_attr_string(n, "approximate"), "tanh") == 0;
+    dl_ir_op op = dl_ir_node_unary_grad_op(n);
+    if (op == DL_IR_OP_COUNT) {
+        return ERR("op '%s' has no UnaryGrad rule", dl_ir_node_attr_string(n, "op"));
+    }
+    dl_ir__sp sp;
+    dl_ir__scalar_params(n, x->dtype, y->dtype, &sp);
     for (int64_t i = 0; i < x->n; i++) {
-        y->d[i] = dy->d[i] * unary_deriv(op, alpha, tanh_approx, x->d[i]);
+        double d;
+        if (!dl_ir__unary_deriv(op, &sp, x->d[i], &d)) {
+            return ERR("%s has no derivative in the evaluator", dl_ir_op_get_info(op)->name);
+        }
+        y->d[i] = dy->d[i] * d;
     }
     return DL_OK;
 }

@@ -34,7 +34,22 @@ dl_status dl_ir__node_err(dl_ir__ectx *cx, const char *fmt, ...) DL_PRINTF(2, 3)
 DL_NODISCARD dl_status dl_ir__eval_node(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in,
                                         dl_ir__et *out, size_t n_out);
 
-// Kernel families (dispatched from dl_ir__eval_node).
+// Parameters of an elementwise scalar function (eval_ops.c), read from the node once per kernel:
+// the operand and result dtypes, the op's `alpha` and `approximate` attributes when its spec has
+// them. A scalar that meets a data error sets div0 (integer Reciprocal of 0).
+typedef struct dl_ir__sp {
+    bool is_int; // the first input's dtype is not a float type
+    dl_dtype out_dt;
+    double alpha;
+    bool tanh_approx;
+    bool div0;
+} dl_ir__sp;
+#define DL_IR__MAX_MAP 16 // most inputs of one elementwise map (variadic Max / Min)
+void dl_ir__scalar_params(const dl_ir_node *n, dl_dtype in_dt, dl_dtype out_dt, dl_ir__sp *out);
+// f'(x) of op's scalar function (UnaryGrad's sub-op); false when op's scalar has no derivative.
+bool dl_ir__unary_deriv(dl_ir_op op, const dl_ir__sp *p, double x, double *out);
+
+// Kernel families (hooks of dl_ir__eval_node's table).
 DL_NODISCARD dl_status dl_ir__eval_nn(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in,
                                       dl_ir__et *out, size_t n_out);
 

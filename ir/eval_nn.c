@@ -737,17 +737,7 @@ static dl_status mse(dl_ir__ectx *cx, const dl_ir__et *a, const dl_ir__et *b, dl
 dl_status dl_ir__eval_nn(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in, dl_ir__et *out,
                          size_t n_out) {
     dl_ir_op op = cx->node->op;
-    // Ops with a required second input.
-    bool needs2 = op == DL_IR_OP_MATMUL || op == DL_IR_OP_GEMM || op == DL_IR_OP_CONV ||
-                  op == DL_IR_OP_CONV_TRANSPOSE || op == DL_IR_OP_LAYER_NORMALIZATION ||
-                  op == DL_IR_OP_SOFTMAX_CROSS_ENTROPY_LOSS ||
-                  op == DL_IR_OP_NEGATIVE_LOG_LIKELIHOOD_LOSS || op == DL_IR_OP_MEAN_SQUARED_ERROR;
-    if (needs2 && (n_in < 2 || !in[1])) {
-        return ERR("the second input is missing");
-    }
-    if (op == DL_IR_OP_BATCH_NORMALIZATION && n_in < 5) {
-        return ERR("needs five inputs");
-    }
+    // dl_ir__eval_node checked the required inputs (min_inputs in the op table).
     // Partial switch (cast to int): dl_ir__eval_node's exhaustive switch sends only these here.
     switch ((int)op) {
     case DL_IR_OP_MATMUL:

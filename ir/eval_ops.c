@@ -12,26 +12,6 @@
 // ---------------------------------------------------------------------------------------------
 // Elementwise
 
-static double sigmoid(double x) {
-    if (x >= 0) {
-        return 1.0 / (1.0 + exp(-x));
-    }
-    double e = exp(x);
-    return e / (1.0 + e);
-}
-
-static double softplus(double x) {
-    return x > 0 ? x + log1p(exp(-x)) : log1p(exp(x));
-}
-
-static double gelu(double x, bool tanh_approx) {
-    if (tanh_approx) {
-        double c = sqrt(2.0 / 3.14159265358979323846);
-        return 0.5 * x * (1.0 + tanh(c * (x + 0.044715 * x * x * x)));
-    }
-    return 0.5 * x * (1.0 + erf(x / sqrt(2.0)));
-}
-
 // IEEE 754-2019 maximum / minimum (llvm.maximum / llvm.minimum, what compiled code uses): a NaN
 // operand gives NaN, and -0 < +0.
 static double fmax_nan(double a, double b) {
@@ -65,86 +45,6 @@ static double saturate_int(dl_dtype dt, double v) {
     return v; // int64 saturates in the driver; NaN becomes 0 there
 }
 
-static dl_status unary(dl_ir__ectx *cx, const dl_ir__et *x, dl_ir__et *y) {
-    const dl_ir_node *n = cx->node;
-    if (x->n != y->n) {
-        return ERR("input has %lld elements, output %lld", (long long)x->n, (long long)y->n);
-    }
-    bool is_int = !dl_dtype_is_float(x->dtype);
-    double alpha = n->op == DL_IR_OP_LEAKY_RELU ? dl_ir_node_attr_float(n, "alpha") : 0;
-    bool tanh_approx =
-        n->op == DL_IR_OP_GELU && strcmp(dl_ir_node_attr_string(n, "approximate"), "tanh") == 0;
-    for (int64_t i = 0; i < y->n; i++) {
-        double v = x->d[i], r;
-        // Partial switches over ops (cast to int) are deliberate in this file: the exhaustive
-        // -Wswitch-enum switch is dl_ir__eval_node's, which only sends matching ops here.
-        switch ((int)n->op) {
-        case DL_IR_OP_NEG:
-            r = is_int ? wrap_i64(-v) : -v;
-            break;
-        case DL_IR_OP_ABS:
-            r = is_int ? wrap_i64(fabs(v)) : fabs(v);
-            break;
-        case DL_IR_OP_EXP:
-            r = exp(v);
-            break;
-        case DL_IR_OP_LOG:
-            r = log(v);
-            break;
-        case DL_IR_OP_SQRT:
-            r = sqrt(v);
-            break;
-        case DL_IR_OP_RECIPROCAL:
-            if (is_int && v == 0) {
-                return ERR("integer division by zero");
-            }
-            r = 1.0 / v;
-            break;
-        case DL_IR_OP_RELU: // PyTorch's: NaN stays NaN, -0 stays -0
-            r = v < 0 ? 0 : v;
-            break;
-        case DL_IR_OP_LEAKY_RELU:
-            r = v >= 0 ? v : alpha * v;
-            break;
-        case DL_IR_OP_SIGMOID:
-            r = sigmoid(v);
-            break;
-        case DL_IR_OP_TANH:
-            r = tanh(v);
-            break;
-        case DL_IR_OP_ERF:
-            r = erf(v);
-            break;
-        case DL_IR_OP_GELU:
-            r = gelu(v, tanh_approx);
-            break;
-        case DL_IR_OP_SOFTPLUS:
-            r = softplus(v);
-            break;
-        case DL_IR_OP_NOT:
-            r = v != 0 ? 0 : 1;
-            break;
-        // Cast: the driver's rounding to the output dtype is the conversion (float -> int
-        // truncates toward zero, saturating, NaN -> 0; -> bool is != 0; -> float16/bfloat16
-        // rounds to nearest even).
-        case DL_IR_OP_CAST:
-            r = is_int ? v : saturate_int(y->dtype, v);
-            break;
-        case DL_IR_OP_IDENTITY:
-        case DL_IR_OP_SQUEEZE:
-        case DL_IR_OP_UNSQUEEZE:
-        case DL_IR_OP_FLATTEN:
-        case DL_IR_OP_RESHAPE:
-            r = v;
-            break;
-        default:
-            DL_UNREACHABLE();
-        }
-        y->d[i] = r;
-    }
-    return DL_OK;
-}
-
 // Integer division as compiled code does it, defined for every operand pair (no trap, no data
 // error): truncation toward zero, x / 0 = 0, and INT_MIN / -1 wraps to INT_MIN (int32 wraps in
 // the driver's rounding; int64's 2^63 is wrapped here). docs/graph-format.md, "Integer
@@ -156,79 +56,357 @@ static double int_div(double a, double b) {
     return wrap_i64(trunc(a / b));
 }
 
-// ONNX integer Pow: computed as the real power then truncated to the base's type, saturating
-// (nary).
-static double binop(dl_ir_op op, double a, double b) {
-    switch ((int)op) {
-    case DL_IR_OP_ADD:
-        return a + b;
-    case DL_IR_OP_SUB:
-        return a - b;
-    case DL_IR_OP_MUL:
-        return a * b;
-    case DL_IR_OP_DIV:
-        return a / b;
-    case DL_IR_OP_POW:
-        return pow(a, b);
-    case DL_IR_OP_MAX:
-        return fmax_nan(a, b);
-    case DL_IR_OP_MIN:
-        return fmin_nan(a, b);
-    case DL_IR_OP_EQUAL:
-        return a == b;
-    case DL_IR_OP_LESS:
-        return a < b;
-    case DL_IR_OP_GREATER:
-        return a > b;
-    case DL_IR_OP_AND:
-        return (a != 0) && (b != 0);
-    case DL_IR_OP_OR:
-        return (a != 0) || (b != 0);
-    default:
-        DL_UNREACHABLE();
+// Scalar functions: the `scalar` column of ir_ops.def. fn(p, v, n) is the output element for
+// operand elements v[0..n) (n = the node's inputs; only Max / Min take more than their arity);
+// deriv(p, x), where present, is f'(x) for UnaryGrad (dx = dy * f'(x)), with PyTorch's
+// conventions at the kinks (Relu'(0) = 0, LeakyRelu'(0) = alpha, Abs'(0) = 0) and at NaN: Relu
+// passes dy (torch masks where relu(x) <= 0, which a NaN is not), LeakyRelu scales it by alpha
+// (x > 0 is false), Abs gives 0 (sgn(NaN) = 0); the smooth functions give NaN.
+typedef double (*scalar_fn)(dl_ir__sp *p, const double *v, size_t n);
+typedef double (*deriv_fn)(const dl_ir__sp *p, double x);
+typedef struct ev_scalar {
+    scalar_fn fn;
+    deriv_fn deriv;
+} ev_scalar;
+#define SCALAR(name, fn, deriv) static const ev_scalar sc_##name = {fn, deriv};
+
+#define PI 3.14159265358979323846
+
+static double add(dl_ir__sp *p, const double *v, size_t n) {
+    (void)p, (void)n;
+    return v[0] + v[1];
+}
+SCALAR(add, add, NULL)
+
+static double sub(dl_ir__sp *p, const double *v, size_t n) {
+    (void)p, (void)n;
+    return v[0] - v[1];
+}
+SCALAR(sub, sub, NULL)
+
+static double mul(dl_ir__sp *p, const double *v, size_t n) {
+    (void)p, (void)n;
+    return v[0] * v[1];
+}
+SCALAR(mul, mul, NULL)
+
+static double div_(dl_ir__sp *p, const double *v, size_t n) {
+    (void)n;
+    return p->is_int ? int_div(v[0], v[1]) : v[0] / v[1];
+}
+SCALAR(div, div_, NULL)
+
+// ONNX integer Pow: computed as the real power then truncated to the base's type, saturating.
+static double pow_(dl_ir__sp *p, const double *v, size_t n) {
+    (void)n;
+    return saturate_int(p->out_dt, pow(v[0], v[1]));
+}
+SCALAR(pow, pow_, NULL)
+
+// Variadic Max / Min, folded left to right.
+static double max_(dl_ir__sp *p, const double *v, size_t n) {
+    (void)p;
+    double acc = v[0];
+    for (size_t k = 1; k < n; k++) {
+        acc = fmax_nan(acc, v[k]);
+    }
+    return acc;
+}
+SCALAR(max, max_, NULL)
+
+static double min_(dl_ir__sp *p, const double *v, size_t n) {
+    (void)p;
+    double acc = v[0];
+    for (size_t k = 1; k < n; k++) {
+        acc = fmin_nan(acc, v[k]);
+    }
+    return acc;
+}
+SCALAR(min, min_, NULL)
+
+static double equal(dl_ir__sp *p, const double *v, size_t n) {
+    (void)p, (void)n;
+    return v[0] == v[1];
+}
+SCALAR(equal, equal, NULL)
+
+static double less(dl_ir__sp *p, const double *v, size_t n) {
+    (void)p, (void)n;
+    return v[0] < v[1];
+}
+SCALAR(less, less, NULL)
+
+static double greater(dl_ir__sp *p, const double *v, size_t n) {
+    (void)p, (void)n;
+    return v[0] > v[1];
+}
+SCALAR(greater, greater, NULL)
+
+static double and_(dl_ir__sp *p, const double *v, size_t n) {
+    (void)p, (void)n;
+    return (v[0] != 0) && (v[1] != 0);
+}
+SCALAR(and, and_, NULL)
+
+static double or_(dl_ir__sp *p, const double *v, size_t n) {
+    (void)p, (void)n;
+    return (v[0] != 0) || (v[1] != 0);
+}
+SCALAR(or, or_, NULL)
+
+static double not_(dl_ir__sp *p, const double *v, size_t n) {
+    (void)p, (void)n;
+    return v[0] != 0 ? 0 : 1;
+}
+SCALAR(not, not_, NULL)
+
+static double where_(dl_ir__sp *p, const double *v, size_t n) {
+    (void)p, (void)n;
+    return v[0] != 0 ? v[1] : v[2];
+}
+SCALAR(where, where_, NULL)
+
+static double neg(dl_ir__sp *p, const double *v, size_t n) {
+    (void)n;
+    return p->is_int ? wrap_i64(-v[0]) : -v[0];
+}
+SCALAR(neg, neg, NULL)
+
+static double abs_(dl_ir__sp *p, const double *v, size_t n) {
+    (void)n;
+    return p->is_int ? wrap_i64(fabs(v[0])) : fabs(v[0]);
+}
+static double d_abs(const dl_ir__sp *p, double x) {
+    (void)p;
+    return x > 0 ? 1.0 : (x < 0 ? -1.0 : 0.0);
+}
+SCALAR(abs, abs_, d_abs)
+
+static double exp_(dl_ir__sp *p, const double *v, size_t n) {
+    (void)p, (void)n;
+    return exp(v[0]);
+}
+static double d_exp(const dl_ir__sp *p, double x) {
+    (void)p;
+    return exp(x);
+}
+SCALAR(exp, exp_, d_exp)
+
+static double log_(dl_ir__sp *p, const double *v, size_t n) {
+    (void)p, (void)n;
+    return log(v[0]);
+}
+static double d_log(const dl_ir__sp *p, double x) {
+    (void)p;
+    return 1.0 / x;
+}
+SCALAR(log, log_, d_log)
+
+static double sqrt_(dl_ir__sp *p, const double *v, size_t n) {
+    (void)p, (void)n;
+    return sqrt(v[0]);
+}
+static double d_sqrt(const dl_ir__sp *p, double x) {
+    (void)p;
+    return 0.5 / sqrt(x);
+}
+SCALAR(sqrt, sqrt_, d_sqrt)
+
+static double reciprocal(dl_ir__sp *p, const double *v, size_t n) {
+    (void)n;
+    if (p->is_int && v[0] == 0) {
+        p->div0 = true;
+        return 0;
+    }
+    return 1.0 / v[0];
+}
+static double d_reciprocal(const dl_ir__sp *p, double x) {
+    (void)p;
+    return -1.0 / (x * x);
+}
+SCALAR(reciprocal, reciprocal, d_reciprocal)
+
+static double relu(dl_ir__sp *p, const double *v, size_t n) { // PyTorch's: NaN stays, -0 stays
+    (void)p, (void)n;
+    return v[0] < 0 ? 0 : v[0];
+}
+static double d_relu(const dl_ir__sp *p, double x) {
+    (void)p;
+    return x <= 0 ? 0.0 : 1.0;
+}
+SCALAR(relu, relu, d_relu)
+
+static double leaky_relu(dl_ir__sp *p, const double *v, size_t n) {
+    (void)n;
+    return v[0] >= 0 ? v[0] : p->alpha * v[0];
+}
+static double d_leaky_relu(const dl_ir__sp *p, double x) {
+    return x > 0 ? 1.0 : p->alpha;
+}
+SCALAR(leaky_relu, leaky_relu, d_leaky_relu)
+
+static double sigmoid1(double x) {
+    if (x >= 0) {
+        return 1.0 / (1.0 + exp(-x));
+    }
+    double e = exp(x);
+    return e / (1.0 + e);
+}
+static double sigmoid(dl_ir__sp *p, const double *v, size_t n) {
+    (void)p, (void)n;
+    return sigmoid1(v[0]);
+}
+static double d_sigmoid(const dl_ir__sp *p, double x) {
+    (void)p;
+    double s = sigmoid1(x);
+    return s * (1.0 - s);
+}
+SCALAR(sigmoid, sigmoid, d_sigmoid)
+
+static double tanh_(dl_ir__sp *p, const double *v, size_t n) {
+    (void)p, (void)n;
+    return tanh(v[0]);
+}
+static double d_tanh(const dl_ir__sp *p, double x) {
+    (void)p;
+    double t = tanh(x);
+    return 1.0 - t * t;
+}
+SCALAR(tanh, tanh_, d_tanh)
+
+static double erf_(dl_ir__sp *p, const double *v, size_t n) {
+    (void)p, (void)n;
+    return erf(v[0]);
+}
+static double d_erf(const dl_ir__sp *p, double x) {
+    (void)p;
+    return 2.0 / sqrt(PI) * exp(-x * x);
+}
+SCALAR(erf, erf_, d_erf)
+
+static double gelu(dl_ir__sp *p, const double *v, size_t n) {
+    (void)n;
+    double x = v[0];
+    if (p->tanh_approx) {
+        double c = sqrt(2.0 / PI);
+        return 0.5 * x * (1.0 + tanh(c * (x + 0.044715 * x * x * x)));
+    }
+    return 0.5 * x * (1.0 + erf(x / sqrt(2.0)));
+}
+static double d_gelu(const dl_ir__sp *p, double x) {
+    if (p->tanh_approx) {
+        double k = sqrt(2.0 / PI), x2 = x * x;
+        double t = tanh(k * (x + 0.044715 * x2 * x));
+        return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * k * (1.0 + 3.0 * 0.044715 * x2);
+    }
+    double cdf = 0.5 * (1.0 + erf(x / sqrt(2.0)));
+    double pdf = exp(-0.5 * x * x) / sqrt(2.0 * PI);
+    return cdf + x * pdf;
+}
+SCALAR(gelu, gelu, d_gelu)
+
+static double softplus(dl_ir__sp *p, const double *v, size_t n) {
+    (void)p, (void)n;
+    double x = v[0];
+    return x > 0 ? x + log1p(exp(-x)) : log1p(exp(x));
+}
+static double d_softplus(const dl_ir__sp *p, double x) {
+    (void)p;
+    return sigmoid1(x);
+}
+SCALAR(softplus, softplus, d_softplus)
+
+// Cast: the driver's rounding to the output dtype is the conversion (float -> int truncates
+// toward zero, saturating, NaN -> 0; -> bool is != 0; -> float16/bfloat16 rounds to nearest
+// even).
+static double cast(dl_ir__sp *p, const double *v, size_t n) {
+    (void)n;
+    return p->is_int ? v[0] : saturate_int(p->out_dt, v[0]);
+}
+SCALAR(cast, cast, NULL)
+
+static double copy(dl_ir__sp *p, const double *v, size_t n) {
+    (void)p, (void)n;
+    return v[0];
+}
+SCALAR(copy, copy, NULL)
+
+static const ev_scalar sc_none = {NULL, NULL};
+
+static const ev_scalar *const scalars[] = {
+#define DL_OP(e, name, min_in, max_in, min_out, max_out, diff, kind, elem, inplace, fuse, nan, sh, \
+              ev, gr, lo, sc)                                                                      \
+    [DL_IR_OP_##e] = &sc_##sc,
+#include "ir_ops.def"
+#undef DL_OP
+};
+_Static_assert(DL_ARRAY_LEN(scalars) == DL_IR_OP_COUNT, "one scalar entry per op");
+
+void dl_ir__scalar_params(const dl_ir_node *n, dl_dtype in_dt, dl_dtype out_dt, dl_ir__sp *out) {
+    *out = (dl_ir__sp){.is_int = !dl_dtype_is_float(in_dt), .out_dt = out_dt};
+    if (dl_ir_op_find_attr_spec(n->op, "alpha")) {
+        out->alpha = dl_ir_node_attr_float(n, "alpha");
+    }
+    if (dl_ir_op_find_attr_spec(n->op, "approximate")) {
+        out->tanh_approx = strcmp(dl_ir_node_attr_string(n, "approximate"), "tanh") == 0;
     }
 }
 
-// Add Sub Mul Div Pow Equal Less Greater And Or, and variadic Max / Min (folded left to right).
-static dl_status nary(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in, dl_ir__et *y) {
-    dl_ir_op op = cx->node->op;
+bool dl_ir__unary_deriv(dl_ir_op op, const dl_ir__sp *p, double x, double *out) {
+    DL_ASSERT((unsigned)op < DL_IR_OP_COUNT);
+    if (!scalars[op]->deriv) {
+        return false;
+    }
+    *out = scalars[op]->deriv(p, x);
+    return true;
+}
+
+static bool same_dims(const dl_ir__et *a, const dl_ir__et *b) {
+    if (a->rank != b->rank) {
+        return false;
+    }
+    for (int32_t i = 0; i < a->rank; i++) {
+        if (a->dims[i] != b->dims[i]) {
+            return false;
+        }
+    }
+    return true;
+}
+
+// Every elementwise op lowered by `map`: out[i] = scalar(in[0][i'], ..., in[n-1][i']) with i'
+// the broadcast position of i in each input.
+static dl_status ev_map(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in, dl_ir__et *out,
+                        size_t n_out) {
+    (void)n_out;
+    const dl_ir_node *n = cx->node;
+    dl_ir__et *y = &out[0];
+    scalar_fn fn = scalars[n->op]->fn;
+    DL_ASSERT(fn != NULL); // checked by tests/ir's table test
+    bool flat = true;
     for (size_t k = 0; k < n_in; k++) {
         if (!in[k] || !dl_ir__bcast_ok(in[k], y->dims, y->rank)) {
             return ERR("input %zu does not broadcast to the output shape", k);
         }
+        flat = flat && same_dims(in[k], y);
     }
-    bool is_int_div = op == DL_IR_OP_DIV && !dl_dtype_is_float(in[0]->dtype);
-    int64_t oc[DL_MAX_RANK];
-    for (int64_t i = 0; i < y->n; i++) {
-        dl_ir__unravel(i, y->dims, y->rank, oc);
-        double acc = in[0]->d[dl_ir__bcast_index(in[0], oc, y->rank)];
-        for (size_t k = 1; k < n_in; k++) {
-            double b = in[k]->d[dl_ir__bcast_index(in[k], oc, y->rank)];
-            if (is_int_div) {
-                acc = int_div(acc, b);
-            } else if (op == DL_IR_OP_POW) {
-                acc = saturate_int(y->dtype, binop(op, acc, b));
-            } else {
-                acc = binop(op, acc, b);
-            }
-        }
-        y->d[i] = acc;
-    }
-    return DL_OK;
-}
-
-static dl_status where(dl_ir__ectx *cx, dl_ir__et *const *in, dl_ir__et *y) {
-    for (int k = 0; k < 3; k++) {
-        if (!dl_ir__bcast_ok(in[k], y->dims, y->rank)) {
-            return ERR("input %d does not broadcast to the output shape", k);
-        }
+    dl_ir__sp sp;
+    dl_ir__scalar_params(n, in[0]->dtype, y->dtype, &sp);
+    double v[DL_IR__MAX_MAP];
+    if (n_in > DL_IR__MAX_MAP) {
+        return ERR("at most %d inputs are supported, got %zu", DL_IR__MAX_MAP, n_in);
     }
     int64_t oc[DL_MAX_RANK];
     for (int64_t i = 0; i < y->n; i++) {
-        dl_ir__unravel(i, y->dims, y->rank, oc);
-        bool c = in[0]->d[dl_ir__bcast_index(in[0], oc, y->rank)] != 0;
-        const dl_ir__et *s = c ? in[1] : in[2];
-        y->d[i] = s->d[dl_ir__bcast_index(s, oc, y->rank)];
+        if (!flat) {
+            dl_ir__unravel(i, y->dims, y->rank, oc);
+        }
+        for (size_t k = 0; k < n_in; k++) {
+            v[k] = in[k]->d[flat ? i : dl_ir__bcast_index(in[k], oc, y->rank)];
+        }
+        y->d[i] = fn(&sp, v, n_in);
+        if (sp.div0) {
+            return ERR("integer division by zero");
+        }
     }
     return DL_OK;
 }
@@ -407,7 +585,8 @@ static dl_status same_numel_copy(dl_ir__ectx *cx, const dl_ir__et *x, dl_ir__et 
     if (x->n != y->n) {
         return ERR("cannot reshape %lld elements into %lld", (long long)x->n, (long long)y->n);
     }
-    return unary(cx, x, y);
+    memcpy(y->d, x->d, (size_t)x->n * sizeof(double));
+    return DL_OK;
 }
 
 static dl_status transpose(dl_ir__ectx *cx, const dl_ir__et *x, dl_ir__et *y) {
@@ -722,112 +901,100 @@ static dl_status pad(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in, dl_ir__
 }
 
 // ---------------------------------------------------------------------------------------------
-// Dispatch
+// Dispatch: one hook per op, from the eval column of ir_ops.def. Every hook takes the node's
+// inputs (in[i] NULL for an omitted optional input) and its pre-allocated outputs.
+
+typedef dl_status (*eval_hook)(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in, dl_ir__et *out,
+                               size_t n_out);
+
+static dl_status ev_clip(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in, dl_ir__et *out,
+                         size_t n_out) {
+    (void)n_out;
+    return clip(cx, in, n_in, &out[0]);
+}
+
+static dl_status ev_reduce(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in, dl_ir__et *out,
+                           size_t n_out) {
+    (void)n_in, (void)n_out;
+    return reduce(cx, in[0], &out[0]);
+}
+
+static dl_status ev_arg_max(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in, dl_ir__et *out,
+                            size_t n_out) {
+    (void)n_in, (void)n_out;
+    return arg_max(cx, in[0], &out[0]);
+}
+
+static dl_status ev_copy(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in, dl_ir__et *out,
+                         size_t n_out) {
+    (void)n_in, (void)n_out;
+    return same_numel_copy(cx, in[0], &out[0]);
+}
+
+static dl_status ev_transpose(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in, dl_ir__et *out,
+                              size_t n_out) {
+    (void)n_in, (void)n_out;
+    return transpose(cx, in[0], &out[0]);
+}
+
+static dl_status ev_concat(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in, dl_ir__et *out,
+                           size_t n_out) {
+    (void)n_out;
+    return concat(cx, in, n_in, &out[0]);
+}
+
+static dl_status ev_split(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in, dl_ir__et *out,
+                          size_t n_out) {
+    (void)n_in;
+    return split(cx, in[0], out, n_out);
+}
+
+static dl_status ev_slice(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in, dl_ir__et *out,
+                          size_t n_out) {
+    (void)n_in, (void)n_out;
+    return slice(cx, in[0], &out[0]);
+}
+
+static dl_status ev_gather(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in, dl_ir__et *out,
+                           size_t n_out) {
+    (void)n_in, (void)n_out;
+    return gather(cx, in[0], in[1], &out[0]);
+}
+
+static dl_status ev_expand(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in, dl_ir__et *out,
+                           size_t n_out) {
+    (void)n_in, (void)n_out;
+    return expand(cx, in[0], &out[0]);
+}
+
+static dl_status ev_pad(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in, dl_ir__et *out,
+                        size_t n_out) {
+    (void)n_out;
+    return pad(cx, in, n_in, &out[0]);
+}
+
+#define ev_nn      dl_ir__eval_nn
+#define ev_grad    dl_ir__eval_grad
+#define ev_grad_nn dl_ir__eval_grad_nn
+
+static const eval_hook eval_hooks[] = {
+#define DL_OP(e, name, min_in, max_in, min_out, max_out, diff, kind, elem, inplace, fuse, nan, sh, \
+              ev, ...)                                                                             \
+    [DL_IR_OP_##e] = ev_##ev,
+#include "ir_ops.def"
+#undef DL_OP
+};
+_Static_assert(DL_ARRAY_LEN(eval_hooks) == DL_IR_OP_COUNT, "one evaluator hook per op");
 
 dl_status dl_ir__eval_node(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in, dl_ir__et *out,
                            size_t n_out) {
     const dl_ir_node *n = cx->node;
-    if (n_in == 0 || !in[0]) {
-        return ERR("the first input is missing");
-    }
-    switch (n->op) {
-    case DL_IR_OP_ADD:
-    case DL_IR_OP_SUB:
-    case DL_IR_OP_MUL:
-    case DL_IR_OP_DIV:
-    case DL_IR_OP_POW:
-    case DL_IR_OP_MAX:
-    case DL_IR_OP_MIN:
-    case DL_IR_OP_EQUAL:
-    case DL_IR_OP_LESS:
-    case DL_IR_OP_GREATER:
-    case DL_IR_OP_AND:
-    case DL_IR_OP_OR:
-        return nary(cx, in, n_in, &out[0]);
-    case DL_IR_OP_NEG:
-    case DL_IR_OP_ABS:
-    case DL_IR_OP_EXP:
-    case DL_IR_OP_LOG:
-    case DL_IR_OP_SQRT:
-    case DL_IR_OP_RECIPROCAL:
-    case DL_IR_OP_RELU:
-    case DL_IR_OP_LEAKY_RELU:
-    case DL_IR_OP_SIGMOID:
-    case DL_IR_OP_TANH:
-    case DL_IR_OP_ERF:
-    case DL_IR_OP_GELU:
-    case DL_IR_OP_SOFTPLUS:
-    case DL_IR_OP_NOT:
-    case DL_IR_OP_CAST:
-    case DL_IR_OP_IDENTITY:
-        return unary(cx, in[0], &out[0]);
-    case DL_IR_OP_CLIP:
-        return clip(cx, in, n_in, &out[0]);
-    case DL_IR_OP_WHERE:
-        if (n_in < 3 || !in[1] || !in[2]) {
-            return ERR("needs three inputs");
+    // The op's required inputs (min_inputs in the op table) must be present.
+    size_t n_req = (size_t)dl_ir_op_get_info(n->op)->min_inputs;
+    for (size_t i = 0; i < n_req || i == 0; i++) {
+        if (i >= n_in || !in[i]) {
+            return ERR("input %zu is missing", i);
         }
-        return where(cx, in, &out[0]);
-    case DL_IR_OP_REDUCE_SUM:
-    case DL_IR_OP_REDUCE_MEAN:
-    case DL_IR_OP_REDUCE_MAX:
-    case DL_IR_OP_REDUCE_MIN:
-        return reduce(cx, in[0], &out[0]);
-    case DL_IR_OP_ARG_MAX:
-        return arg_max(cx, in[0], &out[0]);
-    case DL_IR_OP_RESHAPE:
-    case DL_IR_OP_FLATTEN:
-    case DL_IR_OP_SQUEEZE:
-    case DL_IR_OP_UNSQUEEZE:
-        return same_numel_copy(cx, in[0], &out[0]);
-    case DL_IR_OP_TRANSPOSE:
-        return transpose(cx, in[0], &out[0]);
-    case DL_IR_OP_CONCAT:
-        return concat(cx, in, n_in, &out[0]);
-    case DL_IR_OP_SPLIT:
-        return split(cx, in[0], out, n_out);
-    case DL_IR_OP_SLICE:
-        return slice(cx, in[0], &out[0]);
-    case DL_IR_OP_GATHER:
-        if (n_in < 2 || !in[1]) {
-            return ERR("needs two inputs");
-        }
-        return gather(cx, in[0], in[1], &out[0]);
-    case DL_IR_OP_EXPAND:
-        return expand(cx, in[0], &out[0]);
-    case DL_IR_OP_PAD:
-        return pad(cx, in, n_in, &out[0]);
-    case DL_IR_OP_MATMUL:
-    case DL_IR_OP_GEMM:
-    case DL_IR_OP_CONV:
-    case DL_IR_OP_CONV_TRANSPOSE:
-    case DL_IR_OP_MAX_POOL:
-    case DL_IR_OP_AVERAGE_POOL:
-    case DL_IR_OP_GLOBAL_AVERAGE_POOL:
-    case DL_IR_OP_BATCH_NORMALIZATION:
-    case DL_IR_OP_LAYER_NORMALIZATION:
-    case DL_IR_OP_SOFTMAX:
-    case DL_IR_OP_LOG_SOFTMAX:
-    case DL_IR_OP_DROPOUT:
-    case DL_IR_OP_SOFTMAX_CROSS_ENTROPY_LOSS:
-    case DL_IR_OP_NEGATIVE_LOG_LIKELIHOOD_LOSS:
-    case DL_IR_OP_MEAN_SQUARED_ERROR:
-        return dl_ir__eval_nn(cx, in, n_in, out, n_out);
-    case DL_IR_OP_UNARY_GRAD:
-    case DL_IR_OP_SOFTMAX_CROSS_ENTROPY_LOSS_GRAD:
-    case DL_IR_OP_NEGATIVE_LOG_LIKELIHOOD_LOSS_GRAD:
-    case DL_IR_OP_LAYER_NORMALIZATION_GRAD:
-    case DL_IR_OP_GATHER_GRAD:
-    case DL_IR_OP_SLICE_GRAD:
-    case DL_IR_OP_PAD_GRAD:
-        return dl_ir__eval_grad(cx, in, n_in, out, n_out);
-    case DL_IR_OP_BATCH_NORMALIZATION_GRAD:
-    case DL_IR_OP_CONV_GRAD_WEIGHT:
-    case DL_IR_OP_MAX_POOL_GRAD:
-    case DL_IR_OP_AVERAGE_POOL_GRAD:
-        return dl_ir__eval_grad_nn(cx, in, n_in, out, n_out);
-    case DL_IR_OP_COUNT:
-        break;
     }
-    DL_UNREACHABLE();
+    return eval_hooks[n->op](cx, in, n_in, out, n_out);
 }

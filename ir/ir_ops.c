@@ -98,12 +98,14 @@ static const dl_ir_attr_spec pad_a[] = {A_STR("mode", "constant", "constant|refl
 static const dl_ir_attr_spec sce_a[] = {A_INT("ignore_index", 0), REDUCTION};
 static const dl_ir_attr_spec mse_a[] = {REDUCTION};
 // Internal gradient ops.
-static const dl_ir_attr_spec unary_grad_a[] = {
+// The `op` choices are the ops whose grad hook is `unary`, filled in from the table by
+// init_infos (so adding such an op needs no edit here).
+static dl_ir_attr_spec unary_grad_a[] = {
     A_FLOAT("alpha", 0.01),
     A_STR("approximate", "none", "none|tanh"),
-    {"op", DL_IR_ATTR_STRING, true, 0, 0, NULL, false, 0,
-     "Relu|LeakyRelu|Sigmoid|Tanh|Exp|Log|Sqrt|Reciprocal|Abs|Erf|Gelu|Softplus"},
+    {"op", DL_IR_ATTR_STRING, true, 0, 0, NULL, false, 0, NULL},
 };
+#define UNARY_GRAD_OP_SPEC 2 // index of "op" in unary_grad_a
 static const dl_ir_attr_spec norm_grad_a[] = {A_INT("axis", -1), A_FLOAT("epsilon", 1e-5)};
 static const dl_ir_attr_spec conv_grad_weight_a[] = {
     AUTO_PAD,
@@ -170,33 +172,92 @@ static const op_attrs op_attr_table[DL_IR_OP_COUNT] = {
     [DL_IR_OP_PAD_GRAD] = ATTRS(pad_a),
 };
 
-static const struct {
+typedef struct op_row {
     const char *name;
     int32_t min_in, max_in, min_out, max_out;
     bool diff;
-} op_rows[DL_IR_OP_COUNT] = {
-#define DL_OP(e, name, min_in, max_in, min_out, max_out, diff)                                     \
-    [DL_IR_OP_##e] = {name, min_in, max_in, min_out, max_out, diff},
+    dl_ir_kind kind;
+    bool elem;
+    dl_ir_inplace inplace;
+    dl_ir_fuse fuse;
+    dl_ir_nan nan;
+    const char *shape, *eval, *grad, *lower, *scalar;
+} op_row;
+
+static const op_row op_rows[] = {
+#define DL_OP(e, name, min_in, max_in, min_out, max_out, diff, kind, elem, inplace, fuse, nan, sh, \
+              ev, gr, lo, sc)                                                                      \
+    [DL_IR_OP_##e] = {name,                                                                        \
+                      min_in,                                                                      \
+                      max_in,                                                                      \
+                      min_out,                                                                     \
+                      max_out,                                                                     \
+                      diff,                                                                        \
+                      DL_IR_KIND_##kind,                                                           \
+                      elem,                                                                        \
+                      DL_IR_INPLACE_##inplace,                                                     \
+                      DL_IR_FUSE_##fuse,                                                           \
+                      DL_IR_NAN_##nan,                                                             \
+                      #sh,                                                                         \
+                      #ev,                                                                         \
+                      #gr,                                                                         \
+                      #lo,                                                                         \
+                      #sc},
 #include "ir_ops.def"
 #undef DL_OP
 };
+_Static_assert(DL_ARRAY_LEN(op_rows) == DL_IR_OP_COUNT, "ir_ops.def: one row per op");
 
 static dl_ir_op_info op_infos[DL_IR_OP_COUNT];
 static bool op_infos_ready;
+// "Relu|LeakyRelu|...": UnaryGrad's `op` choices, in table order.
+static char unary_grad_choices[DL_IR_OP_COUNT * 32];
 
-// The table is filled on first use from two constant tables; filling it twice concurrently
-// writes identical bytes, so no lock is needed beyond the final flag store.
+static bool row_has_unary_grad(const op_row *r) {
+    return strcmp(r->grad, "unary") == 0;
+}
+
+// The table is filled on first use from constant tables; filling it twice concurrently writes
+// identical bytes, so no lock is needed beyond the final flag store.
 static void init_infos(void) {
     if (op_infos_ready) {
         return;
     }
+    size_t used = 0;
     for (int i = 0; i < DL_IR_OP_COUNT; i++) {
+        const op_row *r = &op_rows[i];
         op_infos[i] = (dl_ir_op_info){
-            (dl_ir_op)i,       op_rows[i].name,        op_rows[i].min_in,
-            op_rows[i].max_in, op_rows[i].min_out,     op_rows[i].max_out,
-            op_rows[i].diff,   op_attr_table[i].attrs, op_attr_table[i].n,
+            .op = (dl_ir_op)i,
+            .name = r->name,
+            .min_inputs = r->min_in,
+            .max_inputs = r->max_in,
+            .min_outputs = r->min_out,
+            .max_outputs = r->max_out,
+            .differentiable = r->diff,
+            .attrs = op_attr_table[i].attrs,
+            .n_attrs = op_attr_table[i].n,
+            .kind = r->kind,
+            .is_elementwise = r->elem,
+            .inplace = r->inplace,
+            .fuse = r->fuse,
+            .nan = r->nan,
+            .shape_hook = r->shape,
+            .eval_hook = r->eval,
+            .grad_hook = r->grad,
+            .lower_hook = r->lower,
+            .scalar_hook = r->scalar,
         };
+        if (row_has_unary_grad(r)) {
+            size_t len = strlen(r->name);
+            DL_ASSERT(used + len + 2 <= sizeof unary_grad_choices);
+            if (used > 0) {
+                unary_grad_choices[used++] = '|';
+            }
+            memcpy(unary_grad_choices + used, r->name, len + 1);
+            used += len;
+        }
     }
+    unary_grad_a[UNARY_GRAD_OP_SPEC].choices = unary_grad_choices;
     op_infos_ready = true;
 }
 
@@ -204,6 +265,53 @@ const dl_ir_op_info *dl_ir_op_get_info(dl_ir_op op) {
     DL_ASSERT((unsigned)op < DL_IR_OP_COUNT);
     init_infos();
     return &op_infos[op];
+}
+
+dl_ir_kind dl_ir_op_kind(dl_ir_op op) {
+    DL_ASSERT((unsigned)op < DL_IR_OP_COUNT);
+    return op_rows[op].kind;
+}
+
+bool dl_ir_op_is_elementwise(dl_ir_op op) {
+    DL_ASSERT((unsigned)op < DL_IR_OP_COUNT);
+    return op_rows[op].elem;
+}
+
+dl_ir_inplace dl_ir_op_inplace(dl_ir_op op) {
+    DL_ASSERT((unsigned)op < DL_IR_OP_COUNT);
+    return op_rows[op].inplace;
+}
+
+bool dl_ir_op_inplace_ok(dl_ir_op op) {
+    return dl_ir_op_inplace(op) != DL_IR_INPLACE_NO;
+}
+
+dl_ir_fuse dl_ir_op_fuse_class(dl_ir_op op) {
+    DL_ASSERT((unsigned)op < DL_IR_OP_COUNT);
+    return op_rows[op].fuse;
+}
+
+dl_ir_nan dl_ir_op_nan(dl_ir_op op) {
+    DL_ASSERT((unsigned)op < DL_IR_OP_COUNT);
+    return op_rows[op].nan;
+}
+
+bool dl_ir_op_has_unary_grad(dl_ir_op op) {
+    DL_ASSERT((unsigned)op < DL_IR_OP_COUNT);
+    return row_has_unary_grad(&op_rows[op]);
+}
+
+dl_ir_op dl_ir_node_unary_grad_op(const dl_ir_node *n) {
+    dl_ir_op op;
+    if (n->op != DL_IR_OP_UNARY_GRAD) {
+        return DL_IR_OP_COUNT;
+    }
+    const dl_ir_attr *a = dl_ir_node_attr(n, "op");
+    if (!a || a->kind != DL_IR_ATTR_STRING || !a->s || !dl_ir_op_from_name(a->s, &op) ||
+        !dl_ir_op_has_unary_grad(op)) {
+        return DL_IR_OP_COUNT;
+    }
+    return op;
 }
 
 bool dl_ir_op_from_name(const char *name, dl_ir_op *out) {

@@ -521,14 +521,15 @@ static void rule_softmax(ad *a, const dl_ir_node *n, dl_ir_value *dy) {
     }
 }
 
-static void rule_unary(ad *a, const dl_ir_node *n, dl_ir_value *dy, const char *op) {
+// dx = UnaryGrad<op = the forward op's name>(dy, x), passing the attributes its derivative reads.
+static void rule_unary(ad *a, const dl_ir_node *n, dl_ir_value *dy) {
     dl_ir_attr at[3];
     size_t na = 0;
-    at[na++] = attr_str("op", op);
-    if (n->op == DL_IR_OP_LEAKY_RELU) {
+    at[na++] = attr_str("op", dl_ir_op_get_info(n->op)->name);
+    if (dl_ir_op_find_attr_spec(n->op, "alpha")) {
         at[na++] = attr_float("alpha", dl_ir_node_attr_float(n, "alpha"));
     }
-    if (n->op == DL_IR_OP_GELU) {
+    if (dl_ir_op_find_attr_spec(n->op, "approximate")) {
         at[na++] = attr_str("approximate", dl_ir_node_attr_string(n, "approximate"));
     }
     accumulate(a, n->inputs[0], N1A(a, DL_IR_OP_UNARY_GRAD, at, na, dy, n->inputs[0]));
@@ -690,7 +691,8 @@ static void rule_concat(ad *a, const dl_ir_node *n, dl_ir_value *dy) {
 
 // Split: the input's gradient is the concatenation of the outputs' (zeros for outputs that have
 // none).
-static void rule_split(ad *a, const dl_ir_node *n) {
+static void rule_split(ad *a, const dl_ir_node *n, dl_ir_value *dy) {
+    (void)dy; // each output's gradient is read below (some may be absent)
     dl_ir_value *parts[64];
     size_t k = 0;
     for (size_t i = 0; i < n->n_outputs && i < 64; i++) {
@@ -778,213 +780,115 @@ static void rule_batch_norm(ad *a, const dl_ir_node *n, dl_ir_value *dy) {
     accumulate(a, bias, outs[2]);
 }
 
+static void rule_add(ad *a, const dl_ir_node *n, dl_ir_value *dy) {
+    accumulate(a, n->inputs[0], sum_to(a, dy, &n->inputs[0]->type));
+    accumulate(a, n->inputs[1], sum_to(a, dy, &n->inputs[1]->type));
+}
+
+static void rule_sub(ad *a, const dl_ir_node *n, dl_ir_value *dy) {
+    accumulate(a, n->inputs[0], sum_to(a, dy, &n->inputs[0]->type));
+    if (wants(a, n->inputs[1])) {
+        accumulate(a, n->inputs[1], sum_to(a, neg(a, dy), &n->inputs[1]->type));
+    }
+}
+
+static void rule_mul(ad *a, const dl_ir_node *n, dl_ir_value *dy) {
+    if (wants(a, n->inputs[0])) {
+        accumulate(a, n->inputs[0], sum_to(a, mul(a, dy, n->inputs[1]), &n->inputs[0]->type));
+    }
+    if (wants(a, n->inputs[1])) {
+        accumulate(a, n->inputs[1], sum_to(a, mul(a, dy, n->inputs[0]), &n->inputs[1]->type));
+    }
+}
+
+static void rule_div(ad *a, const dl_ir_node *n, dl_ir_value *dy) {
+    dl_ir_value *x = n->inputs[0], *w = n->inputs[1];
+    if (wants(a, x)) {
+        accumulate(a, x, sum_to(a, N1(a, DL_IR_OP_DIV, dy, w), &x->type));
+    }
+    if (wants(a, w)) { // -dy * y / w
+        dl_ir_value *g = neg(a, N1(a, DL_IR_OP_DIV, mul(a, dy, n->outputs[0]), w));
+        accumulate(a, w, sum_to(a, g, &w->type));
+    }
+}
+
+static void rule_neg(ad *a, const dl_ir_node *n, dl_ir_value *dy) {
+    accumulate(a, n->inputs[0], neg(a, dy));
+}
+
+static void rule_identity(ad *a, const dl_ir_node *n, dl_ir_value *dy) {
+    accumulate(a, n->inputs[0], dy);
+}
+
+static void rule_cast(ad *a, const dl_ir_node *n, dl_ir_value *dy) {
+    if (dl_dtype_is_float(n->inputs[0]->type.dtype)) {
+        accumulate(a, n->inputs[0],
+                   n->inputs[0]->type.dtype == dy->type.dtype
+                       ? dy
+                       : cast_float(a, dy, n->inputs[0]->type.dtype));
+    }
+}
+
+static void rule_where(ad *a, const dl_ir_node *n, dl_ir_value *dy) {
+    dl_ir_value *c = n->inputs[0];
+    dl_ir_value *z = cscalar(a, 0, dy->type.dtype);
+    if (wants(a, n->inputs[1])) {
+        accumulate(a, n->inputs[1],
+                   sum_to(a, N1(a, DL_IR_OP_WHERE, c, dy, z), &n->inputs[1]->type));
+    }
+    if (wants(a, n->inputs[2])) {
+        accumulate(a, n->inputs[2],
+                   sum_to(a, N1(a, DL_IR_OP_WHERE, c, z, dy), &n->inputs[2]->type));
+    }
+}
+
+// MaxPool / AveragePool: MaxPoolGrad / AveragePoolGrad with the forward's attributes.
+static void rule_pool(ad *a, const dl_ir_node *n, dl_ir_value *dy) {
+    dl_ir_attr at[8];
+    size_t na = copy_attrs(n, at, 8);
+    dl_ir_op g = n->op == DL_IR_OP_MAX_POOL ? DL_IR_OP_MAX_POOL_GRAD : DL_IR_OP_AVERAGE_POOL_GRAD;
+    accumulate(a, n->inputs[0], N1A(a, g, at, na, dy, n->inputs[0]));
+}
+
+static void rule_global_pool(ad *a, const dl_ir_node *n, dl_ir_value *dy) {
+    dl_ir_value *x = n->inputs[0];
+    double cnt = 1;
+    for (int32_t i = 2; i < x->type.rank; i++) {
+        cnt *= (double)x->type.dims[i].value;
+    }
+    accumulate(a, x, expand_to(a, mul_c(a, dy, cnt > 0 ? 1.0 / cnt : 0.0), &x->type));
+}
+
+// Integer / bool results (comparisons, logic, ArgMax) carry no gradient.
+static void rule_none(ad *a, const dl_ir_node *n, dl_ir_value *dy) {
+    (void)a, (void)n, (void)dy;
+}
+
+static void rule_internal(ad *a, const dl_ir_node *n, dl_ir_value *dy) {
+    (void)n, (void)dy;
+    ad_error(a, "internal gradient ops have no second derivative");
+}
+
+// One rule per op, from the grad column of ir/ir_ops.def.
+typedef void (*grad_rule)(ad *a, const dl_ir_node *n, dl_ir_value *dy);
+static const grad_rule grad_rules[] = {
+#define DL_OP(e, name, min_in, max_in, min_out, max_out, diff, kind, elem, inplace, fuse, nan, sh, \
+              ev, gr, ...)                                                                         \
+    [DL_IR_OP_##e] = rule_##gr,
+#include "ir_ops.def"
+#undef DL_OP
+};
+_Static_assert(DL_ARRAY_LEN(grad_rules) == DL_IR_OP_COUNT, "one gradient rule per op");
+
 static void differentiate(ad *a, const dl_ir_node *n) {
+    grad_rule rule = grad_rules[n->op];
+    // Split reads each output's gradient itself (some may be absent); every other rule needs
+    // the first output's.
     dl_ir_value *dy = a->grad[n->outputs[0]->id];
-    if (!dy && n->op != DL_IR_OP_SPLIT) {
+    if (!dy && rule != rule_split) {
         return;
     }
-    switch (n->op) {
-    case DL_IR_OP_ADD:
-        accumulate(a, n->inputs[0], sum_to(a, dy, &n->inputs[0]->type));
-        accumulate(a, n->inputs[1], sum_to(a, dy, &n->inputs[1]->type));
-        return;
-    case DL_IR_OP_SUB:
-        accumulate(a, n->inputs[0], sum_to(a, dy, &n->inputs[0]->type));
-        if (wants(a, n->inputs[1])) {
-            accumulate(a, n->inputs[1], sum_to(a, neg(a, dy), &n->inputs[1]->type));
-        }
-        return;
-    case DL_IR_OP_MUL:
-        if (wants(a, n->inputs[0])) {
-            accumulate(a, n->inputs[0], sum_to(a, mul(a, dy, n->inputs[1]), &n->inputs[0]->type));
-        }
-        if (wants(a, n->inputs[1])) {
-            accumulate(a, n->inputs[1], sum_to(a, mul(a, dy, n->inputs[0]), &n->inputs[1]->type));
-        }
-        return;
-    case DL_IR_OP_DIV: {
-        dl_ir_value *x = n->inputs[0], *w = n->inputs[1];
-        if (wants(a, x)) {
-            accumulate(a, x, sum_to(a, N1(a, DL_IR_OP_DIV, dy, w), &x->type));
-        }
-        if (wants(a, w)) { // -dy * y / w
-            dl_ir_value *g = neg(a, N1(a, DL_IR_OP_DIV, mul(a, dy, n->outputs[0]), w));
-            accumulate(a, w, sum_to(a, g, &w->type));
-        }
-        return;
-    }
-    case DL_IR_OP_NEG:
-        accumulate(a, n->inputs[0], neg(a, dy));
-        return;
-    case DL_IR_OP_IDENTITY:
-        accumulate(a, n->inputs[0], dy);
-        return;
-    case DL_IR_OP_DROPOUT:
-        rule_dropout(a, n, dy);
-        return;
-    case DL_IR_OP_CAST:
-        if (dl_dtype_is_float(n->inputs[0]->type.dtype)) {
-            accumulate(a, n->inputs[0],
-                       n->inputs[0]->type.dtype == dy->type.dtype
-                           ? dy
-                           : cast_float(a, dy, n->inputs[0]->type.dtype));
-        }
-        return;
-    case DL_IR_OP_ABS:
-        rule_unary(a, n, dy, "Abs");
-        return;
-    case DL_IR_OP_EXP:
-        rule_unary(a, n, dy, "Exp");
-        return;
-    case DL_IR_OP_LOG:
-        rule_unary(a, n, dy, "Log");
-        return;
-    case DL_IR_OP_SQRT:
-        rule_unary(a, n, dy, "Sqrt");
-        return;
-    case DL_IR_OP_RECIPROCAL:
-        rule_unary(a, n, dy, "Reciprocal");
-        return;
-    case DL_IR_OP_RELU:
-        rule_unary(a, n, dy, "Relu");
-        return;
-    case DL_IR_OP_LEAKY_RELU:
-        rule_unary(a, n, dy, "LeakyRelu");
-        return;
-    case DL_IR_OP_SIGMOID:
-        rule_unary(a, n, dy, "Sigmoid");
-        return;
-    case DL_IR_OP_TANH:
-        rule_unary(a, n, dy, "Tanh");
-        return;
-    case DL_IR_OP_ERF:
-        rule_unary(a, n, dy, "Erf");
-        return;
-    case DL_IR_OP_GELU:
-        rule_unary(a, n, dy, "Gelu");
-        return;
-    case DL_IR_OP_SOFTPLUS:
-        rule_unary(a, n, dy, "Softplus");
-        return;
-    case DL_IR_OP_POW:
-        rule_pow(a, n, dy);
-        return;
-    case DL_IR_OP_CLIP:
-        rule_clip(a, n, dy);
-        return;
-    case DL_IR_OP_MAX:
-    case DL_IR_OP_MIN:
-        rule_minmax(a, n, dy);
-        return;
-    case DL_IR_OP_WHERE: {
-        dl_ir_value *c = n->inputs[0];
-        dl_ir_value *z = cscalar(a, 0, dy->type.dtype);
-        if (wants(a, n->inputs[1])) {
-            accumulate(a, n->inputs[1],
-                       sum_to(a, N1(a, DL_IR_OP_WHERE, c, dy, z), &n->inputs[1]->type));
-        }
-        if (wants(a, n->inputs[2])) {
-            accumulate(a, n->inputs[2],
-                       sum_to(a, N1(a, DL_IR_OP_WHERE, c, z, dy), &n->inputs[2]->type));
-        }
-        return;
-    }
-    case DL_IR_OP_REDUCE_SUM:
-    case DL_IR_OP_REDUCE_MEAN:
-    case DL_IR_OP_REDUCE_MAX:
-    case DL_IR_OP_REDUCE_MIN:
-        rule_reduce(a, n, dy);
-        return;
-    case DL_IR_OP_MATMUL:
-        rule_matmul(a, n, dy);
-        return;
-    case DL_IR_OP_GEMM:
-        rule_gemm(a, n, dy);
-        return;
-    case DL_IR_OP_CONV:
-        rule_conv(a, n, dy);
-        return;
-    case DL_IR_OP_CONV_TRANSPOSE:
-        rule_conv_transpose(a, n, dy);
-        return;
-    case DL_IR_OP_MAX_POOL:
-    case DL_IR_OP_AVERAGE_POOL: {
-        dl_ir_attr at[8];
-        size_t na = copy_attrs(n, at, 8);
-        accumulate(
-            a, n->inputs[0],
-            N1A(a, n->op == DL_IR_OP_MAX_POOL ? DL_IR_OP_MAX_POOL_GRAD : DL_IR_OP_AVERAGE_POOL_GRAD,
-                at, na, dy, n->inputs[0]));
-        return;
-    }
-    case DL_IR_OP_GLOBAL_AVERAGE_POOL: {
-        dl_ir_value *x = n->inputs[0];
-        double cnt = 1;
-        for (int32_t i = 2; i < x->type.rank; i++) {
-            cnt *= (double)x->type.dims[i].value;
-        }
-        accumulate(a, x, expand_to(a, mul_c(a, dy, cnt > 0 ? 1.0 / cnt : 0.0), &x->type));
-        return;
-    }
-    case DL_IR_OP_LAYER_NORMALIZATION:
-        rule_layer_norm(a, n, dy);
-        return;
-    case DL_IR_OP_SOFTMAX:
-    case DL_IR_OP_LOG_SOFTMAX:
-        rule_softmax(a, n, dy);
-        return;
-    case DL_IR_OP_RESHAPE:
-    case DL_IR_OP_FLATTEN:
-    case DL_IR_OP_SQUEEZE:
-    case DL_IR_OP_UNSQUEEZE:
-    case DL_IR_OP_TRANSPOSE:
-    case DL_IR_OP_EXPAND:
-    case DL_IR_OP_SLICE:
-    case DL_IR_OP_PAD:
-    case DL_IR_OP_GATHER:
-        rule_shape_like(a, n, dy);
-        return;
-    case DL_IR_OP_CONCAT:
-        rule_concat(a, n, dy);
-        return;
-    case DL_IR_OP_SPLIT:
-        rule_split(a, n);
-        return;
-    case DL_IR_OP_SOFTMAX_CROSS_ENTROPY_LOSS:
-    case DL_IR_OP_NEGATIVE_LOG_LIKELIHOOD_LOSS:
-        rule_loss(a, n, dy);
-        return;
-    case DL_IR_OP_MEAN_SQUARED_ERROR:
-        rule_mse(a, n, dy);
-        return;
-    case DL_IR_OP_BATCH_NORMALIZATION:
-        rule_batch_norm(a, n, dy);
-        return;
-    case DL_IR_OP_EQUAL:
-    case DL_IR_OP_LESS:
-    case DL_IR_OP_GREATER:
-    case DL_IR_OP_NOT:
-    case DL_IR_OP_AND:
-    case DL_IR_OP_OR:
-    case DL_IR_OP_ARG_MAX:
-        return; // integer / bool results carry no gradient
-    case DL_IR_OP_UNARY_GRAD:
-    case DL_IR_OP_SOFTMAX_CROSS_ENTROPY_LOSS_GRAD:
-    case DL_IR_OP_NEGATIVE_LOG_LIKELIHOOD_LOSS_GRAD:
-    case DL_IR_OP_LAYER_NORMALIZATION_GRAD:
-    case DL_IR_OP_BATCH_NORMALIZATION_GRAD:
-    case DL_IR_OP_CONV_GRAD_WEIGHT:
-    case DL_IR_OP_MAX_POOL_GRAD:
-    case DL_IR_OP_AVERAGE_POOL_GRAD:
-    case DL_IR_OP_GATHER_GRAD:
-    case DL_IR_OP_SLICE_GRAD:
-    case DL_IR_OP_PAD_GRAD:
-        ad_error(a, "internal gradient ops have no second derivative");
-        return;
-    case DL_IR_OP_COUNT:
-        break;
-    }
-    DL_UNREACHABLE();
+    rule(a, n, dy);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -176,123 +176,19 @@ const int64_t *dl_pass__sh_attr_ints(const dl_pass__sh *c, const char *name, siz
 // ---------------------------------------------------------------------------------------------
 // Driver
 
+// One rule per op, from the shape column of ir/ir_ops.def.
+typedef bool (*shape_rule)(dl_pass__sh *c);
+static const shape_rule shape_rules[] = {
+#define DL_OP(e, name, min_in, max_in, min_out, max_out, diff, kind, elem, inplace, fuse, nan, sh, \
+              ...)                                                                                 \
+    [DL_IR_OP_##e] = dl_pass__sh_##sh,
+#include "ir_ops.def"
+#undef DL_OP
+};
+_Static_assert(DL_ARRAY_LEN(shape_rules) == DL_IR_OP_COUNT, "one shape rule per op");
+
 static bool infer_node(dl_pass__sh *c) {
-    switch (c->n->op) {
-    case DL_IR_OP_ADD:
-    case DL_IR_OP_SUB:
-    case DL_IR_OP_MUL:
-    case DL_IR_OP_DIV:
-    case DL_IR_OP_MAX:
-    case DL_IR_OP_MIN:
-        return dl_pass__sh_nary(c, DL_SH_NUMERIC, -1);
-    case DL_IR_OP_NEG:
-    case DL_IR_OP_ABS:
-        return dl_pass__sh_unary(c, DL_SH_NUMERIC);
-    case DL_IR_OP_EXP:
-    case DL_IR_OP_LOG:
-    case DL_IR_OP_SQRT:
-    case DL_IR_OP_RECIPROCAL:
-    case DL_IR_OP_RELU:
-    case DL_IR_OP_LEAKY_RELU:
-    case DL_IR_OP_SIGMOID:
-    case DL_IR_OP_TANH:
-    case DL_IR_OP_ERF:
-    case DL_IR_OP_GELU:
-    case DL_IR_OP_SOFTPLUS:
-        return dl_pass__sh_unary(c, DL_SH_FLOAT);
-    case DL_IR_OP_POW:
-        return dl_pass__sh_pow(c);
-    case DL_IR_OP_CLIP:
-        return dl_pass__sh_clip(c);
-    case DL_IR_OP_WHERE:
-        return dl_pass__sh_where(c);
-    case DL_IR_OP_EQUAL:
-        return dl_pass__sh_nary(c, DL_SH_ANY, DL_DT_BOOL);
-    case DL_IR_OP_LESS:
-    case DL_IR_OP_GREATER:
-        return dl_pass__sh_nary(c, DL_SH_NUMERIC, DL_DT_BOOL);
-    case DL_IR_OP_NOT:
-        return dl_pass__sh_unary(c, DL_SH_BOOL);
-    case DL_IR_OP_AND:
-    case DL_IR_OP_OR:
-        return dl_pass__sh_nary(c, DL_SH_BOOL, DL_DT_BOOL);
-    case DL_IR_OP_CAST:
-        return dl_pass__sh_cast(c);
-    case DL_IR_OP_IDENTITY:
-        return dl_pass__sh_unary(c, DL_SH_ANY);
-    case DL_IR_OP_REDUCE_SUM:
-    case DL_IR_OP_REDUCE_MEAN:
-    case DL_IR_OP_REDUCE_MAX:
-    case DL_IR_OP_REDUCE_MIN:
-        return dl_pass__sh_reduce(c);
-    case DL_IR_OP_ARG_MAX:
-        return dl_pass__sh_argmax(c);
-    case DL_IR_OP_MATMUL:
-        return dl_pass__sh_matmul(c);
-    case DL_IR_OP_GEMM:
-        return dl_pass__sh_gemm(c);
-    case DL_IR_OP_CONV:
-        return dl_pass__sh_conv(c);
-    case DL_IR_OP_CONV_TRANSPOSE:
-        return dl_pass__sh_conv_transpose(c);
-    case DL_IR_OP_MAX_POOL:
-    case DL_IR_OP_AVERAGE_POOL:
-        return dl_pass__sh_pool(c);
-    case DL_IR_OP_GLOBAL_AVERAGE_POOL:
-        return dl_pass__sh_global_pool(c);
-    case DL_IR_OP_BATCH_NORMALIZATION:
-        return dl_pass__sh_batch_norm(c);
-    case DL_IR_OP_LAYER_NORMALIZATION:
-        return dl_pass__sh_layer_norm(c);
-    case DL_IR_OP_SOFTMAX:
-    case DL_IR_OP_LOG_SOFTMAX:
-        return dl_pass__sh_softmax(c);
-    case DL_IR_OP_DROPOUT:
-        return dl_pass__sh_dropout(c);
-    case DL_IR_OP_RESHAPE:
-        return dl_pass__sh_reshape(c);
-    case DL_IR_OP_TRANSPOSE:
-        return dl_pass__sh_transpose(c);
-    case DL_IR_OP_FLATTEN:
-        return dl_pass__sh_flatten(c);
-    case DL_IR_OP_CONCAT:
-        return dl_pass__sh_concat(c);
-    case DL_IR_OP_SPLIT:
-        return dl_pass__sh_split(c);
-    case DL_IR_OP_SLICE:
-        return dl_pass__sh_slice(c);
-    case DL_IR_OP_GATHER:
-        return dl_pass__sh_gather(c);
-    case DL_IR_OP_SQUEEZE:
-        return dl_pass__sh_squeeze(c);
-    case DL_IR_OP_UNSQUEEZE:
-        return dl_pass__sh_unsqueeze(c);
-    case DL_IR_OP_EXPAND:
-        return dl_pass__sh_expand(c);
-    case DL_IR_OP_PAD:
-        return dl_pass__sh_pad(c);
-    case DL_IR_OP_SOFTMAX_CROSS_ENTROPY_LOSS:
-    case DL_IR_OP_NEGATIVE_LOG_LIKELIHOOD_LOSS:
-        return dl_pass__sh_loss(c);
-    case DL_IR_OP_MEAN_SQUARED_ERROR:
-        return dl_pass__sh_mse(c);
-    case DL_IR_OP_UNARY_GRAD:
-    case DL_IR_OP_SOFTMAX_CROSS_ENTROPY_LOSS_GRAD:
-    case DL_IR_OP_NEGATIVE_LOG_LIKELIHOOD_LOSS_GRAD:
-    case DL_IR_OP_LAYER_NORMALIZATION_GRAD:
-    case DL_IR_OP_GATHER_GRAD:
-    case DL_IR_OP_SLICE_GRAD:
-    case DL_IR_OP_PAD_GRAD:
-        return dl_pass__sh_grad(c);
-    case DL_IR_OP_BATCH_NORMALIZATION_GRAD:
-    case DL_IR_OP_CONV_GRAD_WEIGHT:
-    case DL_IR_OP_MAX_POOL_GRAD:
-    case DL_IR_OP_AVERAGE_POOL_GRAD:
-        return dl_pass__sh_grad_nn(c);
-    case DL_IR_OP_COUNT:
-        break;
-    }
-    DL_UNREACHABLE();
+    return shape_rules[c->n->op](c);
 }
 
 static void reset_outputs(const dl_ir_node *n) {

@@ -67,6 +67,38 @@ bool dl_pass__sh_nary(dl_pass__sh *c, dl_pass__sh_kind k, int out_dt) {
     return true;
 }
 
+bool dl_pass__sh_unary_numeric(dl_pass__sh *c) {
+    return dl_pass__sh_unary(c, DL_SH_NUMERIC);
+}
+
+bool dl_pass__sh_unary_float(dl_pass__sh *c) {
+    return dl_pass__sh_unary(c, DL_SH_FLOAT);
+}
+
+bool dl_pass__sh_unary_bool(dl_pass__sh *c) {
+    return dl_pass__sh_unary(c, DL_SH_BOOL);
+}
+
+bool dl_pass__sh_unary_any(dl_pass__sh *c) {
+    return dl_pass__sh_unary(c, DL_SH_ANY);
+}
+
+bool dl_pass__sh_nary_numeric(dl_pass__sh *c) {
+    return dl_pass__sh_nary(c, DL_SH_NUMERIC, -1);
+}
+
+bool dl_pass__sh_compare_any(dl_pass__sh *c) {
+    return dl_pass__sh_nary(c, DL_SH_ANY, DL_DT_BOOL);
+}
+
+bool dl_pass__sh_compare_numeric(dl_pass__sh *c) {
+    return dl_pass__sh_nary(c, DL_SH_NUMERIC, DL_DT_BOOL);
+}
+
+bool dl_pass__sh_logical(dl_pass__sh *c) {
+    return dl_pass__sh_nary(c, DL_SH_BOOL, DL_DT_BOOL);
+}
+
 bool dl_pass__sh_pow(dl_pass__sh *c) {
     const dl_ir_type *x = sh_in(c, 0), *y = sh_in(c, 1);
     if (!dl_pass__sh_need_numeric(c, x, "base") || !dl_pass__sh_need_numeric(c, y, "exponent")) {

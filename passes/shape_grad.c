@@ -34,7 +34,7 @@ static bool need_input(dl_pass__sh *c, size_t i, const char *what) {
 }
 
 // UnaryGrad <op, alpha, approximate> (dy, x) -> dx: x's type; dy has x's dtype and shape.
-static bool unary_grad(dl_pass__sh *c) {
+bool dl_pass__sh_unary_grad(dl_pass__sh *c) {
     if (!need_input(c, 0, "dy") || !need_input(c, 1, "x")) {
         return false;
     }
@@ -50,7 +50,7 @@ static bool unary_grad(dl_pass__sh *c) {
 // {SoftmaxCrossEntropy,NegativeLogLikelihood}LossGrad <reduction, ignore_index>
 //   (dloss, x: [N, C, d...], labels: [N, d...] int, weights?: [C]) -> dx: x's type.
 // dloss: a float scalar for mean / sum, [N, d...] for none (the forward loss's output).
-static bool loss_grad(dl_pass__sh *c) {
+bool dl_pass__sh_loss_grad(dl_pass__sh *c) {
     if (!need_input(c, 0, "dloss") || !need_input(c, 1, "scores") || !need_input(c, 2, "labels")) {
         return false;
     }
@@ -97,7 +97,7 @@ static bool loss_grad(dl_pass__sh *c) {
 // LayerNormalizationGrad <axis, epsilon> (dy, x, scale) -> dx, dscale?, dbias?
 // dy has x's type; scale (x's dtype) must be exactly x.shape[axis:] (the broadcasting forms
 // the forward op accepts are not supported here); dscale and dbias have scale's type.
-static bool layer_norm_grad(dl_pass__sh *c) {
+bool dl_pass__sh_layer_norm_grad(dl_pass__sh *c) {
     if (!need_input(c, 0, "dy") || !need_input(c, 1, "X") || !need_input(c, 2, "Scale")) {
         return false;
     }
@@ -133,7 +133,7 @@ static bool layer_norm_grad(dl_pass__sh *c) {
 
 // GatherGrad <axis> (dy, indices, x) -> dx: x's type (x only gives the shape); dy must have the
 // shape Gather(x, indices) has: x[:axis] + indices.shape + x[axis+1:].
-static bool gather_grad(dl_pass__sh *c) {
+bool dl_pass__sh_gather_grad(dl_pass__sh *c) {
     if (!need_input(c, 0, "dy") || !need_input(c, 1, "indices") || !need_input(c, 2, "x")) {
         return false;
     }
@@ -159,7 +159,7 @@ static bool gather_grad(dl_pass__sh *c) {
 
 // SliceGrad <starts, ends, axes?, steps?> (dy, x) -> dx: x's type; dy has Slice(x)'s shape
 // (the forward rule's normalisation: negative starts/ends add the dim, then clamp).
-static bool slice_grad(dl_pass__sh *c) {
+bool dl_pass__sh_slice_grad(dl_pass__sh *c) {
     if (!need_input(c, 0, "dy") || !need_input(c, 1, "x")) {
         return false;
     }
@@ -180,7 +180,7 @@ static bool slice_grad(dl_pass__sh *c) {
 
 // PadGrad <mode, pads, value> (dy, x) -> dx: x's type; dy has Pad(x)'s shape
 // (x.shape + begin pads + end pads; negative pads crop).
-static bool pad_grad(dl_pass__sh *c) {
+bool dl_pass__sh_pad_grad(dl_pass__sh *c) {
     if (!need_input(c, 0, "dy") || !need_input(c, 1, "x")) {
         return false;
     }
@@ -203,26 +203,4 @@ static bool pad_grad(dl_pass__sh *c) {
     }
     *sh_out(c, 0) = *x;
     return true;
-}
-
-bool dl_pass__sh_grad(dl_pass__sh *c) {
-    // Partial switch (cast to int): shape.c's exhaustive switch sends only these ops here.
-    switch ((int)c->n->op) {
-    case DL_IR_OP_UNARY_GRAD:
-        return unary_grad(c);
-    case DL_IR_OP_SOFTMAX_CROSS_ENTROPY_LOSS_GRAD:
-    case DL_IR_OP_NEGATIVE_LOG_LIKELIHOOD_LOSS_GRAD:
-        return loss_grad(c);
-    case DL_IR_OP_LAYER_NORMALIZATION_GRAD:
-        return layer_norm_grad(c);
-    case DL_IR_OP_GATHER_GRAD:
-        return gather_grad(c);
-    case DL_IR_OP_SLICE_GRAD:
-        return slice_grad(c);
-    case DL_IR_OP_PAD_GRAD:
-        return pad_grad(c);
-    default:
-        break;
-    }
-    return dl_pass__sh_fail(c, "no shape rule for this op");
 }

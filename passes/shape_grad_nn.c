@@ -15,6 +15,17 @@
 #include <string.h>
 
 // dy must be [N, ch, o...] for x [N, ...]: the forward's output shape.
+// The op's required inputs (its min_inputs in the op table) must be present.
+static bool need_inputs(dl_pass__sh *c) {
+    size_t n_req = (size_t)dl_ir_op_get_info(c->n->op)->min_inputs;
+    for (size_t i = 0; i < n_req; i++) {
+        if (!sh_in(c, i)) {
+            return dl_pass__sh_fail(c, "input %zu is required", i);
+        }
+    }
+    return true;
+}
+
 static bool check_dy(dl_pass__sh *c, const dl_ir_type *dy, const dl_ir_type *x, int64_t ch,
                      const int64_t *o, const char *fwd) {
     bool ok =
@@ -37,7 +48,10 @@ static bool check_dy(dl_pass__sh *c, const dl_ir_type *dy, const dl_ir_type *x, 
 }
 
 // ConvGradWeight (dy: [N, M, OH, OW], x: [N, C, H, W]) -> dw: [M, C/group, kH, kW]
-static bool conv_grad_weight(dl_pass__sh *c) {
+bool dl_pass__sh_conv_grad_weight(dl_pass__sh *c) {
+    if (!need_inputs(c)) {
+        return false;
+    }
     const dl_ir_type *dy = sh_in(c, 0), *x = sh_in(c, 1);
     if (!dl_pass__sh_need_float(c, x, "x") || !dl_pass__sh_same_dtype(c, x, dy)) {
         return false;
@@ -71,7 +85,10 @@ static bool conv_grad_weight(dl_pass__sh *c) {
 }
 
 // MaxPoolGrad / AveragePoolGrad (dy: [N, C, o...], x: [N, C, d...]) -> dx: like x
-static bool pool_grad(dl_pass__sh *c) {
+bool dl_pass__sh_pool_grad(dl_pass__sh *c) {
+    if (!need_inputs(c)) {
+        return false;
+    }
     const dl_ir_type *dy = sh_in(c, 0), *x = sh_in(c, 1);
     if (!dl_pass__sh_need_float(c, x, "x") || !dl_pass__sh_same_dtype(c, x, dy)) {
         return false;
@@ -98,7 +115,10 @@ static bool pool_grad(dl_pass__sh *c) {
 
 // BatchNormalizationGrad (dy: like x, x: [N, C, ...], scale: [C]) -> dx like x, dscale and
 // dbias: [C]
-static bool batch_norm_grad(dl_pass__sh *c) {
+bool dl_pass__sh_batch_norm_grad(dl_pass__sh *c) {
+    if (!need_inputs(c)) {
+        return false;
+    }
     const dl_ir_type *dy = sh_in(c, 0), *x = sh_in(c, 1), *sc = sh_in(c, 2);
     if (!dl_pass__sh_need_float(c, x, "x") || !dl_pass__sh_same_dtype(c, x, dy) ||
         !dl_pass__sh_same_dtype(c, x, sc) || !dl_pass__sh_nonneg_float_attr(c, "epsilon")) {
@@ -130,25 +150,4 @@ static bool batch_norm_grad(dl_pass__sh *c) {
         }
     }
     return true;
-}
-
-bool dl_pass__sh_grad_nn(dl_pass__sh *c) {
-    size_t n_req = c->n->op == DL_IR_OP_BATCH_NORMALIZATION_GRAD ? 3 : 2;
-    for (size_t i = 0; i < n_req; i++) {
-        if (!sh_in(c, i)) {
-            return dl_pass__sh_fail(c, "input %zu is required", i);
-        }
-    }
-    switch ((int)c->n->op) { // partial: passes/shape.c sends only these ops here
-    case DL_IR_OP_CONV_GRAD_WEIGHT:
-        return conv_grad_weight(c);
-    case DL_IR_OP_MAX_POOL_GRAD:
-    case DL_IR_OP_AVERAGE_POOL_GRAD:
-        return pool_grad(c);
-    case DL_IR_OP_BATCH_NORMALIZATION_GRAD:
-        return batch_norm_grad(c);
-    default:
-        break;
-    }
-    return dl_pass__sh_fail(c, "no shape rule for this op");
 }

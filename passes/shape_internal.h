@@ -98,8 +98,19 @@ typedef enum dl_pass__sh_kind {
     DL_SH_BOOL,    // bool only
 } dl_pass__sh_kind;
 
-// Per-op rules.
+// Per-op rules: the shape hooks of ir/ir_ops.def (shape.c's table maps hook `x` to
+// dl_pass__sh_x).
 bool dl_pass__sh_unary(dl_pass__sh *c, dl_pass__sh_kind k);
+// The elementwise hooks: dl_pass__sh_unary / dl_pass__sh_nary with the dtype class (and result
+// dtype) the hook names.
+bool dl_pass__sh_unary_numeric(dl_pass__sh *c);
+bool dl_pass__sh_unary_float(dl_pass__sh *c);
+bool dl_pass__sh_unary_bool(dl_pass__sh *c);
+bool dl_pass__sh_unary_any(dl_pass__sh *c);
+bool dl_pass__sh_nary_numeric(dl_pass__sh *c);
+bool dl_pass__sh_compare_any(dl_pass__sh *c);
+bool dl_pass__sh_compare_numeric(dl_pass__sh *c);
+bool dl_pass__sh_logical(dl_pass__sh *c);
 // Broadcasting op over all present inputs of one dtype; result dtype out_dt (< 0: the inputs').
 bool dl_pass__sh_nary(dl_pass__sh *c, dl_pass__sh_kind k, int out_dt);
 bool dl_pass__sh_pow(dl_pass__sh *c);
@@ -153,7 +164,14 @@ bool dl_pass__shape_node(const dl_ir_module *m, const dl_ir_node *n, dl_diags *d
 // Internal gradient ops: shape_grad.c (UnaryGrad, loss grads, LayerNormalizationGrad,
 // GatherGrad, SliceGrad, PadGrad) and shape_grad_nn.c (ConvGradWeight, MaxPoolGrad,
 // AveragePoolGrad, BatchNormalizationGrad).
-bool dl_pass__sh_grad(dl_pass__sh *c);
-bool dl_pass__sh_grad_nn(dl_pass__sh *c);
+bool dl_pass__sh_unary_grad(dl_pass__sh *c);
+bool dl_pass__sh_loss_grad(dl_pass__sh *c);
+bool dl_pass__sh_layer_norm_grad(dl_pass__sh *c);
+bool dl_pass__sh_gather_grad(dl_pass__sh *c);
+bool dl_pass__sh_slice_grad(dl_pass__sh *c);
+bool dl_pass__sh_pad_grad(dl_pass__sh *c);
+bool dl_pass__sh_batch_norm_grad(dl_pass__sh *c);
+bool dl_pass__sh_conv_grad_weight(dl_pass__sh *c);
+bool dl_pass__sh_pool_grad(dl_pass__sh *c);
 
 #endif

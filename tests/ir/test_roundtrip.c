@@ -347,4 +347,42 @@ DL_TEST(canon_text_sensitivity) {
     free(h2);
 }
 
+// UnaryGrad's sub-op is typed inside (dl_ir_node_unary_grad_op) and stays the `op = "Name"`
+// attribute in the text: it prints and parses back identically.
+DL_TEST(unary_grad_op_roundtrip) {
+    static const char text[] = "model m\n"
+                               "input x : float[2, 3]\n"
+                               "input dy : float[2, 3]\n"
+                               "g = UnaryGrad <approximate = \"tanh\", op = \"Gelu\"> (dy, x)\n"
+                               "h = UnaryGrad <alpha = 0.2, op = \"LeakyRelu\"> (dy, x)\n"
+                               "output g\n"
+                               "output h\n";
+    dl_ir_module *m1 = parse("<text>", text, false);
+    DL_CHECK(m1 != NULL);
+    if (!m1) {
+        return;
+    }
+    DL_CHECK_EQ_I64(dl_ir_node_unary_grad_op(m1->nodes.data[0]), DL_IR_OP_GELU);
+    DL_CHECK_EQ_I64(dl_ir_node_unary_grad_op(m1->nodes.data[1]), DL_IR_OP_LEAKY_RELU);
+    char *p1 = NULL, *p2 = NULL;
+    DL_CHECK_OK(dl_ir_print(m1, &p1));
+    DL_CHECK(p1 && strstr(p1, "op = \"Gelu\"") && strstr(p1, "op = \"LeakyRelu\""));
+    dl_ir_module *m2 = p1 ? parse("<printout>", p1, false) : NULL;
+    DL_CHECK(m2 != NULL);
+    if (m2) {
+        DL_CHECK_OK(dl_ir_print(m2, &p2));
+        DL_CHECK(p2 && strcmp(p1, p2) == 0);
+        DL_CHECK_EQ_I64(dl_ir_node_unary_grad_op(m2->nodes.data[0]), DL_IR_OP_GELU);
+    }
+    free(p1);
+    free(p2);
+    dl_ir_module_destroy(m1);
+    dl_ir_module_destroy(m2);
+    // A name that is no UnaryGrad sub-op (MatMul has its own rule) is refused by the parser.
+    DL_CHECK(parse("<bad>",
+                   "model m\ninput x : float[2]\ng = UnaryGrad <op = \"MatMul\"> (x, x)\n"
+                   "output g\n",
+                   true) == NULL);
+}
+
 DL_TEST_MAIN()

@@ -10,3 +10,9 @@ target_link_libraries(test_ir_roundtrip PRIVATE dl_flags dl_frontend dl_ir dl_te
 target_compile_definitions(test_ir_roundtrip PRIVATE DL_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
 add_test(NAME ir_roundtrip COMMAND test_ir_roundtrip)
 set_tests_properties(ir_roundtrip PROPERTIES LABELS unit)
+
+# The op table's columns (ir/ir_ops.def) against each other.
+add_executable(test_op_table ${CMAKE_CURRENT_LIST_DIR}/test_op_table.c)
+target_link_libraries(test_op_table PRIVATE dl_flags dl_ir dl_test_harness)
+add_test(NAME ir_op_table COMMAND test_op_table)
+set_tests_properties(ir_op_table PROPERTIES LABELS unit)
