@@ -429,6 +429,27 @@ static LLVMValueRef df_softplus(cg *c, const dl_ir_node *n, LLVMValueRef dy, LLV
 }
 SCALAR(softplus, f_softplus, df_softplus)
 
+// HardSwish: x * min(max(x + 3, 0), 6) / 6 with ordered compares, so a NaN x stays NaN; the
+// derivative selects 0 / (x / 3 + 1/2) dy / dy (a NaN x passes dy). ir/eval_ops.c has the rule.
+static LLVMValueRef f_hard_swish(cg *c, const map_args *a, LLVMValueRef *in) {
+    (void)a;
+    LLVMValueRef x = in[0], zero = cg_f32(c, 0), six = cg_f32(c, 6);
+    LLVMValueRef r = LLVMBuildFAdd(c->b, x, cg_f32(c, 3), "");
+    r = LLVMBuildSelect(c->b, LLVMBuildFCmp(c->b, LLVMRealOLT, r, zero, ""), zero, r, "");
+    r = LLVMBuildSelect(c->b, LLVMBuildFCmp(c->b, LLVMRealOGT, r, six, ""), six, r, "");
+    return LLVMBuildFDiv(c->b, fmul(c, x, r), six, "");
+}
+static LLVMValueRef df_hard_swish(cg *c, const dl_ir_node *n, LLVMValueRef dy, LLVMValueRef x) {
+    (void)n;
+    LLVMValueRef mid =
+        LLVMBuildFAdd(c->b, LLVMBuildFDiv(c->b, x, cg_f32(c, 3), ""), cg_f32(c, 0.5), "");
+    LLVMValueRef g = LLVMBuildSelect(c->b, LLVMBuildFCmp(c->b, LLVMRealOLE, x, cg_f32(c, 3), ""),
+                                     fmul(c, dy, mid), dy, "");
+    return LLVMBuildSelect(c->b, LLVMBuildFCmp(c->b, LLVMRealOLT, x, cg_f32(c, -3), ""),
+                           cg_f32(c, 0), g, "");
+}
+SCALAR(hard_swish, f_hard_swish, df_hard_swish)
+
 static LLVMValueRef f_not(cg *c, const map_args *a, LLVMValueRef *in) {
     (void)a;
     return LLVMBuildNot(c->b, in[0], "");

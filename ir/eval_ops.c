@@ -316,6 +316,22 @@ static double d_softplus(const dl_ir__sp *p, double x) {
 }
 SCALAR(softplus, softplus, d_softplus)
 
+// HardSwish (ONNX opset 14; torch.nn.Hardswish's formula): x * min(max(x + 3, 0), 6) / 6, a NaN x
+// staying NaN. Derivative (torch's hardswish_backward): 0 below -3, x / 3 + 1/2 up to 3, then 1;
+// a NaN x passes dy (both tests are false).
+static double hard_swish(dl_ir__sp *p, const double *v, size_t n) {
+    (void)p, (void)n;
+    double x = v[0], r = x + 3;
+    r = r < 0 ? 0 : r;
+    r = r > 6 ? 6 : r;
+    return x * r / 6;
+}
+static double d_hard_swish(const dl_ir__sp *p, double x) {
+    (void)p;
+    return x < -3 ? 0.0 : (x <= 3 ? x / 3 + 0.5 : 1.0);
+}
+SCALAR(hard_swish, hard_swish, d_hard_swish)
+
 // Cast: the driver's rounding to the output dtype is the conversion (float -> int truncates
 // toward zero, saturating, NaN -> 0; -> bool is != 0; -> float16/bfloat16 rounds to nearest
 // even).

@@ -273,6 +273,17 @@ DL_TEST(gelu) {
             V(-0.15880800939172324, 0, 0.8411919906082768, 1.9545976940871754));
 }
 
+// HardSwish (PyTorch's formula x * min(max(x + 3, 0), 6) / 6) and its UnaryGrad derivative
+// (torch's hardswish_backward: 0 below -3, x / 3 + 1/2 up to 3 inclusive, 1 above; NaN passes dy).
+DL_TEST(hard_swish) {
+    const double x[8] = {-4, -3, -1, 0, 1.5, 3, 4, NAN};
+    const double dy[8] = {3, 3, 3, 3, 3, 3, 3, 3};
+    EXPECT1(DL_IR_OP_HARD_SWISH, INS(A(F, x, 8)), NOATTR, O(F, 8),
+            V(0, 0, -1.0 / 3, 0, 1.125, 3, 4, NAN));
+    EXPECT1(DL_IR_OP_UNARY_GRAD, INS(A(F, dy, 8), A(F, x, 8)), ATTRS(as("op", "HardSwish")),
+            O(F, 8), V(0, -1.5, 0.5, 1.5, 3, 4.5, 3, 3));
+}
+
 DL_TEST(clip) {
     const double x[] = {-3, -1, 0, 1, 3};
     EXPECT1(DL_IR_OP_CLIP, INS(A(F, x, 5)), NOATTR, O(F, 5), x); // unbounded
