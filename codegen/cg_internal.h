@@ -149,16 +149,42 @@ DL_NODISCARD dl_status dl_cg__lower_map(cg *c, const dl_ir_node *n);
 DL_NODISCARD dl_status dl_cg__lower_unary_grad(cg *c, const dl_ir_node *n);
 DL_NODISCARD dl_status dl_cg__lower_clip(cg *c, const dl_ir_node *n);
 DL_NODISCARD dl_status dl_cg__lower_dropout(cg *c, const dl_ir_node *n);
-DL_NODISCARD dl_status dl_cg__lower_reduce(cg *c, const dl_ir_node *n);
-DL_NODISCARD dl_status dl_cg__lower_linalg(cg *c, const dl_ir_node *n);
-DL_NODISCARD dl_status dl_cg__lower_nn(cg *c, const dl_ir_node *n);
-DL_NODISCARD dl_status dl_cg__lower_shape(cg *c, const dl_ir_node *n);
-DL_NODISCARD dl_status dl_cg__lower_loss(cg *c, const dl_ir_node *n);
-// Internal gradient ops: lower_grad.c (loss grads, LayerNormalizationGrad,
-// GatherGrad, SliceGrad, PadGrad) and lower_grad_nn.c (ConvGradWeight, MaxPoolGrad,
-// AveragePoolGrad, BatchNormalizationGrad).
-DL_NODISCARD dl_status dl_cg__lower_grad(cg *c, const dl_ir_node *n);
-DL_NODISCARD dl_status dl_cg__lower_grad_nn(cg *c, const dl_ir_node *n);
+#define DL_CG__LOWER_HOOK(x) DL_NODISCARD dl_status dl_cg__lower_##x(cg *c, const dl_ir_node *n)
+// lower_reduce.c
+DL_CG__LOWER_HOOK(reduce);
+DL_CG__LOWER_HOOK(arg_max);
+DL_CG__LOWER_HOOK(softmax);
+// lower_linalg.c
+DL_CG__LOWER_HOOK(matmul);
+DL_CG__LOWER_HOOK(gemm);
+// lower_nn.c
+DL_CG__LOWER_HOOK(conv);
+DL_CG__LOWER_HOOK(conv_transpose);
+DL_CG__LOWER_HOOK(pool);
+DL_CG__LOWER_HOOK(global_pool);
+DL_CG__LOWER_HOOK(batch_norm);
+DL_CG__LOWER_HOOK(layer_norm);
+// lower_shape.c
+DL_CG__LOWER_HOOK(copy);
+DL_CG__LOWER_HOOK(transpose);
+DL_CG__LOWER_HOOK(concat);
+DL_CG__LOWER_HOOK(split);
+DL_CG__LOWER_HOOK(slice);
+DL_CG__LOWER_HOOK(gather);
+DL_CG__LOWER_HOOK(expand);
+DL_CG__LOWER_HOOK(pad);
+// lower_loss.c
+DL_CG__LOWER_HOOK(loss);
+DL_CG__LOWER_HOOK(mse);
+// Internal gradient ops: lower_grad.c and lower_grad_nn.c.
+DL_CG__LOWER_HOOK(loss_grad);
+DL_CG__LOWER_HOOK(layer_norm_grad);
+DL_CG__LOWER_HOOK(gather_grad);
+DL_CG__LOWER_HOOK(slice_grad);
+DL_CG__LOWER_HOOK(pad_grad);
+DL_CG__LOWER_HOOK(conv_grad_weight);
+DL_CG__LOWER_HOOK(pool_grad);
+DL_CG__LOWER_HOOK(batch_norm_grad);
 // The train step (lower_train.c): after every node is lowered, builds the train_step entry (the
 // forward kernels the training roots need, every training-graph kernel, then the multi-tensor
 // step kernels: grad norm, prologue, optimizer update, assigns) from m->train and m->grads.
@@ -173,8 +199,8 @@ typedef struct dl_cg_memplan {
 DL_NODISCARD dl_status dl_cg__memplan(cg *c, dlrt_plan_buffer *bufs, size_t n_buf,
                                       dl_cg_memplan *out);
 void dl_cg__memplan_fini(dl_cg_memplan *p);
-// A family function switches over its own ops only (lower.c's table sends it nothing else), so
-// family files that still switch over dl_ir_op include DL_CG_FAMILY_SWITCHES_ARE_PARTIAL.
+// A file whose switches are partial on purpose (over its own ops or dtypes) includes
+// DL_CG_FAMILY_SWITCHES_ARE_PARTIAL (lower_nn.c: dtypes; memplan.c: its in-place op list).
 #define DL_CG_FAMILY_SWITCHES_ARE_PARTIAL _Pragma("GCC diagnostic ignored \"-Wswitch-enum\"")
 // Dispatches a node to its lowering hook (lower.c).
 DL_NODISCARD dl_status dl_cg__lower_node(cg *c, const dl_ir_node *n);

@@ -15,5 +15,13 @@ _Static_assert(DL_ARRAY_LEN(lower_hooks) == DL_IR_OP_COUNT, "one lowering hook p
 
 dl_status dl_cg__lower_node(cg *c, const dl_ir_node *n) {
     DL_ASSERT((unsigned)n->op < DL_IR_OP_COUNT);
+    // The op's required inputs (min_inputs in the op table) must be present.
+    size_t n_req = (size_t)dl_ir_op_get_info(n->op)->min_inputs;
+    for (size_t i = 0; i < n_req; i++) {
+        if (n->n_inputs <= i || !n->inputs[i]) {
+            cg_error(c, "input %zu is missing", i);
+            return DL_ERR_UNSUPPORTED;
+        }
+    }
     return lower_hooks[n->op](c, n);
 }

@@ -29,8 +29,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-DL_CG_FAMILY_SWITCHES_ARE_PARTIAL
-
 #define LN_CB   256 // normalised columns per dscale/dbias iteration
 #define GG_BC   256 // inner elements per GatherGrad iteration
 #define LOSS_CH 32  // most iterations of a "mean" loss grad kernel
@@ -675,22 +673,24 @@ static dl_status lower_pad_grad(cg *c, const dl_ir_node *n) {
 
 // ---------------------------------------------------------------------------------------------
 
-dl_status dl_cg__lower_grad(cg *c, const dl_ir_node *n) {
-    switch (n->op) {
-    case DL_IR_OP_SOFTMAX_CROSS_ENTROPY_LOSS_GRAD:
-    case DL_IR_OP_NEGATIVE_LOG_LIKELIHOOD_LOSS_GRAD:
-        return lower_loss_grad(c, n);
-    case DL_IR_OP_LAYER_NORMALIZATION_GRAD:
-        return lower_layer_norm_grad(c, n);
-    case DL_IR_OP_GATHER_GRAD:
-        return lower_gather_grad(c, n);
-    case DL_IR_OP_SLICE_GRAD:
-        return lower_slice_grad(c, n);
-    case DL_IR_OP_PAD_GRAD:
-        return lower_pad_grad(c, n);
-    default:
-        break;
-    }
-    cg_error(c, "%s is not lowered yet", dl_ir_op_get_info(n->op)->name);
-    return DL_ERR_UNSUPPORTED;
+// Hooks of lower.c's table.
+
+dl_status dl_cg__lower_loss_grad(cg *c, const dl_ir_node *n) {
+    return lower_loss_grad(c, n);
+}
+
+dl_status dl_cg__lower_layer_norm_grad(cg *c, const dl_ir_node *n) {
+    return lower_layer_norm_grad(c, n);
+}
+
+dl_status dl_cg__lower_gather_grad(cg *c, const dl_ir_node *n) {
+    return lower_gather_grad(c, n);
+}
+
+dl_status dl_cg__lower_slice_grad(cg *c, const dl_ir_node *n) {
+    return lower_slice_grad(c, n);
+}
+
+dl_status dl_cg__lower_pad_grad(cg *c, const dl_ir_node *n) {
+    return lower_pad_grad(c, n);
 }

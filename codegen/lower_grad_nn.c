@@ -27,8 +27,6 @@
 #include <math.h>
 #include <string.h>
 
-DL_CG_FAMILY_SWITCHES_ARE_PARTIAL
-
 // ---------------------------------------------------------------------------------------------
 // Small helpers (the ones shared with lower_nn.c: cg_geometry.h)
 
@@ -648,25 +646,16 @@ static dl_status lower_batch_norm_grad(cg *c, const dl_ir_node *n) {
 
 // ---------------------------------------------------------------------------------------------
 
-dl_status dl_cg__lower_grad_nn(cg *c, const dl_ir_node *n) {
-    size_t n_req = n->op == DL_IR_OP_BATCH_NORMALIZATION_GRAD ? 3 : 2;
-    for (size_t i = 0; i < n_req; i++) {
-        if (n->n_inputs <= i || !n->inputs[i]) {
-            cg_error(c, "input %zu is missing", i);
-            return DL_ERR_UNSUPPORTED;
-        }
-    }
-    switch (n->op) {
-    case DL_IR_OP_CONV_GRAD_WEIGHT:
-        return lower_conv_grad_weight(c, n);
-    case DL_IR_OP_MAX_POOL_GRAD:
-    case DL_IR_OP_AVERAGE_POOL_GRAD:
-        return lower_pool_grad(c, n);
-    case DL_IR_OP_BATCH_NORMALIZATION_GRAD:
-        return lower_batch_norm_grad(c, n);
-    default:
-        break;
-    }
-    cg_error(c, "%s is not lowered by this family", dl_ir_op_get_info(n->op)->name);
-    return DL_ERR_UNSUPPORTED;
+// Hooks of lower.c's table (which checked the required inputs).
+
+dl_status dl_cg__lower_conv_grad_weight(cg *c, const dl_ir_node *n) {
+    return lower_conv_grad_weight(c, n);
+}
+
+dl_status dl_cg__lower_pool_grad(cg *c, const dl_ir_node *n) {
+    return lower_pool_grad(c, n);
+}
+
+dl_status dl_cg__lower_batch_norm_grad(cg *c, const dl_ir_node *n) {
+    return lower_batch_norm_grad(c, n);
 }

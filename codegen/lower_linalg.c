@@ -44,8 +44,6 @@
 
 #include <string.h>
 
-DL_CG_FAMILY_SWITCHES_ARE_PARTIAL
-
 #define MAX_MR 16 // accumulator rows of the widest microkernel
 
 // The static description of one (batched) product.
@@ -731,14 +729,12 @@ static dl_status lower_gemm(cg *c, const dl_ir_node *n) {
     return emit_prob(c, &p, true);
 }
 
-dl_status dl_cg__lower_linalg(cg *c, const dl_ir_node *n) {
-    switch (n->op) {
-    case DL_IR_OP_MATMUL:
-        return lower_matmul(c, n);
-    case DL_IR_OP_GEMM:
-        return lower_gemm(c, n);
-    default:
-        cg_error(c, "not a linear-algebra op");
-        return DL_ERR_UNSUPPORTED;
-    }
+// Hooks of lower.c's table.
+
+dl_status dl_cg__lower_matmul(cg *c, const dl_ir_node *n) {
+    return lower_matmul(c, n);
+}
+
+dl_status dl_cg__lower_gemm(cg *c, const dl_ir_node *n) {
+    return lower_gemm(c, n);
 }

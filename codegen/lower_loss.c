@@ -24,8 +24,6 @@
 #include <math.h>
 #include <string.h>
 
-DL_CG_FAMILY_SWITCHES_ARE_PARTIAL
-
 #define LANES 64
 
 // ---------------------------------------------------------------------------------------------
@@ -260,15 +258,12 @@ static dl_status lower_mse(cg *c, const dl_ir_node *n) {
 
 // ---------------------------------------------------------------------------------------------
 
+// Hooks of lower.c's table.
+
 dl_status dl_cg__lower_loss(cg *c, const dl_ir_node *n) {
-    switch (n->op) {
-    case DL_IR_OP_SOFTMAX_CROSS_ENTROPY_LOSS:
-    case DL_IR_OP_NEGATIVE_LOG_LIKELIHOOD_LOSS:
-        return lower_nll_sce(c, n);
-    case DL_IR_OP_MEAN_SQUARED_ERROR:
-        return lower_mse(c, n);
-    default:
-        break;
-    }
-    DL_UNREACHABLE();
+    return lower_nll_sce(c, n);
+}
+
+dl_status dl_cg__lower_mse(cg *c, const dl_ir_node *n) {
+    return lower_mse(c, n);
 }

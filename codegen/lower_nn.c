@@ -1043,24 +1043,28 @@ static dl_status lower_layer_norm(cg *c, const dl_ir_node *n) {
 
 // ---------------------------------------------------------------------------------------------
 
-dl_status dl_cg__lower_nn(cg *c, const dl_ir_node *n) {
-    switch (n->op) {
-    case DL_IR_OP_CONV:
-        return lower_conv(c, n);
-    case DL_IR_OP_CONV_TRANSPOSE:
-        return lower_conv_transpose(c, n);
-    case DL_IR_OP_MAX_POOL:
-    case DL_IR_OP_AVERAGE_POOL:
-        return lower_pool(c, n);
-    case DL_IR_OP_GLOBAL_AVERAGE_POOL:
-        return lower_global_avg_pool(c, n);
-    case DL_IR_OP_BATCH_NORMALIZATION:
-        return lower_batch_norm(c, n);
-    case DL_IR_OP_LAYER_NORMALIZATION:
-        return lower_layer_norm(c, n);
-    default:
-        break;
-    }
-    cg_error(c, "not supported by the cpu backend yet");
-    return DL_ERR_UNSUPPORTED;
+// Hooks of lower.c's table.
+
+dl_status dl_cg__lower_conv(cg *c, const dl_ir_node *n) {
+    return lower_conv(c, n);
+}
+
+dl_status dl_cg__lower_conv_transpose(cg *c, const dl_ir_node *n) {
+    return lower_conv_transpose(c, n);
+}
+
+dl_status dl_cg__lower_pool(cg *c, const dl_ir_node *n) {
+    return lower_pool(c, n);
+}
+
+dl_status dl_cg__lower_global_pool(cg *c, const dl_ir_node *n) {
+    return lower_global_avg_pool(c, n);
+}
+
+dl_status dl_cg__lower_batch_norm(cg *c, const dl_ir_node *n) {
+    return lower_batch_norm(c, n);
+}
+
+dl_status dl_cg__lower_layer_norm(cg *c, const dl_ir_node *n) {
+    return lower_layer_norm(c, n);
 }

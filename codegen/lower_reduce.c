@@ -24,8 +24,6 @@
 #include <math.h>
 #include <string.h>
 
-DL_CG_FAMILY_SWITCHES_ARE_PARTIAL
-
 // Lanes (output elements) handled by one outer iteration when the kept innermost dim is
 // contiguous: 64 f32 accumulators = 256 bytes of stack, four AVX-512 vectors.
 #define LANES 64
@@ -502,26 +500,21 @@ dl_status dl_cg__emit_softmax(cg *c, dl_ir_value *y, dl_ir_value *x, int32_t axi
 
 // ---------------------------------------------------------------------------------------------
 
+// Hooks of lower.c's table.
+
 dl_status dl_cg__lower_reduce(cg *c, const dl_ir_node *n) {
-    switch (n->op) {
-    case DL_IR_OP_REDUCE_SUM:
-    case DL_IR_OP_REDUCE_MEAN:
-    case DL_IR_OP_REDUCE_MAX:
-    case DL_IR_OP_REDUCE_MIN:
-        return lower_reduce_op(c, n);
-    case DL_IR_OP_ARG_MAX:
-        return lower_argmax(c, n);
-    case DL_IR_OP_SOFTMAX:
-    case DL_IR_OP_LOG_SOFTMAX: {
-        dl_ir_value *x = n->inputs[0];
-        int32_t ax;
-        if (!norm_axis(c, dl_ir_node_attr_int(n, "axis"), x->type.rank, &ax)) {
-            return DL_ERR_SHAPE;
-        }
-        return dl_cg__emit_softmax(c, n->outputs[0], x, ax, n->op == DL_IR_OP_LOG_SOFTMAX);
+    return lower_reduce_op(c, n);
+}
+
+dl_status dl_cg__lower_arg_max(cg *c, const dl_ir_node *n) {
+    return lower_argmax(c, n);
+}
+
+dl_status dl_cg__lower_softmax(cg *c, const dl_ir_node *n) {
+    dl_ir_value *x = n->inputs[0];
+    int32_t ax;
+    if (!norm_axis(c, dl_ir_node_attr_int(n, "axis"), x->type.rank, &ax)) {
+        return DL_ERR_SHAPE;
     }
-    default:
-        break;
-    }
-    DL_UNREACHABLE();
+    return dl_cg__emit_softmax(c, n->outputs[0], x, ax, n->op == DL_IR_OP_LOG_SOFTMAX);
 }

@@ -18,8 +18,6 @@
 
 #include <string.h>
 
-DL_CG_FAMILY_SWITCHES_ARE_PARTIAL
-
 // ---------------------------------------------------------------------------------------------
 // Raw element access
 
@@ -670,30 +668,36 @@ static dl_status lower_pad(cg *c, const dl_ir_node *n) {
 
 // ---------------------------------------------------------------------------------------------
 
-dl_status dl_cg__lower_shape(cg *c, const dl_ir_node *n) {
-    switch (n->op) {
-    case DL_IR_OP_RESHAPE:
-    case DL_IR_OP_FLATTEN:
-    case DL_IR_OP_SQUEEZE:
-    case DL_IR_OP_UNSQUEEZE:
-        return lower_flat_copy(c, n);
-    case DL_IR_OP_TRANSPOSE:
-        return lower_transpose(c, n);
-    case DL_IR_OP_CONCAT:
-        return lower_concat(c, n);
-    case DL_IR_OP_SPLIT:
-        return lower_split(c, n);
-    case DL_IR_OP_SLICE:
-        return lower_slice(c, n);
-    case DL_IR_OP_GATHER:
-        return lower_gather(c, n);
-    case DL_IR_OP_EXPAND:
-        return lower_expand(c, n);
-    case DL_IR_OP_PAD:
-        return lower_pad(c, n);
-    default:
-        break;
-    }
-    cg_error(c, "not a shape op");
-    return DL_ERR_UNSUPPORTED;
+// Hooks of lower.c's table.
+
+dl_status dl_cg__lower_copy(cg *c, const dl_ir_node *n) {
+    return lower_flat_copy(c, n);
+}
+
+dl_status dl_cg__lower_transpose(cg *c, const dl_ir_node *n) {
+    return lower_transpose(c, n);
+}
+
+dl_status dl_cg__lower_concat(cg *c, const dl_ir_node *n) {
+    return lower_concat(c, n);
+}
+
+dl_status dl_cg__lower_split(cg *c, const dl_ir_node *n) {
+    return lower_split(c, n);
+}
+
+dl_status dl_cg__lower_slice(cg *c, const dl_ir_node *n) {
+    return lower_slice(c, n);
+}
+
+dl_status dl_cg__lower_gather(cg *c, const dl_ir_node *n) {
+    return lower_gather(c, n);
+}
+
+dl_status dl_cg__lower_expand(cg *c, const dl_ir_node *n) {
+    return lower_expand(c, n);
+}
+
+dl_status dl_cg__lower_pad(cg *c, const dl_ir_node *n) {
+    return lower_pad(c, n);
 }

@@ -16,15 +16,6 @@
 
 #define ERR(...) dl_ir__node_err(cx, __VA_ARGS__)
 
-static dl_status need_inputs(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in, size_t n) {
-    for (size_t i = 0; i < n; i++) {
-        if (i >= n_in || !in[i]) {
-            return ERR("input %zu is missing", i);
-        }
-    }
-    return DL_OK;
-}
-
 static bool same_shape(const dl_ir__et *a, const dl_ir__et *b) {
     if (a->rank != b->rank) {
         return false;
@@ -292,31 +283,40 @@ static dl_status pad_grad(dl_ir__ectx *cx, dl_ir__et *const *in, dl_ir__et *y) {
 
 // ---------------------------------------------------------------------------------------------
 
-dl_status dl_ir__eval_grad(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in, dl_ir__et *out,
-                           size_t n_out) {
-    // Partial switch (cast to int): dl_ir__eval_node's exhaustive switch sends only these here.
-    switch ((int)cx->node->op) {
-    case DL_IR_OP_UNARY_GRAD:
-        DL_TRY(need_inputs(cx, in, n_in, 2));
-        return unary_grad(cx, in, &out[0]);
-    case DL_IR_OP_SOFTMAX_CROSS_ENTROPY_LOSS_GRAD:
-    case DL_IR_OP_NEGATIVE_LOG_LIKELIHOOD_LOSS_GRAD:
-        DL_TRY(need_inputs(cx, in, n_in, 3));
-        return loss_grad(cx, in, n_in, &out[0]);
-    case DL_IR_OP_LAYER_NORMALIZATION_GRAD:
-        DL_TRY(need_inputs(cx, in, n_in, 3));
-        return layer_norm_grad(cx, in, out, n_out);
-    case DL_IR_OP_GATHER_GRAD:
-        DL_TRY(need_inputs(cx, in, n_in, 3));
-        return gather_grad(cx, in, &out[0]);
-    case DL_IR_OP_SLICE_GRAD:
-        DL_TRY(need_inputs(cx, in, n_in, 2));
-        return slice_grad(cx, in, &out[0]);
-    case DL_IR_OP_PAD_GRAD:
-        DL_TRY(need_inputs(cx, in, n_in, 2));
-        return pad_grad(cx, in, &out[0]);
-    default:
-        break;
-    }
-    return ERR("not implemented in the evaluator");
+// Hooks of the evaluator's table (eval_ops.c); dl_ir__eval_node checked the required inputs.
+
+dl_status dl_ir__ev_unary_grad(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in, dl_ir__et *out,
+                               size_t n_out) {
+    (void)n_in, (void)n_out;
+    return unary_grad(cx, in, &out[0]);
+}
+
+dl_status dl_ir__ev_loss_grad(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in, dl_ir__et *out,
+                              size_t n_out) {
+    (void)n_out;
+    return loss_grad(cx, in, n_in, &out[0]);
+}
+
+dl_status dl_ir__ev_layer_norm_grad(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in,
+                                    dl_ir__et *out, size_t n_out) {
+    (void)n_in;
+    return layer_norm_grad(cx, in, out, n_out);
+}
+
+dl_status dl_ir__ev_gather_grad(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in, dl_ir__et *out,
+                                size_t n_out) {
+    (void)n_in, (void)n_out;
+    return gather_grad(cx, in, &out[0]);
+}
+
+dl_status dl_ir__ev_slice_grad(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in, dl_ir__et *out,
+                               size_t n_out) {
+    (void)n_in, (void)n_out;
+    return slice_grad(cx, in, &out[0]);
+}
+
+dl_status dl_ir__ev_pad_grad(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in, dl_ir__et *out,
+                             size_t n_out) {
+    (void)n_in, (void)n_out;
+    return pad_grad(cx, in, &out[0]);
 }

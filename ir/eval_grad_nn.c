@@ -241,25 +241,22 @@ static dl_status batch_norm_grad(dl_ir__ectx *cx, dl_ir__et *const *in, dl_ir__e
     return DL_OK;
 }
 
-dl_status dl_ir__eval_grad_nn(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in, dl_ir__et *out,
+// Hooks of the evaluator's table (eval_ops.c); dl_ir__eval_node checked the required inputs.
+
+dl_status dl_ir__ev_conv_grad_weight(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in,
+                                     dl_ir__et *out, size_t n_out) {
+    (void)n_in, (void)n_out;
+    return conv_grad_weight(cx, in[0], in[1], &out[0]);
+}
+
+dl_status dl_ir__ev_pool_grad(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in, dl_ir__et *out,
                               size_t n_out) {
-    size_t n_req = cx->node->op == DL_IR_OP_BATCH_NORMALIZATION_GRAD ? 3 : 2;
-    for (size_t i = 0; i < n_req; i++) {
-        if (i >= n_in || !in[i]) {
-            return ERR("input %zu is missing", i);
-        }
-    }
-    // Partial switch (cast to int): dl_ir__eval_node sends only these ops here.
-    switch ((int)cx->node->op) {
-    case DL_IR_OP_CONV_GRAD_WEIGHT:
-        return conv_grad_weight(cx, in[0], in[1], &out[0]);
-    case DL_IR_OP_MAX_POOL_GRAD:
-    case DL_IR_OP_AVERAGE_POOL_GRAD:
-        return pool_grad(cx, in[0], in[1], &out[0]);
-    case DL_IR_OP_BATCH_NORMALIZATION_GRAD:
-        return batch_norm_grad(cx, in, out, n_out);
-    default:
-        break;
-    }
-    return ERR("not an op of the NN gradient family");
+    (void)n_in, (void)n_out;
+    return pool_grad(cx, in[0], in[1], &out[0]);
+}
+
+dl_status dl_ir__ev_batch_norm_grad(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in,
+                                    dl_ir__et *out, size_t n_out) {
+    (void)n_in;
+    return batch_norm_grad(cx, in, out, n_out);
 }

@@ -49,17 +49,51 @@ void dl_ir__scalar_params(const dl_ir_node *n, dl_dtype in_dt, dl_dtype out_dt, 
 // f'(x) of op's scalar function (UnaryGrad's sub-op); false when op's scalar has no derivative.
 bool dl_ir__unary_deriv(dl_ir_op op, const dl_ir__sp *p, double x, double *out);
 
-// Kernel families (hooks of dl_ir__eval_node's table).
-DL_NODISCARD dl_status dl_ir__eval_nn(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in,
+// The evaluator's hooks: the eval column of ir/ir_ops.def, hook `x` being dl_ir__ev_x. Each takes
+// the node's inputs (in[i] NULL for an omitted optional one; dl_ir__eval_node has checked the
+// required ones, min_inputs in the op table) and its pre-allocated outputs.
+typedef dl_status (*dl_ir__eval_hook)(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in,
                                       dl_ir__et *out, size_t n_out);
-
-// Internal gradient ops: eval_grad.c (UnaryGrad, the loss grads, LayerNormalizationGrad,
-// GatherGrad, SliceGrad, PadGrad) and eval_grad_nn.c (ConvGradWeight, MaxPoolGrad,
-// AveragePoolGrad, BatchNormalizationGrad).
-DL_NODISCARD dl_status dl_ir__eval_grad(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in,
-                                        dl_ir__et *out, size_t n_out);
-DL_NODISCARD dl_status dl_ir__eval_grad_nn(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in,
-                                           dl_ir__et *out, size_t n_out);
+#define DL_IR__EV_HOOK(x)                                                                          \
+    DL_NODISCARD dl_status dl_ir__ev_##x(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in,       \
+                                         dl_ir__et *out, size_t n_out)
+// eval_ops.c: elementwise (map: through the op's scalar function), reductions, shape ops.
+DL_IR__EV_HOOK(map);
+DL_IR__EV_HOOK(clip);
+DL_IR__EV_HOOK(reduce);
+DL_IR__EV_HOOK(arg_max);
+DL_IR__EV_HOOK(copy);
+DL_IR__EV_HOOK(transpose);
+DL_IR__EV_HOOK(concat);
+DL_IR__EV_HOOK(split);
+DL_IR__EV_HOOK(slice);
+DL_IR__EV_HOOK(gather);
+DL_IR__EV_HOOK(expand);
+DL_IR__EV_HOOK(pad);
+// eval_nn.c: linear algebra, convolution, pooling, normalisation, softmax, dropout, losses.
+DL_IR__EV_HOOK(matmul);
+DL_IR__EV_HOOK(gemm);
+DL_IR__EV_HOOK(conv);
+DL_IR__EV_HOOK(conv_transpose);
+DL_IR__EV_HOOK(pool);
+DL_IR__EV_HOOK(global_pool);
+DL_IR__EV_HOOK(batch_norm);
+DL_IR__EV_HOOK(layer_norm);
+DL_IR__EV_HOOK(softmax);
+DL_IR__EV_HOOK(dropout);
+DL_IR__EV_HOOK(sce);
+DL_IR__EV_HOOK(nll);
+DL_IR__EV_HOOK(mse);
+// eval_grad.c and eval_grad_nn.c: the internal gradient ops.
+DL_IR__EV_HOOK(unary_grad);
+DL_IR__EV_HOOK(loss_grad);
+DL_IR__EV_HOOK(layer_norm_grad);
+DL_IR__EV_HOOK(gather_grad);
+DL_IR__EV_HOOK(slice_grad);
+DL_IR__EV_HOOK(pad_grad);
+DL_IR__EV_HOOK(conv_grad_weight);
+DL_IR__EV_HOOK(pool_grad);
+DL_IR__EV_HOOK(batch_norm_grad);
 
 // Index normalisation shared by a forward op (eval_ops.c) and its gradient (eval_grad.c), so
 // the adjoint reads exactly the elements the forward wrote.

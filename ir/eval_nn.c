@@ -734,42 +734,79 @@ static dl_status mse(dl_ir__ectx *cx, const dl_ir__et *a, const dl_ir__et *b, dl
 
 // ---------------------------------------------------------------------------------------------
 
-dl_status dl_ir__eval_nn(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in, dl_ir__et *out,
+// Hooks of the evaluator's table (eval_ops.c); dl_ir__eval_node checked the required inputs.
+
+dl_status dl_ir__ev_matmul(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in, dl_ir__et *out,
+                           size_t n_out) {
+    (void)n_in, (void)n_out;
+    return matmul(cx, in[0], in[1], &out[0]);
+}
+
+dl_status dl_ir__ev_gemm(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in, dl_ir__et *out,
                          size_t n_out) {
-    dl_ir_op op = cx->node->op;
-    // dl_ir__eval_node checked the required inputs (min_inputs in the op table).
-    // Partial switch (cast to int): dl_ir__eval_node's exhaustive switch sends only these here.
-    switch ((int)op) {
-    case DL_IR_OP_MATMUL:
-        return matmul(cx, in[0], in[1], &out[0]);
-    case DL_IR_OP_GEMM:
-        return gemm(cx, in, n_in, &out[0]);
-    case DL_IR_OP_CONV:
-        return conv(cx, in, n_in, &out[0]);
-    case DL_IR_OP_CONV_TRANSPOSE:
-        return conv_transpose(cx, in, n_in, &out[0]);
-    case DL_IR_OP_MAX_POOL:
-    case DL_IR_OP_AVERAGE_POOL:
-        return pool(cx, in[0], out, n_out);
-    case DL_IR_OP_GLOBAL_AVERAGE_POOL:
-        return global_avg_pool(cx, in[0], &out[0]);
-    case DL_IR_OP_BATCH_NORMALIZATION:
-        return batch_norm(cx, in, out, n_out);
-    case DL_IR_OP_LAYER_NORMALIZATION:
-        return layer_norm(cx, in, n_in, out, n_out);
-    case DL_IR_OP_SOFTMAX:
-    case DL_IR_OP_LOG_SOFTMAX:
-        return softmax(cx, in[0], &out[0]);
-    case DL_IR_OP_DROPOUT:
-        return dropout(cx, in, n_in, out, n_out);
-    case DL_IR_OP_SOFTMAX_CROSS_ENTROPY_LOSS:
-        return sce(cx, in, n_in, out, n_out);
-    case DL_IR_OP_NEGATIVE_LOG_LIKELIHOOD_LOSS:
-        return nll(cx, in[0]->d, in[0]->dims, in[0]->rank, in[1], n_in > 2 ? in[2] : NULL, &out[0]);
-    case DL_IR_OP_MEAN_SQUARED_ERROR:
-        return mse(cx, in[0], in[1], &out[0]);
-    default:
-        break;
-    }
-    DL_UNREACHABLE();
+    (void)n_out;
+    return gemm(cx, in, n_in, &out[0]);
+}
+
+dl_status dl_ir__ev_conv(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in, dl_ir__et *out,
+                         size_t n_out) {
+    (void)n_out;
+    return conv(cx, in, n_in, &out[0]);
+}
+
+dl_status dl_ir__ev_conv_transpose(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in,
+                                   dl_ir__et *out, size_t n_out) {
+    (void)n_out;
+    return conv_transpose(cx, in, n_in, &out[0]);
+}
+
+dl_status dl_ir__ev_pool(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in, dl_ir__et *out,
+                         size_t n_out) {
+    (void)n_in;
+    return pool(cx, in[0], out, n_out);
+}
+
+dl_status dl_ir__ev_global_pool(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in, dl_ir__et *out,
+                                size_t n_out) {
+    (void)n_in, (void)n_out;
+    return global_avg_pool(cx, in[0], &out[0]);
+}
+
+dl_status dl_ir__ev_batch_norm(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in, dl_ir__et *out,
+                               size_t n_out) {
+    (void)n_in;
+    return batch_norm(cx, in, out, n_out);
+}
+
+dl_status dl_ir__ev_layer_norm(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in, dl_ir__et *out,
+                               size_t n_out) {
+    return layer_norm(cx, in, n_in, out, n_out);
+}
+
+dl_status dl_ir__ev_softmax(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in, dl_ir__et *out,
+                            size_t n_out) {
+    (void)n_in, (void)n_out;
+    return softmax(cx, in[0], &out[0]);
+}
+
+dl_status dl_ir__ev_dropout(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in, dl_ir__et *out,
+                            size_t n_out) {
+    return dropout(cx, in, n_in, out, n_out);
+}
+
+dl_status dl_ir__ev_sce(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in, dl_ir__et *out,
+                        size_t n_out) {
+    return sce(cx, in, n_in, out, n_out);
+}
+
+dl_status dl_ir__ev_nll(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in, dl_ir__et *out,
+                        size_t n_out) {
+    (void)n_out;
+    return nll(cx, in[0]->d, in[0]->dims, in[0]->rank, in[1], n_in > 2 ? in[2] : NULL, &out[0]);
+}
+
+dl_status dl_ir__ev_mse(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in, dl_ir__et *out,
+                        size_t n_out) {
+    (void)n_in, (void)n_out;
+    return mse(cx, in[0], in[1], &out[0]);
 }

@@ -391,7 +391,7 @@ static bool same_dims(const dl_ir__et *a, const dl_ir__et *b) {
 
 // Every elementwise op lowered by `map`: out[i] = scalar(in[0][i'], ..., in[n-1][i']) with i'
 // the broadcast position of i in each input.
-static dl_status ev_map(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in, dl_ir__et *out,
+dl_status dl_ir__ev_map(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in, dl_ir__et *out,
                         size_t n_out) {
     (void)n_out;
     const dl_ir_node *n = cx->node;
@@ -530,19 +530,12 @@ static dl_status reduce(dl_ir__ectx *cx, const dl_ir__et *x, dl_ir__et *y) {
         }
         int64_t o = dl_ir__ravel(c, kdims, x->rank);
         double v = x->d[i];
-        switch ((int)op) {
-        case DL_IR_OP_REDUCE_SUM:
-        case DL_IR_OP_REDUCE_MEAN:
-            y->d[o] += v;
-            break;
-        case DL_IR_OP_REDUCE_MAX:
+        if (op == DL_IR_OP_REDUCE_MAX) {
             y->d[o] = fmax_nan(y->d[o], v);
-            break;
-        case DL_IR_OP_REDUCE_MIN:
+        } else if (op == DL_IR_OP_REDUCE_MIN) {
             y->d[o] = fmin_nan(y->d[o], v);
-            break;
-        default:
-            DL_UNREACHABLE();
+        } else { // ReduceSum, ReduceMean
+            y->d[o] += v;
         }
     }
     if (op == DL_IR_OP_REDUCE_MEAN) {
@@ -920,83 +913,76 @@ static dl_status pad(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in, dl_ir__
 // Dispatch: one hook per op, from the eval column of ir_ops.def. Every hook takes the node's
 // inputs (in[i] NULL for an omitted optional input) and its pre-allocated outputs.
 
-typedef dl_status (*eval_hook)(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in, dl_ir__et *out,
-                               size_t n_out);
-
-static dl_status ev_clip(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in, dl_ir__et *out,
+dl_status dl_ir__ev_clip(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in, dl_ir__et *out,
                          size_t n_out) {
     (void)n_out;
     return clip(cx, in, n_in, &out[0]);
 }
 
-static dl_status ev_reduce(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in, dl_ir__et *out,
+dl_status dl_ir__ev_reduce(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in, dl_ir__et *out,
                            size_t n_out) {
     (void)n_in, (void)n_out;
     return reduce(cx, in[0], &out[0]);
 }
 
-static dl_status ev_arg_max(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in, dl_ir__et *out,
+dl_status dl_ir__ev_arg_max(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in, dl_ir__et *out,
                             size_t n_out) {
     (void)n_in, (void)n_out;
     return arg_max(cx, in[0], &out[0]);
 }
 
-static dl_status ev_copy(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in, dl_ir__et *out,
+dl_status dl_ir__ev_copy(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in, dl_ir__et *out,
                          size_t n_out) {
     (void)n_in, (void)n_out;
     return same_numel_copy(cx, in[0], &out[0]);
 }
 
-static dl_status ev_transpose(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in, dl_ir__et *out,
+dl_status dl_ir__ev_transpose(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in, dl_ir__et *out,
                               size_t n_out) {
     (void)n_in, (void)n_out;
     return transpose(cx, in[0], &out[0]);
 }
 
-static dl_status ev_concat(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in, dl_ir__et *out,
+dl_status dl_ir__ev_concat(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in, dl_ir__et *out,
                            size_t n_out) {
     (void)n_out;
     return concat(cx, in, n_in, &out[0]);
 }
 
-static dl_status ev_split(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in, dl_ir__et *out,
+dl_status dl_ir__ev_split(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in, dl_ir__et *out,
                           size_t n_out) {
     (void)n_in;
     return split(cx, in[0], out, n_out);
 }
 
-static dl_status ev_slice(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in, dl_ir__et *out,
+dl_status dl_ir__ev_slice(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in, dl_ir__et *out,
                           size_t n_out) {
     (void)n_in, (void)n_out;
     return slice(cx, in[0], &out[0]);
 }
 
-static dl_status ev_gather(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in, dl_ir__et *out,
+dl_status dl_ir__ev_gather(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in, dl_ir__et *out,
                            size_t n_out) {
     (void)n_in, (void)n_out;
     return gather(cx, in[0], in[1], &out[0]);
 }
 
-static dl_status ev_expand(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in, dl_ir__et *out,
+dl_status dl_ir__ev_expand(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in, dl_ir__et *out,
                            size_t n_out) {
     (void)n_in, (void)n_out;
     return expand(cx, in[0], &out[0]);
 }
 
-static dl_status ev_pad(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in, dl_ir__et *out,
+dl_status dl_ir__ev_pad(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in, dl_ir__et *out,
                         size_t n_out) {
     (void)n_out;
     return pad(cx, in, n_in, &out[0]);
 }
 
-#define ev_nn      dl_ir__eval_nn
-#define ev_grad    dl_ir__eval_grad
-#define ev_grad_nn dl_ir__eval_grad_nn
-
-static const eval_hook eval_hooks[] = {
+static const dl_ir__eval_hook eval_hooks[] = {
 #define DL_OP(e, name, min_in, max_in, min_out, max_out, diff, kind, elem, inplace, fuse, nan, sh, \
               ev, ...)                                                                             \
-    [DL_IR_OP_##e] = ev_##ev,
+    [DL_IR_OP_##e] = dl_ir__ev_##ev,
 #include "ir_ops.def"
 #undef DL_OP
 };
