@@ -16,18 +16,6 @@
 
 #define ERR(...) dl_ir__node_err(cx, __VA_ARGS__)
 
-static bool same_shape(const dl_ir__et *a, const dl_ir__et *b) {
-    if (a->rank != b->rank) {
-        return false;
-    }
-    for (int32_t i = 0; i < a->rank; i++) {
-        if (a->dims[i] != b->dims[i]) {
-            return false;
-        }
-    }
-    return true;
-}
-
 // ---------------------------------------------------------------------------------------------
 // UnaryGrad: dx = dy * f'(x), f' being the derivative next to the sub-op's scalar function in
 // eval_ops.c (conventions at kinks and NaN there).
@@ -35,7 +23,7 @@ static bool same_shape(const dl_ir__et *a, const dl_ir__et *b) {
 static dl_status unary_grad(dl_ir__ectx *cx, dl_ir__et *const *in, dl_ir__et *y) {
     const dl_ir_node *n = cx->node;
     const dl_ir__et *dy = in[0], *x = in[1];
-    if (!same_shape(dy, x) || y->n != x->n) {
+    if (!dl_ir__same_shape(dy, x) || y->n != x->n) {
         return ERR("dy, x and dx must have one shape");
     }
     dl_ir_op op = dl_ir_node_unary_grad_op(n);
@@ -151,7 +139,7 @@ static dl_status layer_norm_grad(dl_ir__ectx *cx, dl_ir__et *const *in, dl_ir__e
         outer *= x->dims[i];
     }
     int64_t M = outer ? x->n / outer : 0;
-    if (!same_shape(dy, x) || out[0].n != x->n || sc->n != M) {
+    if (!dl_ir__same_shape(dy, x) || out[0].n != x->n || sc->n != M) {
         return ERR("dy must have X's shape and Scale its normalised shape");
     }
     for (size_t k = 1; k < n_out; k++) {

@@ -124,6 +124,8 @@ int64_t dl_ir__ravel(const int64_t *coord, const int64_t *dims, int32_t rank);
 // Flat index into `t` of the element that broadcasts (numpy rules, right-aligned, size-1 dims
 // repeat) to coordinate `oc` of a tensor of rank `orank`.
 int64_t dl_ir__bcast_index(const dl_ir__et *t, const int64_t *oc, int32_t orank);
+// True when a and b have the same rank and dims.
+bool dl_ir__same_shape(const dl_ir__et *a, const dl_ir__et *b);
 // True when `t` broadcasts to `dims` (rank `rank`).
 bool dl_ir__bcast_ok(const dl_ir__et *t, const int64_t *dims, int32_t rank);
 // Normalises a possibly negative axis; false if out of [-rank, rank).

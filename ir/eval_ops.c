@@ -377,7 +377,7 @@ bool dl_ir__unary_deriv(dl_ir_op op, const dl_ir__sp *p, double x, double *out) 
     return true;
 }
 
-static bool same_dims(const dl_ir__et *a, const dl_ir__et *b) {
+bool dl_ir__same_shape(const dl_ir__et *a, const dl_ir__et *b) {
     if (a->rank != b->rank) {
         return false;
     }
@@ -403,7 +403,7 @@ dl_status dl_ir__ev_map(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in, dl_i
         if (!in[k] || !dl_ir__bcast_ok(in[k], y->dims, y->rank)) {
             return ERR("input %zu does not broadcast to the output shape", k);
         }
-        flat = flat && same_dims(in[k], y);
+        flat = flat && dl_ir__same_shape(in[k], y);
     }
     dl_ir__sp sp;
     dl_ir__scalar_params(n, in[0]->dtype, y->dtype, &sp);
