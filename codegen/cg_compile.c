@@ -70,12 +70,25 @@ static dl_status memplan_cb(void *ctx, dlrt_plan_buffer *bufs, size_t n_buf,
 
 // The plan blob of the lowered module (plan.c reads the records, never LLVM objects).
 static dl_status plan_build(cg *c, const char *target, uint8_t **out, size_t *out_len) {
+    // The kernels' symbol names (LLVM keeps value names NUL-terminated), for the plan's kernel
+    // table: what a device looks kernels up by.
+    cg_cstr *fn_names = dl_mem_alloc((c->fns.len ? c->fns.len : 1) * sizeof *fn_names);
+    if (!fn_names) {
+        return DL_ERR_NOMEM;
+    }
+    for (size_t i = 0; i < c->fns.len; i++) {
+        size_t len = 0;
+        fn_names[i] = LLVMGetValueName2(c->fns.data[i], &len);
+    }
     cg_plan_in in = {
         .m = c->m,
         .d = c->d,
         .target = target,
+        .device = c->target->index_model == CG_INDEX_GPU_GRID ? DLRT_PLAN_DEVICE_CUDA
+                                                              : DLRT_PLAN_DEVICE_CPU,
         .value_buf = c->value_buf,
         .n_fns = c->fns.len,
+        .fn_names = {fn_names, c->fns.len},
         .kernels = {c->kernels.data, c->kernels.len},
         .args = {c->args.data, c->args.len},
         .infer_kernels = {c->infer_kernels.data, c->infer_kernels.len},
@@ -95,7 +108,9 @@ static dl_status plan_build(cg *c, const char *target, uint8_t **out, size_t *ou
         .memplan = memplan_cb,
         .memplan_ctx = c,
     };
-    return dl_cg__plan_build(&in, out, out_len);
+    dl_status st = dl_cg__plan_build(&in, out, out_len);
+    free(fn_names);
+    return st;
 }
 
 static void cg_fini(cg *c) {

@@ -55,8 +55,10 @@ typedef struct cg_plan_in {
     const dl_ir_module *m;
     dl_diags *d;
     const char *target;        // the target description the plan records
+    uint32_t device;           // DLRT_PLAN_DEVICE_* the kernels run on
     const uint32_t *value_buf; // buffer id of each IR value (by value id)
     size_t n_fns;              // kernel table size (kernel record i is table entry i)
+    CG_SPAN(cg_cstr) fn_names; // n_fns kernel symbol names (the functions' names in the module)
     CG_SPAN(cg_kernel_rec) kernels;
     CG_SPAN(uint32_t) args;
     CG_SPAN(uint32_t) infer_kernels; // indices into kernels, in execution order

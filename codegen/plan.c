@@ -432,10 +432,14 @@ static dl_status build_plan(const cg_plan_in *c, blob *out) {
     for (size_t i = 0; i < c->n_fns; i++) {
         const cg_kernel_rec *r = &c->kernels.data[i];
         DL_ASSERT(r->fn == i);
+        // Format 5: the kernel's symbol name, what a device looks kernels up by. CPU kernels carry
+        // no launch data (the executor splits their range); a GPU plan's grid, block and shared
+        // memory (and its device image) are the GPU backend's to fill.
         fsig[i] = (dlrt_plan_fn){.range = r->range,
                                  .n_args = r->n_args,
                                  .n_out = r->n_out,
                                  .first_extent = (uint32_t)fext.len};
+        fsig[i].name_off = put_string(&pc, c->fn_names.data[i], &fsig[i].name_len);
         for (uint32_t a = 0; a < r->n_args; a++) {
             if (!DL_VEC_PUSH(&fext, bufs[c->args.data[r->first_arg + a]].size)) {
                 st = DL_ERR_NOMEM;
@@ -478,11 +482,15 @@ static dl_status build_plan(const cg_plan_in *c, blob *out) {
                                    .n_args = r->n_args,
                                    .n_out = r->n_out,
                                    .range = r->range,
-                                   .op = r->op,
                                    .src_line = r->src_line,
                                    .first_dep = dep_first[i],
                                    .n_deps = dep_count[i]};
         ks[i].name_off = put_string(&pc, r->name, &ks[i].name_len);
+        // Format 5: the op names as a string (the runtime never sees IR op ids); the train
+        // step's own kernels come from no node.
+        ks[i].ops_off = put_string(
+            &pc, r->op == UINT32_MAX ? "TrainStep" : dl_ir_op_get_info((dl_ir_op)r->op)->name,
+            &ks[i].ops_len);
         seq[i] = (uint32_t)i; // now the entry lists: plan records in order
     }
     dlrt_plan_hdr h;
@@ -502,6 +510,8 @@ static dl_status build_plan(const cg_plan_in *c, blob *out) {
     h.entry_count[DLRT_ENTRY_TRAIN_STEP] = (uint32_t)n_tr;
     h.model_name_off = put_string(&pc, m->name, &h.model_name_len);
     h.target_off = put_string(&pc, c->target, &h.target_len);
+    h.device = c->device;
+    h.image_kind = DLRT_IMAGE_NONE; // no device image in the plan yet (off_image = size_image = 0)
     h.optimizer = c->has_train ? c->optimizer : DLRT_OPTIM_NONE;
     h.hyper_buffer = c->has_train ? c->hyper_buf : UINT32_MAX;
     h.loss_buffer = c->has_train ? c->loss_buf : UINT32_MAX;

@@ -7,6 +7,14 @@
 // batches ahead of the steps; a profiler records every kernel. samples/train_fmnist.c is a
 // complete trainer in one file. Errors are returned as dlrt_status, never printed; the
 // message is available from dlrt_last_error().
+//
+// Devices: a model runs on the device it was compiled for (dlrt_model_device), and a session's
+// tensors live in that device's memory (dlrt_tensor_desc.device). The copy functions
+// (dlrt_session_set_input, dlrt_session_input_copy, dlrt_session_output_copy,
+// dlrt_session_get_param, dlrt_session_set_param, checkpoints) work on every device; the
+// zero-copy ones (dlrt_session_output's pointer, dlrt_session_bind_input) give or take memory of
+// the device, which is host memory on the CPU. This libdlrt has the CPU device; the CUDA device
+// comes with the GPU backend (a session of a CUDA artifact is DLRT_ERR_UNSUPPORTED until then).
 #ifndef DLRT_H
 #define DLRT_H
 
@@ -47,13 +55,22 @@ typedef enum dlrt_dtype {
 
 #define DLRT_MAX_DIMS 8
 
+// Where a model's code runs and a session's tensors live (the values of runtime/dlrt_format.h's
+// DLRT_PLAN_DEVICE_*).
+typedef enum dlrt_device_kind {
+    DLRT_DEVICE_CPU = 0,  // host memory: pointers the runtime gives are plain host pointers
+    DLRT_DEVICE_CUDA = 1, // an NVIDIA GPU's memory: pointers the runtime gives are CUDA device
+                          // pointers (CUdeviceptr values), not to be dereferenced by the host
+} dlrt_device_kind;
+
 // Describes a named tensor of a model. `name` is BORROWED from the model and lives as long as it.
 typedef struct dlrt_tensor_desc {
     const char *name;
     dlrt_dtype dtype;
     int32_t rank;
     int64_t dims[DLRT_MAX_DIMS];
-    size_t nbytes; // element count * element size
+    size_t nbytes;           // element count * element size
+    dlrt_device_kind device; // where the tensor lives in a session of the model
 } dlrt_tensor_desc;
 
 // A loaded artifact: immutable, shared by sessions, reference counted.
@@ -93,6 +110,10 @@ DLRT_API void dlrt_model_release(dlrt_model *m); // NULL is a no-op
 // The model's name and the target it was compiled for ("x86_64-pc-linux-gnu/znver3"); BORROWED.
 DLRT_API const char *dlrt_model_name(const dlrt_model *m);
 DLRT_API const char *dlrt_model_target(const dlrt_model *m);
+// The kind of device the model's code runs on (DLRT_DEVICE_CPU for a NULL model). Thread-safe.
+DLRT_API dlrt_device_kind dlrt_model_device(const dlrt_model *m);
+// "cpu", "cuda" (static strings; "unknown" for other values). Thread-safe.
+DLRT_API const char *dlrt_device_name(dlrt_device_kind kind);
 // Interface tensors, in declaration order. Index out of range gives DLRT_ERR_INVALID_ARG.
 DLRT_API size_t dlrt_model_num_inputs(const dlrt_model *m);
 DLRT_API size_t dlrt_model_num_outputs(const dlrt_model *m);
@@ -101,14 +122,17 @@ DLRT_API dlrt_status dlrt_model_input(const dlrt_model *m, size_t i, dlrt_tensor
 DLRT_API dlrt_status dlrt_model_output(const dlrt_model *m, size_t i, dlrt_tensor_desc *out);
 DLRT_API dlrt_status dlrt_model_param(const dlrt_model *m, size_t i, dlrt_tensor_desc *out);
 
-// Creates a session: allocates its memory and initialises every param from the artifact's
-// initialisers (deterministic: the same values on every machine and run). Retains `m`.
+// Creates a session on the model's device: allocates its memory and initialises every param
+// from the artifact's initialisers (deterministic: the same values on every machine and run).
+// Retains `m`. DLRT_ERR_UNSUPPORTED when this runtime has no device of the model's kind.
 // Thread-safe with respect to other sessions of the same model.
 DLRT_API dlrt_status dlrt_session_create(dlrt_model *m, dlrt_session **out);
 DLRT_API void dlrt_session_destroy(dlrt_session *s); // NULL is a no-op; releases the model
+// The device the session's tensors live on (that of its model).
+DLRT_API dlrt_device_kind dlrt_session_device(const dlrt_session *s);
 
-// Copies `size` bytes (exactly the input's nbytes) into input `name`, in the session's own
-// memory (ending a dlrt_session_bind_input of that input).
+// Copies `size` bytes (exactly the input's nbytes) of host memory into input `name`, in the
+// session's own memory (ending a dlrt_session_bind_input of that input). Any device.
 DLRT_API dlrt_status dlrt_session_set_input(dlrt_session *s, const char *name, const void *data,
                                             size_t size);
 // Zero-copy input: the following steps read input `name` directly from `data` (`size` bytes,
@@ -118,18 +142,31 @@ DLRT_API dlrt_status dlrt_session_set_input(dlrt_session *s, const char *name, c
 // session's memory) or the session is destroyed. Kernels only read inputs, so the same memory
 // may back several inputs or sessions, but it must not overlap an output or param of the
 // session. Costs a few pointer stores, never a copy. DLRT_ERR_INVALID_ARG for an unknown name,
-// a wrong size, NULL data or a misaligned pointer.
+// a wrong size, NULL data or a misaligned pointer. CPU sessions only (`data` is host memory);
+// DLRT_ERR_UNSUPPORTED on a device whose kernels cannot read host memory (use set_input).
 DLRT_API dlrt_status dlrt_session_bind_input(dlrt_session *s, const char *name, const void *data,
                                              size_t size);
 // Runs the `infer` entry point on the current inputs and params. DLRT_ERR_INVALID_ARG (naming
 // it) when an input the entry point reads was never set or bound since the session was made
 // (it would otherwise read zeros). dlrt_session_train_step checks its inputs the same way.
 DLRT_API dlrt_status dlrt_session_infer(dlrt_session *s);
-// Gives a BORROWED pointer to output `name` (valid until the next step or destroy) and, when
-// `desc` is non-NULL, its description.
+// Gives a BORROWED pointer to output `name` in the session's memory and, when `desc` is
+// non-NULL, its description (desc->device says where the pointer points), valid and holding
+// the last step's values until the next step or destroy, as on every device. On the CPU it is a
+// host pointer, read in place. On a CUDA device it is a device pointer (CUdeviceptr) for CUDA code
+// on the session's stream, never for the host to dereference: dlrt_session_output_copy is the
+// portable way to read an output.
 DLRT_API dlrt_status dlrt_session_output(dlrt_session *s, const char *name, const void **data,
                                          dlrt_tensor_desc *desc);
-// Reads / writes param `name` (exactly nbytes).
+// Copies output `name` (exactly its nbytes, `size`) into host memory `data`, on any device.
+// DLRT_ERR_INVALID_ARG for an unknown name, a wrong size or NULL data.
+DLRT_API dlrt_status dlrt_session_output_copy(dlrt_session *s, const char *name, void *data,
+                                              size_t size);
+// Copies the current contents of input `name` (as set or bound; zeros if never given) into host
+// memory `data` (exactly its nbytes), on any device. Errors as dlrt_session_output_copy.
+DLRT_API dlrt_status dlrt_session_input_copy(dlrt_session *s, const char *name, void *data,
+                                             size_t size);
+// Reads / writes param `name` (exactly nbytes) from / to host memory, on any device.
 DLRT_API dlrt_status dlrt_session_get_param(dlrt_session *s, const char *name, void *data,
                                             size_t size);
 DLRT_API dlrt_status dlrt_session_set_param(dlrt_session *s, const char *name, const void *data,

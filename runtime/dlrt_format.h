@@ -1,21 +1,36 @@
 // runtime/dlrt_format.h — the on-disk layout of a dlcc artifact's plan. Header-only and free of
 // dependencies: codegen writes it, the runtime validates and reads it (STYLE.md 3.1).
 //
-// An artifact is an ELF shared object followed by a dlrt_artifact_trailer (format 4): a checksum
-// of every byte before it, checked before the object is handed to the dynamic loader, so an
-// accidentally damaged file is refused cleanly instead of crashing ld.so or a kernel. The ELF
-// part exports one symbol, `dlcc_artifact_v1`, a dlrt_artifact_desc that points at
+// An artifact is an ELF shared object followed by a dlrt_artifact_trailer: a checksum of every
+// byte before it, checked before the object is handed to the dynamic loader, so an accidentally
+// damaged file is refused cleanly instead of crashing ld.so or a kernel. The ELF part exports
+// one symbol, `dlcc_artifact_v1`, a dlrt_artifact_desc that points at
 //   - the plan: a little-endian byte blob laid out as below, and
-//   - the kernel table: kernel function pointers, indexed by dlrt_plan_kernel.fn.
+//   - the kernel table: for a CPU plan, kernel function pointers indexed by dlrt_plan_kernel.fn
+//     (a device plan has no host code: the table may be absent and kernels are found by name).
 // The checksum guards against accidents only (XXH3 is unkeyed: anyone can recompute it); a forged
 // or buggy plan is caught by the runtime's validation of the plan, which must make every kernel
 // stay inside the session arena whatever the plan says (see dlrt_plan_fn).
-// Kernel ABI (every kernel): void k(void *const *args, int64_t begin, int64_t end)
+//
+// Format 5 (this one) makes the plan device-neutral: the header names the device kind the code
+// was compiled for (DLRT_PLAN_DEVICE_*); every kernel-table entry carries its kernel's symbol name
+// (what a CUDA device looks up with cuModuleGetFunction in the device image; the CPU keeps its
+// function-pointer table, entry i being the function named by entry i) and its launch data; the
+// plan carries a device image section (a cubin or PTX module, empty for the CPU); and kernel
+// records name their IR ops as a string ("MatMul+Add+Relu" for a fused kernel), so the runtime
+// never needs the IR's op numbering. A runtime refuses every other version (DLRT_ERR_UNSUPPORTED,
+// "recompile it"); the driver's cache key includes DLRT_FORMAT_VERSION, so old cache entries are
+// never served.
+//
+// Kernel ABI, CPU (every kernel): void k(void *const *args, int64_t begin, int64_t end)
 //   args:  one pointer per argument buffer of the kernel (dlrt_plan_kernel.first_arg ...),
 //          outputs first, then inputs, in the order codegen chose;
 //   [begin, end): the sub-range of the kernel's outer parallel dimension to compute, a subset of
 //          [0, range). Any partition of [0, range) across threads gives the same bytes, so the
 //          executor may split a kernel without recompiling.
+// Kernel ABI, CUDA (format 5 reserves it; the GPU issue implements it): a kernel takes one
+// device pointer per argument, in the same order, and is launched once on the grid and block of
+// its dlrt_plan_fn with shared_bytes of dynamic shared memory; its code covers [0, range).
 //
 // Plan blob (all offsets are from the start of the blob, all integers little-endian, every
 // table 8-byte aligned):
@@ -25,7 +40,8 @@
 //   dlrt_plan_tensor[n_tensors]   named interface tensors: inputs, outputs, params
 //   dlrt_plan_kernel[n_kernels]
 //   dlrt_plan_hparam[n_hparams]   named scalars of the train step's hyper buffer (format 2)
-//   dlrt_plan_fn[n_fns]           what each compiled kernel touches (format 4)
+//   dlrt_plan_fn[n_fns]           what each compiled kernel is and touches (format 4; names and
+//                                 launch data: format 5)
 //   uint64_t fn_extents[n_fn_extents]  per kernel-table entry, per argument: bytes it touches
 //   uint32_t args[n_args]         buffer ids, referenced by kernels
 //   uint32_t entry_kernels[n_entry_kernels]  kernel ids in execution order per entry point
@@ -33,6 +49,7 @@
 //   uint32_t deps[n_deps]         per kernel, the earlier kernels it must wait for (sorted)
 //   char strings[size_strings]    names (not NUL-terminated; offset + length; no NUL inside)
 //   uint8_t data[size_data]       constant and literal-initialiser bytes
+//   uint8_t image[size_image]     format 5: the device image (DLRT_IMAGE_*; empty for the CPU)
 // The runtime treats the plan as untrusted: every id, offset and size is bounds-checked on load.
 #ifndef DLRT_FORMAT_H
 #define DLRT_FORMAT_H
@@ -40,7 +57,7 @@
 #include <stdint.h>
 
 #define DLRT_PLAN_MAGIC      "DLRTPLAN"
-#define DLRT_FORMAT_VERSION  4u
+#define DLRT_FORMAT_VERSION  5u
 #define DLRT_ARTIFACT_SYMBOL "dlcc_artifact_v1"
 #define DLRT_MAX_RANK        8
 #define DLRT_BUFFER_ALIGN    64u
@@ -101,6 +118,21 @@ enum {
     DLRT_ISA_AVX512DQ = 1u << 6,
     DLRT_ISA_AVX512VL = 1u << 7,
     DLRT_ISA_BMI2 = 1u << 8,
+};
+
+// Format 5: the kind of device an artifact's code runs on (dlrt_plan_hdr.device). The values
+// equal runtime/dlrt.h's dlrt_device_kind.
+enum {
+    DLRT_PLAN_DEVICE_CPU = 0,  // host code in the ELF object; kernels called through `fns`
+    DLRT_PLAN_DEVICE_CUDA = 1, // device code in the image; kernels looked up by name
+    DLRT_PLAN_DEVICE_COUNT = 2,
+};
+
+// Format 5: what the device image section holds (dlrt_plan_hdr.image_kind).
+enum {
+    DLRT_IMAGE_NONE = 0,  // no image (size_image == 0): the CPU
+    DLRT_IMAGE_CUBIN = 1, // a CUDA ELF module (cuModuleLoadData)
+    DLRT_IMAGE_PTX = 2,   // NUL-terminated PTX text (cuModuleLoadData JIT-compiles it)
 };
 
 // Entry points.
@@ -201,9 +233,16 @@ typedef struct dlrt_plan_hdr {
     // extents (n_fn_extents uint64_t at off_fn_extents).
     uint64_t off_fns, off_fn_extents;
     uint32_t n_fn_extents;
-    uint32_t reserved4; // 0
+    // Format 5: the device kind (DLRT_PLAN_DEVICE_*) the kernels were compiled for; target_off /
+    // target_len name the exact target ("x86_64-pc-linux-gnu skylake-avx512", "cuda:sm_90").
+    uint32_t device;
+    uint32_t image_kind; // DLRT_IMAGE_* (DLRT_IMAGE_NONE for the CPU)
+    uint32_t reserved5;  // 0
+    // The device image: bytes [off_image, off_image + size_image) of the plan, 64-byte aligned
+    // (both 0 for the CPU).
+    uint64_t off_image, size_image;
 } dlrt_plan_hdr;
-_Static_assert(sizeof(dlrt_plan_hdr) == 232, "abi: dlrt_plan_hdr");
+_Static_assert(sizeof(dlrt_plan_hdr) == 256, "abi: dlrt_plan_hdr");
 
 typedef struct dlrt_plan_buffer {
     uint64_t size;     // bytes (0 allowed for empty tensors)
@@ -237,31 +276,45 @@ _Static_assert(sizeof(dlrt_plan_tensor) == 136, "abi: dlrt_plan_tensor");
 // overlapping memory where one writes, and the kernels of one node among themselves. Format 4
 // lists only the nearest conflicting accesses (per arena byte range: the last writer, and for a
 // writer the readers since), so the list is linear in the graph, not quadratic.
+// Format 5: ops_off / ops_len name the IR ops the kernel computes, as a string: one op name
+// ("MatMul"), or for a fused kernel the names in execution order joined by '+'
+// ("MatMul+Add+Relu"); "TrainStep" for the train step's own kernels, which come from no node. The
+// runtime only shows it (profiler, diagnostics): it never parses it into op ids.
+#define DLRT_OPS_SEPARATOR '+'
 typedef struct dlrt_plan_kernel {
-    uint32_t fn;        // index into the kernel table
+    uint32_t fn;        // index into the kernel table (its name, signature and launch data)
     uint32_t first_arg; // into args
     uint32_t n_args;
     uint32_t n_out;              // the first n_out arguments are written, the rest only read
     int64_t range;               // size of the outer parallel dimension (>= 1)
-    uint32_t op;                 // the IR op it came from (for the profiler), or UINT32_MAX
-    uint32_t src_line;           // .dlg line of the node (0 = none)
+    uint32_t ops_off, ops_len;   // op names, in strings (may be empty)
+    uint32_t src_line;           // .dlg line of the (first) node (0 = none)
+    uint32_t reserved;           // 0
     uint32_t name_off, name_len; // node name (first output), in strings
     uint32_t first_dep, n_deps;  // into deps
 } dlrt_plan_kernel;
-_Static_assert(sizeof(dlrt_plan_kernel) == 48, "abi: dlrt_plan_kernel");
+_Static_assert(sizeof(dlrt_plan_kernel) == 56, "abi: dlrt_plan_kernel");
 
 // Format 4: the signature of kernel-table entry i, as compiled. The kernel's code reaches at
 // most extents[first_extent + a] bytes from argument pointer a and iterates over [0, range), so a
 // plan kernel record using it must agree (same n_args, n_out and range) and give every argument
 // a buffer at least that large: then no plan, forged or buggy, makes a kernel touch memory
 // outside its buffers. The first n_out arguments are written.
+// Format 5: the kernel's symbol name (non-empty, unique in the table: the LLVM function name; a
+// CUDA device resolves it in the device image with cuModuleGetFunction, the CPU uses fns[i]) and
+// its launch data. CPU kernels split [0, range) across threads and carry zeros; a CUDA kernel is
+// launched once on grid x block threads (every component >= 1) with shared_bytes of dynamic
+// shared memory.
 typedef struct dlrt_plan_fn {
     int64_t range;
     uint32_t n_args, n_out;
-    uint32_t first_extent; // into fn_extents
-    uint32_t reserved;     // 0
+    uint32_t first_extent;       // into fn_extents
+    uint32_t name_off, name_len; // kernel symbol name, in strings
+    uint32_t grid[3];            // CUDA: blocks per dimension (x, y, z); CPU: 0
+    uint32_t block[3];           // CUDA: threads per block (x, y, z); CPU: 0
+    uint32_t shared_bytes;       // CUDA: dynamic shared memory per block; CPU: 0
 } dlrt_plan_fn;
-_Static_assert(sizeof(dlrt_plan_fn) == 24, "abi: dlrt_plan_fn");
+_Static_assert(sizeof(dlrt_plan_fn) == 56, "abi: dlrt_plan_fn");
 
 // A named scalar of the hyper buffer.
 typedef struct dlrt_plan_hparam {
@@ -272,9 +325,9 @@ typedef struct dlrt_plan_hparam {
 } dlrt_plan_hparam;
 _Static_assert(sizeof(dlrt_plan_hparam) == 24, "abi: dlrt_plan_hparam");
 
-// Format 4: the last bytes of the artifact file, after the ELF object. hash = XXH3-128 (base's
-// dl_hash128_of) of the file's first `size - 16` bytes, i.e. everything but the hash itself; a
-// reader checks magic, version and size, then the hash, before it maps the object.
+// Format 4 and later: the last bytes of the artifact file, after the ELF object. hash = XXH3-128
+// (base's dl_hash128_of) of the file's first `size - 16` bytes, i.e. everything but the hash
+// itself; a reader checks magic, version and size, then the hash, before it maps the object.
 #define DLRT_TRAILER_MAGIC "DLRTSUM\x01"
 typedef struct dlrt_artifact_trailer {
     char magic[8];    // DLRT_TRAILER_MAGIC
@@ -290,10 +343,12 @@ typedef void (*dlrt_kernel_fn)(void *const *args, int64_t begin, int64_t end);
 // The one exported symbol of an artifact.
 typedef struct dlrt_artifact_desc {
     uint32_t version; // DLRT_FORMAT_VERSION
-    uint32_t n_fns;
+    uint32_t n_fns;   // == dlrt_plan_hdr.n_fns
     const uint8_t *plan;
     uint64_t plan_size;
-    const dlrt_kernel_fn *fns;
+    const dlrt_kernel_fn *fns; // CPU: n_fns host functions (entry i is named by dlrt_plan_fn i);
+                               // other devices: NULL (kernels live in the device image)
 } dlrt_artifact_desc;
+_Static_assert(sizeof(dlrt_artifact_desc) == 32, "abi: dlrt_artifact_desc");
 
 #endif

@@ -1,4 +1,6 @@
-// runtime/rt_exec.c — the executor: a session's thread pool and its step scheduler.
+// runtime/rt_exec.c — the CPU device's executor (rt_device_cpu.c's run): a session's thread pool
+// and its step scheduler. Kernels are the artifact's host functions, resolved once per session
+// (kernel-table entry i is the function named by the plan's dlrt_plan_fn i).
 //
 // Structure. At session creation rt__exec_create resolves the thread count T (the options,
 // else $DLRT_THREADS, else the online cores), builds one schedule per entry point and starts
@@ -139,8 +141,9 @@ static inline void run_chunk(dlrt_session *s, const rt_sched *sc, const rt_kx *k
 // ---------------------------------------------------------------------------------------------
 // Sequential path (T = 1, DLRT_DEBUG_SPLIT)
 
-// Runs [0, range) as `parts` uneven chunks (chunk j has about j+1 shares), last chunk first.
-static void run_split(dlrt_kernel_fn fn, void *const *args, int64_t range, int parts) {
+// Runs [0, range) of plan kernel `kid` as `parts` uneven chunks (chunk j has about j+1 shares),
+// last chunk first, each through the device's launch_range (a testing aid, not a hot path).
+static void run_split(dlrt_session *s, uint32_t kid, int64_t range, int parts) {
     if (parts > 64) {
         parts = 64;
     }
@@ -154,7 +157,7 @@ static void run_split(dlrt_kernel_fn fn, void *const *args, int64_t range, int p
     }
     for (int j = parts - 1; j >= 0; j--) {
         if (bounds[j + 1] > bounds[j]) {
-            fn(args, bounds[j], bounds[j + 1]);
+            s->dev.ops->launch_range(&s->dev, kid, bounds[j], bounds[j + 1]);
         }
     }
 }
@@ -164,7 +167,7 @@ static void run_sequential(dlrt_session *s, const rt_sched *sc) {
         const rt_kx *k = &sc->k[i];
         if (s->debug_split > 1 && k->range > 1) {
             int64_t t0 = s->prof ? rt__now_ns() : 0;
-            run_split(k->fn, k->args, k->range, s->debug_split);
+            run_split(s, k->kid, k->range, s->debug_split);
             if (s->prof) {
                 rt__prof_chunk(s, 0, k->kid, 0, k->range, t0, rt__now_ns());
             }

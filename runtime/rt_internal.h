@@ -1,12 +1,13 @@
 // runtime/rt_internal.h — the runtime's private structures: a loaded model (the dlopen handle
-// and the validated plan) and a session (one arena holding every buffer, the resolved kernel
-// argument arrays).
+// and the validated plan) and a session (its device, one arena of device memory holding every
+// buffer, the resolved kernel argument arrays).
 #ifndef RT_INTERNAL_H
 #define RT_INTERNAL_H
 
 #include "dl_base.h"
 #include "dlrt.h"
 #include "dlrt_format.h"
+#include "rt_device.h"
 
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -36,9 +37,12 @@ struct dlrt_model {
 
 struct dlrt_session {
     dlrt_model *model; // retained
-    uint8_t *arena;    // OWNED: every buffer, 64-byte aligned
+    rt_device dev;     // the device the model's code runs on (dev.ops NULL until chosen)
+    bool dev_open;     // dev.ops->open was called (close is due)
+    uint8_t *arena;    // OWNED (device memory, from dev.ops->dev_alloc): every buffer, 64-byte
+                       // aligned; the host may dereference it only with RT_DEVCAP_HOST_MEMORY
     size_t arena_size;
-    void **buf_ptr;  // OWNED: buffer id -> address in the arena
+    void **buf_ptr;  // OWNED: buffer id -> device address (in the arena, or bound caller memory)
     void **kargs;    // OWNED: all kernel argument arrays, back to back (plan.args order)
     int debug_split; // DLRT_DEBUG_SPLIT=K: run every kernel as K uneven chunks, last first
     // Threads and profiling (rt_exec.c, rt_profile.c)
@@ -68,11 +72,20 @@ dlrt_status rt__model_from_plan(const uint8_t *plan, uint64_t size, uint32_t n_f
 dlrt_status rt__arena_alloc(size_t size, uint8_t **out) __attribute__((warn_unused_result));
 void rt__arena_free(uint8_t *p, size_t size);
 
+// Device-neutral access to whole buffers of a session (rt_session.c): buffer `b`'s bytes to host
+// memory `dst`, or host `src` into it (through the device's copies; exactly the buffer's size).
+dlrt_status rt__buf_read(dlrt_session *s, uint32_t b, void *dst)
+    __attribute__((warn_unused_result));
+dlrt_status rt__buf_write(dlrt_session *s, uint32_t b, const void *src)
+    __attribute__((warn_unused_result));
+// Runs entry point `entry` on the session's device and waits for it (rt_session.c).
+dlrt_status rt__session_run(dlrt_session *s, int entry) __attribute__((warn_unused_result));
+
 // Sets the thread's last error message (printf-style) and returns `st`.
 dlrt_status rt__fail(dlrt_status st, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 size_t rt__dtype_size(uint32_t dtype);
-// Runs entry point `entry` (DLRT_ENTRY_*): sequentially with one thread, else on the pool by
-// dependency counting (rt_exec.c). Allocates nothing.
+// The CPU device's executor (rt_exec.c). Runs entry point `entry` (DLRT_ENTRY_*): sequentially
+// with one thread, else on the pool by dependency counting. Allocates nothing.
 void rt__run_entry(dlrt_session *s, int entry);
 // Builds the per-entry schedules and starts n_threads - 1 workers (rt_exec.c).
 dlrt_status rt__exec_create(dlrt_session *s, int n_threads);
@@ -89,7 +102,7 @@ void rt__prof_destroy(dlrt_session *s); // frees s->prof (NULL is a no-op)
 // (rt_session.c).
 dlrt_status rt__check_inputs(dlrt_session *s, int entry, const char *what);
 // Resets STATE buffer `b` to its initial contents (plan data or zeros) (rt_session.c).
-void rt__state_reset(dlrt_session *s, uint32_t b);
+dlrt_status rt__state_reset(dlrt_session *s, uint32_t b) __attribute__((warn_unused_result));
 // The tensor named `name` among params and optimizer state (-1 if none) (rt_session.c).
 long rt__find_param_or_state(const dlrt_model *m, const char *name);
 

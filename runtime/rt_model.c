@@ -1,7 +1,11 @@
 // runtime/rt_model.c — loading artifacts: dlopen (from a file, or from memory through an
 // anonymous memfd so nothing touches the disk), the exported descriptor, and validation of the
 // plan. The plan is untrusted input: every count, offset, id and size is checked here, once, so
-// sessions and steps can index without checks.
+// sessions and steps can index without checks. Format 5 (dlrt_format.h) adds what a device needs
+// to find and launch kernels: the plan's device kind, a device image section, kernel symbol
+// names (non-empty, unique) and launch data, each checked against the device kind; and op names
+// as strings, which the runtime only shows. Any other format version is refused with a message
+// that says to recompile.
 #define _GNU_SOURCE // memfd_create
 #include "dl_base.h"
 #include "rt_internal.h"
@@ -58,6 +62,15 @@ static bool name_ok(const dlrt_plan_hdr *h, const char *strings, uint64_t off, u
                     bool empty_ok) {
     return (len > 0 || empty_ok) && fits(off, len, h->size_strings) &&
            memchr(strings + off, 0, (size_t)len) == NULL;
+}
+
+// The message for an artifact of another format version (`what` names it, e.g. "the artifact").
+static dlrt_status wrong_version(const char *what, uint32_t version) {
+    return rt__fail(DLRT_ERR_UNSUPPORTED,
+                    "%s has artifact format version %u, this runtime reads version %u: recompile "
+                    "it with this dlcc (dlcc compile; a cached artifact is recompiled "
+                    "automatically, the cache key includes the format)",
+                    what, version, DLRT_FORMAT_VERSION);
 }
 
 // Refuses an artifact whose code needs instructions this CPU lacks (it would die of SIGILL).
@@ -221,6 +234,76 @@ out:
     return st;
 }
 
+// Format 5: a kernel's launch data. CPU kernels are split over [0, range) by the executor and
+// carry zeros; a CUDA kernel needs a grid and a block of at least one in every dimension, within
+// CUDA's limits (1024 threads per block, 65535 blocks in y and z, at most 256 KiB of dynamic
+// shared memory, above any current GPU's).
+static bool launch_ok(uint32_t device, const dlrt_plan_fn *f) {
+    if (device == DLRT_PLAN_DEVICE_CPU) {
+        return f->grid[0] == 0 && f->grid[1] == 0 && f->grid[2] == 0 && f->block[0] == 0 &&
+               f->block[1] == 0 && f->block[2] == 0 && f->shared_bytes == 0;
+    }
+    for (int d = 0; d < 3; d++) {
+        if (f->grid[d] == 0 || f->block[d] == 0 || f->block[d] > 1024) {
+            return false;
+        }
+    }
+    uint64_t threads = (uint64_t)f->block[0] * f->block[1] * f->block[2];
+    return threads <= 1024 && f->grid[0] <= INT32_MAX && f->grid[1] <= 65535 &&
+           f->grid[2] <= 65535 && f->shared_bytes <= 256u * 1024u;
+}
+
+typedef struct name_ref {
+    const char *p;
+    uint32_t len;
+} name_ref;
+
+static int cmp_name_ref(const void *a, const void *b) {
+    const name_ref *x = a, *y = b;
+    uint32_t n = x->len < y->len ? x->len : y->len;
+    int c = memcmp(x->p, y->p, n);
+    return c != 0 ? c : x->len < y->len ? -1 : x->len > y->len ? 1 : 0;
+}
+
+// Kernel symbol names are unique: a device finds kernels by name, so two table entries of one
+// name would run one kernel's code under the other's signature (and its extents).
+static dlrt_status check_unique_names(const dlrt_model *m, const dlrt_plan_fn *sig) {
+    uint32_t n = m->hdr->n_fns;
+    name_ref *r = dl_mem_alloc((n ? n : 1) * sizeof *r);
+    if (!r) {
+        return rt__fail(DLRT_ERR_NOMEM, "out of memory");
+    }
+    for (uint32_t f = 0; f < n; f++) {
+        r[f] = (name_ref){m->strings + sig[f].name_off, sig[f].name_len};
+    }
+    qsort(r, n, sizeof *r, cmp_name_ref);
+    dlrt_status st = DLRT_OK;
+    for (uint32_t f = 1; f < n && st == DLRT_OK; f++) {
+        if (cmp_name_ref(&r[f - 1], &r[f]) == 0) {
+            st = corrupt("two kernels have the same symbol name");
+        }
+    }
+    free(r);
+    return st;
+}
+
+// Format 5: the device kind and the device image. The CPU runs host code and has no image; a
+// device kind with an image needs one of a known kind, 64-byte aligned inside the plan.
+static dlrt_status validate_device(const dlrt_plan_hdr *h) {
+    if (h->device >= DLRT_PLAN_DEVICE_COUNT || h->reserved5 != 0) {
+        return corrupt("unknown device kind");
+    }
+    if (h->image_kind > DLRT_IMAGE_PTX || h->off_image % 64 != 0 ||
+        !fits(h->off_image, h->size_image, h->total_size)) {
+        return corrupt("the device image lies outside the plan");
+    }
+    bool want_image = h->device != DLRT_PLAN_DEVICE_CPU;
+    if (want_image != (h->image_kind != DLRT_IMAGE_NONE) || want_image != (h->size_image != 0)) {
+        return corrupt("the device image does not fit the device kind");
+    }
+    return DLRT_OK;
+}
+
 // Format 4: the kernel table's signatures, and every kernel record against its signature. The
 // code of kernel-table entry f iterates over [0, fns[f].range) and reaches at most extents[a]
 // bytes from argument a (codegen records them): a record must use it with the same range and
@@ -231,17 +314,26 @@ out:
 static dlrt_status validate_kernels(const dlrt_model *m, const dlrt_kernel_fn *fns) {
     const dlrt_plan_hdr *h = m->hdr;
     if (!table_ok(h, h->off_fns, h->n_fns, sizeof(dlrt_plan_fn)) ||
-        !table_ok(h, h->off_fn_extents, h->n_fn_extents, sizeof(uint64_t)) || h->reserved4 != 0) {
+        !table_ok(h, h->off_fn_extents, h->n_fn_extents, sizeof(uint64_t))) {
         return corrupt("the kernel signature table lies outside the plan");
     }
     const dlrt_plan_fn *sig = (const dlrt_plan_fn *)(m->plan + h->off_fns);
     const uint64_t *ext = (const uint64_t *)(m->plan + h->off_fn_extents);
     for (uint32_t f = 0; f < h->n_fns; f++) {
         if (sig[f].range < 1 || sig[f].range > RT_MAX_RANGE || sig[f].n_out > sig[f].n_args ||
-            !fits(sig[f].first_extent, sig[f].n_args, h->n_fn_extents) || sig[f].reserved != 0 ||
-            (fns && !fns[f])) {
+            !fits(sig[f].first_extent, sig[f].n_args, h->n_fn_extents) || (fns && !fns[f])) {
             return corrupt("bad kernel signature");
         }
+        if (!name_ok(h, m->strings, sig[f].name_off, sig[f].name_len, false)) {
+            return corrupt("a kernel's symbol name is empty or outside the strings");
+        }
+        if (!launch_ok(h->device, &sig[f])) {
+            return corrupt("a kernel's launch data does not fit its device");
+        }
+    }
+    dlrt_status nst = check_unique_names(m, sig);
+    if (nst != DLRT_OK) {
+        return nst;
     }
     for (uint32_t i = 0; i < h->n_args; i++) {
         if (m->args[i] >= h->n_buffers) {
@@ -295,9 +387,7 @@ static dlrt_status validate(dlrt_model *m, uint64_t plan_size, uint32_t n_fns,
         return corrupt("bad plan magic");
     }
     if (h->version != DLRT_FORMAT_VERSION) {
-        return rt__fail(DLRT_ERR_UNSUPPORTED,
-                        "artifact format version %u, this runtime reads version %u", h->version,
-                        DLRT_FORMAT_VERSION);
+        return wrong_version("the plan", h->version);
     }
     if (h->hdr_size != sizeof *h || h->total_size != plan_size) {
         return corrupt("plan header sizes disagree");
@@ -311,6 +401,10 @@ static dlrt_status validate(dlrt_model *m, uint64_t plan_size, uint32_t n_fns,
         !fits(h->off_strings, h->size_strings, h->total_size) ||
         !fits(h->off_data, h->size_data, h->total_size)) {
         return corrupt("a plan table lies outside the plan");
+    }
+    dlrt_status dst = validate_device(h);
+    if (dst != DLRT_OK) {
+        return dst;
     }
     if (h->n_fns != n_fns) {
         return corrupt("kernel table size disagrees with the plan");
@@ -343,7 +437,8 @@ static dlrt_status validate(dlrt_model *m, uint64_t plan_size, uint32_t n_fns,
         const dlrt_plan_kernel *k = &m->kernels[i];
         if (k->fn >= h->n_fns || !fits(k->first_arg, k->n_args, h->n_args) || k->range < 1 ||
             k->n_out > k->n_args || !fits(k->first_dep, k->n_deps, h->n_deps) ||
-            !name_ok(h, m->strings, k->name_off, k->name_len, true)) {
+            !name_ok(h, m->strings, k->name_off, k->name_len, true) ||
+            !name_ok(h, m->strings, k->ops_off, k->ops_len, true) || k->reserved != 0) {
             return corrupt("bad kernel record");
         }
     }
@@ -381,9 +476,13 @@ static dlrt_status validate(dlrt_model *m, uint64_t plan_size, uint32_t n_fns,
     if (kst != DLRT_OK) {
         return kst;
     }
-    dlrt_status ist = check_isa(h, m->strings + h->target_off, h->target_len);
-    if (ist != DLRT_OK) {
-        return ist;
+    if (h->device == DLRT_PLAN_DEVICE_CPU) {
+        dlrt_status ist = check_isa(h, m->strings + h->target_off, h->target_len);
+        if (ist != DLRT_OK) {
+            return ist;
+        }
+    } else if (h->isa != 0) {
+        return corrupt("x86 instruction-set bits on a device plan");
     }
     dlrt_status tst = validate_train(m);
     if (tst != DLRT_OK) {
@@ -546,12 +645,14 @@ static dlrt_status finish_load(void *handle, const char *what, dlrt_model **out)
     }
     if (desc->version != DLRT_FORMAT_VERSION) {
         dlclose(handle);
-        return rt__fail(DLRT_ERR_UNSUPPORTED,
-                        "%s has artifact format version %u, this runtime reads version %u", what,
-                        desc->version, DLRT_FORMAT_VERSION);
+        return wrong_version(what, desc->version);
     }
     dlrt_model *m = NULL;
     dlrt_status st = rt__model_from_plan(desc->plan, desc->plan_size, desc->n_fns, desc->fns, &m);
+    if (st == DLRT_OK && m->hdr->device == DLRT_PLAN_DEVICE_CPU && !desc->fns) {
+        dlrt_model_release(m);
+        st = rt__fail(DLRT_ERR_CORRUPT, "%s is a CPU artifact without a kernel table", what);
+    }
     if (st != DLRT_OK) {
         dlclose(handle);
         return st;
@@ -592,9 +693,7 @@ static dlrt_status check_trailer(const uint8_t *p, size_t size, const char *what
                         what);
     }
     if (t.version != DLRT_FORMAT_VERSION) {
-        return rt__fail(DLRT_ERR_UNSUPPORTED,
-                        "%s has artifact format version %u, this runtime reads version %u", what,
-                        t.version, DLRT_FORMAT_VERSION);
+        return wrong_version(what, t.version);
     }
     *body_size = size - sizeof t;
     return DLRT_OK;
@@ -740,6 +839,10 @@ const char *dlrt_model_target(const dlrt_model *m) {
     return m ? m->target : "";
 }
 
+dlrt_device_kind dlrt_model_device(const dlrt_model *m) {
+    return m ? (dlrt_device_kind)m->hdr->device : DLRT_DEVICE_CPU;
+}
+
 size_t dlrt_model_num_inputs(const dlrt_model *m) {
     return m ? m->n_inputs : 0;
 }
@@ -762,6 +865,7 @@ static void describe(const dlrt_model *m, size_t t, dlrt_tensor_desc *out) {
         out->dims[d] = pt->dims[d];
     }
     out->nbytes = (size_t)m->buffers[pt->buffer].size;
+    out->device = (dlrt_device_kind)m->hdr->device;
 }
 
 static dlrt_status describe_role(const dlrt_model *m, size_t first, size_t n, size_t i,

@@ -9,10 +9,11 @@
 // takes no lock and allocates nothing. Events beyond a buffer's capacity are dropped and counted
 // (the totals, which the summary uses, are always complete).
 //
-// Names. The plan stores each kernel's IR op id (the order of ir/ir_ops.def, included below as an
-// X-macro: it is a plain list with no code dependency), or UINT32_MAX for the train step's own
-// kernels, whose node names start with "train."; the node name and the .dlg line come from the
-// plan too. The .dlg file name is the session's source name (options, else the model's name).
+// Names. The plan (format 5) names each kernel's IR ops as a string: "MatMul", or for a fused
+// kernel the ops in order joined by '+' ("MatMul+Add+Relu"), "TrainStep" for the train step's
+// own kernels (whose node names start with "train."); the runtime never sees the IR's op ids.
+// The node name, the kernel's symbol name and the .dlg line come from the plan too. The .dlg file
+// name is the session's source name (options, else the model's name).
 //
 // Invariant: with profiling off (s->prof == NULL) the executor pays one predictable branch per
 // chunk and nothing else.
@@ -29,13 +30,6 @@
 
 #define EVENTS_PER_WORKER ((size_t)1 << 18)
 #define MAX_STEPS         ((size_t)1 << 16)
-
-static const char *const op_names[] = {
-#define DL_OP(e, name, ...) name,
-#include "../ir/ir_ops.def"
-#undef DL_OP
-};
-#define N_OP_NAMES (sizeof op_names / sizeof op_names[0])
 
 static const char *const entry_names[DLRT_ENTRY_COUNT] = {"infer", "train_step"};
 
@@ -163,11 +157,19 @@ dlrt_status dlrt_session_profile_begin(dlrt_session *s) {
 // ---------------------------------------------------------------------------------------------
 // Names
 
-static const char *op_name(uint32_t op) {
-    if (op == UINT32_MAX) {
-        return "TrainStep";
+// A string of the plan (offset, length in its strings table).
+typedef struct plan_str {
+    const char *p;
+    int n;
+} plan_str;
+
+// Kernel k's op names ("-" when the plan gives none). Lengths fit an int: validated strings
+// lie inside the plan, which is far below 2 GiB in any artifact ld.so maps.
+static plan_str kernel_ops(const dlrt_model *m, const dlrt_plan_kernel *k) {
+    if (k->ops_len == 0) {
+        return (plan_str){"-", 1};
     }
-    return op < N_OP_NAMES ? op_names[op] : "?";
+    return (plan_str){m->strings + k->ops_off, (int)k->ops_len};
 }
 
 // A JSON string (n bytes) through base's one escaper (dl_json.h).
@@ -182,6 +184,22 @@ static void json_str(FILE *f, const char *p, size_t n) {
 
 static void json_cstr(FILE *f, const char *p) {
     json_str(f, p, strlen(p));
+}
+
+// The op names of a kernel as a JSON array: "MatMul+Add+Relu" -> ["MatMul","Add","Relu"].
+static void json_ops(FILE *f, plan_str ops) {
+    fputc('[', f);
+    int at = 0;
+    while (at <= ops.n) {
+        const char *sep = memchr(ops.p + at, DLRT_OPS_SEPARATOR, (size_t)(ops.n - at));
+        int end = sep ? (int)(sep - ops.p) : ops.n;
+        if (at > 0) {
+            fputc(',', f);
+        }
+        json_str(f, ops.p + at, (size_t)(end - at));
+        at = end + 1;
+    }
+    fputc(']', f);
 }
 
 static double us(const rt_prof *p, int64_t t) {
@@ -199,6 +217,7 @@ static uint64_t total_dropped(const rt_prof *p) {
 static void write_trace(const dlrt_session *s, FILE *f) {
     const rt_prof *p = s->prof;
     const dlrt_model *m = s->model;
+    const dlrt_plan_fn *fns = (const dlrt_plan_fn *)(m->plan + m->hdr->off_fns);
     fprintf(f, "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"model\":");
     json_cstr(f, m->name);
     fprintf(f, ",\"source\":");
@@ -226,17 +245,22 @@ static void write_trace(const dlrt_session *s, FILE *f) {
         for (size_t i = 0; i < pw->n_ev; i++) {
             const prof_event *e = &pw->ev[i];
             const dlrt_plan_kernel *k = &m->kernels[e->kernel];
-            const char *op = op_name(k->op);
+            const dlrt_plan_fn *fn = &fns[k->fn];
+            plan_str ops = kernel_ops(m, k);
             fprintf(f, ",\n{\"name\":");
             char name[256];
-            int nn = snprintf(name, sizeof name, "%s %.*s", op, (int)k->name_len,
+            int nn = snprintf(name, sizeof name, "%.*s %.*s", ops.n, ops.p, (int)k->name_len,
                               m->strings + k->name_off);
             json_str(f, name, nn < 0 ? 0 : (size_t)nn < sizeof name ? (size_t)nn : sizeof name - 1);
             fprintf(f,
                     ",\"cat\":\"kernel\",\"ph\":\"X\",\"pid\":1,\"tid\":%d,\"ts\":%.3f,"
                     "\"dur\":%.3f,\"args\":{\"op\":",
                     w, us(p, e->t0), (double)(e->t1 - e->t0) / 1e3);
-            json_cstr(f, op);
+            json_str(f, ops.p, (size_t)ops.n);
+            fprintf(f, ",\"ops\":");
+            json_ops(f, ops);
+            fprintf(f, ",\"symbol\":");
+            json_str(f, m->strings + fn->name_off, fn->name_len);
             fprintf(f, ",\"node\":");
             json_str(f, m->strings + k->name_off, k->name_len);
             fprintf(f, ",\"source\":");
@@ -339,7 +363,8 @@ dlrt_status dlrt_session_profile_summary(dlrt_session *s, FILE *f, size_t top) {
             const dlrt_plan_kernel *k = &m->kernels[t[i].kernel];
             double ms = (double)t[i].ns / 1e6 / (double)steps;
             double share = busy > 0 ? 100.0 * (double)t[i].ns / (double)busy : 0.0;
-            fprintf(f, "  %5.1f%%  %.3f ms  %s %.*s", share, ms, op_name(k->op), (int)k->name_len,
+            plan_str ops = kernel_ops(m, k);
+            fprintf(f, "  %5.1f%%  %.3f ms  %.*s %.*s", share, ms, ops.n, ops.p, (int)k->name_len,
                     m->strings + k->name_off);
             if (k->src_line) {
                 fprintf(f, " (%s:%u)", s->source_name, k->src_line);

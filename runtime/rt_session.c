@@ -1,7 +1,11 @@
-// runtime/rt_session.c — sessions: one 64-byte aligned arena holding every buffer of the plan
-// (inputs, params, constants, intermediates), params initialised from the plan's recipes, and
-// the kernel argument arrays resolved once at creation, so a step is only kernel calls. The
-// executor (threads, schedules) lives in rt_exec.c, the profiler in rt_profile.c.
+// runtime/rt_session.c — sessions: the device the model was compiled for (rt_device.h), one
+// 64-byte aligned arena of its memory holding every buffer of the plan (inputs, params,
+// constants, intermediates), params initialised from the plan's recipes, and the kernel argument
+// arrays resolved once at creation, so a step is only kernel launches. Every access to buffer
+// bytes goes through the device (copies), except where the device has host memory
+// (RT_DEVCAP_HOST_MEMORY: borrowed outputs, zero-copy input binding, params initialised in
+// place). The CPU device's executor (threads, schedules) lives in rt_exec.c, the profiler in
+// rt_profile.c.
 //
 // Param initialisation reproduces the compiler's reference evaluator bit for bit: element i of
 // a seeded param is computed in double from dl_rng (base/) and rounded once to its dtype.
@@ -10,6 +14,49 @@
 
 #include <stdlib.h>
 #include <string.h>
+
+const rt_device_ops *rt__device_ops_for(uint32_t kind) {
+    switch (kind) {
+    case DLRT_PLAN_DEVICE_CPU:
+        return &rt__device_cpu;
+    default:
+        return NULL; // DLRT_PLAN_DEVICE_CUDA: the GPU issue adds its device
+    }
+}
+
+const char *dlrt_device_name(dlrt_device_kind kind) {
+    switch (kind) {
+    case DLRT_DEVICE_CPU:
+        return "cpu";
+    case DLRT_DEVICE_CUDA:
+        return "cuda";
+    }
+    return "unknown";
+}
+
+dlrt_device_kind dlrt_session_device(const dlrt_session *s) {
+    return s ? s->dev.ops->kind : DLRT_DEVICE_CPU;
+}
+
+static bool host_memory(const dlrt_session *s) {
+    return (s->dev.ops->caps & RT_DEVCAP_HOST_MEMORY) != 0;
+}
+
+dlrt_status rt__buf_read(dlrt_session *s, uint32_t b, void *dst) {
+    return s->dev.ops->copy_out(&s->dev, dst, s->buf_ptr[b], (size_t)s->model->buffers[b].size);
+}
+
+dlrt_status rt__buf_write(dlrt_session *s, uint32_t b, const void *src) {
+    return s->dev.ops->copy_in(&s->dev, s->buf_ptr[b], src, (size_t)s->model->buffers[b].size);
+}
+
+dlrt_status rt__session_run(dlrt_session *s, int entry) {
+    dlrt_status st = s->dev.ops->run(&s->dev, entry);
+    if (st == DLRT_OK && (s->dev.ops->caps & RT_DEVCAP_ASYNC)) {
+        st = s->dev.ops->sync(&s->dev);
+    }
+    return st;
+}
 
 static size_t align_up(size_t n, size_t a) {
     return (n + a - 1) / a * a;
@@ -48,6 +95,25 @@ static void init_param(const dlrt_model *m, const dlrt_plan_tensor *t, uint8_t *
     }
 }
 
+// Initialises a param in the session's memory: in place on a device with host memory, else in a
+// host staging buffer copied in.
+static dlrt_status session_init_param(dlrt_session *s, const dlrt_plan_tensor *t) {
+    const dlrt_model *m = s->model;
+    if (host_memory(s)) {
+        init_param(m, t, s->buf_ptr[t->buffer]);
+        return DLRT_OK;
+    }
+    size_t size = (size_t)m->buffers[t->buffer].size;
+    uint8_t *stage = dl_mem_alloc(size ? size : 1);
+    if (!stage) {
+        return rt__fail(DLRT_ERR_NOMEM, "out of memory");
+    }
+    init_param(m, t, stage);
+    dlrt_status st = rt__buf_write(s, t->buffer, stage);
+    free(stage);
+    return st;
+}
+
 void dlrt_session_options_init(dlrt_session_options *opts) {
     if (opts) {
         memset(opts, 0, sizeof *opts);
@@ -64,9 +130,11 @@ static char *str_dup(const char *p) {
     return d ? memcpy(d, p, n) : NULL;
 }
 
-// Threads and profiling, once the buffers exist (the session is complete but for these).
+// The device's execution state (CPU: threads) and profiling, once the buffers exist (the
+// session is complete but for these).
 static dlrt_status session_exec_init(dlrt_session *s, const dlrt_session_options *opts) {
-    dlrt_status st = rt__exec_create(s, opts ? opts->threads : 0);
+    s->dev_open = true;
+    dlrt_status st = s->dev.ops->open(&s->dev, opts);
     if (st != DLRT_OK) {
         return st;
     }
@@ -87,10 +155,22 @@ dlrt_status dlrt_session_create_ex(dlrt_model *m, const dlrt_session_options *op
     }
     *out = NULL;
     const dlrt_plan_hdr *h = m->hdr;
+    const rt_device_ops *dev = rt__device_ops_for(h->device);
+    if (!dev) {
+        return rt__fail(DLRT_ERR_UNSUPPORTED,
+                        "model '%s' was compiled for %s (a %s device); this libdlrt has no %s "
+                        "device: recompile it for the CPU (dlcc compile --target)",
+                        m->name, m->target, dlrt_device_name((dlrt_device_kind)h->device),
+                        dlrt_device_name((dlrt_device_kind)h->device));
+    }
     dlrt_session *s = dl_mem_calloc(1, sizeof *s);
     if (!s) {
         return rt__fail(DLRT_ERR_NOMEM, "out of memory");
     }
+    s->dev.ops = dev;
+    s->dev.s = s;
+    dlrt_model_retain(m); // released by dlrt_session_destroy, also on the failures below
+    s->model = m;
     s->buf_ptr = dl_mem_calloc(h->n_buffers ? h->n_buffers : 1, sizeof(void *));
     s->kargs = dl_mem_calloc(h->n_args ? h->n_args : 1, sizeof(void *));
     if (!s->buf_ptr || !s->kargs) {
@@ -99,11 +179,13 @@ dlrt_status dlrt_session_create_ex(dlrt_model *m, const dlrt_session_options *op
     }
     // The arena: the plan's memory plan (format 3) gives its size and every buffer's offset
     // (validated on load: inside the arena, aligned, exclusive kinds overlapping nothing).
-    // rt__arena_alloc commits every page now (rt_arena.c), so a memory limit is hit here, with a
-    // message, not by an OOM kill in the middle of a step.
+    // The device commits every page now (the CPU: rt_arena.c), so a memory limit is hit here,
+    // with a message, not by an OOM kill in the middle of a step.
     size_t total = (size_t)h->arena_size;
     s->arena_size = total ? align_up(total, DLRT_BUFFER_ALIGN) : DLRT_BUFFER_ALIGN;
-    dlrt_status ast = rt__arena_alloc(s->arena_size, &s->arena);
+    void *arena = NULL;
+    dlrt_status ast = dev->dev_alloc(&s->dev, s->arena_size, &arena);
+    s->arena = arena;
     if (ast != DLRT_OK) {
         dlrt_session_destroy(s);
         return ast;
@@ -113,31 +195,33 @@ dlrt_status dlrt_session_create_ex(dlrt_model *m, const dlrt_session_options *op
     // shows up in results.
     const char *poison = getenv("DLRT_DEBUG_POISON");
     bool is_poison = poison && poison[0] && strcmp(poison, "0") != 0;
+    dlrt_status ist = DLRT_OK;
     for (uint32_t i = 0; i < h->n_buffers; i++) {
         s->buf_ptr[i] = s->arena + m->buffers[i].offset;
-        if (is_poison && m->buffers[i].kind == DLRT_BUF_TEMP) {
-            memset(s->buf_ptr[i], 0xff, (size_t)m->buffers[i].size);
+        if (is_poison && m->buffers[i].kind == DLRT_BUF_TEMP && ist == DLRT_OK) {
+            ist = dev->fill(&s->dev, s->buf_ptr[i], 0xff, (size_t)m->buffers[i].size);
         }
     }
-    for (uint32_t i = 0; i < h->n_buffers; i++) {
+    for (uint32_t i = 0; i < h->n_buffers && ist == DLRT_OK; i++) {
         const dlrt_plan_buffer *b = &m->buffers[i];
         if (b->kind == DLRT_BUF_CONST || (b->flags & DLRT_BUF_F_INIT_DATA)) {
-            memcpy(s->buf_ptr[i], m->data + b->data_off, (size_t)b->size);
+            ist = rt__buf_write(s, i, m->data + b->data_off);
         }
     }
     for (uint32_t i = 0; i < h->n_args; i++) {
         s->kargs[i] = s->buf_ptr[m->args[i]];
     }
-    for (size_t i = 0; i < m->n_params; i++) {
-        const dlrt_plan_tensor *t = &m->tensors[m->first_param + i];
-        init_param(m, t, s->buf_ptr[t->buffer]);
+    for (size_t i = 0; i < m->n_params && ist == DLRT_OK; i++) {
+        ist = session_init_param(s, &m->tensors[m->first_param + i]);
+    }
+    if (ist != DLRT_OK) {
+        dlrt_session_destroy(s);
+        return ist;
     }
     // A testing aid: any partition of a kernel's range must give the same bytes (the contract of
     // the kernel ABI that the threaded executor relies on); DLRT_DEBUG_SPLIT=K exercises it.
     const char *split = getenv("DLRT_DEBUG_SPLIT");
     s->debug_split = split ? atoi(split) : 0;
-    dlrt_model_retain(m);
-    s->model = m;
     dlrt_status est = session_exec_init(s, opts);
     if (est != DLRT_OK) {
         dlrt_session_destroy(s);
@@ -155,7 +239,9 @@ void dlrt_session_destroy(dlrt_session *s) {
     if (!s) {
         return;
     }
-    rt__exec_destroy(s); // joins the workers first
+    if (s->dev_open) {
+        s->dev.ops->close(&s->dev); // the CPU: joins the workers first
+    }
     if (s->prof && s->prof_path) {
         // DLRT_PROFILE / options.profile_path: nothing can report an error here (destroy is
         // void); callers who need one write explicitly with dlrt_session_profile_write.
@@ -164,7 +250,9 @@ void dlrt_session_destroy(dlrt_session *s) {
     rt__prof_destroy(s);
     free(s->prof_path);
     free(s->source_name);
-    rt__arena_free(s->arena, s->arena_size);
+    if (s->arena) {
+        s->dev.ops->dev_free(&s->dev, s->arena, s->arena_size);
+    }
     free(s->buf_ptr);
     free(s->kargs);
     free(s->input_given);
@@ -186,13 +274,12 @@ long rt__find_param_or_state(const dlrt_model *m, const char *name) {
     return find_tensor(m, m->first_param, m->n_params + m->n_states, name);
 }
 
-void rt__state_reset(dlrt_session *s, uint32_t b) {
+dlrt_status rt__state_reset(dlrt_session *s, uint32_t b) {
     const dlrt_plan_buffer *pb = &s->model->buffers[b];
     if (pb->flags & DLRT_BUF_F_INIT_DATA) {
-        memcpy(s->buf_ptr[b], s->model->data + pb->data_off, (size_t)pb->size);
-    } else {
-        memset(s->buf_ptr[b], 0, (size_t)pb->size);
+        return rt__buf_write(s, b, s->model->data + pb->data_off);
     }
+    return s->dev.ops->fill(&s->dev, s->buf_ptr[b], 0, (size_t)pb->size);
 }
 
 // Points input buffer `b` at `p` (the arena or caller memory): the buffer table and every
@@ -305,7 +392,7 @@ dlrt_status dlrt_session_set_input(dlrt_session *s, const char *name, const void
         point_input(s, t->buffer, s->arena + s->model->buffers[t->buffer].offset);
     }
     if (st == DLRT_OK && size) {
-        memcpy(s->buf_ptr[t->buffer], data, size);
+        st = rt__buf_write(s, t->buffer, data);
     }
     return st;
 }
@@ -319,6 +406,12 @@ dlrt_status dlrt_session_bind_input(dlrt_session *s, const char *name, const voi
     }
     if (!data) {
         return rt__fail(DLRT_ERR_INVALID_ARG, "input '%s': data is NULL", name);
+    }
+    if (!host_memory(s)) {
+        return rt__fail(DLRT_ERR_UNSUPPORTED,
+                        "input '%s': a %s session cannot read host memory in place; copy the "
+                        "input in with dlrt_session_set_input",
+                        name, s->dev.ops->name);
     }
     size_t es = rt__dtype_size(t->dtype);
     if (es > 1 && (uintptr_t)data % es != 0) {
@@ -343,8 +436,7 @@ dlrt_status dlrt_session_infer(dlrt_session *s) {
     if (st != DLRT_OK) {
         return st;
     }
-    rt__run_entry(s, DLRT_ENTRY_INFER);
-    return DLRT_OK;
+    return rt__session_run(s, DLRT_ENTRY_INFER);
 }
 
 dlrt_status dlrt_session_output(dlrt_session *s, const char *name, const void **data,
@@ -359,9 +451,32 @@ dlrt_status dlrt_session_output(dlrt_session *s, const char *name, const void **
     }
     if (desc) {
         size_t i = (size_t)(t - s->model->tensors);
-        dlrt_model_output(s->model, i - s->model->first_output, desc);
+        (void)dlrt_model_output(s->model, i - s->model->first_output, desc);
     }
     return DLRT_OK;
+}
+
+// Copies the current bytes of tensor `name` of role `role` to host memory (any device).
+static dlrt_status copy_tensor_out(dlrt_session *s, const char *name, int role, void *data,
+                                   size_t size) {
+    const dlrt_plan_tensor *t;
+    dlrt_status st = lookup(s, name, role, size, true, &t);
+    if (st == DLRT_OK && size && !data) {
+        return rt__fail(DLRT_ERR_INVALID_ARG, "%s '%s': data is NULL",
+                        role == DLRT_ROLE_INPUT ? "input" : "output", name);
+    }
+    if (st == DLRT_OK && size) {
+        st = rt__buf_read(s, t->buffer, data);
+    }
+    return st;
+}
+
+dlrt_status dlrt_session_output_copy(dlrt_session *s, const char *name, void *data, size_t size) {
+    return copy_tensor_out(s, name, DLRT_ROLE_OUTPUT, data, size);
+}
+
+dlrt_status dlrt_session_input_copy(dlrt_session *s, const char *name, void *data, size_t size) {
+    return copy_tensor_out(s, name, DLRT_ROLE_INPUT, data, size);
 }
 
 dlrt_status dlrt_session_get_param(dlrt_session *s, const char *name, void *data, size_t size) {
@@ -371,7 +486,7 @@ dlrt_status dlrt_session_get_param(dlrt_session *s, const char *name, void *data
         return rt__fail(DLRT_ERR_INVALID_ARG, "param '%s': data is NULL", name);
     }
     if (st == DLRT_OK && size) {
-        memcpy(data, s->buf_ptr[t->buffer], size);
+        st = rt__buf_read(s, t->buffer, data);
     }
     return st;
 }
@@ -384,7 +499,7 @@ dlrt_status dlrt_session_set_param(dlrt_session *s, const char *name, const void
         return rt__fail(DLRT_ERR_INVALID_ARG, "param '%s': data is NULL", name);
     }
     if (st == DLRT_OK && size) {
-        memcpy(s->buf_ptr[t->buffer], data, size);
+        st = rt__buf_write(s, t->buffer, data);
     }
     return st;
 }

@@ -12,6 +12,10 @@
 // (step, loss scale, growth tracker, and with gradient accumulation the micro-step count; the
 // accumulators themselves are STATE tensors "PARAM.grad_accum") and the int64 RNG counter of
 // the training-mode Dropouts (its own STATE buffer, hdr->counter_buffer), "dlcc.rng_counter".
+//
+// Buffers live in the session's device memory: the hyper buffer is read and written whole
+// through the device's copies (rt__buf_read / rt__buf_write, 256 bytes), checkpoints are written
+// from the buffers in place where the device has host memory, else from host copies.
 #include "dl_base.h"
 #include "dl_safetensors.h"
 #include "rt_internal.h"
@@ -38,8 +42,13 @@ const char *dlrt_model_hparam_name(const dlrt_model *m, size_t i) {
     return m && i < m->hdr->n_hparams ? m->hparam_names[i] : NULL;
 }
 
-static double *hyper(dlrt_session *s) {
-    return (double *)s->buf_ptr[s->model->hdr->hyper_buffer];
+// The hyper buffer's DLRT_HP_COUNT doubles, to and from host memory (a train step only).
+static dlrt_status hyper_read(dlrt_session *s, double h[DLRT_HP_COUNT]) {
+    return rt__buf_read(s, s->model->hdr->hyper_buffer, h);
+}
+
+static dlrt_status hyper_write(dlrt_session *s, const double h[DLRT_HP_COUNT]) {
+    return rt__buf_write(s, s->model->hdr->hyper_buffer, h);
 }
 
 static long find_hparam(const dlrt_model *m, const char *name) {
@@ -71,8 +80,12 @@ dlrt_status dlrt_session_get_hparam(dlrt_session *s, const char *name, double *o
     if (i < 0) {
         return unknown_hparam(s->model, name);
     }
-    *out = hyper(s)[s->model->hparams[i].index];
-    return DLRT_OK;
+    double h[DLRT_HP_COUNT];
+    dlrt_status st = hyper_read(s, h);
+    if (st == DLRT_OK) {
+        *out = h[s->model->hparams[i].index];
+    }
+    return st;
 }
 
 // The checks torch.optim's constructors make (and ir/optim_ref.c's dl_optim_ref_hparams_check),
@@ -80,9 +93,8 @@ dlrt_status dlrt_session_get_hparam(dlrt_session *s, const char *name, double *o
 // Every value must be finite. The .dlg parser refuses the same ranges at compile time
 // (frontend/parser.c, check_train_values): keep the two in step.
 static dlrt_status check_hparam(dlrt_session *s, const dlrt_plan_hparam *p, const char *name,
-                                double v) {
+                                const double *h, double v) {
     const dlrt_model *m = s->model;
-    const double *h = hyper(s);
     if (!isfinite(v)) {
         return rt__fail(DLRT_ERR_INVALID_ARG, "invalid %s value: %g (must be finite)", name, v);
     }
@@ -146,9 +158,14 @@ dlrt_status dlrt_session_set_hparam(dlrt_session *s, const char *name, double va
                         : p->flags & DLRT_HPF_STATE ? "step state, restored from checkpoints"
                                                     : "compiled into the step");
     }
-    dlrt_status st = check_hparam(s, p, name, value);
+    double h[DLRT_HP_COUNT];
+    dlrt_status st = hyper_read(s, h);
     if (st == DLRT_OK) {
-        hyper(s)[p->index] = value;
+        st = check_hparam(s, p, name, h, value);
+    }
+    if (st == DLRT_OK) {
+        h[p->index] = value;
+        st = hyper_write(s, h);
     }
     return st;
 }
@@ -165,22 +182,27 @@ dlrt_status dlrt_session_train_step(dlrt_session *s, dlrt_step_info *info) {
     if (st != DLRT_OK) {
         return st;
     }
-    rt__run_entry(s, DLRT_ENTRY_TRAIN_STEP);
-    if (info) {
-        const double *h = hyper(s);
+    st = rt__session_run(s, DLRT_ENTRY_TRAIN_STEP);
+    if (st == DLRT_OK && info) {
+        double h[DLRT_HP_COUNT];
+        if ((st = hyper_read(s, h)) != DLRT_OK) {
+            return st;
+        }
         info->loss = h[DLRT_HP_LOSS];
         info->skipped = h[DLRT_HP_SKIPPED] != 0.0;
         info->grad_norm = h[DLRT_HP_GRAD_NORM];
         info->loss_scale = h[DLRT_HP_LOSS_SCALE];
         info->step = (int64_t)h[DLRT_HP_STEP];
     }
-    return DLRT_OK;
+    return st;
 }
 
 // ---------------------------------------------------------------------------------------------
 // Checkpoints
 
-static void tensor_of(dlrt_session *s, size_t t, dl_tensor *out) {
+// Tensor t of the session as a host dl_tensor: its buffer in place when the device has host
+// memory, else a host copy made here (*copy, OWNED by the caller; NULL when in place).
+static dlrt_status tensor_of(dlrt_session *s, size_t t, dl_tensor *out, void **copy) {
     const dlrt_plan_tensor *pt = &s->model->tensors[t];
     memset(out, 0, sizeof *out);
     out->dtype = (dl_dtype)pt->dtype;
@@ -188,7 +210,18 @@ static void tensor_of(dlrt_session *s, size_t t, dl_tensor *out) {
     for (uint32_t d = 0; d < pt->rank; d++) {
         out->dims[d] = pt->dims[d];
     }
-    out->data = s->buf_ptr[pt->buffer];
+    *copy = NULL;
+    if (s->dev.ops->caps & RT_DEVCAP_HOST_MEMORY) {
+        out->data = s->buf_ptr[pt->buffer];
+        return DLRT_OK;
+    }
+    size_t size = (size_t)s->model->buffers[pt->buffer].size;
+    *copy = dl_mem_alloc(size ? size : 1);
+    if (!*copy) {
+        return rt__fail(DLRT_ERR_NOMEM, "out of memory");
+    }
+    out->data = *copy;
+    return rt__buf_read(s, pt->buffer, *copy);
 }
 
 enum { META_ACCUM_COUNT = 3, META_COUNT = 4 }; // meta_keys[] indices
@@ -220,15 +253,28 @@ dlrt_status dlrt_session_save(dlrt_session *s, const char *path) {
         return rt__fail(DLRT_ERR_INVALID_ARG, "dlrt_session_save: NULL argument");
     }
     const dlrt_model *m = s->model;
+    size_t n_ten = m->n_params + m->n_states;
+    // Host copies of the tensors (a device without host memory); the writer reads them at
+    // dl_st_write_file.
+    void **copies = dl_mem_calloc(n_ten ? n_ten : 1, sizeof *copies);
+    if (!copies) {
+        return rt__fail(DLRT_ERR_NOMEM, "out of memory");
+    }
     dl_st_writer *w = NULL;
     dl_status st = dl_st_writer_create(&w);
-    for (size_t i = 0; st == DL_OK && i < m->n_params + m->n_states; i++) {
+    dlrt_status rst = DLRT_OK;
+    double h[DLRT_HP_COUNT];
+    for (size_t i = 0; st == DL_OK && rst == DLRT_OK && i < n_ten; i++) {
         dl_tensor t;
-        tensor_of(s, m->first_param + i, &t);
-        st = dl_st_writer_add(w, m->tensor_names[m->first_param + i], &t);
+        rst = tensor_of(s, m->first_param + i, &t, &copies[i]);
+        if (rst == DLRT_OK) {
+            st = dl_st_writer_add(w, m->tensor_names[m->first_param + i], &t);
+        }
     }
-    if (st == DL_OK && dlrt_model_has_train_step(m)) {
-        const double *h = hyper(s);
+    if (st == DL_OK && rst == DLRT_OK && dlrt_model_has_train_step(m)) {
+        rst = hyper_read(s, h);
+    }
+    if (st == DL_OK && rst == DLRT_OK && dlrt_model_has_train_step(m)) {
         char v[64];
         for (size_t i = 0; st == DL_OK && i < DL_ARRAY_LEN(meta_keys); i++) {
             if (!meta_keys[i].always && !has_hparam_index(m, (uint32_t)meta_keys[i].index)) {
@@ -243,25 +289,34 @@ dlrt_status dlrt_session_save(dlrt_session *s, const char *path) {
             st = dl_st_writer_set_metadata(w, meta_keys[i].key, v);
         }
         if (st == DL_OK && m->hdr->counter_buffer != UINT32_MAX) {
-            int64_t ctr;
-            memcpy(&ctr, s->buf_ptr[m->hdr->counter_buffer], sizeof ctr);
+            int64_t ctr = 0;
+            rst = rt__buf_read(s, m->hdr->counter_buffer, &ctr);
             snprintf(v, sizeof v, "%lld", (long long)ctr);
-            st = dl_st_writer_set_metadata(w, RNG_COUNTER_KEY, v);
+            st = rst == DLRT_OK ? dl_st_writer_set_metadata(w, RNG_COUNTER_KEY, v) : DL_OK;
         }
     }
-    if (st == DL_OK) {
+    if (st == DL_OK && rst == DLRT_OK) {
         st = dl_st_writer_set_metadata(w, "dlcc.model", m->name);
     }
-    if (st == DL_OK) {
+    int write_errno = 0;
+    bool write_failed = false;
+    if (st == DL_OK && rst == DLRT_OK) {
         st = dl_st_write_file(w, path);
-        if (st != DL_OK) {
-            int e = errno;
-            dl_st_writer_destroy(w);
-            return rt__fail(rt__status_from_dl(st), "cannot write checkpoint %s: %s", path,
-                            strerror(e));
-        }
+        write_errno = errno;
+        write_failed = st != DL_OK;
     }
     dl_st_writer_destroy(w);
+    for (size_t i = 0; i < n_ten; i++) {
+        free(copies[i]);
+    }
+    free(copies);
+    if (rst != DLRT_OK) {
+        return rst;
+    }
+    if (write_failed) {
+        return rt__fail(rt__status_from_dl(st), "cannot write checkpoint %s: %s", path,
+                        strerror(write_errno));
+    }
     if (st != DL_OK) {
         return rt__fail(rt__status_from_dl(st), "cannot write checkpoint %s: %s", path,
                         st == DL_ERR_NOMEM ? "out of memory" : "invalid tensor or name");
@@ -356,12 +411,16 @@ dlrt_status dlrt_session_load(dlrt_session *s, const char *path) {
         has_meta[i] = v != NULL;
     }
     // The micro-step count must lie inside a cycle of the model's accumulate setting.
+    double h[DLRT_HP_COUNT];
+    if (st == DLRT_OK && train) {
+        st = hyper_read(s, h);
+    }
     if (st == DLRT_OK && train && has_meta[META_ACCUM_COUNT] &&
-        meta[META_ACCUM_COUNT] >= hyper(s)[DLRT_HP_ACCUMULATE]) {
+        meta[META_ACCUM_COUNT] >= h[DLRT_HP_ACCUMULATE]) {
         st = rt__fail(DLRT_ERR_INVALID_ARG,
                       "checkpoint %s: dlcc.accum_count %.0f is not below the model's accumulate "
                       "%.0f",
-                      path, meta[META_ACCUM_COUNT], hyper(s)[DLRT_HP_ACCUMULATE]);
+                      path, meta[META_ACCUM_COUNT], h[DLRT_HP_ACCUMULATE]);
     }
     bool has_ctr = false;
     int64_t ctr = 0;
@@ -376,17 +435,17 @@ dlrt_status dlrt_session_load(dlrt_session *s, const char *path) {
         ctr = (int64_t)x;
     }
     if (st == DLRT_OK) {
-        // Commit: nothing below can fail.
-        for (size_t k = 0; k < n_ten; k++) {
+        // Commit: nothing below fails but the device's copies (never on the CPU; a device error
+        // on a GPU leaves the session unusable anyway).
+        for (size_t k = 0; k < n_ten && st == DLRT_OK; k++) {
             const dlrt_plan_tensor *pt = &m->tensors[m->first_param + k];
             if (staged[k]) {
-                memcpy(s->buf_ptr[pt->buffer], staged[k], (size_t)m->buffers[pt->buffer].size);
+                st = rt__buf_write(s, pt->buffer, staged[k]);
             } else if (pt->role == DLRT_ROLE_STATE) {
-                rt__state_reset(s, pt->buffer);
+                st = rt__state_reset(s, pt->buffer);
             }
         }
-        if (train) {
-            double *h = hyper(s);
+        if (train && st == DLRT_OK) {
             for (uint32_t i = 0; i < m->hdr->n_hparams; i++) {
                 if (m->hparams[i].flags & DLRT_HPF_STATE) {
                     h[m->hparams[i].index] = m->hparams[i].init;
@@ -397,16 +456,14 @@ dlrt_status dlrt_session_load(dlrt_session *s, const char *path) {
                     h[meta_keys[i].index] = meta[i];
                 }
             }
-            if (m->hdr->seed_buffer != UINT32_MAX) {
+            st = hyper_write(s, h);
+            if (st == DLRT_OK && m->hdr->seed_buffer != UINT32_MAX) {
                 float seed = (float)h[DLRT_HP_LOSS_SCALE];
-                memcpy(s->buf_ptr[m->hdr->seed_buffer], &seed, sizeof seed);
+                st = rt__buf_write(s, m->hdr->seed_buffer, &seed);
             }
-            if (m->hdr->counter_buffer != UINT32_MAX) {
-                if (has_ctr) {
-                    memcpy(s->buf_ptr[m->hdr->counter_buffer], &ctr, sizeof ctr);
-                } else {
-                    rt__state_reset(s, m->hdr->counter_buffer);
-                }
+            if (st == DLRT_OK && m->hdr->counter_buffer != UINT32_MAX) {
+                st = has_ctr ? rt__buf_write(s, m->hdr->counter_buffer, &ctr)
+                             : rt__state_reset(s, m->hdr->counter_buffer);
             }
         }
     }

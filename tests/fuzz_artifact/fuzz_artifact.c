@@ -10,13 +10,17 @@
 // A plan the validator accepts is then checked against the guarantees the rest of the runtime
 // relies on without checking (every buffer inside the arena, every kernel argument's buffer
 // at least as large as its compiled extent, no kernel writing an INPUT or CONST buffer,
-// dependencies pointing backwards, entry lists increasing, names without NUL), and the
+// dependencies pointing backwards, entry lists increasing, names without NUL; format 5: a known
+// device kind, an image exactly when the device needs one, inside the plan, kernel symbol names
+// non-empty and unique, launch data zero on the CPU, op strings inside the strings), and the
 // introspection API is walked. A broken guarantee aborts (a finding).
 //
 // Built with DL_FUZZ_REPLAY_MAIN it is a plain program feeding every file of the given
 // directories to the same entry point: the ctest over tests/fuzz_artifact/corpus, and the way to
 // replay a crash file without libFuzzer. In replay mode, corpus files whose names start with
-// "valid-" must be accepted (they are real plans, compiled for a baseline x86-64 CPU).
+// "valid-" must be accepted (they are real plans, compiled for a baseline x86-64 CPU), and those
+// whose names start with "format4-" (real plans of artifact format 4) must be refused as
+// unsupported with a message that says to recompile.
 #include "dl_base.h"
 #include "rt_internal.h"
 
@@ -78,6 +82,29 @@ static void check_accepted(const dlrt_model *m) {
     for (uint32_t t = 0; t < h->n_tensors; t++) {
         ENSURE(strlen(m->tensor_names[t]) == m->tensors[t].name_len);
     }
+    // Format 5: the device, its image and the kernels' names and launch data.
+    ENSURE(h->device < DLRT_PLAN_DEVICE_COUNT);
+    ENSURE(fits(h->off_image, h->size_image, h->total_size));
+    ENSURE((h->device == DLRT_PLAN_DEVICE_CPU) == (h->size_image == 0));
+    ENSURE(dlrt_model_device(m) == (dlrt_device_kind)h->device);
+    for (uint32_t f = 0; f < h->n_fns; f++) {
+        ENSURE(sig[f].name_len > 0 && fits(sig[f].name_off, sig[f].name_len, h->size_strings));
+        ENSURE(!memchr(m->strings + sig[f].name_off, 0, sig[f].name_len));
+        for (uint32_t g = 0; g < f; g++) {
+            ENSURE(sig[g].name_len != sig[f].name_len ||
+                   memcmp(m->strings + sig[g].name_off, m->strings + sig[f].name_off,
+                          sig[f].name_len) != 0);
+        }
+        if (h->device == DLRT_PLAN_DEVICE_CPU) {
+            ENSURE((sig[f].grid[0] | sig[f].grid[1] | sig[f].grid[2] | sig[f].block[0] |
+                    sig[f].block[1] | sig[f].block[2] | sig[f].shared_bytes) == 0);
+        } else {
+            ENSURE((uint64_t)sig[f].block[0] * sig[f].block[1] * sig[f].block[2] <= 1024);
+        }
+    }
+    for (uint32_t i = 0; i < h->n_kernels; i++) {
+        ENSURE(fits(m->kernels[i].ops_off, m->kernels[i].ops_len, h->size_strings));
+    }
     // The introspection API over the validated model.
     size_t n_in = dlrt_model_num_inputs(m), n_out = dlrt_model_num_outputs(m);
     size_t n_par = dlrt_model_num_params(m);
@@ -98,6 +125,7 @@ static void check_accepted(const dlrt_model *m) {
 }
 
 static int last_accepted;
+static dlrt_status last_status;
 
 #ifndef DL_FUZZ_REPLAY_MAIN
 // A structure-aware mutator: random byte mutations almost always break the header first, so half
@@ -165,6 +193,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     dlrt_model *m = NULL;
     dlrt_status st = rt__model_from_plan(plan, size, n_fns, NULL, &m);
+    last_status = st;
     if (st == DLRT_OK) {
         ENSURE(m != NULL);
         check_accepted(m);
@@ -194,6 +223,13 @@ static int run_file(const char *path, const char *name) {
     free(buf);
     if (strncmp(name, "valid-", 6) == 0 && !last_accepted) {
         fprintf(stderr, "%s: a valid plan was refused: %s\n", path, dlrt_last_error());
+        return 1;
+    }
+    if (strncmp(name, "format4-", 8) == 0 &&
+        (last_status != DLRT_ERR_UNSUPPORTED || !strstr(dlrt_last_error(), "version 4") ||
+         !strstr(dlrt_last_error(), "recompile"))) {
+        fprintf(stderr, "%s: a format-4 plan was not refused as such: status %d (%s)\n", path,
+                (int)last_status, dlrt_last_error());
         return 1;
     }
     return 0;

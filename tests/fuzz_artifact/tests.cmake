@@ -9,7 +9,8 @@
 # over the seed corpus (real plans named valid-*, which must be accepted, and the fuzzer's
 # findings, which must be refused or accepted without breaking a guarantee).
 # The corpus plans are compiled for a baseline CPU (--cpu x86-64) so every machine accepts them;
-# tests/fuzz_artifact/make_corpus.sh rewrites them after a plan format change.
+# tests/fuzz_artifact/make_corpus.sh rewrites them after a plan format change (keep the old
+# format's seeds, renamed format<N>-*, when the version changes: they must be refused).
 set(_fa_src ${CMAKE_CURRENT_LIST_DIR}/fuzz_artifact.c ${CMAKE_SOURCE_DIR}/runtime/rt_model.c)
 if(DL_FUZZ AND CMAKE_C_COMPILER_ID MATCHES "Clang")
   add_executable(fuzz_artifact ${_fa_src})
