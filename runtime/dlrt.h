@@ -285,8 +285,10 @@ DLRT_API int dlrt_session_threads(const dlrt_session *s);
 DLRT_API dlrt_status dlrt_session_profile_begin(dlrt_session *s);
 // Writes what was recorded since dlrt_session_profile_begin as Chrome trace-event JSON
 // (chrome://tracing, ui.perfetto.dev), atomically: one row (tid) per worker, one "X" event per
-// kernel chunk named "OP NODE" (e.g. "MatMul h1") with args {op, node, source, line, kernel,
-// begin, end, range}, and one "step" event per step on worker 0's row. DLRT_ERR_INVALID_ARG
+// kernel chunk named "OPS NODE" (e.g. "MatMul h1"; a fused kernel's ops joined by '+',
+// "MatMul+Add+Relu h1") with args {op (that string), ops (its list), symbol (the kernel's
+// function name), node, source, line, kernel, begin, end, range}, and one "step" event per step
+// on worker 0's row. DLRT_ERR_INVALID_ARG
 // when profiling is off, DLRT_ERR_IO when the file cannot be written.
 DLRT_API dlrt_status dlrt_session_profile_write(dlrt_session *s, const char *path);
 // Writes to `f`, per entry point that ran, a header line (steps, mean step time, threads, kernel

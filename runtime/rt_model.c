@@ -67,9 +67,9 @@ static bool name_ok(const dlrt_plan_hdr *h, const char *strings, uint64_t off, u
 // The message for an artifact of another format version (`what` names it, e.g. "the artifact").
 static dlrt_status wrong_version(const char *what, uint32_t version) {
     return rt__fail(DLRT_ERR_UNSUPPORTED,
-                    "%s has artifact format version %u, this runtime reads version %u: recompile "
-                    "it with this dlcc (dlcc compile; a cached artifact is recompiled "
-                    "automatically, the cache key includes the format)",
+                    "%s has format version %u; this runtime reads version %u: recompile it with "
+                    "this dlcc (dlcc compile; the compilation cache recompiles by itself, its key "
+                    "includes the format)",
                     what, version, DLRT_FORMAT_VERSION);
 }
 

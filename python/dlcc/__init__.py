@@ -196,6 +196,7 @@ class _TensorDesc(ctypes.Structure):
         ("rank", ctypes.c_int32),
         ("dims", ctypes.c_int64 * _MAX_DIMS),
         ("nbytes", ctypes.c_size_t),
+        ("device", ctypes.c_int),  # dlrt_device_kind
     ]
 
 
@@ -378,6 +379,8 @@ def _load_lib():
         "dlrt_model_release": (None, [P]),
         "dlrt_model_name": (cs, [P]),
         "dlrt_model_target": (cs, [P]),
+        "dlrt_model_device": (S, [P]),
+        "dlrt_device_name": (cs, [S]),
         "dlrt_model_num_inputs": (sz, [P]),
         "dlrt_model_num_outputs": (sz, [P]),
         "dlrt_model_num_params": (sz, [P]),
@@ -393,10 +396,13 @@ def _load_lib():
         "dlrt_session_create_ex": (S, [P, ctypes.POINTER(_SessionOptions), ctypes.POINTER(P)]),
         "dlrt_session_destroy": (None, [P]),
         "dlrt_session_threads": (S, [P]),
+        "dlrt_session_device": (S, [P]),
         "dlrt_session_set_input": (S, [P, cs, P, sz]),
         "dlrt_session_bind_input": (S, [P, cs, P, sz]),
         "dlrt_session_infer": (S, [P]),
         "dlrt_session_output": (S, [P, cs, ctypes.POINTER(P), PD]),
+        "dlrt_session_output_copy": (S, [P, cs, P, sz]),
+        "dlrt_session_input_copy": (S, [P, cs, P, sz]),
         "dlrt_session_get_param": (S, [P, cs, P, sz]),
         "dlrt_session_set_param": (S, [P, cs, P, sz]),
         "dlrt_session_get_hparam": (S, [P, cs, ctypes.POINTER(ctypes.c_double)]),
@@ -462,7 +468,10 @@ def version():
 # ------------------------------------------------------------------------------------------
 # Model
 
-TensorDesc = collections.namedtuple("TensorDesc", "name dtype dtype_name shape nbytes")
+# device: where the tensor lives in a session ("cpu"; "cuda" for a CUDA artifact).
+TensorDesc = collections.namedtuple(
+    "TensorDesc", "name dtype dtype_name shape nbytes device", defaults=("cpu",)
+)
 StepInfo = collections.namedtuple("StepInfo", "loss skipped grad_norm loss_scale step")
 # What Session.train's callback sees (runtime/dlrt.h, dlrt_train_event): kind is "batch" (bound,
 # before the step), "step" (after it: info, nonfinite, first_nonfinite, stop) or "epoch" (its
@@ -513,6 +522,7 @@ def _desc(d):
         _DTYPE_NAMES[d.dtype],
         tuple(int(d.dims[i]) for i in range(d.rank)),
         int(d.nbytes),
+        _load_lib().dlrt_device_name(d.device).decode(),
     )
 
 
@@ -567,6 +577,8 @@ class Model:
 
         self.name = lib.dlrt_model_name(handle).decode()
         self.target = lib.dlrt_model_target(handle).decode()
+        # The device the model's code runs on and its sessions' tensors live on ("cpu").
+        self.device = lib.dlrt_device_name(lib.dlrt_model_device(handle)).decode()
         self.inputs = descs(lib.dlrt_model_num_inputs, lib.dlrt_model_input)
         self.outputs = descs(lib.dlrt_model_num_outputs, lib.dlrt_model_output)
         self.params = descs(lib.dlrt_model_num_params, lib.dlrt_model_param)
@@ -755,6 +767,11 @@ class Session:
         return int(self._lib.dlrt_session_threads(self._live()))
 
     @property
+    def device(self):
+        """The device the session's tensors live on ("cpu")."""
+        return self._lib.dlrt_device_name(self._lib.dlrt_session_device(self._live())).decode()
+
+    @property
     def closed(self):
         return not self._h
 
@@ -831,14 +848,26 @@ class Session:
             self.set_input(name, value)
 
     def output(self, name, copy=True):
-        """Output `name` of the last step: a copy, or with copy=False a read-only view of the
-        session's buffer: it shows the output of the latest step (the next step overwrites it)
-        and keeps the native session alive, so it stays readable after close()."""
+        """Output `name` of the last step: a copy (dlrt_session_output_copy, on any device), or
+        with copy=False a read-only view of the session's buffer (a CPU session only): it shows
+        the output of the latest step (the next step overwrites it) and keeps the native session
+        alive, so it stays readable after close()."""
         h = self._live()
         _name_arg("output", name)
         d = self._out.get(name)
         if d is None:
             raise ArgumentError(f"unknown output '{name}' (outputs: {', '.join(self._out)})")
+        if copy:
+            a = np.empty(d.shape, dtype=d.dtype)
+            _check(
+                self._lib.dlrt_session_output_copy(
+                    h, name.encode(), a.ctypes.data_as(ctypes.c_void_p), d.nbytes
+                ),
+                f"reading output '{name}'",
+            )
+            return a
+        if d.device != "cpu":
+            raise Error(f"output '{name}' lives on the {d.device} device: read it with copy=True")
         ptr = ctypes.c_void_p()
         _check(
             self._lib.dlrt_session_output(h, name.encode(), ctypes.byref(ptr), None),
@@ -847,8 +876,6 @@ class Session:
         buf = (ctypes.c_char * max(d.nbytes, 1)).from_address(ptr.value)
         a = np.frombuffer(buf, dtype=d.dtype, count=int(np.prod(d.shape, dtype=np.int64)))
         a = a.reshape(d.shape)
-        if copy:
-            return a.copy()
         buf._dlcc_session = self._handle  # the view's base chain ends at buf: it holds the session
         a.flags.writeable = False
         return a

@@ -76,6 +76,11 @@ class Binding(unittest.TestCase):
         self.assertEqual([d.name for d in m.params], ["w1", "b1", "w2", "b2"])
         self.assertTrue(m.has_train_step)
         self.assertIn("lr", m.hparams)
+        # Where the code runs and the tensors live (artifact format 5's device kind).
+        self.assertEqual(m.device, "cpu")
+        self.assertEqual({d.device for d in m.inputs + m.outputs + m.params}, {"cpu"})
+        with m.session(threads=1) as s:
+            self.assertEqual(s.device, "cpu")
 
     def test_infer_matches_dlcc_run(self):
         x, y = batch(1)
@@ -259,6 +264,12 @@ class Binding(unittest.TestCase):
         np.testing.assert_array_equal(copy["probs"], view["probs"])
         self.assertFalse(view["probs"].flags.writeable)
         self.assertTrue(copy["probs"].flags.writeable)
+        # A copy comes through dlrt_session_output_copy (any device): the same bytes, its own
+        # memory.
+        one = s.output("loss")
+        np.testing.assert_array_equal(one, view["loss"])
+        self.assertEqual(one.shape, ())
+        self.assertFalse(np.shares_memory(one, view["loss"]))
 
     def test_errors(self):
         s = self.model.session(threads=1)
@@ -337,6 +348,8 @@ class LoaderTests(unittest.TestCase):
 
     def test_ctypes_layout(self):
         # The mirrors must match runtime/dlrt.h's structs (x86-64 / LP64 sizes and offsets).
+        self.assertEqual(ctypes.sizeof(dlcc._TensorDesc), 96)
+        self.assertEqual(dlcc._TensorDesc.device.offset, 88)
         self.assertEqual(ctypes.sizeof(dlcc._LoaderOptions), 216)
         self.assertEqual(dlcc._LoaderOptions.limit.offset, 200)
         self.assertEqual(dlcc._LoaderOptions.n_classes.offset, 208)

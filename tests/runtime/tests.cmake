@@ -9,7 +9,8 @@ set_tests_properties(runtime_no_llvm runtime_exports_only_dlrt PROPERTIES LABELS
 # infer against the reference evaluator, argument errors and corrupt artifacts.
 add_executable(test_runtime ${CMAKE_CURRENT_LIST_DIR}/test_runtime.c)
 target_link_libraries(test_runtime PRIVATE dl_flags dl_test_harness dlcc_lib dlrt)
-target_compile_definitions(test_runtime PRIVATE DLRT_LIB_PATH="$<TARGET_FILE:dlrt>")
+target_compile_definitions(test_runtime PRIVATE DLRT_LIB_PATH="$<TARGET_FILE:dlrt>"
+                                                 DL_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
 add_test(NAME runtime_unit COMMAND test_runtime)
 set_tests_properties(runtime_unit PROPERTIES LABELS unit)
 
