@@ -526,6 +526,17 @@ def _desc(d):
     )
 
 
+def _copy_out(fn, h, name, desc, what):
+    """A new array holding tensor `name` of session handle `h`, copied into host memory by `fn`
+    (dlrt_session_output_copy, dlrt_session_get_param: any device)."""
+    a = np.empty(desc.shape, dtype=desc.dtype)
+    _check(
+        fn(h, name.encode(), a.ctypes.data_as(ctypes.c_void_p), a.nbytes),
+        f"reading {what} '{name}'",
+    )
+    return a
+
+
 def _as_buffer(desc, value, what):
     """`value` as a C-contiguous ndarray of exactly desc's dtype and shape (no copy when it
     already is one; a copy when it is non-contiguous). Raises ArgumentError on a mismatch."""
@@ -858,14 +869,7 @@ class Session:
         if d is None:
             raise ArgumentError(f"unknown output '{name}' (outputs: {', '.join(self._out)})")
         if copy:
-            a = np.empty(d.shape, dtype=d.dtype)
-            _check(
-                self._lib.dlrt_session_output_copy(
-                    h, name.encode(), a.ctypes.data_as(ctypes.c_void_p), d.nbytes
-                ),
-                f"reading output '{name}'",
-            )
-            return a
+            return _copy_out(self._lib.dlrt_session_output_copy, h, name, d, "output")
         if d.device != "cpu":
             raise Error(f"output '{name}' lives on the {d.device} device: read it with copy=True")
         ptr = ctypes.c_void_p()
@@ -977,14 +981,7 @@ class Session:
         d = self._par.get(name)
         if d is None:
             raise ArgumentError(f"unknown param '{name}'")
-        a = np.empty(d.shape, dtype=d.dtype)
-        _check(
-            self._lib.dlrt_session_get_param(
-                h, name.encode(), a.ctypes.data_as(ctypes.c_void_p), a.nbytes
-            ),
-            f"reading param '{name}'",
-        )
-        return a
+        return _copy_out(self._lib.dlrt_session_get_param, h, name, d, "param")
 
     def set_param(self, name, value):
         h = self._live()
