@@ -200,7 +200,7 @@ DL_NODISCARD dl_status dl_cg__memplan(cg *c, dlrt_plan_buffer *bufs, size_t n_bu
                                       dl_cg_memplan *out);
 void dl_cg__memplan_fini(dl_cg_memplan *p);
 // A file whose switches are partial on purpose (over its own ops or dtypes) includes
-// DL_CG_FAMILY_SWITCHES_ARE_PARTIAL (lower_nn.c: dtypes; memplan.c: its in-place op list).
+// DL_CG_FAMILY_SWITCHES_ARE_PARTIAL (lower_nn.c: dtypes).
 #define DL_CG_FAMILY_SWITCHES_ARE_PARTIAL _Pragma("GCC diagnostic ignored \"-Wswitch-enum\"")
 // Dispatches a node to its lowering hook (lower.c).
 DL_NODISCARD dl_status dl_cg__lower_node(cg *c, const dl_ir_node *n);

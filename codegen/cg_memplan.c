@@ -12,47 +12,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-// The switch below lists the in-place ops only.
-DL_CG_FAMILY_SWITCHES_ARE_PARTIAL
-
-// How the kernel of `op` reads an input of the output's dims: at the element it writes
-// (SAME_DIMS), UnaryGrad's flat loop (FLAT), or otherwise (NO).
-// TODO(pipe): the op table's in-place column once it exists (issue 13, deliverable 1).
+// How the kernel of `op` reads an input of the output's dims (the op table's in-place column,
+// ir/ir_ops.def): at the element it writes (SAME_DIMS), by flat index as UnaryGrad's loop does
+// (FLAT), or otherwise (NO).
 static dl_pass_mem_inplace inplace_of(uint32_t op) {
-    switch ((dl_ir_op)op) {
-    case DL_IR_OP_ADD:
-    case DL_IR_OP_SUB:
-    case DL_IR_OP_MUL:
-    case DL_IR_OP_DIV:
-    case DL_IR_OP_POW:
-    case DL_IR_OP_NEG:
-    case DL_IR_OP_ABS:
-    case DL_IR_OP_EXP:
-    case DL_IR_OP_LOG:
-    case DL_IR_OP_SQRT:
-    case DL_IR_OP_RECIPROCAL:
-    case DL_IR_OP_RELU:
-    case DL_IR_OP_LEAKY_RELU:
-    case DL_IR_OP_SIGMOID:
-    case DL_IR_OP_TANH:
-    case DL_IR_OP_ERF:
-    case DL_IR_OP_GELU:
-    case DL_IR_OP_SOFTPLUS:
-    case DL_IR_OP_NOT:
-    case DL_IR_OP_CLIP:
-    case DL_IR_OP_MAX:
-    case DL_IR_OP_MIN:
-    case DL_IR_OP_WHERE:
-    case DL_IR_OP_AND:
-    case DL_IR_OP_OR:
-    case DL_IR_OP_CAST:
-    case DL_IR_OP_IDENTITY:
+    switch (dl_ir_op_inplace((dl_ir_op)op)) {
+    case DL_IR_INPLACE_ELEMENT:
         return DL_PASS_INPLACE_SAME_DIMS;
-    case DL_IR_OP_UNARY_GRAD:
+    case DL_IR_INPLACE_FLAT:
         return DL_PASS_INPLACE_FLAT;
-    default:
-        return DL_PASS_INPLACE_NO;
+    case DL_IR_INPLACE_NO:
+        break;
     }
+    return DL_PASS_INPLACE_NO;
 }
 
 static dl_pass_mem_kind kind_of(uint32_t buf_kind) {

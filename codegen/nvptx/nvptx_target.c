@@ -183,25 +183,12 @@ static void nvptx_kernel_end(cg *c, cg_kernel *k) {
     LLVMAddNamedMetadataOperand(c->mod, "nvvm.annotations", node);
 }
 
-// The ops this target lowers so far: the shared elementwise family, except Dropout (its RNG
-// stream is the host's). Every other family is per-target and not written for NVPTX yet.
-// TODO(target): ask the op table's kind column once it has one #13
-static const dl_ir_op nvptx_ops[] = {
-    DL_IR_OP_ADD, DL_IR_OP_SUB,   DL_IR_OP_MUL,        DL_IR_OP_DIV,     DL_IR_OP_NEG,
-    DL_IR_OP_ABS, DL_IR_OP_EXP,   DL_IR_OP_LOG,        DL_IR_OP_SQRT,    DL_IR_OP_RECIPROCAL,
-    DL_IR_OP_POW, DL_IR_OP_RELU,  DL_IR_OP_LEAKY_RELU, DL_IR_OP_SIGMOID, DL_IR_OP_TANH,
-    DL_IR_OP_ERF, DL_IR_OP_GELU,  DL_IR_OP_SOFTPLUS,   DL_IR_OP_CLIP,    DL_IR_OP_MAX,
-    DL_IR_OP_MIN, DL_IR_OP_WHERE, DL_IR_OP_EQUAL,      DL_IR_OP_LESS,    DL_IR_OP_GREATER,
-    DL_IR_OP_NOT, DL_IR_OP_AND,   DL_IR_OP_OR,         DL_IR_OP_CAST,    DL_IR_OP_IDENTITY,
-};
-
+// The ops this target lowers so far: the shared elementwise family (the op table's elem column),
+// except Dropout (its RNG stream is the host's) and the gradient ops. Every other family is
+// per-target and not written for NVPTX yet (issue 14).
 static bool nvptx_lowers(dl_ir_op op) {
-    for (size_t i = 0; i < DL_ARRAY_LEN(nvptx_ops); i++) {
-        if (nvptx_ops[i] == op) {
-            return true;
-        }
-    }
-    return false;
+    dl_ir_kind k = dl_ir_op_kind(op);
+    return dl_ir_op_is_elementwise(op) && k != DL_IR_KIND_RANDOM && k != DL_IR_KIND_GRADIENT;
 }
 
 static dl_status nvptx_lower_node(cg *c, const dl_ir_node *n) {
