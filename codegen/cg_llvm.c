@@ -14,18 +14,16 @@
 #include <string.h>
 
 void cg_error(cg *c, const char *fmt, ...) {
-    char msg[1024];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
     if (c->node) {
-        const dl_ir_node *n = c->node;
-        dl_diag(c->d, DL_SEV_ERROR, n->loc, "%s '%s': %s", dl_ir_op_get_info(n->op)->name,
-                n->n_outputs ? n->outputs[0]->name : "", msg);
+        dl_ir_node_vdiag(c->d, DL_SEV_ERROR, c->node, DL_NO_LOC, NULL, fmt, ap);
     } else {
+        char msg[1024];
+        vsnprintf(msg, sizeof msg, fmt, ap);
         dl_diag(c->d, DL_SEV_ERROR, DL_NO_LOC, "codegen: %s", msg);
     }
+    va_end(ap);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -547,4 +547,10 @@ DL_NODISCARD dl_status dl_ir_diff_modules(const dl_ir_module *a, const dl_ir_mod
                                           dl_ir_diff *out);
 void dl_ir_diff_fini(dl_ir_diff *d);
 
+// An error (or warning) about node n, in the compiler's one format for them:
+// "[PREFIX]OP 'FIRST OUTPUT': MESSAGE" at `loc` when it names a file, else at the node's own
+// location. For shape inference, autodiff, the evaluator and codegen (ir_diag.c).
+void dl_ir_node_vdiag(dl_diags *d, dl_severity sev, const dl_ir_node *n, dl_src_loc loc,
+                      const char *prefix, const char *fmt, va_list ap) DL_PRINTF(6, 0);
+
 #endif

@@ -67,14 +67,10 @@ bool dl_ir__axis(int64_t axis, int32_t rank, int32_t *out) {
 }
 
 dl_status dl_ir__node_err(dl_ir__ectx *cx, const char *fmt, ...) {
-    char msg[512];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    dl_ir_node_vdiag(cx->d, DL_SEV_ERROR, cx->node, DL_NO_LOC, NULL, fmt, ap);
     va_end(ap);
-    const dl_ir_node *n = cx->node;
-    const char *out = n->n_outputs ? n->outputs[0]->name : "?";
-    dl_diag(cx->d, DL_SEV_ERROR, n->loc, "%s '%s': %s", dl_ir_op_get_info(n->op)->name, out, msg);
     return DL_ERR_INVALID_ARG;
 }
 

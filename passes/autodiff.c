@@ -63,18 +63,16 @@ static void fail(ad *a, dl_status st) {
 
 static void ad_error(ad *a, const char *fmt, ...) DL_PRINTF(2, 3);
 static void ad_error(ad *a, const char *fmt, ...) {
-    char msg[512];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    const dl_ir_node *n = a->n;
-    if (n) {
-        dl_diag(a->d, DL_SEV_ERROR, n->loc, "autodiff: %s '%s': %s", dl_ir_op_get_info(n->op)->name,
-                n->n_outputs ? n->outputs[0]->name : "", msg);
+    if (a->n) {
+        dl_ir_node_vdiag(a->d, DL_SEV_ERROR, a->n, DL_NO_LOC, "autodiff: ", fmt, ap);
     } else {
+        char msg[512];
+        vsnprintf(msg, sizeof msg, fmt, ap);
         dl_diag(a->d, DL_SEV_ERROR, DL_NO_LOC, "autodiff: %s", msg);
     }
+    va_end(ap);
     fail(a, DL_ERR_UNSUPPORTED);
 }
 

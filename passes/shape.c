@@ -18,11 +18,7 @@
 
 static bool vfail_at(dl_pass__sh *c, dl_src_loc loc, const char *fmt, va_list ap) DL_PRINTF(3, 0);
 static bool vfail_at(dl_pass__sh *c, dl_src_loc loc, const char *fmt, va_list ap) {
-    char msg[1024];
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    const char *out = c->n->n_outputs && c->n->outputs[0] ? c->n->outputs[0]->name : "?";
-    dl_diag(c->d, DL_SEV_ERROR, loc.file ? loc : c->n->loc, "%s '%s': %s",
-            dl_ir_op_get_info(c->n->op)->name, out, msg);
+    dl_ir_node_vdiag(c->d, DL_SEV_ERROR, c->n, loc, NULL, fmt, ap);
     return false;
 }
 
