@@ -119,6 +119,9 @@ LLVMValueRef cg_intrinsic2(cg *c, const char *name, LLVMTypeRef ty, LLVMValueRef
 // Calls the float function of the C math library named `name` ("erff") through the target
 // (libm on x86-64, libdevice on NVPTX).
 LLVMValueRef cg_libm1(cg *c, const char *name, LLVMValueRef a);
+// Calls `float symbol(float[, float])` (n = 1 or 2 args), declaring it on first use: how the
+// targets reach their math library (libm on x86, libdevice on NVPTX).
+LLVMValueRef cg_call_f32(cg *c, const char *symbol, LLVMValueRef *args, unsigned n);
 LLVMValueRef cg_libm2(cg *c, const char *name, LLVMValueRef a, LLVMValueRef b);
 
 // An array of n values of type t, allocated in the kernel's entry block (so it is one stack

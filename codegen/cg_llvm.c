@@ -212,6 +212,17 @@ LLVMValueRef cg_intrinsic2(cg *c, const char *name, LLVMTypeRef ty, LLVMValueRef
 }
 
 // Math functions go through the target: libm on x86-64, libdevice on NVPTX.
+LLVMValueRef cg_call_f32(cg *c, const char *symbol, LLVMValueRef *args, unsigned n) {
+    DL_ASSERT(n == 1 || n == 2);
+    LLVMTypeRef ps[2] = {c->t_f32, c->t_f32};
+    LLVMTypeRef fty = LLVMFunctionType(c->t_f32, ps, n, 0);
+    LLVMValueRef fn = LLVMGetNamedFunction(c->mod, symbol);
+    if (!fn) {
+        fn = LLVMAddFunction(c->mod, symbol, fty);
+    }
+    return LLVMBuildCall2(c->b, fty, fn, args, n, "");
+}
+
 LLVMValueRef cg_libm1(cg *c, const char *name, LLVMValueRef a) {
     return c->target->math1(c, name, a);
 }

@@ -108,30 +108,20 @@ static int64_t nvptx_vector_width(const cg *c, dl_dtype t) {
     return 1;
 }
 
-// libdevice's function for the libm name (erff -> __nv_erff), declared on first use.
-static LLVMValueRef libdevice_fn(cg *c, const char *name, unsigned n, LLVMTypeRef *fty) {
+// libdevice's function for the libm name (erff -> __nv_erff).
+static LLVMValueRef libdevice_call(cg *c, const char *name, LLVMValueRef *args, unsigned n) {
     char nv[64];
     snprintf(nv, sizeof nv, LIBDEVICE_PREFIX "%s", name);
-    LLVMTypeRef ps[2] = {c->t_f32, c->t_f32};
-    *fty = LLVMFunctionType(c->t_f32, ps, n, 0);
-    LLVMValueRef fn = LLVMGetNamedFunction(c->mod, nv);
-    if (!fn) {
-        fn = LLVMAddFunction(c->mod, nv, *fty);
-    }
-    return fn;
+    return cg_call_f32(c, nv, args, n);
 }
 
 static LLVMValueRef nvptx_math1(cg *c, const char *name, LLVMValueRef a) {
-    LLVMTypeRef fty;
-    LLVMValueRef fn = libdevice_fn(c, name, 1, &fty);
-    return LLVMBuildCall2(c->b, fty, fn, &a, 1, "");
+    return libdevice_call(c, name, &a, 1);
 }
 
 static LLVMValueRef nvptx_math2(cg *c, const char *name, LLVMValueRef a, LLVMValueRef b) {
-    LLVMTypeRef fty;
-    LLVMValueRef fn = libdevice_fn(c, name, 2, &fty);
     LLVMValueRef args[2] = {a, b};
-    return LLVMBuildCall2(c->b, fty, fn, args, 2, "");
+    return libdevice_call(c, name, args, 2);
 }
 
 // A special register as i64: llvm.nvvm.read.ptx.sreg.NAME (i32, never negative).

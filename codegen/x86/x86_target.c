@@ -251,28 +251,14 @@ static int64_t x86_vector_width(const cg *c, dl_dtype t) {
     return bits / (int64_t)(8 * size);
 }
 
-// libm: float f(float) / float f(float, float), declared on first use; the .so links -lm.
-static LLVMValueRef libm_fn(cg *c, const char *name, unsigned n, LLVMTypeRef *fty) {
-    LLVMTypeRef ps[2] = {c->t_f32, c->t_f32};
-    *fty = LLVMFunctionType(c->t_f32, ps, n, 0);
-    LLVMValueRef fn = LLVMGetNamedFunction(c->mod, name);
-    if (!fn) {
-        fn = LLVMAddFunction(c->mod, name, *fty);
-    }
-    return fn;
-}
-
+// libm: float f(float) / float f(float, float) by its own name; the .so links -lm.
 static LLVMValueRef x86_math1(cg *c, const char *name, LLVMValueRef a) {
-    LLVMTypeRef fty;
-    LLVMValueRef fn = libm_fn(c, name, 1, &fty);
-    return LLVMBuildCall2(c->b, fty, fn, &a, 1, "");
+    return cg_call_f32(c, name, &a, 1);
 }
 
 static LLVMValueRef x86_math2(cg *c, const char *name, LLVMValueRef a, LLVMValueRef b) {
-    LLVMTypeRef fty;
-    LLVMValueRef fn = libm_fn(c, name, 2, &fty);
     LLVMValueRef args[2] = {a, b};
-    return LLVMBuildCall2(c->b, fty, fn, args, 2, "");
+    return cg_call_f32(c, name, args, 2);
 }
 
 // Host range ABI: void k(ptr args, i64 begin, i64 end), internal (the kernel table, a global of
