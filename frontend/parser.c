@@ -604,7 +604,10 @@ static bool parse_literal(parser *p, const dl_ir_type *ty, dl_ir_literal **out) 
     bool ok = parse_lit_list(p, &st, 0);
     if (ok) {
         int rank = st.leaf_depth >= 0 ? st.leaf_depth + 1 : st.max_depth + 1;
-        bool match = rank == ty->rank;
+        // A literal with no numbers ends in empty lists, so its last level has 0 elements:
+        // it names an empty tensor, and the dims below that level are the type's to say
+        // (float[0, 5] is written, and printed, as []).
+        bool match = st.leaf_depth >= 0 ? rank == ty->rank : rank <= ty->rank;
         for (int d = 0; match && d < rank; d++) {
             match = st.shape[d] == ty->dims[d].value;
         }

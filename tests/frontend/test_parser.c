@@ -465,6 +465,28 @@ DL_TEST(literals) {
     done(&r);
 }
 
+// An empty tensor's literal ends in empty lists; the dims below them are the type's. The
+// printer writes float[0, 5] as [], so the parser must take it back (found by fuzz_onnx).
+DL_TEST(empty_literals_round_trip) {
+    const char *src = HDR "const a : bool[0, 5] = []\n"
+                          "const b : float[2, 0, 3] = [[], []]\n"
+                          "const c : int64[0] = []\n"
+                          "output a\noutput b\noutput c\n";
+    PARSE_OK(r, src);
+    dl_ir_value **c = r.m->consts.data;
+    DL_CHECK_EQ_I64(c[0]->lit->n, 0);
+    DL_CHECK_EQ_I64(c[1]->lit->n, 0);
+    DL_CHECK_EQ_I64(c[2]->lit->n, 0);
+    char *text = NULL;
+    DL_CHECK(dl_ir_print(r.m, &text) == DL_OK);
+    DL_CHECK(text && strstr(text, "= []\n") && strstr(text, "= [[], []]\n"));
+    res r2 = parse(text ? text : "");
+    DL_CHECK(r2.st == DL_OK);
+    free(text);
+    done(&r2);
+    done(&r);
+}
+
 DL_TEST(literal_errors) {
     CHECK_ERR(HDR "const c : float[2, 3] = [1, 2, 3]\n", 2, 25,
               "literal shape [3] does not match the type's shape [2, 3]");
@@ -482,6 +504,12 @@ DL_TEST(literal_errors) {
               "literal value 3000000000 is out of range for int32");
     CHECK_ERR(HDR "const c : float[] = [1]\n", 2, 21,
               "literal shape [1] does not match the type's shape []");
+    CHECK_ERR(HDR "const c : float[3] = []\n", 2, 22,
+              "literal shape [0] does not match the type's shape [3]");
+    CHECK_ERR(HDR "const c : float[] = []\n", 2, 21,
+              "literal shape [0] does not match the type's shape []");
+    CHECK_ERR(HDR "const c : float[2, 0] = []\n", 2, 25,
+              "literal shape [0] does not match the type's shape [2, 0]");
     CHECK_ERR(HDR "const c : float[1] = [[[[[[[[[1]]]]]]]]]\n", 2, 30,
               "literal is nested too deeply (at most 8 levels)");
     CHECK_ERR(HDR "const c : float[2] = zeros\n", 2, 22,
