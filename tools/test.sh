@@ -60,7 +60,9 @@ if cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DDL_WERROR=ON \
   # 3. Every input surface fuzzed briefly from its seed corpus (never crash, leak, hang or blow
   #    up): the .dlg parser, the ONNX importer, the .npy and safetensors readers, the cache store
   #    opening a hostile database, the artifact's plan validator. DL_FUZZ_SECONDS per target
-  #    (default 30); the corpora are copied so the tree never grows.
+  #    (default 30); the corpora are copied so the tree never grows. The seed is fixed
+  #    (DL_FUZZ_SEED, default 1) so a CI run explores the same inputs each time and a failure
+  #    reproduces; a fuzzing campaign (tests/fuzz/tests.cmake) passes its own seeds and time.
   for spec in fuzz_parse:tests/fuzz/corpus:tests/fuzz/dlg.dict \
               fuzz_onnx:tests/fuzz/corpus_onnx:tests/fuzz/onnx.dict \
               fuzz_npy:tests/fuzz/corpus_npy: \
@@ -82,6 +84,7 @@ if cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DDL_WERROR=ON \
     ftmp=/tmp
     [ -d /dev/shm ] && [ -w /dev/shm ] && ftmp=/dev/shm
     if (cd "$logdir" && TMPDIR=$ftmp "$root/$fuzz" -max_total_time="$secs" -timeout=10 \
+          -seed="${DL_FUZZ_SEED:-1}" \
           -rss_limit_mb=2048 -print_final_stats=1 "${dflag[@]}" "$work" >"$logdir/$name" 2>&1); then
       grep -E '^stat::number_of_executed_units' "$logdir/$name" | sed "s/^/$name: /"
       echo "$name: ok"; passed=$((passed + 1))
