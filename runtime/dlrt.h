@@ -326,11 +326,20 @@ DLRT_API void dlrt_model_memory(const dlrt_model *m, uint64_t *arena_bytes,
 // number of producers or on timing. Producers claim batch numbers in order and fill slot
 // (number mod K); dlrt_loader_next hands batches out in number order.
 //
+// With shards (shard_count W > 1, data-parallel training: one loader per rank, the same seed
+// everywhere), shard r's epoch is positions r, r + W, r + 2W, ... of the epoch-wide order,
+// ceil(N / W) of them, the last wrapping round to the start (as PyTorch's DistributedSampler);
+// batches are then made of the shard's positions as above.
+//
+// Every value a file source gives (after scale) must be finite: dlrt_loader_create_* checks the
+// samples used and names the first non-finite one; a callback's samples are checked as they are
+// made (DLRT_ERR_IO from dlrt_loader_next).
+//
 // Per sample the producer computes, in this order: raw value * scale (uint8 / int / float
-// sources alike), random crop (zero padding of crop_pad pixels on each side, then an H x W
-// window at a random offset) and horizontal flip (probability 1/2) for [H, W] and [C, H, W]
-// samples, and normalisation (x - mean[c]) / std[c] per channel c (the first dim of a [C, H, W]
-// sample; one channel otherwise).
+// sources alike; uint8 values first divided by 255 with u8_to_unit), random crop (zero padding
+// of crop_pad pixels on each side, then an H x W window at a random offset) and horizontal flip
+// (probability 1/2) for [H, W] and [C, H, W] samples, and normalisation (x - mean[c]) / std[c] per
+// channel c (the first dim of a [C, H, W] sample; one channel otherwise).
 
 typedef struct dlrt_loader dlrt_loader;
 
@@ -349,9 +358,10 @@ typedef enum dlrt_loader_last {
 typedef enum dlrt_loader_norm {
     DLRT_LOADER_NORM_NONE = 0,    // no normalisation
     DLRT_LOADER_NORM_GIVEN = 1,   // mean[] / std[] as given (n_norm values)
-    DLRT_LOADER_NORM_COMPUTE = 2, // per-channel mean and population std of the scaled data,
-                                  // computed once at creation (a callback source is called
-                                  // once per sample for it); a zero std is taken as 1
+    DLRT_LOADER_NORM_COMPUTE = 2, // per-channel mean and population std of the scaled data
+                                  // (every sample used, whatever the shard), computed once at
+                                  // creation (a callback source is called once per sample
+                                  // for it); a zero std is taken as 1
 } dlrt_loader_norm;
 
 // Options of the dlrt_loader_create_* calls. Initialise with dlrt_loader_options_init, then set
@@ -370,14 +380,18 @@ typedef struct dlrt_loader_options {
     int n_norm;            // DLRT_LOADER_NORM_GIVEN: 1 (all channels) or the channel count
     float mean[DLRT_LOADER_MAX_CHANNELS];
     float std[DLRT_LOADER_MAX_CHANNELS]; // each > 0
-    int crop_pad;      // > 0: random crop with this zero padding, [H, W] / [C, H, W] samples only
-    int hflip;         // nonzero: random horizontal flip, [H, W] / [C, H, W] samples only
-    dlrt_dtype labels; // DLRT_INT64 (default) or DLRT_INT32: the label type of a batch
-    int64_t limit;     // > 0: use only the first `limit` samples of the source (default 0: all)
-    int64_t n_classes; // > 0: every label must lie in [0, n_classes): checked at creation for
-                       // files (DLRT_ERR_INVALID_ARG naming the first bad sample), as the
-                       // samples are made for a callback (DLRT_ERR_IO from dlrt_loader_next)
-                       // (default 0: labels unchecked)
+    int crop_pad;        // > 0: random crop with this zero padding, [H, W] / [C, H, W] samples only
+    int hflip;           // nonzero: random horizontal flip, [H, W] / [C, H, W] samples only
+    dlrt_dtype labels;   // DLRT_INT64 (default) or DLRT_INT32: the label type of a batch
+    int64_t limit;       // > 0: use only the first `limit` samples of the source (default 0: all)
+    int64_t n_classes;   // > 0: every label must lie in [0, n_classes): checked at creation for
+                         // files (DLRT_ERR_INVALID_ARG naming the first bad sample), as the
+                         // samples are made for a callback (DLRT_ERR_IO from dlrt_loader_next)
+                         // (default 0: labels unchecked)
+    int64_t shard_count; // W >= 1 (default 1): the data is split into W shards (see above)
+    int64_t shard_index; // the shard this loader gives, 0..W-1 (default 0): the rank
+    int u8_to_unit;      // nonzero: uint8 sources are pixels, divided by 255 (into [0, 1]) before
+                         // scale applies; other element types only get scale (default 0)
 } dlrt_loader_options;
 
 // A borrowed batch: x and y point into a slot of the loader's ring and stay valid (and
@@ -406,14 +420,15 @@ typedef struct dlrt_loader_stats {
 // Shape and normalisation of a loader's data (mean/std are the values applied, also when
 // computed from the data; 0 and 1 without normalisation).
 typedef struct dlrt_loader_info {
-    int64_t n_samples;
-    int64_t batches_per_epoch;
-    int32_t sample_rank; // 1..DLRT_MAX_DIMS - 1
+    int64_t n_samples;         // in the source (after limit)
+    int64_t batches_per_epoch; // of this loader's shard
+    int32_t sample_rank;       // 1..DLRT_MAX_DIMS - 1
     int64_t sample_dims[DLRT_MAX_DIMS];
     int64_t sample_numel; // floats per sample; a batch's x holds batch_size * sample_numel
     int n_channels;       // normalisation channels: 1 without normalisation, C for computed
                           // normalisation of [C, H, W] samples, n_norm when given
     float mean[DLRT_LOADER_MAX_CHANNELS], std[DLRT_LOADER_MAX_CHANNELS];
+    int64_t epoch_samples; // positions of an epoch in this shard (n_samples without shards)
 } dlrt_loader_info;
 
 // Fills one sample: writes sample_numel floats (before scale and transforms) to x_out and its
@@ -461,7 +476,7 @@ DLRT_API dlrt_status dlrt_loader_next(dlrt_loader *l, dlrt_loader_batch *out);
 // for a batch that is not currently held (released twice, from another loader, the end marker
 // or a copy of an already released batch). Thread-safe.
 DLRT_API dlrt_status dlrt_loader_release(dlrt_loader *l, dlrt_loader_batch *b);
-// The data-set index of the sample at position `pos` (0 <= pos < n_samples) of epoch `epoch`'s
+// The data-set index of the sample at position `pos` (0 <= pos < epoch_samples) of epoch `epoch`'s
 // order (row j of batch b holds position b * batch_size + j), into *out: what a batch holds,
 // without producing it. DLRT_ERR_INVALID_ARG for a negative epoch or pos out of range.
 // Thread-safe.

@@ -14,6 +14,9 @@
 //     takes seq in increasing order. A batch's bytes are a pure function of (options, seed, seq):
 //     the sample order is a keyed Feistel permutation per epoch and crop/flip draw from
 //     dl_rng_bits keyed on (seed, epoch, sample index), so results do not depend on P or timing.
+//   - with shards (shard_count W > 1), position p of rank r's epoch is position (p * W + r) mod n
+//     of the epoch-wide order (DistributedSampler: every W-th sample, the last W - 1 positions
+//     wrapping round to the start), so the W shards of an epoch cover every sample.
 //   - nothing is allocated after creation: slots and per-producer scratch rows are made once.
 #include "dl_base.h"
 #include "dl_idx.h"
@@ -44,6 +47,7 @@ typedef struct rt_slot {
 struct dlrt_loader {
     dlrt_loader_options o;
     int64_t n, numel, bpe, total; // samples, floats per sample, batches per epoch, seq limit
+    int64_t epoch_n;              // samples per epoch of this shard (n without shards)
     int32_t rank;
     int64_t dims[DLRT_MAX_DIMS];
     int64_t img_c, img_h, img_w; // image view of a sample (rank 2 or 3), else 0
@@ -57,8 +61,9 @@ struct dlrt_loader {
     dl_idx idx;    // OWNED when read from IDX (data points into it)
     char *npy_buf; // OWNED when read from .npy (data points into it)
     dlrt_loader_sample_fn fn;
-    void *user;      // BORROWED
-    int64_t *labels; // OWNED: n labels, or NULL when there are none
+    void *user;                  // BORROWED
+    int64_t *labels;             // OWNED: n labels, or NULL when there are none
+    const char *x_path, *y_path; // BORROWED, during creation only: the files, for messages
 
     // Ring.
     rt_slot *slots;   // OWNED: K
@@ -179,6 +184,9 @@ static uint64_t feistel(uint64_t key, int h, uint64_t x) {
 // The data-set index of position `pos` of an epoch. Cycle walking restricts the bijection on
 // the power-of-four domain to [0, n): the domain is < 4n, so a walk is short on average.
 static int64_t sample_at(const dlrt_loader *l, uint64_t key, int64_t pos) {
+    if (l->o.shard_count > 1) { // the shard's position -> the epoch's (ORDER LOADER)
+        pos = (pos * l->o.shard_count + l->o.shard_index) % l->n;
+    }
     if (!l->o.shuffle) {
         return pos;
     }
@@ -191,6 +199,16 @@ static int64_t sample_at(const dlrt_loader *l, uint64_t key, int64_t pos) {
 
 // ---------------------------------------------------------------------------------------------
 // Producing
+
+// The first non-finite value of x[0 .. n), or -1.
+static int64_t first_nonfinite(const float *x, int64_t n) {
+    for (int64_t k = 0; k < n; k++) {
+        if (!isfinite(x[k])) {
+            return k;
+        }
+    }
+    return -1;
+}
 
 // Raw sample `idx` times scale into raw[0 .. numel). Returns the callback's nonzero result.
 static int decode(const dlrt_loader *l, int64_t idx, float *raw, int64_t *label) {
@@ -209,8 +227,9 @@ static int decode(const dlrt_loader *l, int64_t idx, float *raw, int64_t *label)
     }
     const uint8_t *p = l->data + (size_t)idx * (size_t)l->numel * src_size(l->type);
     if (l->type == SRC_U8) { // the common case (IDX images), without the switch per element
+        float sc = l->o.u8_to_unit ? l->o.scale / 255.0f : l->o.scale;
         for (int64_t i = 0; i < l->numel; i++) {
-            raw[i] = (float)p[i] * l->o.scale;
+            raw[i] = (float)p[i] * sc;
         }
         return 0;
     }
@@ -263,11 +282,11 @@ static void transform(const dlrt_loader *l, const float *raw, uint64_t draw, flo
 // Fills slot s with batch seq. Returns DLRT_OK, DLRT_ERR_IO (callback failure, message in
 // l->fail_msg — written under the mutex by the caller) or DLRT_ERR_INVALID_ARG when stopped.
 static dlrt_status fill(dlrt_loader *l, int64_t seq, int s, float *raw, int64_t *n_valid,
-                        int *cb_rc, int64_t *cb_idx, int64_t *cb_label) {
+                        int *cb_rc, int64_t *cb_idx, int64_t *cb_label, int64_t *cb_elem) {
     int64_t B = l->o.batch_size, epoch = seq / l->bpe, b = seq % l->bpe;
     uint64_t perm_key = epoch_key(l, epoch, 0), aug_key = epoch_key(l, epoch, 1);
     float *xs = l->x + (size_t)s * (size_t)B * (size_t)l->numel;
-    int64_t nv = l->n - b * B < B ? l->n - b * B : B;
+    int64_t nv = l->epoch_n - b * B < B ? l->epoch_n - b * B : B;
     for (int64_t j = 0; j < B; j++) {
         // ordering: relaxed — stop only makes a producer give up early; the mutex orders the rest.
         if (atomic_load_explicit(&l->stop, memory_order_relaxed)) {
@@ -278,7 +297,9 @@ static dlrt_status fill(dlrt_loader *l, int64_t seq, int s, float *raw, int64_t 
         if (j < nv) {
             int64_t idx = sample_at(l, perm_key, b * B + j);
             int rc = decode(l, idx, raw, &label);
-            if (rc != 0 ||
+            // Files are checked at creation, a callback's samples as they are made.
+            *cb_elem = rc == 0 && l->fn ? first_nonfinite(raw, l->numel) : -1;
+            if (rc != 0 || *cb_elem >= 0 ||
                 (l->fn && l->o.n_classes > 0 && (label < 0 || label >= l->o.n_classes))) {
                 *cb_rc = rc;
                 *cb_idx = idx;
@@ -321,11 +342,17 @@ static void *producer_main(void *arg) {
         }
         l->slots[s].state = SLOT_FILLING;
         pthread_mutex_unlock(&l->mu);
-        int64_t nv = 0, cb_idx = 0, cb_label = 0;
+        int64_t nv = 0, cb_idx = 0, cb_label = 0, cb_elem = -1;
         int cb_rc = 0;
-        dlrt_status st = fill(l, seq, s, raw, &nv, &cb_rc, &cb_idx, &cb_label);
+        dlrt_status st = fill(l, seq, s, raw, &nv, &cb_rc, &cb_idx, &cb_label, &cb_elem);
         pthread_mutex_lock(&l->mu);
-        if (st == DLRT_ERR_IO && l->fail_st == DLRT_OK && cb_rc != 0) {
+        if (st == DLRT_ERR_IO && l->fail_st == DLRT_OK && cb_elem >= 0) {
+            l->fail_st = st;
+            snprintf(l->fail_msg, sizeof l->fail_msg,
+                     "data loader: the sample callback gave sample %lld a non-finite value (at "
+                     "element %lld of %lld); the data must be finite",
+                     (long long)cb_idx, (long long)cb_elem, (long long)l->numel);
+        } else if (st == DLRT_ERR_IO && l->fail_st == DLRT_OK && cb_rc != 0) {
             l->fail_st = st;
             snprintf(l->fail_msg, sizeof l->fail_msg,
                      "data loader: the sample callback returned %d for sample %lld", cb_rc,
@@ -365,6 +392,7 @@ void dlrt_loader_options_init(dlrt_loader_options *o) {
     o->scale = 1.0f;
     o->norm = DLRT_LOADER_NORM_NONE;
     o->labels = DLRT_INT64;
+    o->shard_count = 1;
     for (int c = 0; c < DLRT_LOADER_MAX_CHANNELS; c++) {
         o->std[c] = 1.0f;
     }
@@ -396,6 +424,12 @@ static dlrt_status check_options(const dlrt_loader_options *o) {
         return rt__fail(DLRT_ERR_INVALID_ARG, "data loader: %s must be >= 0 (got %lld)",
                         o->limit < 0 ? "limit" : "n_classes",
                         (long long)(o->limit < 0 ? o->limit : o->n_classes));
+    }
+    if (o->shard_count < 1 || o->shard_index < 0 || o->shard_index >= o->shard_count) {
+        return rt__fail(DLRT_ERR_INVALID_ARG,
+                        "data loader: shard_index %lld must lie in 0..shard_count-1 and "
+                        "shard_count (%lld) must be >= 1",
+                        (long long)o->shard_index, (long long)o->shard_count);
     }
     if (!isfinite(o->scale)) {
         return rt__fail(DLRT_ERR_INVALID_ARG, "data loader: scale must be finite");
@@ -461,9 +495,18 @@ static dlrt_status loader_new(const dlrt_loader_options *opts, dlrt_loader **out
     return DLRT_OK;
 }
 
-// Per-channel mean and population std of the scaled data, one pass in double.
-static dlrt_status compute_norm(dlrt_loader *l) {
-    double sum[DLRT_LOADER_MAX_CHANNELS] = {0}, sq[DLRT_LOADER_MAX_CHANNELS] = {0};
+// One pass over the samples used, decoded and scaled as a producer makes them: every value of a
+// file source must be finite (one NaN would poison each batch it joins, and the normalisation),
+// and DLRT_LOADER_NORM_COMPUTE's per-channel mean and population std come from the same pass.
+// Each sample's channel is reduced on its own (two passes over a few values), then merged into
+// the running statistics (Chan, Golub and LeVeque), so the variance never cancels.
+static dlrt_status scan_samples(dlrt_loader *l) {
+    bool norm = l->o.norm == DLRT_LOADER_NORM_COMPUTE;
+    if (l->fn && !norm) {
+        return DLRT_OK; // a callback's samples are checked as they are made
+    }
+    double cnt[DLRT_LOADER_MAX_CHANNELS] = {0}, mean[DLRT_LOADER_MAX_CHANNELS] = {0},
+           m2[DLRT_LOADER_MAX_CHANNELS] = {0};
     int64_t per_ch = l->numel / l->n_ch;
     float *raw = l->scratch;
     for (int64_t i = 0; i < l->n; i++) {
@@ -475,18 +518,39 @@ static dlrt_status compute_norm(dlrt_loader *l) {
                             "computing the normalisation",
                             rc, (long long)i);
         }
-        for (int64_t k = 0; k < l->numel; k++) {
-            int c = (int)(k / per_ch);
-            sum[c] += (double)raw[k];
-            sq[c] += (double)raw[k] * (double)raw[k];
+        int64_t bad = first_nonfinite(raw, l->numel);
+        if (bad >= 0) {
+            float v = raw[bad];
+            return rt__fail(DLRT_ERR_INVALID_ARG,
+                            "data loader: %s: sample %lld holds a non-finite value (%s at element "
+                            "%lld of %lld); the data must be finite",
+                            l->fn ? "the sample callback" : l->x_path, (long long)i,
+                            isnan(v) ? "nan"
+                            : v > 0  ? "inf"
+                                     : "-inf",
+                            (long long)bad, (long long)l->numel);
+        }
+        for (int c = 0; norm && c < l->n_ch; c++) {
+            const float *v = raw + c * per_ch;
+            double sum = 0, q = 0;
+            for (int64_t k = 0; k < per_ch; k++) {
+                sum += (double)v[k];
+            }
+            double ms = sum / (double)per_ch;
+            for (int64_t k = 0; k < per_ch; k++) {
+                double dv = (double)v[k] - ms;
+                q += dv * dv;
+            }
+            double tot = cnt[c] + (double)per_ch, delta = ms - mean[c];
+            mean[c] += delta * ((double)per_ch / tot);
+            m2[c] += q + delta * delta * (cnt[c] * (double)per_ch / tot);
+            cnt[c] = tot;
         }
     }
-    double cnt = (double)l->n * (double)per_ch;
-    for (int c = 0; c < l->n_ch; c++) {
-        double m = sum[c] / cnt, var = sq[c] / cnt - m * m;
-        double sd = var > 0.0 ? sqrt(var) : 0.0;
-        l->mean[c] = (float)m;
-        l->std[c] = sd > 0.0 ? (float)sd : 1.0f;
+    for (int c = 0; norm && c < l->n_ch; c++) {
+        double sd = sqrt(m2[c] / cnt[c]);
+        l->mean[c] = (float)mean[c];
+        l->std[c] = sd > 0.0 && isfinite((float)sd) ? (float)sd : 1.0f; // constant data: 1
     }
     return DLRT_OK;
 }
@@ -502,12 +566,15 @@ static dlrt_status finish(dlrt_loader *l, dlrt_loader **out) {
     }
     for (int64_t i = 0; l->labels && o->n_classes > 0 && i < l->n; i++) {
         if (l->labels[i] < 0 || l->labels[i] >= o->n_classes) {
-            st = rt__fail(DLRT_ERR_INVALID_ARG,
-                          "data loader: label %lld of sample %lld is outside [0, %lld)",
-                          (long long)l->labels[i], (long long)i, (long long)o->n_classes);
+            st =
+                rt__fail(DLRT_ERR_INVALID_ARG,
+                         "data loader: %s: label %lld of sample %lld is outside [0, %lld)",
+                         l->y_path, (long long)l->labels[i], (long long)i, (long long)o->n_classes);
             goto out;
         }
     }
+    // Shards (ORDER LOADER): every rank gets ceil(n / W) positions, the last ones wrapping.
+    l->epoch_n = o->shard_count > 1 ? l->n / o->shard_count + (l->n % o->shard_count != 0) : l->n;
     l->numel = 1;
     for (int32_t d = 0; d < l->rank; d++) {
         if (l->dims[d] < 1 || l->numel > INT64_MAX / 4 / l->dims[d]) {
@@ -550,12 +617,12 @@ static dlrt_status finish(dlrt_loader *l, dlrt_loader **out) {
         memcpy(l->mean, o->mean, sizeof l->mean);
         memcpy(l->std, o->std, sizeof l->std);
     }
-    l->bpe = o->last == DLRT_LOADER_DROP_LAST ? l->n / B : (l->n + B - 1) / B;
+    l->bpe = o->last == DLRT_LOADER_DROP_LAST ? l->epoch_n / B : (l->epoch_n + B - 1) / B;
     if (l->bpe == 0) {
         st = rt__fail(DLRT_ERR_INVALID_ARG,
-                      "data loader: %lld samples make no full batch of %lld (drop_last); use "
-                      "DLRT_LOADER_PAD_LAST or a smaller batch",
-                      (long long)l->n, (long long)B);
+                      "data loader: %lld samples%s make no full batch of %lld (the partial batch "
+                      "is dropped: pad it, or use a smaller batch)",
+                      (long long)l->epoch_n, o->shard_count > 1 ? " per shard" : "", (long long)B);
         goto out;
     }
     l->total = INT64_MAX;
@@ -601,17 +668,15 @@ static dlrt_status finish(dlrt_loader *l, dlrt_loader **out) {
         for (int64_t i = 0; i < l->n; i++) {
             if (l->labels[i] < INT32_MIN || l->labels[i] > INT32_MAX) {
                 st = rt__fail(DLRT_ERR_INVALID_ARG,
-                              "data loader: label %lld of sample %lld does not fit int32",
-                              (long long)l->labels[i], (long long)i);
+                              "data loader: %s: label %lld of sample %lld does not fit int32",
+                              l->y_path, (long long)l->labels[i], (long long)i);
                 goto out;
             }
         }
     }
-    if (o->norm == DLRT_LOADER_NORM_COMPUTE) {
-        st = compute_norm(l);
-        if (st != DLRT_OK) {
-            goto out;
-        }
+    st = scan_samples(l);
+    if (st != DLRT_OK) {
+        goto out;
     }
     for (size_t s = 0; s < K; s++) {
         l->slots[s].state = SLOT_FREE;
@@ -663,12 +728,14 @@ out:
 static dlrt_status set_shape(dlrt_loader *l, const int64_t *dims, int32_t rank, const char *what,
                              const char *path) {
     if (rank < 1 || rank > DLRT_MAX_DIMS) {
-        return rt__fail(DLRT_ERR_INVALID_ARG, "data loader: %s %s has rank %d, expected 1..%d",
-                        what, path, (int)rank, DLRT_MAX_DIMS);
+        return rt__fail(DLRT_ERR_INVALID_ARG,
+                        "data loader: %s: the %s have rank %d, expected 1..%d", path, what,
+                        (int)rank, DLRT_MAX_DIMS);
     }
     l->n = dims[0];
     if (l->n < 1) {
-        return rt__fail(DLRT_ERR_INVALID_ARG, "data loader: %s %s holds no samples", what, path);
+        return rt__fail(DLRT_ERR_INVALID_ARG, "data loader: %s: the %s hold no samples", path,
+                        what);
     }
     l->rank = rank - 1;
     for (int32_t d = 1; d < rank; d++) {
@@ -685,8 +752,8 @@ static dlrt_status set_shape(dlrt_loader *l, const int64_t *dims, int32_t rank, 
 static dlrt_status labels_alloc(dlrt_loader *l, int64_t n_labels, const char *path) {
     if (n_labels != l->n) {
         return rt__fail(DLRT_ERR_INVALID_ARG,
-                        "data loader: %lld samples but %lld labels in %s (counts differ)",
-                        (long long)l->n, (long long)n_labels, path);
+                        "data loader: %s: %lld labels for the %lld samples of %s (one per sample)",
+                        path, (long long)n_labels, (long long)l->n, l->x_path);
     }
     l->labels = dl_mem_alloc((size_t)l->n * sizeof(int64_t) + 1);
     return l->labels ? DLRT_OK : rt__fail(DLRT_ERR_NOMEM, "data loader: out of memory");
@@ -706,10 +773,12 @@ dlrt_status dlrt_loader_create_idx(const char *images_path, const char *labels_p
     char err[256] = "";
     dlrt_status st;
     dl_idx lab = {0};
+    l->x_path = images_path;
+    l->y_path = labels_path;
     dl_status ds = dl_idx_read(images_path, &l->idx, err, sizeof err);
     if (ds != DL_OK) {
-        st = rt__fail(rt__status_from_dl(ds), "data loader: cannot read images %s: %s", images_path,
-                      err);
+        st = rt__fail(rt__status_from_dl(ds), "data loader: %s: cannot read the images: %s",
+                      images_path, err);
         goto fail;
     }
     st = set_shape(l, l->idx.dims, l->idx.rank, "images", images_path);
@@ -740,13 +809,13 @@ dlrt_status dlrt_loader_create_idx(const char *images_path, const char *labels_p
     if (labels_path) {
         ds = dl_idx_read(labels_path, &lab, err, sizeof err);
         if (ds != DL_OK) {
-            st = rt__fail(rt__status_from_dl(ds), "data loader: cannot read labels %s: %s",
+            st = rt__fail(rt__status_from_dl(ds), "data loader: %s: cannot read the labels: %s",
                           labels_path, err);
             goto fail;
         }
         if (lab.rank != 1) {
             st = rt__fail(DLRT_ERR_INVALID_ARG,
-                          "data loader: labels %s have rank %d, expected 1 ([N])", labels_path,
+                          "data loader: %s: labels need rank 1 ([N]), got rank %d", labels_path,
                           (int)lab.rank);
             goto fail;
         }
@@ -757,7 +826,7 @@ dlrt_status dlrt_loader_create_idx(const char *images_path, const char *labels_p
         ds = dl_idx_labels_to_i64(&lab, l->labels, 0, err, sizeof err);
         if (ds != DL_OK) {
             st = rt__fail(DLRT_ERR_INVALID_ARG,
-                          "data loader: labels %s must be an integer type (got %s)", labels_path,
+                          "data loader: %s: labels must be of an integer type, got %s", labels_path,
                           dl_idx_type_name(lab.type));
             goto fail;
         }
@@ -791,17 +860,17 @@ static dlrt_status npy_load(const char *path, const char *what, char **buf, npy_
     dl_status ds = dl_read_file(path, buf, &len);
     if (ds != DL_OK) {
         int e = errno;
-        return rt__fail(rt__status_from_dl(ds), "data loader: cannot read %s %s: %s", what, path,
-                        ds == DL_ERR_IO ? strerror(e) : "out of memory");
+        return rt__fail(rt__status_from_dl(ds), "data loader: %s: cannot read the %s: %s", path,
+                        what, ds == DL_ERR_IO ? strerror(e) : "out of memory");
     }
     dl_npy_view nv;
     char err[512];
     ds = dl_npy_view_parse(*buf, len, NPY_LOADER_ELEMS, &nv, err, sizeof err);
     if (ds == DL_ERR_UNSUPPORTED) {
-        return rt__fail(DLRT_ERR_INVALID_ARG, "data loader: %s %s: %s", what, path, err);
+        return rt__fail(DLRT_ERR_INVALID_ARG, "data loader: %s: %s", path, err);
     }
     if (ds != DL_OK) {
-        return rt__fail(DLRT_ERR_CORRUPT, "data loader: %s %s: %s", what, path, err);
+        return rt__fail(DLRT_ERR_CORRUPT, "data loader: %s: %s", path, err);
     }
     static const src_type of_elem[DL_NPY_ELEM_COUNT] = {
         [DL_NPY_F32] = SRC_F32, [DL_NPY_F64] = SRC_F64, [DL_NPY_U8] = SRC_U8,
@@ -828,24 +897,28 @@ dlrt_status dlrt_loader_create_npy(const char *x_path, const char *y_path,
     TRY_RT(loader_new(opts, &l));
     char *ybuf = NULL;
     npy_view xv, yv;
-    dlrt_status st = npy_load(x_path, "x", &l->npy_buf, &xv);
+    l->x_path = x_path;
+    l->y_path = y_path;
+    dlrt_status st = npy_load(x_path, "samples", &l->npy_buf, &xv);
     if (st != DLRT_OK) {
         goto fail;
     }
-    st = set_shape(l, xv.dims, xv.rank, "x", x_path);
+    st = set_shape(l, xv.dims, xv.rank, "samples", x_path);
     if (st != DLRT_OK) {
         goto fail;
     }
     l->data = xv.data;
     l->type = xv.type;
     if (y_path) {
-        st = npy_load(y_path, "y", &ybuf, &yv);
+        st = npy_load(y_path, "labels", &ybuf, &yv);
         if (st != DLRT_OK) {
             goto fail;
         }
         if (yv.rank != 1 || !src_is_int(yv.type)) {
             st = rt__fail(DLRT_ERR_INVALID_ARG,
-                          "data loader: y %s must be a rank-1 integer array ([N])", y_path);
+                          "data loader: %s: labels must be a rank-1 integer array ([N]), got "
+                          "%s of rank %d",
+                          y_path, src_is_int(yv.type) ? "integers" : "floats", (int)yv.rank);
             goto fail;
         }
         st = labels_alloc(l, yv.dims[0], y_path);
@@ -903,11 +976,11 @@ dlrt_status dlrt_loader_sample_index(const dlrt_loader *l, int64_t epoch, int64_
     if (!l || !out) {
         return rt__fail(DLRT_ERR_INVALID_ARG, "dlrt_loader_sample_index: NULL argument");
     }
-    if (epoch < 0 || pos < 0 || pos >= l->n) {
+    if (epoch < 0 || pos < 0 || pos >= l->epoch_n) {
         return rt__fail(DLRT_ERR_INVALID_ARG,
                         "data loader: no position %lld of epoch %lld (positions 0..%lld, epochs "
                         ">= 0)",
-                        (long long)pos, (long long)epoch, (long long)l->n - 1);
+                        (long long)pos, (long long)epoch, (long long)l->epoch_n - 1);
     }
     *out = sample_at(l, epoch_key(l, epoch, 0), pos);
     return DLRT_OK;
@@ -1027,6 +1100,7 @@ void dlrt_loader_info_get(const dlrt_loader *l, dlrt_loader_info *out) {
         return;
     }
     out->n_samples = l->n;
+    out->epoch_samples = l->epoch_n;
     out->batches_per_epoch = l->bpe;
     out->sample_rank = l->rank;
     memcpy(out->sample_dims, l->dims, sizeof out->sample_dims);

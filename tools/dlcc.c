@@ -156,7 +156,8 @@ static const cli_help helps[] = {
      "atomically; a failed run writes nothing.\n"
      "\n"
      "Data: uint8 pixels become x/255; then every value is normalised with the mean and\n"
-     "standard deviation of the training samples used (printed with -v). A sample's\n"
+     "standard deviation of the training samples used, per channel for [C, H, W] samples\n"
+     "(printed with -v); every value must be finite. A sample's\n"
      "element count must equal the data input's per-sample count (784 for Fashion-MNIST,\n"
      "whatever the input's shape, e.g. [N, 784] or [N, 1, 28, 28]).\n"
      "\n"
@@ -170,7 +171,8 @@ static const cli_help helps[] = {
      "                       /usr/share/datasets/fashion-mnist; its t10k set is the test set),\n"
      "                       fashion-mnist:DIR (the four IDX files in DIR),\n"
      "                       idx:IMAGES,LABELS (IDX files, plain or gzip), or\n"
-     "                       npy:X.npy,Y.npy (X float32 or uint8 [S, ...], Y int64/int32 [S])\n"
+     "                       npy:X.npy,Y.npy (X [S, ...] float32/64, uint8 or an int type,\n"
+     "                       Y [S] of an int type)\n"
      "  --test SPEC          the test set for idx: and npy: data sets (same kind); without\n"
      "                       it there is no test accuracy\n"
      "  --epochs E           passes over the training set (default 1)\n"
@@ -2140,9 +2142,11 @@ out:
 // ---------------------------------------------------------------------------------------------
 // dlcc train
 //
-// Trains a .dlg model with a `train` block on a labelled data set: loads and preprocesses the
-// whole set into memory (float, normalised with the training set's mean and std), compiles the
-// model through the cache with its batch dim bound to --batch, then runs epochs of shuffled
+// Trains a .dlg model with a `train` block on a labelled data set: the runtime's loaders read
+// and check the files (uint8 pixels scaled into [0, 1], normalised with the training set's
+// mean and std, labels checked against the model's classes), dlcc checks the sample size
+// against the model, compiles the model through the cache with its batch dim bound to
+// --batch, then runs epochs of shuffled
 // full batches through dlrt_session_train_step, setting "lr" from the schedule before every
 // step. Afterwards the infer entry point classifies the test set (argmax of the first float
 // [batch, C] output) and the checkpoint, if asked for, is written last. Everything that can be
@@ -2171,22 +2175,6 @@ typedef struct train_args {
     bool detect_anomaly; // --detect-anomaly
     bool verbose, dry_run;
 } train_args;
-
-// One split of a data set in memory, preprocessed: x [n, per] float, y [n] int64.
-typedef struct train_split {
-    int64_t n, per;
-    int32_t rank; // of one sample
-    int64_t dims[DL_MAX_RANK];
-    float *x;
-    int64_t *y;
-    const char *x_path, *y_path; // for messages (BORROWED)
-} train_split;
-
-static void split_fini(train_split *s) {
-    free(s->x);
-    free(s->y);
-    memset(s, 0, sizeof *s);
-}
 
 // What `dlcc train` needs to know about the model (pointers into the module).
 typedef struct train_model {
@@ -2262,194 +2250,24 @@ static bool train_model_inspect(const dl_ir_module *m, const char *file, dl_diag
     return true;
 }
 
-// ---- data files
+// ---- data: the runtime's loaders (runtime/rt_loader.c) read, check and normalise the files
 
-// Checks a split's sample shape against the model's data input. Error (exit 1) into `d`.
-static bool split_check_sample(const train_split *s, const dl_ir_module *m, const train_model *tm,
-                               dl_diags *d) {
-    if (s->per == tm->per) {
+// The samples of a loader must fit the model's data input. Error (exit 1) into `d`.
+static bool split_check_sample(const dlrt_loader *ld, const char *x_path, const dl_ir_module *m,
+                               const train_model *tm, dl_diags *d) {
+    dlrt_loader_info li;
+    dlrt_loader_info_get(ld, &li);
+    if (li.sample_numel == tm->per) {
         return true;
     }
     char shp[200], ty[256];
-    dl_shape_format(s->dims, s->rank, shp, sizeof shp);
+    dl_shape_format(li.sample_dims, li.sample_rank, shp, sizeof shp);
     dl_ir_type_format(m, &tm->x->type, ty, sizeof ty);
-    file_diag(d, s->x_path,
+    file_diag(d, x_path,
               "samples of shape %s (%lld values each) do not fit the model's data input '%s' "
               "%s (%lld values per sample)",
-              shp, (long long)s->per, tm->x->name, ty, (long long)tm->per);
+              shp, (long long)li.sample_numel, tm->x->name, ty, (long long)tm->per);
     return false;
-}
-
-// Every value of the split's samples must be finite: one NaN or Inf would make the mean and std
-// of the normalisation, and so every batch, non-finite. Error (exit 1) naming the first one.
-static bool split_check_finite(const train_split *s, dl_diags *d) {
-    size_t n = (size_t)(s->n * s->per);
-    for (size_t i = 0; i < n; i++) {
-        if (!isfinite(s->x[i])) {
-            file_diag(d, s->x_path,
-                      "sample %lld holds a non-finite value (%s at element %lld of %lld); the "
-                      "data must be finite",
-                      (long long)(i / (size_t)s->per),
-                      isnan(s->x[i]) ? "nan"
-                      : s->x[i] > 0  ? "inf"
-                                     : "-inf",
-                      (long long)(i % (size_t)s->per), (long long)s->per);
-            return false;
-        }
-    }
-    return true;
-}
-
-// Labels must lie in [0, C) (C = n_classes when known, else only >= 0 and, for an int32 label
-// input, within int32).
-static bool split_check_labels(const train_split *s, int64_t n_classes, bool i32, dl_diags *d) {
-    for (int64_t i = 0; i < s->n; i++) {
-        int64_t v = s->y[i];
-        if (v < 0 || (n_classes > 0 && v >= n_classes) || (i32 && v > INT32_MAX)) {
-            if (n_classes > 0) {
-                file_diag(d, s->y_path, "label %lld of sample %lld is outside [0, %lld)",
-                          (long long)v, (long long)i, (long long)n_classes);
-            } else {
-                file_diag(d, s->y_path, "label %lld of sample %lld is not a class index",
-                          (long long)v, (long long)i);
-            }
-            return false;
-        }
-    }
-    return true;
-}
-
-// Reads an IDX image/label pair into *s (pixels of uint8 files scaled by 1/255).
-static dl_status split_load_idx(const char *xp, const char *yp, int64_t n_classes, dl_diags *d,
-                                train_split *s) {
-    dl_idx xi, yi;
-    memset(&xi, 0, sizeof xi);
-    memset(&yi, 0, sizeof yi);
-    char err[512];
-    s->x_path = xp;
-    s->y_path = yp;
-    dl_status st = dl_idx_read(xp, &xi, err, sizeof err);
-    if (st != DL_OK) {
-        file_diag(d, xp, "%s", err);
-        goto out;
-    }
-    if ((st = dl_idx_read(yp, &yi, err, sizeof err)) != DL_OK) {
-        file_diag(d, yp, "%s", err);
-        goto out;
-    }
-    if (xi.rank < 2) {
-        file_diag(d, xp, "expected images [S, ...] (rank >= 2), got rank %d", (int)xi.rank);
-        st = DL_ERR_SHAPE;
-        goto out;
-    }
-    if ((st = dl_idx_check_pair(&xi, &yi, err, sizeof err)) != DL_OK) {
-        file_diag(d, yp, "%s (images: %s)", err, xp);
-        goto out;
-    }
-    s->n = xi.dims[0];
-    s->rank = xi.rank - 1;
-    s->per = 1;
-    for (int32_t i = 1; i < xi.rank; i++) {
-        s->dims[i - 1] = xi.dims[i];
-        s->per *= xi.dims[i];
-    }
-    s->x = dl_mem_alloc((size_t)(s->n * s->per) * sizeof(float) + 1);
-    s->y = dl_mem_alloc((size_t)s->n * sizeof(int64_t) + 1);
-    if (!s->x || !s->y) {
-        st = DL_ERR_NOMEM;
-        goto out;
-    }
-    dl_idx_to_float(&xi, s->x, xi.type == DL_IDX_U8 ? 1.0f / 255.0f : 1.0f, 0.0f);
-    if ((st = dl_idx_labels_to_i64(&yi, s->y, n_classes, err, sizeof err)) != DL_OK) {
-        file_diag(d, yp, "%s", err);
-    }
-out:
-    dl_idx_free(&xi);
-    dl_idx_free(&yi);
-    return st;
-}
-
-// Reads an .npy file into *buf and parses it in place (any element type; the caller checks).
-static dl_status npy_open(const char *path, dl_diags *d, char **buf, dl_npy_view *v) {
-    size_t len = 0;
-    char err[512];
-    dl_status st = dl_read_file(path, buf, &len);
-    if (st != DL_OK) {
-        file_diag(d, path, "cannot read: %s", st == DL_ERR_IO ? strerror(errno) : "out of memory");
-        return st;
-    }
-    if ((st = dl_npy_view_parse(*buf, len, DL_NPY_ALL_ELEMS, v, err, sizeof err)) != DL_OK) {
-        file_diag(d, path, "%s", err);
-    }
-    return st;
-}
-
-// Reads an .npy pair: X float32 or uint8 (scaled by 1/255) [S, ...], Y int64 or int32 [S].
-static dl_status split_load_npy(const char *xp, const char *yp, dl_diags *d, train_split *s) {
-    char *xbuf = NULL, *ybuf = NULL;
-    dl_npy_view xv, yv;
-    s->x_path = xp;
-    s->y_path = yp;
-    dl_status st = npy_open(xp, d, &xbuf, &xv);
-    if (st != DL_OK || (st = npy_open(yp, d, &ybuf, &yv)) != DL_OK) {
-        goto out;
-    }
-    st = DL_ERR_SHAPE;
-    if (xv.elem != DL_NPY_F32 && xv.elem != DL_NPY_U8) {
-        file_diag(d, xp, "data must be float32 or uint8, got %s", dl_npy_elem_name(xv.elem));
-        goto out;
-    }
-    if (xv.rank < 2) {
-        file_diag(d, xp, "expected samples [S, ...] (rank >= 2), got rank %d", (int)xv.rank);
-        goto out;
-    }
-    if (yv.elem != DL_NPY_I64 && yv.elem != DL_NPY_I32) {
-        file_diag(d, yp, "labels must be int64 or int32, got %s", dl_npy_elem_name(yv.elem));
-        goto out;
-    }
-    if (yv.rank != 1 || yv.dims[0] != xv.dims[0]) {
-        char shp[200];
-        dl_shape_format(yv.dims, yv.rank, shp, sizeof shp);
-        file_diag(d, yp, "expected labels [%lld] (one per sample of %s), got %s",
-                  (long long)xv.dims[0], xp, shp);
-        goto out;
-    }
-    s->n = xv.dims[0];
-    s->rank = xv.rank - 1;
-    s->per = 1;
-    for (int32_t i = 1; i < xv.rank; i++) {
-        s->dims[i - 1] = xv.dims[i];
-        s->per *= xv.dims[i];
-    }
-    size_t numel = (size_t)(s->n * s->per);
-    s->x = dl_mem_alloc(numel * sizeof(float) + 1);
-    s->y = dl_mem_alloc((size_t)s->n * sizeof(int64_t) + 1);
-    if (!s->x || !s->y) {
-        st = DL_ERR_NOMEM;
-        goto out;
-    }
-    if (xv.elem == DL_NPY_U8) {
-        const uint8_t *u = xv.data;
-        for (size_t i = 0; i < numel; i++) {
-            s->x[i] = (float)u[i] * (1.0f / 255.0f);
-        }
-    } else {
-        memcpy(s->x, xv.data, numel * sizeof(float));
-    }
-    for (int64_t i = 0; i < s->n; i++) {
-        int32_t v32;
-        if (yv.elem == DL_NPY_I64) {
-            memcpy(&s->y[i], (const char *)yv.data + 8 * i, 8);
-        } else {
-            memcpy(&v32, (const char *)yv.data + 4 * i, 4);
-            s->y[i] = v32;
-        }
-    }
-    st = DL_OK;
-out:
-    free(xbuf);
-    free(ybuf);
-    return st;
 }
 
 // "npy:A,B" / "idx:A,B" -> A and B (in `buf`, which must outlive them). False if malformed.
@@ -2515,115 +2333,91 @@ static int train_specs_parse(const train_args *ta, train_specs *sp) {
     return EXIT_OK;
 }
 
-// Loads the training split (first `limit` samples when limit > 0) and the test split (if any)
-// and checks them against the model. Returns an exit code; errors are in `d`.
-static int train_load_data(const train_specs *sp, const train_args *ta, dl_idx_mnist_paths *mp,
-                           const dl_ir_module *m, const train_model *tm, dl_diags *d,
-                           train_split *tr, train_split *te) {
-    dl_status st = DL_OK;
-    char err[1024];
-    bool has_test = true;
+// A loader over one IDX or .npy pair. Errors (the loader's message, naming the file) into `d`.
+static int split_loader(const train_specs *sp, const char *xp, const char *yp,
+                        const dlrt_loader_options *o, dl_diags *d, dlrt_loader **out) {
+    dlrt_status rs = sp->kind == DS_NPY ? dlrt_loader_create_npy(xp, yp, o, out)
+                                        : dlrt_loader_create_idx(xp, yp, o, out);
+    if (rs != DLRT_OK) {
+        dl_diag(d, DL_SEV_ERROR, DL_NO_LOC, "%s", dlrt_last_error());
+        return rs == DLRT_ERR_NOMEM ? EXIT_INTERNAL : EXIT_INPUT;
+    }
+    return EXIT_OK;
+}
+
+// The two loaders of a run. Training: --batch rows, a new order per epoch from --seed, the
+// partial batch dropped, the first --limit-train samples, normalised with their own mean and std.
+// Test (when there is a test split): file order, the last batch padded with rows that are not
+// counted, normalised with the training values. Both: uint8 pixels into [0, 1], labels of the
+// model's label type, in [0, C) when the model has a [B, C] output. Returns an exit code.
+static int train_loaders(const train_specs *sp, const train_args *ta, dl_idx_mnist_paths *mp,
+                         const dl_ir_module *m, const train_model *tm, dl_diags *d,
+                         dlrt_loader **train, dlrt_loader **test) {
+    const char *paths[4] = {sp->train_x, sp->train_y, sp->test_x, sp->test_y};
     if (sp->kind == DS_FMNIST) {
-        if ((st = dl_idx_find_mnist_files(sp->fmnist_dir, mp, err, sizeof err)) != DL_OK) {
+        char err[1024];
+        dl_status st = dl_idx_find_mnist_files(sp->fmnist_dir, mp, err, sizeof err);
+        if (st != DL_OK) {
             dl_diag(d, DL_SEV_ERROR, DL_NO_LOC, "--dataset fashion-mnist: %s", err);
             return cli_status_exit(st);
         }
-        st = split_load_idx(mp->path[DL_IDX_TRAIN_IMAGES], mp->path[DL_IDX_TRAIN_LABELS],
-                            tm->n_classes, d, tr);
-        if (st == DL_OK) {
-            st = split_load_idx(mp->path[DL_IDX_TEST_IMAGES], mp->path[DL_IDX_TEST_LABELS],
-                                tm->n_classes, d, te);
-        }
-    } else {
-        has_test = sp->test_x != NULL;
-        st = sp->kind == DS_IDX ? split_load_idx(sp->train_x, sp->train_y, tm->n_classes, d, tr)
-                                : split_load_npy(sp->train_x, sp->train_y, d, tr);
-        if (st == DL_OK && has_test) {
-            st = sp->kind == DS_IDX ? split_load_idx(sp->test_x, sp->test_y, tm->n_classes, d, te)
-                                    : split_load_npy(sp->test_x, sp->test_y, d, te);
-        }
+        paths[0] = mp->path[DL_IDX_TRAIN_IMAGES];
+        paths[1] = mp->path[DL_IDX_TRAIN_LABELS];
+        paths[2] = mp->path[DL_IDX_TEST_IMAGES];
+        paths[3] = mp->path[DL_IDX_TEST_LABELS];
     }
-    if (st != DL_OK) {
-        return cli_status_exit(st);
-    }
-    bool i32 = tm->y->type.dtype == DL_DT_INT32;
-    if (!split_check_sample(tr, m, tm, d) || (has_test && !split_check_sample(te, m, tm, d)) ||
-        !split_check_labels(tr, tm->n_classes, i32, d) ||
-        (has_test && !split_check_labels(te, tm->n_classes, i32, d))) {
-        return EXIT_INPUT;
-    }
-    if (has_test && !tm->out) {
+    if (paths[2] && !tm->out) {
         file_diag(d, ta->file,
                   "model '%s' has no float output of shape [%s, C] (logits or probabilities) "
                   "to measure the test accuracy with",
                   m->name, m->dims.data[tm->batch_sym].name);
         return EXIT_INPUT;
     }
-    if (ta->limit > 0 && ta->limit < tr->n) {
-        tr->n = ta->limit;
-    }
-    // After the limit: the samples that are used (and normalised) must be finite.
-    if (!split_check_finite(tr, d) || (has_test && !split_check_finite(te, d))) {
-        return EXIT_INPUT;
-    }
-    return EXIT_OK;
-}
-
-// Mean and (population) standard deviation over the training samples, in double; then both
-// splits become (x - mean) / std. A constant data set keeps std 1.
-static void train_normalise(train_split *tr, train_split *te, double *out_mean, double *out_std) {
-    size_t n = (size_t)(tr->n * tr->per);
-    double sum = 0, sq = 0;
-    for (size_t i = 0; i < n; i++) {
-        sum += tr->x[i];
-    }
-    double mean = n ? sum / (double)n : 0;
-    for (size_t i = 0; i < n; i++) {
-        double dv = tr->x[i] - mean;
-        sq += dv * dv;
-    }
-    double sd = n ? sqrt(sq / (double)n) : 1;
-    if (!(sd > 0) || !isfinite(sd)) {
-        sd = 1;
-    }
-    float fm = (float)mean, fs = (float)(1.0 / sd);
-    for (size_t i = 0; i < n; i++) {
-        tr->x[i] = (tr->x[i] - fm) * fs;
-    }
-    size_t nt = (size_t)(te->n * te->per);
-    for (size_t i = 0; i < nt; i++) {
-        te->x[i] = (te->x[i] - fm) * fs;
-    }
-    *out_mean = mean;
-    *out_std = sd;
-}
-
-// The data loader's sample source: rows of the preprocessed training split (read, checked and
-// normalised once, up front, so a bad file costs no training time). The producers gather the
-// rows of each batch in the loader's seeded order into its ring; the step reads them in place.
-static int train_sample(void *user, int64_t i, float *x, int64_t *y) {
-    const train_split *s = user;
-    memcpy(x, s->x + i * s->per, (size_t)s->per * sizeof(float));
-    *y = s->y[i];
-    return 0;
-}
-
-// A loader over the training split: --batch rows per batch, a new order per epoch from --seed,
-// the partial batch dropped, labels of the model's label type.
-static dlrt_status train_loader_create(const train_split *tr, const train_args *ta,
-                                       const train_model *tm, dlrt_loader **out) {
     dlrt_loader_options o;
     dlrt_loader_options_init(&o);
     o.batch_size = tm->batch;
+    o.labels = tm->y->type.dtype == DL_DT_INT32 ? DLRT_INT32 : DLRT_INT64;
+    o.n_classes = tm->n_classes;
+    o.u8_to_unit = 1;
     o.producers = (int)ta->loader_threads;
     o.slots = (int)ta->prefetch;
     o.seed = ta->seed;
     o.epochs = ta->epochs;
-    o.labels = tm->y->type.dtype == DL_DT_INT32 ? DLRT_INT32 : DLRT_INT64;
-    int64_t dims[1] = {tr->per};
-    // The callback only reads `tr`, which outlives the loader.
-    return dlrt_loader_create_callback(tr->n, dims, 1, train_sample, (void *)(uintptr_t)tr, &o,
-                                       out);
+    o.limit = ta->limit;
+    o.norm = DLRT_LOADER_NORM_COMPUTE;
+    int rc = split_loader(sp, paths[0], paths[1], &o, d, train);
+    if (rc != EXIT_OK || !split_check_sample(*train, paths[0], m, tm, d)) {
+        return rc != EXIT_OK ? rc : EXIT_INPUT;
+    }
+    if (!paths[2]) {
+        return EXIT_OK;
+    }
+    dlrt_loader_info li;
+    dlrt_loader_info_get(*train, &li);
+    o.shuffle = 0;
+    o.epochs = 1;
+    o.limit = 0;
+    o.producers = 1;
+    o.last = DLRT_LOADER_PAD_LAST;
+    o.pad_label = 0;
+    o.norm = DLRT_LOADER_NORM_GIVEN;
+    o.n_norm = li.n_channels;
+    memcpy(o.mean, li.mean, sizeof o.mean);
+    memcpy(o.std, li.std, sizeof o.std);
+    rc = split_loader(sp, paths[2], paths[3], &o, d, test);
+    if (rc != EXIT_OK || !split_check_sample(*test, paths[2], m, tm, d)) {
+        return rc != EXIT_OK ? rc : EXIT_INPUT;
+    }
+    return EXIT_OK;
+}
+
+// "v" or "[v0, v1, ...]": a loader's normalisation values, one per channel.
+static void print_channels(FILE *f, const float *v, int n) {
+    fputs(n > 1 ? "[" : "", f);
+    for (int c = 0; c < n; c++) {
+        fprintf(f, "%s%.6g", c ? ", " : "", (double)v[c]);
+    }
+    fputs(n > 1 ? "]" : "", f);
 }
 
 // "1:02:03" or "2:03".
@@ -2641,28 +2435,13 @@ static int rt_fail(dl_diags *d, const char *what, dlrt_status rs) {
     return rs == DLRT_ERR_NOMEM ? EXIT_INTERNAL : EXIT_INPUT;
 }
 
-// The test accuracy with the infer entry point (dlrt_evaluate_accuracy) over a loader of the
-// preprocessed test split in file order, the last batch padded with zero rows (not counted).
-static int train_test(dlrt_session *s, const train_model *tm, const train_split *te,
-                      const char *file, dl_diags *d) {
-    dlrt_loader_options o;
-    dlrt_loader_options_init(&o);
-    o.batch_size = tm->batch;
-    o.shuffle = 0;
-    o.epochs = 1;
-    o.last = DLRT_LOADER_PAD_LAST;
-    o.pad_label = 0;
-    o.labels = tm->y->type.dtype == DL_DT_INT32 ? DLRT_INT32 : DLRT_INT64;
-    int64_t dims[1] = {te->per}, correct = 0, total = 0;
-    dlrt_loader *ld = NULL;
-    // The callback only reads `te`, which outlives the loader.
+// The test accuracy with the infer entry point (dlrt_evaluate_accuracy) over the test loader
+// (file order, the last batch padded with rows that are not counted).
+static int train_test(dlrt_session *s, const train_model *tm, dlrt_loader *ld, const char *file,
+                      dl_diags *d) {
+    int64_t correct = 0, total = 0;
     dlrt_status rs =
-        dlrt_loader_create_callback(te->n, dims, 1, train_sample, (void *)(uintptr_t)te, &o, &ld);
-    if (rs == DLRT_OK) {
-        rs = dlrt_evaluate_accuracy(s, ld, tm->x->name, tm->y->name, tm->out->name, &correct,
-                                    &total);
-    }
-    dlrt_loader_destroy(ld);
+        dlrt_evaluate_accuracy(s, ld, tm->x->name, tm->y->name, tm->out->name, &correct, &total);
     if (rs != DLRT_OK) {
         return rt_fail(d, file, rs);
     }
@@ -2955,14 +2734,11 @@ static int cmd_train(int argc, char **argv) {
     dl_ir_module *m = NULL;
     dl_idx_mnist_paths mp;
     memset(&mp, 0, sizeof mp);
-    train_split tr, te;
-    memset(&tr, 0, sizeof tr);
-    memset(&te, 0, sizeof te);
     train_model tm;
     uint8_t *art = NULL;
     dlrt_model *rtm = NULL;
     dlrt_session *s = NULL;
-    dlrt_loader *ld = NULL;
+    dlrt_loader *ld = NULL, *test_ld = NULL;
     anomaly_ctx an;
     memset(&an, 0, sizeof an);
     int rc = EXIT_OK;
@@ -3026,21 +2802,13 @@ static int cmd_train(int argc, char **argv) {
         goto out;
     }
 
-    // 3. The data, preprocessed.
-    if ((rc = train_load_data(sp, &ta, &mp, m, &tm, d, &tr, &te)) != EXIT_OK) {
+    // 3. The data: the loaders read and check the files and normalise the samples.
+    if ((rc = train_loaders(sp, &ta, &mp, m, &tm, d, &ld, &test_ld)) != EXIT_OK) {
         goto out;
     }
-    double mean = 0, sd = 1;
-    train_normalise(&tr, &te, &mean, &sd);
-    int64_t B = tm.batch, spe = tr.n / B;
-    if (spe == 0) {
-        file_diag(d, tr.x_path,
-                  "%lld training samples are fewer than one batch of %lld (the partial batch "
-                  "of an epoch is dropped)",
-                  (long long)tr.n, (long long)B);
-        rc = EXIT_INPUT;
-        goto out;
-    }
+    dlrt_loader_info li;
+    dlrt_loader_info_get(ld, &li);
+    int64_t B = tm.batch, spe = li.batches_per_epoch;
     // The steps and warm-up steps of the run, as the runtime's loop will count them.
     dlrt_train_options to;
     dlrt_train_options_init(&to);
@@ -3057,17 +2825,23 @@ static int cmd_train(int argc, char **argv) {
     double base_lr = ta.has_lr ? ta.lr : dl_ir_train_opt_value(m->train, "lr");
     if (ta.verbose || ta.dry_run) {
         FILE *f = ta.dry_run ? stdout : stderr;
-        fprintf(f, "dlcc: data: %lld training samples of [%lld values]", (long long)tr.n,
-                (long long)tr.per);
-        if (te.x) {
-            fprintf(f, ", %lld test samples", (long long)te.n);
+        fprintf(f, "dlcc: data: %lld training samples of [%lld values]", (long long)li.n_samples,
+                (long long)li.sample_numel);
+        if (test_ld) {
+            dlrt_loader_info ti;
+            dlrt_loader_info_get(test_ld, &ti);
+            fprintf(f, ", %lld test samples", (long long)ti.n_samples);
         }
-        fprintf(f, "; normalised with mean %.6g std %.6g\n", mean, sd);
+        fputs("; normalised with mean ", f);
+        print_channels(f, li.mean, li.n_channels);
+        fputs(" std ", f);
+        print_channels(f, li.std, li.n_channels);
+        fputs("\n", f);
         fprintf(f,
                 "dlcc: model %s: batch dim %s = %lld, %lld steps per epoch (%lld samples "
                 "dropped), %lld steps, lr %.6g (%s schedule",
                 m->name, m->dims.data[tm.batch_sym].name, (long long)B, (long long)spe,
-                (long long)(tr.n - spe * B), (long long)T, base_lr,
+                (long long)(li.epoch_samples - spe * B), (long long)T, base_lr,
                 dlrt_lr_schedule_name(ta.sched));
         if (ta.sched == DLRT_LR_WARMUP_COSINE) {
             fprintf(f, ", %lld warm-up steps", (long long)W);
@@ -3076,20 +2850,16 @@ static int cmd_train(int argc, char **argv) {
         fprintf(f, "dlcc: data loader: %ld producer thread%s, %ld batch slots\n", ta.loader_threads,
                 ta.loader_threads == 1 ? "" : "s", ta.prefetch);
     }
-    dlrt_status rs = train_loader_create(&tr, &ta, &tm, &ld);
-    if (rs != DLRT_OK) {
-        rc = rt_fail(d, tr.x_path, rs);
-        goto out;
-    }
+    dlrt_status rs = DLRT_OK;
     if (ta.dry_run) {
         // The plan without compiling or training: every step's lr and the first samples of each
         // epoch's order, as the loader will hand them out (what the tests check).
         for (long e = 0; e < ta.epochs; e++) {
             printf("epoch %ld order:", e + 1);
-            for (int64_t i = 0; i < tr.n && i < 8; i++) {
+            for (int64_t i = 0; i < li.epoch_samples && i < 8; i++) {
                 int64_t idx = 0;
                 if ((rs = dlrt_loader_sample_index(ld, e, i, &idx)) != DLRT_OK) {
-                    rc = rt_fail(d, tr.x_path, rs);
+                    rc = rt_fail(d, ta.dataset, rs);
                     goto out;
                 }
                 printf(" %lld", (long long)idx);
@@ -3196,7 +2966,7 @@ static int cmd_train(int argc, char **argv) {
     }
 
     // 6. Test accuracy, then the checkpoint (last: nothing is written unless all went well).
-    if (te.x && (rc = train_test(s, &tm, &te, ta.file, d)) != EXIT_OK) {
+    if (test_ld && (rc = train_test(s, &tm, test_ld, ta.file, d)) != EXIT_OK) {
         goto out;
     }
     if ((rc = exec_session_finish(d, s, &ta.exec)) != EXIT_OK) {
@@ -3215,12 +2985,11 @@ out:
         rc = EXIT_INTERNAL;
     }
     anomaly_fini(&an);
+    dlrt_loader_destroy(test_ld);
     dlrt_loader_destroy(ld);
     dlrt_session_destroy(s);
     dlrt_model_release(rtm);
     free(art);
-    split_fini(&tr);
-    split_fini(&te);
     dl_idx_mnist_paths_fini(&mp);
     dl_ir_module_destroy(m);
     dl_diags_destroy(d);

@@ -307,6 +307,9 @@ class _LoaderOptions(ctypes.Structure):
         ("labels", ctypes.c_int),
         ("limit", ctypes.c_int64),
         ("n_classes", ctypes.c_int64),
+        ("shard_count", ctypes.c_int64),
+        ("shard_index", ctypes.c_int64),
+        ("u8_to_unit", ctypes.c_int),
     ]
 
 
@@ -343,6 +346,7 @@ class _LoaderInfo(ctypes.Structure):
         ("n_channels", ctypes.c_int),
         ("mean", ctypes.c_float * _LOADER_MAX_CHANNELS),
         ("std", ctypes.c_float * _LOADER_MAX_CHANNELS),
+        ("epoch_samples", ctypes.c_int64),
     ]
 
 
@@ -1034,9 +1038,11 @@ class Session:
 # Data loader
 
 LoaderInfo = collections.namedtuple(
-    "LoaderInfo", "n_samples batches_per_epoch sample_dims sample_numel n_channels mean std"
+    "LoaderInfo",
+    "n_samples batches_per_epoch sample_dims sample_numel n_channels mean std epoch_samples",
 )
-LoaderInfo.__doc__ = """What a Loader holds: n_samples (after `limit`), batches_per_epoch,
+LoaderInfo.__doc__ = """What a Loader holds: n_samples (after `limit`), batches_per_epoch (of
+its shard), epoch_samples (positions of an epoch in its shard; n_samples without shards),
 sample_dims (a tuple), sample_numel, and the normalisation applied: n_channels channels (the
 first dim of [C, H, W] samples with per-channel normalisation, else 1) and mean, std (tuples of
 n_channels floats; (0.0,) and (1.0,) without normalisation). Pass (info.mean, info.std) as an
@@ -1065,9 +1071,12 @@ _LOADER_INTS = {
     "crop_pad": _C_INT,
     "limit": _C_INT64,
     "n_classes": _C_INT64,
+    "shard_count": _C_INT64,
+    "shard_index": _C_INT64,
 }
 _LOADER_OPTIONS = sorted(
-    list(_LOADER_INTS) + ["shuffle", "last", "scale", "normalize", "hflip", "label_dtype"]
+    list(_LOADER_INTS)
+    + ["shuffle", "last", "scale", "normalize", "hflip", "label_dtype", "u8_to_unit"]
 )
 
 
@@ -1106,6 +1115,8 @@ def _loader_options(lib, opts):
             o.shuffle = _bool_option(name, value)
         elif name == "hflip":
             o.hflip = _bool_option(name, value)
+        elif name == "u8_to_unit":
+            o.u8_to_unit = _bool_option(name, value)
         elif name == "last":
             if not isinstance(value, str) or value not in _LAST:
                 raise ArgumentError(
@@ -1299,7 +1310,10 @@ class Loader:
       samples), label_dtype=np.int64 | np.int32 (the dtype of y; the C option `labels`),
       limit=0 (> 0: only the first
       `limit` samples), n_classes=0 (> 0: every label must lie in [0, n_classes), checked at
-      creation).
+      creation), u8_to_unit=False (True: uint8 data is divided by 255 before `scale`, other
+      types are not), shard_count=1, shard_index=0 (data parallelism: this loader gives shard
+      shard_index of shard_count, positions shard_index, shard_index + shard_count, ... of each
+      epoch's order, as PyTorch's DistributedSampler; give every rank the same seed).
     Bad options raise Error (unknown names, wrong types, or the runtime's message).
 
     The batches' bytes depend only on the options and the seed (never on producers, slots or
@@ -1326,6 +1340,7 @@ class Loader:
             nch,
             tuple(float(info.mean[c]) for c in range(nch)),
             tuple(float(info.std[c]) for c in range(nch)),
+            int(info.epoch_samples),
         )
 
     @classmethod

@@ -14,6 +14,15 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <stddef.h>
+
+// python/dlcc mirrors these structs with ctypes (tests/python checks the same numbers).
+_Static_assert(sizeof(dlrt_loader_options) == 240, "python/dlcc/__init__.py _LoaderOptions");
+_Static_assert(offsetof(dlrt_loader_options, shard_count) == 216, "_LoaderOptions.shard_count");
+_Static_assert(offsetof(dlrt_loader_options, u8_to_unit) == 232, "_LoaderOptions.u8_to_unit");
+_Static_assert(sizeof(dlrt_loader_info) == 240, "python/dlcc/__init__.py _LoaderInfo");
+_Static_assert(offsetof(dlrt_loader_info, epoch_samples) == 232, "_LoaderInfo.epoch_samples");
+
 // ---------------------------------------------------------------------------------------------
 // Helpers
 
@@ -696,6 +705,204 @@ DL_TEST(loader_limit_and_label_range) {
     dlrt_loader_destroy(l);
 }
 
+// Shards (data parallelism): with the same seed, shard r of W takes positions r, r+W, ... of
+// the epoch-wide order, ceil(N / W) each, the last wrapping round; the W shards of an epoch
+// cover every sample, and shard_count 1 is the unsharded loader.
+DL_TEST(loader_shards_cover_every_sample) {
+    enum { N = 10, W = 3 };
+    unsigned char xu[N];
+    int64_t y[N];
+    for (int i = 0; i < N; i++) {
+        xu[i] = (unsigned char)i;
+        y[i] = i;
+    }
+    int64_t d2[2] = {N, 1}, d1[1] = {N};
+    const char *xp = tmp_path("shard_x.npy"), *yp = tmp_path("shard_y.npy");
+    write_npy(xp, "|u1", d2, 2, xu, sizeof xu);
+    write_npy(yp, "<i8", d1, 1, y, sizeof y);
+    dlrt_loader_options o = opts_default();
+    o.batch_size = 2;
+    o.seed = 7;
+    o.epochs = 2;
+    int64_t whole[2][N];
+    dlrt_loader *l = NULL;
+    DL_CHECK_OK(dlrt_loader_create_npy(xp, yp, &o, &l)); // the unsharded epoch order
+    for (int e = 0; e < 2; e++) {
+        for (int p = 0; p < N; p++) {
+            DL_CHECK_OK(dlrt_loader_sample_index(l, e, p, &whole[e][p]));
+        }
+    }
+    dlrt_loader_destroy(l);
+    o.shard_count = W;
+    for (int e = 0; e < 2; e++) {
+        int seen[N] = {0};
+        for (int r = 0; r < W; r++) {
+            o.shard_index = r;
+            DL_CHECK_OK(dlrt_loader_create_npy(xp, yp, &o, &l));
+            dlrt_loader_info info;
+            dlrt_loader_info_get(l, &info);
+            DL_CHECK_EQ_I64(info.n_samples, N);
+            DL_CHECK_EQ_I64(info.epoch_samples, 4); // ceil(10 / 3)
+            DL_CHECK_EQ_I64(info.batches_per_epoch, 2);
+            for (int p = 0; p < 4; p++) {
+                int64_t idx = -1;
+                DL_CHECK_OK(dlrt_loader_sample_index(l, e, p, &idx));
+                DL_CHECK_EQ_I64(idx, whole[e][(p * W + r) % N]);
+                seen[idx]++;
+            }
+            // The batches hold those samples, in that order (epoch e: batches 2e, 2e+1).
+            dlrt_loader_batch b;
+            for (int k = 0; k < 4; k++) {
+                DL_CHECK_OK(dlrt_loader_next(l, &b));
+                if (b.epoch == e) {
+                    for (int j = 0; j < 2; j++) {
+                        DL_CHECK_EQ_I64(b.y[j], whole[e][((b.index * 2 + j) * W + r) % N]);
+                    }
+                }
+                DL_CHECK_OK(dlrt_loader_release(l, &b));
+            }
+            dlrt_loader_destroy(l);
+        }
+        int twice = 0;
+        for (int i = 0; i < N; i++) {
+            DL_CHECK(seen[i] >= 1);
+            twice += seen[i] == 2;
+        }
+        DL_CHECK_EQ_I64(twice, 2); // 12 positions over 10 samples: two wrapped round
+    }
+    o.shard_index = W;
+    DL_CHECK_EQ_I64(dlrt_loader_create_npy(xp, yp, &o, &l), DLRT_ERR_INVALID_ARG);
+    DL_CHECK(strstr(dlrt_last_error(), "shard_index 3 must lie in 0..shard_count-1") != NULL);
+}
+
+// u8_to_unit: uint8 pixels become x / 255 (then scale); other types only get scale.
+DL_TEST(loader_u8_to_unit) {
+    unsigned char xu[2][3] = {{0, 51, 255}, {1, 2, 3}};
+    float xf[2][3] = {{0.5f, 51.0f, 255.0f}, {1, 2, 3}};
+    int64_t d2[2] = {2, 3};
+    const char *xp = tmp_path("unit_u8.npy"), *xp2 = tmp_path("unit_f32.npy");
+    write_npy(xp, "|u1", d2, 2, xu, sizeof xu);
+    write_npy(xp2, "<f4", d2, 2, xf, sizeof xf);
+    dlrt_loader_options o = opts_default();
+    o.batch_size = 2;
+    o.shuffle = 0;
+    o.u8_to_unit = 1;
+    o.scale = 2.0f;
+    dlrt_loader *l = NULL;
+    dlrt_loader_batch b;
+    DL_CHECK_OK(dlrt_loader_create_npy(xp, NULL, &o, &l));
+    DL_CHECK_OK(dlrt_loader_next(l, &b));
+    for (int k = 0; k < 6; k++) {
+        DL_CHECK(b.x[k] == (float)xu[k / 3][k % 3] * (2.0f / 255.0f));
+    }
+    DL_CHECK(b.x[2] == 2.0f);
+    DL_CHECK_OK(dlrt_loader_release(l, &b));
+    dlrt_loader_destroy(l);
+    DL_CHECK_OK(dlrt_loader_create_npy(xp2, NULL, &o, &l));
+    DL_CHECK_OK(dlrt_loader_next(l, &b));
+    for (int k = 0; k < 6; k++) {
+        DL_CHECK(b.x[k] == xf[k / 3][k % 3] * 2.0f);
+    }
+    DL_CHECK_OK(dlrt_loader_release(l, &b));
+    dlrt_loader_destroy(l);
+}
+
+// A NaN or Inf in a file is refused at creation, naming the file, the sample and the element
+// (only the samples used count: a limit before it lets the file through); a callback's
+// non-finite sample fails the loader as it is made.
+static int cb_nan_at_7(void *user, int64_t index, float *x, int64_t *y) {
+    (void)user;
+    x[0] = (float)index;
+    x[1] = index == 7 ? NAN : 1.0f;
+    *y = 0;
+    return 0;
+}
+
+DL_TEST(loader_refuses_non_finite_data) {
+    float xf[6][2];
+    for (int i = 0; i < 6; i++) {
+        xf[i][0] = (float)i;
+        xf[i][1] = 1.0f;
+    }
+    xf[4][1] = -INFINITY;
+    int64_t d2[2] = {6, 2};
+    const char *xp = tmp_path("inf_x.npy");
+    write_npy(xp, "<f4", d2, 2, xf, sizeof xf);
+    dlrt_loader_options o = opts_default();
+    o.batch_size = 2;
+    dlrt_loader *l = NULL;
+    DL_CHECK_EQ_I64(dlrt_loader_create_npy(xp, NULL, &o, &l), DLRT_ERR_INVALID_ARG);
+    DL_CHECK(l == NULL);
+    DL_CHECK(strstr(dlrt_last_error(), "inf_x.npy: sample 4 holds a non-finite value (-inf at "
+                                       "element 1 of 2); the data must be finite") != NULL);
+    o.limit = 4;
+    DL_CHECK_OK(dlrt_loader_create_npy(xp, NULL, &o, &l));
+    dlrt_loader_destroy(l);
+    // A finite float64 that overflows float32 is as bad.
+    double big[2] = {1.0, 1e300};
+    int64_t d1[2] = {2, 1};
+    const char *bp = tmp_path("big_x.npy");
+    write_npy(bp, "<f8", d1, 2, big, sizeof big);
+    o = opts_default();
+    o.batch_size = 1;
+    DL_CHECK_EQ_I64(dlrt_loader_create_npy(bp, NULL, &o, &l), DLRT_ERR_INVALID_ARG);
+    DL_CHECK(strstr(dlrt_last_error(), "sample 1 holds a non-finite value (inf") != NULL);
+    int64_t dims[1] = {2};
+    o = opts_default();
+    o.batch_size = 4;
+    o.shuffle = 0;
+    DL_CHECK_OK(dlrt_loader_create_callback(12, dims, 1, cb_nan_at_7, NULL, &o, &l));
+    dlrt_loader_batch b;
+    dlrt_status st = dlrt_loader_next(l, &b);
+    if (st == DLRT_OK) {
+        DL_CHECK_OK(dlrt_loader_release(l, &b));
+        st = dlrt_loader_next(l, &b);
+    }
+    DL_CHECK_EQ_I64(st, DLRT_ERR_IO);
+    DL_CHECK(strstr(dlrt_last_error(), "gave sample 7 a non-finite value (at element 1 of 2)") !=
+             NULL);
+    dlrt_loader_destroy(l);
+    o.norm = DLRT_LOADER_NORM_COMPUTE; // the creation pass sees it first
+    DL_CHECK_EQ_I64(dlrt_loader_create_callback(12, dims, 1, cb_nan_at_7, NULL, &o, &l),
+                    DLRT_ERR_INVALID_ARG);
+    DL_CHECK(strstr(dlrt_last_error(), "the sample callback: sample 7 holds a non-finite") != NULL);
+}
+
+// The computed statistics do not cancel: data 1e4 + small noise (std 0.01) has a variance far
+// below the rounding error of sum(x^2)/n - mean^2 in float, which the sample-wise merge keeps.
+DL_TEST(loader_normalisation_is_accurate_far_from_zero) {
+    enum { N = 64, K = 16 };
+    static float x[N][K];
+    double sum = 0;
+    for (int i = 0; i < N; i++) {
+        for (int k = 0; k < K; k++) {
+            x[i][k] = 10000.0f + 0.01f * (float)(((i * 7 + k * 3) % 5) - 2);
+            sum += x[i][k];
+        }
+    }
+    double mean = sum / (N * K), sq = 0;
+    for (int i = 0; i < N; i++) {
+        for (int k = 0; k < K; k++) {
+            sq += ((double)x[i][k] - mean) * ((double)x[i][k] - mean);
+        }
+    }
+    double sd = sqrt(sq / (N * K));
+    int64_t d2[2] = {N, K};
+    const char *xp = tmp_path("far_x.npy");
+    write_npy(xp, "<f4", d2, 2, x, sizeof x);
+    dlrt_loader_options o = opts_default();
+    o.batch_size = N;
+    o.norm = DLRT_LOADER_NORM_COMPUTE;
+    dlrt_loader *l = NULL;
+    DL_CHECK_OK(dlrt_loader_create_npy(xp, NULL, &o, &l));
+    dlrt_loader_info info;
+    dlrt_loader_info_get(l, &info);
+    // The std is stored as a float: its rounding (2^-24 relative) bounds the error.
+    DL_CHECK_NEAR(info.std[0], sd, 0, 1e-6);
+    DL_CHECK_NEAR(info.mean[0], mean, 0, 1e-7);
+    dlrt_loader_destroy(l);
+}
+
 DL_TEST(loader_callback_failure_is_reported) {
     cb_data d = {2, 13};
     int64_t dims[1] = {2};
@@ -741,10 +948,10 @@ DL_TEST(loader_errors) {
     dlrt_loader *l = (dlrt_loader *)1;
     dlrt_loader_options o = opts_default();
     DL_CHECK(err_has(dlrt_loader_create_idx("/nonexistent/imgs", NULL, &o, &l), DLRT_ERR_IO,
-                     "cannot read images /nonexistent/imgs"));
+                     "/nonexistent/imgs: cannot read the images"));
     DL_CHECK(l == NULL);
     DL_CHECK(err_has(dlrt_loader_create_npy("/nonexistent/x.npy", NULL, &o, &l), DLRT_ERR_IO,
-                     "cannot read x /nonexistent/x.npy: No such file"));
+                     "/nonexistent/x.npy: cannot read the samples: No such file"));
     // Counts differ.
     float xf[4] = {1, 2, 3, 4};
     int64_t y3[3] = {0, 1, 2}, d4[1] = {4}, d3[1] = {3};
@@ -753,7 +960,7 @@ DL_TEST(loader_errors) {
     write_npy(yp, "<i8", d3, 1, y3, sizeof y3);
     o.batch_size = 2;
     DL_CHECK(err_has(dlrt_loader_create_npy(xp, yp, &o, &l), DLRT_ERR_INVALID_ARG,
-                     "4 samples but 3 labels"));
+                     "e_y.npy: 3 labels for the 4 samples of"));
     // Float labels.
     const char *yf = tmp_path("e_yf.npy");
     write_npy(yf, "<f4", d4, 1, xf, sizeof xf);
@@ -773,7 +980,7 @@ DL_TEST(loader_errors) {
                      DLRT_ERR_INVALID_ARG, "dtype '<c8'"));
     // An IDX reader error keeps the reader's reason.
     DL_CHECK(
-        err_has(dlrt_loader_create_idx(xp, NULL, &o, &l), DLRT_ERR_CORRUPT, "cannot read images"));
+        err_has(dlrt_loader_create_idx(xp, NULL, &o, &l), DLRT_ERR_CORRUPT, "cannot read the images"));
     // Bad options.
     cb_data d = {1, -1};
     int64_t dims[1] = {1};

@@ -350,12 +350,15 @@ class LoaderTests(unittest.TestCase):
         # The mirrors must match runtime/dlrt.h's structs (x86-64 / LP64 sizes and offsets).
         self.assertEqual(ctypes.sizeof(dlcc._TensorDesc), 96)
         self.assertEqual(dlcc._TensorDesc.device.offset, 88)
-        self.assertEqual(ctypes.sizeof(dlcc._LoaderOptions), 216)
+        self.assertEqual(ctypes.sizeof(dlcc._LoaderOptions), 240)
         self.assertEqual(dlcc._LoaderOptions.limit.offset, 200)
         self.assertEqual(dlcc._LoaderOptions.n_classes.offset, 208)
+        self.assertEqual(dlcc._LoaderOptions.shard_count.offset, 216)
+        self.assertEqual(dlcc._LoaderOptions.u8_to_unit.offset, 232)
         self.assertEqual(ctypes.sizeof(dlcc._LoaderBatch), 72)
         self.assertEqual(ctypes.sizeof(dlcc._LoaderStats), 32)
-        self.assertEqual(ctypes.sizeof(dlcc._LoaderInfo), 232)
+        self.assertEqual(ctypes.sizeof(dlcc._LoaderInfo), 240)
+        self.assertEqual(dlcc._LoaderInfo.epoch_samples.offset, 232)
         self.assertEqual(ctypes.sizeof(dlcc._Guard), 56)
         self.assertEqual(ctypes.sizeof(dlcc._TrainEvent), 176)
         self.assertEqual(dlcc._TrainEvent.info.offset, 72)
@@ -487,6 +490,27 @@ class LoaderTests(unittest.TestCase):
         ok = [i for i in range(1, self.n) if self.y[i] >= 5][0]
         with self.loader(batch_size=1, limit=ok, n_classes=10) as l:
             self.assertEqual(l.info.n_samples, ok)
+
+    def test_shards_and_u8_to_unit(self):
+        # Two shards of the 50 samples: 25 positions each, together every sample once.
+        seen = []
+        for r in range(2):
+            with self.loader(batch_size=5, seed=4, shard_count=2, shard_index=r) as l:
+                self.assertEqual((l.info.n_samples, l.info.epoch_samples), (50, 25))
+                self.assertEqual(l.info.batches_per_epoch, 5)
+                seen += [l.sample_index(1, p) for p in range(25)]
+        self.assertEqual(sorted(seen), list(range(50)))
+        with self.assertRaises(dlcc.Error) as cm:
+            self.loader(shard_count=2, shard_index=2)
+        self.assertIn("shard_index 2 must lie in 0..shard_count-1", str(cm.exception))
+        with self.assertRaises(dlcc.ArgumentTypeError):
+            self.loader(u8_to_unit=1)
+        # u8_to_unit: the uint8 samples become x * (1 / 255) in float32.
+        with self.loader(batch_size=50, shuffle=False, u8_to_unit=True) as l:
+            b = l.next()
+            want = self.x.astype(np.float32) * (np.float32(1) / np.float32(255))
+            np.testing.assert_array_equal(np.asarray(b.x), want)
+            b.release()
 
     def test_bad_options(self):
         cases = [

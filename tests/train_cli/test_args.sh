@@ -39,6 +39,11 @@ idx("lab12.idx", (np.arange(300) % 12).astype(np.uint8), 0x08, False)
 # Statistics the trainer must print for the uint8 set: x/255, mean and population std.
 x = X.astype(np.float64) / 255.0
 open("stats.txt", "w").write("%.6g %.6g\n" % (x.mean(), x.std()))
+# [S, 4, 14, 14] float32 samples (784 values) with channels far apart: per-channel statistics.
+X4 = (X.reshape(300, 4, 14, 14) / 255.0 + np.arange(4).reshape(1, 4, 1, 1) * 10).astype(np.float32)
+np.save("X4.npy", X4)
+x4 = X4.astype(np.float64)
+open("stats4.txt", "w").write(" ".join("%r %r" % (x4[:, c].mean(), x4[:, c].std()) for c in range(4)))
 PYEOF
 sed '/^train loss {/,/^}/d' "$mlp" >notrain.dlg
 
@@ -112,32 +117,34 @@ expect_msg 2 "train: --batch and -D disagree" "--batch 16 and -D N=8 disagree (N
 expect_msg 2 "train: warm-up as long as training" "--warmup-steps 4 must be below the 4 steps of training" \
   train "$mlp" --dataset npy:X.npy,Y.npy --batch 64 --lr-schedule warmup-cosine --warmup-steps 4 --dry-run
 
-# Model and data errors (exit 1, naming the file)
+# Model and data errors (exit 1, naming the file; the data files are the runtime loader's to check)
 expect_msg 1 "train: model without a train block" "notrain.dlg: error: model 'mlp_fmnist' has no train block" \
   train notrain.dlg --dataset npy:X.npy,Y.npy
 expect_msg 1 "train: wrong per-sample size" "Xbad.npy: error: samples of shape [20] (20 values each) do not fit the model's data input 'x' float[N, 784] (784 values per sample)" \
   train "$mlp" --dataset npy:Xbad.npy,Y.npy --batch 64
 expect_msg 1 "train: transformer input does not take 784 values" "do not fit the model's data input 'x' float[B, T, C] (512 values per sample)" \
   train "$src/samples/transformer_block.dlg" --dataset npy:X.npy,Y.npy --dry-run
-expect_msg 1 "train: int64 images" "Xi64.npy: error: data must be float32 or uint8, got int64" \
-  train "$mlp" --dataset npy:Xi64.npy,Y.npy
-expect_msg 1 "train: float labels" "Yf.npy: error: labels must be int64 or int32, got float" \
+expect 0 "train: int64 samples are numbers too (not pixels: no /255)" \
+  train "$mlp" --dataset npy:Xi64.npy,Y.npy --batch 64 --dry-run
+check "... 300 samples, statistics of the raw values" \
+  $py -c "import re,sys; m=re.search(r'normalised with mean ([0-9.e+-]+) std', open('$out').read()); sys.exit(not (m and float(m.group(1)) > 1))"
+expect_msg 1 "train: float labels" "data loader: Yf.npy: labels must be a rank-1 integer array ([N]), got floats of rank 1" \
   train "$mlp" --dataset npy:X.npy,Yf.npy
-expect_msg 1 "train: label count" "Yshort.npy: error: expected labels [300] (one per sample of X.npy), got [299]" \
+expect_msg 1 "train: label count" "data loader: Yshort.npy: 299 labels for the 300 samples of X.npy (one per sample)" \
   train "$mlp" --dataset npy:X.npy,Yshort.npy
-expect_msg 1 "train: label out of range" "Ybig.npy: error: label 10 of sample 7 is outside [0, 10)" \
+expect_msg 1 "train: label out of range" "data loader: Ybig.npy: label 10 of sample 7 is outside [0, 10)" \
   train "$mlp" --dataset npy:X.npy,Ybig.npy
-expect_msg 1 "train: missing data file" "nope.npy: error: cannot read" train "$mlp" --dataset npy:nope.npy,Y.npy
-expect_msg 1 "train: fewer samples than a batch" "300 training samples are fewer than one batch of 512" \
+expect_msg 1 "train: missing data file" "data loader: nope.npy: cannot read the samples: No such file" train "$mlp" --dataset npy:nope.npy,Y.npy
+expect_msg 1 "train: fewer samples than a batch" "data loader: 300 samples make no full batch of 512 (the partial batch is dropped" \
   train "$mlp" --dataset npy:X.npy,Y.npy --batch 512
 expect_msg 1 "train: missing fashion-mnist directory" "dataset-fashion-mnist" \
   train "$mlp" --dataset fashion-mnist:$work/nodir
 check "... and the message names the directory" grep -qF "$work/nodir" "$err"
 expect_msg 1 "train: --save into a missing directory" "nodir/c.safetensors: error: cannot write the checkpoint there" \
   train "$mlp" --dataset npy:X.npy,Y.npy --save nodir/c.safetensors
-expect_msg 1 "train: IDX labels out of range (the model has 10 classes)" "lab12.idx: error: label 10 is 10, outside 0..9" \
+expect_msg 1 "train: IDX labels out of range (the model has 10 classes)" "data loader: lab12.idx: label 10 of sample 10 is outside [0, 10)" \
   train "$mlp" --dataset idx:img.idx,lab12.idx
-expect_msg 1 "train: IDX labels of rank 3" "img.idx: error: labels need 1 dimension, got 3" \
+expect_msg 1 "train: IDX labels of rank 3" "data loader: img.idx: labels need rank 1 ([N]), got rank 3" \
   train "$mlp" --dataset idx:img.idx,img.idx
 
 # ---------------------------------------------------------------------------------------------
@@ -153,6 +160,17 @@ expect 0 "dry run on IDX (plain images, gzip labels) with an IDX test set" \
   train "$mlp" --dataset idx:img.idx,lab.idx.gz --test idx:timg.idx.gz,tlab.idx --batch 100 --dry-run
 check "IDX: 300 training and 50 test samples, same statistics" \
   grep -qF "300 training samples of [784 values], 50 test samples; normalised with mean $mean std $std" "$out"
+expect 0 "dry run on [S, 4, 14, 14] samples" train "$mlp" --dataset npy:X4.npy,Y.npy --batch 64 --dry-run
+check "per-channel mean and std, as numpy computes them (float32 data: 1e-5)" $py -c "
+import re, sys
+m = re.search(r'normalised with mean \[([^]]*)\] std \[([^]]*)\]', open('$out').read())
+want = [float(v) for v in open('stats4.txt').read().split()]
+got = [float(v) for v in m.group(1).split(',')] if m else []
+sd = [float(v) for v in m.group(2).split(',')] if m else []
+ok = len(got) == 4 and len(sd) == 4 and all(
+    abs(got[c] - want[2 * c]) <= 1e-5 * abs(want[2 * c]) + 1e-6 and
+    abs(sd[c] - want[2 * c + 1]) <= 1e-5 * want[2 * c + 1] for c in range(4))
+sys.exit(not ok)"
 expect 0 "--limit-train" train "$mlp" --dataset npy:X.npy,Y.npy --batch 10 --limit-train 100 --dry-run
 check "--limit-train 100 gives 10 steps of 10" grep -qF "100 training samples of [784 values]" "$out"
 check "... over the first 100 samples only" \

@@ -136,10 +136,10 @@ check "... and prints readably (%.4g), not as 31 digits" grep -qE \
 check "... the epoch line too" grep -qE "^epoch 1: mean loss [0-9]\.[0-9]{1,5}e\+(14|15), " "$out"
 
 expect_msg 1 "train: a NaN in the data is refused up front" \
-  "xnan.npy: error: sample 13 holds a non-finite value (nan at element 2 of 3); the data must be finite" \
+  "data loader: xnan.npy: sample 13 holds a non-finite value (nan at element 2 of 3); the data must be finite" \
   train finite.dlg --dataset npy:xnan.npy,y.npy --save ck1.safetensors
 check "... before any training, no checkpoint" test ! -s "$out" -a ! -e ck1.safetensors
-expect_msg 1 "train: -inf in the test set too" "xinf.npy: error: sample 9 holds a non-finite value (-inf" \
+expect_msg 1 "train: -inf in the test set too" "data loader: xinf.npy: sample 9 holds a non-finite value (-inf" \
   train finite.dlg --dataset npy:x.npy,y.npy --test npy:xinf.npy,y.npy
 expect 0 "train: --limit-train leaves the bad sample out" train finite.dlg \
   --dataset npy:xnan.npy,y.npy --limit-train 12
