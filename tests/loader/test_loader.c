@@ -9,12 +9,11 @@
 #include "dlrt.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-#include <stddef.h>
 
 // python/dlcc mirrors these structs with ctypes (tests/python checks the same numbers).
 _Static_assert(sizeof(dlrt_loader_options) == 240, "python/dlcc/__init__.py _LoaderOptions");
@@ -979,8 +978,8 @@ DL_TEST(loader_errors) {
     DL_CHECK(err_has(dlrt_loader_create_npy(tmp_path("e_c8.npy"), NULL, &o, &l),
                      DLRT_ERR_INVALID_ARG, "dtype '<c8'"));
     // An IDX reader error keeps the reader's reason.
-    DL_CHECK(
-        err_has(dlrt_loader_create_idx(xp, NULL, &o, &l), DLRT_ERR_CORRUPT, "cannot read the images"));
+    DL_CHECK(err_has(dlrt_loader_create_idx(xp, NULL, &o, &l), DLRT_ERR_CORRUPT,
+                     "cannot read the images"));
     // Bad options.
     cb_data d = {1, -1};
     int64_t dims[1] = {1};
