@@ -202,4 +202,36 @@ DL_TEST(pipeline_names_round_trip) {
     DL_CHECK_STR_EQ(dl_pass_name(DL_PASS_FUSION), "fusion");
 }
 
+// A pass that leaves IR that does not verify is named (verify after each pass is on in debug
+// builds and with verify_each): here the module handed to simplify is already broken (a value
+// flagged as an output that the module does not list), which simplify neither needs nor repairs.
+DL_TEST(pipeline_names_the_pass_after_which_the_ir_does_not_verify) {
+    const char *src = "model m\n"
+                      "input x : float[2, 3]\n"
+                      "t = Relu(x)\n"
+                      "y = Neg(t)\n"
+                      "output y\n";
+    dl_diags *d = NULL;
+    dl_ir_module *m = NULL;
+    DL_ASSERT(dl_diags_create(&d) == DL_OK);
+    DL_ASSERT(dl_fe_parse("t.dlg", src, strlen(src), d, &m) == DL_OK);
+    dl_pass_pipeline_opts o;
+    dl_pass_pipeline_opts_init(&o);
+    o.verify_each = true;
+    DL_CHECK_EQ_I64(dl_pass_pipeline_run(m, DL_PASS_SHAPES, DL_PASS_FUSION, &o, d), DL_OK);
+    m->nodes.data[0]->outputs[0]->is_output = true; // 't'
+    DL_CHECK_EQ_I64(dl_pass_pipeline_run(m, DL_PASS_SIMPLIFY, DL_PASS_SIMPLIFY, &o, d),
+                    DL_ERR_BACKEND);
+    bool named = false, why = false;
+    for (size_t i = 0; i < dl_diags_count(d); i++) {
+        const char *msg = dl_diags_get(d, i)->msg;
+        named =
+            named || strstr(msg, "internal error: the IR after pass 'simplify' does not verify");
+        why = why || strstr(msg, "verify: 't' is marked as an output but is not in the module's");
+    }
+    DL_CHECK(named && why);
+    dl_ir_module_destroy(m);
+    dl_diags_destroy(d);
+}
+
 DL_TEST_MAIN()
