@@ -865,21 +865,12 @@ static void mark_needed(bool *needed, const dl_ir_value *v) {
     }
 }
 
-// Adds the training graph to `m` (as the compiler does: autodiff, then mixed precision) and
-// allocates the param snapshot. Errors into `d`.
+// Adds the training graph to `m` (the compiler's pipeline from autodiff through mixed
+// precision) and allocates the param snapshot. Errors into `d`.
 static dl_status anomaly_init(anomaly_ctx *a, dl_ir_module *m, dl_diags *d) {
     memset(a, 0, sizeof *a);
     a->m = m;
-    dl_status st = DL_OK;
-    if (m->train && !m->has_backward) {
-        st = dl_pass_autodiff(m, d);
-    }
-    if (st == DL_OK && m->train && m->train->has_precision && m->train->precision != DL_DT_FLOAT) {
-        st = dl_pass_precision(m, m->train->precision, d, NULL);
-    }
-    if (st != DL_OK) {
-        return st;
-    }
+    DL_TRY(dl_pass_pipeline_run(m, DL_PASS_AUTODIFF, DL_PASS_PRECISION, NULL, d));
     a->params = dl_mem_calloc(m->params.len ? m->params.len : 1, sizeof *a->params);
     a->needed = dl_mem_calloc(m->values.len ? m->values.len : 1, sizeof *a->needed);
     if (!a->params || !a->needed) {
@@ -2040,12 +2031,12 @@ out:
 // rejects (the diagnostics point into that text).
 static dl_status check_imported_text(const char *name, const char *text, dl_diags *d) {
     dl_ir_module *m = NULL;
+    dl_pass_pipeline_opts po;
+    dl_pass_pipeline_opts_init(&po);
+    po.verify_each = true;
     dl_status st = dl_fe_parse(name, text, strlen(text), d, &m);
     if (st == DL_OK) {
-        st = dl_pass_shape(m, d);
-    }
-    if (st == DL_OK) {
-        st = dl_ir_verify(m, d);
+        st = dl_pass_pipeline_run(m, DL_PASS_SHAPES, DL_PASS_SHAPES, &po, d);
     }
     dl_ir_module_destroy(m);
     return st;
