@@ -1,9 +1,9 @@
-// codegen/cg_geometry.h — helpers shared by the forward NN lowering (lower_nn.c) and the
-// gradient lowerings (lower_grad_nn.c, lower_grad.c), so that a forward op and its gradient
+// codegen/cg_geometry.h — helpers shared by the forward NN lowering (x86/x86_nn.c) and the
+// gradient lowerings (x86/x86_grad_nn.c, lower_grad.c), so that a forward op and its gradient
 // agree on geometry (pads, windows, the max-pool argmax rule) by construction, not by copy.
 //
 // The one-line IR builders (iadd, imul, ...) are static inline here so the dense emitters stay
-// readable; everything with a body of its own is a dl_cg__ function defined in lower_nn.c.
+// readable; everything with a body of its own is a dl_cg__ function defined in x86/x86_nn.c.
 // Private to codegen/: include after cg_internal.h.
 #ifndef DL_CG_GEOMETRY_H
 #define DL_CG_GEOMETRY_H
@@ -55,7 +55,7 @@ static inline int64_t ceil_div(int64_t a, int64_t b) { // b > 0
 }
 
 // ---------------------------------------------------------------------------------------------
-// Builders (lower_nn.c)
+// Builders (x86/x86_nn.c)
 
 // An alloca in the entry block of the current function (so mem2reg/SROA promote it).
 LLVMValueRef dl_cg__entry_alloca(cg *c, LLVMTypeRef ty);

@@ -130,9 +130,9 @@ LLVMValueRef cg_entry_alloca(cg *c, const cg_kernel *k, LLVMTypeRef t, int64_t n
 // a + b on floats with reassociation allowed, so LLVM may vectorise a reduction. The summation
 // order then depends only on the static shapes (results are still deterministic).
 LLVMValueRef cg_fadd_reassoc(cg *c, LLVMValueRef a, LLVMValueRef b);
-// e^x of an f32 value without a libm call, so loops containing it vectorise (lower_reduce.c).
+// e^x of an f32 value without a libm call, so loops containing it vectorise (x86/x86_reduce.c).
 LLVMValueRef dl_cg__exp_f32(cg *c, LLVMValueRef x);
-// Softmax / LogSoftmax of x along `axis` into y (same shape) (lower_reduce.c).
+// Softmax / LogSoftmax of x along `axis` into y (same shape) (x86/x86_reduce.c).
 DL_NODISCARD dl_status dl_cg__emit_softmax(cg *c, dl_ir_value *y, dl_ir_value *x, int32_t axis,
                                            bool is_log);
 
@@ -153,14 +153,14 @@ DL_NODISCARD dl_status dl_cg__lower_unary_grad(cg *c, const dl_ir_node *n);
 DL_NODISCARD dl_status dl_cg__lower_clip(cg *c, const dl_ir_node *n);
 DL_NODISCARD dl_status dl_cg__lower_dropout(cg *c, const dl_ir_node *n);
 #define DL_CG__LOWER_HOOK(x) DL_NODISCARD dl_status dl_cg__lower_##x(cg *c, const dl_ir_node *n)
-// lower_reduce.c
+// x86/x86_reduce.c
 DL_CG__LOWER_HOOK(reduce);
 DL_CG__LOWER_HOOK(arg_max);
 DL_CG__LOWER_HOOK(softmax);
-// lower_linalg.c
+// x86/x86_linalg.c
 DL_CG__LOWER_HOOK(matmul);
 DL_CG__LOWER_HOOK(gemm);
-// lower_nn.c
+// x86/x86_nn.c
 DL_CG__LOWER_HOOK(conv);
 DL_CG__LOWER_HOOK(conv_transpose);
 DL_CG__LOWER_HOOK(pool);
@@ -176,10 +176,10 @@ DL_CG__LOWER_HOOK(slice);
 DL_CG__LOWER_HOOK(gather);
 DL_CG__LOWER_HOOK(expand);
 DL_CG__LOWER_HOOK(pad);
-// lower_loss.c
+// x86/x86_loss.c
 DL_CG__LOWER_HOOK(loss);
 DL_CG__LOWER_HOOK(mse);
-// Internal gradient ops: lower_grad.c and lower_grad_nn.c.
+// Internal gradient ops: lower_grad.c and x86/x86_grad_nn.c.
 DL_CG__LOWER_HOOK(loss_grad);
 DL_CG__LOWER_HOOK(layer_norm_grad);
 DL_CG__LOWER_HOOK(gather_grad);
@@ -203,7 +203,7 @@ DL_NODISCARD dl_status dl_cg__memplan(cg *c, dlrt_plan_buffer *bufs, size_t n_bu
                                       dl_cg_memplan *out);
 void dl_cg__memplan_fini(dl_cg_memplan *p);
 // A file whose switches are partial on purpose (over its own ops or dtypes) includes
-// DL_CG_FAMILY_SWITCHES_ARE_PARTIAL (lower_nn.c: dtypes).
+// DL_CG_FAMILY_SWITCHES_ARE_PARTIAL (x86/x86_nn.c: dtypes).
 #define DL_CG_FAMILY_SWITCHES_ARE_PARTIAL _Pragma("GCC diagnostic ignored \"-Wswitch-enum\"")
 // Dispatches a node to its lowering hook (lower.c).
 DL_NODISCARD dl_status dl_cg__lower_node(cg *c, const dl_ir_node *n);

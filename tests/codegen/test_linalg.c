@@ -1,6 +1,6 @@
 // tests/codegen/test_linalg.c — compiled MatMul and Gemm against the reference evaluator.
 //
-// Shapes are chosen around the blocking of codegen/lower_linalg.c (MR x NR = 6 x 16 on AVX2,
+// Shapes are chosen around the blocking of codegen/x86/x86_linalg.c (MR x NR = 6 x 16 on AVX2,
 // 12 x 32 on AVX-512, row blocks of 8 MR, K blocks of 4096 / NR): odd sizes below one tile,
 // sizes with remainders in M, N and K past one block, and batch broadcasting. Float sums
 // accumulate in f32 (the reference in double), so tolerances are CG_TOL_REDUCE, widened with K

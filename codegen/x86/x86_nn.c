@@ -1,4 +1,4 @@
-// codegen/lower_nn.c — lowering of the neural-network ops: Conv, ConvTranspose, MaxPool,
+// codegen/x86_nn.c — lowering of the neural-network ops: Conv, ConvTranspose, MaxPool,
 // AveragePool, GlobalAveragePool, BatchNormalization (inference and training_mode) and
 // LayerNormalization.
 //

@@ -1,4 +1,4 @@
-// codegen/lower_grad_nn.c — lowering of the internal gradient ops of the NN family (see
+// codegen/x86_grad_nn.c — lowering of the internal gradient ops of the NN family (see
 // cg_internal.h): ConvGradWeight, MaxPoolGrad, AveragePoolGrad, BatchNormalizationGrad.
 // Semantics as ir/eval_grad_nn.c (the oracle); pool geometry, window count and the max rule are
 // lower_nn.c's own (shared through cg_geometry.h).

@@ -1,4 +1,4 @@
-// codegen/lower_loss.c — lowering of: SoftmaxCrossEntropyLoss NegativeLogLikelihoodLoss
+// codegen/x86/x86_loss.c — lowering of: SoftmaxCrossEntropyLoss NegativeLogLikelihoodLoss
 // MeanSquaredError.
 //
 // NLL / SCE: x: [N, C, d...] viewed as [N, C, D], labels: [N, D], weights?: [C]. One kernel
@@ -27,7 +27,7 @@
 #define LANES 64
 
 // ---------------------------------------------------------------------------------------------
-// Helpers (as in lower_reduce.c)
+// Helpers (as in x86_reduce.c)
 
 // An array of n elements of type t on the kernel's stack, in the entry block (promotable).
 static LLVMValueRef arr_get(cg *c, LLVMValueRef arr, LLVMValueRef j) {

@@ -1,4 +1,4 @@
-// codegen/lower_reduce.c — lowering of: ReduceSum ReduceMean ReduceMax ReduceMin ArgMax Softmax
+// codegen/x86/x86_reduce.c — lowering of: ReduceSum ReduceMean ReduceMax ReduceMin ArgMax Softmax
 // LogSoftmax.
 //
 // Every op here reduces along some axes. The input is viewed (without moving data) as

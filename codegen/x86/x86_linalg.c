@@ -1,4 +1,4 @@
-// codegen/lower_linalg.c — lowering of: MatMul Gemm.
+// codegen/x86/x86_linalg.c — lowering of: MatMul Gemm.
 //
 // Both ops become one strided problem: y[b, i, j] = alpha * sum_k A[b, i, k] B[b, k, j]
 // (+ beta * C[i, j]), where A and B are read through static element strides (sa_m, sa_k),
