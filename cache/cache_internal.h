@@ -7,7 +7,9 @@
 
 #include <sqlite3.h>
 
-#define DL_CACHE_SCHEMA_VERSION 1
+// 2: entries gain `source` (the model file) and `dims` (NAME=VALUE,...); a version-1 database
+// is migrated in place by the first writable open (store.c, setup_schema).
+#define DL_CACHE_SCHEMA_VERSION 2
 #define DL_CACHE_DB_NAME        "cache.db"
 #define DL_CACHE_DEFAULT_MAX    ((uint64_t)2 << 30) // 2 GiB
 // Milliseconds a writer waits for another process's lock before giving up. Tests shorten it
@@ -19,6 +21,9 @@ struct dl_cache {
     char *dir;     // OWNED, as given or defaulted
     char *db_path; // OWNED, dir + "/cache.db"
     bool is_readonly;
+    // Why the handle is read-only when dl_cache_open chose it (DLCC_CACHE_READONLY, a directory
+    // or database that is not writable); "" for a writable or dl_cache_open_readonly handle.
+    char ro_why[320];
     int busy_ms;
     // SQLite's message for the last failure, saved before a ROLLBACK overwrites it; "" if none.
     char errmsg[256];

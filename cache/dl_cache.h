@@ -29,6 +29,9 @@ typedef struct dl_cache_entry {
     char *model;            // model name
     char *target;           // "x86_64-pc-linux-gnu/znver3"
     char *compiler_version; // "dlcc 0.1.0 (gitrev) LLVM 19.1.7"
+    char *source;           // the model file it was compiled from ("" if unknown: an entry of an
+                            // older cache or an imported one)
+    char *dims;             // the bound dims, "N=64,C=10" ("" if none or unknown)
     uint64_t size;          // artifact bytes
     uint64_t source_size;   // canonical IR bytes (informational)
     double compile_ms;      // time the compile took (for "compile time saved")
@@ -45,7 +48,7 @@ typedef struct dl_cache_stats {
     uint64_t bytes;          // sum of artifact sizes
     int64_t hits, misses;    // lookups since the database was created
     double compile_ms_saved; // sum over hits of the entry's compile_ms
-    uint64_t max_size;       // the configured size limit in bytes
+    uint64_t max_size;       // the configured size limit in bytes; 0: no limit
 } dl_cache_stats;
 
 // The default cache directory (see top); heap string, caller frees. NULL only on out of memory or
@@ -53,8 +56,12 @@ typedef struct dl_cache_stats {
 DL_NODISCARD dl_status dl_cache_default_dir(char **out);
 
 // Opens (creating if needed) the store in `dir` (NULL: the default). Checks ownership and
-// permissions, creates the schema, sets WAL and the busy timeout. On failure returns
-// DL_ERR_CACHE (or DL_ERR_NOMEM) with a warning in `d` saying why and what to do, and *out NULL.
+// permissions, creates (or migrates) the schema, sets WAL and the busy timeout. The handle is
+// read-only instead (as dl_cache_open_readonly; dl_cache_readonly_reason says why) when
+// DLCC_CACHE_READONLY is set to 1/true/yes/on, or when the directory or the database exists and
+// is not writable by this process: lookups serve hits, nothing is stored or counted. On failure
+// returns DL_ERR_CACHE (or DL_ERR_NOMEM) with a warning in `d` saying why and what to do, and
+// *out NULL.
 // A database file that is not SQLite or is damaged gives DL_ERR_CORRUPT (with the warning) and
 // is not deleted: the caller goes on without the cache; dl_cache_remove_damaged repairs it.
 DL_NODISCARD dl_status dl_cache_open(const char *dir, dl_diags *d, dl_cache **out);
@@ -67,7 +74,12 @@ DL_NODISCARD dl_status dl_cache_open(const char *dir, dl_diags *d, dl_cache **ou
 DL_NODISCARD dl_status dl_cache_remove_damaged(const char *dir, bool *out_removed);
 // Opens an existing store read-only (for loading artifacts; used by libdlrt too). Never creates.
 DL_NODISCARD dl_status dl_cache_open_readonly(const char *dir, dl_diags *d, dl_cache **out);
-void dl_cache_close(dl_cache *c);            // NULL is a no-op
+void dl_cache_close(dl_cache *c); // NULL is a no-op
+// Why dl_cache_open gave a read-only handle ("DLCC_CACHE_READONLY=1", "the cache directory D is
+// not writable (Permission denied)"); NULL for a writable handle. Borrowed.
+const char *dl_cache_readonly_reason(const dl_cache *c);
+// Whether the environment turns the cache off: DLCC_CACHE set to 0/false/no/off (as --no-cache).
+bool dl_cache_env_disabled(void);
 const char *dl_cache_dir(const dl_cache *c); // borrowed
 
 // Looks `key` up. On a hit: *out_blob (malloc'd, caller frees) and *out_len hold the artifact,
@@ -90,6 +102,8 @@ DL_NODISCARD dl_status dl_cache_unpin(dl_cache *c, dl_hash128 key);
 
 // Maintenance (dlcc-cache).
 DL_NODISCARD dl_status dl_cache_stats_get(dl_cache *c, dl_cache_stats *out);
+// Sets hits, misses and compile time saved to zero (`dlcc-cache stats -z`); entries are kept.
+DL_NODISCARD dl_status dl_cache_stats_zero(dl_cache *c);
 // Every entry, most recently used first. *out is a heap array of *n entries; free each with
 // dl_cache_entry_fini and the array with free().
 DL_NODISCARD dl_status dl_cache_list(dl_cache *c, dl_cache_entry **out, size_t *n);
@@ -99,7 +113,8 @@ DL_NODISCARD dl_status dl_cache_find_prefix(dl_cache *c, const char *prefix, dl_
 DL_NODISCARD dl_status dl_cache_remove(dl_cache *c, dl_hash128 key, bool *out_removed);
 DL_NODISCARD dl_status dl_cache_clear(dl_cache *c, int64_t *out_removed);
 // Removes entries (not pinned) not used for `older_than_s` seconds (< 0: no age limit), then
-// least recently used ones until the total is <= max_size (0: the configured limit).
+// least recently used ones until the total is <= max_size (0: the configured limit; UINT64_MAX:
+// no size limit).
 DL_NODISCARD dl_status dl_cache_prune(dl_cache *c, uint64_t max_size, int64_t older_than_s,
                                       int64_t *out_removed, uint64_t *out_freed);
 // PRAGMA integrity_check plus, per entry, its column types and values, its blob's hash and the
@@ -107,7 +122,7 @@ DL_NODISCARD dl_status dl_cache_prune(dl_cache *c, uint64_t max_size, int64_t ol
 // writable handle (reported only on a read-only one).
 DL_NODISCARD dl_status dl_cache_verify(dl_cache *c, dl_diags *d, int64_t *out_bad);
 // The size limit: DLCC_CACHE_MAX_SIZE (bytes, or with K/M/G suffix) overrides the value stored
-// with dl_cache_set_max_size; default 2 GiB.
+// with dl_cache_set_max_size; default 2 GiB. 0 (stored or in the environment) means no limit.
 DL_NODISCARD dl_status dl_cache_set_max_size(dl_cache *c, uint64_t bytes);
 // Export writes one file per entry into `dir` (KEY.dlcc: metadata + blob, self-describing).
 // Count in *out_n.

@@ -1,9 +1,11 @@
 // cache/store.c — the compilation cache store: one SQLite database (DIR/cache.db, WAL mode).
 //
 // Tables (schema version in PRAGMA user_version):
-//   entries(key TEXT PRIMARY KEY = 32 hex digits, metadata..., blob_hash TEXT, blob BLOB)
+//   entries(key TEXT PRIMARY KEY = 32 hex digits, metadata..., blob_hash TEXT, blob BLOB,
+//           source TEXT, dims TEXT)  (source and dims came with schema version 2: a version-1
+//           database is migrated in place, inside one write transaction, by a writable open)
 //   stats(name, value)   hits / misses / compile_ms_saved since the database was created
-//   config(name, value)  max_size
+//   config(name, value)  max_size (0: no limit)
 //   pins(key, pid)       entries in use by a process; pins of dead processes are dropped lazily
 // Invariants: every write runs in one BEGIN IMMEDIATE ... COMMIT (rolled back on any error), so
 // another process never sees a partial entry; values always go through bound parameters; an
@@ -20,6 +22,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <time.h>
@@ -171,11 +174,40 @@ void dl_cache_entry_fini(dl_cache_entry *e) {
     free(e->model);
     free(e->target);
     free(e->compiler_version);
-    e->model = e->target = e->compiler_version = NULL;
+    free(e->source);
+    free(e->dims);
+    e->model = e->target = e->compiler_version = e->source = e->dims = NULL;
 }
 
 const char *dl_cache_dir(const dl_cache *c) {
     return c ? c->dir : NULL;
+}
+
+const char *dl_cache_readonly_reason(const dl_cache *c) {
+    return c && c->is_readonly && c->ro_why[0] ? c->ro_why : NULL;
+}
+
+// An environment switch: 1 for 1/true/yes/on, 0 for 0/false/no/off, -1 when unset or other.
+static int env_switch(const char *name) {
+    const char *v = getenv(name);
+    if (!v) {
+        return -1;
+    }
+    static const char *const on[] = {"1", "true", "yes", "on"}, *const off[] = {"0", "false", "no",
+                                                                                "off"};
+    for (size_t i = 0; i < DL_ARRAY_LEN(on); i++) {
+        if (strcasecmp(v, on[i]) == 0) {
+            return 1;
+        }
+        if (strcasecmp(v, off[i]) == 0) {
+            return 0;
+        }
+    }
+    return -1;
+}
+
+bool dl_cache_env_disabled(void) {
+    return env_switch("DLCC_CACHE") == 0;
 }
 
 bool dl_cache_parse_size(const char *s, uint64_t *out) {
@@ -452,7 +484,8 @@ static const char schema_sql[] =
     " model TEXT NOT NULL, target TEXT NOT NULL, compiler_version TEXT NOT NULL,"
     " size INTEGER NOT NULL, source_size INTEGER NOT NULL, compile_ms REAL NOT NULL,"
     " created INTEGER NOT NULL, last_used INTEGER NOT NULL, hits INTEGER NOT NULL DEFAULT 0,"
-    " blob_hash TEXT NOT NULL, blob BLOB NOT NULL);"
+    " blob_hash TEXT NOT NULL, blob BLOB NOT NULL,"
+    " source TEXT NOT NULL DEFAULT '', dims TEXT NOT NULL DEFAULT '');"
     "CREATE INDEX IF NOT EXISTS entries_lru ON entries(last_used);"
     "CREATE TABLE IF NOT EXISTS stats(name TEXT PRIMARY KEY NOT NULL, value NOT NULL);"
     "CREATE TABLE IF NOT EXISTS config(name TEXT PRIMARY KEY NOT NULL, value NOT NULL);"
@@ -460,7 +493,13 @@ static const char schema_sql[] =
     " PRIMARY KEY(key, pid));"
     "INSERT OR IGNORE INTO stats(name, value) VALUES ('hits', 0), ('misses', 0),"
     " ('compile_ms_saved', 0.0);"
-    "PRAGMA user_version = 1;";
+    "PRAGMA user_version = 2;";
+
+// Version 1 -> 2: the columns a version-1 table lacks (old entries get "": unknown).
+static const char migrate_1_2_sql[] =
+    "ALTER TABLE entries ADD COLUMN source TEXT NOT NULL DEFAULT '';"
+    "ALTER TABLE entries ADD COLUMN dims TEXT NOT NULL DEFAULT '';"
+    "PRAGMA user_version = 2;";
 
 static int read_user_version(dl_cache *c, int *out) {
     sqlite3_stmt *st = NULL;
@@ -525,22 +564,75 @@ static dl_status setup_schema(dl_cache *c, bool is_new, dl_diags *d) {
                        c->db_path, ver, DL_CACHE_SCHEMA_VERSION);
         return DL_ERR_CACHE;
     }
+    // Create (version 0) or migrate (version 1) under the write lock, after reading the version
+    // again: another process may have done it since.
     rc = exec(c, "BEGIN IMMEDIATE");
     if (rc != SQLITE_OK) {
         return dl_cache__sql_fail(c, d, rc, "create the schema");
     }
-    rc = exec(c, schema_sql);
+    rc = read_user_version(c, &ver);
+    if (rc == SQLITE_OK && ver == 0) {
+        rc = exec(c, schema_sql);
+    } else if (rc == SQLITE_OK && ver == 1) {
+        rc = exec(c, migrate_1_2_sql);
+    }
     if (rc == SQLITE_OK) {
         rc = exec(c, "COMMIT");
     }
     if (rc != SQLITE_OK) {
         rollback(c);
-        return dl_cache__sql_fail(c, d, rc, "create the schema");
+        return dl_cache__sql_fail(c, d, rc, ver == 1 ? "upgrade the schema" : "create the schema");
     }
     return DL_OK;
 }
 
-static dl_status open_impl(const char *dir_in, bool is_readonly, dl_diags *d, dl_cache **out) {
+// Why this process must not write the cache: DLCC_CACHE_READONLY, or a directory or database
+// that exists and is not writable by us (access(2) with the effective ids; root passes it unless
+// the file system is read-only). Writes the reason into why[] and returns true; false: writable.
+static bool readonly_why(const dl_cache *c, char *why, size_t size) {
+    if (env_switch("DLCC_CACHE_READONLY") == 1) {
+        snprintf(why, size, "DLCC_CACHE_READONLY=%s", getenv("DLCC_CACHE_READONLY"));
+        return true;
+    }
+    struct stat st;
+    if (stat(c->dir, &st) == 0 && S_ISDIR(st.st_mode) &&
+        faccessat(AT_FDCWD, c->dir, W_OK, AT_EACCESS) != 0) {
+        snprintf(why, size, "the cache directory %s is not writable: %s", c->dir, strerror(errno));
+        return true;
+    }
+    if (lstat(c->db_path, &st) == 0 && S_ISREG(st.st_mode) &&
+        faccessat(AT_FDCWD, c->db_path, W_OK, AT_EACCESS) != 0) {
+        snprintf(why, size, "the cache database %s is not writable: %s", c->db_path,
+                 strerror(errno));
+        return true;
+    }
+    return false;
+}
+
+// "file:PATH?immutable=1" with PATH percent-encoded where URI syntax needs it (SQLite's URI
+// filenames). NULL when out of memory.
+static char *immutable_uri(const char *path) {
+    size_t n = strlen(path);
+    char *u = dl_mem_alloc(3 * n + 32);
+    if (!u) {
+        return NULL;
+    }
+    char *p = u + sprintf(u, "file:");
+    for (const char *s = path; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '%' || ch == '?' || ch == '#' || ch < 0x21 || ch >= 0x7f) {
+            p += sprintf(p, "%%%02X", ch);
+        } else {
+            *p++ = (char)ch;
+        }
+    }
+    strcpy(p, "?immutable=1");
+    return u;
+}
+
+// is_readonly: open read-only; is_auto: read-write unless readonly_why says otherwise.
+static dl_status open_impl(const char *dir_in, bool is_readonly, bool is_auto, dl_diags *d,
+                           dl_cache **out) {
     *out = NULL;
     dl_status s = DL_OK;
     int fd = -1, dirfd = -1;
@@ -578,6 +670,9 @@ static dl_status open_impl(const char *dir_in, bool is_readonly, dl_diags *d, dl
         s = DL_ERR_NOMEM;
         goto out;
     }
+    if (is_auto && readonly_why(c, c->ro_why, sizeof c->ro_why)) {
+        is_readonly = c->is_readonly = true;
+    }
 
     // The directory.
     if (!is_readonly && !mkdir_p(c->dir)) {
@@ -613,6 +708,15 @@ static dl_status open_impl(const char *dir_in, bool is_readonly, dl_diags *d, dl
                 (is_readonly ? O_RDONLY : O_RDWR | O_CREAT) | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK |
                     O_NOCTTY,
                 0600);
+    if (fd < 0 && errno == ENOENT && c->ro_why[0]) {
+        dl_cache__warn(d,
+                       "cannot create the cache database %s: the cache is read-only (%s); the "
+                       "compile goes on without the cache; set DLCC_CACHE_DIR to a writable "
+                       "directory to keep artifacts",
+                       c->db_path, c->ro_why);
+        s = DL_ERR_CACHE;
+        goto out;
+    }
     if (fd < 0) {
         int e = errno;
         dl_cache__warn(d,
@@ -660,7 +764,24 @@ static dl_status open_impl(const char *dir_in, bool is_readonly, dl_diags *d, dl
 
     int flags = (is_readonly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE) | SQLITE_OPEN_NOMUTEX |
                 SQLITE_OPEN_NOFOLLOW;
-    int rc = sqlite3_open_v2(c->db_path, &c->db, flags, NULL);
+    // A WAL database is read through its -shm index, which SQLite must create when it is not
+    // there: impossible in a directory we cannot write. Without a -wal nobody can write either
+    // (a writer needs to create it), so the file holds every entry and is opened immutable.
+    char *uri = NULL;
+    struct stat wal_st;
+    char wal_name[32];
+    snprintf(wal_name, sizeof wal_name, "%s-wal", DL_CACHE_DB_NAME);
+    if (is_readonly && faccessat(dirfd, ".", W_OK, AT_EACCESS) != 0 &&
+        fstatat(dirfd, wal_name, &wal_st, AT_SYMLINK_NOFOLLOW) != 0 && errno == ENOENT) {
+        uri = immutable_uri(c->db_path);
+        if (!uri) {
+            s = DL_ERR_NOMEM;
+            goto out;
+        }
+        flags |= SQLITE_OPEN_URI;
+    }
+    int rc = sqlite3_open_v2(uri ? uri : c->db_path, &c->db, flags, NULL);
+    free(uri);
     if (rc != SQLITE_OK) {
         s = dl_cache__sql_fail(c, d, rc, "open");
         goto out;
@@ -706,10 +827,15 @@ static dl_status open_impl(const char *dir_in, bool is_readonly, dl_diags *d, dl
             goto out;
         }
         if (ver != DL_CACHE_SCHEMA_VERSION) {
+            // An older database is upgraded by a writable open, which this one is not.
             dl_cache__warn(d,
                            "cache database %s has schema version %d, not %d; the compile goes "
-                           "on without the cache",
-                           c->db_path, ver, DL_CACHE_SCHEMA_VERSION);
+                           "on without the cache%s",
+                           c->db_path, ver, DL_CACHE_SCHEMA_VERSION,
+                           ver < DL_CACHE_SCHEMA_VERSION
+                               ? "; it is opened read-only and so cannot be upgraded: run one "
+                                 "dlcc compile with write access to the cache to upgrade it"
+                               : "");
             s = DL_ERR_CACHE;
             goto out;
         }
@@ -733,11 +859,11 @@ out:
 }
 
 dl_status dl_cache_open(const char *dir, dl_diags *d, dl_cache **out) {
-    return open_impl(dir, false, d, out);
+    return open_impl(dir, false, true, d, out);
 }
 
 dl_status dl_cache_open_readonly(const char *dir, dl_diags *d, dl_cache **out) {
-    return open_impl(dir, true, d, out);
+    return open_impl(dir, true, false, d, out);
 }
 
 void dl_cache_close(dl_cache *c) {
@@ -757,7 +883,7 @@ static int config_max_size(dl_cache *c, uint64_t *out) {
     const char *env = getenv("DLCC_CACHE_MAX_SIZE");
     uint64_t v;
     if (env && dl_cache_parse_size(env, &v)) {
-        *out = v;
+        *out = v ? v : UINT64_MAX; // 0: no limit
         return SQLITE_OK;
     }
     *out = DL_CACHE_DEFAULT_MAX;
@@ -769,6 +895,8 @@ static int config_max_size(dl_cache *c, uint64_t *out) {
             sqlite3_int64 x = sqlite3_column_int64(st, 0);
             if (x > 0) {
                 *out = (uint64_t)x;
+            } else if (x == 0) {
+                *out = UINT64_MAX; // 0: no limit
             }
         }
         rc = rc == SQLITE_ROW || rc == SQLITE_DONE ? SQLITE_OK : rc;
@@ -903,7 +1031,11 @@ static dl_status need_writable(dl_cache *c, dl_diags *d, const char *what) {
     if (!c->is_readonly) {
         return DL_OK;
     }
-    dl_cache__warn(d, "cannot %s: the cache %s was opened read-only", what, c->db_path);
+    if (c->ro_why[0]) {
+        dl_cache__warn(d, "cannot %s: the cache %s is read-only (%s)", what, c->db_path, c->ro_why);
+    } else {
+        dl_cache__warn(d, "cannot %s: the cache %s was opened read-only", what, c->db_path);
+    }
     return DL_ERR_CACHE;
 }
 
@@ -989,7 +1121,7 @@ static int get_update_fn(dl_cache *c, void *arg) {
 
 static void row_to_entry(sqlite3_stmt *st, int first, dl_cache_entry *e) {
     // Columns from `first`: key, model, target, compiler_version, size, source_size, compile_ms,
-    // created, last_used, hits, blob_hash.
+    // created, last_used, hits, blob_hash, source, dims (ENTRY_COLS).
     memset(e, 0, sizeof *e);
     const unsigned char *k = sqlite3_column_text(st, first);
     if (k) {
@@ -1010,11 +1142,18 @@ static void row_to_entry(sqlite3_stmt *st, int first, dl_cache_entry *e) {
     if (h) {
         (void)dl_hash128_parse((const char *)h, &e->blob_hash);
     }
+    e->source = col_strdup(st, first + 11);
+    e->dims = col_strdup(st, first + 12);
+}
+
+// Whether row_to_entry could copy every string (false: out of memory).
+static bool entry_strings_ok(const dl_cache_entry *e) {
+    return e->model && e->target && e->compiler_version && e->source && e->dims;
 }
 
 #define ENTRY_COLS                                                                                 \
     "key, model, target, compiler_version, size, source_size, compile_ms, created, last_used, "    \
-    "hits, blob_hash"
+    "hits, blob_hash, source, dims"
 
 dl_status dl_cache_get(dl_cache *c, dl_hash128 key, uint8_t **out_blob, size_t *out_len,
                        dl_cache_entry *meta, dl_diags *d) {
@@ -1049,11 +1188,11 @@ dl_status dl_cache_get(dl_cache *c, dl_hash128 key, uint8_t **out_blob, size_t *
             other_key = !rk || strcmp((const char *)rk, key_hex) != 0;
             const unsigned char *h = sqlite3_column_text(st, 10);
             snprintf(stored_hex, sizeof stored_hex, "%s", h ? (const char *)h : "");
-            const void *b = sqlite3_column_blob(st, 11);
-            int n = sqlite3_column_bytes(st, 11);
+            const void *b = sqlite3_column_blob(st, 13);
+            int n = sqlite3_column_bytes(st, 13);
             len = n > 0 ? (size_t)n : 0;
             blob = dl_mem_alloc(len ? len : 1);
-            if (!e.model || !e.target || !e.compiler_version || !blob) {
+            if (!entry_strings_ok(&e) || !blob) {
                 rc = SQLITE_NOMEM;
             } else if (len) {
                 memcpy(blob, b, len);
@@ -1142,8 +1281,8 @@ static int put_fn(dl_cache *c, void *arg) {
     sqlite3_stmt *st = NULL;
     int rc = prepare(c,
                      "INSERT OR REPLACE INTO entries(key, model, target, compiler_version, size, "
-                     "source_size, compile_ms, created, last_used, hits, blob_hash, blob) "
-                     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+                     "source_size, compile_ms, created, last_used, hits, blob_hash, blob, source, "
+                     "dims) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
                      &st);
     if (rc == SQLITE_OK) {
         bind_text(st, 1, a->key_hex);
@@ -1157,6 +1296,8 @@ static int put_fn(dl_cache *c, void *arg) {
         sqlite3_bind_int64(st, 9, a->last_used);
         sqlite3_bind_int64(st, 10, a->hits);
         bind_text(st, 11, a->hash_hex);
+        bind_text(st, 13, a->meta ? a->meta->source : "");
+        bind_text(st, 14, a->meta ? a->meta->dims : "");
         if (a->len) {
             rc = sqlite3_bind_blob64(st, 12, a->blob, (sqlite3_uint64)a->len, SQLITE_STATIC);
         } else {
@@ -1295,6 +1436,7 @@ dl_status dl_cache_stats_get(dl_cache *c, dl_cache_stats *out) {
     sqlite3_finalize(st);
     if (rc == SQLITE_OK) {
         rc = config_max_size(c, &out->max_size);
+        out->max_size = out->max_size == UINT64_MAX ? 0 : out->max_size;
     }
     if (rc == SQLITE_OK) {
         rc = exec(c, "COMMIT");
@@ -1304,6 +1446,18 @@ dl_status dl_cache_stats_get(dl_cache *c, dl_cache_stats *out) {
         return dl_cache__sql_fail(c, NULL, rc, "read the statistics");
     }
     return DL_OK;
+}
+
+static int zero_fn(dl_cache *c, void *arg) {
+    (void)arg;
+    return exec(c, "UPDATE stats SET value = 0 WHERE name IN ('hits', 'misses', "
+                   "'compile_ms_saved')");
+}
+
+dl_status dl_cache_stats_zero(dl_cache *c) {
+    DL_TRY(need_writable(c, NULL, "zero the statistics"));
+    int rc = in_txn(c, zero_fn, NULL);
+    return rc == SQLITE_OK ? DL_OK : dl_cache__sql_fail(c, NULL, rc, "zero the statistics");
 }
 
 static dl_status list_where(dl_cache *c, const char *where, const char *arg, dl_cache_entry **out,
@@ -1329,7 +1483,7 @@ static dl_status list_where(dl_cache *c, const char *where, const char *arg, dl_
         rc = SQLITE_OK;
         dl_cache_entry e;
         row_to_entry(st, 0, &e);
-        if (!e.model || !e.target || !e.compiler_version || !DL_VEC_PUSH(&v, e)) {
+        if (!entry_strings_ok(&e) || !DL_VEC_PUSH(&v, e)) {
             dl_cache_entry_fini(&e);
             rc = SQLITE_NOMEM;
         }
@@ -1520,8 +1674,8 @@ dl_status dl_cache_verify(dl_cache *c, dl_diags *d, int64_t *out_bad) {
                  "SELECT rowid, key, blob_hash, size, blob, typeof(key), typeof(blob_hash), "
                  "typeof(size), typeof(blob), typeof(compile_ms), compile_ms, typeof(source_size), "
                  "source_size, typeof(created), created, typeof(last_used), last_used, "
-                 "typeof(hits), hits, typeof(model), typeof(target), typeof(compiler_version) "
-                 "FROM entries ORDER BY key",
+                 "typeof(hits), hits, typeof(model), typeof(target), typeof(compiler_version), "
+                 "typeof(source), typeof(dims) FROM entries ORDER BY key",
                  &st);
     while (rc == SQLITE_OK) {
         rc = sqlite3_step(st);
@@ -1542,8 +1696,9 @@ dl_status dl_cache_verify(dl_cache *c, dl_diags *d, int64_t *out_bad) {
         const char *why = NULL;
         if (!key_ok) {
             why = "its key is not 32 lower-case hex digits";
-        } else if (!col_is(st, 19, "text") || !col_is(st, 20, "text") || !col_is(st, 21, "text")) {
-            why = "its model, target or compiler version is not text";
+        } else if (!col_is(st, 19, "text") || !col_is(st, 20, "text") || !col_is(st, 21, "text") ||
+                   !col_is(st, 22, "text") || !col_is(st, 23, "text")) {
+            why = "its model, target, compiler version, source or dims is not text";
         } else if (!col_is(st, 7, "integer") || sqlite3_column_int64(st, 3) < 0 ||
                    !col_is(st, 11, "integer") || sqlite3_column_int64(st, 12) < 0 ||
                    !col_is(st, 13, "integer") || sqlite3_column_int64(st, 14) < 0 ||

@@ -35,7 +35,7 @@ typedef struct dlcc_options {
     dl_cg_options cg;       // target and optimisation (dl_cg_options_init for defaults)
     const dlcc_bind *binds; // -D NAME=VALUE
     size_t n_binds;
-    bool use_cache;        // default true
+    bool use_cache;        // default true; DLCC_CACHE=0 in the environment turns it off too
     const char *cache_dir; // NULL: the default location
     // The pass pipeline (passes/pipeline.c): verify after every pass (--verify-each), and dump
     // the IR after one pass or all of them (--dump-after). A dump asks for the passes to run, so
@@ -55,7 +55,10 @@ typedef struct dlcc_result {
     size_t artifact_len;
     dl_hash128 key;
     bool cache_hit;
-    bool cache_used;   // false: no cache (disabled, or unusable: see the warnings)
+    bool cache_used; // false: no cache (disabled, or unusable: see the warnings)
+    // Why the cache was off or read-only, for -v: "disabled by DLCC_CACHE=0", "read-only
+    // (DLCC_CACHE_READONLY=1)"; "" when it was used normally (or turned off by use_cache).
+    char cache_note[384];
     double total_ms;   // the whole call
     double compile_ms; // front end + codegen (0 on a hit)
     char model[128];   // model name

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #ifndef DL_VERSION
 #    define DL_VERSION "0.0.0"
@@ -311,9 +312,18 @@ static dl_status run_backend(void *ctx, dl_ir_module *m, dl_diags *d) {
     return dl_cg_compile(m, &b->o->cg, d, &b->r->artifact, &b->r->artifact_len);
 }
 
+// "N=64,C=10": the bound dims, as `dlcc-cache ls` shows an entry's (the key's dims part).
+static void dims_describe(const dl_ir_module *m, dl_strbuf *b) {
+    for (size_t i = 0; i < m->dims.len; i++) {
+        dl_strbuf_printf(b, "%s%s=%lld", i ? "," : "", m->dims.data[i].name,
+                         (long long)m->dims.data[i].value);
+    }
+}
+
 // The back half of dlcc_compile_*: `m` is verified and shape-inferred; consumes nothing.
-static dl_status compile_module(dl_ir_module *m, const dlcc_options *o, dl_diags *d, double t_start,
-                                double front_ms, dlcc_result *r) {
+// `source` names the model (a file's absolute path, or the name given) for the entry's metadata.
+static dl_status compile_module(dl_ir_module *m, const char *source, const dlcc_options *o,
+                                dl_diags *d, double t_start, double front_ms, dlcc_result *r) {
     size_t canon_len = 0;
     dl_diags *scratch = NULL; // the store's messages, folded into one warning each
     dl_cache *c = NULL;
@@ -323,7 +333,13 @@ static dl_status compile_module(dl_ir_module *m, const dlcc_options *o, dl_diags
         return st;
     }
     bool dumps = o->dump && (o->dump_all || o->dump_after >= 0);
-    if (o->use_cache) {
+    bool use_cache = o->use_cache;
+    if (use_cache && dl_cache_env_disabled()) {
+        use_cache = false;
+        snprintf(r->cache_note, sizeof r->cache_note, "disabled by DLCC_CACHE=%s",
+                 getenv("DLCC_CACHE"));
+    }
+    if (use_cache) {
         st = dl_diags_create(&scratch);
         if (st != DL_OK) {
             return st;
@@ -333,6 +349,10 @@ static dl_status compile_module(dl_ir_module *m, const dlcc_options *o, dl_diags
             cache_warning(d, scratch, cs, "cache unavailable", "; compiling without it");
             c = NULL;
         } else {
+            const char *ro = dl_cache_readonly_reason(c);
+            if (ro) { // lookups serve hits; a miss is compiled and not stored
+                snprintf(r->cache_note, sizeof r->cache_note, "read-only (%s)", ro);
+            }
             // Warnings the store gives on success (e.g. a repaired file) pass through as they are.
             for (size_t i = 0; i < dl_diags_count(scratch); i++) {
                 const dl_diag_entry *e = dl_diags_get(scratch, i);
@@ -414,8 +434,10 @@ static dl_status compile_module(dl_ir_module *m, const dlcc_options *o, dl_diags
         goto out;
     }
     r->compile_ms = front_ms + (now_ms() - t_cg);
-    if (c) {
+    if (c && !dl_cache_readonly_reason(c)) {
         char target[256];
+        dl_strbuf dims = {0};
+        dims_describe(m, &dims);
         dl_cg_target_describe(&o->cg, target, sizeof target);
         dl_cache_entry meta;
         memset(&meta, 0, sizeof meta);
@@ -424,7 +446,10 @@ static dl_status compile_module(dl_ir_module *m, const dlcc_options *o, dl_diags
         meta.compiler_version = (char *)(uintptr_t)dlcc_version_string();
         meta.compile_ms = r->compile_ms;
         meta.source_size = (uint64_t)canon_len;
+        meta.source = (char *)(uintptr_t)(source ? source : "");
+        meta.dims = dims.oom ? NULL : dims.data;
         dl_status ps = dl_cache_put(c, r->key, r->artifact, r->artifact_len, &meta, scratch);
+        dl_strbuf_fini(&dims);
         if (ps != DL_OK) {
             cache_warning(d, scratch, ps, "cannot store the artifact in the cache", "");
         } else {
@@ -467,7 +492,7 @@ dl_status dlcc_compile_source(const char *name, const char *text, size_t len, co
         return st;
     }
     DL_TRY(prepare_module(name, m, o, d, &m));
-    st = compile_module(m, o, d, t0, now_ms() - t0, r);
+    st = compile_module(m, name, o, d, t0, now_ms() - t0, r);
     dl_ir_module_destroy(m);
     return st;
 }
@@ -478,7 +503,16 @@ dl_status dlcc_compile_file(const char *path, const dlcc_options *o, dl_diags *d
     DL_TRY(check_options(o, d));
     dl_ir_module *m = NULL;
     DL_TRY(dlcc_load_module(path, o, d, &m));
-    dl_status st = compile_module(m, o, d, t0, now_ms() - t0, r);
+    // The entry records the file by its absolute path, so `dlcc-cache ls` names it wherever it
+    // is run from (the path as given when it cannot be resolved).
+    dl_strbuf abs = {0};
+    char cwd[4096];
+    if (path[0] != '/' && getcwd(cwd, sizeof cwd)) {
+        dl_strbuf_printf(&abs, "%s/%s", cwd, strncmp(path, "./", 2) == 0 ? path + 2 : path);
+    }
+    dl_status st =
+        compile_module(m, abs.data && !abs.oom ? abs.data : path, o, d, t0, now_ms() - t0, r);
+    dl_strbuf_fini(&abs);
     dl_ir_module_destroy(m);
     return st;
 }

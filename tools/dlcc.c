@@ -72,6 +72,9 @@ static const cli_help helps[] = {
      "Artifacts are kept in the compilation cache ($DLCC_CACHE_DIR, else $XDG_CACHE_HOME/dlcc,\n"
      "else ~/.cache/dlcc): the same model, dims, options, target and compiler are compiled once.\n"
      "A cache that cannot be used gives one warning; the compile goes on without it.\n"
+     "DLCC_CACHE=0 turns the cache off (as --no-cache); DLCC_CACHE_READONLY=1 (or a cache\n"
+     "directory or database you cannot write) makes it read-only: hits are used, a miss is\n"
+     "compiled and not stored (docs/cache.md).\n"
      "\n"
      "  -D NAME=INT        bind dim NAME (e.g. -D N=64)\n"
      "  -o, --output OUT   where to write the artifact\n"
@@ -643,7 +646,8 @@ static void rt_diag(dl_diags *d, const char *path, dlrt_status st) {
             dlrt_last_error()[0] ? dlrt_last_error() : dlrt_status_str(st));
 }
 
-// "dlcc: cache hit|miss KEY (N.N ms)" for -v ("cache off" when no cache was used).
+// "dlcc: cache hit|miss KEY (N.N ms)" for -v ("cache off" when no cache was used), then why the
+// cache was read-only or off when the driver says (DLCC_CACHE_READONLY, DLCC_CACHE=0, ...).
 static void print_cache_line(const dlcc_result *r) {
     char hex[33];
     dl_hash128_hex(r->key, hex);
@@ -652,6 +656,12 @@ static void print_cache_line(const dlcc_result *r) {
             : r->cache_hit ? "hit"
                            : "miss",
             hex, r->total_ms);
+    if (strncmp(r->cache_note, "read-only", 9) == 0) {
+        fprintf(stderr, "dlcc: the cache is %s: hits are used, a miss is compiled but not stored\n",
+                r->cache_note);
+    } else if (r->cache_note[0]) {
+        fprintf(stderr, "dlcc: the cache is %s\n", r->cache_note);
+    }
 }
 
 // Cache flags shared by compile and run: --no-cache, --cache-dir DIR. Returns 1 when argv[a->i]

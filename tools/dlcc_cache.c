@@ -39,14 +39,18 @@
 
 static const cli_help helps[] = {
     {"ls", "list cached artifacts, most recently used first", "dlcc-cache ls [--json]",
-     "Lists every entry: key prefix, model, target, artifact size, hits and when it was last\n"
-     "used, most recently used first. A cache that does not exist yet is reported as empty.\n"
+     "Lists every entry: key prefix, model, the source file it was compiled from, its bound\n"
+     "dims, target, artifact size, hits and when it was last used, most recently used first\n"
+     "('-' for what an entry of an older cache or an imported one does not record). A cache\n"
+     "that does not exist yet is reported as empty.\n"
      "\n" COMMON_OPTS JSON_OPT,
      NULL},
-    {"stats", "entries, size, hit rate and compile time saved", "dlcc-cache stats [--json]",
+    {"stats", "entries, size, hit rate and compile time saved", "dlcc-cache stats [-z] [--json]",
      "Prints the number of entries, their total size, hits, misses, the hit rate, the compile\n"
      "time the hits saved, the size limit and the cache location.\n"
-     "\n" COMMON_OPTS JSON_OPT,
+     "\n"
+     "  -z, --zero        set hits, misses and compile time saved to zero (entries are kept);\n"
+     "                    also 'dlcc-cache -z'\n" COMMON_OPTS JSON_OPT,
      NULL},
     {"show", "every metadata field of one entry", "dlcc-cache show KEY [--json]",
      "Shows one entry. KEY is its hex key or a unique prefix of at least 4 hex digits; an\n"
@@ -64,7 +68,8 @@ static const cli_help helps[] = {
      "is at most SIZE (default: the configured limit). Entries in use by a running process are\n"
      "kept. Prints how many entries were removed and how much space was freed.\n"
      "\n"
-     "  --max-size SIZE          e.g. 500M, 2G, 1048576 (K/M/G/T are powers of 1024)\n"
+     "  --max-size SIZE          e.g. 500M, 2G, 1048576 (K/M/G/T are powers of 1024); 0: no\n"
+     "                           size limit (only --older-than removes entries)\n"
      "  --older-than DURATION    e.g. 30d, 12h, 90m, 45s\n" COMMON_OPTS JSON_OPT,
      NULL},
     {"rm", "remove one entry", "dlcc-cache rm KEY",
@@ -75,8 +80,9 @@ static const cli_help helps[] = {
      "Removes every entry and prints how many were removed.\n\n" COMMON_OPTS, NULL},
     {"config", "show or set the size limit", "dlcc-cache config max-size [SIZE]",
      "Without SIZE prints the size limit; with SIZE (e.g. 500M, 2G) stores a new limit and\n"
-     "evicts least recently used entries at the next store if the cache is larger. The\n"
-     "environment variable DLCC_CACHE_MAX_SIZE overrides the stored limit.\n"
+     "evicts least recently used entries at the next store if the cache is larger. 0 means\n"
+     "no limit. 'dlcc-cache -M SIZE' (as ccache) is the same as 'config max-size SIZE'. The\n"
+     "environment variable DLCC_CACHE_MAX_SIZE (0: no limit) overrides the stored limit.\n"
      "\n" COMMON_OPTS,
      NULL},
     {"export", "write every entry to a directory", "dlcc-cache export DIR",
@@ -113,7 +119,13 @@ static void print_main_help(FILE *f) {
     fprintf(f, "dlcc-cache %s — inspect and maintain the dlcc compilation cache\n\n", DL_VERSION);
     fprintf(f, "usage: dlcc-cache COMMAND [--cache-dir DIR] [--json] [ARGS...]\n\ncommands:\n");
     cli_print_commands(f);
-    fprintf(f, "\noptions:\n" COMMON_OPTS JSON_OPT "  -h, --help        show this help\n");
+    fprintf(f, "\noptions:\n" COMMON_OPTS JSON_OPT "  -h, --help        show this help\n"
+               "  -M SIZE           set the size limit (config max-size SIZE; 0: no limit)\n"
+               "  -z                zero the statistics (stats -z)\n");
+    fprintf(
+        f, "\nenvironment: DLCC_CACHE=0 turns the cache off for dlcc, DLCC_CACHE_READONLY=1 makes\n"
+           "it read-only (hits are used, nothing is stored), DLCC_CACHE_MAX_SIZE overrides the\n"
+           "size limit (docs/cache.md)\n");
     fprintf(f, "\nexit status: 0 success, 1 invalid input or failed check, 2 bad usage, "
                "3 internal error\n");
 }
@@ -413,6 +425,11 @@ static int store_error(const opts *o, cache_ctx *cx, dl_status st, const char *w
         fprintf(stderr, "dlcc-cache %s: error: out of memory\n", o->cmd);
         return EXIT_INTERNAL;
     }
+    const char *ro = cx->c ? dl_cache_readonly_reason(cx->c) : NULL;
+    if (ro) {
+        return cli_cmd_error(o->cmd, EXIT_INPUT, "%s failed: the cache is read-only (%s)", what,
+                             ro);
+    }
     return cli_cmd_error(o->cmd, EXIT_INPUT, "%s failed (%s)", what, dl_status_str(st));
 }
 
@@ -472,7 +489,20 @@ static void json_entry(dl_json *j, const dl_cache_entry *e) {
     dl_json_ki64(j, "last_used", e->last_used);
     dl_json_ki64(j, "hits", e->hits);
     dl_json_kstr(j, "blob_hash", bh);
+    dl_json_kstr(j, "source", e->source ? e->source : "");
+    dl_json_kstr(j, "dims", e->dims ? e->dims : "");
     dl_json_obj_end(j);
+}
+
+// A metadata string for a table: "-" when empty or unknown.
+static const char *or_dash(const char *s) {
+    return s && *s ? s : "-";
+}
+
+// The wider of `w` and the width of or_dash(s).
+static int text_width(const char *s, int w) {
+    int n = (int)strlen(or_dash(s));
+    return n > w ? n : w;
 }
 
 static int cmd_ls(opts *o, int argc, char **argv) {
@@ -516,24 +546,24 @@ static int cmd_ls(opts *o, int argc, char **argv) {
         goto out;
     }
     int64_t now = (int64_t)time(NULL);
-    int wm = 5, wt = 6;
+    int wm = 5, ws = 6, wd = 4, wt = 6;
     for (size_t i = 0; i < n; i++) {
-        int lm = es[i].model ? (int)strlen(es[i].model) : 0;
-        int lt = es[i].target ? (int)strlen(es[i].target) : 0;
-        wm = lm > wm ? lm : wm;
-        wt = lt > wt ? lt : wt;
+        wm = text_width(es[i].model, wm);
+        ws = text_width(es[i].source, ws);
+        wd = text_width(es[i].dims, wd);
+        wt = text_width(es[i].target, wt);
     }
-    printf("%-12s  %-*s  %-*s  %10s  %6s  %s\n", "KEY", wm, "MODEL", wt, "TARGET", "SIZE", "HITS",
-           "LAST USED");
+    printf("%-12s  %-*s  %-*s  %-*s  %-*s  %10s  %6s  %s\n", "KEY", wm, "MODEL", ws, "SOURCE", wd,
+           "DIMS", wt, "TARGET", "SIZE", "HITS", "LAST USED");
     for (size_t i = 0; i < n; i++) {
         char hex[33], size[32], ago[64];
         dl_hash128_hex(es[i].key, hex);
         hex[12] = 0;
         format_size(es[i].size, size, sizeof size);
         format_ago(es[i].last_used, now, ago, sizeof ago);
-        printf("%-12s  %-*s  %-*s  %10s  %6" PRId64 "  %s\n", hex, wm,
-               es[i].model ? es[i].model : "", wt, es[i].target ? es[i].target : "", size,
-               es[i].hits, ago);
+        printf("%-12s  %-*s  %-*s  %-*s  %-*s  %10s  %6" PRId64 "  %s\n", hex, wm,
+               or_dash(es[i].model), ws, or_dash(es[i].source), wd, or_dash(es[i].dims), wt,
+               or_dash(es[i].target), size, es[i].hits, ago);
     }
 out:
     free_entries(es, n);
@@ -544,16 +574,53 @@ out:
 // ---------------------------------------------------------------------------------------------
 // stats
 
+static int stats_flag(void *ctx, cli_args *a) {
+    if (cli_take_flag(a, "-z", "--zero", false, NULL) == 1) {
+        *(bool *)ctx = true;
+        return 1;
+    }
+    return 0;
+}
+
+// "2.0 GiB (2147483648 bytes)", or "no limit" for 0.
+static void format_limit(uint64_t n, char *buf, size_t size) {
+    if (n == 0) {
+        snprintf(buf, size, "no limit");
+        return;
+    }
+    char hs[32];
+    format_size(n, hs, sizeof hs);
+    snprintf(buf, size, "%s (%" PRIu64 " bytes)", hs, n);
+}
+
 static int cmd_stats(opts *o, int argc, char **argv) {
-    int rc = parse_args(o, argc, argv, true, 0, 0, "", NULL, NULL);
+    bool zero = false;
+    int rc = parse_args(o, argc, argv, true, 0, 0, "", stats_flag, &zero);
     if (rc != EXIT_OK) {
         return rc;
+    }
+    if (zero && o->json) {
+        return cli_usage_error(o->cmd, "-z prints no statistics: --json does not apply");
     }
     cache_ctx cx;
     dl_cache_stats s;
     memset(&s, 0, sizeof s);
     bool exists = false;
     if ((rc = cache_resolve(o, &cx)) != EXIT_OK || (rc = cache_probe(o, &cx, &exists)) != EXIT_OK) {
+        goto out;
+    }
+    if (zero) { // like ccache -z: the counters restart, the entries stay
+        if (exists) {
+            if ((rc = cache_open(o, &cx)) != EXIT_OK) {
+                goto out;
+            }
+            dl_status st = dl_cache_stats_zero(cx.c);
+            if (st != DL_OK) {
+                rc = store_error(o, &cx, st, "zeroing the statistics");
+                goto out;
+            }
+        }
+        printf("statistics zeroed (%s)\n", cx.dir);
         goto out;
     }
     if (exists) {
@@ -571,7 +638,7 @@ static int cmd_stats(opts *o, int argc, char **argv) {
         const char *env = getenv("DLCC_CACHE_MAX_SIZE");
         uint64_t v;
         if (env && dl_cache_parse_size(env, &v)) {
-            s.max_size = v;
+            s.max_size = v; // 0: no limit, as the store reads it
         }
     }
     int64_t lookups = s.hits + s.misses;
@@ -592,16 +659,19 @@ static int cmd_stats(opts *o, int argc, char **argv) {
         rc = cli_print_json(&j);
         goto out;
     }
-    char bytes[32], lim[32];
+    char bytes[32], lim[64];
     format_size(s.bytes, bytes, sizeof bytes);
-    format_size(s.max_size, lim, sizeof lim);
+    format_limit(s.max_size, lim, sizeof lim);
     if (!exists) {
         printf("the cache is empty (no cache in %s yet)\n", cx.dir);
     }
     printf("location:           %s\n", cx.dir);
+    if (cx.c && dl_cache_readonly_reason(cx.c)) {
+        printf("read-only:          %s\n", dl_cache_readonly_reason(cx.c));
+    }
     printf("entries:            %" PRId64 "\n", s.entries);
     printf("size:               %s (%" PRIu64 " bytes)\n", bytes, s.bytes);
-    printf("size limit:         %s (%" PRIu64 " bytes)%s\n", lim, s.max_size,
+    printf("size limit:         %s%s\n", lim,
            getenv("DLCC_CACHE_MAX_SIZE") ? " (from DLCC_CACHE_MAX_SIZE)" : "");
     printf("hits:               %" PRId64 "\n", s.hits);
     printf("misses:             %" PRId64 "\n", s.misses);
@@ -663,6 +733,8 @@ static int cmd_show(opts *o, int argc, char **argv) {
     format_ago(e.last_used, (int64_t)time(NULL), ago, sizeof ago);
     printf("key:              %s\n", hex);
     printf("model:            %s\n", e.model ? e.model : "");
+    printf("source:           %s\n", or_dash(e.source));
+    printf("dims:             %s\n", or_dash(e.dims));
     printf("target:           %s\n", e.target ? e.target : "");
     printf("compiler version: %s\n", e.compiler_version ? e.compiler_version : "");
     printf("size:             %s (%" PRIu64 " bytes)\n", size, e.size);
@@ -787,9 +859,12 @@ static int cmd_prune(opts *o, int argc, char **argv) {
     }
     uint64_t max_size = 0;
     int64_t older = -1;
-    if (pf.max_size && (!dl_cache_parse_size(pf.max_size, &max_size) || max_size == 0)) {
+    if (pf.max_size && !dl_cache_parse_size(pf.max_size, &max_size)) {
         return cli_usage_error(o->cmd, "--max-size expects a size like 500M or 2G, got '%s'",
                                pf.max_size);
+    }
+    if (pf.max_size && max_size == 0) {
+        max_size = UINT64_MAX; // 0: no size limit (dl_cache_prune's 0 is the configured one)
     }
     if (pf.older_than && !parse_duration(pf.older_than, &older)) {
         return cli_usage_error(
@@ -939,8 +1014,9 @@ static int cmd_config(opts *o, int argc, char **argv) {
     }
     uint64_t v = 0;
     bool set = o->pos.len == 2;
-    if (set && (!dl_cache_parse_size(o->pos.data[1], &v) || v == 0)) {
-        return cli_usage_error(o->cmd, "max-size expects a size like 500M or 2G, got '%s'",
+    if (set && !dl_cache_parse_size(o->pos.data[1], &v)) {
+        return cli_usage_error(o->cmd,
+                               "max-size expects a size like 500M or 2G (0: no limit), got '%s'",
                                o->pos.data[1]);
     }
     cache_ctx cx;
@@ -948,15 +1024,15 @@ static int cmd_config(opts *o, int argc, char **argv) {
         goto out;
     }
     dl_status st;
-    char hs[32];
+    char hs[64];
     if (set) {
         st = dl_cache_set_max_size(cx.c, v);
         if (st != DL_OK) {
             rc = store_error(o, &cx, st, "setting max-size");
             goto out;
         }
-        format_size(v, hs, sizeof hs);
-        printf("max-size set to %s (%" PRIu64 " bytes)\n", hs, v);
+        format_limit(v, hs, sizeof hs);
+        printf("max-size set to %s\n", hs);
     } else {
         dl_cache_stats s;
         st = dl_cache_stats_get(cx.c, &s);
@@ -964,8 +1040,8 @@ static int cmd_config(opts *o, int argc, char **argv) {
             rc = store_error(o, &cx, st, "reading max-size");
             goto out;
         }
-        format_size(s.max_size, hs, sizeof hs);
-        printf("max-size: %s (%" PRIu64 " bytes)\n", hs, s.max_size);
+        format_limit(s.max_size, hs, sizeof hs);
+        printf("max-size: %s\n", hs);
     }
     const char *env = getenv("DLCC_CACHE_MAX_SIZE");
     if (env) {
@@ -1132,6 +1208,29 @@ int main(int argc, char **argv) {
             o.json = true;
             first++;
             continue;
+        }
+        // ccache's spellings: -M SIZE (config max-size SIZE) and -z (stats -z), with the
+        // arguments after them given to that command.
+        if (strcmp(arg, "-M") == 0 || strcmp(arg, "-z") == 0) {
+            bool is_m = arg[1] == 'M';
+            if (is_m && first + 1 >= argc) {
+                return cli_usage_error(NULL, "-M needs a size (e.g. 5G; 0: no limit)");
+            }
+            DL_VEC(char *) args = {0};
+            bool ok = !is_m || DL_VEC_PUSH(&args, "max-size");
+            for (int k = first + 1; ok && k < argc; k++) {
+                ok = DL_VEC_PUSH(&args, argv[k]);
+            }
+            ok = ok && (is_m || DL_VEC_PUSH(&args, "-z"));
+            int rc = EXIT_INTERNAL;
+            if (ok) {
+                o.cmd = is_m ? "config" : "stats";
+                rc = is_m ? cmd_config(&o, (int)args.len, args.data)
+                          : cmd_stats(&o, (int)args.len, args.data);
+            }
+            free(args.data);
+            free(o.pos.data);
+            return rc;
         }
         cli_args a = {NULL, argc, argv, first, false};
         int r = cli_take_flag(&a, NULL, "--cache-dir", true, &val);

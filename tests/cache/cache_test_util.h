@@ -106,6 +106,27 @@ static inline void dump_diags(const dl_diags *d) {
     }
 }
 
+// Runs `insert` (an INSERT with ?1 the key's hex, ?2 the blob's length, ?3 its hash's hex and ?4
+// the blob) on `db`: a complete, hash-consistent row written behind the store's back. True when
+// the row went in.
+static inline bool raw_insert_entry(sqlite3 *db, const char *insert, dl_hash128 key,
+                                    const uint8_t *blob, size_t len) {
+    char kh[33], hh[33];
+    dl_hash128_hex(key, kh);
+    dl_hash128_hex(dl_hash128_of(blob, len), hh);
+    sqlite3_stmt *st = NULL;
+    bool ok = sqlite3_prepare_v2(db, insert, -1, &st, NULL) == SQLITE_OK;
+    if (ok) {
+        sqlite3_bind_text(st, 1, kh, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_int64(st, 2, (sqlite3_int64)len);
+        sqlite3_bind_text(st, 3, hh, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_blob(st, 4, blob, (int)len, SQLITE_TRANSIENT);
+        ok = sqlite3_step(st) == SQLITE_DONE;
+    }
+    sqlite3_finalize(st);
+    return ok;
+}
+
 // Runs `sql` on CDIR/cache.db through a separate connection; returns the first column of the
 // first row as an integer (or -1 on error, 0 when no rows).
 static inline long long raw_sql(const char *cdir, const char *sql) {

@@ -147,23 +147,11 @@ static bool raw_insert_keep_wal(const char *db_path, dl_hash128 key, const uint8
         return false;
     }
     (void)sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, (int *)NULL);
-    char kh[33], hh[33];
-    dl_hash128_hex(key, kh);
-    dl_hash128_hex(dl_hash128_of(blob, len), hh);
-    sqlite3_stmt *st = NULL;
     bool ok = sqlite3_exec(db, "PRAGMA journal_mode = WAL", NULL, NULL, NULL) == SQLITE_OK &&
-              sqlite3_prepare_v2(db,
-                                 "INSERT INTO entries VALUES (?1, 'victim', 't', 'v', ?2, 1, 1.0, "
-                                 "1, 4000000000, 0, ?3, ?4)",
-                                 -1, &st, NULL) == SQLITE_OK;
-    if (ok) {
-        sqlite3_bind_text(st, 1, kh, -1, SQLITE_TRANSIENT);
-        sqlite3_bind_int64(st, 2, (sqlite3_int64)len);
-        sqlite3_bind_text(st, 3, hh, -1, SQLITE_TRANSIENT);
-        sqlite3_bind_blob(st, 4, blob, (int)len, SQLITE_TRANSIENT);
-        ok = sqlite3_step(st) == SQLITE_DONE;
-    }
-    sqlite3_finalize(st);
+              raw_insert_entry(db,
+                               "INSERT INTO entries VALUES (?1, 'victim', 't', 'v', ?2, 1, 1.0, "
+                               "1, 4000000000, 0, ?3, ?4, '', '')",
+                               key, blob, len);
     sqlite3_close(db);
     return ok;
 }
@@ -482,7 +470,8 @@ DL_TEST(rows_of_wrong_type_reported_by_verify_and_listed_cleanly) {
         dl_hash128_hex(key_n(10 + (int)i), k);
         snprintf(sql, sizeof sql,
                  "INSERT INTO entries SELECT '%s', model, target, compiler_version, size, "
-                 "source_size, compile_ms, created, last_used, hits, blob_hash, blob FROM entries "
+                 "source_size, compile_ms, created, last_used, hits, blob_hash, blob, source, "
+                 "dims FROM entries "
                  "WHERE key = '%s'",
                  k, k1);
         DL_CHECK(raw_sql(cdir, sql) == 0);

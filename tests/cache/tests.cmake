@@ -19,3 +19,11 @@ add_executable(test_cache_store_trust ${CMAKE_CURRENT_LIST_DIR}/test_store_trust
 target_link_libraries(test_cache_store_trust PRIVATE dl_cache dl_base dl_test_harness dl_flags)
 add_test(NAME cache_store_trust COMMAND test_cache_store_trust)
 set_tests_properties(cache_store_trust PROPERTIES LABELS unit TIMEOUT 60)
+
+# The controls ccache users look for: read-only mode (DLCC_CACHE_READONLY, and automatic for an
+# unwritable directory or database: the chmod cases run as uid 65534 when the test runs as root),
+# DLCC_CACHE=0, zeroed statistics, 0 as no size limit, source/dims, the schema-1 upgrade.
+add_executable(test_cache_store_controls ${CMAKE_CURRENT_LIST_DIR}/test_store_controls.c)
+target_link_libraries(test_cache_store_controls PRIVATE dl_cache dl_base dl_test_harness dl_flags)
+add_test(NAME cache_store_controls COMMAND test_cache_store_controls)
+set_tests_properties(cache_store_controls PROPERTIES LABELS unit TIMEOUT 60)

@@ -127,7 +127,7 @@ check "the path round-trips through JSON" \
 
 # --- ls ----------------------------------------------------------------------------------------------
 expect 0 "ls" ls
-check "ls header columns" grep -Eq '^KEY +MODEL +TARGET +SIZE +HITS +LAST USED' "$out"
+check "ls header columns" grep -Eq '^KEY +MODEL +SOURCE +DIMS +TARGET +SIZE +HITS +LAST USED' "$out"
 check "ls lists both models" bash -c "grep -q ' pool ' '$out' && grep -q ' tiny_mlp ' '$out'"
 check "ls key prefix is 12 hex digits" grep -Eq '^[0-9a-f]{12}  ' "$out"
 check "ls size is human" grep -Eq '[0-9.]+ (KiB|MiB|B) ' "$out"

@@ -10,3 +10,9 @@ set_tests_properties(cache_tool PROPERTIES LABELS unit SKIP_RETURN_CODE 77 TIMEO
 add_test(NAME cache_tool_no_llvm
          COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/check_no_llvm.sh $<TARGET_FILE:dlcc-cache>)
 set_tests_properties(cache_tool_no_llvm PROPERTIES LABELS unit)
+# DLCC_CACHE=0, DLCC_CACHE_READONLY=1 and a chmod-ed cache (dlcc compile -v says why), ls with
+# source and dims, stats -z, -M 0 / max-size 0 as no limit.
+add_test(NAME cache_controls
+         COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_cache_controls.sh $<TARGET_FILE:dlcc-cache>
+                 $<TARGET_FILE:dlcc>)
+set_tests_properties(cache_controls PROPERTIES LABELS unit TIMEOUT 180)
