@@ -240,9 +240,43 @@ DLRT_API dlrt_status dlrt_session_train_step(dlrt_session *s, dlrt_step_info *in
 // temporary file renamed into place). Loading accepts a file with a subset of the tensors (e.g.
 // params only, as exported from PyTorch): tensors present are loaded (dtype and shape must match),
 // absent optimizer slots and step state are reset to their initial values, absent params keep their
-// current values; an unknown tensor name is an error. On error the session is unchanged.
+// current values; an unknown tensor name is an error (see dlrt_session_load_with for renaming and
+// skipping). On error the session is unchanged.
+// PyTorch-only buffers ("*.num_batches_tracked", BatchNorm's step counter, which no dlcc model
+// holds) are skipped by every load.
 DLRT_API dlrt_status dlrt_session_save(dlrt_session *s, const char *path);
 DLRT_API dlrt_status dlrt_session_load(dlrt_session *s, const char *path);
+
+// Loading a checkpoint whose names are not the model's, e.g. a PyTorch state_dict saved with
+// safetensors.torch.save_file. A rule maps a file name to a model name: exact ("fc1.weight" ->
+// "w1"), or a prefix rule when both sides end in '*' ("encoder.*" -> "enc.*" renames every name
+// starting with "encoder."); the first rule that matches wins, names no rule matches stay as they
+// are. Two file tensors that land on one model tensor are an error.
+typedef struct dlrt_load_rule {
+    const char *from, *to;
+} dlrt_load_rule;
+
+// What a load tells its caller besides its status: `name` (the file's name) was skipped
+// (a PyTorch-only buffer, or unknown to the model with ignore_unknown), or, for a model param
+// the file lacks, `name` keeps its current value. `what` says which, in words.
+typedef void (*dlrt_load_notice_fn)(void *user, const char *name, const char *what);
+
+typedef struct dlrt_load_options {
+    const dlrt_load_rule *rules; // BORROWED, n_rules of them (default none)
+    size_t n_rules;
+    int ignore_unknown;         // nonzero: a tensor the model lacks is skipped, not an error
+    dlrt_load_notice_fn notice; // NULL (default): no notices
+    void *user;                 // passed to notice
+} dlrt_load_options;
+
+// Sets every option to its default (no rules, unknown names are errors, no notices).
+DLRT_API void dlrt_load_options_init(dlrt_load_options *o);
+// dlrt_session_load with name rules and notices (`o` NULL: the defaults, i.e. dlrt_session_load).
+// All-or-nothing as dlrt_session_load; notices come before the session changes, so a caller may
+// collect them and still see the load fail. DLRT_ERR_INVALID_ARG for a rule with a NULL side
+// or a '*' on one side only.
+DLRT_API dlrt_status dlrt_session_load_with(dlrt_session *s, const char *path,
+                                            const dlrt_load_options *o);
 
 // ---------------------------------------------------------------------------------------------
 // Threads and profiling

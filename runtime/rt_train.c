@@ -347,9 +347,67 @@ static bool parse_meta(const char *v, bool is_int, double *out) {
     return true;
 }
 
+void dlrt_load_options_init(dlrt_load_options *o) {
+    if (o) {
+        memset(o, 0, sizeof *o);
+    }
+}
+
+static bool ends_with(const char *s, const char *suffix) {
+    size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && memcmp(s + n - k, suffix, k) == 0;
+}
+
+// The model name of file tensor `name` under the rules, into buf (or `name` itself when no rule
+// matches). False when the result does not fit.
+static bool map_name(const dlrt_load_options *o, const char *name, char *buf, size_t size) {
+    for (size_t i = 0; o && i < o->n_rules; i++) {
+        const char *from = o->rules[i].from, *to = o->rules[i].to;
+        size_t fl = strlen(from);
+        if (fl > 0 && from[fl - 1] == '*') {
+            if (strncmp(name, from, fl - 1) == 0) {
+                int n = snprintf(buf, size, "%.*s%s", (int)(strlen(to) - 1), to, name + fl - 1);
+                return n >= 0 && (size_t)n < size;
+            }
+        } else if (strcmp(name, from) == 0) {
+            return (size_t)snprintf(buf, size, "%s", to) < size;
+        }
+    }
+    return (size_t)snprintf(buf, size, "%s", name) < size;
+}
+
+static dlrt_status check_rules(const dlrt_load_options *o) {
+    for (size_t i = 0; o && i < o->n_rules; i++) {
+        const dlrt_load_rule *r = &o->rules[i];
+        if (!r->from || !r->to || !r->from[0] || !r->to[0]) {
+            return rt__fail(DLRT_ERR_INVALID_ARG, "load rule %zu: an empty or NULL name", i + 1);
+        }
+        if (ends_with(r->from, "*") != ends_with(r->to, "*")) {
+            return rt__fail(DLRT_ERR_INVALID_ARG,
+                            "load rule %zu ('%s' -> '%s'): a prefix rule ends in '*' on both sides",
+                            i + 1, r->from, r->to);
+        }
+    }
+    return DLRT_OK;
+}
+
+static void notice(const dlrt_load_options *o, const char *name, const char *what) {
+    if (o && o->notice) {
+        o->notice(o->user, name, what);
+    }
+}
+
 dlrt_status dlrt_session_load(dlrt_session *s, const char *path) {
+    return dlrt_session_load_with(s, path, NULL);
+}
+
+dlrt_status dlrt_session_load_with(dlrt_session *s, const char *path, const dlrt_load_options *o) {
     if (!s || !path) {
         return rt__fail(DLRT_ERR_INVALID_ARG, "dlrt_session_load: NULL argument");
+    }
+    dlrt_status rst = check_rules(o);
+    if (rst != DLRT_OK) {
+        return rst;
     }
     const dlrt_model *m = s->model;
     size_t n_ten = m->n_params + m->n_states;
@@ -369,23 +427,49 @@ dlrt_status dlrt_session_load(dlrt_session *s, const char *path) {
             st = rt__fail(DLRT_ERR_CORRUPT, "checkpoint %s: cannot list tensor %zu", path, i);
             break;
         }
-        long t = rt__find_param_or_state(m, info.name);
+        if (ends_with(info.name, ".num_batches_tracked") ||
+            !strcmp(info.name, "num_batches_tracked")) {
+            notice(o, info.name, "skipped: a PyTorch-only buffer (BatchNorm's step counter)");
+            continue;
+        }
+        char mapped[512];
+        if (!map_name(o, info.name, mapped, sizeof mapped)) {
+            st = rt__fail(DLRT_ERR_INVALID_ARG, "checkpoint %s: '%s' maps to a name too long", path,
+                          info.name);
+            break;
+        }
+        long t = rt__find_param_or_state(m, mapped);
+        if (t < 0 && o && o->ignore_unknown) {
+            notice(o, info.name, "skipped: the model has no param or optimizer state of that name");
+            continue;
+        }
         if (t < 0) {
             st = rt__fail(DLRT_ERR_INVALID_ARG,
-                          "checkpoint %s: model '%s' has no param or optimizer state named '%s'",
-                          path, m->name, info.name);
+                          "checkpoint %s: model '%s' has no param or optimizer state named '%s'%s "
+                          "(rename with load rules, e.g. dlcc's --map, or skip unknown names)",
+                          path, m->name, mapped, strcmp(mapped, info.name) ? " (mapped)" : "");
             break;
         }
         const dlrt_plan_tensor *pt = &m->tensors[t];
+        if (staged[(size_t)t - m->first_param]) {
+            st = rt__fail(DLRT_ERR_INVALID_ARG,
+                          "checkpoint %s: '%s' is the second tensor of the file that lands on "
+                          "the model's '%s'",
+                          path, info.name, mapped);
+            break;
+        }
         bool same = (uint32_t)info.dtype == pt->dtype && (uint32_t)info.rank == pt->rank;
         for (uint32_t d = 0; same && d < pt->rank; d++) {
             same = info.dims[d] == pt->dims[d];
         }
         if (!same) {
+            char fs[200], ms[200];
+            dl_shape_format(info.dims, (int32_t)info.rank, fs, sizeof fs);
+            dl_shape_format(pt->dims, (int32_t)pt->rank, ms, sizeof ms);
             st = rt__fail(DLRT_ERR_INVALID_ARG,
-                          "checkpoint %s: tensor '%s' has a different dtype or shape than the "
-                          "model's",
-                          path, info.name);
+                          "checkpoint %s: tensor '%s' is %s%s but the model's '%s' is %s%s", path,
+                          info.name, dl_dtype_name((dl_dtype)info.dtype), fs, mapped,
+                          dl_dtype_name((dl_dtype)pt->dtype), ms);
             break;
         }
         size_t k = (size_t)t - m->first_param, size = (size_t)m->buffers[pt->buffer].size;
@@ -394,6 +478,13 @@ dlrt_status dlrt_session_load(dlrt_session *s, const char *path) {
             st = rt__fail(DLRT_ERR_NOMEM, "out of memory");
         } else if ((dst = dl_st_read_into(f, i, staged[k], size, err, sizeof err)) != DL_OK) {
             st = rt__fail(rt__status_from_dl(dst), "checkpoint %s: %s", path, err);
+        }
+    }
+    for (size_t k = 0; st == DLRT_OK && k < m->n_params; k++) {
+        const dlrt_plan_tensor *pt = &m->tensors[m->first_param + k];
+        if (!staged[k] && pt->role != DLRT_ROLE_STATE) {
+            notice(o, m->tensor_names[m->first_param + k],
+                   "not in the checkpoint: keeps its current value");
         }
     }
     bool train = dlrt_model_has_train_step(m);

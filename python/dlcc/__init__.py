@@ -258,6 +258,23 @@ class _TrainEvent(ctypes.Structure):
     ]
 
 
+class _LoadRule(ctypes.Structure):
+    _fields_ = [("from_", ctypes.c_char_p), ("to", ctypes.c_char_p)]
+
+
+_LOAD_NOTICE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p)
+
+
+class _LoadOptions(ctypes.Structure):
+    _fields_ = [
+        ("rules", ctypes.POINTER(_LoadRule)),
+        ("n_rules", ctypes.c_size_t),
+        ("ignore_unknown", ctypes.c_int),
+        ("notice", _LOAD_NOTICE),
+        ("user", ctypes.c_void_p),
+    ]
+
+
 _TRAIN_CALLBACK = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(_TrainEvent))
 
 
@@ -414,6 +431,7 @@ def _load_lib():
         "dlrt_session_train_step": (S, [P, ctypes.POINTER(_StepInfo)]),
         "dlrt_session_save": (S, [P, cs]),
         "dlrt_session_load": (S, [P, cs]),
+        "dlrt_session_load_with": (S, [P, cs, ctypes.POINTER(_LoadOptions)]),
         "dlrt_loader_options_init": (None, [ctypes.POINTER(_LoaderOptions)]),
         "dlrt_loader_create_idx": (S, [cs, cs, ctypes.POINTER(_LoaderOptions), ctypes.POINTER(P)]),
         "dlrt_loader_create_npy": (S, [cs, cs, ctypes.POINTER(_LoaderOptions), ctypes.POINTER(P)]),
@@ -706,6 +724,9 @@ class _Params(collections.abc.Mapping):
         if not isinstance(name, str) or name not in self._s._par:
             raise KeyError(name)
         return self._s.get_param(name)
+
+    def __contains__(self, name):
+        return isinstance(name, str) and name in self._s._par
 
     def __iter__(self):
         return iter([d.name for d in self._s.model.params])
@@ -1026,12 +1047,44 @@ class Session:
         p = _path_arg("save", path)
         _check(self._lib.dlrt_session_save(h, p), f"saving {os.fsdecode(p)}")
 
-    def load(self, path):
-        """Loads a safetensors checkpoint (or a subset of it). A file that cannot be read or is
-        not a valid checkpoint of this model raises Error and leaves the session unchanged."""
+    def load(self, path, rename=None, ignore_unknown=False):
+        """Loads a safetensors checkpoint (or a subset of it) and returns the load's notices as
+        (name, what) pairs: PyTorch-only buffers skipped (num_batches_tracked), unknown names
+        skipped with ignore_unknown=True, params the file lacks (they keep their values).
+        rename: {file name: model name}, or a list of such pairs applied in order; a pair whose
+        sides both end in '*' renames a prefix ({"encoder.*": "enc.*"}), e.g. to load a PyTorch
+        state_dict saved with safetensors. A file that cannot be read or is not a valid
+        checkpoint of this model raises Error and leaves the session unchanged."""
         h = self._live()
         p = _path_arg("load", path)
-        _check(self._lib.dlrt_session_load(h, p), f"loading {os.fsdecode(p)}")
+        pairs = list(rename.items()) if isinstance(rename, dict) else list(rename or [])
+        for pair in pairs:
+            if (
+                not isinstance(pair, (tuple, list))
+                or len(pair) != 2
+                or not all(isinstance(x, str) for x in pair)
+            ):
+                raise ArgumentTypeError(f"load: rename: (str, str) pairs expected, {pair!r} given")
+        rules = (_LoadRule * max(len(pairs), 1))()
+        for i, (a, b) in enumerate(pairs):
+            rules[i].from_ = a.encode()
+            rules[i].to = b.encode()
+        notices = []
+
+        def on_notice(_user, name, what):
+            notices.append((name.decode(errors="replace"), what.decode(errors="replace")))
+
+        o = _LoadOptions()
+        o.rules = rules
+        o.n_rules = len(pairs)
+        if not isinstance(ignore_unknown, (bool, np.bool_)):
+            raise ArgumentTypeError(
+                f"load: ignore_unknown: True or False expected, {ignore_unknown!r} given"
+            )
+        o.ignore_unknown = 1 if ignore_unknown else 0
+        o.notice = _LOAD_NOTICE(on_notice)
+        _check(self._lib.dlrt_session_load_with(h, p, ctypes.byref(o)), f"loading {os.fsdecode(p)}")
+        return notices
 
 
 # ------------------------------------------------------------------------------------------

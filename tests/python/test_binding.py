@@ -16,8 +16,10 @@ temporary cache ($DLCC_CACHE_DIR is replaced).
 
 import ctypes
 import gc
+import json
 import os
 import re
+import struct
 import subprocess
 import sys
 import tempfile
@@ -161,6 +163,45 @@ class Binding(unittest.TestCase):
         self.assertEqual(ia, ib)  # loss, grad_norm, step: bit-identical
         for name in list(a.params) + ["w1.exp_avg", "w1.exp_avg_sq"]:
             np.testing.assert_array_equal(a.get_param(name), b.get_param(name))
+
+    def test_load_a_pytorch_state_dict(self):
+        # safetensors as safetensors.torch.save_file writes it: PyTorch's names, F32 / I64.
+        rng = np.random.default_rng(5)
+        tensors = {
+            "fc1.weight": rng.standard_normal((784, 256)).astype(np.float32),
+            "fc1.bias": rng.standard_normal(256).astype(np.float32),
+            "bn.num_batches_tracked": np.array(3, dtype=np.int64),
+        }
+        header, blobs, at = {}, [], 0
+        for name, a in tensors.items():
+            b = a.tobytes()
+            dt = "F32" if a.dtype == np.float32 else "I64"
+            header[name] = {"dtype": dt, "shape": list(a.shape), "data_offsets": [at, at + len(b)]}
+            blobs.append(b)
+            at += len(b)
+        h = json.dumps(header).encode()
+        h += b" " * (-len(h) % 8)
+        path = os.path.join(TMP.name, "torch.safetensors")
+        with open(path, "wb") as f:
+            f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
+        s = self.model.session(threads=1)
+        w2 = s.get_param("w2")
+        with self.assertRaises(dlcc.Error) as cm:
+            s.load(path)
+        self.assertIn("has no param or optimizer state named 'fc1.weight'", str(cm.exception))
+        notes = s.load(path, rename={"fc1.weight": "w1", "fc1.bias": "b1"})
+        self.assertIn(("bn.num_batches_tracked", "skipped: a PyTorch-only buffer (BatchNorm's "
+                       "step counter)"), notes)
+        self.assertIn(("w2", "not in the checkpoint: keeps its current value"), notes)
+        self.assertEqual(len(notes), 3)  # num_batches_tracked, w2, b2
+        np.testing.assert_array_equal(s.get_param("w1"), tensors["fc1.weight"])
+        np.testing.assert_array_equal(s.get_param("b1"), tensors["fc1.bias"])
+        np.testing.assert_array_equal(s.get_param("w2"), w2)
+        self.assertTrue("w1" in s.params)
+        self.assertFalse("fc1.weight" in s.params)
+        self.assertFalse(3 in s.params)
+        with self.assertRaises(dlcc.ArgumentTypeError):
+            s.load(path, rename=[("a",)])
 
     def test_contiguous_input_not_copied(self):
         x, _ = batch(3)

@@ -754,6 +754,115 @@ DL_TEST(train_checkpoint_resume_is_bit_identical) {
     fix_free(&f);
 }
 
+// Collects load notices as "name: what" lines.
+static void collect_notice(void *user, const char *name, const char *what) {
+    dl_strbuf *b = user;
+    dl_strbuf_printf(b, "%s: %s\n", name, what);
+}
+
+// Writes a safetensors file of float tensors; each name gets `vals[i]` filled with value v[i].
+static bool write_st(const char *path, const char *const *names, const int64_t *dims,
+                     const float *v, size_t n) {
+    dl_st_writer *w = NULL;
+    if (dl_st_writer_create(&w) != DL_OK) {
+        return false;
+    }
+    static float buf[8][70 * 64];
+    bool ok = true;
+    for (size_t i = 0; i < n && ok; i++) {
+        int64_t numel = dims[2 * i] * (dims[2 * i + 1] ? dims[2 * i + 1] : 1);
+        for (int64_t k = 0; k < numel; k++) {
+            buf[i][k] = v[i];
+        }
+        dl_tensor t = {
+            DL_DT_FLOAT, dims[2 * i + 1] ? 2 : 1, {dims[2 * i], dims[2 * i + 1]}, buf[i]};
+        ok = dl_st_writer_add(w, names[i], &t) == DL_OK;
+    }
+    if (ok) {
+        // A PyTorch BatchNorm's step counter: int64, a scalar.
+        static int64_t nbt = 7;
+        dl_tensor t = {DL_DT_INT64, 0, {0}, &nbt};
+        ok = dl_st_writer_add(w, "bn.num_batches_tracked", &t) == DL_OK &&
+             dl_st_write_file(w, path) == DL_OK;
+    }
+    dl_st_writer_destroy(w);
+    return ok;
+}
+
+// A PyTorch-style state_dict: its names mapped by exact and prefix rules, its num_batches_tracked
+// skipped with a notice, unknown names refused or skipped, params it lacks named in a notice.
+DL_TEST(train_checkpoint_load_rules) {
+    fix f;
+    DL_CHECK(build("train loss {\n optimizer = sgd <lr = 0.1>\n}\n", &f));
+    if (!f.rm) {
+        return;
+    }
+    dlrt_session *s = NULL;
+    DL_CHECK_EQ_I64(dlrt_session_create(f.rm, &s), DLRT_OK);
+    char path[512];
+    tmp_path(path, sizeof path, "torch");
+    const char *names[] = {"fc.weight", "net.bias_b", "extra.scale"};
+    const int64_t dims[] = {70, 64, 64, 0, 64, 0};
+    const float vals[] = {0.25f, -2.0f, 9.0f};
+    DL_CHECK(write_st(path, names, dims, vals, 3));
+    // Without rules: the first unknown name is refused, the session unchanged.
+    DL_CHECK_EQ_I64(dlrt_session_load(s, path), DLRT_ERR_INVALID_ARG);
+    DL_CHECK(strstr(dlrt_last_error(), "has no param or optimizer state named 'fc.weight'"));
+    dlrt_load_rule rules[] = {{"fc.weight", "w1"}, {"net.bias_*", "*"}};
+    dlrt_load_options o;
+    dlrt_load_options_init(&o);
+    o.rules = rules;
+    o.n_rules = 2;
+    dl_strbuf nb = {0};
+    o.notice = collect_notice;
+    o.user = &nb;
+    // extra.scale is still unknown: refused, unless unknown names are skipped.
+    DL_CHECK_EQ_I64(dlrt_session_load_with(s, path, &o), DLRT_ERR_INVALID_ARG);
+    DL_CHECK(strstr(dlrt_last_error(), "named 'extra.scale'"));
+    dl_strbuf_fini(&nb);
+    o.ignore_unknown = 1;
+    DL_CHECK_EQ_I64(dlrt_session_load_with(s, path, &o), DLRT_OK);
+    DL_CHECK(nb.data && strstr(nb.data, "bn.num_batches_tracked: skipped: a PyTorch-only buffer"));
+    DL_CHECK(nb.data && strstr(nb.data, "extra.scale: skipped: the model has no param"));
+    DL_CHECK(nb.data && strstr(nb.data, "f: not in the checkpoint: keeps its current value"));
+    DL_CHECK(nb.data && strstr(nb.data, "z: not in the checkpoint"));
+    DL_CHECK(nb.data && !strstr(nb.data, "w1:") && !strstr(nb.data, "\nb:"));
+    dl_strbuf_fini(&nb);
+    float w[70 * 64], b[64];
+    DL_CHECK_EQ_I64(dlrt_session_get_param(s, "w1", w, sizeof w), DLRT_OK);
+    DL_CHECK_EQ_I64(dlrt_session_get_param(s, "b", b, sizeof b), DLRT_OK);
+    DL_CHECK(w[0] == 0.25f && w[70 * 64 - 1] == 0.25f && b[0] == -2.0f && b[63] == -2.0f);
+    // A shape that differs from the model's, and two names landing on one tensor.
+    dlrt_load_rule wrong[] = {{"net.bias_b", "w1"}};
+    o.rules = wrong;
+    o.n_rules = 1;
+    o.notice = NULL;
+    DL_CHECK_EQ_I64(dlrt_session_load_with(s, path, &o), DLRT_ERR_INVALID_ARG);
+    DL_CHECK(strstr(dlrt_last_error(),
+                    "tensor 'net.bias_b' is float[64] but the model's 'w1' is float[70, 64]"));
+    const char *two[] = {"b1", "b2"};
+    const int64_t two_dims[] = {64, 0, 64, 0};
+    DL_CHECK(write_st(path, two, two_dims, vals, 2));
+    dlrt_load_rule both[] = {{"b*", "b"}};
+    o.rules = both;
+    o.n_rules = 1;
+    DL_CHECK_EQ_I64(dlrt_session_load_with(s, path, &o), DLRT_ERR_INVALID_ARG);
+    DL_CHECK(strstr(dlrt_last_error(), "prefix rule ends in '*' on both sides"));
+    dlrt_load_rule exact[] = {{"b1", "b"}, {"b2", "b"}};
+    o.rules = exact;
+    o.n_rules = 2;
+    DL_CHECK_EQ_I64(dlrt_session_load_with(s, path, &o), DLRT_ERR_INVALID_ARG);
+    DL_CHECK(strstr(dlrt_last_error(), "'b2' is the second tensor of the file that lands on"));
+    dlrt_load_rule half[] = {{"fc.*", "w1"}};
+    o.rules = half;
+    o.n_rules = 1;
+    DL_CHECK_EQ_I64(dlrt_session_load_with(s, path, &o), DLRT_ERR_INVALID_ARG);
+    DL_CHECK(strstr(dlrt_last_error(), "a prefix rule ends in '*' on both sides"));
+    unlink(path);
+    dlrt_session_destroy(s);
+    fix_free(&f);
+}
+
 static long find_plan(const uint8_t *a, size_t n) {
     long at = -1;
     for (size_t i = 0; i + 8 <= n; i++) {
