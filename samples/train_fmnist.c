@@ -1,7 +1,12 @@
 // samples/train_fmnist.c — a complete C trainer: compiles a .dlg model through the compilation
 // cache (libdlcc), loads the artifact into the runtime (libdlrt), trains it on Fashion-MNIST with
 // the runtime's data loader feeding the compiled train step without copies, then measures the
-// test accuracy with the infer entry point. Built as `train_fmnist` next to `dlcc`:
+// test accuracy with the infer entry point. It includes only the two installed headers, so it
+// builds outside the tree against an installed dlcc too (docs/install.md):
+//
+//     cc -std=c17 -D_POSIX_C_SOURCE=200809L train_fmnist.c $(pkg-config --cflags --libs dlcc dlrt)
+//
+// and is built as `train_fmnist` next to `dlcc`:
 //
 //     build/train_fmnist [MODEL.dlg] [--epochs E] [--batch B] [--threads T]
 //                        [--loader-threads P] [--prefetch K] [--seed S] [--lr V]
@@ -26,8 +31,8 @@
 // The recipe: pixels scaled to [0, 1], normalised with the training samples' mean and standard
 // deviation (computed by the loader), a new seeded order every epoch, the final partial batch
 // dropped; the test set in file order, its last batch padded (only real rows counted).
-#include "dlcc.h" // the compiler as a library: dlcc_compile_file (through the cache)
-#include "dlrt.h" // the runtime: models, sessions, train steps, the data loader
+#include "dlrt.h"    // the runtime: models, sessions, train steps, the data loader
+#include "libdlcc.h" // the compiler as a library: dlcc_lib_compile (through the cache)
 
 #include <errno.h>
 #include <math.h>
@@ -35,6 +40,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 typedef struct options {
     const char *model, *data, *save;
@@ -132,34 +138,35 @@ static int parse_args(int argc, char **argv, options *o) {
     return 0;
 }
 
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
 // Compiles the model with N = batch through the cache (a lookup after the first run) and loads
 // the artifact. Compile errors are printed as `file:line:col: error: ...`.
 static int compile_and_load(const options *o, dlrt_model **out) {
-    dlcc_options co;
-    dlcc_options_init(&co);
-    dlcc_bind bind = {"N", o->batch};
-    co.binds = &bind;
-    co.n_binds = 1;
-    dl_diags *d = NULL;
-    if (dl_diags_create(&d) != DL_OK) {
+    const char *dim_names[1] = {"N"};
+    int64_t dim_values[1] = {o->batch};
+    void *art = NULL;
+    size_t art_len = 0;
+    int hit = 0;
+    char *messages = NULL;
+    double t0 = now_ms();
+    int rc = dlcc_lib_compile(o->model, dim_names, dim_values, 1, NULL, 1, -1, &art, &art_len, &hit,
+                              &messages);
+    if (messages) {
+        fputs(messages, stderr); // errors, or a warning such as an unusable cache
+    }
+    dlcc_lib_free(messages);
+    if (rc != 0) {
         return 1;
     }
-    dlcc_result r;
-    memset(&r, 0, sizeof r);
-    dl_status st = dlcc_compile_file(o->model, &co, d, &r);
-    char *text = NULL;
-    if (dl_diags_count(d) > 0 && dl_diags_render(d, &text) == DL_OK) {
-        fputs(text, stderr); // errors, or a warning such as an unusable cache
-    }
-    free(text);
-    dl_diags_destroy(d);
-    if (st != DL_OK) {
-        return 1;
-    }
-    fprintf(stderr, "train_fmnist: %s: %s (%.0f ms)\n", o->model,
-            r.cache_hit ? "cache hit" : "compiled", r.total_ms);
-    dlrt_status rs = dlrt_model_load_memory(r.artifact, r.artifact_len, out);
-    free(r.artifact); // the runtime keeps what it needs
+    fprintf(stderr, "train_fmnist: %s: %s (%.0f ms)\n", o->model, hit ? "cache hit" : "compiled",
+            now_ms() - t0);
+    dlrt_status rs = dlrt_model_load_memory(art, art_len, out);
+    dlcc_lib_free(art); // the runtime keeps what it needs
     return rs == DLRT_OK ? 0 : rt_error(o->model);
 }
 

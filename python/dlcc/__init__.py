@@ -13,8 +13,9 @@
             s.train_step(x=b.x, y=b.y) # zero-copy: the step reads the loader's slot
 
 Where the native parts come from: $DLCC_BUILD_DIR (default: <repo>/build, the repository
-holding this package) must hold `libdlcc.so` (the compiler) and `libdlrt.so` (the runtime).
-$DLCC_LIBRARY and $DLRT_LIBRARY override each path separately.
+holding this package) must hold `libdlcc.so` (the compiler) and `libdlrt.so` (the runtime);
+a package installed by `cmake --install BUILD --prefix P` loads them from P/lib with no
+environment at all. $DLCC_LIBRARY and $DLRT_LIBRARY override each path separately.
 
 Compiling: dlcc.compile calls libdlcc's dlcc_lib_compile in this process (driver/libdlcc.h):
 the compilation cache is looked up first ($DLCC_CACHE_DIR or the cache_dir argument selects
@@ -140,9 +141,21 @@ def _build_dir():
     return os.environ.get("DLCC_BUILD_DIR") or os.path.join(_REPO, "build")
 
 
+# Installed by `cmake --install` into PREFIX/LIBDIR/python3/dist-packages/dlcc: the libraries are
+# in PREFIX/LIBDIR, three levels up.
+_INSTALLED_LIBDIR = os.path.normpath(os.path.join(_HERE, os.pardir, os.pardir, os.pardir))
+
+
 def _open_library(env, filename):
-    """ctypes.CDLL of $env, else of filename in the build directory."""
-    path = os.environ.get(env) or os.path.join(_build_dir(), filename)
+    """ctypes.CDLL of $env, else of filename in the build directory ($DLCC_BUILD_DIR, or the
+    repository's build/ when this package is the source tree's), else beside an installed
+    package."""
+    path = os.environ.get(env)
+    if not path:
+        installed = os.path.join(_INSTALLED_LIBDIR, filename)
+        in_tree = os.path.isfile(os.path.join(_REPO, "CMakeLists.txt"))
+        use_installed = not os.environ.get("DLCC_BUILD_DIR") and not in_tree
+        path = installed if use_installed else os.path.join(_build_dir(), filename)
     try:
         return ctypes.CDLL(path)
     except OSError as e:

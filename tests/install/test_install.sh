@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# tests/install/test_install.sh — dlcc installed as a user installs it, then used from outside
+# the tree: `cmake --install BUILD --prefix P`; the files; each public header compiling alone;
+# the libraries exporting only their API; the installed tools running with no environment
+# (RUNPATH); samples/train_fmnist.c built outside the tree with pkg-config and with
+# find_package(dlcc); the installed Python package finding its libraries by itself.
+# usage: test_install.sh BUILD_DIR SOURCE_DIR
+set -u
+build=$(cd "$1" && pwd)
+src=$(cd "$2" && pwd)
+prog=/bin/true
+source "$src/tests/harness/cli_lib.sh"
+p=$work/prefix
+lib=$p/lib
+clean_env=(env -i PATH=/usr/bin:/bin HOME="$work" DLCC_CACHE_DIR="$work/cache" TMPDIR="$work/tmp")
+
+run_cmd() { "$@" >"$out" 2>"$err"; rc=$?; }
+ok_cmd() { # ok_cmd NAME COMMAND...: the command exits 0
+  local name=$1
+  shift
+  run_cmd "$@"
+  if [ "$rc" -eq 0 ]; then pass "$name"; else echo "  exit $rc"; fail "$name"; fi
+}
+
+ok_cmd "cmake --install to a fresh prefix" cmake --install "$build" --prefix "$p"
+for f in bin/dlcc bin/dlcc-cache include/dlrt.h include/libdlcc.h lib/libdlrt.so lib/libdlcc.so \
+         lib/pkgconfig/dlrt.pc lib/pkgconfig/dlcc.pc lib/cmake/dlcc/dlccConfig.cmake \
+         lib/cmake/dlcc/dlccConfigVersion.cmake lib/python3/dist-packages/dlcc/__init__.py \
+         share/doc/dlcc/samples/train_fmnist.c share/doc/dlcc/runtime.md; do
+  check "installed: $f" test -e "$p/$f"
+done
+check "libdlrt has a versioned soname" sh -c "objdump -p '$lib/libdlrt.so' | grep -q 'SONAME.*libdlrt\.so\.0'"
+check "libdlcc has a versioned soname" sh -c "objdump -p '$lib/libdlcc.so' | grep -q 'SONAME.*libdlcc\.so\.0'"
+check "libdlrt exports dlrt_* only" sh -c \
+  "! nm -D --defined-only '$lib/libdlrt.so' | awk '{print \$3}' | grep -v '^dlrt_' | grep -q ."
+check "libdlcc exports dlcc_lib_* only (LLVM and the compiler hidden)" sh -c \
+  "! nm -D --defined-only '$lib/libdlcc.so' | awk '{print \$3}' | grep -v '^dlcc_lib_' | grep -q ."
+for h in dlrt.h libdlcc.h; do
+  printf '#include <%s>\nint main(void) { return 0; }\n' "$h" >"hdr_${h%.h}.c"
+  ok_cmd "$h compiles on its own (C11, -Wall -Wextra -Werror)" \
+    cc -std=c11 -Wall -Wextra -Wpedantic -Werror -I"$p/include" -c "hdr_${h%.h}.c" -o /dev/null
+done
+
+# The installed tools, with no environment: they find libdlrt through their RUNPATH.
+ok_cmd "installed dlcc --version, empty environment" "${clean_env[@]}" "$p/bin/dlcc" --version
+ok_cmd "installed dlcc compiles a sample" "${clean_env[@]}" "$p/bin/dlcc" compile \
+  "$p/share/doc/dlcc/samples/mlp_fmnist.dlg" -o mlp.so
+ok_cmd "installed dlcc-cache ls sees that entry" "${clean_env[@]}" "$p/bin/dlcc-cache" ls
+check "... one entry" grep -q mlp_fmnist "$out"
+
+# The C trainer sample, outside the tree: pkg-config, then CMake's find_package.
+mkdir -p "$work/tmp" out_pc out_cmake
+cp "$p/share/doc/dlcc/samples/train_fmnist.c" out_pc/
+export PKG_CONFIG_PATH=$lib/pkgconfig
+ok_cmd "pkg-config knows dlcc and dlrt" pkg-config --exists --print-errors dlcc dlrt
+# shellcheck disable=SC2046
+ok_cmd "train_fmnist.c builds with pkg-config" cc -std=c17 -D_POSIX_C_SOURCE=200809L -Wall -Werror \
+  out_pc/train_fmnist.c $(pkg-config --cflags --libs dlcc dlrt) -Wl,-rpath,"$lib" -lm -o out_pc/t
+run_cmd out_pc/t --frob
+check "... and runs (a usage error for an unknown flag, exit 2)" test "$rc" -eq 2
+cp out_pc/train_fmnist.c out_cmake/
+cat >out_cmake/CMakeLists.txt <<'CMEOF'
+cmake_minimum_required(VERSION 3.25)
+project(outside C)
+find_package(dlcc 0.1 REQUIRED)
+add_executable(t train_fmnist.c)
+target_compile_definitions(t PRIVATE _POSIX_C_SOURCE=200809L)
+target_link_libraries(t PRIVATE dlcc::dlcc dlcc::dlrt m)
+CMEOF
+ok_cmd "find_package(dlcc) configures" cmake -S out_cmake -B out_cmake/b -G Ninja \
+  -DCMAKE_PREFIX_PATH="$p"
+ok_cmd "... and builds train_fmnist.c" cmake --build out_cmake/b
+if [ -d /usr/share/datasets/fashion-mnist ]; then
+  ok_cmd "the out-of-tree trainer trains one short epoch" "${clean_env[@]}" out_cmake/b/t \
+    "$p/share/doc/dlcc/samples/mlp_fmnist.dlg" --epochs 1 --batch 64 --limit-train 1024 \
+    --limit-test 500
+  check "... and reports its test accuracy" grep -qE "^test accuracy: 0\.[0-9]{4} \([0-9]+/500\)$" "$out"
+else
+  echo "skip: the out-of-tree training run (dataset-fashion-mnist is not installed)"
+fi
+
+# The installed Python package: no DLCC_BUILD_DIR, no LD_LIBRARY_PATH; PYTHONPATH only because
+# this prefix is not the system's (/usr/local's dist-packages is on python3's path already).
+cat >use.py <<'PYEOF'
+import sys
+import numpy as np
+import dlcc
+assert dlcc.__file__.startswith(sys.argv[1]), dlcc.__file__
+m = dlcc.compile(sys.argv[2], dims={"N": 4})
+s = m.session(threads=1)
+x = np.zeros((4, 784), np.float32)
+y = np.zeros(4, np.int64)
+print("loss", s.train_step(x=x, y=y).loss)
+PYEOF
+ok_cmd "the installed Python package compiles and trains, finding its own libraries" \
+  "${clean_env[@]}" PYTHONPATH="$lib/python3/dist-packages" /usr/bin/python3 use.py "$p" \
+  "$p/share/doc/dlcc/samples/mlp_fmnist.dlg"
+check "... a loss" grep -qE "^loss [0-9.]+" "$out"
+finish
