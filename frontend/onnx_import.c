@@ -861,6 +861,60 @@ static dl_status constant_value(imp *im, const Onnx__NodeProto *nd, const char *
 
 // First check, shared with dl_fe__onnx_probe: is this model within our spec at all?
 // Returns DL_OK, or DL_ERR_UNSUPPORTED / DL_ERR_PARSE with a reason in `why`.
+// The unsupported ops of a model, by kind, so that one import reports all of them at once.
+typedef struct unsupported_op {
+    const char *domain, *op; // BORROWED from the model
+    char first[300];         // the first node's description
+    size_t count;
+} unsupported_op;
+
+enum { MAX_UNSUPPORTED_KINDS = 32 };
+
+static void note_unsupported(unsupported_op *u, size_t *n_kinds, size_t *n_more, const char *dom,
+                             const char *opn, const char *desc) {
+    for (size_t k = 0; k < *n_kinds; k++) {
+        if (!strcmp(u[k].op, opn) && !strcmp(u[k].domain, dom)) {
+            u[k].count++;
+            return;
+        }
+    }
+    if (*n_kinds == MAX_UNSUPPORTED_KINDS) {
+        (*n_more)++;
+        return;
+    }
+    unsupported_op *e = &u[(*n_kinds)++];
+    e->domain = dom;
+    e->op = opn;
+    e->count = 1;
+    snprintf(e->first, sizeof e->first, "%s", desc);
+}
+
+// "NODE: op 'X' is not supported (N nodes)" per kind, joined with "; ", into why.
+static void describe_unsupported(const unsupported_op *u, size_t n_kinds, size_t n_more, char *why,
+                                 size_t why_size) {
+    size_t at = 0;
+    if (n_kinds > 1 || n_more) {
+        at += (size_t)snprintf(why, why_size,
+                               "%zu kinds of op are not supported: ", n_kinds + n_more);
+    }
+    for (size_t k = 0; k < n_kinds && at < why_size; k++) {
+        char count[64] = "";
+        if (u[k].count > 1) {
+            snprintf(count, sizeof count, " (%zu nodes)", u[k].count);
+        }
+        if (u[k].domain[0]) {
+            at += (size_t)snprintf(why + at, why_size - at, "%s%s: domain '%s' is not supported%s",
+                                   k ? "; " : "", u[k].first, u[k].domain, count);
+        } else {
+            at += (size_t)snprintf(why + at, why_size - at, "%s%s: op '%s' is not supported%s",
+                                   k ? "; " : "", u[k].first, u[k].op, count);
+        }
+    }
+    if (n_more && at < why_size) {
+        snprintf(why + at, why_size - at, "; and %zu more kinds", n_more);
+    }
+}
+
 static dl_status check_model(const Onnx__ModelProto *mp, int64_t *out_opset, char *why,
                              size_t why_size) {
     if (!mp->graph) {
@@ -900,7 +954,14 @@ static dl_status check_model(const Onnx__ModelProto *mp, int64_t *out_opset, cha
             return DL_ERR_UNSUPPORTED;
         }
     }
-    for (size_t i = 0; i < g->n_node; i++) {
+    unsupported_op *unsup = dl_mem_calloc(MAX_UNSUPPORTED_KINDS, sizeof *unsup);
+    size_t n_unsup = 0, n_more = 0;
+    if (!unsup) {
+        snprintf(why, why_size, "out of memory");
+        return DL_ERR_NOMEM;
+    }
+    dl_status st = DL_OK;
+    for (size_t i = 0; i < g->n_node && st == DL_OK; i++) {
         const Onnx__NodeProto *nd = g->node[i];
         char desc[300];
         node_desc(nd, i, desc, sizeof desc);
@@ -911,7 +972,8 @@ static dl_status check_model(const Onnx__ModelProto *mp, int64_t *out_opset, cha
                      "%zu supported)",
                      desc, nd->n_input, nd->n_output, nd->n_attribute, ONNX_MAX_NODE_ARGS,
                      ONNX_MAX_NODE_ARGS, ONNX_MAX_NODE_ATTRS);
-            return DL_ERR_UNSUPPORTED;
+            st = DL_ERR_UNSUPPORTED;
+            goto checked;
         }
         for (size_t k = 0; k < nd->n_attribute; k++) {
             const Onnx__AttributeProto *a = nd->attribute[k];
@@ -919,15 +981,16 @@ static dl_status check_model(const Onnx__ModelProto *mp, int64_t *out_opset, cha
                 a->n_strings > ONNX_MAX_ATTR_VALUES) {
                 snprintf(why, why_size, "%s: attribute '%s' holds more than %zu values", desc,
                          a->name ? a->name : "", ONNX_MAX_ATTR_VALUES);
-                return DL_ERR_UNSUPPORTED;
+                st = DL_ERR_UNSUPPORTED;
+                goto checked;
             }
         }
         const char *dom = nd->domain ? nd->domain : "";
-        if (dom[0] != '\0' && strcmp(dom, "ai.onnx") != 0) {
-            snprintf(why, why_size, "%s: domain '%s' is not supported", desc, dom);
-            return DL_ERR_UNSUPPORTED;
-        }
         const char *opn = nd->op_type ? nd->op_type : "";
+        if (dom[0] != '\0' && strcmp(dom, "ai.onnx") != 0) {
+            note_unsupported(unsup, &n_unsup, &n_more, dom, opn, desc);
+            continue;
+        }
         dl_ir_op op;
         if (strcmp(opn, "Constant") == 0) {
             if (nd->n_attribute == 1 && nd->attribute[0]->t) {
@@ -935,20 +998,22 @@ static dl_status check_model(const Onnx__ModelProto *mp, int64_t *out_opset, cha
                 if (!dtype_from_onnx(nd->attribute[0]->t->data_type, &dt)) {
                     snprintf(why, why_size, "%s: element type %s is not supported", desc,
                              onnx_dtype_name(nd->attribute[0]->t->data_type));
-                    return DL_ERR_UNSUPPORTED;
+                    st = DL_ERR_UNSUPPORTED;
+                    goto checked;
                 }
             }
             continue;
         }
         if (!dl_ir_op_from_name(opn, &op) || dl_ir_op_is_internal(op)) {
-            snprintf(why, why_size, "%s: op '%s' is not supported", desc, opn);
-            return DL_ERR_UNSUPPORTED;
+            note_unsupported(unsup, &n_unsup, &n_more, "", opn, desc);
+            continue;
         }
         if (opset < OPSET_MIN && op_since_version(op) > opset) {
             snprintf(why, why_size,
                      "%s: opset %lld uses an older definition of %s (supported: opsets %d-%d)",
                      desc, (long long)opset, opn, OPSET_MIN, OPSET_MAX);
-            return DL_ERR_UNSUPPORTED;
+            st = DL_ERR_UNSUPPORTED;
+            goto checked;
         }
         if (op == DL_IR_OP_CAST) {
             for (size_t k = 0; k < nd->n_attribute; k++) {
@@ -957,10 +1022,20 @@ static dl_status check_model(const Onnx__ModelProto *mp, int64_t *out_opset, cha
                 if (a->name && strcmp(a->name, "to") == 0 && !dtype_from_onnx((int32_t)a->i, &dt)) {
                     snprintf(why, why_size, "%s: cast to %s is not supported", desc,
                              onnx_dtype_name((int32_t)a->i));
-                    return DL_ERR_UNSUPPORTED;
+                    st = DL_ERR_UNSUPPORTED;
+                    goto checked;
                 }
             }
         }
+    }
+checked:
+    if (st == DL_OK && (n_unsup || n_more)) {
+        describe_unsupported(unsup, n_unsup, n_more, why, why_size);
+        st = DL_ERR_UNSUPPORTED;
+    }
+    free(unsup);
+    if (st != DL_OK) {
+        return st;
     }
     const Onnx__ValueInfoProto *const *lists[2] = {(const Onnx__ValueInfoProto *const *)g->input,
                                                    (const Onnx__ValueInfoProto *const *)g->output};

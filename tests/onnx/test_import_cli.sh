@@ -42,6 +42,29 @@ expect_msg 1 "5000 nested If subgraphs are refused, not a crash" \
   "messages nested more than 100 deep" import deep_if.onnx -o keep.dlg
 check "refused deep model leaves OUT untouched" untouched
 
+# Every unsupported op at once, with its count: Acos twice, Shape once, a custom domain's op.
+if "$py" -c 'import onnx' 2>/dev/null; then
+  "$py" - <<'PYEOF'
+import onnx
+from onnx import helper, TensorProto
+n = [helper.make_node("Acos", ["x"], ["a"]), helper.make_node("Acos", ["a"], ["b"]),
+     helper.make_node("Relu", ["b"], ["c"]), helper.make_node("Shape", ["c"], ["s"]),
+     helper.make_node("FusedGelu", ["c"], ["g"], domain="com.microsoft")]
+g = helper.make_graph(n, "many", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+                      [helper.make_tensor_value_info("s", TensorProto.INT64, [2]),
+                       helper.make_tensor_value_info("g", TensorProto.FLOAT, [2, 3])])
+m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17),
+                                        helper.make_opsetid("com.microsoft", 1)])
+onnx.save(m, "many_unsupported.onnx")
+PYEOF
+  expect_msg 1 "every unsupported op is named at once, with its count" \
+    "3 kinds of op are not supported: node 0 (Acos): op 'Acos' is not supported (2 nodes); node 3 (Shape): op 'Shape' is not supported; node 4 (FusedGelu): domain 'com.microsoft' is not supported" \
+    import many_unsupported.onnx -o keep.dlg
+  check "... and nothing is written" untouched
+else
+  echo "note: onnx is not available to $py, the unsupported-ops case skipped"
+fi
+
 expect_msg 1 "an initializer of [100000, 100000] without data is refused before allocating" \
   "initializer 'big' holds 0 values, its shape [100000, 100000] needs 10000000000" \
   import "$src/tests/onnx/data/size_bomb.onnx" -o keep.dlg
