@@ -1348,6 +1348,34 @@ static dl_status plan(imp *im) {
 // ---------------------------------------------------------------------------------------------
 // Emit pass
 
+// A symbolic ONNX dimension (dim_param, e.g. from PyTorch's dynamic_axes) becomes a named dim
+// of the module, shared by every input naming it. Its default is 1 (a note says so): bind the
+// real size where the model is used (-D NAME=V, dlcc train --batch for the batch dim).
+static dl_status symbolic_dim(imp *im, const char *input, size_t i, const char *param,
+                              dl_ir_dim *out) {
+    char *name = sanitize(param);
+    if (!name) {
+        return DL_ERR_NOMEM;
+    }
+    int32_t di = dl_ir_module_find_dim(im->m, name);
+    dl_status st = DL_OK;
+    if (di < 0) {
+        st = dl_ir_module_add_dim(im->m, name, 1, DL_NO_LOC, &di);
+        if (st == DL_OK) {
+            dl_diag(im->d, DL_SEV_NOTE, DL_NO_LOC,
+                    "onnx: graph input '%s': dimension %zu is symbolic ('%s'): it becomes `dim "
+                    "%s = 1`; bind it with -D %s=SIZE",
+                    input, i, param, name, name);
+        }
+    }
+    free(name);
+    if (st == DL_OK) {
+        out->value = im->m->dims.data[di].value;
+        out->sym = di;
+    }
+    return st;
+}
+
 static dl_status type_from_value_info(imp *im, const Onnx__ValueInfoProto *vi, dl_ir_type *t) {
     const char *nm = vi->name ? vi->name : "";
     const Onnx__TypeProto__Tensor *tt = vi->type->tensor_type; // checked by check_model
@@ -1365,11 +1393,16 @@ static dl_status type_from_value_info(imp *im, const Onnx__ValueInfoProto *vi, d
     t->rank = (int32_t)tt->shape->n_dim;
     for (size_t i = 0; i < tt->shape->n_dim; i++) {
         const Onnx__TensorShapeProto__Dimension *dm = tt->shape->dim[i];
+        if (dm->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
+            dm->dim_param && dm->dim_param[0]) {
+            DL_TRY(symbolic_dim(im, nm, i, dm->dim_param, &t->dims[i]));
+            continue;
+        }
         if (dm->value_case != ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE ||
             dm->dim_value < 0) {
             err(im,
-                "onnx: graph input '%s': dimension %zu is not a fixed size (symbolic "
-                "dimensions are not supported)",
+                "onnx: graph input '%s': dimension %zu has neither a size nor a name (an ONNX "
+                "dim_param names a dimension, e.g. PyTorch's dynamic_axes)",
                 nm, i);
             return DL_ERR_UNSUPPORTED;
         }

@@ -119,6 +119,24 @@ PYEOF
     grep -qE 'BatchNormalization .*\(.*, bn\.weight, bn\.bias, bn\.running_mean, bn\.running_var\)' torch_bn.dlg
   check "bn.running_var is a param" grep -qE '^param +bn\.running_var ' torch_bn.dlg
   expect 0 "the imported torch model checks" check torch_bn.dlg
+
+  # dynamic_axes: the symbolic batch dim becomes a named dim (default 1), bound with -D.
+  "$py" - <<'PYEOF' 2>/dev/null
+import torch
+m = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU(), torch.nn.Linear(4, 2)).eval()
+torch.onnx.export(m, torch.randn(2, 3), "dyn.onnx", opset_version=17, input_names=["x"],
+                  output_names=["y"], dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}})
+PYEOF
+  expect_msg 0 "a torch export with dynamic_axes imports" \
+    "dimension 0 is symbolic ('batch'): it becomes \`dim batch = 1\`; bind it with -D batch=SIZE" \
+    import -v dyn.onnx -o dyn.dlg
+  check "... the batch dim is a named dim" grep -qE '^dim +batch += 1$' dyn.dlg
+  check "... which the input uses" grep -qE '^input +x +: float\[batch, 3\]' dyn.dlg
+  expect 0 "... and it compiles at another batch size" compile -D batch=64 dyn.dlg -o dyn64.so
+  "$py" -c "import numpy as np; np.save('x5.npy', np.ones((5, 3), np.float32))"
+  expect 0 "... and runs there (reference evaluator)" run dyn.dlg -D batch=5 --backend ref \
+    --in x=x5.npy --out y=y5.npy
+  check "... giving [5, 2]" "$py" -c "import numpy as np, sys; sys.exit(np.load('y5.npy').shape != (5, 2))"
 else
   echo "note: torch is not available to $py, torch export case skipped"
 fi
