@@ -104,6 +104,8 @@ static dl_status plan_build(cg *c, const char *target, uint8_t **out, size_t *ou
         .seed_buf = c->seed_buf,
         .counter_buf = c->counter_buf,
         .seed_init = c->seed_init,
+        .comm_grads = {c->comm_grads.data, c->comm_grads.len},
+        .comm_at = c->comm_at,
         .isa = c->isa,
         .memplan = memplan_cb,
         .memplan_ctx = c,
@@ -145,6 +147,7 @@ static void cg_fini(cg *c) {
     free(c->hparams.data);
     free(c->hparam_names.data);
     free(c->seed_init);
+    free(c->comm_grads.data);
 }
 
 // Compiles `m` for target `t` with checked options `o`: lowering, plan, finish, verify,

@@ -53,6 +53,9 @@ typedef struct cg {
     // The train step's RNG counter (m->step_counter's buffer): a STATE int64 scalar starting at
     // the const's value that the prologue increments per call; UINT32_MAX when absent.
     uint32_t counter_buf;
+    // Format 6: what a data-parallel step all-reduces and where (lower_train.c's plan_comm).
+    DL_VEC(dlrt_plan_grad) comm_grads;
+    uint32_t comm_at;       // position in train_kernels
     const dl_ir_node *node; // node being lowered (for diagnostics and names)
     uint32_t isa;           // DLRT_ISA_* enabled by the target features
 } cg;

@@ -71,7 +71,9 @@ typedef struct cg_plan_in {
     uint32_t optimizer;                                  // DLRT_OPTIM_*
     uint32_t hyper_buf, loss_buf, seed_buf, counter_buf; // UINT32_MAX when absent
     const double *seed_init;                             // NULL or the seed's initial value
-    uint32_t isa;                                        // DLRT_ISA_* the kernels need
+    CG_SPAN(dlrt_plan_grad) comm_grads; // format 6: the buffers a data-parallel step reduces
+    uint32_t comm_at;                   // ... between train kernels [0, comm_at) and the rest
+    uint32_t isa;                       // DLRT_ISA_* the kernels need
     cg_memplan_fn memplan;
     void *memplan_ctx;
 } cg_plan_in;

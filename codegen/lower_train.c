@@ -21,10 +21,10 @@
 // PyTorch's Python floats.
 //
 // Gradient accumulation (accumulate = k > 1): each trained param gets a STATE accumulator
-// "PARAM.grad_accum" (its dtype). train.gradsq adds the call's gradient into it and sums the
-// squares of the new accumulator; the prologue counts micro-steps (DLRT_HP_ACCUM_COUNT) and marks
-// the k-th call a boundary (DLRT_HP_BOUNDARY). Only at a boundary do the finite check, the step
-// count, the loss-scale update and the update kernel act, on the mean gradient accum / k; the
+// "PARAM.grad_accum" (its dtype). train.accum adds the call's gradient into it, train.gradsq sums
+// the squares of the new accumulator; the prologue counts micro-steps (DLRT_HP_ACCUM_COUNT) and
+// marks the k-th call a boundary (DLRT_HP_BOUNDARY). Only at a boundary do the finite check, the
+// step count, the loss-scale update and the update kernel act, on the mean gradient accum / k; the
 // update kernel then zeroes the accumulators (also when the step is skipped as non-finite). Off
 // a boundary grad_norm reports the norm of the running mean accum / (micro-steps so far).
 //
@@ -166,77 +166,113 @@ static void for_each_elem(train_ctx *x, LLVMValueRef elo, LLVMValueRef ehi, elem
 }
 
 // ---------------------------------------------------------------------------------------------
-// train.gradsq: partial[ci] = sum over the chunk's elements of (double)g^2, in element order.
-// With accumulation g is the accumulator after adding this call's gradient into it.
-// args: partials, [accumulators] | grads of the trained params
+// train.accum (accumulation only): accum += g, as stored (rounded to the param's dtype), chunk
+// by chunk. A kernel of its own (not folded into train.gradsq) so that data-parallel training
+// can all-reduce the accumulators between the two (the plan's comm_at).
+// args: accumulators | grads of the trained params
 
 typedef struct gradsq_u {
-    LLVMValueRef *g;  // per param
-    LLVMValueRef *ac; // per param, accumulators (accumulation only)
+    LLVMValueRef *g;  // per param: the values summed (grads, or accumulators)
+    LLVMValueRef *ac; // per param, accumulators (train.accum only)
     LLVMValueRef acc;
 } gradsq_u;
 
+static void accum_body(train_ctx *x, void *u_, size_t j, LLVMValueRef i) {
+    cg *c = x->c;
+    gradsq_u *u = u_;
+    dl_dtype pt = x->tp[j].p->type.dtype;
+    LLVMValueRef g = cg_load(c, u->g[j], x->tp[j].g->type.dtype, i);
+    g = cg_convert(c, g, x->tp[j].g->type.dtype, pt);
+    cg_store(c, u->ac[j], pt, i, LLVMBuildFAdd(c->b, cg_load(c, u->ac[j], pt, i), g, ""));
+}
+
+// train.gradsq: partial[ci] = sum over the chunk's elements of (double)v^2, in element order,
+// where v is the gradient, or with accumulation the accumulator after train.accum.
+// args: partials | grads (or accumulators) of the trained params
 static void gradsq_body(train_ctx *x, void *u_, size_t j, LLVMValueRef i) {
     cg *c = x->c;
     gradsq_u *u = u_;
-    LLVMValueRef g = cg_load(c, u->g[j], x->tp[j].g->type.dtype, i);
-    if (x->acc) { // accum += g, as stored (rounded to the param's dtype)
-        dl_dtype pt = x->tp[j].p->type.dtype;
-        g = cg_convert(c, g, x->tp[j].g->type.dtype, pt);
-        g = LLVMBuildFAdd(c->b, cg_load(c, u->ac[j], pt, i), g, "");
-        cg_store(c, u->ac[j], pt, i, g);
-        if (pt != DL_DT_FLOAT) {
-            g = cg_load(c, u->ac[j], pt, i);
-        }
-    }
-    LLVMValueRef d = LLVMBuildFPExt(c->b, g, c->t_f64, "");
+    dl_dtype t = x->acc ? x->tp[j].p->type.dtype : x->tp[j].g->type.dtype;
+    LLVMValueRef d = LLVMBuildFPExt(c->b, cg_load(c, u->g[j], t, i), c->t_f64, "");
     LLVMValueRef a = LLVMBuildLoad2(c->b, c->t_f64, u->acc, "");
     LLVMBuildStore(c->b, LLVMBuildFAdd(c->b, a, LLVMBuildFMul(c->b, d, d, ""), ""), u->acc);
 }
 
-static dl_status emit_gradsq(train_ctx *x) {
+// The chunk loop of train.accum (is_accum) or train.gradsq over the trained params.
+static dl_status emit_chunked(train_ctx *x, bool is_accum) {
     cg *c = x->c;
-    size_t n_out = 1 + (x->acc ? x->n_tp : 0), n_args = n_out + x->n_tp;
-    uint32_t *bufs = dl_mem_calloc(n_args, sizeof *bufs);
+    size_t n_out = is_accum ? x->n_tp : 1, n_args = n_out + x->n_tp;
+    uint32_t *bufs = dl_mem_calloc(n_args ? n_args : 1, sizeof *bufs);
     LLVMValueRef *g = dl_mem_calloc(x->n_tp ? 2 * x->n_tp : 1, sizeof *g);
     if (!bufs || !g) {
         free(bufs);
         free(g);
         return DL_ERR_NOMEM;
     }
-    bufs[0] = x->partial_buf;
+    if (!is_accum) {
+        bufs[0] = x->partial_buf;
+    }
     for (size_t j = 0; j < x->n_tp; j++) {
-        if (x->acc) {
-            bufs[1 + j] = x->tp[j].accum;
+        if (is_accum) {
+            bufs[j] = x->tp[j].accum;
         }
-        bufs[n_out + j] = c->value_buf[x->tp[j].g->id];
+        bufs[n_out + j] = x->acc && !is_accum ? x->tp[j].accum : c->value_buf[x->tp[j].g->id];
     }
     cg_kernel k;
-    dl_status st = cg_kernel_begin_bufs(c, bufs, n_args, n_out, x->n_chunks, "train.gradsq", &k);
+    dl_status st = cg_kernel_begin_bufs(c, bufs, n_args, n_out, x->n_chunks,
+                                        is_accum ? "train.accum" : "train.gradsq", &k);
     if (st == DL_OK) {
-        LLVMValueRef part = cg_kernel_arg(c, &k, 0);
         for (size_t j = 0; j < x->n_tp; j++) {
             g[j] = cg_kernel_arg(c, &k, n_out + j);
-            if (x->acc) {
-                g[x->n_tp + j] = cg_kernel_arg(c, &k, 1 + j);
+            if (is_accum) {
+                g[x->n_tp + j] = cg_kernel_arg(c, &k, j);
             }
         }
-        gradsq_u u = {g, g + x->n_tp, cg_entry_alloca(c, &k, c->t_f64, 1)};
+        LLVMValueRef part = is_accum ? NULL : cg_kernel_arg(c, &k, 0);
+        gradsq_u u = {g, g + x->n_tp, is_accum ? NULL : cg_entry_alloca(c, &k, c->t_f64, 1)};
         cg_loop l;
         LLVMValueRef ci = cg_for_begin(c, &l, k.begin, k.end, "chunk");
-        LLVMBuildStore(c->b, f64c(c, 0.0), u.acc);
+        if (!is_accum) {
+            LLVMBuildStore(c->b, f64c(c, 0.0), u.acc);
+        }
         LLVMValueRef elo = LLVMBuildMul(c->b, ci, cg_i64(c, TRAIN_CHUNK), "");
         LLVMValueRef ehi =
             smin(c, LLVMBuildAdd(c->b, elo, cg_i64(c, TRAIN_CHUNK), ""), cg_i64(c, x->total));
-        for_each_elem(x, elo, ehi, gradsq_body, &u);
-        LLVMValueRef p = LLVMBuildInBoundsGEP2(c->b, c->t_f64, part, &ci, 1, "");
-        LLVMBuildStore(c->b, LLVMBuildLoad2(c->b, c->t_f64, u.acc, ""), p);
+        for_each_elem(x, elo, ehi, is_accum ? accum_body : gradsq_body, &u);
+        if (!is_accum) {
+            LLVMValueRef p = LLVMBuildInBoundsGEP2(c->b, c->t_f64, part, &ci, 1, "");
+            LLVMBuildStore(c->b, LLVMBuildLoad2(c->b, c->t_f64, u.acc, ""), p);
+        }
         cg_for_end(c, &l);
         st = cg_kernel_end(c, &k);
     }
     free(bufs);
     free(g);
     return st;
+}
+
+// The data-parallel all-reduce point (format 6): what is reduced (each trained param's gradient,
+// or its accumulator) and where in the train entry (before train.gradsq, after train.accum).
+// `first_step`: the first step kernel's record (they join the train entry after the node kernels).
+static dl_status plan_comm(train_ctx *x, size_t first_step) {
+    cg *c = x->c;
+    c->comm_at = (uint32_t)(c->train_kernels.len + (c->kernels.len - first_step));
+    for (size_t j = 0; j < x->n_tp; j++) {
+        const trained *tp = &x->tp[j];
+        dlrt_plan_grad g = {0};
+        g.buffer = x->acc ? tp->accum : c->value_buf[tp->g->id];
+        g.dtype = (uint32_t)(x->acc ? tp->p->type.dtype : tp->g->type.dtype);
+        g.numel = (uint64_t)tp->n;
+        for (size_t i = 0; i < c->m->params.len; i++) {
+            if (c->m->params.data[i] == tp->p) {
+                g.param = (uint32_t)i;
+            }
+        }
+        if (!DL_VEC_PUSH(&c->comm_grads, g)) {
+            return DL_ERR_NOMEM;
+        }
+    }
+    return DL_OK;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -976,7 +1012,11 @@ dl_status dl_cg__lower_train(cg *c) {
         (!starts || (st = plan_assign_state(&x, starts)) == DL_OK)) {
         // The step kernels, created in execution order after every node kernel.
         first_step = c->kernels.len;
-        if ((st = emit_gradsq(&x)) == DL_OK && (st = emit_prologue(&x)) == DL_OK) {
+        if (x.acc) {
+            st = emit_chunked(&x, true);
+        }
+        if (st == DL_OK && (st = plan_comm(&x, first_step)) == DL_OK &&
+            (st = emit_chunked(&x, false)) == DL_OK && (st = emit_prologue(&x)) == DL_OK) {
             st = emit_update(&x);
         }
         for (size_t i = 0; i < m->assigns.len && st == DL_OK; i++) {

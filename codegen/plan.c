@@ -548,6 +548,11 @@ static dl_status build_plan(const cg_plan_in *c, blob *out) {
     blob_align(out, DLRT_BUFFER_ALIGN);
     h.off_data = blob_put(out, pc.data.p, pc.data.len);
     h.size_data = pc.data.len;
+    // Format 6: the data-parallel all-reduce point.
+    blob_align(out, 8);
+    h.n_grads = c->has_train ? (uint32_t)c->comm_grads.len : 0;
+    h.comm_at = c->has_train ? c->comm_at : 0;
+    h.off_grads = blob_put(out, c->comm_grads.data, h.n_grads * sizeof(dlrt_plan_grad));
     h.total_size = out->len;
     if (pc.strings.oom || pc.data.oom || out->oom) {
         st = DL_ERR_NOMEM;

@@ -334,6 +334,93 @@ DLRT_API dlrt_status dlrt_session_profile_write(dlrt_session *s, const char *pat
 DLRT_API dlrt_status dlrt_session_profile_summary(dlrt_session *s, FILE *f, size_t top);
 
 // ---------------------------------------------------------------------------------------------
+// Data parallelism (rt_comm.c, rt_dp.c)
+//
+// Synchronous data-parallel training across processes: every process (rank) runs a session of
+// the same artifact on its own share of each global batch, and the train step all-reduces the
+// gradients between backward and the optimizer, so every rank applies the same update and
+// params stay identical. The transport is MPI, in a plugin (libdlrt_mpi.so, installed next to
+// libdlrt) that libdlrt loads with dlopen only when a communicator is opened: a trainer that
+// never calls dlrt_comm_open_* needs no MPI. The reduction order is fixed (each rank sums its
+// segment's contributions in rank order 0..N-1), so a run is bit-identical from launch to
+// launch for a given world size. A rank that dies or hangs makes the others fail with
+// DLRT_ERR_IO naming it after the timeout, never wait forever.
+
+typedef struct dlrt_comm dlrt_comm;
+
+// Options of dlrt_comm_open_mpi. Initialise with dlrt_comm_options_init, then set fields.
+typedef struct dlrt_comm_options {
+    double timeout_s;        // longest wait for another rank in one operation (default 300; 0: the
+                             // default, or $DLRT_COMM_TIMEOUT seconds when set)
+    const char *plugin_path; // the MPI plugin (NULL, the default: $DLRT_MPI_PLUGIN if set, else
+                             // libdlrt_mpi.so next to libdlrt, else the dynamic loader's path)
+} dlrt_comm_options;
+
+// Sets every option to its default. Thread-safe.
+DLRT_API void dlrt_comm_options_init(dlrt_comm_options *opts);
+// Opens a communicator over MPI. `mpi_comm` NULL: MPI_COMM_WORLD, initialising MPI (with
+// MPI_THREAD_SERIALIZED) unless the program already did, and finalising it at destroy if this
+// call initialised it; else the address of an MPI_Comm of the caller's (e.g. mpi4py's
+// Comm handle), duplicated (MPI must be initialised with at least MPI_THREAD_SERIALIZED). The
+// communicator runs one thread of its own that makes every MPI call after opening. Errors:
+// DLRT_ERR_UNSUPPORTED when the plugin or MPI cannot be loaded (the message says which file),
+// DLRT_ERR_IO when MPI fails, DLRT_ERR_INVALID_ARG for bad options. Collective: every rank calls
+// it. On DLRT_OK *out is owned by the caller (dlrt_comm_destroy).
+DLRT_API dlrt_status dlrt_comm_open_mpi(const void *mpi_comm, const dlrt_comm_options *opts,
+                                        dlrt_comm **out);
+// Stops the communicator's thread and frees it (finalising MPI if dlrt_comm_open_mpi initialised
+// it and no operation failed: after a failure the peers may be gone, and MPI_Finalize could
+// wait for them forever). Sessions bound to it must be unbound or destroyed first. NULL is a
+// no-op.
+DLRT_API void dlrt_comm_destroy(dlrt_comm *c);
+// This process's rank in [0, size) and the number of ranks. Thread-safe.
+DLRT_API int dlrt_comm_rank(const dlrt_comm *c);
+DLRT_API int dlrt_comm_size(const dlrt_comm *c);
+// Deterministic all-reduce: afterwards every rank's buf[0, n) holds scale * (the sum over ranks
+// r = 0..N-1, in that order, of rank r's buf), the same bits on every rank. Blocking.
+// Operations are matched across ranks by order: every rank must issue the same operations
+// (all-reduce, broadcast, barrier; a bound session's steps) in the same order. DLRT_ERR_IO when
+// a rank did not take part within the timeout (the message names it) or MPI failed; after such
+// an error the communicator is broken and every later operation fails at once with the same
+// message.
+DLRT_API dlrt_status dlrt_comm_allreduce(dlrt_comm *c, float *buf, size_t n, float scale);
+// The same, non-blocking: queues the operation and returns at once with a ticket for
+// dlrt_comm_wait. buf must stay valid and untouched until the wait returns. Thread-safe with
+// other starts (operations run in the order they were started, on the communicator's thread).
+DLRT_API dlrt_status dlrt_comm_allreduce_start(dlrt_comm *c, float *buf, size_t n, float scale,
+                                               uint64_t *out_ticket);
+// Waits until the operation of `ticket` (and every earlier one) has finished. Errors as
+// dlrt_comm_allreduce.
+DLRT_API dlrt_status dlrt_comm_wait(dlrt_comm *c, uint64_t ticket);
+// Copies root's buf[0, size) into every other rank's buf. Blocking; errors as above.
+DLRT_API dlrt_status dlrt_comm_broadcast(dlrt_comm *c, void *buf, size_t size, int root);
+// Returns once every rank has called it. Errors as above.
+DLRT_API dlrt_status dlrt_comm_barrier(dlrt_comm *c);
+
+// Binds a communicator to a session (BORROWED: it must outlive the binding): from now on
+// dlrt_session_train_step all-reduces the gradients after backward (the mean over ranks: the sum
+// in rank order times 1/size, so with a mean-reduced loss each rank's step uses the gradient of
+// the global batch), then the global norm, clipping, the non-finite check, loss scaling and the
+// update see the reduced gradients, and every rank takes the same decisions. With accumulate = k
+// only the k-th call of each cycle communicates (its accumulators). Gradients are packed into
+// buckets of at most bucket_bytes (0: the default, 25 MiB, or $DLRT_BUCKET_BYTES) in the order
+// backward finishes them, and each bucket's all-reduce starts as soon as the kernels touching
+// its gradients are done, overlapping the rest of backward. Collective: every rank binds, in
+// the same order. At binding every rank checks that all ranks run the same artifact (a digest
+// of its plan and of its param shapes): DLRT_ERR_INVALID_ARG naming the first rank that
+// differs from rank 0, before any step; then rank 0's params, optimizer state and step state
+// are broadcast to all (as DDP does at construction), so a checkpoint loaded on rank 0 alone is
+// enough. BatchNorm running statistics stay per rank between bindings. CPU sessions with float32
+// gradients only (else DLRT_ERR_UNSUPPORTED). `c` NULL unbinds (no collective call).
+DLRT_API dlrt_status dlrt_session_bind_comm(dlrt_session *s, dlrt_comm *c, size_t bucket_bytes);
+// What the last train step of a bound session spent on communication: *out_wait_ms the time the
+// step waited for all-reduces after backward, *out_comm_ms the time they took on the
+// communicator's thread, *out_bytes the bytes reduced per rank, *out_buckets their count (any
+// may be NULL). Zeros for an unbound session or before the first step.
+DLRT_API void dlrt_session_comm_stats(const dlrt_session *s, double *out_wait_ms,
+                                      double *out_comm_ms, uint64_t *out_bytes, int *out_buckets);
+
+// ---------------------------------------------------------------------------------------------
 // Memory
 
 // The memory plan of `m`: *arena_bytes is the size of the one arena a session allocates for

@@ -22,6 +22,11 @@
 // "recompile it"); the driver's cache key includes DLRT_FORMAT_VERSION, so old cache entries are
 // never served.
 //
+// Format 6 adds what synchronous data-parallel training needs (runtime/rt_comm.c): the buffers a
+// train step all-reduces across processes (each trained param's gradient, or with accumulation
+// its accumulator) and the point of the step's kernel list where they are final and nothing has
+// read them yet (dlrt_plan_hdr.comm_at).
+//
 // Kernel ABI, CPU (every kernel): void k(void *const *args, int64_t begin, int64_t end)
 //   args:  one pointer per argument buffer of the kernel (dlrt_plan_kernel.first_arg ...),
 //          outputs first, then inputs, in the order codegen chose;
@@ -50,6 +55,7 @@
 //   char strings[size_strings]    names (not NUL-terminated; offset + length; no NUL inside)
 //   uint8_t data[size_data]       constant and literal-initialiser bytes
 //   uint8_t image[size_image]     format 5: the device image (DLRT_IMAGE_*; empty for the CPU)
+//   dlrt_plan_grad[n_grads]       format 6: what data-parallel training all-reduces, and when
 // The runtime treats the plan as untrusted: every id, offset and size is bounds-checked on load.
 #ifndef DLRT_FORMAT_H
 #define DLRT_FORMAT_H
@@ -57,7 +63,7 @@
 #include <stdint.h>
 
 #define DLRT_PLAN_MAGIC      "DLRTPLAN"
-#define DLRT_FORMAT_VERSION  5u
+#define DLRT_FORMAT_VERSION  6u
 #define DLRT_ARTIFACT_SYMBOL "dlcc_artifact_v1"
 #define DLRT_MAX_RANK        8
 #define DLRT_BUFFER_ALIGN    64u
@@ -237,12 +243,19 @@ typedef struct dlrt_plan_hdr {
     // target_len name the exact target ("x86_64-pc-linux-gnu skylake-avx512", "cuda:sm_90").
     uint32_t device;
     uint32_t image_kind; // DLRT_IMAGE_* (DLRT_IMAGE_NONE for the CPU)
-    uint32_t reserved5;  // 0
+    uint32_t n_grads;    // format 6: dlrt_plan_grad records at off_grads (0 without a train step)
     // The device image: bytes [off_image, off_image + size_image) of the plan, 64-byte aligned
     // (both 0 for the CPU).
     uint64_t off_image, size_image;
+    // Format 6: the all-reduce point of the train step. The train entry's kernels
+    // [0, comm_at) (positions in its kernel list) compute every dlrt_plan_grad buffer and leave
+    // it final; kernels from comm_at on read them (the global norm first). A data-parallel
+    // session reduces them in between. 0 without a train step.
+    uint32_t comm_at;
+    uint32_t reserved6; // 0
+    uint64_t off_grads;
 } dlrt_plan_hdr;
-_Static_assert(sizeof(dlrt_plan_hdr) == 256, "abi: dlrt_plan_hdr");
+_Static_assert(sizeof(dlrt_plan_hdr) == 272, "abi: dlrt_plan_hdr");
 
 typedef struct dlrt_plan_buffer {
     uint64_t size;     // bytes (0 allowed for empty tensors)
@@ -324,6 +337,19 @@ typedef struct dlrt_plan_hparam {
     double init;                 // initial value (also in the hyper buffer's init data)
 } dlrt_plan_hparam;
 _Static_assert(sizeof(dlrt_plan_hparam) == 24, "abi: dlrt_plan_hparam");
+
+// Format 6: a buffer the train step all-reduces in data-parallel training, one per trained param
+// in param order: its gradient (a TEMP buffer written by the backward kernels before comm_at),
+// or with gradient accumulation (accumulate = k > 1) its accumulator "PARAM.grad_accum" (a
+// STATE buffer; reduced at boundary calls only). size of the buffer == numel * size of dtype.
+typedef struct dlrt_plan_grad {
+    uint32_t buffer; // buffer id
+    uint32_t param;  // the param's index among the params (0 .. number of params)
+    uint32_t dtype;  // DLRT_DT_* of its elements
+    uint32_t reserved;
+    uint64_t numel;
+} dlrt_plan_grad;
+_Static_assert(sizeof(dlrt_plan_grad) == 24, "abi: dlrt_plan_grad");
 
 // Format 4 and later: the last bytes of the artifact file, after the ELF object. hash = XXH3-128
 // (base's dl_hash128_of) of the file's first `size - 16` bytes, i.e. everything but the hash

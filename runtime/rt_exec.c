@@ -17,6 +17,11 @@
 // predecessor counts under the pool mutex and queues those that reach zero (inter-op
 // parallelism). The step ends when every kernel has finished.
 //
+// Data-parallel sessions (rt_dp.c) run the train step as two schedules around its all-reduce
+// point, RT_SCHED_TRAIN_A (the plan's train kernels before comm_at) and RT_SCHED_TRAIN_B (the
+// rest), built only when the plan has one; a done hook on A starts each gradient bucket's
+// all-reduce as soon as the last kernel touching it has finished.
+//
 // Invariants.
 //   - A step allocates nothing and creates no thread: queue, counters and schedules are sized at
 //     creation (every chunk is queued exactly once per step, so the queue never wraps).
@@ -58,7 +63,11 @@ typedef struct rt_kx {
 } rt_kx;
 
 typedef struct rt_sched {
-    uint32_t n; // kernels of the entry
+    uint32_t n; // kernels of the entry (or of the phase)
+    // Called once per step for each kernel i when it has finished (its last chunk), by the
+    // thread that finished it, with no lock held; NULL: none (rt__exec_set_done_hook).
+    void (*done)(void *u, uint32_t i);
+    void *done_u;
     rt_kx *k;
     uint32_t *succ;           // successor lists (local indices)
     int64_t *bounds;          // chunk boundaries of every kernel (n_chunks + 1 each)
@@ -83,8 +92,8 @@ typedef struct rt_worker {
 struct rt_exec {
     dlrt_session *s;
     int n_threads;
-    rt_sched sched[DLRT_ENTRY_COUNT];
-    rt_task *queue; // capacity: the largest total_chunks
+    rt_sched sched[RT_SCHED_COUNT]; // per entry point, then the train step's two phases
+    rt_task *queue;                 // capacity: the largest total_chunks
     rt_worker *workers;
     bool sync_made;
     pthread_mutex_t mu;
@@ -178,6 +187,9 @@ static void run_sequential(dlrt_session *s, const rt_sched *sc) {
         } else {
             k->fn(k->args, 0, k->range);
         }
+        if (sc->done) {
+            sc->done(sc->done_u, i);
+        }
     }
 }
 
@@ -225,6 +237,9 @@ static void work(rt_exec *x, int w) {
         run_chunk(s, sc, k, t.chunk, w);
         if (atomic_fetch_sub_explicit(&sc->chunks_left[t.k], 1, memory_order_acq_rel) != 1) {
             continue;
+        }
+        if (sc->done) { // before the step can end: the caller's wait follows run_parallel
+            sc->done(sc->done_u, t.k);
         }
         // The kernel's last chunk: release its successors.
         pthread_mutex_lock(&x->mu);
@@ -295,21 +310,38 @@ static void run_parallel(rt_exec *x, rt_sched *sc) {
     work(x, 0);
 }
 
-void rt__run_entry(dlrt_session *s, int entry) {
+static void run_sched(dlrt_session *s, rt_sched *sc) {
     rt_exec *x = s->exec;
-    rt_sched *sc = &x->sched[entry];
     if (sc->n == 0) {
         return;
     }
-    int64_t t0 = s->prof ? rt__now_ns() : 0;
     if (x->n_threads == 1 || s->debug_split > 1) {
         run_sequential(s, sc);
     } else {
         run_parallel(x, sc);
     }
+}
+
+void rt__run_entry(dlrt_session *s, int entry) {
+    int64_t t0 = s->prof ? rt__now_ns() : 0;
+    run_sched(s, &s->exec->sched[entry]);
     if (s->prof) {
         rt__prof_step(s, entry, t0, rt__now_ns());
     }
+}
+
+void rt__run_sched(dlrt_session *s, int sched) {
+    run_sched(s, &s->exec->sched[sched]);
+}
+
+void rt__exec_set_done_hook(dlrt_session *s, int sched, void (*done)(void *u, uint32_t i),
+                            void *u) {
+    s->exec->sched[sched].done = done;
+    s->exec->sched[sched].done_u = u;
+}
+
+uint32_t rt__sched_size(const dlrt_session *s, int sched) {
+    return s->exec->sched[sched].n;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -364,13 +396,16 @@ static size_t split_bytes_setting(void) {
     return DEFAULT_SPLIT_BYTES;
 }
 
-static dlrt_status build_sched(rt_exec *x, int entry, uint32_t *pos, size_t split_bytes) {
+// Schedule `slot` over the kernels entry_kernels[first, first + n) (an entry point, or one phase
+// of one: a dependency on a kernel outside the range counts as satisfied, which is right for
+// the train step's second phase since the first has finished before it starts).
+static dlrt_status build_sched(rt_exec *x, int slot, uint32_t first, uint32_t n, uint32_t *pos,
+                               size_t split_bytes) {
     dlrt_session *s = x->s;
     const dlrt_model *m = s->model;
     const dlrt_plan_hdr *h = m->hdr;
     const uint32_t *deps = (const uint32_t *)(m->plan + h->off_deps);
-    rt_sched *sc = &x->sched[entry];
-    uint32_t first = h->entry_first[entry], n = h->entry_count[entry];
+    rt_sched *sc = &x->sched[slot];
     sc->n = n;
     if (n == 0) {
         return DLRT_OK;
@@ -485,8 +520,19 @@ dlrt_status rt__exec_create(dlrt_session *s, int requested) {
     }
     size_t split_bytes = split_bytes_setting();
     uint32_t max_chunks = 1;
-    for (int e = 0; e < DLRT_ENTRY_COUNT && st == DLRT_OK; e++) {
-        st = build_sched(x, e, pos, split_bytes);
+    // The train step's phases around its all-reduce point (data-parallel sessions, rt_dp.c).
+    uint32_t tf = h->entry_first[DLRT_ENTRY_TRAIN_STEP], tn = h->entry_count[DLRT_ENTRY_TRAIN_STEP];
+    uint32_t at = h->n_grads > 0 ? h->comm_at : 0;
+    for (int e = 0; e < RT_SCHED_COUNT && st == DLRT_OK; e++) {
+        uint32_t first = e < DLRT_ENTRY_COUNT ? h->entry_first[e] : tf;
+        uint32_t n = e < DLRT_ENTRY_COUNT ? h->entry_count[e] : 0;
+        if (e == RT_SCHED_TRAIN_A && at > 0) {
+            n = at;
+        } else if (e == RT_SCHED_TRAIN_B && at > 0) {
+            first = tf + at;
+            n = tn - at;
+        }
+        st = build_sched(x, e, first, n, pos, split_bytes);
         if (x->sched[e].total_chunks > max_chunks) {
             max_chunks = x->sched[e].total_chunks;
         }
@@ -540,7 +586,7 @@ void rt__exec_destroy(dlrt_session *s) {
         pthread_cond_destroy(&x->cv);
         pthread_mutex_destroy(&x->mu);
     }
-    for (int e = 0; e < DLRT_ENTRY_COUNT; e++) {
+    for (int e = 0; e < RT_SCHED_COUNT; e++) {
         free(x->sched[e].k);
         free(x->sched[e].succ);
         free(x->sched[e].bounds);

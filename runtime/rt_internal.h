@@ -32,6 +32,7 @@ struct dlrt_model {
     size_t n_inputs, n_outputs, n_params, n_states;
     size_t first_input, first_output, first_param, first_state; // tensor index ranges by role
     const dlrt_plan_hparam *hparams;                            // n = hdr->n_hparams
+    const dlrt_plan_grad *grads;                                // n = hdr->n_grads (format 6)
     char **hparam_names;                                        // NUL-terminated copies (OWNED)
 };
 
@@ -53,6 +54,8 @@ struct dlrt_session {
     char *source_name;    // OWNED: the .dlg name printed with kernel lines (never NULL once made)
     uint8_t *input_given; // OWNED: per input (model order), 1 once set or bound; NULL until the
                           // first set / bind (rt_session.c's input functions)
+    struct rt_dp *dp;     // OWNED: the data-parallel state while a communicator is bound
+                          // (rt_dp.c), else NULL
 };
 
 // The largest kernel range a plan may give (a kernel's outer dimension; far above any tensor).
@@ -87,6 +90,15 @@ size_t rt__dtype_size(uint32_t dtype);
 // The CPU device's executor (rt_exec.c). Runs entry point `entry` (DLRT_ENTRY_*): sequentially
 // with one thread, else on the pool by dependency counting. Allocates nothing.
 void rt__run_entry(dlrt_session *s, int entry);
+// The executor's schedules: one per entry point (DLRT_ENTRY_*), then the train step's two phases
+// around its all-reduce point (the plan's comm_at; empty when the plan has none).
+enum { RT_SCHED_TRAIN_A = DLRT_ENTRY_COUNT, RT_SCHED_TRAIN_B, RT_SCHED_COUNT };
+// Runs schedule `sched` (RT_SCHED_*) like rt__run_entry, without a profiler step event.
+void rt__run_sched(dlrt_session *s, int sched);
+// The kernels of schedule `sched`, and a hook called once per step when its kernel i (0-based in
+// the schedule) has finished, from the thread that finished it, with no lock held (NULL: none).
+uint32_t rt__sched_size(const dlrt_session *s, int sched);
+void rt__exec_set_done_hook(dlrt_session *s, int sched, void (*done)(void *u, uint32_t i), void *u);
 // Builds the per-entry schedules and starts n_threads - 1 workers (rt_exec.c).
 dlrt_status rt__exec_create(dlrt_session *s, int n_threads);
 void rt__exec_destroy(dlrt_session *s); // joins the workers; NULL exec is a no-op
@@ -105,6 +117,30 @@ dlrt_status rt__check_inputs(dlrt_session *s, int entry, const char *what);
 dlrt_status rt__state_reset(dlrt_session *s, uint32_t b) __attribute__((warn_unused_result));
 // The tensor named `name` among params and optimizer state (-1 if none) (rt_session.c).
 long rt__find_param_or_state(const dlrt_model *m, const char *name);
+
+// The communicator (rt_comm.c) as data-parallel sessions use it (rt_dp.c).
+typedef struct rt_comm_piece {
+    float *data;
+    size_t n; // floats
+} rt_comm_piece;
+// Queues an all-reduce (as dlrt_comm_allreduce_start) of stage[0, n); with pieces, the
+// communicator's thread first gathers pieces[0, n_pieces) (n floats in all) into stage and
+// afterwards scatters the result back to them. pieces and stage stay the caller's until the
+// wait. *out_ms (if non-NULL) receives the operation's time. The scratch must have been
+// reserved for n floats (rt__comm_reserve). Thread-safe.
+dlrt_status rt__comm_allreduce_pieces(dlrt_comm *c, float *stage, size_t n, float scale,
+                                      const rt_comm_piece *pieces, size_t n_pieces, double *out_ms,
+                                      uint64_t *out_ticket) __attribute__((warn_unused_result));
+// Makes the communicator's all-reduce scratch hold n floats (waits for queued operations).
+dlrt_status rt__comm_reserve(dlrt_comm *c, size_t n) __attribute__((warn_unused_result));
+// Blocking all-gather of `size` bytes per rank into all[size * ranks].
+dlrt_status rt__comm_allgather(dlrt_comm *c, const void *mine, void *all, size_t size)
+    __attribute__((warn_unused_result));
+
+// Data-parallel sessions (rt_dp.c): the train step of a session with s->dp, and freeing s->dp
+// (NULL is a no-op; before the executor is destroyed).
+dlrt_status rt__dp_train_step(dlrt_session *s) __attribute__((warn_unused_result));
+void rt__dp_destroy(dlrt_session *s);
 
 // THE mapping of a base status (dl_status, from base/'s readers and the cache) to the runtime's
 // public status; every runtime file converts through it. Parse and integrity failures of

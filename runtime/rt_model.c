@@ -180,6 +180,37 @@ static dlrt_status validate_train(dlrt_model *m) {
     return DLRT_OK;
 }
 
+// Format 6: the data-parallel all-reduce point. Each record names a distinct buffer of its
+// dtype's size times numel (a gradient TEMP buffer, or with accumulation a STATE accumulator)
+// and a param; comm_at lies inside the train entry. Nothing without a train step.
+static dlrt_status validate_grads(dlrt_model *m) {
+    const dlrt_plan_hdr *h = m->hdr;
+    if (h->reserved6 != 0 || !table_ok(h, h->off_grads, h->n_grads, sizeof(dlrt_plan_grad))) {
+        return corrupt("the gradient table lies outside the plan");
+    }
+    m->grads = (const dlrt_plan_grad *)(m->plan + h->off_grads);
+    if (h->comm_at > h->entry_count[DLRT_ENTRY_TRAIN_STEP] || h->n_grads > m->n_params ||
+        (h->entry_count[DLRT_ENTRY_TRAIN_STEP] == 0 && h->n_grads != 0)) {
+        return corrupt("bad all-reduce point");
+    }
+    for (uint32_t i = 0; i < h->n_grads; i++) {
+        const dlrt_plan_grad *g = &m->grads[i];
+        if (g->buffer >= h->n_buffers || g->param >= m->n_params || g->dtype >= DLRT_DT_COUNT ||
+            g->reserved != 0 || g->numel > (UINT64_C(1) << 48) ||
+            g->numel * rt__dtype_size(g->dtype) != m->buffers[g->buffer].size ||
+            (m->buffers[g->buffer].kind != DLRT_BUF_TEMP &&
+             m->buffers[g->buffer].kind != DLRT_BUF_STATE)) {
+            return corrupt("bad gradient record");
+        }
+        for (uint32_t j = 0; j < i; j++) {
+            if (m->grads[j].buffer == g->buffer) {
+                return corrupt("a gradient buffer is listed twice");
+            }
+        }
+    }
+    return DLRT_OK;
+}
+
 typedef struct arena_span {
     uint64_t off, end;
     bool exclusive;
@@ -290,7 +321,7 @@ static dlrt_status check_unique_names(const dlrt_model *m, const dlrt_plan_fn *s
 // Format 5: the device kind and the device image. The CPU runs host code and has no image; a
 // device kind with an image needs one of a known kind, 64-byte aligned inside the plan.
 static dlrt_status validate_device(const dlrt_plan_hdr *h) {
-    if (h->device >= DLRT_PLAN_DEVICE_COUNT || h->reserved5 != 0) {
+    if (h->device >= DLRT_PLAN_DEVICE_COUNT) {
         return corrupt("unknown device kind");
     }
     if (h->image_kind > DLRT_IMAGE_PTX || h->off_image % 64 != 0 ||
@@ -544,7 +575,7 @@ static dlrt_status validate(dlrt_model *m, uint64_t plan_size, uint32_t n_fns,
     m->first_output = m->n_inputs;
     m->first_param = m->n_inputs + m->n_outputs;
     m->first_state = m->first_param + m->n_params;
-    return DLRT_OK;
+    return validate_grads(m);
 }
 
 static char *dup_range(const char *s, size_t n) {

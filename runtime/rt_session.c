@@ -239,6 +239,7 @@ void dlrt_session_destroy(dlrt_session *s) {
     if (!s) {
         return;
     }
+    rt__dp_destroy(s);
     if (s->dev_open) {
         s->dev.ops->close(&s->dev); // the CPU: joins the workers first
     }

@@ -182,7 +182,7 @@ dlrt_status dlrt_session_train_step(dlrt_session *s, dlrt_step_info *info) {
     if (st != DLRT_OK) {
         return st;
     }
-    st = rt__session_run(s, DLRT_ENTRY_TRAIN_STEP);
+    st = s->dp ? rt__dp_train_step(s) : rt__session_run(s, DLRT_ENTRY_TRAIN_STEP);
     if (st == DLRT_OK && info) {
         double h[DLRT_HP_COUNT];
         if ((st = hyper_read(s, h)) != DLRT_OK) {

@@ -16,6 +16,8 @@ PKGS=(
   python3 python3-numpy python3-onnx                # test helpers (.npy fixtures, ONNX models)
   python3-torch                                     # PyTorch parity tests (tests/parity)
   libopenblas-dev                                   # GEMM baseline for bench/ (not linked by dlcc)
+  libopenmpi-dev openmpi-bin                        # data-parallel training (libdlrt_mpi.so, mpirun)
+  python3-mpi4py                                    # MPI communicators passed to the Python binding
 )
 
 missing=()

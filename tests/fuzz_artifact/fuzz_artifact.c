@@ -19,8 +19,8 @@
 // directories to the same entry point: the ctest over tests/fuzz_artifact/corpus, and the way to
 // replay a crash file without libFuzzer. In replay mode, corpus files whose names start with
 // "valid-" must be accepted (they are real plans, compiled for a baseline x86-64 CPU), and those
-// whose names start with "format4-" (real plans of artifact format 4) must be refused as
-// unsupported with a message that says to recompile.
+// whose names start with "formatN-" (real plans of an older artifact format N: 4, 5) must be
+// refused as unsupported with a message that names version N and says to recompile.
 #include "dl_base.h"
 #include "rt_internal.h"
 
@@ -225,12 +225,16 @@ static int run_file(const char *path, const char *name) {
         fprintf(stderr, "%s: a valid plan was refused: %s\n", path, dlrt_last_error());
         return 1;
     }
-    if (strncmp(name, "format4-", 8) == 0 &&
-        (last_status != DLRT_ERR_UNSUPPORTED || !strstr(dlrt_last_error(), "version 4") ||
-         !strstr(dlrt_last_error(), "recompile"))) {
-        fprintf(stderr, "%s: a format-4 plan was not refused as such: status %d (%s)\n", path,
-                (int)last_status, dlrt_last_error());
-        return 1;
+    // "formatN-": a real plan of an older format N, refused as such.
+    char want[32];
+    if (strncmp(name, "format", 6) == 0 && name[6] >= '1' && name[6] <= '9' && name[7] == '-') {
+        snprintf(want, sizeof want, "version %c", name[6]);
+        if (last_status != DLRT_ERR_UNSUPPORTED || !strstr(dlrt_last_error(), want) ||
+            !strstr(dlrt_last_error(), "recompile")) {
+            fprintf(stderr, "%s: a format-%c plan was not refused as such: status %d (%s)\n", path,
+                    name[6], (int)last_status, dlrt_last_error());
+            return 1;
+        }
     }
     return 0;
 }

@@ -1254,7 +1254,14 @@ DL_TEST(rt_rejects_altered_plan) {
         {"an image past the end", offsetof(dlrt_plan_hdr, size_image), 8, h.total_size + 64,
          DLRT_ERR_CORRUPT},
         {"an image offset misaligned", offsetof(dlrt_plan_hdr, off_image), 8, 8, DLRT_ERR_CORRUPT},
-        {"header reserved word", offsetof(dlrt_plan_hdr, reserved5), 4, 1, DLRT_ERR_CORRUPT},
+        // Format 6: the data-parallel all-reduce point (this model has no train step).
+        {"header reserved word", offsetof(dlrt_plan_hdr, reserved6), 4, 1, DLRT_ERR_CORRUPT},
+        {"gradients without a train step", offsetof(dlrt_plan_hdr, n_grads), 4, 1,
+         DLRT_ERR_CORRUPT},
+        {"an all-reduce point without a train step", offsetof(dlrt_plan_hdr, comm_at), 4, 1,
+         DLRT_ERR_CORRUPT},
+        {"a gradient table past the end", offsetof(dlrt_plan_hdr, off_grads), 8, h.total_size + 8,
+         DLRT_ERR_CORRUPT},
         {"empty kernel symbol name", fsig0 + offsetof(dlrt_plan_fn, name_len), 4, 0,
          DLRT_ERR_CORRUPT},
         {"kernel symbol name outside the strings", fsig0 + offsetof(dlrt_plan_fn, name_off), 4,
@@ -1494,7 +1501,7 @@ static const char *plan_string(const uint8_t *plan, const dlrt_plan_hdr *h, uint
 // naming the op of the node it came from; and the runtime's view of it: the model's and the
 // session's device, each tensor's device, the copy-out functions agreeing with the borrowed
 // pointer.
-DL_TEST(rt_format5_round_trip) {
+DL_TEST(rt_format6_round_trip) {
     const fixture_state *f = fixture();
     DL_CHECK(f->ok);
     long at = find_plan(f->art, f->art_len);
@@ -1502,12 +1509,14 @@ DL_TEST(rt_format5_round_trip) {
     const uint8_t *plan = f->art + at;
     dlrt_plan_hdr h;
     memcpy(&h, plan, sizeof h);
-    DL_CHECK_EQ_I64(h.version, 5);
-    DL_CHECK_EQ_I64(DLRT_FORMAT_VERSION, 5);
+    DL_CHECK_EQ_I64(h.version, 6);
+    DL_CHECK_EQ_I64(DLRT_FORMAT_VERSION, 6);
     DL_CHECK_EQ_I64(h.device, DLRT_PLAN_DEVICE_CPU);
     DL_CHECK_EQ_I64(h.image_kind, DLRT_IMAGE_NONE);
     DL_CHECK_EQ_I64(h.size_image, 0);
-    DL_CHECK_EQ_I64(h.reserved5, 0);
+    DL_CHECK_EQ_I64(h.reserved6, 0);
+    DL_CHECK_EQ_I64(h.n_grads, 0); // no train step: nothing to all-reduce
+    DL_CHECK_EQ_I64(h.comm_at, 0);
     DL_CHECK(h.n_fns == h.n_kernels && h.n_kernels == 4);
     char buf[128], buf2[128];
     for (uint32_t i = 0; i < h.n_fns; i++) {
@@ -1607,7 +1616,7 @@ DL_TEST(rt_format4_artifact_is_refused) {
         DL_CHECK_EQ_I64(st, DLRT_ERR_UNSUPPORTED);
         DL_CHECK(rm == NULL);
         DL_CHECK(strstr(dlrt_last_error(), "format version 4") != NULL);
-        DL_CHECK(strstr(dlrt_last_error(), "reads version 5") != NULL);
+        DL_CHECK(strstr(dlrt_last_error(), "reads version 6") != NULL);
         DL_CHECK(strstr(dlrt_last_error(), "recompile") != NULL);
     }
     free(old);

@@ -1,0 +1,489 @@
+// runtime/rt_dp.c — data-parallel train steps: a session bound to a communicator
+// (dlrt_session_bind_comm) all-reduces its gradients at the plan's all-reduce point (format 6:
+// dlrt_plan_hdr.comm_at, the dlrt_plan_grad table) between backward and the step kernels.
+//
+// Structure (rt_dp, made at binding, nothing allocated per step). The gradients are ordered by
+// readiness (the plan position of the last train kernel before comm_at that touches each one)
+// and packed into buckets of at most bucket_bytes; a bucket of one gradient is reduced in place,
+// a larger one through a staging buffer that the communicator's thread gathers and scatters.
+// Per bucket, `pending` counts the kernels before comm_at that touch its gradients; the
+// executor's done hook (rt_exec.c, schedule RT_SCHED_TRAIN_A) decrements it, and at zero the
+// bucket is ready. Buckets are started strictly in bucket order (every rank must issue the same
+// operations in the same order, and kernels finish in a different order on every rank and run),
+// as soon as they and every earlier bucket are ready, so communication overlaps the rest of
+// backward. After the first phase the step waits for every bucket, then runs the rest (global
+// norm, clipping, finite check, update), which therefore sees the reduced gradients on every
+// rank. With accumulation, only boundary calls communicate (their accumulators, after
+// train.accum).
+//
+// Invariants: a gradient's buffer is not touched by any kernel of the first phase after the
+// last one counted for it (the memory plan keeps it live until train.gradsq, after comm_at), so
+// the communicator may read and write it from then on; `next` and `ready` are guarded by `mu`.
+#include "dl_base.h"
+#include "rt_internal.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DEFAULT_BUCKET_BYTES ((size_t)25 << 20) // PyTorch DDP's bucket_cap_mb = 25
+
+typedef struct rt_dp_bucket {
+    uint32_t first_piece, n_pieces;
+    size_t n;         // floats
+    float *stage;     // OWNED when n_pieces > 1, else NULL (reduced in place)
+    uint32_t n_touch; // first-phase kernels touching its gradients
+    atomic_uint pending;
+    uint64_t ticket;
+    double comm_ms; // the last step's time on the communicator's thread
+    bool ready;     // guarded by mu
+    bool started;   // guarded by mu
+} rt_dp_bucket;
+
+struct rt_dp {
+    dlrt_comm *comm; // BORROWED
+    float scale;     // 1 / ranks
+    bool overlap;    // start buckets from the done hook (else all after the first phase)
+    rt_comm_piece *pieces;
+    rt_dp_bucket *b;
+    uint32_t n_b;
+    uint32_t *k_first, *k_n, *k_list; // per first-phase kernel: the buckets it counts for
+    pthread_mutex_t mu;
+    bool mu_made;
+    uint32_t next;   // guarded by mu: the next bucket to start
+    bool start_fail; // guarded by mu: a start failed (the communicator is broken)
+    uint64_t bytes;
+    double wait_ms, comm_ms;
+    int last_buckets;
+};
+
+void rt__dp_destroy(dlrt_session *s) {
+    struct rt_dp *d = s ? s->dp : NULL;
+    if (!d) {
+        return;
+    }
+    if (s->exec) {
+        rt__exec_set_done_hook(s, RT_SCHED_TRAIN_A, NULL, NULL);
+    }
+    for (uint32_t i = 0; i < d->n_b; i++) {
+        free(d->b[i].stage);
+    }
+    if (d->mu_made) {
+        pthread_mutex_destroy(&d->mu);
+    }
+    free(d->pieces);
+    free(d->b);
+    free(d->k_first);
+    free(d->k_n);
+    free(d->k_list);
+    free(d);
+    s->dp = NULL;
+}
+
+// Starts every ready bucket from `next` on, in order. Caller holds mu.
+static void start_ready(struct rt_dp *d) {
+    while (d->next < d->n_b && d->b[d->next].ready) {
+        rt_dp_bucket *b = &d->b[d->next++];
+        float *stage = b->stage ? b->stage : d->pieces[b->first_piece].data;
+        const rt_comm_piece *pieces = b->stage ? d->pieces + b->first_piece : NULL;
+        if (d->start_fail || rt__comm_allreduce_pieces(d->comm, stage, b->n, d->scale, pieces,
+                                                       pieces ? b->n_pieces : 0, &b->comm_ms,
+                                                       &b->ticket) != DLRT_OK) {
+            d->start_fail = true; // reported by the step on its own thread
+        } else {
+            b->started = true;
+        }
+    }
+}
+
+static void mark_ready(struct rt_dp *d, uint32_t bi) {
+    pthread_mutex_lock(&d->mu);
+    d->b[bi].ready = true;
+    start_ready(d);
+    pthread_mutex_unlock(&d->mu);
+}
+
+// The executor's done hook for first-phase kernel i.
+static void kernel_done(void *u, uint32_t i) {
+    struct rt_dp *d = u;
+    for (uint32_t j = 0; j < d->k_n[i]; j++) {
+        uint32_t bi = d->k_list[d->k_first[i] + j];
+        // ordering: acq_rel, so the finisher that reaches zero sees every touching kernel's writes
+        // (the communicator's thread then reads the gradient after the mutex hand-off).
+        if (atomic_fetch_sub_explicit(&d->b[bi].pending, 1, memory_order_acq_rel) == 1) {
+            mark_ready(d, bi);
+        }
+    }
+}
+
+// Whether this call communicates: always without accumulation; with accumulate = k only the
+// k-th call of a cycle (the hyper buffer's micro-step count is that of the calls before it).
+static dlrt_status is_boundary(dlrt_session *s, bool *out) {
+    double h[DLRT_HP_COUNT];
+    dlrt_status st = rt__buf_read(s, s->model->hdr->hyper_buffer, h);
+    if (st == DLRT_OK) {
+        *out =
+            h[DLRT_HP_ACCUMULATE] <= 1.0 || h[DLRT_HP_ACCUM_COUNT] + 1.0 >= h[DLRT_HP_ACCUMULATE];
+    }
+    return st;
+}
+
+dlrt_status rt__dp_train_step(dlrt_session *s) {
+    struct rt_dp *d = s->dp;
+    bool boundary = true;
+    dlrt_status st = is_boundary(s, &boundary);
+    if (st != DLRT_OK) {
+        return st;
+    }
+    d->wait_ms = d->comm_ms = 0;
+    d->last_buckets = 0;
+    if (!boundary || d->n_b == 0) {
+        return rt__session_run(s, DLRT_ENTRY_TRAIN_STEP);
+    }
+    int64_t t0 = rt__now_ns();
+    d->next = 0;
+    d->start_fail = false;
+    for (uint32_t i = 0; i < d->n_b; i++) {
+        atomic_store_explicit(&d->b[i].pending, d->b[i].n_touch, memory_order_relaxed);
+        d->b[i].ready = d->b[i].n_touch == 0;
+        d->b[i].started = false;
+        d->b[i].comm_ms = 0;
+    }
+    if (d->overlap) {
+        pthread_mutex_lock(&d->mu);
+        start_ready(d); // buckets no first-phase kernel touches
+        pthread_mutex_unlock(&d->mu);
+    }
+    rt__run_sched(s, RT_SCHED_TRAIN_A);
+    pthread_mutex_lock(&d->mu);
+    for (uint32_t i = 0; i < d->n_b; i++) {
+        d->b[i].ready = true; // every first-phase kernel has finished
+    }
+    start_ready(d);
+    bool failed = d->start_fail;
+    pthread_mutex_unlock(&d->mu);
+    int64_t tw = rt__now_ns();
+    for (uint32_t i = 0; i < d->n_b && st == DLRT_OK; i++) {
+        st = d->b[i].started ? dlrt_comm_wait(d->comm, d->b[i].ticket) : DLRT_OK;
+    }
+    if (st == DLRT_OK && failed) {
+        st = dlrt_comm_wait(d->comm, 0); // the communicator's error, on this thread
+    }
+    d->wait_ms = (double)(rt__now_ns() - tw) * 1e-6;
+    if (st != DLRT_OK) {
+        return st;
+    }
+    for (uint32_t i = 0; i < d->n_b; i++) {
+        d->comm_ms += d->b[i].comm_ms;
+    }
+    d->last_buckets = (int)d->n_b;
+    rt__run_sched(s, RT_SCHED_TRAIN_B);
+    if (s->prof) {
+        rt__prof_step(s, DLRT_ENTRY_TRAIN_STEP, t0, rt__now_ns());
+    }
+    return DLRT_OK;
+}
+
+void dlrt_session_comm_stats(const dlrt_session *s, double *out_wait_ms, double *out_comm_ms,
+                             uint64_t *out_bytes, int *out_buckets) {
+    const struct rt_dp *d = s ? s->dp : NULL;
+    if (out_wait_ms) {
+        *out_wait_ms = d ? d->wait_ms : 0;
+    }
+    if (out_comm_ms) {
+        *out_comm_ms = d ? d->comm_ms : 0;
+    }
+    if (out_bytes) {
+        *out_bytes = d && d->last_buckets ? d->bytes : 0;
+    }
+    if (out_buckets) {
+        *out_buckets = d ? d->last_buckets : 0;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Binding
+
+// What every rank must agree on: the plan (kernels, memory plan, target) and the params.
+typedef struct dp_identity {
+    uint64_t plan_lo, plan_hi;
+    uint64_t shapes_lo, shapes_hi;
+    uint64_t n_params, n_grads;
+} dp_identity;
+
+static dlrt_status identity_of(const dlrt_model *m, dp_identity *out) {
+    memset(out, 0, sizeof *out);
+    dl_hash128 p = dl_hash128_of(m->plan, (size_t)m->hdr->total_size);
+    out->plan_lo = p.lo;
+    out->plan_hi = p.hi;
+    // Param names, dtypes and shapes, as text: "name:dtype:d0,d1;".
+    size_t cap = 64, len = 0;
+    for (size_t i = 0; i < m->n_params; i++) {
+        cap += strlen(m->tensor_names[m->first_param + i]) + 32 + 21 * DLRT_MAX_RANK;
+    }
+    char *txt = dl_mem_alloc(cap);
+    if (!txt) {
+        return rt__fail(DLRT_ERR_NOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < m->n_params; i++) {
+        const dlrt_plan_tensor *t = &m->tensors[m->first_param + i];
+        int w =
+            snprintf(txt + len, cap - len, "%s:%u:", m->tensor_names[m->first_param + i], t->dtype);
+        len += w > 0 ? (size_t)w : 0;
+        for (uint32_t k = 0; k < t->rank; k++) {
+            w = snprintf(txt + len, cap - len, "%lld,", (long long)t->dims[k]);
+            len += w > 0 ? (size_t)w : 0;
+        }
+        txt[len++] = ';';
+    }
+    dl_hash128 sh = dl_hash128_of(txt, len);
+    free(txt);
+    out->shapes_lo = sh.lo;
+    out->shapes_hi = sh.hi;
+    out->n_params = m->n_params;
+    out->n_grads = m->hdr->n_grads;
+    return DLRT_OK;
+}
+
+// Every rank gathers every rank's identity and compares it with rank 0's, so all ranks reach the
+// same verdict (and all fail, naming the same rank, when one differs).
+static dlrt_status check_identity(dlrt_session *s, dlrt_comm *c) {
+    dp_identity mine;
+    dlrt_status st = identity_of(s->model, &mine);
+    if (st != DLRT_OK) {
+        return st;
+    }
+    int n = dlrt_comm_size(c);
+    dp_identity *all = dl_mem_calloc((size_t)n, sizeof *all);
+    if (!all) {
+        return rt__fail(DLRT_ERR_NOMEM, "out of memory");
+    }
+    st = rt__comm_allgather(c, &mine, all, sizeof mine);
+    for (int r = 1; r < n && st == DLRT_OK; r++) {
+        const dp_identity *a = &all[0], *b = &all[r];
+        if (a->shapes_lo != b->shapes_lo || a->shapes_hi != b->shapes_hi ||
+            a->n_params != b->n_params) {
+            st = rt__fail(DLRT_ERR_INVALID_ARG,
+                          "data-parallel start-up check: rank %d's model differs from rank 0's "
+                          "(%llu params vs %llu, names, dtypes and shapes compared): every rank "
+                          "must train the same model",
+                          r, (unsigned long long)b->n_params, (unsigned long long)a->n_params);
+        } else if (a->plan_lo != b->plan_lo || a->plan_hi != b->plan_hi ||
+                   a->n_grads != b->n_grads) {
+            st = rt__fail(DLRT_ERR_INVALID_ARG,
+                          "data-parallel start-up check: rank %d runs a different artifact than "
+                          "rank 0 (plan digest %016llx%016llx vs %016llx%016llx): compile the "
+                          "same model with the same dlcc, options and target on every rank",
+                          r, (unsigned long long)b->plan_hi, (unsigned long long)b->plan_lo,
+                          (unsigned long long)a->plan_hi, (unsigned long long)a->plan_lo);
+        }
+    }
+    free(all);
+    return st;
+}
+
+// Rank 0's params, optimizer state and step state, to every rank (DDP's initial broadcast).
+static dlrt_status broadcast_state(dlrt_session *s, dlrt_comm *c) {
+    const dlrt_model *m = s->model;
+    for (uint32_t i = 0; i < m->hdr->n_buffers; i++) {
+        const dlrt_plan_buffer *b = &m->buffers[i];
+        if ((b->kind != DLRT_BUF_PARAM && b->kind != DLRT_BUF_STATE) || b->size == 0) {
+            continue;
+        }
+        dlrt_status st = dlrt_comm_broadcast(c, s->buf_ptr[i], (size_t)b->size, 0);
+        if (st != DLRT_OK) {
+            return st;
+        }
+    }
+    return DLRT_OK;
+}
+
+typedef struct grad_order {
+    uint32_t grad, last; // grad index; position of the last first-phase kernel touching it
+} grad_order;
+
+static int cmp_order(const void *a, const void *b) {
+    const grad_order *p = a, *q = b;
+    if (p->last != q->last) {
+        return p->last < q->last ? -1 : 1;
+    }
+    return p->grad < q->grad ? -1 : p->grad > q->grad;
+}
+
+static size_t bucket_setting(size_t requested) {
+    if (requested > 0) {
+        return requested;
+    }
+    const char *env = getenv("DLRT_BUCKET_BYTES");
+    if (env && *env) {
+        char *end = NULL;
+        unsigned long long v = strtoull(env, &end, 10);
+        if (!*end && v > 0) {
+            return (size_t)v;
+        }
+    }
+    return DEFAULT_BUCKET_BYTES;
+}
+
+// Buckets and the touch lists (which first-phase kernel counts for which bucket).
+static dlrt_status build_buckets(dlrt_session *s, struct rt_dp *d, size_t bucket_bytes) {
+    const dlrt_model *m = s->model;
+    const dlrt_plan_hdr *h = m->hdr;
+    uint32_t ng = h->n_grads, at = h->comm_at, first = h->entry_first[DLRT_ENTRY_TRAIN_STEP];
+    grad_order *ord = dl_mem_calloc(ng ? ng : 1, sizeof *ord);
+    uint32_t *bucket_of = dl_mem_calloc(ng ? ng : 1, sizeof *bucket_of);
+    d->pieces = dl_mem_calloc(ng ? ng : 1, sizeof *d->pieces);
+    d->b = dl_mem_calloc(ng ? ng : 1, sizeof *d->b);
+    d->k_first = dl_mem_calloc(at ? at : 1, sizeof *d->k_first);
+    d->k_n = dl_mem_calloc(at ? at : 1, sizeof *d->k_n);
+    dlrt_status st = DLRT_OK;
+    if (!ord || !bucket_of || !d->pieces || !d->b || !d->k_first || !d->k_n) {
+        st = rt__fail(DLRT_ERR_NOMEM, "out of memory");
+        goto out;
+    }
+    // Readiness: the last first-phase kernel with an argument in the gradient's buffer.
+    for (uint32_t g = 0; g < ng; g++) {
+        ord[g].grad = g;
+        ord[g].last = 0;
+        for (uint32_t i = 0; i < at; i++) {
+            const dlrt_plan_kernel *k = &m->kernels[m->entry_kernels[first + i]];
+            for (uint32_t a = 0; a < k->n_args; a++) {
+                if (m->args[k->first_arg + a] == m->grads[g].buffer) {
+                    ord[g].last = i + 1;
+                }
+            }
+        }
+    }
+    qsort(ord, ng, sizeof *ord, cmp_order);
+    // Buckets in order of readiness, at most bucket_bytes each (a larger gradient alone).
+    size_t bytes = 0;
+    for (uint32_t j = 0; j < ng; j++) {
+        const dlrt_plan_grad *g = &m->grads[ord[j].grad];
+        size_t gb = (size_t)g->numel * sizeof(float);
+        if (d->n_b == 0 || bytes + gb > bucket_bytes) {
+            d->b[d->n_b].first_piece = j;
+            d->n_b++;
+            bytes = 0;
+        }
+        rt_dp_bucket *b = &d->b[d->n_b - 1];
+        b->n_pieces++;
+        b->n += (size_t)g->numel;
+        bytes += gb;
+        d->pieces[j] = (rt_comm_piece){(float *)s->buf_ptr[g->buffer], (size_t)g->numel};
+        bucket_of[ord[j].grad] = d->n_b - 1;
+        d->bytes += gb;
+    }
+    size_t largest = 0;
+    for (uint32_t i = 0; i < d->n_b; i++) {
+        rt_dp_bucket *b = &d->b[i];
+        largest = b->n > largest ? b->n : largest;
+        if (b->n_pieces > 1) {
+            b->stage = dl_mem_alloc(b->n ? b->n * sizeof(float) : 1);
+            if (!b->stage) {
+                st = rt__fail(DLRT_ERR_NOMEM, "out of memory (gradient buckets)");
+                goto out;
+            }
+        }
+    }
+    if ((st = rt__comm_reserve(d->comm, largest)) != DLRT_OK) {
+        goto out;
+    }
+    // Touch lists: kernel i counts once for each bucket it touches a gradient of.
+    size_t n_list = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        n_list = 0;
+        for (uint32_t i = 0; i < at; i++) {
+            const dlrt_plan_kernel *k = &m->kernels[m->entry_kernels[first + i]];
+            d->k_first[i] = (uint32_t)n_list;
+            d->k_n[i] = 0;
+            for (uint32_t a = 0; a < k->n_args; a++) {
+                for (uint32_t g = 0; g < ng; g++) {
+                    if (m->args[k->first_arg + a] != m->grads[g].buffer) {
+                        continue;
+                    }
+                    uint32_t bi = bucket_of[g];
+                    bool seen = false;
+                    for (uint32_t q = 0; q < d->k_n[i] && pass == 1; q++) {
+                        seen |= d->k_list[d->k_first[i] + q] == bi;
+                    }
+                    if (pass == 1 && !seen) {
+                        d->k_list[n_list] = bi;
+                        d->b[bi].n_touch++;
+                    }
+                    if (!seen) {
+                        d->k_n[i]++;
+                        n_list++;
+                    }
+                }
+            }
+        }
+        if (pass == 0) {
+            d->k_list = dl_mem_calloc(n_list ? n_list : 1, sizeof *d->k_list);
+            if (!d->k_list) {
+                st = rt__fail(DLRT_ERR_NOMEM, "out of memory");
+                goto out;
+            }
+        }
+    }
+out:
+    free(ord);
+    free(bucket_of);
+    return st;
+}
+
+dlrt_status dlrt_session_bind_comm(dlrt_session *s, dlrt_comm *c, size_t bucket_bytes) {
+    if (!s) {
+        return rt__fail(DLRT_ERR_INVALID_ARG, "dlrt_session_bind_comm: session is NULL");
+    }
+    rt__dp_destroy(s);
+    if (!c) {
+        return DLRT_OK;
+    }
+    const dlrt_model *m = s->model;
+    if (!dlrt_model_has_train_step(m)) {
+        return rt__fail(DLRT_ERR_UNSUPPORTED, "model '%s' has no train step to run in parallel",
+                        m->name);
+    }
+    if (!(s->dev.ops->caps & RT_DEVCAP_HOST_MEMORY)) {
+        return rt__fail(DLRT_ERR_UNSUPPORTED,
+                        "data-parallel training runs on CPU sessions only (this one is on %s)",
+                        s->dev.ops->name);
+    }
+    for (uint32_t g = 0; g < m->hdr->n_grads; g++) {
+        if (m->grads[g].dtype != DLRT_DT_FLOAT) {
+            return rt__fail(DLRT_ERR_UNSUPPORTED,
+                            "data-parallel training reduces float32 gradients; param '%s' has "
+                            "a gradient of another type",
+                            m->tensor_names[m->first_param + m->grads[g].param]);
+        }
+    }
+    dlrt_status st = check_identity(s, c);
+    if (st == DLRT_OK) {
+        st = broadcast_state(s, c);
+    }
+    if (st != DLRT_OK) {
+        return st;
+    }
+    struct rt_dp *d = dl_mem_calloc(1, sizeof *d);
+    if (!d) {
+        return rt__fail(DLRT_ERR_NOMEM, "out of memory");
+    }
+    s->dp = d;
+    d->comm = c;
+    d->scale = (float)(1.0 / (double)dlrt_comm_size(c));
+    const char *ov = getenv("DLRT_COMM_OVERLAP");
+    d->overlap = !(ov && strcmp(ov, "0") == 0);
+    if (pthread_mutex_init(&d->mu, NULL) != 0) {
+        rt__dp_destroy(s);
+        return rt__fail(DLRT_ERR_NOMEM, "cannot create a mutex");
+    }
+    d->mu_made = true;
+    if ((st = build_buckets(s, d, bucket_setting(bucket_bytes))) != DLRT_OK) {
+        rt__dp_destroy(s);
+        return st;
+    }
+    if (d->overlap) {
+        rt__exec_set_done_hook(s, RT_SCHED_TRAIN_A, kernel_done, d);
+    }
+    return DLRT_OK;
+}

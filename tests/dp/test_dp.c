@@ -1,0 +1,246 @@
+// tests/dp/test_dp.c — a small data-parallel trainer for tests/dp/test_dp.sh, run under
+// `mpirun -np N` (or alone for the single-process reference). It trains an artifact of the MLP
+// sample on synthetic data: global batch t holds samples G*t .. G*t + G - 1 (G = ranks x the
+// artifact's batch B), sample i's pixels and label drawn from a counter-based generator keyed on
+// i, and rank r takes rows [r*B, (r+1)*B) of it, so N ranks of batch B see exactly the global
+// batch one process of batch N*B sees.
+//
+// usage: test_dp train ART STEPS OUT [options]   (under mpirun; the communicator is MPI's world)
+//        test_dp single ART STEPS OUT [options]  (one process, no communicator)
+// options: --bucket BYTES, --threads T, --timeout S, --accumulate (the artifact accumulates:
+//          micro-batch m of global step t is global batch k*t + m),
+//          --fail-rank R --fail-step K --fail-mode exit|hang (rank R leaves before step K).
+// After every step each rank compares its params with rank 0's (a broadcast), and rank 0
+// prints "step K loss L digest D" (L: the global batch's loss, the mean over ranks; D: FNV-1a of
+// every param's bytes). OUT receives rank 0's
+// params and the first step's Adam exp_avg tensors (raw float32, param order).
+// Exit status: 0 ok, 1 usage or set-up failure, 2 a step failed (message on stderr), 3 the ranks'
+// params differ.
+#include "dlrt.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static double now_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static uint64_t mix(uint64_t x) { // splitmix64
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+static uint64_t fnv(uint64_t h, const void *p, size_t n) {
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++) {
+        h = (h ^ b[i]) * 0x100000001b3ull;
+    }
+    return h;
+}
+
+// Sample `i`: 784 pixels in [0, 1) and a label in [0, 10) that depends on them a little.
+static void sample(int64_t i, float *x, int64_t *y) {
+    double s = 0;
+    for (int k = 0; k < 784; k++) {
+        x[k] = (float)((double)(mix((uint64_t)i * 1000003u + (uint64_t)k) >> 11) * 0x1p-53);
+        s += k < 392 ? x[k] : -x[k];
+    }
+    *y = (int64_t)((uint64_t)(s * 7.0 + 1000.0) % 10u);
+}
+
+static int fail(const char *what) {
+    fprintf(stderr, "test_dp: %s: %s\n", what, dlrt_last_error());
+    return 1;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 5) {
+        fprintf(stderr, "usage: test_dp train|single ART STEPS OUT [options]\n");
+        return 1;
+    }
+    int is_dp = strcmp(argv[1], "train") == 0;
+    const char *art = argv[2], *out_path = argv[4];
+    int steps = atoi(argv[3]), threads = 1, fail_rank = -1, fail_step = -1, accumulate = 0;
+    size_t bucket = 0;
+    double timeout = 0;
+    const char *fail_mode = "exit";
+    for (int a = 5; a + 1 < argc || (a < argc && strcmp(argv[a], "--accumulate") == 0); a++) {
+        if (strcmp(argv[a], "--bucket") == 0) {
+            bucket = (size_t)atoll(argv[++a]);
+        } else if (strcmp(argv[a], "--threads") == 0) {
+            threads = atoi(argv[++a]);
+        } else if (strcmp(argv[a], "--timeout") == 0) {
+            timeout = atof(argv[++a]);
+        } else if (strcmp(argv[a], "--fail-rank") == 0) {
+            fail_rank = atoi(argv[++a]);
+        } else if (strcmp(argv[a], "--fail-step") == 0) {
+            fail_step = atoi(argv[++a]);
+        } else if (strcmp(argv[a], "--fail-mode") == 0) {
+            fail_mode = argv[++a];
+        } else if (strcmp(argv[a], "--accumulate") == 0) {
+            accumulate = 1;
+        } else {
+            fprintf(stderr, "test_dp: unknown option %s\n", argv[a]);
+            return 1;
+        }
+    }
+    dlrt_comm *comm = NULL;
+    int rank = 0, world = 1;
+    if (is_dp) {
+        dlrt_comm_options co;
+        dlrt_comm_options_init(&co);
+        co.timeout_s = timeout;
+        if (dlrt_comm_open_mpi(NULL, &co, &comm) != DLRT_OK) {
+            return fail("open the communicator");
+        }
+        rank = dlrt_comm_rank(comm);
+        world = dlrt_comm_size(comm);
+    }
+    dlrt_model *m = NULL;
+    dlrt_session *s = NULL;
+    dlrt_session_options so;
+    dlrt_session_options_init(&so);
+    so.threads = threads;
+    if (dlrt_model_load_file(art, &m) != DLRT_OK || dlrt_session_create_ex(m, &so, &s) != DLRT_OK) {
+        return fail("load the artifact");
+    }
+    dlrt_tensor_desc xd;
+    if (dlrt_model_input(m, 0, &xd) != DLRT_OK) {
+        return fail("input 0");
+    }
+    int64_t B = xd.dims[0], G = B * world;
+    int k = 1;
+    if (accumulate) {
+        double kd = 1;
+        if (dlrt_session_get_hparam(s, "accumulate", &kd) != DLRT_OK) {
+            return fail("accumulate");
+        }
+        k = (int)kd;
+    }
+    double t_bind = now_s();
+    if (is_dp && dlrt_session_bind_comm(s, comm, bucket) != DLRT_OK) {
+        fprintf(stderr, "rank %d: bind failed after %.2f s: %s\n", rank, now_s() - t_bind,
+                dlrt_last_error());
+        return 2;
+    }
+    size_t np = dlrt_model_num_params(m), total = 0;
+    for (size_t i = 0; i < np; i++) {
+        dlrt_tensor_desc d;
+        (void)dlrt_model_param(m, i, &d);
+        total += d.nbytes;
+    }
+    unsigned char *mine = malloc(total), *root = malloc(total), *avg1 = malloc(total);
+    float *x = malloc((size_t)B * 784 * sizeof *x);
+    int64_t *y = malloc((size_t)B * sizeof *y);
+    if (!mine || !root || !avg1 || !x || !y) {
+        fprintf(stderr, "test_dp: out of memory\n");
+        return 1;
+    }
+    int rc = 0;
+    for (int t = 0; t < steps && rc == 0; t++) {
+        if (rank == fail_rank && t == fail_step) {
+            fprintf(stderr, "rank %d: leaving before step %d (%s)\n", rank, t + 1, fail_mode);
+            fflush(stderr);
+            if (strcmp(fail_mode, "hang") == 0) {
+                sleep(600); // killed by mpirun once the others have failed
+            }
+            _exit(9); // no MPI_Finalize: as a crash
+        }
+        dlrt_step_info info;
+        double loss = 0;
+        for (int mi = 0; mi < k; mi++) {
+            int64_t base = ((int64_t)t * k + mi) * G + (int64_t)rank * B;
+            for (int64_t j = 0; j < B; j++) {
+                sample(base + j, x + j * 784, y + j);
+            }
+            if (dlrt_session_set_input(s, "x", x, (size_t)B * 784 * sizeof *x) != DLRT_OK ||
+                dlrt_session_set_input(s, "y", y, (size_t)B * sizeof *y) != DLRT_OK) {
+                return fail("set inputs");
+            }
+            double t0 = now_s();
+            if (dlrt_session_train_step(s, &info) != DLRT_OK) {
+                fprintf(stderr, "rank %d: step %d failed after %.2f s: %s\n", rank, t + 1,
+                        now_s() - t0, dlrt_last_error());
+                return 2; // no dlrt_comm_destroy: a peer is gone (as a trainer would exit)
+            }
+            loss += info.loss / k;
+        }
+        size_t at = 0;
+        for (size_t i = 0; i < np; i++) {
+            dlrt_tensor_desc d;
+            (void)dlrt_model_param(m, i, &d);
+            if (dlrt_session_get_param(s, d.name, mine + at, d.nbytes) != DLRT_OK) {
+                return fail("get param");
+            }
+            if (t == 0) {
+                char name[256];
+                snprintf(name, sizeof name, "%s.exp_avg", d.name);
+                if (dlrt_session_get_param(s, name, avg1 + at, d.nbytes) != DLRT_OK) {
+                    return fail("get exp_avg");
+                }
+            }
+            at += d.nbytes;
+        }
+        if (is_dp) { // every rank's params against rank 0's, and the verdict to all
+            memcpy(root, mine, total);
+            float bad = 0;
+            if (dlrt_comm_broadcast(comm, root, total, 0) != DLRT_OK) {
+                return fail("broadcast params");
+            }
+            bad = memcmp(root, mine, total) != 0 ? 1.0f : 0.0f;
+            float lf = (float)loss; // the global batch's loss: the mean of the ranks' losses
+            if (dlrt_comm_allreduce(comm, &lf, 1, 1.0f / (float)world) != DLRT_OK) {
+                return fail("all-reduce loss");
+            }
+            loss = lf;
+            if (dlrt_comm_allreduce(comm, &bad, 1, 1.0f) != DLRT_OK) {
+                return fail("all-reduce verdict");
+            }
+            if (bad != 0) {
+                fprintf(stderr, "rank %d: step %d: params differ on %g rank(s)\n", rank, t + 1,
+                        bad);
+                rc = 3;
+            }
+        }
+        if (rank == 0) {
+            printf("step %d loss %.9g grad_norm %.9g skipped %d digest %016llx%s\n", t + 1, loss,
+                   info.grad_norm, info.skipped,
+                   (unsigned long long)fnv(0xcbf29ce484222325ull, mine, total),
+                   is_dp && rc == 0 ? " ranks identical" : "");
+        }
+    }
+    if (rc == 0 && rank == 0) {
+        double wait = 0, cms = 0;
+        uint64_t bytes = 0;
+        int nb = 0;
+        dlrt_session_comm_stats(s, &wait, &cms, &bytes, &nb);
+        if (is_dp) {
+            printf("comm: %d ranks, %d buckets, %llu bytes per step\n", world, nb,
+                   (unsigned long long)bytes);
+        }
+        FILE *f = fopen(out_path, "wb");
+        if (!f || fwrite(mine, 1, total, f) != total || fwrite(avg1, 1, total, f) != total ||
+            fclose(f) != 0) {
+            fprintf(stderr, "test_dp: cannot write %s\n", out_path);
+            rc = 1;
+        }
+    }
+    dlrt_session_destroy(s);
+    dlrt_model_release(m);
+    dlrt_comm_destroy(comm);
+    free(mine);
+    free(root);
+    free(avg1);
+    free(x);
+    free(y);
+    return rc;
+}

@@ -1,0 +1,157 @@
+#!/usr/bin/env bash
+# tests/dp/test_dp.sh — synchronous data-parallel training over MPI (runtime/rt_comm.c,
+# rt_dp.c, the plugin libdlrt_mpi.so), with `mpirun -np 2 --oversubscribe` on this machine
+# running tests/dp/test_dp.c on the MLP sample (per-rank batch 16):
+#   - params bit-identical on both ranks after every step; the same bits from launch to launch,
+#     and for every bucket size and thread count (the reduction's order is fixed per element);
+#   - 2 ranks x batch 16 against one process x batch 32 over the same global batches: the first
+#     step's mean gradient (Adam's exp_avg / (1 - beta1)) within 1e-5 of the tensor's largest
+#     gradient, the losses within 1e-5 relative (the two sum the batch in different orders:
+#     float rounding, not bit-identity); with accumulate = 2 as well;
+#   - faults, each bounded: a rank that exits or hangs mid-run makes rank 0 fail within the
+#     timeout (3 s here) naming it; a rank with another artifact or another model is refused at
+#     binding, on every rank, before any step.
+# Exit 77 (skip) only when mpirun or the plugin is missing (tools/setup.sh installs Open MPI).
+# usage: test_dp.sh DLCC TEST_DP SOURCE_DIR
+set -u
+dlcc=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+prog=$(cd "$(dirname "$2")" && pwd)/$(basename "$2")
+src=$(cd "$3" && pwd)
+source "$src/tests/harness/cli_lib.sh"
+
+if ! command -v mpirun >/dev/null 2>&1; then
+  echo "skip: mpirun is missing (tools/setup.sh installs openmpi-bin)"
+  exit 77
+fi
+if [ ! -e "$(dirname "$dlcc")/libdlrt_mpi.so" ]; then
+  echo "skip: libdlrt_mpi.so was not built (MPI not found at configure time: libopenmpi-dev)"
+  exit 77
+fi
+if [ "$(id -u)" -eq 0 ]; then # Open MPI refuses root unless told
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+fi
+# LeakSanitizer (the ASan build) would report Open MPI's own allocations at exit.
+export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0
+mpi=(timeout 120 mpirun -np 2 --oversubscribe --bind-to none)
+
+runc() { # runc CMD...: captures stdout/stderr in $out/$err, sets $rc
+  "$@" >"$out" 2>"$err"
+  rc=$?
+}
+
+mlp=$src/samples/mlp_fmnist.dlg
+sed 's/^  clip_norm = 5.0$/  clip_norm = 5.0\n  accumulate = 2/' "$mlp" > acc.dlg
+sed 's/256/128/g' "$mlp" > narrow.dlg
+for spec in "mlp16:$mlp:16" "mlp32:$mlp:32" "acc16:acc.dlg:16" "acc32:acc.dlg:32" \
+            "narrow16:narrow.dlg:16"; do
+  IFS=: read -r name file n <<<"$spec"
+  runc "$dlcc" compile --no-cache -D N="$n" "$file" -o "$name.so"
+  check "compile $name" test "$rc" -eq 0
+done
+grep -q 'accumulate = 2' acc.dlg || fail "acc.dlg has accumulate = 2"
+
+steps() { grep '^step ' "$1" | sed 's/ ranks identical$//'; }
+
+# Two ranks, 5 steps, buckets of 256 KiB (w1 alone, the rest together), one thread per rank.
+runc "${mpi[@]}" "$prog" train mlp16.so 5 a.bin --bucket 262144
+check "2 ranks: 5 steps" test "$rc" -eq 0 -a "$(grep -c ' ranks identical$' "$out")" -eq 5
+cat "$out"
+# Buckets in order of readiness: w2 and b2 (backward finishes them first), w1 (larger than a
+# bucket: alone), b1.
+check "2 ranks: 3 buckets, every gradient reduced" grep -qF "comm: 2 ranks, 3 buckets, 814120 bytes per step" "$out"
+steps "$out" > a.txt
+runc "${mpi[@]}" "$prog" train mlp16.so 5 b.bin --bucket 262144
+steps "$out" > b.txt
+check "launch to launch: the same losses and param digests" cmp -s a.txt b.txt
+check "launch to launch: the same final params, bit for bit" cmp -s a.bin b.bin
+runc "${mpi[@]}" "$prog" train mlp16.so 5 c.bin --threads 2
+steps "$out" > c.txt
+check "one 25 MiB bucket, 2 threads per rank: the same bits" cmp -s a.txt c.txt
+check "... the same final params" cmp -s a.bin c.bin
+runc env DLRT_COMM_OVERLAP=0 "${mpi[@]}" "$prog" train mlp16.so 5 d.bin --bucket 4096 --threads 2
+steps "$out" > d.txt
+check "no overlap, 4 KiB buckets: the same bits" cmp -s a.txt d.txt
+
+# The same global batches in one process of batch 32.
+runc "$prog" single mlp32.so 5 s.bin
+check "one process, batch 32" test "$rc" -eq 0
+steps "$out" > s.txt
+cmp_single() { # cmp_single DP.bin DP.txt SINGLE.bin SINGLE.txt
+  $py - "$@" <<'PY'
+import sys, numpy as np
+dp, dpt, sp, spt = sys.argv[1:5]
+a = np.fromfile(dp, np.float32); b = np.fromfile(sp, np.float32)
+n = a.size // 2
+# exp_avg after step 1 is (1 - beta1) g: the first mean gradient, per param tensor.
+sizes = [784 * 256, 256, 256 * 10, 10]
+if sum(sizes) != n:  # the narrow variant is never compared
+    sys.exit(1)
+off = n
+worst = 0.0
+for s in sizes:
+    ga, gb = a[off:off + s] / 0.1, b[off:off + s] / 0.1
+    worst = max(worst, float(np.max(np.abs(ga - gb)) / max(float(np.max(np.abs(gb))), 1e-30)))
+    off += s
+la = [float(l.split()[3]) for l in open(dpt)]
+lb = [float(l.split()[3]) for l in open(spt)]
+lw = max(abs(x - y) / abs(y) for x, y in zip(la, lb))
+pw = float(np.max(np.abs(a[:n] - b[:n])))
+print(f"2 ranks vs 1 process: first gradient max |diff| / max |g| = {worst:.3g}, "
+      f"loss max rel diff = {lw:.3g}, final params max |diff| = {pw:.3g}")
+sys.exit(0 if worst <= 1e-5 and lw <= 1e-5 and len(la) == len(lb) else 1)
+PY
+}
+runc cmp_single a.bin a.txt s.bin s.txt
+cat "$out"
+check "2 ranks x 16 = 1 process x 32 within float rounding" test "$rc" -eq 0
+
+# Gradient accumulation: only every 2nd call communicates (the accumulators).
+runc "${mpi[@]}" "$prog" train acc16.so 3 acc.bin --accumulate --bucket 262144
+check "accumulate = 2 on 2 ranks: params identical after every step" \
+  test "$rc" -eq 0 -a "$(grep -c ' ranks identical$' "$out")" -eq 3
+steps "$out" > acc.txt
+runc "$prog" single acc32.so 3 accs.bin --accumulate
+steps "$out" > accs.txt
+runc cmp_single acc.bin acc.txt accs.bin accs.txt
+cat "$out"
+check "accumulate = 2: 2 ranks = 1 process within float rounding" test "$rc" -eq 0
+
+# Faults. A rank that exits (no MPI_Finalize) before its 3rd step: rank 0 fails within the 3 s
+# timeout naming rank 1. Open MPI would kill rank 0 as soon as rank 1 exits; the MCA setting
+# lets it report, as a trainer on a cluster would.
+t0=$(date +%s.%N)
+runc env OMPI_MCA_orte_abort_on_non_zero_status=0 "${mpi[@]}" "$prog" train mlp16.so 5 f.bin \
+  --timeout 3 --fail-rank 1 --fail-step 2
+t1=$(date +%s.%N)
+cat "$err" | grep -E "rank [01]" | head -3
+check "a rank that exits: rank 0 stops naming it" \
+  grep -qE "^rank 0: step 3 failed after [0-9.]+ s: data-parallel communication failed: rank 0: no answer from rank 1 within 3 s" "$err"
+secs=$(sed -nE 's/^rank 0: step 3 failed after ([0-9.]+) s.*/\1/p' "$err")
+check "... after the 3 s timeout, within 6 s (took ${secs:-?} s)" \
+  $py -c "import sys; sys.exit(not (3.0 <= float('${secs:-0}') < 6.0))"
+echo "exit fault: rank 0 failed after ${secs:-?} s; mpirun returned after $($py -c "print(round($t1 - $t0, 2))") s"
+# A rank that hangs: the same, and mpirun ends the hung rank once rank 0 has failed.
+t0=$(date +%s.%N)
+runc "${mpi[@]}" "$prog" train mlp16.so 5 h.bin --timeout 3 --fail-rank 1 --fail-step 2 \
+  --fail-mode hang
+t1=$(date +%s.%N)
+check "a rank that hangs: rank 0 stops naming it" \
+  grep -qE "^rank 0: step 3 failed after [0-9.]+ s: .*no answer from rank 1 within 3 s" "$err"
+secs=$(sed -nE 's/^rank 0: step 3 failed after ([0-9.]+) s.*/\1/p' "$err")
+wall=$($py -c "print(round($t1 - $t0, 2))")
+check "... within 6 s (took ${secs:-?} s), the whole run ends within 60 s (took $wall s)" \
+  $py -c "import sys; sys.exit(not (3.0 <= float('${secs:-0}') < 6.0 and $wall < 60))"
+echo "hang fault: rank 0 failed after ${secs:-?} s; mpirun returned after $wall s"
+
+# Another artifact (batch 32) or another model (hidden width 128) on rank 1: refused at binding.
+mpmd() { timeout 120 mpirun --oversubscribe --bind-to none -np 1 "$prog" train "$1" 2 x.bin : \
+  -np 1 "$prog" train "$2" 2 x.bin; }
+runc mpmd mlp16.so mlp32.so
+check "another artifact on rank 1: both ranks refuse it at binding" \
+  test "$(grep -c "bind failed after .*: data-parallel start-up check: rank 1 runs a different artifact than rank 0" "$err")" -eq 2
+runc mpmd mlp16.so narrow16.so
+check "another model on rank 1: both ranks refuse it, naming rank 1" \
+  test "$(grep -c "bind failed after .*: data-parallel start-up check: rank 1's model differs from rank 0's" "$err")" -eq 2
+check "... before any step" test "$(grep -c '^step ' "$out")" -eq 0
+grep -m1 "start-up check" "$err"
+finish
