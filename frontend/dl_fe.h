@@ -16,7 +16,7 @@ DL_NODISCARD dl_status dl_fe_parse(const char *file_name, const char *text, size
 // with a diagnostic naming the path if it cannot be read.
 DL_NODISCARD dl_status dl_fe_parse_file(const char *path, dl_diags *d, dl_ir_module **out);
 
-// Imports an ONNX model (opset 13-17) from `path`: constant shape-like inputs become attributes,
+// Imports an ONNX model (opsets 1-21) from `path`: constant shape-like inputs become attributes,
 // initializers become params (or consts when `initializers_as_consts`). Unsupported ops, dtypes
 // or non-constant shape operands are reported to `d` (DL_ERR_UNSUPPORTED). *out caller owns.
 DL_NODISCARD dl_status dl_fe_import_onnx(const char *path, bool initializers_as_consts, dl_diags *d,

@@ -40,7 +40,7 @@ DL_NODISCARD dl_status dl_fe__import_onnx_mem(const char *name, const void *data
                                               dl_ir_module **out);
 
 // Decides whether a model is within our spec without building anything: opset (default domain
-// 13-17; an older opset only where every op it uses is unchanged since then), node domains, op
+// 13-21; an older opset only where every op it uses means the same since then), node domains, op
 // names and the dtypes of graph inputs, outputs, initializers, Constant values and Cast targets.
 // DL_OK when applicable; DL_ERR_UNSUPPORTED with a one-line reason in `why` when not;
 // DL_ERR_IO / DL_ERR_PARSE (reason in `why`) when the file cannot be read or decoded.

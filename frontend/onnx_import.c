@@ -1,4 +1,4 @@
-// frontend/onnx_import.c — ONNX (.onnx protobuf, default domain, opset 13-17) to dl_ir_module.
+// frontend/onnx_import.c — ONNX (.onnx protobuf, default domain, opsets 1-21) to dl_ir_module.
 //
 // Two passes over the graph. The first (`plan`) decides everything that can fail on the input:
 // opset and op support, constant values of initializers / Constant nodes / caller-bound graph
@@ -28,7 +28,7 @@
 #include <string.h>
 
 #define OPSET_MIN 13
-#define OPSET_MAX 17
+#define OPSET_MAX 21
 
 // ---------------------------------------------------------------------------------------------
 // ONNX dtype codes
@@ -69,26 +69,132 @@ static const char *onnx_dtype_name(int32_t code) {
 
 // ---------------------------------------------------------------------------------------------
 // Op versions. A model importing opset v gets, for each op, the newest definition with
-// since_version <= v. Opsets 13-17 are accepted as a whole (the changes between them only add
-// element types). An older opset is accepted node by node where the op's definition in use at
-// opset 17 already existed at v, i.e. the node means the same thing as under opset 17.
+// since_version <= v. The importer implements each op as opset 17 defines it, and accepts a
+// node of opset v (1..21) when that node means the same thing under opset 17:
+//  - v < 13: node by node, where the op's definition at v already meant what opset 17's means
+//    for the types we support (the table below: the oldest such version, found by comparing
+//    ONNX's schemas version by version and checking the changelog for changes of meaning the
+//    schemas do not show). Axes, split and pads given as attributes (Squeeze/Unsqueeze,
+//    ReduceSum, Split before 13) import like the inputs that replaced them. Softmax and
+//    LogSoftmax before 13 coerce their input to 2-D at `axis`: accepted only for axis = -1, where
+//    that is the same as softmax over the last axis.
+//  - 13 <= v <= 21: accepted as a whole. Between 13 and 21 our ops only gained element types
+//    or optional attributes and inputs (ReduceMean/Max/Min's axes as an input and Pad's `axes`
+//    input at 18, Split's `num_outputs` at 18, AveragePool's `dilations` at 19, Cast's
+//    `saturate` for float8 at 19): a node that uses one of those is refused by the attribute
+//    and input checks (or, for axes inputs, imported like the attribute), naming it.
 
-// Ops whose opset-17 definition is older than opset 13 (0 = since 13 or later). A table rather
-// than a switch because -Wswitch-enum wants every op named in a switch.
+// The oldest opset whose definition of the op means what opset 17's does (0 = OPSET_MIN). A
+// table rather than a switch because -Wswitch-enum wants every op named in a switch.
 static const int64_t op_since_table[DL_IR_OP_COUNT] = {
     [DL_IR_OP_SOFTPLUS] = 1,
     [DL_IR_OP_NOT] = 1,
     [DL_IR_OP_GLOBAL_AVERAGE_POOL] = 1,
+    [DL_IR_OP_TRANSPOSE] = 1,
+    [DL_IR_OP_IDENTITY] = 1,
+    [DL_IR_OP_MATMUL] = 1,
+    [DL_IR_OP_NEG] = 6,
+    [DL_IR_OP_ABS] = 6,
+    [DL_IR_OP_EXP] = 6,
+    [DL_IR_OP_LOG] = 6,
+    [DL_IR_OP_SQRT] = 6,
+    [DL_IR_OP_RECIPROCAL] = 6,
+    [DL_IR_OP_RELU] = 6,
+    [DL_IR_OP_LEAKY_RELU] = 6,
+    [DL_IR_OP_SIGMOID] = 6,
+    [DL_IR_OP_TANH] = 6,
+    [DL_IR_OP_ADD] = 7, // broadcasting since 7
+    [DL_IR_OP_SUB] = 7,
+    [DL_IR_OP_MUL] = 7,
+    [DL_IR_OP_DIV] = 7,
+    [DL_IR_OP_POW] = 7,
+    [DL_IR_OP_EQUAL] = 7,
+    [DL_IR_OP_LESS] = 7,
+    [DL_IR_OP_GREATER] = 7,
     [DL_IR_OP_AND] = 7,
     [DL_IR_OP_OR] = 7,
+    [DL_IR_OP_MAX] = 8, // broadcasting since 8
+    [DL_IR_OP_MIN] = 8,
+    [DL_IR_OP_EXPAND] = 8,
+    [DL_IR_OP_CAST] = 9,
+    [DL_IR_OP_ERF] = 9,
+    [DL_IR_OP_WHERE] = 9,
+    [DL_IR_OP_BATCH_NORMALIZATION] = 9, // 14 added training_mode (default: inference, as 9)
+    [DL_IR_OP_RESHAPE] = 5,             // 14 added allowzero (default 0: as 5)
     [DL_IR_OP_CONV] = 11,
     [DL_IR_OP_CONV_TRANSPOSE] = 11,
     [DL_IR_OP_AVERAGE_POOL] = 11,
     [DL_IR_OP_MAX_POOL] = 12,
+    [DL_IR_OP_CLIP] = 11,       // min / max as inputs since 11
+    [DL_IR_OP_GEMM] = 11,       // C optional since 11
+    [DL_IR_OP_ARG_MAX] = 11,    // 12 added select_last_index (default 0: as 11)
+    [DL_IR_OP_REDUCE_SUM] = 11, // negative axes since 11; axes became an input at 13
+    [DL_IR_OP_REDUCE_MEAN] = 11,
+    [DL_IR_OP_REDUCE_MAX] = 11,
+    [DL_IR_OP_REDUCE_MIN] = 11,
+    [DL_IR_OP_SQUEEZE] = 11,
+    [DL_IR_OP_UNSQUEEZE] = 11,
+    [DL_IR_OP_SPLIT] = 11,
+    [DL_IR_OP_CONCAT] = 11,
+    [DL_IR_OP_FLATTEN] = 11,
+    [DL_IR_OP_GATHER] = 11,
+    [DL_IR_OP_SLICE] = 11,
+    [DL_IR_OP_PAD] = 11,    // pads as an input since 11
+    [DL_IR_OP_SOFTMAX] = 1, // before 13 only with axis = -1 (check_model)
+    [DL_IR_OP_LOG_SOFTMAX] = 1,
+    [DL_IR_OP_DROPOUT] = 12, // ratio and training_mode as inputs since 12
+    [DL_IR_OP_SOFTMAX_CROSS_ENTROPY_LOSS] = 12,
+    [DL_IR_OP_NEGATIVE_LOG_LIKELIHOOD_LOSS] = 12,
+    [DL_IR_OP_HARD_SWISH] = 14, // new ops: no node of an older opset can name them
+    [DL_IR_OP_LAYER_NORMALIZATION] = 17,
 };
 
 static int64_t op_since_version(dl_ir_op op) {
     return op_since_table[op] ? op_since_table[op] : OPSET_MIN;
+}
+
+// The rank the graph declares for value `name` (a graph input or output, or a value_info), or -1.
+static int64_t declared_rank(const Onnx__GraphProto *g, const char *name) {
+    const Onnx__ValueInfoProto *const *lists[3] = {
+        (const Onnx__ValueInfoProto *const *)g->input,
+        (const Onnx__ValueInfoProto *const *)g->output,
+        (const Onnx__ValueInfoProto *const *)g->value_info};
+    size_t lens[3] = {g->n_input, g->n_output, g->n_value_info};
+    for (int l = 0; l < 3; l++) {
+        for (size_t i = 0; i < lens[l]; i++) {
+            const Onnx__ValueInfoProto *vi = lists[l][i];
+            if (vi->name && strcmp(vi->name, name) == 0 && vi->type &&
+                vi->type->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE &&
+                vi->type->tensor_type && vi->type->tensor_type->shape) {
+                return (int64_t)vi->type->tensor_type->shape->n_dim;
+            }
+        }
+    }
+    return -1;
+}
+
+// Softmax and LogSoftmax before opset 13 flatten the input to 2-D at `axis` (default 1): the
+// same as opset 13's only over the last axis: axis -1, or rank - 1 where the graph declares the
+// rank of the node's input or output (PyTorch writes softmax(dim=-1) as axis = rank - 1).
+static bool coerced_softmax_ok(const Onnx__GraphProto *g, const Onnx__NodeProto *nd) {
+    int64_t axis = 1;
+    for (size_t k = 0; k < nd->n_attribute; k++) {
+        const Onnx__AttributeProto *a = nd->attribute[k];
+        if (a->name && strcmp(a->name, "axis") == 0) {
+            if (a->type != ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT) {
+                return false;
+            }
+            axis = a->i;
+        }
+    }
+    if (axis == -1) {
+        return true;
+    }
+    int64_t rank = nd->n_input > 0 && nd->input[0] ? declared_rank(g, nd->input[0]) : -1;
+    if (rank < 0 && nd->n_output > 0 && nd->output[0]) {
+        rank = declared_rank(g, nd->output[0]);
+    }
+    return rank > 0 && axis == rank - 1;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -934,8 +1040,10 @@ static dl_status check_model(const Onnx__ModelProto *mp, int64_t *out_opset, cha
         return DL_ERR_UNSUPPORTED;
     }
     if (opset > OPSET_MAX || opset < 1) {
-        snprintf(why, why_size, "opset %lld is not supported (opsets %d-%d)", (long long)opset,
-                 OPSET_MIN, OPSET_MAX);
+        snprintf(why, why_size,
+                 "opset %lld is not supported (opsets 1-%d: %d-%d as a whole, older ones op by "
+                 "op)",
+                 (long long)opset, OPSET_MAX, OPSET_MIN, OPSET_MAX);
         return DL_ERR_UNSUPPORTED;
     }
     *out_opset = opset;
@@ -1008,10 +1116,35 @@ static dl_status check_model(const Onnx__ModelProto *mp, int64_t *out_opset, cha
             note_unsupported(unsup, &n_unsup, &n_more, "", opn, desc);
             continue;
         }
-        if (opset < OPSET_MIN && op_since_version(op) > opset) {
+        if (opset < OPSET_MIN && (op == DL_IR_OP_SOFTMAX || op == DL_IR_OP_LOG_SOFTMAX) &&
+            !coerced_softmax_ok(g, nd)) {
             snprintf(why, why_size,
-                     "%s: opset %lld uses an older definition of %s (supported: opsets %d-%d)",
-                     desc, (long long)opset, opn, OPSET_MIN, OPSET_MAX);
+                     "%s: %s of opset %lld flattens its input to 2-D at `axis`; only the last axis "
+                     "(axis = -1, or rank - 1 where the graph declares the rank: the same as "
+                     "opset 13's) is supported",
+                     desc, opn, (long long)opset);
+            st = DL_ERR_UNSUPPORTED;
+            goto checked;
+        }
+        if (op_since_version(op) > opset && op_since_version(op) > OPSET_MIN) {
+            snprintf(why, why_size, "%s: %s is not in opset %lld (it came with opset %lld)", desc,
+                     opn, (long long)opset, (long long)op_since_version(op));
+            st = DL_ERR_UNSUPPORTED;
+            goto checked;
+        }
+        if (op_since_version(op) > opset) {
+            snprintf(why, why_size,
+                     "%s: opset %lld uses an older definition of %s, which means something else "
+                     "(supported: %s from opset %lld)",
+                     desc, (long long)opset, opn, opn, (long long)op_since_version(op));
+            st = DL_ERR_UNSUPPORTED;
+            goto checked;
+        }
+        if (op == DL_IR_OP_BATCH_NORMALIZATION && opset < 14 && nd->n_output > 1) {
+            snprintf(why, why_size,
+                     "%s: BatchNormalization of opset %lld in training mode (%zu outputs) has "
+                     "other outputs than opset 14's; only inference (one output) is supported",
+                     desc, (long long)opset, nd->n_output);
             st = DL_ERR_UNSUPPORTED;
             goto checked;
         }

@@ -238,7 +238,7 @@ static const cli_help helps[] = {
      NULL},
     {"import", "convert an ONNX model to .dlg",
      "dlcc import MODEL.onnx [-o OUT.dlg] [--consts] [-v]",
-     "Imports an ONNX model (opset 13-17) and prints it as .dlg text to stdout or atomically\n"
+     "Imports an ONNX model (opsets 1-21) and prints it as .dlg text to stdout or atomically\n"
      "to OUT. The text is checked as 'dlcc check' would check it before anything is written.\n"
      "Errors exit 1 and write nothing.\n"
      "\n"

@@ -57,6 +57,17 @@ m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17),
                                         helper.make_opsetid("com.microsoft", 1)])
 onnx.save(m, "many_unsupported.onnx")
 PYEOF
+  "$py" - <<'PYEOF'
+import onnx
+from onnx import helper, TensorProto
+g = helper.make_graph([helper.make_node("Softmax", ["x"], ["y"], axis=1)], "sm11",
+                      [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 4])],
+                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3, 4])])
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 11)]), "softmax11.onnx")
+PYEOF
+  expect_msg 1 "opset-11 Softmax over axis 1 (2-D coercion) is refused, saying why" \
+    "Softmax of opset 11 flattens its input to 2-D at \`axis\`; only the last axis" \
+    import softmax11.onnx -o keep.dlg
   expect_msg 1 "every unsupported op is named at once, with its count" \
     "3 kinds of op are not supported: node 0 (Acos): op 'Acos' is not supported (2 nodes); node 3 (Shape): op 'Shape' is not supported; node 4 (FusedGelu): domain 'com.microsoft' is not supported" \
     import many_unsupported.onnx -o keep.dlg
@@ -137,6 +148,32 @@ PYEOF
   expect 0 "... and runs there (reference evaluator)" run dyn.dlg -D batch=5 --backend ref \
     --in x=x5.npy --out y=y5.npy
   check "... giving [5, 2]" "$py" -c "import numpy as np, sys; sys.exit(np.load('y5.npy').shape != (5, 2))"
+  # Opset 11 (PyTorch's export of older code): Unsqueeze / ReduceSum axes and Split's split as
+  # attributes, Softmax over the last axis; the imported model computes what torch computes.
+  "$py" - <<'PYEOF' 2>/dev/null
+import numpy as np, torch
+class M(torch.nn.Module):
+    def __init__(s):
+        super().__init__()
+        s.l = torch.nn.Linear(6, 6)
+    def forward(s, x):
+        a, b = torch.split(s.l(x), [2, 4], dim=1)
+        t = a.unsqueeze(1).sum(dim=2) + b.sum(dim=1, keepdim=True)
+        return torch.softmax(torch.cat([t, b], 1), dim=-1)
+torch.manual_seed(0)
+m = M().eval()
+x = torch.randn(3, 6)
+torch.onnx.export(m, x, "op11.onnx", opset_version=11, input_names=["x"], output_names=["y"])
+np.save("x11.npy", x.numpy())
+np.save("y11_torch.npy", m(x).detach().numpy())
+PYEOF
+  expect 0 "an opset-11 torch export imports" import op11.onnx -o op11.dlg
+  expect 0 "... and runs (reference evaluator)" run op11.dlg --backend ref --in x=x11.npy \
+    --out y=y11.npy
+  check "... computing what torch computes (float32 rounding of 6-term sums)" "$py" -c "
+import numpy as np, sys
+a, b = np.load('y11.npy'), np.load('y11_torch.npy')
+sys.exit(not (a.shape == b.shape and np.allclose(a, b, rtol=1e-5, atol=1e-6)))"
 else
   echo "note: torch is not available to $py, torch export case skipped"
 fi

@@ -41,11 +41,12 @@ g = helper.make_graph(nodes, "computed_shape",
     [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3, 2])])
 save(g, "computed_shape.onnx")
 
-# Opset 18 and a foreign domain: rejected.
+# Opset 18 (accepted: up to 21), opset 22 and a foreign domain (rejected).
 g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "relu18",
     [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
     [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
 save(g, "opset18.onnx", opset=18)
+save(g, "opset22.onnx", opset=22)
 g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"], domain="com.example")], "dom",
     [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
     [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
