@@ -18,6 +18,7 @@
 #include "dl_ir.h"
 #include "dl_json.h"
 #include "dl_pass.h"
+#include "dl_safetensors.h"
 #include "dl_tensor_io.h"
 #include "dlrt.h"
 #include "dlrt_format.h"
@@ -237,13 +238,16 @@ static const cli_help helps[] = {
      "  --json             machine-readable output (one JSON document on stdout)\n",
      NULL},
     {"import", "convert an ONNX model to .dlg",
-     "dlcc import MODEL.onnx [-o OUT.dlg] [--consts] [-v]",
+     "dlcc import MODEL.onnx [-o OUT.dlg] [--consts] [--inline-weights] [-v]",
      "Imports an ONNX model (opsets 1-21) and prints it as .dlg text to stdout or atomically\n"
      "to OUT. The text is checked as 'dlcc check' would check it before anything is written.\n"
-     "Errors exit 1 and write nothing.\n"
+     "With -o, params of more than 1024 values go to OUT's .safetensors beside it (OUT.dlg\n"
+     "-> OUT.safetensors, read through file(...) initialisers; hashed by content for the\n"
+     "cache key). Errors exit 1 and write nothing.\n"
      "\n"
      "  -o, --output OUT   write to OUT instead of stdout\n"
      "  --consts           turn initializers into consts instead of params\n"
+     "  --inline-weights   keep every param's values in the .dlg text\n"
      "  -v, --verbose      print notes on what the import changed (such as initializers that\n"
      "                     the exporter merged and that became separate params)\n",
      NULL},
@@ -2062,13 +2066,73 @@ static void drop_notes(dl_diags *d) {
     dl_diags_clear(d);
 }
 
+// Params with more than this many values leave the .dlg for a safetensors file beside it.
+enum { IMPORT_INLINE_MAX = 1024 };
+
+// The weights file beside OUT ("dir/model.dlg" -> "dir/model.safetensors", into buf) and the
+// name the .dlg gives it (its base name: a file() path is relative to the .dlg's directory).
+static bool weights_path(const char *out, char *buf, size_t size, const char **base) {
+    const char *slash = strrchr(out, '/');
+    const char *dot = strrchr(out, '.');
+    size_t stem = dot && dot > (slash ? slash : out) ? (size_t)(dot - out) : strlen(out);
+    int n = snprintf(buf, size, "%.*s.safetensors", (int)stem, out);
+    if (n < 0 || (size_t)n >= size) {
+        return false;
+    }
+    *base = strrchr(buf, '/') ? strrchr(buf, '/') + 1 : buf;
+    return true;
+}
+
+// Moves every float param literal of more than IMPORT_INLINE_MAX values into `w` (tensors in
+// `store`, which the caller frees after writing) and makes its initialiser file(BASE, NAME).
+static dl_status externalise_weights(dl_ir_module *m, const char *base, dl_st_writer *w,
+                                     dl_tensor *store, size_t *n_moved) {
+    *n_moved = 0;
+    for (size_t i = 0; i < m->params.len; i++) {
+        dl_ir_value *v = m->params.data[i];
+        dl_ir_init *in = v->init;
+        if (!in || in->kind != DL_IR_INIT_LITERAL || !in->lit || in->lit->is_splat || !in->lit->f ||
+            in->lit->n <= IMPORT_INLINE_MAX || !dl_dtype_is_float(v->type.dtype)) {
+            continue;
+        }
+        int64_t dims[DL_MAX_RANK];
+        for (int32_t k = 0; k < v->type.rank; k++) {
+            dims[k] = v->type.dims[k].value;
+        }
+        dl_tensor *t = &store[*n_moved];
+        DL_TRY(dl_tensor_alloc(t, v->type.dtype, v->type.rank, dims));
+        for (int64_t k = 0; k < in->lit->n; k++) {
+            dl_tensor_set(t, k, in->lit->f[k]); // exact: the values came from this dtype
+        }
+        (*n_moved)++;
+        DL_TRY(dl_st_writer_add(w, v->name, t));
+        dl_ir_init *f = dl_ir_module_new_init(m, DL_IR_INIT_FILE);
+        if (!f) {
+            return DL_ERR_NOMEM;
+        }
+        f->path = dl_arena_strdup(&m->arena, base);
+        f->tensor = dl_arena_strdup(&m->arena, v->name);
+        if (!f->path || !f->tensor) {
+            return DL_ERR_NOMEM;
+        }
+        f->loc = in->loc;
+        v->init = f;
+    }
+    return DL_OK;
+}
+
 static int cmd_import(int argc, char **argv) {
     cli_args a = {"import", argc, argv, 0, false};
     const char *file = NULL, *out_path = NULL;
-    bool consts = false, verbose = false;
+    bool consts = false, verbose = false, inline_weights = false;
     dl_diags *d = NULL;
     dl_ir_module *m = NULL;
     char *text = NULL;
+    dl_st_writer *w = NULL;
+    dl_tensor *store = NULL;
+    size_t n_moved = 0;
+    char wpath[4096];
+    const char *wbase = NULL;
     int rc = EXIT_OK;
     while (a.i < argc) {
         const char *arg = argv[a.i];
@@ -2091,6 +2155,8 @@ static int cmd_import(int argc, char **argv) {
             }
         } else if (cli_take_flag(&a, NULL, "--consts", false, NULL) == 1) {
             consts = true;
+        } else if (cli_take_flag(&a, NULL, "--inline-weights", false, NULL) == 1) {
+            inline_weights = true;
         } else if (cli_take_flag(&a, "-v", "--verbose", false, NULL) == 1) {
             verbose = true;
         } else {
@@ -2106,7 +2172,19 @@ static int cmd_import(int argc, char **argv) {
         rc = EXIT_INTERNAL;
         goto out;
     }
+    if (out_path && !inline_weights && !weights_path(out_path, wpath, sizeof wpath, &wbase)) {
+        rc = cli_usage_error("import", "-o: the path '%s' is too long", out_path);
+        goto out;
+    }
     dl_status st = dl_fe_import_onnx(file, consts, d, &m);
+    // Large weights go to OUT's .safetensors (written before OUT, removed if OUT fails).
+    if (st == DL_OK && wbase) {
+        store = dl_mem_calloc(m->params.len ? m->params.len : 1, sizeof *store);
+        st = store ? dl_st_writer_create(&w) : DL_ERR_NOMEM;
+        if (st == DL_OK) {
+            st = externalise_weights(m, wbase, w, store, &n_moved);
+        }
+    }
     if (st == DL_OK) {
         st = dl_ir_print(m, &text);
     }
@@ -2119,9 +2197,22 @@ static int cmd_import(int argc, char **argv) {
             drop_notes(d);
         }
     }
+    if (st == DL_OK && n_moved > 0) {
+        st = dl_st_write_file(w, wpath);
+        if (st != DL_OK) {
+            file_diag(d, wpath, "cannot write the weights: %s",
+                      st == DL_ERR_IO ? strerror(errno) : dl_status_str(st));
+        } else if (verbose) {
+            fprintf(stderr, "dlcc: %zu param%s of more than %d values written to %s\n", n_moved,
+                    n_moved == 1 ? "" : "s", IMPORT_INLINE_MAX, wpath);
+        }
+    }
     if (st == DL_OK) {
         if (out_path) {
             st = write_text_atomic(out_path, text, d);
+            if (st != DL_OK && n_moved > 0) {
+                unlink(wpath); // all or nothing
+            }
         } else {
             fputs(text, stdout);
         }
@@ -2135,6 +2226,11 @@ out:
         rc = EXIT_INTERNAL;
     }
     free(text);
+    for (size_t i = 0; store && i < n_moved; i++) {
+        dl_tensor_free(&store[i]);
+    }
+    free(store);
+    dl_st_writer_destroy(w);
     dl_ir_module_destroy(m);
     dl_diags_destroy(d);
     return rc;

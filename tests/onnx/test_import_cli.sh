@@ -148,6 +148,35 @@ PYEOF
   expect 0 "... and runs there (reference evaluator)" run dyn.dlg -D batch=5 --backend ref \
     --in x=x5.npy --out y=y5.npy
   check "... giving [5, 2]" "$py" -c "import numpy as np, sys; sys.exit(np.load('y5.npy').shape != (5, 2))"
+  # Large weights beside the .dlg: an MLP of 64-128-10 (two weights of > 1024 values).
+  "$py" - <<'PYEOF' 2>/dev/null
+import numpy as np, torch
+torch.manual_seed(0)
+m = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(), torch.nn.Linear(128, 10)).eval()
+x = torch.randn(4, 64)
+torch.onnx.export(m, x, "wmlp.onnx", opset_version=17, input_names=["x"], output_names=["y"])
+np.save("wx.npy", x.numpy())
+np.save("wy_torch.npy", m(x).detach().numpy())
+PYEOF
+  mkdir -p wout
+  expect 0 "large weights go to a safetensors file beside the .dlg" import wmlp.onnx -o wout/m.dlg
+  check "... wout/m.safetensors" test -s wout/m.safetensors
+  check "... read by file() initialisers" grep -qE '^param +v0\.weight +: float\[128, 64\] = file\("m\.safetensors", "v0\.weight"\)' wout/m.dlg
+  check "... small ones stay inline" grep -qE '^param +v0\.bias +: float\[128\] += \[' wout/m.dlg
+  check "... so the .dlg is small" test "$(wc -c <wout/m.dlg)" -lt 8000
+  expect 0 "... it runs from another directory, compiled" run "$work/wout/m.dlg" --in x=wx.npy \
+    --out y=wy.npy
+  check "... computing what torch computes" "$py" -c "
+import numpy as np, sys
+sys.exit(not np.allclose(np.load('wy.npy'), np.load('wy_torch.npy'), rtol=1e-5, atol=1e-6))"
+  expect 0 "--inline-weights keeps every value in the text" import wmlp.onnx --inline-weights \
+    -o inl.dlg
+  check "... and writes no weights file" test ! -e inl.safetensors
+  check "... inline" bash -c '! grep -q "file(" inl.dlg'
+  expect 1 "an import that cannot write OUT leaves no weights file behind" \
+    import wmlp.onnx -o nodir/m.dlg
+  check "... none" test ! -e nodir
+
   # Opset 11 (PyTorch's export of older code): Unsqueeze / ReduceSum axes and Split's split as
   # attributes, Softmax over the last axis; the imported model computes what torch computes.
   "$py" - <<'PYEOF' 2>/dev/null
