@@ -238,7 +238,9 @@ static const cli_help helps[] = {
      "  --json             machine-readable output (one JSON document on stdout)\n",
      NULL},
     {"import", "convert an ONNX model to .dlg",
-     "dlcc import MODEL.onnx [-o OUT.dlg] [--consts] [--inline-weights] [-v]",
+     "dlcc import MODEL.onnx [-o OUT.dlg] [--consts] [--inline-weights] [-v]\n"
+     "                   [--train-loss cross_entropy|mse [--labels NAME] [--optimizer OPT]\n"
+     "                   [--lr V] [--output-name OUT]]",
      "Imports an ONNX model (opsets 1-21) and prints it as .dlg text to stdout or atomically\n"
      "to OUT. The text is checked as 'dlcc check' would check it before anything is written.\n"
      "With -o, params of more than 1024 values go to OUT's .safetensors beside it (OUT.dlg\n"
@@ -248,6 +250,14 @@ static const cli_help helps[] = {
      "  -o, --output OUT   write to OUT instead of stdout\n"
      "  --consts           turn initializers into consts instead of params\n"
      "  --inline-weights   keep every param's values in the .dlg text\n"
+     "  --train-loss LOSS  make it trainable: append a labels input, the loss of the first\n"
+     "                     output (cross_entropy: SoftmaxCrossEntropyLoss over logits [N, C,\n"
+     "                     ...] and int64 labels; mse: MeanSquaredError against a target of\n"
+     "                     the output's type), `output loss` and a train block\n"
+     "  --labels NAME      the labels input (default labels, or target for mse)\n"
+     "  --optimizer OPT    sgd, adam (default), adamw or rmsprop\n"
+     "  --lr V             the learning rate (default: the optimizer's)\n"
+     "  --output-name OUT  the output the loss reads (default: the first)\n"
      "  -v, --verbose      print notes on what the import changed (such as initializers that\n"
      "                     the exporter merged and that became separate params)\n",
      NULL},
@@ -2050,10 +2060,90 @@ static dl_status check_imported_text(const char *name, const char *text, dl_diag
     po.verify_each = true;
     dl_status st = dl_fe_parse(name, text, strlen(text), d, &m);
     if (st == DL_OK) {
-        st = dl_pass_pipeline_run(m, DL_PASS_SHAPES, DL_PASS_SHAPES, &po, d);
+        // With a train block (--train-loss), the training graph must derive too.
+        st = dl_pass_pipeline_run(m, DL_PASS_SHAPES, m->train ? DL_PASS_AUTODIFF : DL_PASS_SHAPES,
+                                  &po, d);
     }
     dl_ir_module_destroy(m);
     return st;
+}
+
+// `dlcc import --train-loss`: what to append so the imported model trains.
+typedef struct import_train {
+    const char *loss;      // "cross_entropy" or "mse"; NULL: no train block
+    const char *labels;    // the new input's name (default "labels" / "target")
+    const char *optimizer; // sgd, adam, adamw, rmsprop (default adam)
+    const char *lr;        // as given, checked; NULL: the optimizer's default
+    const char *output;    // the prediction: an output's name (default the first output)
+} import_train;
+
+// A name not yet used in m: base, else base_2, base_3, ...
+static void fresh_name(const dl_ir_module *m, const char *base, char *buf, size_t size) {
+    snprintf(buf, size, "%s", base);
+    for (int k = 2; dl_ir_module_find(m, buf) || dl_ir_module_find_dim(m, buf) >= 0; k++) {
+        snprintf(buf, size, "%s_%d", base, k);
+    }
+}
+
+// Appends to the printed model an input for the labels (cross_entropy: int64 of the
+// prediction's shape without its class dim 1; mse: the prediction's type), the loss over the
+// prediction, `output` of it and a train block. m is the imported module (shapes are inferred
+// here to learn the prediction's type). Errors (exit 1) into d, naming the ONNX file.
+static dl_status append_train_block(dl_ir_module *m, const import_train *it, const char *file,
+                                    dl_strbuf *b, dl_diags *d) {
+    DL_TRY(dl_pass_pipeline_run(m, DL_PASS_SHAPES, DL_PASS_SHAPES, NULL, d));
+    const dl_ir_value *pred = NULL;
+    for (size_t i = 0; i < m->outputs.len && !pred; i++) {
+        if (!it->output || strcmp(m->outputs.data[i]->name, it->output) == 0) {
+            pred = m->outputs.data[i];
+        }
+    }
+    if (!pred) {
+        file_diag(d, file,
+                  it->output ? "--output-name: the model has no output '%s'"
+                             : "--train-loss: the model has no output%s",
+                  it->output ? it->output : "");
+        return DL_ERR_INVALID_ARG;
+    }
+    bool ce = strcmp(it->loss, "cross_entropy") == 0;
+    char ty[256], lty[300], labels[128], loss[128];
+    dl_ir_type_format(m, &pred->type, ty, sizeof ty);
+    if (!dl_dtype_is_float(pred->type.dtype) || (ce && pred->type.rank < 2)) {
+        file_diag(d, file, "--train-loss %s: output '%s' is %s; expected float%s", it->loss,
+                  pred->name, ty, ce ? " [N, C, ...] (logits, classes in dim 1)" : "");
+        return DL_ERR_SHAPE;
+    }
+    if (ce) {
+        dl_ir_type t = pred->type;
+        t.dtype = DL_DT_INT64;
+        for (int32_t k = 1; k + 1 < t.rank; k++) {
+            t.dims[k] = t.dims[k + 1];
+        }
+        t.rank--;
+        dl_ir_type_format(m, &t, lty, sizeof lty);
+    } else {
+        snprintf(lty, sizeof lty, "%s", ty);
+    }
+    fresh_name(m, it->labels ? it->labels : ce ? "labels" : "target", labels, sizeof labels);
+    if (it->labels && strcmp(labels, it->labels) != 0) {
+        file_diag(d, file, "--labels: the model already has a value or dim named '%s'", it->labels);
+        return DL_ERR_INVALID_ARG;
+    }
+    fresh_name(m, "loss", loss, sizeof loss);
+    dl_strbuf_printf(b,
+                     "\n# Appended by dlcc import --train-loss %s: the loss of output '%s' against "
+                     "'%s'.\n",
+                     it->loss, pred->name, labels);
+    dl_strbuf_printf(b, "input  %s : %s\n", labels, lty);
+    dl_strbuf_printf(b, "%s = %s <reduction = \"mean\"> (%s, %s)\n", loss,
+                     ce ? "SoftmaxCrossEntropyLoss" : "MeanSquaredError", pred->name, labels);
+    dl_strbuf_printf(b, "output %s\n\ntrain %s {\n  optimizer = %s", loss, loss,
+                     it->optimizer ? it->optimizer : "adam");
+    if (it->lr) {
+        dl_strbuf_printf(b, " <lr = %s>", it->lr);
+    }
+    dl_strbuf_puts(b, "\n}\n");
+    return b->data ? DL_OK : DL_ERR_NOMEM;
 }
 
 // Drops the notes of a successful import unless -v asked for them.
@@ -2125,6 +2215,7 @@ static int cmd_import(int argc, char **argv) {
     cli_args a = {"import", argc, argv, 0, false};
     const char *file = NULL, *out_path = NULL;
     bool consts = false, verbose = false, inline_weights = false;
+    import_train it = {0};
     dl_diags *d = NULL;
     dl_ir_module *m = NULL;
     char *text = NULL;
@@ -2157,6 +2248,15 @@ static int cmd_import(int argc, char **argv) {
             consts = true;
         } else if (cli_take_flag(&a, NULL, "--inline-weights", false, NULL) == 1) {
             inline_weights = true;
+        } else if ((r = cli_take_flag(&a, NULL, "--train-loss", true, &it.loss)) != 0 ||
+                   (r = cli_take_flag(&a, NULL, "--labels", true, &it.labels)) != 0 ||
+                   (r = cli_take_flag(&a, NULL, "--optimizer", true, &it.optimizer)) != 0 ||
+                   (r = cli_take_flag(&a, NULL, "--lr", true, &it.lr)) != 0 ||
+                   (r = cli_take_flag(&a, NULL, "--output-name", true, &it.output)) != 0) {
+            if (r < 0) {
+                rc = EXIT_USAGE;
+                goto out;
+            }
         } else if (cli_take_flag(&a, "-v", "--verbose", false, NULL) == 1) {
             verbose = true;
         } else {
@@ -2166,6 +2266,37 @@ static int cmd_import(int argc, char **argv) {
     }
     if (!file) {
         rc = cli_usage_error("import", "no ONNX model file");
+        goto out;
+    }
+    static const char *const losses[] = {"cross_entropy", "mse"};
+    static const char *const optimizers[] = {"sgd", "adam", "adamw", "rmsprop"};
+    if (it.loss && !in_list(it.loss, losses, DL_ARRAY_LEN(losses))) {
+        rc = cli_usage_error("import", "--train-loss: unknown loss '%s' (cross_entropy, mse)",
+                             it.loss);
+        goto out;
+    }
+    if (!it.loss && (it.labels || it.optimizer || it.lr || it.output)) {
+        rc = cli_usage_error("import",
+                             "--labels, --optimizer, --lr and --output-name go with --train-loss");
+        goto out;
+    }
+    if (it.optimizer && !in_list(it.optimizer, optimizers, DL_ARRAY_LEN(optimizers))) {
+        rc = cli_usage_error("import",
+                             "--optimizer: unknown optimizer '%s' (sgd, adam, adamw, rmsprop)",
+                             it.optimizer);
+        goto out;
+    }
+    if (it.lr) {
+        char *end = NULL;
+        errno = 0;
+        double v = strtod(it.lr, &end);
+        if (!*it.lr || *end || errno || !isfinite(v) || v < 0) {
+            rc = cli_usage_error("import", "--lr expects a finite number >= 0, got '%s'", it.lr);
+            goto out;
+        }
+    }
+    if (it.labels && !*it.labels) {
+        rc = cli_usage_error("import", "--labels needs a name");
         goto out;
     }
     if (dl_diags_create(&d) != DL_OK) {
@@ -2187,6 +2318,17 @@ static int cmd_import(int argc, char **argv) {
     }
     if (st == DL_OK) {
         st = dl_ir_print(m, &text);
+    }
+    if (st == DL_OK && it.loss) {
+        dl_strbuf b = {0};
+        dl_strbuf_puts(&b, text);
+        st = append_train_block(m, &it, file, &b, d);
+        free(text);
+        text = b.data;
+        if (st != DL_OK) {
+            dl_strbuf_fini(&b);
+            text = NULL;
+        }
     }
     if (st == DL_OK) {
         st = check_imported_text(out_path ? out_path : "<stdout>", text, d);

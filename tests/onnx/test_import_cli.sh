@@ -177,6 +177,55 @@ sys.exit(not np.allclose(np.load('wy.npy'), np.load('wy_torch.npy'), rtol=1e-5, 
     import wmlp.onnx -o nodir/m.dlg
   check "... none" test ! -e nodir
 
+  # An imported CNN trains: --train-loss appends labels, the loss and a train block; three SGD
+  # steps of dlcc give the params three torch steps give (float32 sums of a few hundred terms).
+  "$py" - <<'PYEOF' 2>/dev/null
+import numpy as np, torch
+torch.manual_seed(0)
+class CNN(torch.nn.Module):
+    def __init__(s):
+        super().__init__()
+        s.c = torch.nn.Conv2d(1, 4, 3, padding=1)
+        s.f = torch.nn.Linear(4 * 4 * 4, 5)
+    def forward(s, x):
+        return s.f(torch.flatten(torch.nn.functional.max_pool2d(torch.relu(s.c(x)), 2), 1))
+m = CNN()
+x, y = torch.randn(3, 8, 1, 8, 8), torch.randint(0, 5, (3, 8))
+torch.onnx.export(m.eval(), x[0], "tcnn.onnx", opset_version=17, input_names=["x"],
+                  output_names=["logits"])
+np.save("txs.npy", x.numpy())
+np.save("tys.npy", y.numpy())
+opt = torch.optim.SGD(m.parameters(), lr=0.1)
+for k in range(3):
+    opt.zero_grad()
+    torch.nn.functional.cross_entropy(m(x[k]), y[k]).backward()
+    opt.step()
+np.savez("tcnn_torch.npz", **{k: v.detach().numpy() for k, v in m.state_dict().items()})
+PYEOF
+  expect 0 "import --train-loss cross_entropy appends a train block" import tcnn.onnx -o tcnn.dlg \
+    --train-loss cross_entropy --optimizer sgd --lr 0.1
+  check "... labels int64[8] (the logits' shape without the class dim)" \
+    grep -qE '^input +labels +: int64\[8\]$' tcnn.dlg
+  check "... the loss" grep -qF 'loss = SoftmaxCrossEntropyLoss <reduction = "mean"> (logits, labels)' tcnn.dlg
+  expect 0 "... and it trains: three steps" run tcnn.dlg --entry train_step --steps 3 \
+    --in x=txs.npy --in labels=tys.npy --save-params tcnn.safetensors
+  check "... to the params torch's three SGD steps give" "$py" -c "
+import json, struct, sys, numpy as np
+b = open('tcnn.safetensors', 'rb').read()
+n = struct.unpack('<Q', b[:8])[0]
+h = json.loads(b[8:8 + n])
+t = np.load('tcnn_torch.npz')
+ok = True
+for k in t.files:
+    e = h[k]
+    a = np.frombuffer(b[8 + n + e['data_offsets'][0]:8 + n + e['data_offsets'][1]], np.float32)
+    ok = ok and np.allclose(a.reshape(e['shape']), t[k], rtol=1e-5, atol=1e-6)
+sys.exit(not ok)"
+  expect_msg 2 "--train-loss checks its loss" "--train-loss: unknown loss 'hinge'" \
+    import tcnn.onnx --train-loss hinge
+  expect_msg 2 "--optimizer without --train-loss is refused" "go with --train-loss" \
+    import tcnn.onnx --optimizer sgd
+
   # Opset 11 (PyTorch's export of older code): Unsqueeze / ReduceSum axes and Split's split as
   # attributes, Softmax over the last axis; the imported model computes what torch computes.
   "$py" - <<'PYEOF' 2>/dev/null
