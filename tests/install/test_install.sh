@@ -29,6 +29,9 @@ for f in bin/dlcc bin/dlcc-cache include/dlrt.h include/libdlcc.h lib/libdlrt.so
          share/doc/dlcc/samples/train_fmnist.c share/doc/dlcc/runtime.md; do
   check "installed: $f" test -e "$p/$f"
 done
+if [ -e "$build/libdlrt_mpi.so" ]; then
+  check "installed: lib/libdlrt_mpi.so (the MPI plugin, beside libdlrt)" test -e "$lib/libdlrt_mpi.so"
+fi
 check "libdlrt has a versioned soname" sh -c "objdump -p '$lib/libdlrt.so' | grep -q 'SONAME.*libdlrt\.so\.0'"
 check "libdlcc has a versioned soname" sh -c "objdump -p '$lib/libdlcc.so' | grep -q 'SONAME.*libdlcc\.so\.0'"
 check "libdlrt exports dlrt_* only" sh -c \
