@@ -88,6 +88,14 @@ DL_NODISCARD dl_status dlcc_compile_source(const char *name, const char *text, s
 DL_NODISCARD dl_status dlcc_compile_file(const char *path, const dlcc_options *o, dl_diags *d,
                                          dlcc_result *r);
 
+// Compiles a module from dlcc_load_module, perhaps changed since by the caller (`dlcc run`
+// keeps only the outputs asked for: dl_ir_module_keep_outputs), through the cache like
+// dlcc_compile_file; the options' binds were applied when it was loaded. `source` names it in
+// the cache entry (the file it came from). The module is verified again first; the pass
+// pipeline then rewrites it in place (autodiff, fusion): do not evaluate it afterwards.
+DL_NODISCARD dl_status dlcc_compile_module(dl_ir_module *m, const char *source,
+                                           const dlcc_options *o, dl_diags *d, dlcc_result *r);
+
 // Loads `path` and applies the options' binds, infers shapes and verifies: the front half of
 // dlcc_compile_file (for `dlcc run --backend ref`, `dlcc check` and `dlcc-cache explain`).
 // The pipeline's `shapes` pass (with the options' verify and dumps); dlcc_check_module goes on.

@@ -497,6 +497,28 @@ dl_status dlcc_compile_source(const char *name, const char *text, size_t len, co
     return st;
 }
 
+// The absolute form of `path` in `abs` (the path itself when absolute or when the working
+// directory is unknown), for the cache entry's source.
+static const char *source_path(const char *path, dl_strbuf *abs) {
+    char cwd[4096];
+    if (path[0] != '/' && getcwd(cwd, sizeof cwd)) {
+        dl_strbuf_printf(abs, "%s/%s", cwd, strncmp(path, "./", 2) == 0 ? path + 2 : path);
+    }
+    return abs->data && !abs->oom ? abs->data : path;
+}
+
+dl_status dlcc_compile_module(dl_ir_module *m, const char *source, const dlcc_options *o,
+                              dl_diags *d, dlcc_result *r) {
+    result_reset(r);
+    double t0 = now_ms();
+    DL_TRY(check_options(o, d));
+    DL_TRY(dl_ir_verify(m, d));
+    dl_strbuf abs = {0};
+    dl_status st = compile_module(m, source_path(source, &abs), o, d, t0, now_ms() - t0, r);
+    dl_strbuf_fini(&abs);
+    return st;
+}
+
 dl_status dlcc_compile_file(const char *path, const dlcc_options *o, dl_diags *d, dlcc_result *r) {
     result_reset(r);
     double t0 = now_ms();
@@ -506,12 +528,7 @@ dl_status dlcc_compile_file(const char *path, const dlcc_options *o, dl_diags *d
     // The entry records the file by its absolute path, so `dlcc-cache ls` names it wherever it
     // is run from (the path as given when it cannot be resolved).
     dl_strbuf abs = {0};
-    char cwd[4096];
-    if (path[0] != '/' && getcwd(cwd, sizeof cwd)) {
-        dl_strbuf_printf(&abs, "%s/%s", cwd, strncmp(path, "./", 2) == 0 ? path + 2 : path);
-    }
-    dl_status st =
-        compile_module(m, abs.data && !abs.oom ? abs.data : path, o, d, t0, now_ms() - t0, r);
+    dl_status st = compile_module(m, source_path(path, &abs), o, d, t0, now_ms() - t0, r);
     dl_strbuf_fini(&abs);
     dl_ir_module_destroy(m);
     return st;

@@ -440,6 +440,22 @@ dl_ir_value *dl_ir_module_find(const dl_ir_module *m, const char *name); // NULL
 // name table is rebuilt. DL_ERR_NOMEM leaves the module unchanged.
 DL_NODISCARD dl_status dl_ir_module_remove_nodes(dl_ir_module *m, const uint8_t *dead);
 
+// Marks in live[v->id] (m->values.len bytes, zeroed by the caller) every value that `roots`
+// depend on, the roots included: the inputs, params, consts and node results the nodes that
+// compute them read, transitively. Which inputs an output needs is live[input->id].
+void dl_ir_module_mark_deps(const dl_ir_module *m, const dl_ir_value *const *roots, size_t n_roots,
+                            uint8_t *live);
+// Keeps only the outputs whose values are `keep` (each must be an output of m) and what they
+// need: the other outputs stop being outputs, the train block goes (the module becomes an
+// inference model), and every node none of the kept outputs depends on is removed
+// (dl_ir_module_remove_nodes). Inputs and params stay declared even when nothing reads them
+// (the interface keeps its names). For `dlcc run` of a model with inputs left unbound, e.g.
+// the labels of a model whose infer also computes its loss. Before autodiff only
+// (DL_ERR_INVALID_ARG after it, or for a value that is not an output); DL_ERR_NOMEM leaves the
+// module unchanged.
+DL_NODISCARD dl_status dl_ir_module_keep_outputs(dl_ir_module *m, dl_ir_value *const *keep,
+                                                 size_t n_keep);
+
 // Arena helpers for builders.
 dl_ir_init *dl_ir_module_new_init(dl_ir_module *m, dl_ir_init_kind kind);
 dl_ir_literal *dl_ir_module_new_literal(dl_ir_module *m, dl_dtype dtype, int64_t n);

@@ -1,5 +1,6 @@
 // ir/ir_module.c — module construction: the arena, the name table, builders for every statement
-// kind, attribute getters with op-table defaults, dim rebinding and type formatting.
+// kind, attribute getters with op-table defaults, dim rebinding and type formatting; removing
+// nodes, and keeping only some outputs and what they depend on.
 //
 // The name table is an open-addressing hash map from name to value id, grown at 50% load; dims
 // live in their own small vector and are looked up linearly (models have a handful).
@@ -705,4 +706,103 @@ void dl_ir_conv_pads(const char *auto_pad, int64_t in, int64_t out, int64_t k, i
         *pb = strcmp(auto_pad, "SAME_UPPER") == 0 ? total / 2 : total - total / 2;
         *pe = total - *pb;
     }
+}
+
+void dl_ir_module_mark_deps(const dl_ir_module *m, const dl_ir_value *const *roots, size_t n_roots,
+                            uint8_t *live) {
+    for (size_t i = 0; i < n_roots; i++) {
+        live[roots[i]->id] = 1;
+    }
+    // Nodes are in a topological order: one backward sweep sees every user before its inputs.
+    for (size_t k = m->nodes.len; k-- > 0;) {
+        const dl_ir_node *n = m->nodes.data[k];
+        bool needed = false;
+        for (size_t o = 0; o < n->n_outputs && !needed; o++) {
+            needed = live[n->outputs[o]->id] != 0;
+        }
+        for (size_t i = 0; needed && i < n->n_inputs; i++) {
+            if (n->inputs[i]) {
+                live[n->inputs[i]->id] = 1;
+            }
+        }
+    }
+}
+
+dl_status dl_ir_module_keep_outputs(dl_ir_module *m, dl_ir_value *const *keep, size_t n_keep) {
+    if (m->has_backward) {
+        return DL_ERR_INVALID_ARG;
+    }
+    for (size_t i = 0; i < n_keep; i++) {
+        if (!keep[i]->is_output) {
+            return DL_ERR_INVALID_ARG;
+        }
+    }
+    size_t nv = m->values.len, nn = m->nodes.len;
+    uint8_t *live = dl_mem_calloc(nv ? nv : 1, 1);
+    uint8_t *dead = dl_mem_calloc(nn ? nn : 1, 1);
+    if (!live || !dead) {
+        free(live);
+        free(dead);
+        return DL_ERR_NOMEM;
+    }
+    dl_ir_module_mark_deps(m, (const dl_ir_value *const *)keep, n_keep, live);
+    for (size_t k = 0; k < nn; k++) {
+        const dl_ir_node *n = m->nodes.data[k];
+        bool needed = false;
+        for (size_t o = 0; o < n->n_outputs && !needed; o++) {
+            needed = live[n->outputs[o]->id] != 0;
+        }
+        dead[k] = !needed;
+    }
+    // The outputs, the train block and their statements first (nothing left may refer to a
+    // removed value), then the nodes. Only remove_nodes allocates, before it changes anything,
+    // so on DL_ERR_NOMEM the module is restored from the saved output list.
+    size_t n_out = m->outputs.len;
+    dl_ir_value **saved = dl_mem_alloc((n_out ? n_out : 1) * sizeof *saved);
+    if (!saved) {
+        free(live);
+        free(dead);
+        return DL_ERR_NOMEM;
+    }
+    memcpy(saved, m->outputs.data, n_out * sizeof *saved);
+    size_t ko = 0;
+    for (size_t i = 0; i < n_out; i++) {
+        dl_ir_value *v = m->outputs.data[i];
+        bool kept = false;
+        for (size_t j = 0; j < n_keep && !kept; j++) {
+            kept = keep[j] == v;
+        }
+        v->is_output = kept;
+        if (kept) {
+            m->outputs.data[ko++] = v;
+        }
+    }
+    m->outputs.len = ko;
+    dl_ir_train *train = m->train;
+    m->train = NULL;
+    dl_status st = dl_ir_module_remove_nodes(m, dead);
+    if (st != DL_OK) {
+        memcpy(m->outputs.data, saved, n_out * sizeof *saved);
+        m->outputs.len = n_out;
+        for (size_t i = 0; i < n_out; i++) {
+            saved[i]->is_output = true;
+        }
+        m->train = train;
+    } else {
+        // Statements of what is gone but still defined: outputs no longer listed, the train block.
+        size_t ks = 0;
+        for (size_t i = 0; i < m->stmts.len; i++) {
+            dl_ir_stmt t = m->stmts.data[i];
+            if (t.kind == DL_IR_STMT_TRAIN ||
+                (t.kind == DL_IR_STMT_OUTPUT && !m->values.data[t.index]->is_output)) {
+                continue;
+            }
+            m->stmts.data[ks++] = t;
+        }
+        m->stmts.len = ks;
+    }
+    free(saved);
+    free(live);
+    free(dead);
+    return st;
 }

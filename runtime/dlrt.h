@@ -121,6 +121,9 @@ DLRT_API size_t dlrt_model_num_params(const dlrt_model *m);
 DLRT_API dlrt_status dlrt_model_input(const dlrt_model *m, size_t i, dlrt_tensor_desc *out);
 DLRT_API dlrt_status dlrt_model_output(const dlrt_model *m, size_t i, dlrt_tensor_desc *out);
 DLRT_API dlrt_status dlrt_model_param(const dlrt_model *m, size_t i, dlrt_tensor_desc *out);
+// 1 when the infer entry point reads input i, 0 when it never does (e.g. labels only the train
+// step uses: they may stay unset for dlrt_session_infer) or i is out of range.
+DLRT_API int dlrt_model_infer_reads_input(const dlrt_model *m, size_t i);
 
 // Creates a session on the model's device: allocates its memory and initialises every param
 // from the artifact's initialisers (deterministic: the same values on every machine and run).

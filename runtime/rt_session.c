@@ -360,6 +360,13 @@ static bool entry_reads(const dlrt_model *m, int entry, uint32_t b) {
     return false;
 }
 
+int dlrt_model_infer_reads_input(const dlrt_model *m, size_t i) {
+    if (!m || i >= m->n_inputs) {
+        return 0;
+    }
+    return entry_reads(m, DLRT_ENTRY_INFER, m->tensors[m->first_input + i].buffer);
+}
+
 dlrt_status rt__check_inputs(dlrt_session *s, int entry, const char *what) {
     const dlrt_model *m = s->model;
     for (size_t i = 0; i < m->n_inputs; i++) {

@@ -94,15 +94,18 @@ static const cli_help helps[] = {
      NULL},
     {"run", "run a model's infer or train_step entry point",
      "dlcc run FILE [-D NAME=INT]... [--in NAME=PATH.npy]... [--out NAME=PATH.npy]...\n"
-     "                [--backend cpu|ref] [--entry infer]\n"
+     "                [--params CKPT.safetensors] [--backend cpu|ref] [--entry infer]\n"
      "       dlcc run FILE --entry train_step [--steps K] [--in NAME=PATH.npy]...\n"
-     "                [--init-params IN.safetensors] [--save-params OUT.safetensors]\n"
+     "                [--params IN.safetensors] [--save-params OUT.safetensors]\n"
      "                [--max-skipped-steps N] [--detect-anomaly]",
      "Runs FILE, a .dlg model or an artifact compiled by 'dlcc compile', on the given inputs.\n"
      "A .dlg is compiled on the fly for --backend cpu (the default; through the compilation\n"
      "cache, as 'dlcc compile'; see --no-cache, --cache-dir, -v below) or evaluated by the\n"
-     "reference evaluator with --backend ref. Every model input must be given exactly once with\n"
-     "--in, as a .npy file of the input's dtype and shape (bfloat16 travels as '<u2').\n"
+     "reference evaluator with --backend ref. Inputs are given with --in, as .npy files of the\n"
+     "input's dtype and shape (bfloat16 travels as '<u2'). The infer entry point needs only the\n"
+     "inputs the outputs asked for depend on: with --out probs=P.npy a classifier runs without\n"
+     "its labels (the other outputs are not computed); without --out, the outputs whose inputs\n"
+     "were all given are printed. An input an asked-for output needs is an error naming it.\n"
      "With --out, writes the named outputs as .npy files (atomically, and only after the whole\n"
      "evaluation succeeded); without --out, prints each output's type and first values.\n"
      "Compiled runs also take --threads T, --profile FILE and --profile-summary (below).\n"
@@ -110,6 +113,9 @@ static const cli_help helps[] = {
      "  -D NAME=INT          bind dim NAME (e.g. -D N=64)\n"
      "  --in NAME=PATH       read input NAME from a .npy file\n"
      "  --out NAME=PATH      write output NAME to a .npy file\n"
+     "  --params PATH        the params from a safetensors checkpoint (e.g. written by\n"
+     "                       --save-params or dlcc train); every param must be in it, other\n"
+     "                       tensors (optimizer state) are ignored by --entry infer\n"
      "  --backend cpu        compiled native code (default)\n"
      "  --backend ref        the reference evaluator (the oracle; .dlg models only)\n"
      "  --entry infer        the inference entry point (default)\n"
@@ -132,8 +138,8 @@ static const cli_help helps[] = {
      "  step I loss L grad_norm G skipped 0|1\n"
      "\n"
      "  --steps K            number of train steps (default 1)\n"
-     "  --init-params PATH   load params (and optimizer state, if present) from a safetensors\n"
-     "                       checkpoint before the first step\n"
+     "  --params PATH        load params (and optimizer state, if present) from a safetensors\n"
+     "                       checkpoint before the first step (--init-params is the same)\n"
      "  --save-params PATH   write a safetensors checkpoint (params, optimizer state, step)\n"
      "                       atomically after the last step\n"
      "  --max-skipped-steps N  stop with exit status 4 after N non-finite steps in a row (or\n"
@@ -1286,10 +1292,13 @@ typedef struct run_state {
     io_desc *in_io, *out_io; // the model's interface
     size_t n_in, n_out;
     dl_tensor *in_t, *out_t; // the inputs read, the outputs made (n_out_t of them)
+    dl_tensor *params;       // --params for --backend ref (n_params, m->params order)
+    size_t n_params;
     size_t n_out_t;
     bool *stepped; // per input: its .npy has a leading step dim (train_step)
     dlcc_bind *cbinds;
     const char *model_name; // BORROWED from m or rtm
+    bool is_pruned;         // m keeps only the outputs asked for (inputs were left out): compile m
 } run_state;
 
 static void run_opts_fini(run_opts *o) {
@@ -1313,6 +1322,10 @@ static void run_state_fini(run_state *rn) {
         dl_tensor_free(&rn->out_t[j]);
     }
     free(rn->in_t);
+    for (size_t j = 0; j < rn->n_params; j++) {
+        dl_tensor_free(&rn->params[j]);
+    }
+    free(rn->params);
     free(rn->stepped);
     free(rn->out_t);
     free(rn->cbinds);
@@ -1382,6 +1395,7 @@ static int run_parse_args(int argc, char **argv, run_opts *o) {
                        0 ||
                    (r = cli_take_name_flag(&a, "--init-params", "a file name", &o->init_params)) !=
                        0 ||
+                   (r = cli_take_name_flag(&a, "--params", "a file name", &o->init_params)) != 0 ||
                    (r = cli_take_name_flag(&a, "--save-params", "a file name", &o->save_params)) !=
                        0) {
             if (r < 0) {
@@ -1445,11 +1459,9 @@ static int run_check_args(run_opts *o) {
                                o->entry);
     }
     o->train = strcmp(o->entry, "train_step") == 0;
-    if (!o->train &&
-        (o->steps_arg || o->init_params || o->save_params || o->max_skipped || o->detect_anomaly)) {
+    if (!o->train && (o->steps_arg || o->save_params || o->max_skipped || o->detect_anomaly)) {
         return cli_usage_error("run", "%s only applies to --entry train_step",
                                o->steps_arg     ? "--steps"
-                               : o->init_params ? "--init-params"
                                : o->save_params ? "--save-params"
                                : o->max_skipped ? "--max-skipped-steps"
                                                 : "--detect-anomaly");
@@ -1542,6 +1554,94 @@ static int run_load_model(const run_opts *o, run_state *rn) {
     return EXIT_OK;
 }
 
+// Some inputs of a .dlg were not given (infer): keeps the outputs asked for (--out; without it,
+// those whose inputs were all given, with a note for each other one) if none of them needs a
+// missing input, else an error naming the input (and, with --out, the output that needs it).
+// The module then computes only those outputs (dl_ir_module_keep_outputs) and rn->out_io
+// follows it. Runs after the other argument checks, which may have found errors already.
+static int run_keep_outputs(const run_opts *o, run_state *rn, const int *given) {
+    dl_ir_module *m = rn->m;
+    size_t nv = m->values.len ? m->values.len : 1, no = m->outputs.len ? m->outputs.len : 1;
+    uint8_t *live = dl_mem_alloc(nv), *needed = dl_mem_calloc(nv, 1);
+    dl_ir_value **keep = dl_mem_alloc(no * sizeof *keep);
+    const dl_ir_value **missing = dl_mem_calloc(no, sizeof *missing); // per output
+    int rc = EXIT_OK;
+    if (!live || !needed || !keep || !missing) {
+        rc = EXIT_INTERNAL;
+        goto out;
+    }
+    size_t n_keep = 0;
+    for (size_t k = 0; k < m->outputs.len; k++) {
+        dl_ir_value *v = m->outputs.data[k];
+        bool asked = o->outs.len == 0;
+        for (size_t i = 0; i < o->outs.len && !asked; i++) {
+            asked = strcmp(o->outs.data[i].name, v->name) == 0;
+        }
+        if (!asked) {
+            continue;
+        }
+        memset(live, 0, nv);
+        dl_ir_module_mark_deps(m, (const dl_ir_value *const *)&v, 1, live);
+        for (size_t j = 0; j < m->inputs.len; j++) {
+            const dl_ir_value *in = m->inputs.data[j];
+            if (!given[j] && live[in->id]) {
+                missing[k] = missing[k] ? missing[k] : in;
+                needed[in->id] = 1;
+            }
+        }
+        if (!missing[k]) {
+            keep[n_keep++] = v;
+        }
+    }
+    for (size_t k = 0; k < m->outputs.len; k++) {
+        if (!missing[k] || (o->outs.len == 0 && n_keep == 0)) {
+            continue;
+        }
+        const dl_ir_value *in = missing[k];
+        char ty[256];
+        io_desc io = io_from_value(in);
+        io_format(&io, ty, sizeof ty);
+        if (o->outs.len) {
+            dl_diag(rn->d, DL_SEV_ERROR, DL_NO_LOC,
+                    "missing input '%s': output '%s' needs it (expected %s; give it with --in "
+                    "%s=PATH.npy)",
+                    in->name, m->outputs.data[k]->name, ty, in->name);
+        } else {
+            dl_diag(rn->d, DL_SEV_NOTE, DL_NO_LOC,
+                    "output '%s' is not computed: it needs input '%s', which was not given",
+                    m->outputs.data[k]->name, in->name);
+        }
+    }
+    if (o->outs.len == 0 && n_keep == 0) { // nothing to compute: every input that is needed
+        for (size_t j = 0; j < m->inputs.len; j++) {
+            if (needed[m->inputs.data[j]->id]) {
+                char ty[256];
+                io_format(&rn->in_io[j], ty, sizeof ty);
+                dl_diag(rn->d, DL_SEV_ERROR, DL_NO_LOC,
+                        "missing input '%s': expected %s (give it with --in %s=PATH.npy)",
+                        rn->in_io[j].name, ty, rn->in_io[j].name);
+            }
+        }
+    }
+    if (dl_diags_error_count(rn->d) > 0) {
+        rc = dl_diags_oom(rn->d) ? EXIT_INTERNAL : EXIT_INPUT;
+    } else if (dl_ir_module_keep_outputs(m, keep, n_keep) != DL_OK) {
+        rc = EXIT_INTERNAL;
+    } else {
+        rn->is_pruned = true;
+        rn->n_out = m->outputs.len;
+        for (size_t j = 0; j < rn->n_out; j++) {
+            rn->out_io[j] = io_from_value(m->outputs.data[j]);
+        }
+    }
+out:
+    free(live);
+    free(needed);
+    free(keep);
+    free(missing);
+    return rc;
+}
+
 static int run_read_inputs(const run_opts *o, run_state *rn) {
     dl_status st = DL_OK;
     // 3. Inputs: names first (cheap, and the clearest errors), then the files.
@@ -1569,8 +1669,13 @@ static int run_read_inputs(const run_opts *o, run_state *rn) {
             given[j] = (int)k + 1;
         }
     }
+    // --entry train_step needs every input. The infer entry point needs those the outputs asked
+    // for depend on: for a .dlg that is decided below (run_keep_outputs), for an artifact by
+    // what its infer reads (all of its outputs are computed).
+    bool any_missing = false;
     for (size_t j = 0; j < rn->n_in; j++) {
-        if (!given[j]) {
+        any_missing |= !given[j];
+        if (!given[j] && (o->train || (rn->rtm && dlrt_model_infer_reads_input(rn->rtm, j)))) {
             char ty[256];
             io_format(&rn->in_io[j], ty, sizeof ty);
             dl_diag(rn->d, DL_SEV_ERROR, DL_NO_LOC,
@@ -1593,8 +1698,18 @@ static int run_read_inputs(const run_opts *o, run_state *rn) {
             dl_strbuf_fini(&names);
         }
     }
+    if (any_missing && !o->train && rn->m) {
+        int rc = run_keep_outputs(o, rn, given);
+        if (rc != EXIT_OK) {
+            free(given);
+            return rc;
+        }
+    }
     if (dl_diags_error_count(rn->d) == 0) {
         for (size_t j = 0; j < rn->n_in; j++) {
+            if (!given[j]) {
+                continue; // not needed (checked above): in_t[j] stays empty
+            }
             const io_arg *io = &o->ins.data[given[j] - 1];
             char err[512];
             st = dl_npy_read(io->path, &rn->in_t[j], err, sizeof err);
@@ -1647,7 +1762,9 @@ static int run_compile(run_opts *o, run_state *rn) {
         if (!options_set_binds(&o->copts, o->binds.data, o->binds.len, &rn->cbinds)) {
             return EXIT_INTERNAL;
         }
-        st = dlcc_compile_file(o->file, &o->copts, rn->d, &res);
+        // A module that keeps only some outputs is compiled as it is (binds applied already).
+        st = rn->is_pruned ? dlcc_compile_module(rn->m, o->file, &o->copts, rn->d, &res)
+                           : dlcc_compile_file(o->file, &o->copts, rn->d, &res);
         if (o->verbose && st == DL_OK) {
             print_cache_line(&res);
         }
@@ -1668,6 +1785,27 @@ static int run_compile(run_opts *o, run_state *rn) {
     return EXIT_OK;
 }
 
+// Reads param `want` from the safetensors checkpoint `path` into *out and checks its dtype and
+// shape. Optimizer state in the file is simply not read; a missing param is an error (a model
+// run with some params at their initial values would predict garbage without saying so).
+static int run_read_param(const char *path, const io_desc *want, dl_tensor *out, dl_diags *d) {
+    char err[512];
+    dl_status st = dl_safetensors_read_tensor(path, want->name, out, err, sizeof err);
+    if (st != DL_OK) {
+        file_diag(d, path, "param '%s': %s", want->name, err);
+        return st == DL_ERR_NOMEM ? EXIT_INTERNAL : EXIT_INPUT;
+    }
+    if (!io_matches(out, want)) {
+        char w[256], g[256];
+        io_format(want, w, sizeof w);
+        tensor_type_format(out, g, sizeof g);
+        file_diag(d, path, "param '%s': the model has %s, the checkpoint %s", want->name, w, g);
+        dl_tensor_free(out);
+        return EXIT_INPUT;
+    }
+    return EXIT_OK;
+}
+
 // The infer entry point, in the reference evaluator or compiled.
 static int run_infer(const run_opts *o, run_state *rn) {
     int rc = EXIT_OK;
@@ -1677,7 +1815,32 @@ static int run_infer(const run_opts *o, run_state *rn) {
         return EXIT_INTERNAL;
     }
     if (o->use_ref) {
+        // Inputs no kept output reads (run_keep_outputs) are zeros of their declared type.
+        for (size_t j = 0; j < rn->n_in; j++) {
+            if (!rn->in_t[j].data &&
+                dl_tensor_alloc(&rn->in_t[j], rn->in_io[j].dtype, rn->in_io[j].rank,
+                                rn->in_io[j].dims) != DL_OK) {
+                return EXIT_INTERNAL;
+            }
+        }
         dl_ir_eval_opts opts = {NULL, 0, false};
+        if (o->init_params) {
+            size_t np = rn->m->params.len;
+            rn->params = dl_mem_calloc(np ? np : 1, sizeof *rn->params);
+            if (!rn->params) {
+                return EXIT_INTERNAL;
+            }
+            rn->n_params = np;
+            for (size_t i = 0; i < np; i++) {
+                io_desc want = io_from_value(rn->m->params.data[i]);
+                if ((rc = run_read_param(o->init_params, &want, &rn->params[i], rn->d)) !=
+                    EXIT_OK) {
+                    return rc;
+                }
+            }
+            opts.params = rn->params;
+            opts.n_params = np;
+        }
         st = dl_ir_eval(rn->m, &opts, rn->in_t, rn->out_t, rn->d);
         if (st != DL_OK) {
             if (dl_diags_error_count(rn->d) == 0) {
@@ -1689,7 +1852,22 @@ static int run_infer(const run_opts *o, run_state *rn) {
         rn->n_out_t = rn->n_out;
     } else {
         dlrt_status rs = exec_session_create(rn->rtm, &o->xa, &rn->sess);
+        for (size_t i = 0; rs == DLRT_OK && o->init_params && i < dlrt_model_num_params(rn->rtm);
+             i++) {
+            dlrt_tensor_desc td;
+            (void)dlrt_model_param(rn->rtm, i, &td);
+            io_desc want = io_from_rt(&td);
+            dl_tensor t = {0};
+            if ((rc = run_read_param(o->init_params, &want, &t, rn->d)) != EXIT_OK) {
+                return rc;
+            }
+            rs = dlrt_session_set_param(rn->sess, want.name, t.data, dl_tensor_nbytes(&t));
+            dl_tensor_free(&t);
+        }
         for (size_t j = 0; rs == DLRT_OK && j < rn->n_in; j++) {
+            if (!rn->in_t[j].data) {
+                continue; // not given and not read by infer (checked when the inputs were read)
+            }
             rs = dlrt_session_set_input(rn->sess, rn->in_io[j].name, rn->in_t[j].data,
                                         dl_tensor_nbytes(&rn->in_t[j]));
         }

@@ -215,7 +215,15 @@ expect 0 "run mlp_fmnist with a version 2.0 .npy" run "$mlp" --in x=x_v2.npy --i
 expect 0 "run mlp_fmnist with -D N=4" run "$mlp" -D N=4 --in=x=x4.npy --in y=y4.npy --out=probs=p4.npy
 check "-D N=4 gives [4, 10] probs" "$py" -c 'import numpy as np; assert np.load("p4.npy").shape == (4, 10)'
 
-expect_msg 1 "missing input" "missing input 'y': expected int64[128] (give it with --in y=PATH.npy)" run "$mlp" --in x=x.npy
+# infer needs only what the outputs asked for depend on: the labels only for the loss.
+expect_msg 1 "missing input an asked-for output needs" "missing input 'y': output 'loss' needs it (expected int64[128]; give it with --in y=PATH.npy)" run "$mlp" --in x=x.npy --out probs=pp.npy --out loss=pl.npy
+check "nothing is written when an asked-for output cannot be computed" test ! -e pp.npy
+expect_msg 0 "without --out: the outputs whose inputs were given" "note: output 'loss' is not computed: it needs input 'y', which was not given" run "$mlp" --in x=x.npy
+check "... are printed" grep -q '^probs: float\[128, 10\] = \[' "$out"
+expect 0 "--out probs without the labels" run "$mlp" --in x=x.npy --out probs=px.npy
+expect 0 "--out probs with the labels" run "$mlp" --in x=x.npy --in y=y.npy --out probs=pxy.npy
+check "probs without the labels equal probs with them" "$py" -c 'import numpy as np; a=np.load("px.npy"); b=np.load("pxy.npy"); assert a.shape == (128, 10) and np.allclose(a, b, rtol=0, atol=1e-6), abs(a-b).max()'
+expect_msg 1 "no output computable: every needed input is named" "missing input 'x': expected float[128, 784] (give it with --in x=PATH.npy)" run "$mlp" --in y=y.npy
 expect_msg 1 "extra input" "--in z: model 'mlp_fmnist' has no input named 'z' (inputs: x, y)" run "$mlp" --in x=x.npy --in y=y.npy --in z=x.npy
 expect_msg 1 "mis-shaped input" "input 'x': expected float[128, 784], got float[64, 784] (from x_short.npy)" run "$mlp" --in x=x_short.npy --in y=y.npy
 expect_msg 1 "mis-typed input" "input 'y': expected int64[128], got int32[128] (from y_i32.npy)" run "$mlp" --in x=x.npy --in y=y_i32.npy

@@ -18,3 +18,8 @@ set_tests_properties(cli_end_to_end_cpu PROPERTIES LABELS unit ENVIRONMENT DL_CL
 add_test(NAME cli_limits
          COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_limits.sh $<TARGET_FILE:dlcc> ${CMAKE_SOURCE_DIR})
 set_tests_properties(cli_limits PROPERTIES LABELS unit)
+# Inference from a checkpoint without labels: `dlcc run --params CKPT --in x=...` after a few
+# train steps, compiled against the reference evaluator within a float32 error bound.
+add_test(NAME cli_run_params
+         COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_run_params.sh $<TARGET_FILE:dlcc>)
+set_tests_properties(cli_run_params PROPERTIES LABELS unit TIMEOUT 300)
