@@ -207,7 +207,11 @@ static void op_close(void *ctx, int is_broken) {
     if (!x) {
         return;
     }
-    if (!is_broken) {
+    // After MPI_Finalize (an mpi4py program at exit, before its communicators are collected)
+    // no MPI call is allowed: the duplicate went with MPI.
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!is_broken && !finalized) {
         MPI_Comm_free(&x->comm);
         if (x->we_init) {
             MPI_Finalize();

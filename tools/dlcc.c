@@ -152,7 +152,7 @@ static const cli_help helps[] = {
      "dlcc train MODEL.dlg --dataset SPEC [--test SPEC] [--epochs E] [--batch N] [--threads T]\n"
      "                  [--save CKPT] [--init CKPT] [--lr V] [--lr-schedule NAME]\n"
      "                  [--warmup-steps S] [--seed S] [--limit-train N] [-D NAME=INT]...\n"
-     "                  [--max-skipped-steps N] [--detect-anomaly]\n"
+     "                  [--max-skipped-steps N] [--detect-anomaly] [--comm auto|mpi|none]\n"
      "                  [--no-cache] [--cache-dir DIR] [--dry-run] [-v]",
      "Trains MODEL.dlg, a model with a `train` block and exactly two inputs: the data\n"
      "(float[B, ...], B a named dim: the batch) and the labels (int64[B] or int32[B]). The\n"
@@ -219,6 +219,13 @@ static const cli_help helps[] = {
      "  --dry-run            check the arguments, model and data, print the plan (each epoch's\n"
      "                       first samples, each step's lr) and exit without compiling\n"
      "  -v, --verbose        print the data statistics, the plan and the cache line\n"
+     "  --comm MODE          data parallelism over MPI: mpi, none, or auto (the default: mpi\n"
+     "                       when started by mpirun with more than one rank). Under\n"
+     "                       'mpirun -np R dlcc train ...' each rank trains on its shard of every\n"
+     "                       epoch with --batch N, and each step averages the gradients of the\n"
+     "                       R ranks (a global batch of R x N); rank 0 alone prints the progress\n"
+     "                       and epoch lines (its shard's loss; samples/s of all ranks), tests\n"
+     "                       and writes --save; --init is read by rank 0 and sent to all\n"
      "\n"
      "Divergence: a step is non-finite when its loss is NaN or Inf or its update was skipped\n"
      "(a non-finite gradient; params unchanged). The first one gets a warning naming its step,\n"
@@ -2591,7 +2598,31 @@ typedef struct train_args {
     long max_skipped;    // --max-skipped-steps (0: never stop)
     bool detect_anomaly; // --detect-anomaly
     bool verbose, dry_run;
+    const char *comm; // --comm auto|mpi|none (NULL: auto)
 } train_args;
+
+// Data-parallel `dlcc train` (under `mpirun -np N`): the communicator, this process's rank and
+// the number of ranks (1 and rank 0 without one).
+typedef struct train_dp {
+    dlrt_comm *comm;
+    int rank, world;
+} train_dp;
+
+// --comm: mpi, none, or auto (the default): MPI when the process was started by mpirun with more
+// than one rank (Open MPI's OMPI_COMM_WORLD_SIZE, else PMI_SIZE / PMIX_SIZE of other launchers).
+static bool train_wants_mpi(const char *comm) {
+    if (comm && strcmp(comm, "auto") != 0) {
+        return strcmp(comm, "mpi") == 0;
+    }
+    const char *vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"};
+    for (size_t i = 0; i < DL_ARRAY_LEN(vars); i++) {
+        const char *v = getenv(vars[i]);
+        if (v && atol(v) > 1) {
+            return true;
+        }
+    }
+    return false;
+}
 
 // What `dlcc train` needs to know about the model (pointers into the module).
 typedef struct train_model {
@@ -2767,9 +2798,9 @@ static int split_loader(const train_specs *sp, const char *xp, const char *yp,
 // Test (when there is a test split): file order, the last batch padded with rows that are not
 // counted, normalised with the training values. Both: uint8 pixels into [0, 1], labels of the
 // model's label type, in [0, C) when the model has a [B, C] output. Returns an exit code.
-static int train_loaders(const train_specs *sp, const train_args *ta, dl_idx_mnist_paths *mp,
-                         const dl_ir_module *m, const train_model *tm, dl_diags *d,
-                         dlrt_loader **train, dlrt_loader **test) {
+static int train_loaders(const train_specs *sp, const train_args *ta, const train_dp *dp,
+                         dl_idx_mnist_paths *mp, const dl_ir_module *m, const train_model *tm,
+                         dl_diags *d, dlrt_loader **train, dlrt_loader **test) {
     const char *paths[4] = {sp->train_x, sp->train_y, sp->test_x, sp->test_y};
     if (sp->kind == DS_FMNIST) {
         char err[1024];
@@ -2802,6 +2833,8 @@ static int train_loaders(const train_specs *sp, const train_args *ta, dl_idx_mni
     o.epochs = ta->epochs;
     o.limit = ta->limit;
     o.norm = DLRT_LOADER_NORM_COMPUTE;
+    o.shard_count = dp->world; // data-parallel: this rank's shard (DistributedSampler's order)
+    o.shard_index = dp->rank;
     int rc = split_loader(sp, paths[0], paths[1], &o, d, train);
     if (rc != EXIT_OK || !split_check_sample(*train, paths[0], m, tm, d)) {
         return rc != EXIT_OK ? rc : EXIT_INPUT;
@@ -2814,6 +2847,8 @@ static int train_loaders(const train_specs *sp, const train_args *ta, dl_idx_mni
     o.shuffle = 0;
     o.epochs = 1;
     o.limit = 0;
+    o.shard_count = 1; // every rank's session is the same: rank 0 tests the whole set
+    o.shard_index = 0;
     o.producers = 1;
     o.last = DLRT_LOADER_PAD_LAST;
     o.pad_label = 0;
@@ -2920,6 +2955,7 @@ static int train_parse_args(int argc, char **argv, train_args *ta, dlcc_options 
                    (r = cli_take_flag(&a, NULL, "--loader-threads", true, &producers)) != 0 ||
                    (r = cli_take_flag(&a, NULL, "--prefetch", true, &prefetch)) != 0 ||
                    (r = cli_take_flag(&a, NULL, "--max-skipped-steps", true, &max_skipped)) != 0 ||
+                   (r = cli_take_flag(&a, NULL, "--comm", true, &ta->comm)) != 0 ||
                    (r = take_cache_flag(&a, copts)) != 0 ||
                    (r = take_exec_flag(&a, &ta->exec)) != 0) {
             if (r < 0) {
@@ -2993,6 +3029,10 @@ static int train_parse_args(int argc, char **argv, train_args *ta, dlcc_options 
                                "warmup-cosine)",
                                sched);
     }
+    if (ta->comm && strcmp(ta->comm, "auto") != 0 && strcmp(ta->comm, "mpi") != 0 &&
+        strcmp(ta->comm, "none") != 0) {
+        return cli_usage_error("train", "--comm expects auto, mpi or none, got '%s'", ta->comm);
+    }
     if (warmup && ta->sched != DLRT_LR_WARMUP_COSINE) {
         return cli_usage_error("train",
                                "--warmup-steps only applies to --lr-schedule warmup-cosine");
@@ -3033,6 +3073,8 @@ typedef struct train_progress {
     char desc[160];         // "step T (epoch E, batch K of N)" of the last non-finite step
     int64_t stop_step;      // the step (1-based) at which the guard stopped the run
     dlrt_status rs;         // why train_event stopped the run
+    bool quiet;             // a data-parallel rank other than 0: no progress, epoch lines, warnings
+    int world;              // data-parallel ranks (1 without): samples/s count every rank's
 } train_progress;
 
 // A non-finite step (ev->nonfinite): names it, and at the first one warns and, with
@@ -3047,7 +3089,7 @@ static int train_nonfinite(train_progress *p, const dlrt_train_event *ev) {
     if (p->tty) {
         fprintf(stderr, "\r\033[K");
     }
-    if (!ev->guard->first) {
+    if (!ev->guard->first || p->quiet) {
         return 0;
     }
     guard_warn("train", p->desc, &ev->info, ev->guard);
@@ -3086,7 +3128,7 @@ static void train_progress_line(train_progress *p, const dlrt_train_event *ev) {
         return;
     }
     double el = ev->epoch_s, done = (double)(ev->batch + 1);
-    double rate = el > 0 ? done * (double)ev->batch_size / el : 0;
+    double rate = el > 0 ? done * (double)ev->batch_size * p->world / el : 0;
     double per_step = ev->run_s / (double)(ev->step + 1);
     char eta[32], lb[32];
     format_eta(per_step * (double)(ev->total_steps - ev->step - 1), eta, sizeof eta);
@@ -3119,9 +3161,14 @@ static int train_event(void *user, const dlrt_train_event *ev) {
             p->stop_step = ev->step + 1; // dlrt_train_run stops: the message comes after it
             return 0;
         }
-        train_progress_line(p, ev);
+        if (!p->quiet) {
+            train_progress_line(p, ev);
+        }
         return 0;
     case DLRT_TRAIN_EVENT_EPOCH: {
+        if (p->quiet) {
+            return 0;
+        }
         if (p->tty) {
             fprintf(stderr, "\r\033[K");
             fflush(stderr);
@@ -3131,7 +3178,7 @@ static int train_event(void *user, const dlrt_train_event *ev) {
         printf("epoch %lld: mean loss %s, %.2f s, %.0f samples/s, skipped %lld, data wait %.3f "
                "ms/batch\n",
                (long long)ev->epoch + 1, num_prec(ev->loss_sum / spe, 6, lb, sizeof lb), el,
-               el > 0 ? spe * (double)ev->batch_size / el : 0.0, (long long)ev->skipped,
+               el > 0 ? spe * (double)ev->batch_size * p->world / el : 0.0, (long long)ev->skipped,
                ev->wait_ms / spe);
         fflush(stdout);
         return 0;
@@ -3158,6 +3205,7 @@ static int cmd_train(int argc, char **argv) {
     dlrt_loader *ld = NULL, *test_ld = NULL;
     anomaly_ctx an;
     memset(&an, 0, sizeof an);
+    train_dp dp = {NULL, 0, 1};
     int rc = EXIT_OK;
     if (!sp) {
         rc = EXIT_INTERNAL;
@@ -3219,8 +3267,26 @@ static int cmd_train(int argc, char **argv) {
         goto out;
     }
 
+    // Data parallelism (under mpirun): every rank trains on its shard of each epoch with
+    // batch B, the train step all-reduces the gradients (a global batch of world x B); rank 0
+    // alone prints, tests and writes the checkpoint.
+    dlrt_status rs = DLRT_OK;
+    if (train_wants_mpi(ta.comm)) {
+        if ((rs = dlrt_comm_open_mpi(NULL, NULL, &dp.comm)) != DLRT_OK) {
+            rc = rt_fail(d, "--comm mpi", rs);
+            goto out;
+        }
+        dp.rank = dlrt_comm_rank(dp.comm);
+        dp.world = dlrt_comm_size(dp.comm);
+        if (dp.rank != 0) {
+            ta.verbose = false;
+            ta.exec.profile = NULL;
+            ta.exec.summary = false;
+        }
+    }
+
     // 3. The data: the loaders read and check the files and normalise the samples.
-    if ((rc = train_loaders(sp, &ta, &mp, m, &tm, d, &ld, &test_ld)) != EXIT_OK) {
+    if ((rc = train_loaders(sp, &ta, &dp, &mp, m, &tm, d, &ld, &test_ld)) != EXIT_OK) {
         goto out;
     }
     dlrt_loader_info li;
@@ -3266,8 +3332,16 @@ static int cmd_train(int argc, char **argv) {
         fprintf(f, "), seed %llu\n", (unsigned long long)ta.seed);
         fprintf(f, "dlcc: data loader: %ld producer thread%s, %ld batch slots\n", ta.loader_threads,
                 ta.loader_threads == 1 ? "" : "s", ta.prefetch);
+        if (dp.comm) {
+            fprintf(f,
+                    "dlcc: data-parallel: %d ranks (MPI), a shard of %lld samples and batch %lld "
+                    "each, global batch %lld\n",
+                    dp.world, (long long)li.epoch_samples, (long long)B, (long long)B * dp.world);
+        }
     }
-    dlrt_status rs = DLRT_OK;
+    if (ta.dry_run && dp.rank != 0) {
+        goto out;
+    }
     if (ta.dry_run) {
         // The plan without compiling or training: every step's lr and the first samples of each
         // epoch's order, as the loader will hand them out (what the tests check).
@@ -3328,8 +3402,13 @@ static int cmd_train(int argc, char **argv) {
         fprintf(stderr, "dlcc: %d thread%s\n", dlrt_session_threads(s),
                 dlrt_session_threads(s) == 1 ? "" : "s");
     }
-    if (ta.init && (rs = dlrt_session_load(s, ta.init)) != DLRT_OK) {
+    // Data-parallel: rank 0 alone reads --init; binding broadcasts its state to every rank.
+    if (ta.init && dp.rank == 0 && (rs = dlrt_session_load(s, ta.init)) != DLRT_OK) {
         rc = rt_fail(d, ta.init, rs);
+        goto out;
+    }
+    if (dp.comm && (rs = dlrt_session_bind_comm(s, dp.comm, 0)) != DLRT_OK) {
+        rc = rt_fail(d, ta.file, rs);
         goto out;
     }
     if (!ta.has_lr && (rs = dlrt_session_get_hparam(s, "lr", &base_lr)) != DLRT_OK) {
@@ -3353,6 +3432,8 @@ static int cmd_train(int argc, char **argv) {
     tp.an = &an;
     tp.d = d;
     tp.tty = isatty(STDERR_FILENO) != 0;
+    tp.quiet = dp.rank != 0;
+    tp.world = dp.world;
     to.data_input = tm.x->name;
     to.label_input = tm.y->name;
     to.lr = base_lr;
@@ -3372,24 +3453,29 @@ static int cmd_train(int argc, char **argv) {
         rc = rt_fail(d, ta.file, tp.rs);
         goto out;
     }
+    if (tr_res.diverged && dp.rank != 0) {
+        rc = EXIT_DIVERGED; // rank 0 says why
+        goto out;
+    }
     if (tr_res.diverged) {
         guard_stop_msg("train", tp.desc, tp.stop_step, &tp.g, ta.save, !ta.detect_anomaly);
         rc = EXIT_DIVERGED;
         goto out;
     }
-    if (tr_res.nonfinite > 0) {
+    if (tr_res.nonfinite > 0 && dp.rank == 0) {
         fprintf(stderr, "dlcc train: warning: %lld of %lld steps were non-finite\n",
                 (long long)tr_res.nonfinite, (long long)T);
     }
 
     // 6. Test accuracy, then the checkpoint (last: nothing is written unless all went well).
-    if (test_ld && (rc = train_test(s, &tm, test_ld, ta.file, d)) != EXIT_OK) {
+    // Data-parallel: the ranks' params are identical; rank 0 tests and saves.
+    if (test_ld && dp.rank == 0 && (rc = train_test(s, &tm, test_ld, ta.file, d)) != EXIT_OK) {
         goto out;
     }
     if ((rc = exec_session_finish(d, s, &ta.exec)) != EXIT_OK) {
         goto out;
     }
-    if (ta.save && (rs = dlrt_session_save(s, ta.save)) != DLRT_OK) {
+    if (ta.save && dp.rank == 0 && (rs = dlrt_session_save(s, ta.save)) != DLRT_OK) {
         rc = rt_fail(d, ta.save, rs);
         goto out;
     }
@@ -3405,6 +3491,7 @@ out:
     dlrt_loader_destroy(test_ld);
     dlrt_loader_destroy(ld);
     dlrt_session_destroy(s);
+    dlrt_comm_destroy(dp.comm); // after the session bound to it
     dlrt_model_release(rtm);
     free(art);
     dl_idx_mnist_paths_fini(&mp);

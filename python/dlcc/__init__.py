@@ -46,6 +46,10 @@ Data movement:
     slots); a Batch's x / y are read-only views of a slot, bound to a session without a copy,
     valid until the batch is released (see Loader). A session keeps such a binding after the
     batch's release, so pass each new batch's arrays to the step that uses them.
+Data parallelism: dlcc.Comm(mpi_comm) opens libdlrt's communicator over MPI (an mpi4py
+communicator, e.g. MPI.COMM_WORLD, or None: MPI's world, initialised by libdlrt if needed);
+Session.bind_comm(comm) makes every train_step all-reduce the gradients across the ranks (run
+the script under `mpirun -np N python3 ...`). See docs/python.md and docs/runtime.md.
 Errors of the runtime raise dlcc.Error carrying dlrt_last_error()'s message; misuse raises its
 subclasses ArgumentError (also a ValueError: out-of-range integers, wrong dtype or shape, unknown
 names, closed objects, inputs never given) and ArgumentTypeError (also a TypeError). Every
@@ -57,6 +61,7 @@ import collections.abc
 import ctypes
 import numbers
 import os
+import weakref
 
 import numpy as np
 
@@ -64,6 +69,7 @@ __all__ = [
     "ArgumentError",
     "ArgumentTypeError",
     "Batch",
+    "Comm",
     "Error",
     "Loader",
     "LoaderInfo",
@@ -220,6 +226,13 @@ class _StepInfo(ctypes.Structure):
         ("grad_norm", ctypes.c_double),
         ("loss_scale", ctypes.c_double),
         ("step", ctypes.c_int64),
+    ]
+
+
+class _CommOptions(ctypes.Structure):
+    _fields_ = [
+        ("timeout_s", ctypes.c_double),
+        ("plugin_path", ctypes.c_char_p),
     ]
 
 
@@ -466,6 +479,20 @@ def _load_lib():
         "dlrt_train_run": (
             S, [P, P, ctypes.POINTER(_TrainOptions), ctypes.POINTER(_TrainResult)]
         ),
+        "dlrt_comm_options_init": (None, [ctypes.POINTER(_CommOptions)]),
+        "dlrt_comm_open_mpi": (S, [P, ctypes.POINTER(_CommOptions), ctypes.POINTER(P)]),
+        "dlrt_comm_destroy": (None, [P]),
+        "dlrt_comm_rank": (S, [P]),
+        "dlrt_comm_size": (S, [P]),
+        "dlrt_comm_allreduce": (S, [P, P, sz, ctypes.c_float]),
+        "dlrt_comm_broadcast": (S, [P, P, sz, S]),
+        "dlrt_comm_barrier": (S, [P]),
+        "dlrt_session_bind_comm": (S, [P, P, sz]),
+        "dlrt_session_comm_stats": (
+            None,
+            [P, ctypes.POINTER(ctypes.c_double), ctypes.POINTER(ctypes.c_double),
+             ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(S)],
+        ),
         "dlrt_evaluate_accuracy": (
             S,
             [P, P, cs, cs, cs, ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_int64)],
@@ -664,6 +691,107 @@ class Model:
         return f"<dlcc.Model {self.name} inputs={[d.name for d in self.inputs]}>"
 
 
+class Comm:
+    """A communicator for data-parallel training (libdlrt's dlrt_comm over MPI, in the plugin
+    libdlrt_mpi.so that libdlrt loads only now). mpi_comm: an mpi4py communicator (its MPI_Comm
+    is duplicated; mpi4py initialises MPI with enough thread support), or None: MPI's world,
+    with MPI initialised by libdlrt if nobody did (and finalised by close()). timeout: seconds
+    one operation waits for another rank before failing with an error naming it (0: the
+    default, $DLRT_COMM_TIMEOUT or 300). Collective: every rank creates it. Operations are
+    matched across ranks by order. Use as a context manager or close() it."""
+
+    def __init__(self, mpi_comm=None, timeout=0.0):
+        self._h = None
+        self._lib = _load_lib()
+        self._sessions = weakref.WeakSet()
+        if not isinstance(timeout, numbers.Real) or not timeout >= 0:
+            raise ArgumentError(f"Comm: timeout must be >= 0 seconds, got {timeout!r}")
+        addr = None
+        if mpi_comm is not None:
+            try:
+                from mpi4py import MPI
+            except ImportError:
+                raise ArgumentError(
+                    "Comm: an MPI communicator needs mpi4py (Debian: python3-mpi4py)"
+                ) from None
+            if not isinstance(mpi_comm, MPI.Comm):
+                raise ArgumentTypeError(
+                    f"Comm: an mpi4py communicator expected, {type(mpi_comm).__name__} given")
+            self._mpi = mpi_comm  # keeps the handle alive while duplicated
+            addr = MPI._addressof(mpi_comm)
+        o = _CommOptions()
+        self._lib.dlrt_comm_options_init(ctypes.byref(o))
+        o.timeout_s = float(timeout)
+        h = ctypes.c_void_p()
+        _check(self._lib.dlrt_comm_open_mpi(addr, ctypes.byref(o), ctypes.byref(h)),
+               "opening the communicator")
+        self._h = h
+
+    def _live(self):
+        if not self._h:
+            raise ArgumentError("the communicator is closed")
+        return self._h
+
+    @property
+    def rank(self):
+        return int(self._lib.dlrt_comm_rank(self._live()))
+
+    @property
+    def size(self):
+        return int(self._lib.dlrt_comm_size(self._live()))
+
+    def allreduce(self, array, scale=1.0):
+        """In place: array := scale * the sum over ranks (in rank order, the same bits on every
+        rank) of each rank's array (a C-contiguous, writable float32 NumPy array)."""
+        h = self._live()
+        if (not isinstance(array, np.ndarray) or array.dtype != np.float32
+                or not array.flags.c_contiguous or not array.flags.writeable):
+            raise ArgumentError("allreduce: a writable C-contiguous float32 array expected")
+        _check(self._lib.dlrt_comm_allreduce(h, array.ctypes.data_as(ctypes.c_void_p),
+                                             array.size, float(scale)), "allreduce")
+        return array
+
+    def broadcast(self, array, root=0):
+        """In place: every rank's array := root's (a writable C-contiguous NumPy array)."""
+        h = self._live()
+        if (not isinstance(array, np.ndarray) or not array.flags.c_contiguous
+                or not array.flags.writeable):
+            raise ArgumentError("broadcast: a writable C-contiguous array expected")
+        root = _integer("root", root, 0, self.size - 1)
+        _check(self._lib.dlrt_comm_broadcast(h, array.ctypes.data_as(ctypes.c_void_p),
+                                             array.nbytes, root), "broadcast")
+        return array
+
+    def barrier(self):
+        _check(self._lib.dlrt_comm_barrier(self._live()), "barrier")
+
+    def close(self):
+        """Unbinds the sessions bound to it, then frees the communicator (idempotent)."""
+        if self._h:
+            for s in list(self._sessions):
+                if s._h:
+                    self._lib.dlrt_session_bind_comm(s._h, None, 0)
+                s._comm = None
+            self._sessions = weakref.WeakSet()
+            self._lib.dlrt_comm_destroy(self._h)
+            self._h = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        if getattr(self, "_h", None):
+            self.close()
+
+    def __repr__(self):
+        if not self._h:
+            return "Comm(closed)"
+        return f"Comm(rank={self.rank}, size={self.size})"
+
+
 def load(path):
     """Loads a compiled artifact file."""
     return Model.load_file(path)
@@ -792,6 +920,7 @@ class Session:
         )
         self._handle = _SessionHandle(self._lib, h)
         self._h = h
+        self._comm = None  # the Comm bound with bind_comm (kept alive while bound)
         self._in = {d.name: d for d in model.inputs}
         self._out = {d.name: d for d in model.outputs}
         self._par = {d.name: d for d in model.params + model.state}
@@ -832,6 +961,9 @@ class Session:
         self._h = None
         self._handle = None
         self._bound = {}
+        if getattr(self, "_comm", None) is not None:
+            self._comm._sessions.discard(self)
+            self._comm = None
 
     def __del__(self):
         try:
@@ -1008,6 +1140,35 @@ class Session:
         )
         self._bound[data_input] = self._bound[label_input] = handle  # as in train
         return int(correct.value), int(total.value)
+
+    def bind_comm(self, comm, bucket_bytes=0):
+        """Data parallelism (dlrt_session_bind_comm, collective: every rank calls it): checks
+        that every rank runs the same artifact, copies rank 0's params and optimizer state to
+        all, and from now on every train_step all-reduces the gradients (their mean over the
+        ranks) in buckets of bucket_bytes (0: 25 MiB) before the update. comm None unbinds."""
+        h = self._live()
+        if comm is not None and not isinstance(comm, Comm):
+            raise ArgumentTypeError(
+                f"bind_comm: a dlcc.Comm expected, {type(comm).__name__} given")
+        bucket_bytes = _integer("bucket_bytes", bucket_bytes, 0, 2**63 - 1)
+        ch = comm._live() if comm is not None else None
+        _check(self._lib.dlrt_session_bind_comm(h, ch, bucket_bytes), "bind_comm")
+        if self._comm is not None:
+            self._comm._sessions.discard(self)
+        self._comm = comm
+        if comm is not None:
+            comm._sessions.add(self)
+
+    def comm_stats(self):
+        """The last data-parallel step's communication: {"wait_ms": the time the step waited
+        for all-reduces after backward, "comm_ms": their time on the communicator's thread,
+        "bytes": bytes reduced per rank, "buckets": their count} (zeros when unbound)."""
+        w, c = ctypes.c_double(), ctypes.c_double()
+        b, n = ctypes.c_uint64(), ctypes.c_int()
+        self._lib.dlrt_session_comm_stats(self._live(), ctypes.byref(w), ctypes.byref(c),
+                                          ctypes.byref(b), ctypes.byref(n))
+        return {"wait_ms": w.value, "comm_ms": c.value, "bytes": int(b.value),
+                "buckets": int(n.value)}
 
     @property
     def params(self):

@@ -7,7 +7,9 @@
 //
 // usage: test_dp train ART STEPS OUT [options]   (under mpirun; the communicator is MPI's world)
 //        test_dp single ART STEPS OUT [options]  (one process, no communicator)
-// options: --bucket BYTES, --threads T, --timeout S, --accumulate (the artifact accumulates:
+// options: --bucket BYTES, --threads T, --timeout S, --bench (no checks, no OUT: rank 0 prints
+//          the mean step time of steps 2.. and the communication figures, bench/dp_scaling.sh),
+//          --accumulate (the artifact accumulates:
 //          micro-batch m of global step t is global batch k*t + m),
 //          --fail-rank R --fail-step K --fail-mode exit|hang (rank R leaves before step K).
 // After every step each rank compares its params with rank 0's (a broadcast), and rank 0
@@ -70,10 +72,20 @@ int main(int argc, char **argv) {
     int is_dp = strcmp(argv[1], "train") == 0;
     const char *art = argv[2], *out_path = argv[4];
     int steps = atoi(argv[3]), threads = 1, fail_rank = -1, fail_step = -1, accumulate = 0;
+    int bench = 0;
     size_t bucket = 0;
     double timeout = 0;
     const char *fail_mode = "exit";
-    for (int a = 5; a + 1 < argc || (a < argc && strcmp(argv[a], "--accumulate") == 0); a++) {
+    for (int a = 5; a < argc; a++) {
+        if (strcmp(argv[a], "--accumulate") == 0 || strcmp(argv[a], "--bench") == 0) {
+            accumulate |= argv[a][2] == 'a';
+            bench |= argv[a][2] == 'b';
+            continue;
+        }
+        if (a + 1 >= argc) {
+            fprintf(stderr, "test_dp: %s needs a value\n", argv[a]);
+            return 1;
+        }
         if (strcmp(argv[a], "--bucket") == 0) {
             bucket = (size_t)atoll(argv[++a]);
         } else if (strcmp(argv[a], "--threads") == 0) {
@@ -86,8 +98,6 @@ int main(int argc, char **argv) {
             fail_step = atoi(argv[++a]);
         } else if (strcmp(argv[a], "--fail-mode") == 0) {
             fail_mode = argv[++a];
-        } else if (strcmp(argv[a], "--accumulate") == 0) {
-            accumulate = 1;
         } else {
             fprintf(stderr, "test_dp: unknown option %s\n", argv[a]);
             return 1;
@@ -113,9 +123,9 @@ int main(int argc, char **argv) {
     if (dlrt_model_load_file(art, &m) != DLRT_OK || dlrt_session_create_ex(m, &so, &s) != DLRT_OK) {
         return fail("load the artifact");
     }
-    dlrt_tensor_desc xd;
-    if (dlrt_model_input(m, 0, &xd) != DLRT_OK) {
-        return fail("input 0");
+    dlrt_tensor_desc xd, yd; // the data [B, 784 values] and labels [B]
+    if (dlrt_model_input(m, 0, &xd) != DLRT_OK || dlrt_model_input(m, 1, &yd) != DLRT_OK) {
+        return fail("inputs");
     }
     int64_t B = xd.dims[0], G = B * world;
     int k = 1;
@@ -146,6 +156,7 @@ int main(int argc, char **argv) {
         return 1;
     }
     int rc = 0;
+    double t_steps = 0, w_sum = 0, c_sum = 0;
     for (int t = 0; t < steps && rc == 0; t++) {
         if (rank == fail_rank && t == fail_step) {
             fprintf(stderr, "rank %d: leaving before step %d (%s)\n", rank, t + 1, fail_mode);
@@ -162,8 +173,8 @@ int main(int argc, char **argv) {
             for (int64_t j = 0; j < B; j++) {
                 sample(base + j, x + j * 784, y + j);
             }
-            if (dlrt_session_set_input(s, "x", x, (size_t)B * 784 * sizeof *x) != DLRT_OK ||
-                dlrt_session_set_input(s, "y", y, (size_t)B * sizeof *y) != DLRT_OK) {
+            if (dlrt_session_set_input(s, xd.name, x, (size_t)B * 784 * sizeof *x) != DLRT_OK ||
+                dlrt_session_set_input(s, yd.name, y, (size_t)B * sizeof *y) != DLRT_OK) {
                 return fail("set inputs");
             }
             double t0 = now_s();
@@ -172,7 +183,17 @@ int main(int argc, char **argv) {
                         now_s() - t0, dlrt_last_error());
                 return 2; // no dlrt_comm_destroy: a peer is gone (as a trainer would exit)
             }
+            if (t > 0) { // step 1 warms up (page faults, the pool's first wake-up)
+                double w = 0, c = 0;
+                dlrt_session_comm_stats(s, &w, &c, NULL, NULL);
+                t_steps += now_s() - t0;
+                w_sum += w;
+                c_sum += c;
+            }
             loss += info.loss / k;
+        }
+        if (bench) {
+            continue;
         }
         size_t at = 0;
         for (size_t i = 0; i < np; i++) {
@@ -218,7 +239,21 @@ int main(int argc, char **argv) {
                    is_dp && rc == 0 ? " ranks identical" : "");
         }
     }
-    if (rc == 0 && rank == 0) {
+    if (bench) {
+        uint64_t bytes = 0;
+        int nb = 0;
+        dlrt_session_comm_stats(s, NULL, NULL, &bytes, &nb);
+        double n = (double)(steps - 1) * k, ms = t_steps * 1e3 / n;
+        if (rank == 0) {
+            printf("bench: %d ranks x %d threads, batch %lld (global %lld): %.3f ms/step, "
+                   "comm wait %.3f ms/step (%.1f%% of the step), comm %.3f ms/step, %llu "
+                   "bytes/step, %d buckets\n",
+                   world, dlrt_session_threads(s), (long long)B, (long long)G, ms, w_sum / n,
+                   100.0 * w_sum / n / ms, c_sum / n, (unsigned long long)bytes, nb);
+        }
+        steps = 0;
+    }
+    if (rc == 0 && rank == 0 && !bench) {
         double wait = 0, cms = 0;
         uint64_t bytes = 0;
         int nb = 0;

@@ -19,25 +19,7 @@ prog=$(cd "$(dirname "$2")" && pwd)/$(basename "$2")
 src=$(cd "$3" && pwd)
 source "$src/tests/harness/cli_lib.sh"
 
-if ! command -v mpirun >/dev/null 2>&1; then
-  echo "skip: mpirun is missing (tools/setup.sh installs openmpi-bin)"
-  exit 77
-fi
-if [ ! -e "$(dirname "$dlcc")/libdlrt_mpi.so" ]; then
-  echo "skip: libdlrt_mpi.so was not built (MPI not found at configure time: libopenmpi-dev)"
-  exit 77
-fi
-if [ "$(id -u)" -eq 0 ]; then # Open MPI refuses root unless told
-  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-fi
-# LeakSanitizer (the ASan build) would report Open MPI's own allocations at exit.
-export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0
-mpi=(timeout 120 mpirun -np 2 --oversubscribe --bind-to none)
-
-runc() { # runc CMD...: captures stdout/stderr in $out/$err, sets $rc
-  "$@" >"$out" 2>"$err"
-  rc=$?
-}
+source "$src/tests/dp/lib.sh"
 
 mlp=$src/samples/mlp_fmnist.dlg
 sed 's/^  clip_norm = 5.0$/  clip_norm = 5.0\n  accumulate = 2/' "$mlp" > acc.dlg
@@ -50,7 +32,6 @@ for spec in "mlp16:$mlp:16" "mlp32:$mlp:32" "acc16:acc.dlg:16" "acc32:acc.dlg:32
 done
 grep -q 'accumulate = 2' acc.dlg || fail "acc.dlg has accumulate = 2"
 
-steps() { grep '^step ' "$1" | sed 's/ ranks identical$//'; }
 
 # Two ranks, 5 steps, buckets of 256 KiB (w1 alone, the rest together), one thread per rank.
 runc "${mpi[@]}" "$prog" train mlp16.so 5 a.bin --bucket 262144

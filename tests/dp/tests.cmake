@@ -1,10 +1,31 @@
-# tests/dp — synchronous data-parallel training over MPI: `mpirun -np 2 --oversubscribe` runs the
-# small trainer test_dp.c on the MLP sample (bit-identical ranks and launches, equivalence with one
-# process over the same global batch, accumulation, a rank that exits or hangs, a mismatched
-# artifact or model). test_dp links only libdlrt: the MPI plugin is loaded by the runtime.
+# tests/dp — synchronous data-parallel training over MPI. dp_mpi: `mpirun -np 2 --oversubscribe`
+# runs the small trainer test_dp.c on the MLP sample (bit-identical ranks and launches,
+# equivalence with one process over the same global batch, accumulation, a rank that exits or
+# hangs, a mismatched artifact or model). test_dp links only libdlrt: the runtime loads the MPI
+# plugin.
 add_executable(test_dp ${CMAKE_CURRENT_LIST_DIR}/test_dp.c)
 target_link_libraries(test_dp PRIVATE dl_flags dlrt m)
 add_test(NAME dp_mpi
          COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_dp.sh $<TARGET_FILE:dlcc> $<TARGET_FILE:test_dp>
                  ${CMAKE_SOURCE_DIR})
 set_tests_properties(dp_mpi PROPERTIES LABELS "unit;fault" TIMEOUT 300 SKIP_RETURN_CODE 77)
+# The same across two "hosts": two network namespaces joined by a veth pair, one rank in each,
+# Open MPI over TCP (the multi-host path). Needs root for `ip netns`: skipped (77) otherwise.
+add_test(NAME dp_netns
+         COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_dp_netns.sh $<TARGET_FILE:dlcc>
+                 $<TARGET_FILE:test_dp> ${CMAKE_SOURCE_DIR})
+set_tests_properties(dp_netns PROPERTIES LABELS "unit;fault" TIMEOUT 300 SKIP_RETURN_CODE 77)
+# `mpirun -np 2 dlcc train` (--comm, auto-detected): sharded epochs, rank-0 output and checkpoint,
+# equivalence with one process at twice the batch, resuming at another world size.
+add_test(NAME dp_cli
+         COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_dp_cli.sh $<TARGET_FILE:dlcc>
+                 ${CMAKE_SOURCE_DIR})
+set_tests_properties(dp_cli PROPERTIES LABELS slow TIMEOUT 300 SKIP_RETURN_CODE 77)
+# The Python binding with mpi4py (not in sanitizer builds: python3 cannot load an ASan libdlrt,
+# tests/python/tests.cmake).
+if(NOT DL_SANITIZE)
+  add_test(NAME dp_python
+           COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_dp_python.sh ${CMAKE_BINARY_DIR}
+                   ${CMAKE_SOURCE_DIR})
+  set_tests_properties(dp_python PROPERTIES LABELS unit TIMEOUT 300 SKIP_RETURN_CODE 77)
+endif()
