@@ -301,6 +301,12 @@ typedef struct dlrt_session_options {
                               // if set, else no profiling). Copied.
     const char *source_name;  // the .dlg file name the profiler shows with line numbers
                               // (NULL, the default: the model's name). Copied.
+    int flush_denormals; // nonzero: every step runs with denormal float results flushed to zero
+                         // and denormal inputs read as zero (x86: MXCSR FTZ and DAZ) on all its
+                         // threads; the calling thread's own mode is restored when the step
+                         // returns, the session's worker threads keep it. Faster where training
+                         // drifts into denormals, not IEEE-exact there. 0 (the default): IEEE
+                         // gradual underflow. DLRT_ERR_UNSUPPORTED on a CPU without such a mode.
 } dlrt_session_options;
 
 // Sets every option to its default. Thread-safe.

@@ -14,7 +14,7 @@
 #include <string.h>
 
 static dlrt_status cpu_open(rt_device *d, const dlrt_session_options *opts) {
-    return rt__exec_create(d->s, opts ? opts->threads : 0);
+    return rt__exec_create(d->s, opts ? opts->threads : 0, opts && opts->flush_denormals);
 }
 
 static void cpu_close(rt_device *d) {

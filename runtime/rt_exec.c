@@ -34,6 +34,9 @@
 //     released by the finisher and acquired by worker 0).
 //   - Idle threads spin briefly on an atomic, then sleep on the condition variable; `sleepers`
 //     (guarded by the mutex) tells a producer whether a broadcast is needed.
+//   - Flush-to-zero (the session option flush_denormals): the workers set FTZ and DAZ once, when
+//     they start (they run nothing but this session's kernels); the calling thread sets them
+//     for each schedule it runs and restores its own floating-point mode afterwards.
 #define _GNU_SOURCE // sched_getaffinity, CPU_COUNT
 #include "dl_base.h"
 #include "rt_internal.h"
@@ -44,6 +47,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#if defined(__x86_64__) || defined(__i386__)
+#    include <xmmintrin.h>
+#    define HAS_FTZ   1
+#    define MXCSR_FTZ 0x8000u // flush denormal results to zero
+#    define MXCSR_DAZ 0x0040u // read denormal operands as zero
+#else
+#    define HAS_FTZ 0
+#endif
 
 #define DEFAULT_SPLIT_BYTES (64u * 1024u) // kernels touching fewer bytes run whole
 #define MIN_CHUNK_BYTES     (16u * 1024u) // a chunk covers at least this share of the arguments
@@ -92,6 +103,7 @@ typedef struct rt_worker {
 struct rt_exec {
     dlrt_session *s;
     int n_threads;
+    bool is_ftz;                    // the session option flush_denormals
     rt_sched sched[RT_SCHED_COUNT]; // per entry point, then the train step's two phases
     rt_task *queue;                 // capacity: the largest total_chunks
     rt_worker *workers;
@@ -108,6 +120,30 @@ struct rt_exec {
     atomic_uint epoch;        // steps started
     atomic_bool stop;
 };
+
+// The calling thread's floating-point mode, with FTZ and DAZ set when `on` (returns the mode to
+// restore; only called where HAS_FTZ or with on == false).
+static inline unsigned fp_mode_enter(bool on) {
+#if HAS_FTZ
+    if (on) {
+        unsigned old = _mm_getcsr();
+        _mm_setcsr(old | MXCSR_FTZ | MXCSR_DAZ);
+        return old;
+    }
+#endif
+    (void)on;
+    return 0;
+}
+
+static inline void fp_mode_leave(bool on, unsigned old) {
+#if HAS_FTZ
+    if (on) {
+        _mm_setcsr(old);
+    }
+#endif
+    (void)on;
+    (void)old;
+}
 
 static inline void cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -262,6 +298,7 @@ static void *worker_main(void *arg) {
     rt_worker *wk = arg;
     rt_exec *x = wk->x;
     unsigned seen = 0;
+    (void)fp_mode_enter(x->is_ftz); // for the thread's life: it runs only this session's kernels
     for (;;) {
         for (int spin = 0; spin < SPIN_IDLE; spin++) {
             if (atomic_load_explicit(&x->epoch, memory_order_acquire) != seen ||
@@ -315,11 +352,13 @@ static void run_sched(dlrt_session *s, rt_sched *sc) {
     if (sc->n == 0) {
         return;
     }
+    unsigned fp_mode = fp_mode_enter(x->is_ftz);
     if (x->n_threads == 1 || s->debug_split > 1) {
         run_sequential(s, sc);
     } else {
         run_parallel(x, sc);
     }
+    fp_mode_leave(x->is_ftz, fp_mode);
 }
 
 void rt__run_entry(dlrt_session *s, int entry) {
@@ -499,7 +538,11 @@ static dlrt_status build_sched(rt_exec *x, int slot, uint32_t first, uint32_t n,
     return DLRT_OK;
 }
 
-dlrt_status rt__exec_create(dlrt_session *s, int requested) {
+dlrt_status rt__exec_create(dlrt_session *s, int requested, bool is_ftz) {
+    if (is_ftz && !HAS_FTZ) {
+        return rt__fail(DLRT_ERR_UNSUPPORTED,
+                        "flush_denormals: this CPU has no flush-to-zero mode libdlrt can set");
+    }
     int n_threads = 1;
     dlrt_status st = resolve_threads(requested, &n_threads);
     if (st != DLRT_OK) {
@@ -513,6 +556,7 @@ dlrt_status rt__exec_create(dlrt_session *s, int requested) {
     s->n_threads = n_threads;
     x->s = s;
     x->n_threads = n_threads;
+    x->is_ftz = is_ftz;
     const dlrt_plan_hdr *h = s->model->hdr;
     uint32_t *pos = dl_mem_calloc(h->n_kernels ? h->n_kernels : 1, sizeof *pos);
     if (!pos) {

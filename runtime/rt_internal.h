@@ -100,7 +100,7 @@ void rt__run_sched(dlrt_session *s, int sched);
 uint32_t rt__sched_size(const dlrt_session *s, int sched);
 void rt__exec_set_done_hook(dlrt_session *s, int sched, void (*done)(void *u, uint32_t i), void *u);
 // Builds the per-entry schedules and starts n_threads - 1 workers (rt_exec.c).
-dlrt_status rt__exec_create(dlrt_session *s, int n_threads);
+dlrt_status rt__exec_create(dlrt_session *s, int n_threads, bool is_ftz);
 void rt__exec_destroy(dlrt_session *s); // joins the workers; NULL exec is a no-op
 // Profiler hooks (rt_profile.c). rt__now_ns is CLOCK_MONOTONIC in nanoseconds; the others are
 // called only while s->prof is non-NULL, from worker `w` (0 = the calling thread).

@@ -108,7 +108,7 @@ static const cli_help helps[] = {
      "were all given are printed. An input an asked-for output needs is an error naming it.\n"
      "With --out, writes the named outputs as .npy files (atomically, and only after the whole\n"
      "evaluation succeeded); without --out, prints each output's type and first values.\n"
-     "Compiled runs also take --threads T, --profile FILE and --profile-summary (below).\n"
+     "Compiled runs also take --threads T, --profile FILE, --profile-summary and --ftz (below).\n"
      "\n"
      "  -D NAME=INT          bind dim NAME (e.g. -D N=64)\n"
      "  --in NAME=PATH       read input NAME from a .npy file\n"
@@ -131,6 +131,8 @@ static const cli_help helps[] = {
      "                       row per thread, one event per kernel; also $DLRT_PROFILE=FILE)\n"
      "  --profile-summary    print the top kernels by total time and their share of the step\n"
      "                       (stderr)\n"
+     "  --ftz                flush denormal floats to zero during the compiled run (x86 MXCSR\n"
+     "                       FTZ + DAZ): faster where values underflow, not IEEE-exact there\n"
      "\n"
      "With --entry train_step each --in file either has exactly the input's shape (the same\n"
      "batch every step) or one extra leading dim of size >= K (step i uses slice i); the dtype\n"
@@ -193,6 +195,9 @@ static const cli_help helps[] = {
      "                       steps (one row per thread, one event per kernel)\n"
      "  --profile-summary    print the top kernels by total time and their share of the step\n"
      "                       (stderr, at the end)\n"
+     "  --ftz                flush denormal floats to zero in every step (x86 MXCSR FTZ + DAZ):\n"
+     "                       faster once training underflows into denormals (a memorised batch),\n"
+     "                       not IEEE-exact there\n"
      "  --save CKPT          write a safetensors checkpoint (params, optimizer state, step)\n"
      "  --init CKPT          start from a checkpoint or a params-only safetensors file\n"
      "  --lr V               base learning rate (default: the model's optimizer lr)\n"
@@ -719,13 +724,14 @@ typedef struct exec_args {
     long threads;        // 0: the runtime's default ($DLRT_THREADS, else the cores)
     const char *profile; // --profile FILE, or NULL
     bool summary;        // --profile-summary
+    bool ftz;            // --ftz: flush denormals to zero during steps
     const char *source;  // the .dlg name shown with kernel lines (NULL: the model's name)
 } exec_args;
 
 #define PROFILE_SUMMARY_TOP 10
 
-// --threads T, --profile FILE, --profile-summary: 1 when argv[a->i] was one of them (consumed),
-// 0 when not, -1 on a usage error (printed).
+// --threads T, --profile FILE, --profile-summary, --ftz: 1 when argv[a->i] was one of them
+// (consumed), 0 when not, -1 on a usage error (printed).
 static int take_exec_flag(cli_args *a, exec_args *x) {
     const char *val = NULL;
     int r;
@@ -744,6 +750,10 @@ static int take_exec_flag(cli_args *a, exec_args *x) {
         x->summary = true;
         return 1;
     }
+    if (cli_take_flag(a, NULL, "--ftz", false, NULL) == 1) {
+        x->ftz = true;
+        return 1;
+    }
     return cli_take_name_flag(a, "--profile", "a file name", &x->profile);
 }
 
@@ -758,6 +768,7 @@ static dlrt_status exec_session_create(dlrt_model *rtm, const exec_args *x, dlrt
     dlrt_session_options_init(&o);
     o.threads = (int)x->threads;
     o.source_name = x->source;
+    o.flush_denormals = x->ftz;
     dlrt_status rs = dlrt_session_create_ex(rtm, &o, out);
     if (rs == DLRT_OK && (x->profile || x->summary)) {
         rs = dlrt_session_profile_begin(*out);
@@ -1443,12 +1454,13 @@ static int run_check_args(run_opts *o) {
         return rc;
     }
     o->is_art = is_artifact_file(o->file);
-    if (o->use_ref && (o->xa.threads || o->xa.profile || o->xa.summary)) {
+    if (o->use_ref && (o->xa.threads || o->xa.profile || o->xa.summary || o->xa.ftz)) {
         return cli_usage_error("run",
                                "%s applies to compiled code; --backend ref is the reference "
                                "evaluator",
                                o->xa.threads   ? "--threads"
                                : o->xa.profile ? "--profile"
+                               : o->xa.ftz     ? "--ftz"
                                                : "--profile-summary");
     }
     o->xa.source = o->is_art ? NULL : base_name(o->file);

@@ -241,6 +241,7 @@ class _SessionOptions(ctypes.Structure):
         ("threads", ctypes.c_int),
         ("profile_path", ctypes.c_char_p),
         ("source_name", ctypes.c_char_p),
+        ("flush_denormals", ctypes.c_int),
     ]
 
 
@@ -671,10 +672,11 @@ class Model:
         _check(lib.dlrt_model_load_file(p, ctypes.byref(h)), f"loading {os.fsdecode(p)}")
         return cls(h)
 
-    def session(self, threads=0):
+    def session(self, threads=0, flush_denormals=False):
         """A new session (params initialised from the artifact). threads: 1..256, or 0 (the
-        default): $DLRT_THREADS, else the number of cores."""
-        return Session(self, threads)
+        default): $DLRT_THREADS, else the number of cores. flush_denormals=True: steps flush
+        denormal floats to zero (x86 MXCSR FTZ and DAZ; see docs/runtime.md)."""
+        return Session(self, threads, flush_denormals)
 
     def close(self):
         if self._h:
@@ -897,7 +899,7 @@ class _SessionHandle:
 class Session:
     """Per-run state of a model. Use from one thread at a time."""
 
-    def __init__(self, model, threads=0):
+    def __init__(self, model, threads=0, flush_denormals=False):
         self._handle = None
         self._h = None
         if not isinstance(model, Model):
@@ -908,11 +910,16 @@ class Session:
         self.model = model
         self._lib = model._lib
         threads = _integer("threads", threads, 0, _MAX_THREADS)
+        if not isinstance(flush_denormals, bool):
+            raise ArgumentTypeError(
+                f"flush_denormals: True or False expected, {type(flush_denormals).__name__} given"
+            )
         if not model._h:
             raise ArgumentError("the model is closed")
         opts = _SessionOptions()
         self._lib.dlrt_session_options_init(ctypes.byref(opts))
         opts.threads = threads
+        opts.flush_denormals = int(flush_denormals)
         h = ctypes.c_void_p()
         _check(
             self._lib.dlrt_session_create_ex(model._h, ctypes.byref(opts), ctypes.byref(h)),

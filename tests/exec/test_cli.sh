@@ -3,7 +3,7 @@
 # --threads errors, identical step lines at 1 and 2 threads, -v's mean step time, the
 # --profile trace (parsed with Python's json: one tid per worker, kernel events with op names
 # and .dlg lines, one step event per step), DLRT_PROFILE=FILE, --profile-summary's format, and
-# DLRT_THREADS errors. usage: test_cli.sh DLCC SOURCE_DIR
+# DLRT_THREADS errors, --ftz. usage: test_cli.sh DLCC SOURCE_DIR
 source "$(dirname "$0")/../train_cli/lib.sh"
 mlp=$src/samples/mlp_fmnist.dlg
 
@@ -111,5 +111,23 @@ sys.exit(not (tids == {0} and len(steps) == 3))'
 expect 0 "run infer with --profile-summary" run "$mlp" -D N=16 --in x=x.npy --in y=y.npy \
   --threads 2 --profile-summary
 check "the infer summary has its header" grep -qE '^profile: infer, 1 step, ' "$err"
+
+# --ftz: a product that underflows prints as a denormal without it and as 0 with it, in run
+# (infer, 2 threads) and in a train step (the flag reaches the session of both paths).
+printf 'model denormal\ninput x : float[3]\ninput s : float[3]\ny = Mul (x, s)\noutput y\n' >den.dlg
+$py -c 'import numpy as np
+np.save("dx.npy", np.array([1e-20, 3e-20, 2.0], np.float32))
+np.save("ds.npy", np.array([1e-20, 1e-20, 0.5], np.float32))'
+expect 0 "run without --ftz" run den.dlg --in x=dx.npy --in s=ds.npy --threads 2 --out y=y0.npy
+expect 0 "run --ftz" run den.dlg --in x=dx.npy --in s=ds.npy --threads 2 --ftz --out y=y1.npy
+check "without --ftz the denormal product, with --ftz zero" $py -c '
+import numpy as np, sys
+a, b = np.load("y0.npy"), np.load("y1.npy")
+sys.exit(not (a[0] == np.float32(1e-20) * np.float32(1e-20) and a[0] != 0 and a[2] == 1
+              and list(b) == [0, 0, 1]))'
+expect_msg 2 "--ftz with --backend ref" "--ftz applies to compiled code" \
+  run den.dlg --in x=dx.npy --in s=ds.npy --backend ref --ftz
+expect 0 "train_step with --ftz" "${run_args[@]}" --threads 2 --ftz
+check "--ftz does not change these (normal-range) steps" cmp -s t1.txt "$out"
 
 finish

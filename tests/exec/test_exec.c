@@ -5,17 +5,22 @@
 // optimizer state and infer outputs (memcmp, not a tolerance). The stress test runs 1000 steps of
 // a small MLP at 1, 2 and 8 threads with every kernel split across the threads
 // (DLRT_SPLIT_BYTES=0), the samples (CNN, transformer block) 20 steps at 1 vs 3 threads. Also:
-// thread-count errors, dlrt_session_threads, and the profiler's API (trace and summary written,
-// errors while off).
+// thread-count errors, dlrt_session_threads, the profiler's API (trace and summary written,
+// errors while off), and flush-to-zero (the session option flush_denormals).
 #include "dl_base.h"
 #include "dl_test.h"
 #include "dlcc.h"
 #include "dlrt.h"
 
+#include <float.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#if defined(__x86_64__) || defined(__i386__)
+#    include <xmmintrin.h>
+#endif
 
 #define SMALL_MLP                                                                                  \
     "model smlp\n"                                                                                 \
@@ -370,6 +375,62 @@ DL_TEST(profile_api) {
     remove(path);
     dlrt_session_destroy(s);
     dlrt_model_release(m);
+}
+
+// The session option flush_denormals: 1e-20 * 1e-20 is a float32 denormal (1e-40) without it
+// and 0 with it, on every thread of a split kernel (2^16 elements: each argument is 256 KiB, so
+// the Mul is cut into chunks at 2 threads); the calling thread's MXCSR is restored after the step.
+DL_TEST(flush_denormals) {
+#if defined(__x86_64__) || defined(__i386__)
+    enum { N = 1 << 16 };
+    dlrt_model *m = compile_text("denormal.dlg", "model denormal\n"
+                                                 "input x : float[65536]\n"
+                                                 "input s : float[65536]\n"
+                                                 "y = Mul (x, s)\n"
+                                                 "output y\n");
+    DL_CHECK(m != NULL);
+    if (!m) {
+        return;
+    }
+    static float x[N], sc[N];
+    for (int i = 0; i < N; i++) {
+        x[i] = 1e-20f;
+        sc[i] = i % 2 ? 1e-20f : 3e-20f;
+    }
+    for (int ftz = 0; ftz <= 1; ftz++) {
+        for (int threads = 1; threads <= 2; threads++) {
+            dlrt_session_options o;
+            dlrt_session_options_init(&o);
+            o.threads = threads;
+            o.flush_denormals = ftz;
+            dlrt_session *s = NULL;
+            DL_CHECK_OK(dlrt_session_create_ex(m, &o, &s));
+            if (!s) {
+                continue;
+            }
+            DL_CHECK_OK(dlrt_session_bind_input(s, "x", x, sizeof x));
+            DL_CHECK_OK(dlrt_session_bind_input(s, "s", sc, sizeof sc));
+            unsigned csr = _mm_getcsr();
+            DL_CHECK_OK(dlrt_session_infer(s));
+            DL_CHECK_EQ_I64(_mm_getcsr(), csr);
+            const void *yp = NULL;
+            DL_CHECK_OK(dlrt_session_output(s, "y", &yp, NULL));
+            const float *y = yp;
+            int64_t n_zero = 0, n_denormal = 0;
+            for (int i = 0; y && i < N; i++) {
+                n_zero += y[i] == 0.0f;
+                n_denormal += y[i] != 0.0f && fabsf(y[i]) < FLT_MIN;
+            }
+            DL_CHECK_EQ_I64(n_zero, ftz ? N : 0);
+            DL_CHECK_EQ_I64(n_denormal, ftz ? 0 : N);
+            if (!ftz && y) { // the exact product, rounded to a denormal (IEEE gradual underflow)
+                DL_CHECK(y[0] == 1e-20f * 3e-20f && y[1] == 1e-20f * 1e-20f);
+            }
+            dlrt_session_destroy(s);
+        }
+    }
+    dlrt_model_release(m);
+#endif
 }
 
 DL_TEST_MAIN()

@@ -51,6 +51,24 @@ class Binding(unittest.TestCase):
     def setUpClass(cls):
         cls.model = dlcc.compile(MLP, dims={"N": N})
 
+    def test_flush_denormals(self):
+        # 1e-20 * 1e-20 underflows: a denormal by default, 0 with flush_denormals=True, on every
+        # thread of the step (2 threads), and the option is strictly a bool.
+        path = os.path.join(TMP.name, "denormal.dlg")
+        with open(path, "w") as f:
+            f.write("model denormal\ninput x : float[4]\ninput s : float[4]\n"
+                    "y = Mul (x, s)\noutput y\n")
+        m = dlcc.compile(path)
+        x = np.array([1e-20, 3e-20, 2.0, -1e-20], np.float32)
+        sc = np.array([1e-20, 1e-20, 0.5, 1e-20], np.float32)
+        plain = m.session(threads=2).infer(x=x, s=sc)["y"]
+        flushed = m.session(threads=2, flush_denormals=True).infer(x=x, s=sc)["y"]
+        np.testing.assert_array_equal(plain, x * sc)
+        self.assertTrue(0 < plain[0] < np.finfo(np.float32).tiny)
+        self.assertEqual(flushed.tolist(), [0.0, 0.0, 1.0, 0.0])
+        with self.assertRaises(dlcc.ArgumentTypeError):
+            m.session(flush_denormals=1)
+
     def test_compile_in_process_through_the_cache(self):
         # setUpClass compiled this model into the test's fresh cache: the same compile is now a
         # lookup, and gives the same artifact (the same outputs).
