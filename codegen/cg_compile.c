@@ -305,11 +305,6 @@ dl_status dl_cg_emit_ptx(const dl_ir_module *m, const char *sm, dl_diags *d, cha
         dl_diag(d, DL_SEV_ERROR, DL_NO_LOC, "%s", oerr);
         return st;
     }
-    if (m->has_backward || m->train) {
-        dl_diag(d, DL_SEV_ERROR, DL_NO_LOC,
-                "nvptx: train_step is not lowered for GPUs yet (the CUDA backend is issue 14)");
-        return DL_ERR_UNSUPPORTED;
-    }
     uint8_t *bytes = NULL;
     size_t len = 0;
     st = compile(&dl_cg__nvptx_target, m, &o, d, &bytes, &len);

@@ -9,9 +9,8 @@
 // vector widths. Per-target op families (GEMM, convolution, pooling, normalisation, reductions,
 // losses) live in the target's folder (codegen/x86/x86_linalg.c, x86_nn.c, x86_grad_nn.c,
 // x86_reduce.c, x86_loss.c: register-tiled loops sized by vector_width) and are reached through
-// the target's lower_node: x86-64 lowers every op; NVPTX only the shared elementwise family so
-// far (the rest of the GPU backend is issue 14). lower_grad.c (loss, LayerNorm and movement
-// gradients) is still shared code that only x86-64 calls.
+// the target's lower_node: x86-64 lowers every op; NVPTX reuses the same hooks at vector width 1
+// (correct, not yet GPU-shaped: cuBLASLt and block reductions are issue 14).
 //
 // Flow (cg_compile.c): make_machine -> every node through lower_node (kernels opened and closed
 // through kernel_begin / kernel_end) -> the plan (plan.c) -> finish_module (plan globals on

@@ -1,8 +1,8 @@
-// codegen/nvptx/nvptx_target.c — the NVPTX target (nvptx64-nvidia-cuda, sm_XX): enough of a GPU
-// target to lower the shared elementwise family and emit PTX through LLVM's NVPTX backend, the
-// proof of the target seam (dl_cg_emit_ptx; tests/codegen/nvptx_ptxas.c assembles the PTX with
-// ptxas). The rest of the GPU backend (other op families, the train step, the artifact with a
-// device image, the runtime's CUDA device) is issue 14.
+// codegen/nvptx/nvptx_target.c — the NVPTX target (nvptx64-nvidia-cuda, sm_XX): every op and
+// the train step lowered through the same hooks as x86-64 (the shared families and
+// codegen/x86/'s loop nests, at vector width 1) and emitted as PTX by LLVM's NVPTX backend
+// (dl_cg_emit_ptx; tests/codegen/nvptx_ptxas.c and codegen_ops_sm80/_sm90 assemble it with
+// ptxas). Still to come (issue 14): GPU artifacts, the runtime's CUDA device, cuBLASLt.
 //
 // Kernel ABI: the host range signature kept, void k(ptr args, i64 begin, i64 end), marked a
 // kernel entry in !nvvm.annotations (LLVM 19's NVPTX backend reads the kernel mark there). Index
@@ -173,20 +173,63 @@ static void nvptx_kernel_end(cg *c, cg_kernel *k) {
     LLVMAddNamedMetadataOperand(c->mod, "nvvm.annotations", node);
 }
 
-// The ops this target lowers so far: the shared elementwise family (the op table's elem column),
-// except Dropout (its RNG stream is the host's) and the gradient ops. Every other family is
-// per-target and not written for NVPTX yet (issue 14).
-static bool nvptx_lowers(dl_ir_op op) {
-    dl_ir_kind k = dl_ir_op_kind(op);
-    return dl_ir_op_is_elementwise(op) && k != DL_IR_KIND_RANDOM && k != DL_IR_KIND_GRADIENT;
+// Every op goes through the lowering hooks x86-64 uses: the shared families and the loop nests
+// of codegen/x86/'s families, which are plain LLVM IR sized by vector_width (1 here). Under the
+// grid index model each thread computes one index of a kernel's parallel range (a row block of
+// a GEMM, a channel of a reduction), so every op is correct on a GPU; the fast GPU kernels
+// (cuBLASLt GEMM and convolution, block reductions) are the rest of issue 14.
+static dl_status nvptx_lower_node(cg *c, const dl_ir_node *n) {
+    return dl_cg__lower_node(c, n);
 }
 
-static dl_status nvptx_lower_node(cg *c, const dl_ir_node *n) {
-    if (!nvptx_lowers(n->op)) {
-        cg_error(c, "not lowered for nvptx yet (the CUDA backend is issue 14)");
-        return DL_ERR_UNSUPPORTED;
+// LLVM math intrinsics the NVPTX backend has no instruction for (it would emit a call to the C
+// library's function, which a GPU lacks) and libdevice's function of the same meaning.
+static const struct {
+    const char *intrinsic, *nv;
+} math_intrinsics[] = {
+    {"llvm.exp.f32", "__nv_expf"},     {"llvm.exp.f64", "__nv_exp"},
+    {"llvm.exp2.f32", "__nv_exp2f"},   {"llvm.exp2.f64", "__nv_exp2"},
+    {"llvm.log.f32", "__nv_logf"},
+    {"llvm.log.f64", "__nv_log"},      {"llvm.log2.f32", "__nv_log2f"},
+    {"llvm.log2.f64", "__nv_log2"},    {"llvm.log10.f32", "__nv_log10f"},
+    {"llvm.log10.f64", "__nv_log10"},  {"llvm.pow.f32", "__nv_powf"},
+    {"llvm.pow.f64", "__nv_pow"},      {"llvm.sin.f32", "__nv_sinf"},
+    {"llvm.sin.f64", "__nv_sin"},      {"llvm.cos.f32", "__nv_cosf"},
+    {"llvm.cos.f64", "__nv_cos"},
+};
+
+// Calls of those intrinsics become calls of libdevice (same signature: the callee is replaced).
+// A vector form of one of them is refused: the lowering at vector width 1 makes none.
+static dl_status nvptx_map_math_intrinsics(cg *c) {
+    LLVMValueRef next;
+    for (LLVMValueRef f = LLVMGetFirstFunction(c->mod); f; f = next) {
+        next = LLVMGetNextFunction(f);
+        size_t n;
+        const char *name = LLVMGetValueName2(f, &n);
+        if (!LLVMIsDeclaration(f) || strncmp(name, "llvm.", 5) != 0) {
+            continue;
+        }
+        for (size_t i = 0; i < DL_ARRAY_LEN(math_intrinsics); i++) {
+            const char *in = math_intrinsics[i].intrinsic;
+            size_t stem = strrchr(in, '.') - in; // "llvm.exp" of "llvm.exp.f32"
+            if (strcmp(name, in) == 0) {
+                LLVMTypeRef fty = LLVMGlobalGetValueType(f);
+                LLVMValueRef nv = LLVMGetNamedFunction(c->mod, math_intrinsics[i].nv);
+                if (!nv) {
+                    nv = LLVMAddFunction(c->mod, math_intrinsics[i].nv, fty);
+                }
+                LLVMReplaceAllUsesWith(f, nv);
+                LLVMDeleteFunction(f);
+                break;
+            }
+            if (strncmp(name, in, stem) == 0 && strncmp(name + stem, ".v", 2) == 0) {
+                dl_diag(c->d, DL_SEV_ERROR, DL_NO_LOC,
+                        "internal error: nvptx: %s has no libdevice form", name);
+                return DL_ERR_BACKEND;
+            }
+        }
     }
-    return dl_cg__lower_node(c, n);
+    return DL_OK;
 }
 
 static bool calls_libdevice(LLVMModuleRef mod) {
@@ -214,6 +257,7 @@ static bool is_kernel(const cg *c, LLVMValueRef f) {
 static dl_status nvptx_finish_module(cg *c, const uint8_t *plan, size_t plan_len) {
     (void)plan; // the device-image artifact that carries the plan is issue 14
     (void)plan_len;
+    DL_TRY(nvptx_map_math_intrinsics(c));
     if (!calls_libdevice(c->mod)) {
         return DL_OK;
     }

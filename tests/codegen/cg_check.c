@@ -7,11 +7,13 @@
 #include "dl_fe.h"
 #include "dl_pass.h"
 #include "dlrt.h"
+#include "ptxas_run.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 // ---------------------------------------------------------------------------------------------
 // ISA levels
@@ -69,7 +71,44 @@ static struct {
     const isa_level *level; // NULL: the host's CPU and features
     bool compile_only;
     bool host_runs; // the host can run the level's code
-} isa = {NULL, false, true};
+    // GPU mode (DLCC_TEST_CPU=cuda:sm_XX): every case emitted as PTX and assembled by ptxas.
+    const char *sm;    // "sm_80"; NULL: x86-64
+    const char *ptxas; // the assembler
+    char dir[4096];    // where the .ptx files go
+    size_t modules, kernels, failed;
+} isa = {NULL, false, true, NULL, NULL, {0}, 0, 0, 0};
+
+static void gpu_summary(void) {
+    printf("ptxas -arch=%s --warning-as-error: %zu modules, %zu kernels accepted; %zu refused\n",
+           isa.sm, isa.modules - isa.failed, isa.kernels, isa.failed);
+    rmdir(isa.dir);
+}
+
+// DLCC_TEST_CPU=cuda:SM: the NVPTX target, compile only. Returns 0, 77 (no ptxas) or 2.
+static int gpu_setup(const char *sm) {
+    if (strncmp(sm, "sm_", 3) != 0) { // dl_cg_emit_ptx checks the rest at the first case
+        fprintf(stderr, "DLCC_TEST_CPU=cuda:%s: expected cuda:sm_XX, e.g. cuda:sm_80\n", sm);
+        return 2;
+    }
+    isa.ptxas = ptxas_find();
+    if (!isa.ptxas) {
+        printf("skipped: DLCC_TEST_CPU=cuda:%s needs ptxas ($DLCC_PTXAS or "
+               "/usr/local/cuda/bin/ptxas: the CUDA toolkit), which is not installed\n",
+               sm);
+        return 77;
+    }
+    const char *tmp = getenv("TMPDIR");
+    snprintf(isa.dir, sizeof isa.dir, "%s/dlcc-cg-ptx-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(isa.dir)) {
+        perror("mkdtemp");
+        return 2;
+    }
+    isa.sm = sm;
+    isa.compile_only = true;
+    atexit(gpu_summary);
+    printf("target: nvptx %s, compile only (PTX assembled by %s, not run)\n", sm, isa.ptxas);
+    return 0;
+}
 
 int cg_isa_setup(void) {
     const char *cpu = getenv("DLCC_TEST_CPU");
@@ -77,6 +116,9 @@ int cg_isa_setup(void) {
     isa.compile_only = co && co[0] && strcmp(co, "0") != 0;
     isa.level = NULL;
     isa.host_runs = true;
+    if (cpu && strncmp(cpu, "cuda:", 5) == 0) {
+        return gpu_setup(cpu + 5);
+    }
     if (cpu && cpu[0] && strcmp(cpu, "native") != 0) {
         for (size_t i = 0; i < DL_ARRAY_LEN(isa_levels); i++) {
             if (strcmp(cpu, isa_levels[i].name) == 0) {
@@ -145,6 +187,35 @@ static bool check_artifact_only(const uint8_t *art, size_t len, const char *text
 }
 
 // ---------------------------------------------------------------------------------------------
+
+static void print_diags(dl_diags *d);
+
+// GPU mode: the case's PTX, assembled for isa.sm with no error and no warning.
+static bool check_ptx(const dl_ir_module *m, dl_diags *d, const char *text) {
+    char *ptx = NULL;
+    size_t len = 0;
+    isa.modules++;
+    if (dl_cg_emit_ptx(m, isa.sm, d, &ptx, &len) != DL_OK) {
+        fprintf(stderr, "cg_check: emitting PTX for %s failed:\n%s\n", isa.sm, text);
+        print_diags(d);
+        isa.failed++;
+        return false;
+    }
+    char name[32], log[8192];
+    snprintf(name, sizeof name, "case%zu", isa.modules);
+    int rc = ptxas_run(isa.ptxas, isa.dir, name, isa.sm, ptx, log, sizeof log);
+    bool ok = rc == 0 && strstr(ptx, ".extern") == NULL;
+    if (ok) {
+        isa.kernels += ptxas_count_entries(ptx);
+    } else {
+        fprintf(stderr, "cg_check: ptxas -arch=%s refused the PTX (exit %d)%s:\n%s\n%s\n", isa.sm,
+                rc, strstr(ptx, ".extern") ? " or it declares an external function" : "", log,
+                text);
+        isa.failed++;
+    }
+    free(ptx);
+    return ok;
+}
 
 static void print_diags(dl_diags *d) {
     char *s = NULL;
@@ -284,6 +355,10 @@ bool cg_check_want(const char *text, cg_tol tol, const cg_want *want, size_t n_w
         ref_ok = check_wants("reference evaluator", m->outputs.data[j]->name, &refs[j], want,
                              n_want, tol, text) &&
                  ref_ok;
+    }
+    if (isa.sm) {
+        ok = check_ptx(m, d, text) && ref_ok;
+        goto out;
     }
     dl_cg_options co;
     dl_cg_options_init(&co);

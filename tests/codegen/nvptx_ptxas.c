@@ -5,18 +5,19 @@
 // Cases: Relu (no math call: libdevice is not linked, no __nv_ symbol in the PTX) and Gelu
 // (erf through libdevice's __nv_erff). For each: ptxas exits 0, the PTX has a `.visible .entry`
 // kernel that reads the grid index registers (ctaid.x, ntid.x, tid.x) and compares it against
-// the range (setp); ptxas's -v report (registers per kernel) is printed. An op with no NVPTX
-// lowering yet (MatMul) is refused with a diagnostic naming nvptx, not miscompiled.
+// the range (setp); ptxas's -v report (registers per kernel) is printed. MatMul: a family from
+// codegen/x86/ lowered at vector width 1 under the grid index model. Every other op is
+// assembled by codegen_ops_sm80 / _sm90 (cg_check's GPU mode).
 // DLCC_TEST_KEEP_PTX=1 keeps the .ptx and .cubin files. Exits 77 (ctest SKIP_RETURN_CODE), saying
 // why, where ptxas is absent ($DLCC_PTXAS, else /usr/local/cuda/bin/ptxas).
 #include "dl_cg.h"
 #include "dl_fe.h"
 #include "dl_pass.h"
+#include "ptxas_run.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 static int failures;
@@ -57,37 +58,13 @@ static dl_status emit(const char *text, dl_diags *d, char **ptx) {
     return st;
 }
 
-// Writes the PTX to DIR/NAME.ptx and runs `ptxas -arch=sm_80 -v` on it; prints its output.
+// Assembles the PTX for sm_80 (ptxas_run.h) and prints what ptxas said (registers per kernel).
 static int run_ptxas(const char *ptxas, const char *dir, const char *name, const char *ptx) {
-    char path[4200], cmd[9000];
-    snprintf(path, sizeof path, "%s/%s.ptx", dir, name);
-    FILE *f = fopen(path, "w");
-    if (!f || fputs(ptx, f) < 0 || fclose(f) != 0) {
-        fprintf(stderr, "cannot write %s\n", path);
-        return -1;
-    }
-    snprintf(cmd, sizeof cmd, "'%s' -arch=sm_80 -v '%s' -o '%s/%s.cubin' 2>&1", ptxas, path, dir,
-             name);
-    printf("$ ptxas -arch=sm_80 -v %s.ptx -o %s.cubin\n", name, name);
-    FILE *p = popen(cmd, "r");
-    if (!p) {
-        return -1;
-    }
-    char line[1024];
-    while (fgets(line, sizeof line, p)) {
-        fputs(line, stdout);
-    }
-    int ws = pclose(p);
-    int rc = WIFEXITED(ws) ? WEXITSTATUS(ws) : -1;
+    char log[8192];
+    printf("$ ptxas -arch=sm_80 -v --warning-as-error %s.ptx -o %s.cubin\n", name, name);
+    int rc = ptxas_run(ptxas, dir, name, "sm_80", ptx, log, sizeof log);
+    fputs(log, stdout);
     printf("(ptxas exit status %d)\n", rc);
-    char cubin[4300];
-    snprintf(cubin, sizeof cubin, "%s/%s.cubin", dir, name);
-    if (!getenv("DLCC_TEST_KEEP_PTX")) { // set: the files stay for reading (and DIR too)
-        unlink(path);
-        unlink(cubin);
-    } else {
-        printf("(kept %s)\n", path);
-    }
     return rc;
 }
 
@@ -127,12 +104,10 @@ static void check_kernel(const char *ptxas, const char *dir, const char *name, c
 }
 
 int main(void) {
-    const char *ptxas = getenv("DLCC_PTXAS");
-    ptxas = ptxas && ptxas[0] ? ptxas : "/usr/local/cuda/bin/ptxas";
-    if (access(ptxas, X_OK) != 0) {
-        printf("SKIP: ptxas not found at %s (the CUDA toolkit is not installed; set DLCC_PTXAS "
-               "to test the NVPTX seam)\n",
-               ptxas);
+    const char *ptxas = ptxas_find();
+    if (!ptxas) {
+        printf("SKIP: ptxas not found at $DLCC_PTXAS or /usr/local/cuda/bin/ptxas (the CUDA "
+               "toolkit is not installed; set DLCC_PTXAS to test the NVPTX seam)\n");
         return 77;
     }
     const char *tmp = getenv("TMPDIR");
@@ -146,21 +121,11 @@ int main(void) {
                  "model relu_gpu\ninput x : float[1000]\ny = Relu (x)\noutput y\n", false);
     check_kernel(ptxas, dir, "gelu",
                  "model gelu_gpu\ninput x : float[4, 250]\ny = Gelu (x)\noutput y\n", true);
-    // A per-target family NVPTX has no lowering for yet: refused, naming the target.
-    dl_diags *d = NULL;
-    if (dl_diags_create(&d) == DL_OK) {
-        char *ptx = NULL;
-        dl_status st = emit("model mm\ninput a : float[4, 8]\ninput b : float[8, 2]\n"
-                            "y = MatMul (a, b)\noutput y\n",
-                            d, &ptx);
-        CHECK(st == DL_ERR_UNSUPPORTED, "MatMul: got %s", dl_status_str(st));
-        CHECK(dl_diags_count(d) > 0 && strstr(dl_diags_get(d, 0)->msg, "nvptx") != NULL,
-              "MatMul: the diagnostic does not name nvptx");
-        fflush(stdout);
-        print_diags(d);
-        free(ptx);
-        dl_diags_destroy(d);
-    }
+    // A per-target family (x86's loop nests, at vector width 1, one grid index per row block).
+    check_kernel(ptxas, dir, "matmul",
+                 "model mm\ninput a : float[64, 48]\ninput b : float[48, 40]\n"
+                 "y = MatMul (a, b)\noutput y\n",
+                 false);
     rmdir(dir);
     printf("%s\n", failures ? "FAILED" : "ok");
     return failures ? 1 : 0;

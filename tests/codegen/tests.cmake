@@ -1,7 +1,8 @@
 # The cpu backend against the reference evaluator: every op, several shapes and attributes.
 # Each op family has its own tests/codegen/test_<family>.c; all link into one executable.
 file(GLOB DL_CG_TEST_SRC CONFIGURE_DEPENDS ${CMAKE_CURRENT_LIST_DIR}/test_*.c)
-add_executable(test_codegen ${DL_CG_TEST_SRC} ${CMAKE_CURRENT_LIST_DIR}/cg_check.c)
+add_executable(test_codegen ${DL_CG_TEST_SRC} ${CMAKE_CURRENT_LIST_DIR}/cg_check.c
+                            ${CMAKE_CURRENT_LIST_DIR}/ptxas_run.c)
 target_link_libraries(test_codegen PRIVATE dl_flags dl_test_harness dlcc_lib dlrt)
 target_include_directories(test_codegen PRIVATE ${CMAKE_CURRENT_LIST_DIR})
 add_test(NAME codegen_ops COMMAND test_codegen)
@@ -31,7 +32,16 @@ set_tests_properties(codegen_ops_v4_compile PROPERTIES LABELS numeric
                      ENVIRONMENT "DLCC_TEST_CPU=x86-64-v4;DLCC_TEST_COMPILE_ONLY=1")
 # The target seam: elementwise kernels lowered through codegen/nvptx/ by the shared lowering,
 # emitted as PTX for sm_80 and assembled by ptxas (no GPU needed; exits 77 without ptxas).
-add_executable(test_nvptx_ptxas ${CMAKE_CURRENT_LIST_DIR}/nvptx_ptxas.c)
+add_executable(test_nvptx_ptxas ${CMAKE_CURRENT_LIST_DIR}/nvptx_ptxas.c
+                               ${CMAKE_CURRENT_LIST_DIR}/ptxas_run.c)
 target_link_libraries(test_nvptx_ptxas PRIVATE dl_flags dlcc_lib)
 add_test(NAME codegen_nvptx_ptxas COMMAND test_nvptx_ptxas)
 set_tests_properties(codegen_nvptx_ptxas PROPERTIES LABELS unit SKIP_RETURN_CODE 77)
+# Every case above emitted as PTX by the NVPTX target and assembled by ptxas for an Ampere and
+# a Hopper GPU, with no error and no warning (compile only: no GPU needed; exits 77 without the
+# CUDA toolkit). The summary line counts the modules and kernels ptxas accepted.
+foreach(sm 80 90)
+  add_test(NAME codegen_ops_sm${sm} COMMAND test_codegen)
+  set_tests_properties(codegen_ops_sm${sm} PROPERTIES LABELS numeric SKIP_RETURN_CODE 77
+                       ENVIRONMENT DLCC_TEST_CPU=cuda:sm_${sm})
+endforeach()

@@ -3,7 +3,8 @@
 # pair of kernels on overlapping memory), poisoned intermediates, the arena against the sum of
 # the buffer sizes, determinism.
 add_executable(test_memplan ${CMAKE_CURRENT_LIST_DIR}/test_memplan.c
-                            ${CMAKE_SOURCE_DIR}/tests/codegen/cg_check.c)
+                            ${CMAKE_SOURCE_DIR}/tests/codegen/cg_check.c
+                            ${CMAKE_SOURCE_DIR}/tests/codegen/ptxas_run.c)
 target_link_libraries(test_memplan PRIVATE dl_flags dl_test_harness dlcc_lib dlrt)
 target_include_directories(test_memplan PRIVATE ${CMAKE_SOURCE_DIR}/runtime
                                                 ${CMAKE_SOURCE_DIR}/tests/codegen
