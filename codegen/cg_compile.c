@@ -150,10 +150,85 @@ static void cg_fini(cg *c) {
     free(c->comm_grads.data);
 }
 
+// A fresh compilation state for target t: its LLVM context, module, builder and common types.
+static void cg_init(cg *c, const dl_ir_module *m, dl_diags *d, const cg_target *t) {
+    memset(c, 0, sizeof *c);
+    c->m = m;
+    c->d = d;
+    c->target = t;
+    c->ctx = LLVMContextCreate();
+    c->mod = LLVMModuleCreateWithNameInContext("dlcc", c->ctx);
+    LLVMSetSourceFileName(c->mod, "dlcc", 4);
+    c->b = LLVMCreateBuilderInContext(c->ctx);
+    c->t_void = LLVMVoidTypeInContext(c->ctx);
+    c->t_i1 = LLVMInt1TypeInContext(c->ctx);
+    c->t_i8 = LLVMInt8TypeInContext(c->ctx);
+    c->t_i16 = LLVMInt16TypeInContext(c->ctx);
+    c->t_i32 = LLVMInt32TypeInContext(c->ctx);
+    c->t_i64 = LLVMInt64TypeInContext(c->ctx);
+    c->t_f16 = LLVMHalfTypeInContext(c->ctx);
+    c->t_f32 = LLVMFloatTypeInContext(c->ctx);
+    c->t_f64 = LLVMDoubleTypeInContext(c->ctx);
+    c->t_ptr = LLVMPointerTypeInContext(c->ctx, 0);
+    LLVMTypeRef kps[3] = {c->t_ptr, c->t_i64, c->t_i64};
+    c->t_kernel = LLVMFunctionType(c->t_void, kps, 3, 0);
+}
+
+// Adds the device image to the end of the plan blob (64-byte aligned, as dlrt_format.h wants it)
+// and records it in the header.
+static dl_status plan_attach_image(uint8_t **plan, size_t *plan_len, uint32_t kind,
+                                   const uint8_t *image, size_t image_len) {
+    size_t off = (*plan_len + 63) & ~(size_t)63, n = off + image_len;
+    uint8_t *p = dl_mem_realloc(*plan, n);
+    if (!p) {
+        return DL_ERR_NOMEM;
+    }
+    memset(p + *plan_len, 0, off - *plan_len);
+    memcpy(p + off, image, image_len);
+    dlrt_plan_hdr h;
+    memcpy(&h, p, sizeof h);
+    h.image_kind = kind;
+    h.off_image = off;
+    h.size_image = image_len;
+    h.total_size = n;
+    memcpy(p, &h, sizeof h);
+    *plan = p;
+    *plan_len = n;
+    return DL_OK;
+}
+
+// A device target's artifact: the plan with the device image in it, in a host container made by
+// the x86-64 target (an ELF shared object exporting the descriptor, with no kernel table: the
+// kernels are in the image) and the checksum trailer. The host part is generic x86-64 code (no
+// instructions at all), so the artifact loads on any x86-64 host.
+static dl_status package_device_artifact(const cg *dev, const dl_cg_options *o, uint8_t **plan,
+                                         size_t *plan_len, const uint8_t *image, size_t image_len,
+                                         uint8_t **out, size_t *out_len) {
+    // The image: PTX text with its NUL (the driver's loader wants a C string).
+    dl_status st = plan_attach_image(plan, plan_len, DLRT_IMAGE_PTX, image, image_len + 1);
+    if (st != DL_OK) {
+        return st;
+    }
+    cg h;
+    cg_init(&h, dev->m, dev->d, &dl_cg__x86_64_target);
+    dl_cg_options ho;
+    dl_cg_options_init(&ho);
+    ho.cpu = "x86-64";
+    ho.opt_level = o->opt_level;
+    if ((st = h.target->make_machine(&h, &ho)) == DL_OK &&
+        (st = h.target->finish_module(&h, *plan, *plan_len)) == DL_OK &&
+        (st = h.target->package(&h, &ho, out, out_len)) == DL_OK) {
+        st = append_trailer(out, out_len);
+    }
+    cg_fini(&h);
+    return st;
+}
+
 // Compiles `m` for target `t` with checked options `o`: lowering, plan, finish, verify,
-// optimise, package.
+// optimise, package; for a device-image target, the artifact around the image unless
+// `image_only` (dl_cg_emit_ptx: the PTX text alone).
 static dl_status compile(const cg_target *t, const dl_ir_module *m, const dl_cg_options *o,
-                         dl_diags *d, uint8_t **out, size_t *out_len) {
+                         bool image_only, dl_diags *d, uint8_t **out, size_t *out_len) {
     *out = NULL;
     *out_len = 0;
     for (size_t i = 0; i < m->values.len; i++) {
@@ -165,26 +240,7 @@ static dl_status compile(const cg_target *t, const dl_ir_module *m, const dl_cg_
         }
     }
     cg c;
-    memset(&c, 0, sizeof c);
-    c.m = m;
-    c.d = d;
-    c.target = t;
-    c.ctx = LLVMContextCreate();
-    c.mod = LLVMModuleCreateWithNameInContext("dlcc", c.ctx);
-    LLVMSetSourceFileName(c.mod, "dlcc", 4);
-    c.b = LLVMCreateBuilderInContext(c.ctx);
-    c.t_void = LLVMVoidTypeInContext(c.ctx);
-    c.t_i1 = LLVMInt1TypeInContext(c.ctx);
-    c.t_i8 = LLVMInt8TypeInContext(c.ctx);
-    c.t_i16 = LLVMInt16TypeInContext(c.ctx);
-    c.t_i32 = LLVMInt32TypeInContext(c.ctx);
-    c.t_i64 = LLVMInt64TypeInContext(c.ctx);
-    c.t_f16 = LLVMHalfTypeInContext(c.ctx);
-    c.t_f32 = LLVMFloatTypeInContext(c.ctx);
-    c.t_f64 = LLVMDoubleTypeInContext(c.ctx);
-    c.t_ptr = LLVMPointerTypeInContext(c.ctx, 0);
-    LLVMTypeRef kps[3] = {c.t_ptr, c.t_i64, c.t_i64};
-    c.t_kernel = LLVMFunctionType(c.t_void, kps, 3, 0);
+    cg_init(&c, m, d, t);
     dl_status st = t->make_machine(&c, o);
     uint8_t *plan = NULL;
     size_t plan_len = 0;
@@ -266,6 +322,13 @@ static dl_status compile(const cg_target *t, const dl_ir_module *m, const dl_cg_
     st = t->package(&c, o, out, out_len);
     if (st == DL_OK && t->packaging == CG_PACKAGE_ELF_SO) {
         st = append_trailer(out, out_len);
+    } else if (st == DL_OK && !image_only) {
+        uint8_t *image = *out;
+        size_t image_len = *out_len;
+        *out = NULL;
+        *out_len = 0;
+        st = package_device_artifact(&c, o, &plan, &plan_len, image, image_len, out, out_len);
+        free(image);
     }
 out:
     free(plan);
@@ -288,7 +351,7 @@ dl_status dl_cg_compile(const dl_ir_module *m, const dl_cg_options *o, dl_diags 
         dl_diag(d, DL_SEV_ERROR, DL_NO_LOC, "%s", oerr);
         return st;
     }
-    return compile(dl_cg__target_of(o), m, o, d, out, out_len);
+    return compile(dl_cg__target_of(o), m, o, false, d, out, out_len);
 }
 
 dl_status dl_cg_emit_ptx(const dl_ir_module *m, const char *sm, dl_diags *d, char **out,
@@ -307,7 +370,7 @@ dl_status dl_cg_emit_ptx(const dl_ir_module *m, const char *sm, dl_diags *d, cha
     }
     uint8_t *bytes = NULL;
     size_t len = 0;
-    st = compile(&dl_cg__nvptx_target, m, &o, d, &bytes, &len);
+    st = compile(&dl_cg__nvptx_target, m, &o, true, d, &bytes, &len);
     *out = (char *)bytes;
     *out_len = len;
     return st;

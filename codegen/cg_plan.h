@@ -45,6 +45,9 @@ typedef struct cg_state_tensor {
 
 typedef const char *cg_cstr;
 
+// Threads per block of a CUDA kernel (the grid index model: one thread per index of its range).
+#define CG_GPU_BLOCK 256
+
 // The memory plan, as the plan builder calls it: sets every buffer's arena offset (sizes and
 // kinds are filled) and gives the arena size.
 typedef dl_status (*cg_memplan_fn)(void *ctx, dlrt_plan_buffer *bufs, size_t n_buf,

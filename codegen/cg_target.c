@@ -2,10 +2,9 @@
 // every target shares (opt level, the target name), and the public descriptions and cache-key
 // part, each asking the selected target (cg_target.h).
 //
-// The list `dlcc compile --target` shows is `targets` below: x86-64 (built, the default) and
-// cuda:sm_XX, named so that the user gets a plain answer: the CUDA backend is issue 14. The
-// NVPTX target (codegen/nvptx/) exists for dl_cg_emit_ptx, which proves the seam; it is not a
-// target dl_cg_compile packages artifacts for.
+// The list `dlcc compile --target` shows is `targets` below: x86-64 (the default) and
+// cuda[:sm_XX] (the NVPTX target, codegen/nvptx/; "nvptx" with --cpu sm_XX is the same target
+// under its LLVM name, what dl_cg_emit_ptx uses).
 #include "cg_internal.h"
 
 #include <stdio.h>
@@ -18,7 +17,8 @@ static const char *const x86_levels[] = {"x86-64",    "x86-64-v2", "x86-64-v3",
 static const dl_cg_target_info targets[] = {
     {"x86-64", "x86-64 CPUs: an ELF .so that libdlrt runs (default: this machine's CPU)",
      x86_levels, true},
-    {"cuda:sm_XX", "NVIDIA GPUs, e.g. cuda:sm_80: not built yet (issue 14)", NULL, false},
+    {"cuda:sm_XX", "NVIDIA GPUs, e.g. cuda:sm_90 (cuda: sm_80): PTX in an artifact for a CUDA device",
+     NULL, true},
 };
 
 const dl_cg_target_info *dl_cg_target_list(size_t *n_out) {
@@ -30,8 +30,15 @@ static bool is_x86_64(const char *name) {
     return !name || !name[0] || strcmp(name, "x86-64") == 0;
 }
 
+static bool is_cuda(const char *name) {
+    return name && (strcmp(name, "cuda") == 0 || strncmp(name, "cuda:", 5) == 0 ||
+                    strcmp(name, "nvptx") == 0);
+}
+
 const cg_target *dl_cg__target_of(const dl_cg_options *o) {
-    return is_x86_64(o->target) ? &dl_cg__x86_64_target : NULL;
+    return is_x86_64(o->target) ? &dl_cg__x86_64_target
+           : is_cuda(o->target) ? &dl_cg__nvptx_target
+                                : NULL;
 }
 
 dl_status dl_cg_options_check(const dl_cg_options *o, char *err, size_t err_size) {
@@ -41,13 +48,6 @@ dl_status dl_cg_options_check(const dl_cg_options *o, char *err, size_t err_size
     }
     const cg_target *t = dl_cg__target_of(o);
     if (!t) {
-        if (strncmp(o->target, "cuda", 4) == 0) {
-            snprintf(err, err_size,
-                     "target '%s': the CUDA backend is not built yet (issue 14); the targets "
-                     "built are listed by 'dlcc compile --target'",
-                     o->target);
-            return DL_ERR_UNSUPPORTED;
-        }
         snprintf(err, err_size, "unknown target '%s' (known: x86-64, cuda:sm_XX)", o->target);
         return DL_ERR_INVALID_ARG;
     }

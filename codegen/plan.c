@@ -433,12 +433,26 @@ static dl_status build_plan(const cg_plan_in *c, blob *out) {
         const cg_kernel_rec *r = &c->kernels.data[i];
         DL_ASSERT(r->fn == i);
         // Format 5: the kernel's symbol name, what a device looks kernels up by. CPU kernels carry
-        // no launch data (the executor splits their range); a GPU plan's grid, block and shared
-        // memory (and its device image) are the GPU backend's to fill.
+        // no launch data (the executor splits their range); a CUDA kernel (the grid index model,
+        // codegen/nvptx/) is one thread per index of its range, CG_GPU_BLOCK threads a block.
         fsig[i] = (dlrt_plan_fn){.range = r->range,
                                  .n_args = r->n_args,
                                  .n_out = r->n_out,
                                  .first_extent = (uint32_t)fext.len};
+        if (c->device == DLRT_PLAN_DEVICE_CUDA) {
+            int64_t blocks = (r->range + CG_GPU_BLOCK - 1) / CG_GPU_BLOCK;
+            if (blocks > INT32_MAX) {
+                dl_diag(c->d, DL_SEV_ERROR, DL_NO_LOC,
+                        "codegen: kernel %s has %lld threads, beyond one CUDA grid",
+                        c->fn_names.data[i], (long long)r->range);
+                st = DL_ERR_UNSUPPORTED;
+                goto out;
+            }
+            fsig[i].grid[0] = (uint32_t)blocks;
+            fsig[i].grid[1] = fsig[i].grid[2] = 1;
+            fsig[i].block[0] = CG_GPU_BLOCK;
+            fsig[i].block[1] = fsig[i].block[2] = 1;
+        }
         fsig[i].name_off = put_string(&pc, c->fn_names.data[i], &fsig[i].name_len);
         for (uint32_t a = 0; a < r->n_args; a++) {
             if (!DL_VEC_PUSH(&fext, bufs[c->args.data[r->first_arg + a]].size)) {

@@ -156,6 +156,9 @@ dlrt_status dlrt_session_create_ex(dlrt_model *m, const dlrt_session_options *op
     *out = NULL;
     const dlrt_plan_hdr *h = m->hdr;
     const rt_device_ops *dev = rt__device_ops_for(h->device);
+    if (!dev && h->device == DLRT_PLAN_DEVICE_CUDA) {
+        return rt__cuda_refuse_session(m);
+    }
     if (!dev) {
         return rt__fail(DLRT_ERR_UNSUPPORTED,
                         "model '%s' was compiled for %s (a %s device); this libdlrt has no %s "

@@ -19,6 +19,8 @@ const char *dlrt_status_str(dlrt_status s) {
         return "corrupt artifact";
     case DLRT_ERR_UNSUPPORTED:
         return "unsupported artifact";
+    case DLRT_ERR_NO_DEVICE:
+        return "no device";
     }
     return "unknown status";
 }

@@ -42,18 +42,30 @@ static const char *const sm_names[] = {"sm_50", "sm_52", "sm_53", "sm_60", "sm_6
                                        "sm_62", "sm_70", "sm_72", "sm_75", "sm_80",
                                        "sm_86", "sm_87", "sm_89", "sm_90", "sm_90a"};
 
+// The GPU: "cuda:sm_XX" names it in the target; "nvptx" (and plain "cuda") take --cpu sm_XX;
+// the default is sm_80.
 static const char *sm_of(const dl_cg_options *o) {
+    if (o->target && strncmp(o->target, "cuda:", 5) == 0) {
+        return o->target + 5;
+    }
     return o->cpu && o->cpu[0] ? o->cpu : "sm_80";
 }
 
 static dl_status nvptx_options_check(const dl_cg_options *o, char *err, size_t err_size) {
+    if (o->target && strncmp(o->target, "cuda:", 5) == 0 && o->cpu && o->cpu[0]) {
+        snprintf(err, err_size,
+                 "--cpu '%s' does not apply to target '%s': the GPU is named in the target",
+                 o->cpu, o->target);
+        return DL_ERR_INVALID_ARG;
+    }
     const char *sm = sm_of(o);
     bool known = false;
     for (size_t i = 0; i < DL_ARRAY_LEN(sm_names) && !known; i++) {
         known = strcmp(sm, sm_names[i]) == 0;
     }
     if (!known) {
-        snprintf(err, err_size, "unknown GPU '%s' for nvptx (e.g. sm_80, sm_86, sm_90)", sm);
+        snprintf(err, err_size, "unknown GPU '%s' (expected sm_XX: sm_70, sm_75, sm_80, sm_86, "
+                 "sm_89, sm_90, ...)", sm);
         return DL_ERR_INVALID_ARG;
     }
     if (o->features && o->features[0]) {
@@ -139,7 +151,18 @@ static LLVMValueRef sreg(cg *c, const char *name) {
 // Grid index model (see the file comment): entry computes i and the bounds check; the body
 // block, where the lowering goes on, covers [i, i + 1).
 static void nvptx_kernel_begin(cg *c, cg_kernel *k, const char *name) {
-    k->fn = LLVMAddFunction(c->mod, name, c->t_kernel); // external: a kernel entry
+    // A PTX identifier has letters, digits, '_' and '$' only: "k3_train.gradsq" becomes
+    // "k3_train_gradsq" (the kN_ prefix keeps names unique).
+    char ptx_name[256];
+    size_t len = 0;
+    for (; name[len] && len + 1 < sizeof ptx_name; len++) {
+        char ch = name[len];
+        bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+                  (ch >= '0' && ch <= '9') || ch == '_' || ch == '$';
+        ptx_name[len] = ok ? ch : '_';
+    }
+    ptx_name[len] = 0;
+    k->fn = LLVMAddFunction(c->mod, ptx_name, c->t_kernel); // external: a kernel entry
     LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(c->ctx, k->fn, "entry");
     LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(c->ctx, k->fn, "body");
     LLVMBasicBlockRef skip = LLVMAppendBasicBlockInContext(c->ctx, k->fn, "out_of_range");
@@ -310,6 +333,24 @@ static dl_status nvptx_finish_module(cg *c, const uint8_t *plan, size_t plan_len
     return DL_OK;
 }
 
+// Drops the "// callseq N, M" comments the NVPTX backend writes at calls: N counts calls per
+// process, not per module, so the same module would print differently in a second compile of
+// one process. The comments go from the '//' to the end of the line; nothing else changes.
+static size_t strip_callseq_comments(uint8_t *p, size_t n) {
+    static const char tag[] = " // callseq ";
+    size_t w = 0;
+    for (size_t r = 0; r < n;) {
+        if (p[r] == ' ' && n - r >= sizeof tag - 1 && memcmp(p + r, tag, sizeof tag - 1) == 0) {
+            while (r < n && p[r] != '\n') {
+                r++;
+            }
+            continue;
+        }
+        p[w++] = p[r++];
+    }
+    return w;
+}
+
 // PTX text from the optimised module, NUL-terminated (the length leaves the NUL out).
 static dl_status nvptx_package(cg *c, const dl_cg_options *o, uint8_t **out, size_t *out_len) {
     (void)o;
@@ -324,6 +365,7 @@ static dl_status nvptx_package(cg *c, const dl_cg_options *o, uint8_t **out, siz
     uint8_t *p = dl_mem_alloc(n + 1);
     if (p) {
         memcpy(p, LLVMGetBufferStart(asm_buf), n);
+        n = strip_callseq_comments(p, n);
         p[n] = 0;
     }
     LLVMDisposeMemoryBuffer(asm_buf);

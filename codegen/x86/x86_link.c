@@ -22,7 +22,9 @@
 
 extern char **environ;
 
-// Adds @dlcc_plan, @dlcc_fns and the exported descriptor @dlcc_artifact_v1.
+// Adds @dlcc_plan, @dlcc_fns and the exported descriptor @dlcc_artifact_v1. A device plan (its
+// kernels in the plan's device image, codegen/nvptx/) has no host code: the descriptor carries
+// the plan's kernel count and no table.
 void dl_cg__x86_add_artifact_globals(cg *c, const uint8_t *plan, size_t plan_len) {
     LLVMValueRef pdata =
         LLVMConstStringInContext(c->ctx, (const char *)plan, (unsigned)plan_len, 1);
@@ -32,17 +34,28 @@ void dl_cg__x86_add_artifact_globals(cg *c, const uint8_t *plan, size_t plan_len
     LLVMSetLinkage(gplan, LLVMPrivateLinkage);
     LLVMSetAlignment(gplan, DLRT_BUFFER_ALIGN);
 
-    LLVMTypeRef fns_ty = LLVMArrayType2(c->t_ptr, c->fns.len);
-    LLVMValueRef gfns = LLVMAddGlobal(c->mod, fns_ty, "dlcc_fns");
-    LLVMSetInitializer(gfns, LLVMConstArray2(c->t_ptr, c->fns.data, c->fns.len));
-    LLVMSetGlobalConstant(gfns, 1);
-    LLVMSetLinkage(gfns, LLVMPrivateLinkage);
+    dlrt_plan_hdr h;
+    DL_ASSERT(plan_len >= sizeof h);
+    memcpy(&h, plan, sizeof h);
+    uint32_t n_fns = (uint32_t)c->fns.len;
+    LLVMValueRef table = LLVMConstNull(c->t_ptr);
+    if (h.device == DLRT_PLAN_DEVICE_CPU) {
+        LLVMTypeRef fns_ty = LLVMArrayType2(c->t_ptr, c->fns.len);
+        LLVMValueRef gfns = LLVMAddGlobal(c->mod, fns_ty, "dlcc_fns");
+        LLVMSetInitializer(gfns, LLVMConstArray2(c->t_ptr, c->fns.data, c->fns.len));
+        LLVMSetGlobalConstant(gfns, 1);
+        LLVMSetLinkage(gfns, LLVMPrivateLinkage);
+        table = gfns;
+    } else {
+        DL_ASSERT(c->fns.len == 0);
+        n_fns = h.n_fns;
+    }
 
     LLVMTypeRef fields[5] = {c->t_i32, c->t_i32, c->t_ptr, c->t_i64, c->t_ptr};
     LLVMTypeRef desc_ty = LLVMStructTypeInContext(c->ctx, fields, 5, 0);
     LLVMValueRef vals[5] = {LLVMConstInt(c->t_i32, DLRT_FORMAT_VERSION, 0),
-                            LLVMConstInt(c->t_i32, c->fns.len, 0), gplan,
-                            LLVMConstInt(c->t_i64, plan_len, 0), gfns};
+                            LLVMConstInt(c->t_i32, n_fns, 0), gplan,
+                            LLVMConstInt(c->t_i64, plan_len, 0), table};
     LLVMValueRef gdesc = LLVMAddGlobal(c->mod, desc_ty, DLRT_ARTIFACT_SYMBOL);
     LLVMSetInitializer(gdesc, LLVMConstNamedStruct(desc_ty, vals, 5));
     LLVMSetGlobalConstant(gdesc, 1);

@@ -45,3 +45,13 @@ foreach(sm 80 90)
   set_tests_properties(codegen_ops_sm${sm} PROPERTIES LABELS numeric SKIP_RETURN_CODE 77
                        ENVIRONMENT DLCC_TEST_CPU=cuda:sm_${sm})
 endforeach()
+# Every sample (infer and the whole train step) compiled by the driver for cuda:sm_80 and
+# cuda:sm_90: the artifact loads, its PTX image is assembled by ptxas, a session is refused
+# cleanly without a GPU (exits 77 without the CUDA toolkit).
+file(GLOB DL_SAMPLE_MODELS CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/samples/*.dlg)
+add_executable(test_nvptx_samples ${CMAKE_CURRENT_LIST_DIR}/nvptx_samples.c
+                                  ${CMAKE_CURRENT_LIST_DIR}/ptxas_run.c)
+target_link_libraries(test_nvptx_samples PRIVATE dl_flags dlcc_lib dlrt)
+target_include_directories(test_nvptx_samples PRIVATE ${CMAKE_SOURCE_DIR}/runtime)
+add_test(NAME codegen_nvptx_samples COMMAND test_nvptx_samples ${DL_SAMPLE_MODELS})
+set_tests_properties(codegen_nvptx_samples PROPERTIES LABELS unit SKIP_RETURN_CODE 77)
