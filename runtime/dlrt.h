@@ -13,9 +13,10 @@
 // (dlrt_session_set_input, dlrt_session_input_copy, dlrt_session_output_copy,
 // dlrt_session_get_param, dlrt_session_set_param, checkpoints) work on every device; the
 // zero-copy ones (dlrt_session_output's pointer, dlrt_session_bind_input) give or take memory of
-// the device, which is host memory on the CPU. This libdlrt has the CPU device; the CUDA device
-// comes with the GPU backend: a session of a CUDA artifact is DLRT_ERR_NO_DEVICE where there is
-// no CUDA driver or no GPU (the message gives the driver's reason), else DLRT_ERR_UNSUPPORTED.
+// the device, which is host memory on the CPU. This libdlrt has the CPU device and the CUDA one
+// (artifacts of `dlcc compile --target cuda:sm_XX`; the driver is opened only then): a session of
+// a CUDA artifact is DLRT_ERR_NO_DEVICE where there is no CUDA driver or no GPU (the message
+// gives the driver's reason).
 #ifndef DLRT_H
 #define DLRT_H
 
@@ -130,7 +131,8 @@ DLRT_API int dlrt_model_infer_reads_input(const dlrt_model *m, size_t i);
 // Creates a session on the model's device: allocates its memory and initialises every param
 // from the artifact's initialisers (deterministic: the same values on every machine and run).
 // Retains `m`. DLRT_ERR_NO_DEVICE when the model's device is absent (a CUDA artifact without a
-// CUDA driver or GPU), DLRT_ERR_UNSUPPORTED when this runtime has no device of its kind.
+// CUDA driver or GPU; $DLRT_CUDA_DEVICE picks the GPU, default 0), DLRT_ERR_UNSUPPORTED when
+// this runtime has no device of its kind or the driver cannot load the model's PTX.
 // Thread-safe with respect to other sessions of the same model.
 DLRT_API dlrt_status dlrt_session_create(dlrt_model *m, dlrt_session **out);
 DLRT_API void dlrt_session_destroy(dlrt_session *s); // NULL is a no-op; releases the model

@@ -5,10 +5,9 @@
 // of the runtime (sessions, training, checkpoints, the profiler) is the same on every device.
 //
 // Devices: the CPU (rt_device_cpu.c: the committed session arena of rt_arena.c, kernels called
-// through the artifact's function table, the thread-pool executor of rt_exec.c). The CUDA device
-// (libcuda through dlopen, kernels found by name with cuModuleGetFunction in the plan's device
-// image, launched on their grid; an entry point as one CUDA graph) is the GPU issue's; until then
-// rt__device_ops_for(DLRT_PLAN_DEVICE_CUDA) is NULL and a session of a CUDA artifact is refused.
+// through the artifact's function table, the thread-pool executor of rt_exec.c) and CUDA
+// (rt_device_cuda.c: libcuda through dlopen, the plan's PTX image loaded as a module, kernels
+// found by name with cuModuleGetFunction and launched on their grid on one stream).
 //
 // Pointers. Device memory is addressed by `void *` values the device gave (dev_alloc and offsets
 // into it); only a device with RT_DEVCAP_HOST_MEMORY lets the host dereference them. Host
@@ -67,11 +66,15 @@ typedef struct rt_device_ops {
     dlrt_status (*run)(rt_device *d, int entry);
     // Waits until everything run or launched so far has finished.
     dlrt_status (*sync)(rt_device *d);
+    // Frees what the device keeps per session beyond open/close (CUDA: the context reference
+    // dev_alloc took), last in dlrt_session_destroy, after dev_free. NULL: nothing to free.
+    void (*release)(rt_device *d);
 } rt_device_ops;
 
 struct rt_device {
     const rt_device_ops *ops;
     dlrt_session *s; // the session it serves (BORROWED: the session owns the device)
+    void *impl;      // the device's own per-session state (CUDA: rt_device_cuda.c), or NULL
 };
 
 // The device for plan device kind `kind` (DLRT_PLAN_DEVICE_*) in this build of the runtime, or
@@ -80,5 +83,6 @@ const rt_device_ops *rt__device_ops_for(uint32_t kind);
 
 // The CPU device (rt_device_cpu.c).
 extern const rt_device_ops rt__device_cpu;
+extern const rt_device_ops rt__device_cuda;
 
 #endif

@@ -86,9 +86,6 @@ dlrt_status rt__session_run(dlrt_session *s, int entry) __attribute__((warn_unus
 
 // Sets the thread's last error message (printf-style) and returns `st`.
 dlrt_status rt__fail(dlrt_status st, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-// A session of a CUDA model cannot be made (rt_device_cuda.c): sets the last error and returns
-// DLRT_ERR_NO_DEVICE (no driver or no GPU: the reason) or DLRT_ERR_UNSUPPORTED.
-dlrt_status rt__cuda_refuse_session(const dlrt_model *m);
 size_t rt__dtype_size(uint32_t dtype);
 // The CPU device's executor (rt_exec.c). Runs entry point `entry` (DLRT_ENTRY_*): sequentially
 // with one thread, else on the pool by dependency counting. Allocates nothing.

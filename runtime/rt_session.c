@@ -19,8 +19,10 @@ const rt_device_ops *rt__device_ops_for(uint32_t kind) {
     switch (kind) {
     case DLRT_PLAN_DEVICE_CPU:
         return &rt__device_cpu;
+    case DLRT_PLAN_DEVICE_CUDA:
+        return &rt__device_cuda;
     default:
-        return NULL; // DLRT_PLAN_DEVICE_CUDA: the GPU issue adds its device
+        return NULL;
     }
 }
 
@@ -156,9 +158,6 @@ dlrt_status dlrt_session_create_ex(dlrt_model *m, const dlrt_session_options *op
     *out = NULL;
     const dlrt_plan_hdr *h = m->hdr;
     const rt_device_ops *dev = rt__device_ops_for(h->device);
-    if (!dev && h->device == DLRT_PLAN_DEVICE_CUDA) {
-        return rt__cuda_refuse_session(m);
-    }
     if (!dev) {
         return rt__fail(DLRT_ERR_UNSUPPORTED,
                         "model '%s' was compiled for %s (a %s device); this libdlrt has no %s "
@@ -256,6 +255,9 @@ void dlrt_session_destroy(dlrt_session *s) {
     free(s->source_name);
     if (s->arena) {
         s->dev.ops->dev_free(&s->dev, s->arena, s->arena_size);
+    }
+    if (s->dev.ops->release) {
+        s->dev.ops->release(&s->dev);
     }
     free(s->buf_ptr);
     free(s->kargs);

@@ -6,6 +6,7 @@
 #include "dl_cg.h"
 #include "dl_fe.h"
 #include "dl_pass.h"
+#include "dl_tensor_io.h"
 #include "dlrt.h"
 #include "ptxas_run.h"
 
@@ -13,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 // ---------------------------------------------------------------------------------------------
@@ -76,7 +78,9 @@ static struct {
     const char *ptxas; // the assembler
     char dir[4096];    // where the .ptx files go
     size_t modules, kernels, failed;
-} isa = {NULL, false, true, NULL, NULL, {0}, 0, 0, 0};
+    const char *export_dir; // DLCC_TEST_EXPORT: each case's artifact, inputs and references
+    size_t exported;
+} isa = {NULL, false, true, NULL, NULL, {0}, 0, 0, 0, NULL, 0};
 
 static void gpu_summary(void) {
     printf("ptxas -arch=%s --warning-as-error: %zu modules, %zu kernels accepted; %zu refused\n",
@@ -89,6 +93,13 @@ static int gpu_setup(const char *sm) {
     if (strncmp(sm, "sm_", 3) != 0) { // dl_cg_emit_ptx checks the rest at the first case
         fprintf(stderr, "DLCC_TEST_CPU=cuda:%s: expected cuda:sm_XX, e.g. cuda:sm_80\n", sm);
         return 2;
+    }
+    const char *run = getenv("DLCC_TEST_GPU");
+    if (run && run[0] == '1') { // compiled for the GPU and run there (tools/gpu-check.sh)
+        isa.sm = sm;
+        isa.compile_only = false;
+        printf("target: cuda:%s, run on the GPU (DLCC_TEST_GPU=1) against the reference\n", sm);
+        return 0;
     }
     isa.ptxas = ptxas_find();
     if (!isa.ptxas) {
@@ -111,6 +122,8 @@ static int gpu_setup(const char *sm) {
 }
 
 int cg_isa_setup(void) {
+    const char *ex = getenv("DLCC_TEST_EXPORT");
+    isa.export_dir = ex && ex[0] ? ex : NULL;
     const char *cpu = getenv("DLCC_TEST_CPU");
     const char *co = getenv("DLCC_TEST_COMPILE_ONLY");
     isa.compile_only = co && co[0] && strcmp(co, "0") != 0;
@@ -189,6 +202,45 @@ static bool check_artifact_only(const uint8_t *art, size_t len, const char *text
 // ---------------------------------------------------------------------------------------------
 
 static void print_diags(dl_diags *d);
+
+// DLCC_TEST_EXPORT=DIR: the case as DIR/caseNNNN/ for tests/cuda/gpu_replay.c to run elsewhere
+// (a GPU machine without LLVM): model.so (the artifact), case.dlg, in_K.npy per input, ref_J.npy
+// per output (the reference evaluator's values) and check.txt: "tol ATOL RTOL", then
+// "input NAME FILE" and "output NAME FILE" lines.
+static bool export_case(const dl_ir_module *m, const char *text, const uint8_t *art,
+                        size_t art_len, const dl_tensor *ins, const dl_tensor *refs, cg_tol tol) {
+    char dir[4200], path[4400];
+    snprintf(dir, sizeof dir, "%s/case%04zu", isa.export_dir, isa.exported++);
+    if (mkdir(dir, 0755) != 0) {
+        fprintf(stderr, "cg_check: cannot create %s\n", dir);
+        return false;
+    }
+    snprintf(path, sizeof path, "%s/model.so", dir);
+    bool ok = dl_write_file_atomic(path, art, art_len) == DL_OK;
+    snprintf(path, sizeof path, "%s/case.dlg", dir);
+    ok = ok && dl_write_file_atomic(path, text, strlen(text)) == DL_OK;
+    snprintf(path, sizeof path, "%s/check.txt", dir);
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        return false;
+    }
+    fprintf(f, "tol %.17g %.17g\n", tol.atol, tol.rtol);
+    for (size_t i = 0; i < m->inputs.len && ok; i++) {
+        snprintf(path, sizeof path, "%s/in_%zu.npy", dir, i);
+        ok = dl_npy_write(path, &ins[i]) == DL_OK;
+        fprintf(f, "input %s in_%zu.npy\n", m->inputs.data[i]->name, i);
+    }
+    for (size_t j = 0; j < m->outputs.len && ok; j++) {
+        snprintf(path, sizeof path, "%s/ref_%zu.npy", dir, j);
+        ok = dl_npy_write(path, &refs[j]) == DL_OK;
+        fprintf(f, "output %s ref_%zu.npy\n", m->outputs.data[j]->name, j);
+    }
+    ok = fclose(f) == 0 && ok;
+    if (!ok) {
+        fprintf(stderr, "cg_check: cannot export the case to %s\n", dir);
+    }
+    return ok;
+}
 
 // GPU mode: the case's PTX, assembled for isa.sm with no error and no warning.
 static bool check_ptx(const dl_ir_module *m, dl_diags *d, const char *text) {
@@ -356,13 +408,17 @@ bool cg_check_want(const char *text, cg_tol tol, const cg_want *want, size_t n_w
                              n_want, tol, text) &&
                  ref_ok;
     }
-    if (isa.sm) {
+    if (isa.sm && isa.compile_only && !isa.export_dir) {
         ok = check_ptx(m, d, text) && ref_ok;
         goto out;
     }
     dl_cg_options co;
     dl_cg_options_init(&co);
-    if (isa.level) {
+    char gpu_target[32];
+    if (isa.sm) { // run on the GPU (DLCC_TEST_GPU=1), or export GPU artifacts
+        snprintf(gpu_target, sizeof gpu_target, "cuda:%s", isa.sm);
+        co.target = gpu_target;
+    } else if (isa.level) {
         co.cpu = isa.level->name;
         co.features = isa.level->features;
     }
@@ -370,6 +426,13 @@ bool cg_check_want(const char *text, cg_tol tol, const cg_want *want, size_t n_w
         fprintf(stderr, "cg_check: compile failed (ISA level %s):\n%s\n",
                 isa.level ? isa.level->name : "native", text);
         print_diags(d);
+        goto out;
+    }
+    if (isa.export_dir && !export_case(m, text, art, art_len, ins, refs, tol)) {
+        goto out;
+    }
+    if (isa.sm && isa.compile_only) { // exported, for a GPU machine to run
+        ok = ref_ok;
         goto out;
     }
     if (isa.compile_only) {
@@ -395,14 +458,17 @@ bool cg_check_want(const char *text, cg_tol tol, const cg_want *want, size_t n_w
     ok = ref_ok;
     for (size_t j = 0; j < m->outputs.len; j++) {
         const dl_ir_value *v = m->outputs.data[j];
-        const void *data;
-        if (dlrt_session_output(s, v->name, &data, NULL) != DLRT_OK) {
+        // A copy into host memory works on every device (a CUDA output is device memory).
+        size_t nbytes = dl_tensor_nbytes(&refs[j]);
+        void *data = malloc(nbytes ? nbytes : 1);
+        if (!data || dlrt_session_output_copy(s, v->name, data, nbytes) != DLRT_OK) {
             fprintf(stderr, "cg_check: output %s: %s\n", v->name, dlrt_last_error());
+            free(data);
             ok = false;
             continue;
         }
         dl_tensor got = refs[j];
-        got.data = (void *)(uintptr_t)data;
+        got.data = data;
         int64_t n = dl_tensor_numel(&refs[j]);
         int bad = 0;
         cg_tol t = tol;
@@ -431,6 +497,7 @@ bool cg_check_want(const char *text, cg_tol tol, const cg_want *want, size_t n_w
         if (!check_wants("compiled code", v->name, &got, want, n_want, t, text)) {
             ok = false;
         }
+        free(data);
     }
 out:
     dlrt_session_destroy(s);

@@ -12,6 +12,10 @@
 //     x86-64 ELF shared object that the runtime loads when the host has the level and refuses
 //     with DLRT_ERR_UNSUPPORTED when it lacks it) but do not run it. So the AVX-512 code is
 //     generated and verified by LLVM on every machine, including AVX2-only ones.
+//   DLCC_TEST_CPU=cuda:sm_XX   the NVPTX target: every case emitted as PTX and assembled by
+//     ptxas for that GPU (compile only; the summary line counts modules and kernels); with
+//     DLCC_TEST_GPU=1 compiled for --target cuda:sm_XX and run on the GPU through libdlrt's CUDA
+//     device, against the reference like the CPU (tools/gpu-check.sh).
 // cg_isa_setup() reads both at the start of main. When the host cannot run the level (and
 // compile-only is off) it prints why and returns 77, ctest's SKIP_RETURN_CODE. ctest runs the
 // codegen cases once per level: codegen_ops (host), codegen_ops_v3, codegen_ops_v4 and

@@ -3,9 +3,9 @@
 // the whole train step) through the driver (dlcc_compile_file, no cache), as a user gets it.
 // For each artifact: libdlrt loads it (the plan validates; device CUDA; a PTX image); ptxas
 // assembles the image for the named GPU with no error and no warning, and the image holds one
-// kernel entry per kernel of the plan; a second compile gives the same bytes; a session is
-// refused with DLRT_ERR_NO_DEVICE (no driver or no GPU: the reason printed) or
-// DLRT_ERR_UNSUPPORTED (a GPU, but libdlrt has no CUDA device yet), never a crash. Needs no GPU;
+// kernel entry per kernel of the plan; a second compile gives the same bytes; without a GPU a
+// session is refused with DLRT_ERR_NO_DEVICE (the loader's or driver's reason printed), never a
+// crash. Needs no GPU;
 // exits 77 (ctest SKIP_RETURN_CODE) without ptxas ($DLCC_PTXAS, else /usr/local/cuda/bin/ptxas).
 #include "dlcc.h"
 #include "dlrt.h"
@@ -111,12 +111,15 @@ static void check_sample(const char *ptxas, const char *dir, const char *path, c
         }
         dlrt_session *s = NULL;
         rs = dlrt_session_create(m, &s);
-        CHECK(rs == DLRT_ERR_NO_DEVICE || rs == DLRT_ERR_UNSUPPORTED,
-              "%s: a session of a CUDA model gave status %d", path, (int)rs);
-        CHECK(strstr(dlrt_last_error(), "CUDA") != NULL, "%s: the refusal does not say CUDA: %s",
-              path, dlrt_last_error());
+        // Without a GPU (this test's machines) the session is refused, saying why; on a GPU
+        // machine it is made (what it computes is tools/gpu-check.sh's to check).
+        CHECK(rs == DLRT_OK || rs == DLRT_ERR_NO_DEVICE, "%s: a session of a CUDA model gave %s: %s",
+              path, dlrt_status_str(rs), dlrt_last_error());
+        CHECK(rs == DLRT_OK || strstr(dlrt_last_error(), "CUDA") != NULL,
+              "%s: the refusal does not say CUDA: %s", path, dlrt_last_error());
         if (n_artifacts == 0) {
-            printf("a session is refused (%s): %s\n", dlrt_status_str(rs), dlrt_last_error());
+            printf("a session: %s%s%s\n", dlrt_status_str(rs), rs ? ": " : "",
+                   rs ? dlrt_last_error() : "");
         }
         dlrt_session_destroy(s);
         dlrt_model_release(m);
