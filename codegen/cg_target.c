@@ -17,8 +17,9 @@ static const char *const x86_levels[] = {"x86-64",    "x86-64-v2", "x86-64-v3",
 static const dl_cg_target_info targets[] = {
     {"x86-64", "x86-64 CPUs: an ELF .so that libdlrt runs (default: this machine's CPU)",
      x86_levels, true},
-    {"cuda:sm_XX", "NVIDIA GPUs, e.g. cuda:sm_90 (cuda: sm_80): PTX in an artifact for a CUDA device",
-     NULL, true},
+    {"cuda:sm_XX",
+     "NVIDIA GPUs, e.g. cuda:sm_90 (cuda: sm_80): PTX in an artifact for a CUDA device", NULL,
+     true},
 };
 
 const dl_cg_target_info *dl_cg_target_list(size_t *n_out) {

@@ -67,8 +67,8 @@ typedef struct cu_api {
     cu_result (*stream_create)(cu_stream *s, unsigned flags);
     cu_result (*stream_destroy)(cu_stream s);
     cu_result (*stream_synchronize)(cu_stream s);
-    cu_result (*module_load_data_ex)(cu_module *m, const void *image, unsigned n_opts,
-                                     int *opts, void **values);
+    cu_result (*module_load_data_ex)(cu_module *m, const void *image, unsigned n_opts, int *opts,
+                                     void **values);
     cu_result (*module_unload)(cu_module m);
     cu_result (*module_get_function)(cu_function *f, cu_module m, const char *name);
     cu_result (*mem_alloc)(cu_deviceptr *p, size_t size);
@@ -155,8 +155,8 @@ static void driver_load_once(void) {
     const char *missing = NULL;
     if (!resolve(h, &missing)) {
         driver.st = DLRT_ERR_NO_DEVICE;
-        snprintf(driver.why, sizeof driver.why, "%s is not a CUDA driver this libdlrt can use (no %s)",
-                 driver.lib, missing);
+        snprintf(driver.why, sizeof driver.why,
+                 "%s is not a CUDA driver this libdlrt can use (no %s)", driver.lib, missing);
         return;
     }
     cu_result r = cu.init(0);
@@ -250,8 +250,7 @@ static dlrt_status cuda_open(rt_device *d, const dlrt_session_options *opts) {
     // The module: the PTX image (validated on load: inside the plan, NUL-terminated by codegen;
     // the driver reads up to the NUL, so check it is there).
     const char *image = (const char *)m->plan + h->off_image;
-    if (h->image_kind != DLRT_IMAGE_PTX || h->size_image == 0 ||
-        image[h->size_image - 1] != '\0') {
+    if (h->image_kind != DLRT_IMAGE_PTX || h->size_image == 0 || image[h->size_image - 1] != '\0') {
         return rt__fail(DLRT_ERR_CORRUPT, "model '%s': the device image is no NUL-terminated PTX",
                         m->name);
     }
@@ -280,8 +279,8 @@ static dlrt_status cuda_open(rt_device *d, const dlrt_session_options *opts) {
         name[fsig[i].name_len] = '\0';
         r = cu.module_get_function(&c->fns[i], c->mod, name);
         if (r != 0) {
-            return rt__fail(DLRT_ERR_CORRUPT, "model '%s': its PTX has no kernel %s: %s",
-                            m->name, name, cu_error(r));
+            return rt__fail(DLRT_ERR_CORRUPT, "model '%s': its PTX has no kernel %s: %s", m->name,
+                            name, cu_error(r));
         }
     }
     // The argument table: s->kargs holds the device address of every kernel argument.
@@ -336,7 +335,8 @@ static dlrt_status cuda_alloc(rt_device *d, size_t size, void **out) {
     cu_deviceptr p = 0;
     cu_result r = cu.mem_alloc(&p, size);
     if (r != 0) {
-        return rt__fail(DLRT_ERR_NOMEM, "CUDA (model '%s'): cannot allocate %zu bytes on the GPU: %s",
+        return rt__fail(DLRT_ERR_NOMEM,
+                        "CUDA (model '%s'): cannot allocate %zu bytes on the GPU: %s",
                         d->s->model->name, size, cu_error(r));
     }
     r = cu.memset_d8(p, 0, size);
@@ -385,9 +385,9 @@ static dlrt_status cuda_launch(rt_device *d, rt_cuda *c, uint32_t kernel) {
     cu_deviceptr args = c->kargs + (cu_deviceptr)k->first_arg * sizeof(void *);
     int64_t begin = 0, end = k->range;
     void *params[3] = {&args, &begin, &end};
-    cu_result r = cu.launch_kernel(c->fns[k->fn], f->grid[0], f->grid[1], f->grid[2], f->block[0],
-                                   f->block[1], f->block[2], f->shared_bytes, c->stream, params,
-                                   NULL);
+    cu_result r =
+        cu.launch_kernel(c->fns[k->fn], f->grid[0], f->grid[1], f->grid[2], f->block[0],
+                         f->block[1], f->block[2], f->shared_bytes, c->stream, params, NULL);
     return r ? fail_cu(d->s, "kernel launch", r) : DLRT_OK;
 }
 

@@ -54,8 +54,8 @@ static const char *sm_of(const dl_cg_options *o) {
 static dl_status nvptx_options_check(const dl_cg_options *o, char *err, size_t err_size) {
     if (o->target && strncmp(o->target, "cuda:", 5) == 0 && o->cpu && o->cpu[0]) {
         snprintf(err, err_size,
-                 "--cpu '%s' does not apply to target '%s': the GPU is named in the target",
-                 o->cpu, o->target);
+                 "--cpu '%s' does not apply to target '%s': the GPU is named in the target", o->cpu,
+                 o->target);
         return DL_ERR_INVALID_ARG;
     }
     const char *sm = sm_of(o);
@@ -64,8 +64,10 @@ static dl_status nvptx_options_check(const dl_cg_options *o, char *err, size_t e
         known = strcmp(sm, sm_names[i]) == 0;
     }
     if (!known) {
-        snprintf(err, err_size, "unknown GPU '%s' (expected sm_XX: sm_70, sm_75, sm_80, sm_86, "
-                 "sm_89, sm_90, ...)", sm);
+        snprintf(err, err_size,
+                 "unknown GPU '%s' (expected sm_XX: sm_70, sm_75, sm_80, sm_86, "
+                 "sm_89, sm_90, ...)",
+                 sm);
         return DL_ERR_INVALID_ARG;
     }
     if (o->features && o->features[0]) {
@@ -212,13 +214,12 @@ static const struct {
 } math_intrinsics[] = {
     {"llvm.exp.f32", "__nv_expf"},     {"llvm.exp.f64", "__nv_exp"},
     {"llvm.exp2.f32", "__nv_exp2f"},   {"llvm.exp2.f64", "__nv_exp2"},
-    {"llvm.log.f32", "__nv_logf"},
-    {"llvm.log.f64", "__nv_log"},      {"llvm.log2.f32", "__nv_log2f"},
-    {"llvm.log2.f64", "__nv_log2"},    {"llvm.log10.f32", "__nv_log10f"},
-    {"llvm.log10.f64", "__nv_log10"},  {"llvm.pow.f32", "__nv_powf"},
-    {"llvm.pow.f64", "__nv_pow"},      {"llvm.sin.f32", "__nv_sinf"},
-    {"llvm.sin.f64", "__nv_sin"},      {"llvm.cos.f32", "__nv_cosf"},
-    {"llvm.cos.f64", "__nv_cos"},
+    {"llvm.log.f32", "__nv_logf"},     {"llvm.log.f64", "__nv_log"},
+    {"llvm.log2.f32", "__nv_log2f"},   {"llvm.log2.f64", "__nv_log2"},
+    {"llvm.log10.f32", "__nv_log10f"}, {"llvm.log10.f64", "__nv_log10"},
+    {"llvm.pow.f32", "__nv_powf"},     {"llvm.pow.f64", "__nv_pow"},
+    {"llvm.sin.f32", "__nv_sinf"},     {"llvm.sin.f64", "__nv_sin"},
+    {"llvm.cos.f32", "__nv_cosf"},     {"llvm.cos.f64", "__nv_cos"},
 };
 
 // Calls of those intrinsics become calls of libdevice (same signature: the callee is replaced).

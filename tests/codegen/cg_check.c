@@ -83,6 +83,12 @@ static struct {
 } isa = {NULL, false, true, NULL, NULL, {0}, 0, 0, 0, NULL, 0};
 
 static void gpu_summary(void) {
+    if (isa.export_dir) {
+        printf("exported %zu cases compiled for cuda:%s to %s\n", isa.exported, isa.sm,
+               isa.export_dir);
+        rmdir(isa.dir);
+        return;
+    }
     printf("ptxas -arch=%s --warning-as-error: %zu modules, %zu kernels accepted; %zu refused\n",
            isa.sm, isa.modules - isa.failed, isa.kernels, isa.failed);
     rmdir(isa.dir);
@@ -207,8 +213,8 @@ static void print_diags(dl_diags *d);
 // (a GPU machine without LLVM): model.so (the artifact), case.dlg, in_K.npy per input, ref_J.npy
 // per output (the reference evaluator's values) and check.txt: "tol ATOL RTOL", then
 // "input NAME FILE" and "output NAME FILE" lines.
-static bool export_case(const dl_ir_module *m, const char *text, const uint8_t *art,
-                        size_t art_len, const dl_tensor *ins, const dl_tensor *refs, cg_tol tol) {
+static bool export_case(const dl_ir_module *m, const char *text, const uint8_t *art, size_t art_len,
+                        const dl_tensor *ins, const dl_tensor *refs, cg_tol tol) {
     char dir[4200], path[4400];
     snprintf(dir, sizeof dir, "%s/case%04zu", isa.export_dir, isa.exported++);
     if (mkdir(dir, 0755) != 0) {

@@ -113,8 +113,9 @@ static void check_sample(const char *ptxas, const char *dir, const char *path, c
         rs = dlrt_session_create(m, &s);
         // Without a GPU (this test's machines) the session is refused, saying why; on a GPU
         // machine it is made (what it computes is tools/gpu-check.sh's to check).
-        CHECK(rs == DLRT_OK || rs == DLRT_ERR_NO_DEVICE, "%s: a session of a CUDA model gave %s: %s",
-              path, dlrt_status_str(rs), dlrt_last_error());
+        CHECK(rs == DLRT_OK || rs == DLRT_ERR_NO_DEVICE,
+              "%s: a session of a CUDA model gave %s: %s", path, dlrt_status_str(rs),
+              dlrt_last_error());
         CHECK(rs == DLRT_OK || strstr(dlrt_last_error(), "CUDA") != NULL,
               "%s: the refusal does not say CUDA: %s", path, dlrt_last_error());
         if (n_artifacts == 0) {

@@ -14,8 +14,8 @@ const char *ptxas_find(void) {
     return access(p, X_OK) == 0 ? p : NULL;
 }
 
-int ptxas_run(const char *ptxas, const char *dir, const char *name, const char *sm,
-              const char *ptx, char *log, size_t log_size) {
+int ptxas_run(const char *ptxas, const char *dir, const char *name, const char *sm, const char *ptx,
+              char *log, size_t log_size) {
     char path[4200], cubin[4300], cmd[9200];
     log[0] = 0;
     snprintf(path, sizeof path, "%s/%s.ptx", dir, name);

@@ -14,8 +14,8 @@ const char *ptxas_find(void);
 // DIR/NAME.cubin. Its output (at most log_size - 1 bytes) goes to log. Returns ptxas's exit
 // status (0: accepted with no error and no warning), -1 when it could not run. The files are
 // removed unless DLCC_TEST_KEEP_PTX is set.
-int ptxas_run(const char *ptxas, const char *dir, const char *name, const char *sm,
-              const char *ptx, char *log, size_t log_size);
+int ptxas_run(const char *ptxas, const char *dir, const char *name, const char *sm, const char *ptx,
+              char *log, size_t log_size);
 
 // The number of kernel entries (".entry") in the PTX text.
 size_t ptxas_count_entries(const char *ptx);

@@ -71,7 +71,8 @@ int main(int argc, char **argv) {
     }
     setenv("DLRT_LIBCUDA", argv[2], 1);
     void *mock = dlopen(argv[2], RTLD_NOW | RTLD_GLOBAL); // the same object libdlrt will open
-    void (*stats)(mock_stats *) = mock ? (void (*)(mock_stats *))(uintptr_t)dlsym(mock, "mock_cuda_stats") : NULL;
+    void (*stats)(mock_stats *) =
+        mock ? (void (*)(mock_stats *))(uintptr_t)dlsym(mock, "mock_cuda_stats") : NULL;
     if (!stats) {
         fprintf(stderr, "cannot load the mock driver %s: %s\n", argv[2], dlerror());
         return 1;
@@ -109,8 +110,8 @@ int main(int argc, char **argv) {
         }
         CHECK(pd.device == DLRT_DEVICE_CUDA, "param %s device", pd.name);
         uint8_t *g = malloc(pd.nbytes), *c = malloc(pd.nbytes);
-        CHECK(dlrt_session_get_param(gs, pd.name, g, pd.nbytes) == DLRT_OK, "get %s: %s",
-              pd.name, dlrt_last_error());
+        CHECK(dlrt_session_get_param(gs, pd.name, g, pd.nbytes) == DLRT_OK, "get %s: %s", pd.name,
+              dlrt_last_error());
         CHECK(dlrt_session_get_param(cs, pd.name, c, pd.nbytes) == DLRT_OK, "get %s (CPU)",
               pd.name);
         CHECK(memcmp(g, c, pd.nbytes) == 0, "param %s differs from the CPU's initial value",
@@ -204,8 +205,7 @@ int main(int argc, char **argv) {
     gs = NULL;
     st = dlrt_session_create(gm, &gs);
     CHECK(st == DLRT_ERR_UNSUPPORTED && !gs, "JIT failure gave %d", (int)st);
-    CHECK(strstr(dlrt_last_error(), "mock JIT refusal") != NULL, "message: %s",
-          dlrt_last_error());
+    CHECK(strstr(dlrt_last_error(), "mock JIT refusal") != NULL, "message: %s", dlrt_last_error());
     printf("a PTX the driver refuses: %s\n", dlrt_last_error());
     stats(&ms);
     CHECK(ms.allocs_live == 0 && ms.ctx_retains == 0 && ms.modules_live == 0 &&

@@ -240,20 +240,40 @@ DL_TEST(key_sees_what_changes_code) {
     DL_CHECK_EQ_I64(differs("", "", &o), 0);
 }
 
-// Targets: x86-64 is the default and built; a CUDA target is named but refused as not built
-// (DL_ERR_UNSUPPORTED, saying issue 14); anything else is an unknown target.
+// Targets: x86-64 is the default; cuda:sm_XX (and plain cuda: sm_80) is the NVPTX target, its
+// GPU named in the target (a --cpu is refused, as is an unknown GPU); anything else is an
+// unknown target. The GPU is part of the target's key.
 DL_TEST(targets_are_listed_and_checked) {
     size_t n = 0;
     const dl_cg_target_info *t = dl_cg_target_list(&n);
     DL_CHECK(n >= 2 && strcmp(t[0].name, "x86-64") == 0 && t[0].is_built);
+    DL_CHECK(strcmp(t[1].name, "cuda:sm_XX") == 0 && t[1].is_built);
     dl_cg_options o;
     dl_cg_options_init(&o);
     char err[256];
     o.target = "x86-64";
     DL_CHECK_EQ_I64(dl_cg_options_check(&o, err, sizeof err), DL_OK);
     o.target = "cuda:sm_80";
-    DL_CHECK_EQ_I64(dl_cg_options_check(&o, err, sizeof err), DL_ERR_UNSUPPORTED);
-    DL_CHECK(strstr(err, "not built yet (issue 14)") != NULL);
+    DL_CHECK_EQ_I64(dl_cg_options_check(&o, err, sizeof err), DL_OK);
+    char *k80 = dl_cg_target_key(&o);
+    o.target = "cuda:sm_90";
+    char *k90 = dl_cg_target_key(&o);
+    DL_CHECK(k80 && k90 && strcmp(k80, k90) != 0 && strstr(k90, "sm_90") != NULL);
+    free(k80);
+    free(k90);
+    o.target = "cuda";
+    DL_CHECK_EQ_I64(dl_cg_options_check(&o, err, sizeof err), DL_OK);
+    char desc[128];
+    dl_cg_target_describe(&o, desc, sizeof desc);
+    DL_CHECK_STR_EQ(desc, "nvptx64-nvidia-cuda/sm_80");
+    o.target = "cuda:sm_99";
+    DL_CHECK_EQ_I64(dl_cg_options_check(&o, err, sizeof err), DL_ERR_INVALID_ARG);
+    DL_CHECK(strstr(err, "unknown GPU 'sm_99'") != NULL);
+    o.target = "cuda:sm_80";
+    o.cpu = "znver3";
+    DL_CHECK_EQ_I64(dl_cg_options_check(&o, err, sizeof err), DL_ERR_INVALID_ARG);
+    DL_CHECK(strstr(err, "does not apply") != NULL);
+    o.cpu = NULL;
     o.target = "arm64";
     DL_CHECK_EQ_I64(dl_cg_options_check(&o, err, sizeof err), DL_ERR_INVALID_ARG);
     DL_CHECK(strstr(err, "unknown target 'arm64'") != NULL);
