@@ -12,6 +12,10 @@
 //            STEPS train steps on that batch, printing "step S loss L grad_norm G skipped K" per
 //            step (%.9g): tools/gpu-check.sh compares a GPU run with the CPU's. With
 //            GPU_REPLAY_SAVE=PATH the session is saved after the steps.
+//        gpu_replay bench MODEL.so STEPS NAME=FILE.npy...
+//            times STEPS train steps on that batch after 10 warm-up steps (wall clock, each
+//            step as dlrt_session_train_step returns it: the loss read back) and prints
+//            "ms_per_step T" (bench/gpu_step.sh).
 #include "dl_base.h"
 #include "dl_tensor_io.h"
 #include "dlrt.h"
@@ -21,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static bool close_enough(double g, double r, double atol, double rtol) {
     if (isnan(r) || isnan(g)) {
@@ -153,15 +158,29 @@ static int train(int argc, char **argv) {
         dl_tensor_free(&t);
     }
     long steps = strtol(argv[3], NULL, 10);
-    for (long k = 0; k < steps && rc == 0; k++) {
+    bool bench = strcmp(argv[1], "bench") == 0;
+    long warm = bench ? 10 : 0;
+    struct timespec t0 = {0, 0}, t1;
+    for (long k = 0; k < warm + steps && rc == 0; k++) {
+        if (k == warm) {
+            clock_gettime(CLOCK_MONOTONIC, &t0);
+        }
         dlrt_step_info info;
         if (dlrt_session_train_step(s, &info) != DLRT_OK) {
             fprintf(stderr, "train_step: %s\n", dlrt_last_error());
             rc = 1;
             break;
         }
-        printf("step %ld loss %.9g grad_norm %.9g skipped %d\n", k, info.loss, info.grad_norm,
-               info.skipped);
+        if (!bench) {
+            printf("step %ld loss %.9g grad_norm %.9g skipped %d\n", k, info.loss, info.grad_norm,
+                   info.skipped);
+        }
+    }
+    if (bench && rc == 0 && steps > 0) {
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        double ms =
+            ((double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6);
+        printf("ms_per_step %.4f\n", ms / (double)steps);
     }
     const char *save = getenv("GPU_REPLAY_SAVE"); // a checkpoint after the steps
     if (rc == 0 && save && save[0] && dlrt_session_save(s, save) != DLRT_OK) {
@@ -176,6 +195,18 @@ static int train(int argc, char **argv) {
 int main(int argc, char **argv) {
     if (argc >= 2 && strcmp(argv[1], "train") == 0) {
         return train(argc, argv);
+    }
+    if (argc >= 4 && strcmp(argv[1], "bench") == 0) { // as train, with no checkpoint
+        char **av = calloc((size_t)argc + 2, sizeof *av);
+        if (!av) {
+            return 2;
+        }
+        memcpy(av, argv, 4 * sizeof *av);
+        av[4] = "-";
+        memcpy(av + 5, argv + 4, (size_t)(argc - 4) * sizeof *av);
+        int rc = train(argc + 1, av);
+        free(av);
+        return rc;
     }
     if (argc != 2) {
         fprintf(stderr, "usage: gpu_replay DIR\n");

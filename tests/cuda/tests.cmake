@@ -16,7 +16,10 @@ set_tests_properties(cuda_mock_device PROPERTIES LABELS unit)
 # replays them all.
 add_executable(gpu_replay ${CMAKE_CURRENT_LIST_DIR}/gpu_replay.c)
 target_link_libraries(gpu_replay PRIVATE dl_flags dl_base dlrt m)
+if(NOT DL_SANITIZE) # a second full pass of the codegen cases: once is enough under sanitizers
 add_test(NAME gpu_replay_cpu
          COMMAND sh -c "rm -rf replay-cpu && mkdir replay-cpu && DLCC_TEST_EXPORT=replay-cpu \"$1\" >/dev/null && \"$2\" replay-cpu && rm -rf replay-cpu"
                  sh $<TARGET_FILE:test_codegen> $<TARGET_FILE:gpu_replay>)
-set_tests_properties(gpu_replay_cpu PROPERTIES LABELS numeric WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+set_tests_properties(gpu_replay_cpu PROPERTIES LABELS numeric
+                     WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+endif()
