@@ -11,6 +11,7 @@
 // DLCC_TEST_KEEP_PTX=1 keeps the .ptx and .cubin files. Exits 77 (ctest SKIP_RETURN_CODE), saying
 // why, where ptxas is absent ($DLCC_PTXAS, else /usr/local/cuda/bin/ptxas).
 #include "dl_cg.h"
+#include "dl_check.h"
 #include "dl_fe.h"
 #include "dl_pass.h"
 #include "ptxas_run.h"
@@ -19,18 +20,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-static int failures;
-
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);                        \
-            fprintf(stderr, __VA_ARGS__);                                                          \
-            fprintf(stderr, "\n");                                                                 \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
 
 static void print_diags(const dl_diags *d) {
     for (size_t i = 0; i < dl_diags_count(d); i++) {
@@ -72,7 +61,7 @@ static void check_kernel(const char *ptxas, const char *dir, const char *name, c
                          bool uses_libdevice) {
     dl_diags *d = NULL;
     if (dl_diags_create(&d) != DL_OK) {
-        failures++;
+        dl_check_failures++;
         return;
     }
     char *ptx = NULL;
@@ -127,6 +116,6 @@ int main(void) {
                  "y = MatMul (a, b)\noutput y\n",
                  false);
     rmdir(dir);
-    printf("%s\n", failures ? "FAILED" : "ok");
-    return failures ? 1 : 0;
+    printf("%s\n", dl_check_failures ? "FAILED" : "ok");
+    return dl_check_failures ? 1 : 0;
 }

@@ -7,6 +7,7 @@
 // session is refused with DLRT_ERR_NO_DEVICE (the loader's or driver's reason printed), never a
 // crash. Needs no GPU;
 // exits 77 (ctest SKIP_RETURN_CODE) without ptxas ($DLCC_PTXAS, else /usr/local/cuda/bin/ptxas).
+#include "dl_check.h"
 #include "dlcc.h"
 #include "dlrt.h"
 #include "ptxas_run.h"
@@ -17,18 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static int failures;
 static size_t n_artifacts, n_kernels;
-
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);                        \
-            fprintf(stderr, __VA_ARGS__);                                                          \
-            fprintf(stderr, "\n");                                                                 \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
 
 static dl_status compile(const char *path, const char *target, dlcc_result *r) {
     dl_diags *d = NULL;
@@ -151,6 +141,6 @@ int main(int argc, char **argv) {
     }
     rmdir(dir);
     printf("%zu GPU artifacts of %d samples (sm_80, sm_90): %zu kernels accepted by ptxas; %s\n",
-           n_artifacts, argc - 1, n_kernels, failures ? "FAILED" : "ok");
-    return failures ? 1 : 0;
+           n_artifacts, argc - 1, n_kernels, dl_check_failures ? "FAILED" : "ok");
+    return dl_check_failures ? 1 : 0;
 }

@@ -34,7 +34,7 @@ set_tests_properties(codegen_ops_v4_compile PROPERTIES LABELS numeric
 # emitted as PTX for sm_80 and assembled by ptxas (no GPU needed; exits 77 without ptxas).
 add_executable(test_nvptx_ptxas ${CMAKE_CURRENT_LIST_DIR}/nvptx_ptxas.c
                                ${CMAKE_CURRENT_LIST_DIR}/ptxas_run.c)
-target_link_libraries(test_nvptx_ptxas PRIVATE dl_flags dlcc_lib)
+target_link_libraries(test_nvptx_ptxas PRIVATE dl_flags dl_test_harness dlcc_lib)
 add_test(NAME codegen_nvptx_ptxas COMMAND test_nvptx_ptxas)
 set_tests_properties(codegen_nvptx_ptxas PROPERTIES LABELS unit SKIP_RETURN_CODE 77)
 # Every case above emitted as PTX by the NVPTX target and assembled by ptxas for an Ampere and
@@ -56,7 +56,7 @@ endforeach()
 file(GLOB DL_SAMPLE_MODELS CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/samples/*.dlg)
 add_executable(test_nvptx_samples ${CMAKE_CURRENT_LIST_DIR}/nvptx_samples.c
                                   ${CMAKE_CURRENT_LIST_DIR}/ptxas_run.c)
-target_link_libraries(test_nvptx_samples PRIVATE dl_flags dlcc_lib dlrt)
+target_link_libraries(test_nvptx_samples PRIVATE dl_flags dl_test_harness dlcc_lib dlrt)
 target_include_directories(test_nvptx_samples PRIVATE ${CMAKE_SOURCE_DIR}/runtime)
 add_test(NAME codegen_nvptx_samples COMMAND test_nvptx_samples ${DL_SAMPLE_MODELS})
 set_tests_properties(codegen_nvptx_samples PROPERTIES LABELS unit SKIP_RETURN_CODE 77)

@@ -13,6 +13,7 @@
 //   - a driver that cannot JIT the PTX gives DLRT_ERR_UNSUPPORTED with its log, leaking nothing.
 // Usage: test_cuda_mock MODEL.dlg LIBMOCKCUDA.so
 #include "dl_base.h"
+#include "dl_check.h"
 #include "dlcc.h"
 #include "dlrt.h"
 #include "rt_internal.h"
@@ -27,18 +28,6 @@ typedef struct mock_stats {
     long allocs_live, ctx_retains, modules_live, streams_live;
     long launches, bad_launches, copies_in, copies_out;
 } mock_stats;
-
-static int failures;
-
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);                        \
-            fprintf(stderr, __VA_ARGS__);                                                          \
-            fprintf(stderr, "\n");                                                                 \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
 
 static dlrt_model *compile(const char *path, const char *target) {
     dl_diags *d = NULL;
@@ -105,7 +94,7 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < n_params; i++) {
         dlrt_tensor_desc pd;
         if (dlrt_model_param(gm, i, &pd) != DLRT_OK) {
-            failures++;
+            dl_check_failures++;
             continue;
         }
         CHECK(pd.device == DLRT_DEVICE_CUDA, "param %s device", pd.name);
@@ -217,6 +206,6 @@ int main(int argc, char **argv) {
     dlrt_session_destroy(cs);
     dlrt_model_release(gm);
     dlrt_model_release(cm);
-    printf("%s\n", failures ? "FAILED" : "ok");
-    return failures ? 1 : 0;
+    printf("%s\n", dl_check_failures ? "FAILED" : "ok");
+    return dl_check_failures ? 1 : 0;
 }

@@ -4,7 +4,7 @@
 add_library(mockcuda SHARED ${CMAKE_CURRENT_LIST_DIR}/mock_cuda.c)
 target_compile_options(mockcuda PRIVATE -fvisibility=hidden)
 add_executable(test_cuda_mock ${CMAKE_CURRENT_LIST_DIR}/test_cuda_mock.c)
-target_link_libraries(test_cuda_mock PRIVATE dl_flags dlcc_lib dlrt ${CMAKE_DL_LIBS})
+target_link_libraries(test_cuda_mock PRIVATE dl_flags dl_test_harness dlcc_lib dlrt ${CMAKE_DL_LIBS})
 target_include_directories(test_cuda_mock PRIVATE ${CMAKE_SOURCE_DIR}/runtime)
 add_dependencies(test_cuda_mock mockcuda)
 add_test(NAME cuda_mock_device
