@@ -999,14 +999,15 @@ class Session:
         again, set with copy=True or the session is closed. Any other array (non-contiguous,
         misaligned) is copied once into a contiguous array that the session keeps and binds.
         copy=True copies `value` into the session's own memory (dlrt_session_set_input) and
-        drops any reference kept for this input. Raises Error for an unknown name, a wrong
-        dtype or shape (never converted), or memory overlapping an output buffer."""
+        drops any reference kept for this input. A session whose tensors live on a GPU (device
+        "cuda") always copies: its kernels cannot read host memory. Raises Error for an unknown
+        name, a wrong dtype or shape (never converted), or memory overlapping an output buffer."""
         h = self._live()
         _name_arg("set_input", name)
         d = self._in.get(name)
         if d is None:
             raise ArgumentError(f"unknown input '{name}' (inputs: {', '.join(self._in)})")
-        if copy:
+        if copy or d.device != "cpu":
             a = _as_buffer(d, value, "input")
             _check(
                 self._lib.dlrt_session_set_input(

@@ -23,3 +23,13 @@ add_test(NAME gpu_replay_cpu
 set_tests_properties(gpu_replay_cpu PROPERTIES LABELS numeric
                      WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
 endif()
+# The Python binding on a CUDA session (mock driver): copies in and out, no views of GPU memory,
+# params and checkpoints shared with the CPU. Not in sanitizer builds (python3 cannot load an
+# ASan libdlrt).
+if(NOT DL_SANITIZE)
+  add_test(NAME cuda_mock_python
+           COMMAND /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/test_cuda_python.py
+                   ${CMAKE_SOURCE_DIR}/samples/mlp_fmnist.dlg)
+  set_tests_properties(cuda_mock_python PROPERTIES LABELS unit TIMEOUT 120 ENVIRONMENT
+    "DLCC_EXE=$<TARGET_FILE:dlcc>;DLRT_LIBRARY=$<TARGET_FILE:dlrt>;DLRT_LIBCUDA=$<TARGET_FILE:mockcuda>")
+endif()
