@@ -1894,18 +1894,17 @@ static int run_infer(const run_opts *o, run_state *rn) {
         if (rs == DLRT_OK) {
             rs = dlrt_session_infer(rn->sess);
         }
+        // Copied out (dlrt_session_output_copy works on every device; a CUDA output is GPU
+        // memory).
         for (size_t j = 0; rs == DLRT_OK && j < rn->n_out; j++) {
-            const void *data;
-            rs = dlrt_session_output(rn->sess, rn->out_io[j].name, &data, NULL);
-            if (rs == DLRT_OK) {
-                if (dl_tensor_alloc(&rn->out_t[j], rn->out_io[j].dtype, rn->out_io[j].rank,
-                                    rn->out_io[j].dims) != DL_OK) {
-                    rs = DLRT_ERR_NOMEM;
-                    break;
-                }
-                rn->n_out_t = j + 1;
-                memcpy(rn->out_t[j].data, data, dl_tensor_nbytes(&rn->out_t[j]));
+            if (dl_tensor_alloc(&rn->out_t[j], rn->out_io[j].dtype, rn->out_io[j].rank,
+                                rn->out_io[j].dims) != DL_OK) {
+                rs = DLRT_ERR_NOMEM;
+                break;
             }
+            rn->n_out_t = j + 1;
+            rs = dlrt_session_output_copy(rn->sess, rn->out_io[j].name, rn->out_t[j].data,
+                                          dl_tensor_nbytes(&rn->out_t[j]));
         }
         if (rs != DLRT_OK) {
             rt_diag(rn->d, o->file, rs);

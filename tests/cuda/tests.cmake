@@ -33,3 +33,15 @@ if(NOT DL_SANITIZE)
   set_tests_properties(cuda_mock_python PROPERTIES LABELS unit TIMEOUT 120 ENVIRONMENT
     "DLCC_EXE=$<TARGET_FILE:dlcc>;DLRT_LIBRARY=$<TARGET_FILE:dlrt>;DLRT_LIBCUDA=$<TARGET_FILE:mockcuda>")
 endif()
+# `dlcc run` of a CUDA artifact: with the mock driver it runs and prints its outputs (read back
+# by copy; the kernels do not execute there, so they are zeros); without a driver it exits 1
+# naming the missing libcuda.so.1.
+add_test(NAME cuda_mock_cli
+         COMMAND sh -c "set -e; d=$(mktemp -d); trap 'rm -rf $d' EXIT
+\"$1\" compile \"$3\" --target cuda:sm_80 --no-cache -o $d/g.so
+/usr/bin/python3 -c \"import numpy as n; n.save('$d/x.npy', n.zeros((128, 784), n.float32)); n.save('$d/y.npy', n.zeros(128, n.int64))\"
+DLRT_LIBCUDA=\"$2\" \"$1\" run $d/g.so --in x=$d/x.npy --in y=$d/y.npy | grep -q 'probs: float.128, 10.'
+if DLRT_LIBCUDA=/nonexistent/libcuda.so.1 \"$1\" run $d/g.so --in x=$d/x.npy --in y=$d/y.npy 2>$d/err; then exit 1; fi
+grep -q 'needs a CUDA GPU: no CUDA driver' $d/err"
+                 sh $<TARGET_FILE:dlcc> $<TARGET_FILE:mockcuda> ${CMAKE_SOURCE_DIR}/samples/mlp_fmnist.dlg)
+set_tests_properties(cuda_mock_cli PROPERTIES LABELS unit)
