@@ -253,6 +253,14 @@ DLRT_API dlrt_status dlrt_session_train_step(dlrt_session *s, dlrt_step_info *in
 // PyTorch-only buffers ("*.num_batches_tracked", BatchNorm's step counter, which no dlcc model
 // holds) are skipped by every load.
 DLRT_API dlrt_status dlrt_session_save(dlrt_session *s, const char *path);
+// dlrt_session_save with extra __metadata__ pairs (keys and values copied into the file; e.g. a
+// training loop's position, docs/training.md). A key the runtime writes itself ("dlcc.step",
+// ...), a duplicate or text that is not UTF-8 is DLRT_ERR_INVALID_ARG and nothing is written.
+typedef struct dlrt_meta_pair {
+    const char *key, *value;
+} dlrt_meta_pair;
+DLRT_API dlrt_status dlrt_session_save_meta(dlrt_session *s, const char *path,
+                                            const dlrt_meta_pair *extra, size_t n_extra);
 DLRT_API dlrt_status dlrt_session_load(dlrt_session *s, const char *path);
 
 // Loading a checkpoint whose names are not the model's, e.g. a PyTorch state_dict saved with
@@ -527,6 +535,10 @@ typedef struct dlrt_loader_options {
     int64_t shard_index; // the shard this loader gives, 0..W-1 (default 0): the rank
     int u8_to_unit;      // nonzero: uint8 sources are pixels, divided by 255 (into [0, 1]) before
                          // scale applies; other element types only get scale (default 0)
+    int64_t start_batch; // >= 0 (default 0): the first batch handed out is batch number
+                         // start_batch (epoch start_batch / batches_per_epoch): resuming a run,
+                         // the same bytes an uninterrupted loader gives at that number; at most
+                         // epochs * batches_per_epoch when epochs > 0
 } dlrt_loader_options;
 
 // A borrowed batch: x and y point into a slot of the loader's ring and stay valid (and
@@ -713,6 +725,16 @@ typedef struct dlrt_train_options {
     int64_t max_skipped;          // the guard's N (default 10; 0: never stop)
     dlrt_train_callback callback; // may be NULL
     void *user;
+    // Resuming (default 0 / NULL: a fresh run). The run begins at step start_step (0-based, at
+    // most the run's total steps), which the loader's next batch must be (its start_batch);
+    // start_loss_sum / start_skipped are what that step's epoch had before it (its epoch line
+    // counts them), start_guard the guard as it was after step start_step - 1 (its scale is
+    // the session's). What the STEP / EPOCH events of the interrupted run said: see
+    // dlrt_train_event.
+    int64_t start_step;
+    double start_loss_sum;
+    int64_t start_skipped;
+    const dlrt_nonfinite_guard *start_guard;
 } dlrt_train_options;
 
 typedef struct dlrt_train_result {
@@ -746,6 +768,21 @@ DLRT_API dlrt_status dlrt_evaluate_accuracy(dlrt_session *s, dlrt_loader *test,
                                             const char *data_input, const char *label_input,
                                             const char *scores_output, int64_t *out_correct,
                                             int64_t *out_total);
+
+// What dlrt_evaluate measured.
+typedef struct dlrt_eval_result {
+    int64_t correct, total; // with a scores output: argmax hits among the real rows
+    double loss;            // with a loss output: the mean of its value over the full batches,
+                            // each weighted by its rows (NaN when there is none)
+    int64_t loss_samples;   // the rows those batches hold (a padded batch's loss counts its
+                            // padding rows too, so it is left out of the loss)
+} dlrt_eval_result;
+// dlrt_evaluate_accuracy, and the mean of the scalar float output `loss_output` (may be NULL:
+// none; `scores_output` may be NULL too). Same errors; DLRT_ERR_INVALID_ARG when loss_output is
+// no float scalar output.
+DLRT_API dlrt_status dlrt_evaluate(dlrt_session *s, dlrt_loader *test, const char *data_input,
+                                   const char *label_input, const char *scores_output,
+                                   const char *loss_output, dlrt_eval_result *out);
 
 #ifdef __cplusplus
 }

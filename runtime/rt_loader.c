@@ -6,10 +6,11 @@
 // mutex with two condition variables (slot freed / slot filled) that guard every slot state.
 //
 // Invariants (ORDER LOADER):
-//   - batches form one sequence seq = 0, 1, ... (epoch = seq / bpe, index = seq % bpe); batch seq
-//     lives in slot seq % K. slot.seq is the batch the slot holds or will hold next: it starts at
-//     the slot number and grows by K when its batch is released, so a producer that claimed seq
-//     waits for state FREE with slot.seq == seq, and the consumer for READY with slot.seq == seq.
+//   - batches form one sequence seq = start_batch, start_batch + 1, ... (epoch = seq / bpe,
+//     index = seq % bpe); batch seq lives in slot seq % K. slot.seq is the batch the slot holds or
+//     will hold next: it starts at the first seq >= start_batch of its residue and grows by K when
+//     its batch is released, so a producer that claimed seq waits for state FREE with slot.seq ==
+//     seq, and the consumer for READY with slot.seq == seq.
 //   - producers claim seq under the mutex in increasing order and fill outside it; the consumer
 //     takes seq in increasing order. A batch's bytes are a pure function of (options, seed, seq):
 //     the sample order is a keyed Feistel permutation per epoch and crop/flip draw from
@@ -420,6 +421,10 @@ static dlrt_status check_options(const dlrt_loader_options *o) {
         return rt__fail(DLRT_ERR_INVALID_ARG, "data loader: epochs must be >= 0 (got %lld)",
                         (long long)o->epochs);
     }
+    if (o->start_batch < 0) {
+        return rt__fail(DLRT_ERR_INVALID_ARG, "data loader: start_batch must be >= 0 (got %lld)",
+                        (long long)o->start_batch);
+    }
     if (o->limit < 0 || o->n_classes < 0) {
         return rt__fail(DLRT_ERR_INVALID_ARG, "data loader: %s must be >= 0 (got %lld)",
                         o->limit < 0 ? "limit" : "n_classes",
@@ -634,6 +639,12 @@ static dlrt_status finish(dlrt_loader *l, dlrt_loader **out) {
         }
         l->total = o->epochs * l->bpe;
     }
+    if (o->start_batch > l->total) {
+        st = rt__fail(DLRT_ERR_INVALID_ARG,
+                      "data loader: start_batch %lld is past the %lld batches of %lld epochs",
+                      (long long)o->start_batch, (long long)l->total, (long long)o->epochs);
+        goto out;
+    }
     l->half_bits = 1;
     while (l->half_bits < 32 && (1ll << (2 * l->half_bits)) < l->n) {
         l->half_bits++;
@@ -678,10 +689,13 @@ static dlrt_status finish(dlrt_loader *l, dlrt_loader **out) {
     if (st != DLRT_OK) {
         goto out;
     }
+    // Slot s holds the batches seq = s mod K: the first of them at or after start_batch.
+    int64_t start = o->start_batch;
     for (size_t s = 0; s < K; s++) {
         l->slots[s].state = SLOT_FREE;
-        l->slots[s].seq = (int64_t)s;
+        l->slots[s].seq = start + (((int64_t)s - start) % (int64_t)K + (int64_t)K) % (int64_t)K;
     }
+    l->next_claim = l->next_take = start;
     if (pthread_mutex_init(&l->mu, NULL) != 0) {
         st = rt__fail(DLRT_ERR_NOMEM, "data loader: cannot create a mutex");
         goto out;

@@ -249,8 +249,25 @@ static bool has_hparam_index(const dlrt_model *m, uint32_t index) {
 #define RNG_COUNTER_KEY "dlcc.rng_counter"
 
 dlrt_status dlrt_session_save(dlrt_session *s, const char *path) {
-    if (!s || !path) {
+    return dlrt_session_save_meta(s, path, NULL, 0);
+}
+
+dlrt_status dlrt_session_save_meta(dlrt_session *s, const char *path, const dlrt_meta_pair *extra,
+                                   size_t n_extra) {
+    if (!s || !path || (n_extra && !extra)) {
         return rt__fail(DLRT_ERR_INVALID_ARG, "dlrt_session_save: NULL argument");
+    }
+    for (size_t i = 0; i < n_extra; i++) {
+        bool own = !extra[i].key || !extra[i].value || !strcmp(extra[i].key, "dlcc.model") ||
+                   !strcmp(extra[i].key, RNG_COUNTER_KEY);
+        for (size_t k = 0; !own && k < DL_ARRAY_LEN(meta_keys); k++) {
+            own = !strcmp(extra[i].key, meta_keys[k].key);
+        }
+        if (own) {
+            return rt__fail(DLRT_ERR_INVALID_ARG,
+                            "dlrt_session_save: metadata key '%s' is NULL or the runtime's own",
+                            extra[i].key ? extra[i].key : "(null)");
+        }
     }
     const dlrt_model *m = s->model;
     size_t n_ten = m->n_params + m->n_states;
@@ -298,6 +315,9 @@ dlrt_status dlrt_session_save(dlrt_session *s, const char *path) {
     if (st == DL_OK && rst == DLRT_OK) {
         st = dl_st_writer_set_metadata(w, "dlcc.model", m->name);
     }
+    for (size_t i = 0; st == DL_OK && rst == DLRT_OK && i < n_extra; i++) {
+        st = dl_st_writer_set_metadata(w, extra[i].key, extra[i].value);
+    }
     int write_errno = 0;
     bool write_failed = false;
     if (st == DL_OK && rst == DLRT_OK) {
@@ -319,7 +339,7 @@ dlrt_status dlrt_session_save(dlrt_session *s, const char *path) {
     }
     if (st != DL_OK) {
         return rt__fail(rt__status_from_dl(st), "cannot write checkpoint %s: %s", path,
-                        st == DL_ERR_NOMEM ? "out of memory" : "invalid tensor or name");
+                        st == DL_ERR_NOMEM ? "out of memory" : "invalid tensor, name or metadata");
     }
     return DLRT_OK;
 }

@@ -5,6 +5,8 @@
 // dlrt_train_run holds at most one batch at a time: next, bind (x and y in place), set "lr",
 // BATCH event, step, guard, STEP event, release. Progress, warnings and replays (dlcc's
 // --detect-anomaly) are the caller's, in the callback, which sees the batch while it is held.
+// A resumed run starts at options.start_step, inside an epoch, with that epoch's sums and the
+// guard as they were; the loader must start at the same batch (every batch's seq is its step).
 // Library code: nothing here prints; every failure is a status with dlrt_last_error() set by
 // the call that failed (or here, for bad options).
 #include "rt_internal.h"
@@ -178,6 +180,16 @@ dlrt_status dlrt_train_run(dlrt_session *s, dlrt_loader *train, const dlrt_train
     }
     dlrt_nonfinite_guard g;
     dlrt_nonfinite_guard_init(&g, o->max_skipped, scale);
+    if (o->start_step < 0 || o->start_step > total) {
+        return rt__fail(DLRT_ERR_INVALID_ARG,
+                        "training loop: start step %lld is outside the run's %lld steps",
+                        (long long)o->start_step, (long long)total);
+    }
+    if (o->start_guard) { // resuming: the streak goes on; the scale is the session's
+        g = *o->start_guard;
+        g.max = o->max_skipped;
+        g.scale = scale;
+    }
     dlrt_train_event ev;
     memset(&ev, 0, sizeof ev);
     ev.steps_per_epoch = spe;
@@ -185,13 +197,14 @@ dlrt_status dlrt_train_run(dlrt_session *s, dlrt_loader *train, const dlrt_train
     ev.batch_size = (int64_t)(xd.nbytes / sizeof(float)) / (li.sample_numel ? li.sample_numel : 1);
     ev.guard = &g;
     double t_start = now_s();
-    for (int64_t e = 0; e < o->epochs; e++) {
+    int64_t e0 = o->start_step / spe, k0 = o->start_step % spe;
+    for (int64_t e = e0; e < o->epochs; e++) {
         double t0 = now_s();
         ev.epoch = e;
-        ev.loss_sum = 0;
-        ev.skipped = 0;
+        ev.loss_sum = e == e0 ? o->start_loss_sum : 0;
+        ev.skipped = e == e0 ? o->start_skipped : 0;
         ev.wait_ms = 0;
-        for (int64_t k = 0; k < spe; k++) {
+        for (int64_t k = e == e0 ? k0 : 0; k < spe; k++) {
             int64_t t = e * spe + k;
             dlrt_loader_batch bt;
             st = dlrt_loader_next(train, &bt);
@@ -202,6 +215,13 @@ dlrt_status dlrt_train_run(dlrt_session *s, dlrt_loader *train, const dlrt_train
                 return rt__fail(DLRT_ERR_INVALID_ARG,
                                 "training loop: the data loader ended after %lld of %lld epochs",
                                 (long long)e, (long long)o->epochs);
+            }
+            if (bt.seq != t) { // a resumed run with a loader that does not start there
+                (void)dlrt_loader_release(train, &bt);
+                return rt__fail(DLRT_ERR_INVALID_ARG,
+                                "training loop: step %lld got the loader's batch %lld (create the "
+                                "loader with start_batch = start_step)",
+                                (long long)t, (long long)bt.seq);
             }
             ev.wait_ms += bt.wait_ms;
             ev.batch = k;
@@ -273,8 +293,32 @@ dlrt_status dlrt_evaluate_accuracy(dlrt_session *s, dlrt_loader *test, const cha
     if (!s || !test || !scores_output || !out_correct || !out_total) {
         return rt__fail(DLRT_ERR_INVALID_ARG, "evaluation: NULL argument");
     }
-    *out_correct = *out_total = 0;
-    dlrt_tensor_desc xd, yd, od;
+    dlrt_eval_result r;
+    dlrt_status st = dlrt_evaluate(s, test, data_input, label_input, scores_output, NULL, &r);
+    *out_correct = r.correct;
+    *out_total = r.total;
+    return st;
+}
+
+// The model's output `name` into *out; false when there is none.
+static bool output_desc(const dlrt_session *s, const char *name, dlrt_tensor_desc *out) {
+    for (size_t i = 0; name && i < dlrt_model_num_outputs(s->model); i++) {
+        if (dlrt_model_output(s->model, i, out) == DLRT_OK && strcmp(out->name, name) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+dlrt_status dlrt_evaluate(dlrt_session *s, dlrt_loader *test, const char *data_input,
+                          const char *label_input, const char *scores_output,
+                          const char *loss_output, dlrt_eval_result *out) {
+    if (!s || !test || !out) {
+        return rt__fail(DLRT_ERR_INVALID_ARG, "evaluation: NULL argument");
+    }
+    memset(out, 0, sizeof *out);
+    out->loss = NAN;
+    dlrt_tensor_desc xd, yd, od, ld;
     dlrt_status st = input_desc(s, data_input, &xd);
     if (st == DLRT_OK) {
         st = input_desc(s, label_input, &yd);
@@ -282,16 +326,18 @@ dlrt_status dlrt_evaluate_accuracy(dlrt_session *s, dlrt_loader *test, const cha
     if (st != DLRT_OK) {
         return st;
     }
-    bool found = false;
-    for (size_t i = 0; i < dlrt_model_num_outputs(s->model) && !found; i++) {
-        found =
-            dlrt_model_output(s->model, i, &od) == DLRT_OK && strcmp(od.name, scores_output) == 0;
-    }
-    if (!found || od.dtype != DLRT_FLOAT32 || od.rank != 2 || od.dims[1] < 1) {
+    if (scores_output && (!output_desc(s, scores_output, &od) || od.dtype != DLRT_FLOAT32 ||
+                          od.rank != 2 || od.dims[1] < 1)) {
         return rt__fail(DLRT_ERR_INVALID_ARG,
                         "evaluation: the model has no float [batch, C] output '%s'", scores_output);
     }
-    int64_t C = od.dims[1], correct = 0, total = 0;
+    if (loss_output &&
+        (!output_desc(s, loss_output, &ld) || ld.dtype != DLRT_FLOAT32 || ld.nbytes != 4)) {
+        return rt__fail(DLRT_ERR_INVALID_ARG,
+                        "evaluation: the model has no float scalar output '%s'", loss_output);
+    }
+    int64_t C = scores_output ? od.dims[1] : 0, correct = 0, total = 0, loss_n = 0;
+    double loss_sum = 0;
     for (;;) {
         dlrt_loader_batch b;
         if ((st = dlrt_loader_next(test, &b)) != DLRT_OK) {
@@ -305,10 +351,19 @@ dlrt_status dlrt_evaluate_accuracy(dlrt_session *s, dlrt_loader *test, const cha
         if (st == DLRT_OK) {
             st = dlrt_session_infer(s);
         }
-        if (st == DLRT_OK) {
+        if (st == DLRT_OK && loss_output && b.n_valid == xd.dims[0]) {
+            st = dlrt_session_output(s, loss_output, &outp, NULL);
+            if (st == DLRT_OK) {
+                float v;
+                memcpy(&v, outp, sizeof v);
+                loss_sum += (double)v * (double)b.n_valid; // a full batch: every row is real
+                loss_n += b.n_valid;
+            }
+        }
+        if (st == DLRT_OK && scores_output) {
             st = dlrt_session_output(s, scores_output, &outp, NULL);
         }
-        if (st == DLRT_OK) {
+        if (st == DLRT_OK && scores_output) {
             const float *p = outp;
             for (int64_t r = 0; r < b.n_valid && r < od.dims[0]; r++) { // padding rows do not count
                 int64_t best = 0;
@@ -318,6 +373,8 @@ dlrt_status dlrt_evaluate_accuracy(dlrt_session *s, dlrt_loader *test, const cha
                 int64_t label = b.y ? b.y[r] : b.y_i32[r];
                 correct += best == label;
             }
+        }
+        if (st == DLRT_OK) {
             total += b.n_valid;
         }
         (void)dlrt_loader_release(test, &b);
@@ -325,7 +382,9 @@ dlrt_status dlrt_evaluate_accuracy(dlrt_session *s, dlrt_loader *test, const cha
             return st;
         }
     }
-    *out_correct = correct;
-    *out_total = total;
+    out->correct = correct;
+    out->total = total;
+    out->loss = loss_n ? loss_sum / (double)loss_n : NAN;
+    out->loss_samples = loss_n;
     return DLRT_OK;
 }

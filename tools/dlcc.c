@@ -22,7 +22,9 @@
 #include "dl_tensor_io.h"
 #include "dlrt.h"
 #include "dlrt_format.h"
+#include "train_watch.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <float.h>
 #include <limits.h>
@@ -156,7 +158,8 @@ static const cli_help helps[] = {
      "                  [--save CKPT] [--init CKPT] [--lr V] [--lr-schedule NAME]\n"
      "                  [--warmup-steps S] [--seed S] [--limit-train N] [-D NAME=INT]...\n"
      "                  [--max-skipped-steps N] [--detect-anomaly] [--comm auto|mpi|none]\n"
-     "                  [--no-cache] [--cache-dir DIR] [--dry-run] [-v]",
+     "                  [--log FILE.jsonl|FILE.csv] [--log-every N] [--save-every N|Ts|Tm|Th]\n"
+     "                  [--resume CKPT] [--no-cache] [--cache-dir DIR] [--dry-run] [-v]",
      "Trains MODEL.dlg, a model with a `train` block and exactly two inputs: the data\n"
      "(float[B, ...], B a named dim: the batch) and the labels (int64[B] or int32[B]). The\n"
      "model is compiled through the compilation cache with B bound to --batch. Each epoch\n"
@@ -199,7 +202,8 @@ static const cli_help helps[] = {
      "  --ftz                flush denormal floats to zero in every step (x86 MXCSR FTZ + DAZ):\n"
      "                       faster once training underflows into denormals (a memorised batch),\n"
      "                       not IEEE-exact there\n"
-     "  --save CKPT          write a safetensors checkpoint (params, optimizer state, step)\n"
+     "  --save CKPT          write a safetensors checkpoint (params, optimizer state, step,\n"
+     "                       the loop's position) at the end, atomically\n"
      "  --init CKPT          start from a checkpoint or a params-only safetensors file\n"
      "  --lr V               base learning rate (default: the model's optimizer lr)\n"
      "  --lr-schedule NAME   constant (default); step: x0.1 at 50% and again at 75% of the\n"
@@ -219,6 +223,16 @@ static const cli_help helps[] = {
      "                       before it) in the reference evaluator and name the first node\n"
      "                       whose output is non-finite: op, output, FILE:LINE:COL (and the\n"
      "                       ranges of its inputs); copies the params before every step\n"
+     "  --log FILE           a metrics log: JSON Lines (FILE.jsonl) or CSV with a header\n"
+     "                       (FILE.csv); a record per step (step, epoch, loss, lr, grad_norm,\n"
+     "                       skipped, samples_per_s, time_s) and one per test (eval_loss,\n"
+     "                       eval_accuracy); flushed at each epoch end ('dlcc plot' draws it)\n"
+     "  --log-every N        a step record every N steps (default 1)\n"
+     "  --save-every N|Ts|Tm|Th  also write --save every N steps, or every T seconds,\n"
+     "                       minutes or hours, during training (atomically)\n"
+     "  --resume CKPT        go on with a run from its checkpoint: params, optimizer state,\n"
+     "                       step, the data order and position, the schedule; the losses are\n"
+     "                       those of a run never stopped (same model, batch, data, epochs)\n"
      "  -D NAME=INT          bind a dim, as for 'dlcc compile'\n"
      "  --no-cache           compile without the compilation cache\n"
      "  --cache-dir DIR      use the cache in DIR\n"
@@ -238,6 +252,10 @@ static const cli_help helps[] = {
      "epoch and batch. After N = --max-skipped-steps of them in a row, or N with fewer than N\n"
      "finite steps between any two (blown-up params alternate non-finite steps with huge\n"
      "finite ones), training stops with exit status 4 and the checkpoint is not written.\n"
+     "Ctrl-C (SIGINT) or SIGTERM: the step under way finishes, the checkpoint is written\n"
+     "atomically (to --save, else MODEL.interrupted.safetensors beside the model), the\n"
+     "command that resumes is printed, and dlcc exits with status 130 (SIGINT) or 143\n"
+     "(SIGTERM); a second Ctrl-C ends it at once. Not under mpirun (use --save-every).\n"
      "With dynamic loss scaling a skipped step\n"
      "with a finite loss is the scaler backing off and counts only once the scale is <= 1.\n"
      "A finite loss is never judged, however large. Non-finite values in the data are an\n"
@@ -288,7 +306,8 @@ static void print_main_help(FILE *f) {
     cli_print_commands(f);
     fprintf(f, "\noptions:\n  -h, --help     show this help\n  --version      show the version\n");
     fprintf(f, "\nexit status: 0 success, 1 invalid input, 2 bad usage, 3 internal error (such as "
-               "out of memory), 4 training diverged\n");
+               "out of memory), 4 training diverged, 130 / 143 training interrupted by SIGINT / "
+               "SIGTERM (dlcc train: checkpoint written)\n");
 }
 
 // Splits "NAME=VALUE": NAME must be non-empty. Returns false on a malformed argument.
@@ -2611,6 +2630,15 @@ typedef struct train_args {
     bool detect_anomaly; // --detect-anomaly
     bool verbose, dry_run;
     const char *comm; // --comm auto|mpi|none (NULL: auto)
+    bool has_seed;
+    const char *log;     // --log FILE (.jsonl or .csv)
+    long log_every;      // --log-every N (default 1)
+    long save_every;     // --save-every N steps (0: none)
+    double save_every_s; // --save-every Ts / Nm / Nh (0: none)
+    const char *resume;  // --resume CKPT
+    int64_t start_step;  // the step a resumed run begins with (0: a fresh run)
+    int argc;            // the arguments, for the resume command an interrupt prints
+    char **argv;
 } train_args;
 
 // Data-parallel `dlcc train` (under `mpirun -np N`): the communicator, this process's rank and
@@ -2847,6 +2875,7 @@ static int train_loaders(const train_specs *sp, const train_args *ta, const trai
     o.norm = DLRT_LOADER_NORM_COMPUTE;
     o.shard_count = dp->world; // data-parallel: this rank's shard (DistributedSampler's order)
     o.shard_index = dp->rank;
+    o.start_batch = ta->start_step; // --resume: the batches from there on, as if never stopped
     int rc = split_loader(sp, paths[0], paths[1], &o, d, train);
     if (rc != EXIT_OK || !split_check_sample(*train, paths[0], m, tm, d)) {
         return rc != EXIT_OK ? rc : EXIT_INPUT;
@@ -2859,6 +2888,7 @@ static int train_loaders(const train_specs *sp, const train_args *ta, const trai
     o.shuffle = 0;
     o.epochs = 1;
     o.limit = 0;
+    o.start_batch = 0;
     o.shard_count = 1; // every rank's session is the same: rank 0 tests the whole set
     o.shard_index = 0;
     o.producers = 1;
@@ -2899,18 +2929,25 @@ static int rt_fail(dl_diags *d, const char *what, dlrt_status rs) {
     return rs == DLRT_ERR_NOMEM ? EXIT_INTERNAL : EXIT_INPUT;
 }
 
-// The test accuracy with the infer entry point (dlrt_evaluate_accuracy) over the test loader
-// (file order, the last batch padded with rows that are not counted).
-static int train_test(dlrt_session *s, const train_model *tm, dlrt_loader *ld, const char *file,
-                      dl_diags *d) {
-    int64_t correct = 0, total = 0;
-    dlrt_status rs =
-        dlrt_evaluate_accuracy(s, ld, tm->x->name, tm->y->name, tm->out->name, &correct, &total);
+// The test accuracy with the infer entry point (dlrt_evaluate) over the test loader (file order,
+// the last batch padded with rows that are not counted), and the mean of the loss output over
+// the full batches when the train block's loss is an output of the model (the log's eval_loss).
+static int train_test(dlrt_session *s, const dl_ir_module *m, const train_model *tm,
+                      dlrt_loader *ld, const char *file, dl_diags *d, dlrt_eval_result *r) {
+    const char *loss = NULL;
+    for (size_t i = 0; i < m->outputs.len; i++) {
+        const dl_ir_value *v = m->outputs.data[i];
+        if (v == m->train->loss && v->type.dtype == DL_DT_FLOAT && v->type.rank == 0) {
+            loss = v->name;
+        }
+    }
+    dlrt_status rs = dlrt_evaluate(s, ld, tm->x->name, tm->y->name, tm->out->name, loss, r);
     if (rs != DLRT_OK) {
         return rt_fail(d, file, rs);
     }
-    printf("test accuracy: %.4f (%lld/%lld)\n", total ? (double)correct / (double)total : 0.0,
-           (long long)correct, (long long)total);
+    printf("test accuracy: %.4f (%lld/%lld)\n",
+           r->total ? (double)r->correct / (double)r->total : 0.0, (long long)r->correct,
+           (long long)r->total);
     return EXIT_OK;
 }
 
@@ -2920,8 +2957,11 @@ static int train_parse_args(int argc, char **argv, train_args *ta, dlcc_options 
     cli_args a = {"train", argc, argv, 0, false};
     const char *epochs = NULL, *batch = NULL, *lr = NULL, *sched = NULL, *warmup = NULL,
                *seed = NULL, *limit = NULL, *producers = NULL, *prefetch = NULL,
-               *max_skipped = NULL;
+               *max_skipped = NULL, *log_every = NULL, *save_every = NULL;
     memset(ta, 0, sizeof *ta);
+    ta->argc = argc;
+    ta->argv = argv;
+    ta->log_every = 1;
     ta->epochs = 1;
     ta->max_skipped = DEFAULT_MAX_SKIPPED;
     ta->warmup = -1;
@@ -2959,6 +2999,10 @@ static int train_parse_args(int argc, char **argv, train_args *ta, dlcc_options 
                    (r = cli_take_flag(&a, NULL, "--batch", true, &batch)) != 0 ||
                    (r = cli_take_name_flag(&a, "--save", "a file name", &ta->save)) != 0 ||
                    (r = cli_take_name_flag(&a, "--init", "a file name", &ta->init)) != 0 ||
+                   (r = cli_take_name_flag(&a, "--resume", "a file name", &ta->resume)) != 0 ||
+                   (r = cli_take_name_flag(&a, "--log", "a file name", &ta->log)) != 0 ||
+                   (r = cli_take_flag(&a, NULL, "--log-every", true, &log_every)) != 0 ||
+                   (r = cli_take_flag(&a, NULL, "--save-every", true, &save_every)) != 0 ||
                    (r = cli_take_flag(&a, NULL, "--lr", true, &lr)) != 0 ||
                    (r = cli_take_flag(&a, NULL, "--lr-schedule", true, &sched)) != 0 ||
                    (r = cli_take_flag(&a, NULL, "--warmup-steps", true, &warmup)) != 0 ||
@@ -3025,6 +3069,38 @@ static int train_parse_args(int argc, char **argv, train_args *ta, dlcc_options 
         }
         ta->has_lr = true;
     }
+    if (log_every && !cli_parse_long(log_every, 1, LONG_MAX, &ta->log_every)) {
+        return cli_usage_error("train", "--log-every expects an integer >= 1 (steps), got '%s'",
+                               log_every);
+    }
+    if (ta->log) {
+        size_t n = strlen(ta->log);
+        bool ok = (n > 6 && !strcmp(ta->log + n - 6, ".jsonl")) ||
+                  (n > 4 && !strcmp(ta->log + n - 4, ".csv"));
+        if (!ok) {
+            return cli_usage_error("train",
+                                   "--log %s: the format comes from the suffix: .jsonl (JSON "
+                                   "Lines) or .csv",
+                                   ta->log);
+        }
+    }
+    if (log_every && !ta->log) {
+        return cli_usage_error("train", "--log-every only applies with --log FILE");
+    }
+    if (save_every && !train_parse_every(save_every, &ta->save_every, &ta->save_every_s)) {
+        return cli_usage_error("train",
+                               "--save-every expects N (steps) or a time: Ns, Nm or Nh (N >= 1), "
+                               "got '%s'",
+                               save_every);
+    }
+    if (save_every && !ta->save) {
+        return cli_usage_error("train", "--save-every needs --save CKPT (the file it rewrites)");
+    }
+    if (ta->resume && ta->init) {
+        return cli_usage_error("train",
+                               "--resume and --init exclude each other (--resume restores the "
+                               "params too, and the step, the data position and the schedule)");
+    }
     if (seed) {
         char *end = NULL;
         errno = 0;
@@ -3033,6 +3109,7 @@ static int train_parse_args(int argc, char **argv, train_args *ta, dlcc_options 
             return cli_usage_error("train", "--seed expects an integer 0..2^64-1, got '%s'", seed);
         }
         ta->seed = (uint64_t)v;
+        ta->has_seed = true;
     }
     ta->sched = DLRT_LR_CONSTANT;
     if (sched && dlrt_lr_schedule_parse(sched, &ta->sched) != DLRT_OK) {
@@ -3087,7 +3164,86 @@ typedef struct train_progress {
     dlrt_status rs;         // why train_event stopped the run
     bool quiet;             // a data-parallel rank other than 0: no progress, epoch lines, warnings
     int world;              // data-parallel ranks (1 without): samples/s count every rank's
+    train_log *log;         // --log (NULL: none)
+    int64_t log_step;       // steps done at the last log record (or the start)
+    double log_s;           // run seconds at the last log record
+    train_position pos;     // the run's constants (batch, seed, ...) for the checkpoints
+    double last_save_s;     // run seconds at the last --save-every checkpoint
+    bool signals;           // SIGINT / SIGTERM stop the run (not under MPI)
+    int interrupted;        // the signal that stopped the run (0: none)
+    train_position stop;    // where it stopped (after an interrupt)
+    train_position last;    // the position after the last step or epoch event
+    int64_t epoch, k0;      // the epoch under way and its first batch in this process (a
+                            // resumed run starts inside one): the rates count the steps run
 } train_progress;
+
+// Writes a checkpoint of the run as it is after `step` steps: the session (params, optimizer
+// and step state) and the loop's position (dlcc.train.* metadata), atomically.
+static dlrt_status train_save(const train_progress *p, const char *path, const train_position *at) {
+    char buf[TRAIN_POSITION_KEYS][64];
+    dlrt_meta_pair pairs[TRAIN_POSITION_KEYS];
+    train_position_meta(at, buf, pairs);
+    return dlrt_session_save_meta(p->s, path, pairs, TRAIN_POSITION_KEYS);
+}
+
+// After `step` steps (the epoch's sums so far: loss_sum, skipped): stops the run at a pending
+// signal (the checkpoint is written after the loop), or writes the --save-every checkpoint when
+// one is due. Returns non-zero to stop the run.
+static int train_between_steps(train_progress *p, const dlrt_train_event *ev, int64_t step,
+                               double loss_sum, int64_t skipped) {
+    train_position at = p->pos;
+    at.step = step;
+    at.loss_sum = loss_sum;
+    at.skipped = skipped;
+    at.guard = *ev->guard;
+    at.time_s = p->pos.time_s + ev->run_s;
+    p->last = at;
+    int sig = p->signals ? train_signal_pending() : 0;
+    if (sig) {
+        p->interrupted = sig;
+        p->stop = at;
+        return 1;
+    }
+    const train_args *ta = p->ta;
+    bool due = (ta->save_every > 0 && step % ta->save_every == 0) ||
+               (ta->save_every_s > 0 && ev->run_s - p->last_save_s >= ta->save_every_s);
+    if (!due || p->quiet || step == ev->total_steps) { // the last one: after the test
+        return 0;
+    }
+    if ((p->rs = train_save(p, ta->save, &at)) != DLRT_OK) {
+        return 1;
+    }
+    p->last_save_s = ev->run_s;
+    if (ta->verbose) {
+        fprintf(stderr, "%sdlcc: step %lld: wrote %s\n", p->tty ? "\r\033[K" : "", (long long)step,
+                ta->save);
+    }
+    return 0;
+}
+
+// The --log record of the step an event reports.
+static void train_log_step(train_progress *p, const dlrt_train_event *ev) {
+    if (!p->log || p->quiet || (ev->step + 1) % p->ta->log_every != 0) {
+        return;
+    }
+    train_log_rec r;
+    memset(&r, 0, sizeof r);
+    r.step = ev->step + 1;
+    r.epoch = ev->epoch + 1;
+    r.loss = ev->info.loss;
+    r.lr = ev->lr;
+    r.grad_norm = ev->info.grad_norm;
+    r.skipped = ev->info.skipped != 0;
+    double dt = ev->run_s - p->log_s;
+    r.samples_per_s =
+        dt > 0 ? (double)(r.step - p->log_step) * (double)ev->batch_size * (double)p->world / dt
+               : NAN;
+    r.time_s = p->pos.time_s + ev->run_s;
+    r.eval_loss = r.eval_acc = NAN;
+    train_log_write(p->log, &r);
+    p->log_step = r.step;
+    p->log_s = ev->run_s;
+}
 
 // A non-finite step (ev->nonfinite): names it, and at the first one warns and, with
 // --detect-anomaly, replays it in the reference evaluator on the batch (still held). Returns
@@ -3139,9 +3295,9 @@ static void train_progress_line(train_progress *p, const dlrt_train_event *ev) {
     if (!((p->tty && (ev->epoch_s - p->last_print >= 0.2 || last)) || (!p->tty && last))) {
         return;
     }
-    double el = ev->epoch_s, done = (double)(ev->batch + 1);
-    double rate = el > 0 ? done * (double)ev->batch_size * p->world / el : 0;
-    double per_step = ev->run_s / (double)(ev->step + 1);
+    double el = ev->epoch_s, done = (double)(ev->batch + 1), ran = (double)(ev->batch + 1 - p->k0);
+    double rate = el > 0 ? ran * (double)ev->batch_size * p->world / el : 0;
+    double per_step = ev->run_s / (double)(ev->step + 1 - p->ta->start_step);
     char eta[32], lb[32];
     format_eta(per_step * (double)(ev->total_steps - ev->step - 1), eta, sizeof eta);
     fprintf(stderr, "%sepoch %lld/%ld  step %lld/%lld  loss %s  %.0f samples/s  ETA %s%s",
@@ -3157,8 +3313,10 @@ static int train_event(void *user, const dlrt_train_event *ev) {
     train_progress *p = user;
     switch (ev->kind) {
     case DLRT_TRAIN_EVENT_BATCH:
-        if (ev->batch == 0) {
+        if (ev->batch == 0 || ev->epoch != p->epoch) {
             p->last_print = -1;
+            p->epoch = ev->epoch;
+            p->k0 = ev->batch;
         }
         if (p->ta->detect_anomaly && (p->rs = anomaly_snapshot(p->an, p->s)) != DLRT_OK) {
             return 1;
@@ -3169,6 +3327,7 @@ static int train_event(void *user, const dlrt_train_event *ev) {
         if (ev->nonfinite && train_nonfinite(p, ev) != 0) {
             return 1;
         }
+        train_log_step(p, ev);
         if (ev->nonfinite && ev->guard->stop) {
             p->stop_step = ev->step + 1; // dlrt_train_run stops: the message comes after it
             return 0;
@@ -3176,27 +3335,81 @@ static int train_event(void *user, const dlrt_train_event *ev) {
         if (!p->quiet) {
             train_progress_line(p, ev);
         }
+        if (ev->batch + 1 < ev->steps_per_epoch) { // at an epoch's end: after its line
+            return train_between_steps(p, ev, ev->step + 1, ev->loss_sum, ev->skipped);
+        }
         return 0;
     case DLRT_TRAIN_EVENT_EPOCH: {
+        train_log_flush(p->log);
         if (p->quiet) {
-            return 0;
+            return train_between_steps(p, ev, ev->step, 0, 0);
         }
         if (p->tty) {
             fprintf(stderr, "\r\033[K");
             fflush(stderr);
         }
         double el = ev->epoch_s, spe = (double)ev->steps_per_epoch;
+        double ran = spe - (double)(ev->epoch == p->epoch ? p->k0 : 0);
         char lb[32];
         printf("epoch %lld: mean loss %s, %.2f s, %.0f samples/s, skipped %lld, data wait %.3f "
                "ms/batch\n",
                (long long)ev->epoch + 1, num_prec(ev->loss_sum / spe, 6, lb, sizeof lb), el,
-               el > 0 ? spe * (double)ev->batch_size * p->world / el : 0.0, (long long)ev->skipped,
-               ev->wait_ms / spe);
+               el > 0 ? ran * (double)ev->batch_size * p->world / el : 0.0, (long long)ev->skipped,
+               ev->wait_ms / ran);
         fflush(stdout);
-        return 0;
+        return train_between_steps(p, ev, ev->step, 0, 0);
     }
     }
     return 0;
+}
+
+// Prints `s` for a POSIX shell: as it is when it holds only safe characters, else in single
+// quotes (a quote inside becomes '\'').
+static void print_shell_word(FILE *f, const char *s) {
+    bool plain = *s != 0;
+    for (const char *c = s; *c && plain; c++) {
+        plain = isalnum((unsigned char)*c) || strchr("_./=:,+-@%", *c);
+    }
+    if (plain) {
+        fputs(s, f);
+        return;
+    }
+    fputc('\'', f);
+    for (const char *c = s; *c; c++) {
+        if (*c == '\'') {
+            fputs("'\\''", f);
+        } else {
+            fputc(*c, f);
+        }
+    }
+    fputc('\'', f);
+}
+
+// "dlcc train: interrupted at step S (epoch E); resume with: dlcc train ARGS --resume CKPT",
+// ARGS being this run's own without its --init / --resume.
+static void train_interrupted_msg(const train_args *ta, const train_position *at,
+                                  const char *ckpt) {
+    int64_t epoch = at->step > 0 ? (at->step - 1) / at->steps_per_epoch + 1 : 1;
+    fflush(stdout);
+    fprintf(stderr, "dlcc train: interrupted at step %lld (epoch %lld); resume with: dlcc train",
+            (long long)at->step, (long long)epoch);
+    bool flags = true;
+    for (int i = 0; i < ta->argc; i++) {
+        const char *a = ta->argv[i];
+        if (flags && strcmp(a, "--") == 0) {
+            flags = false;
+        } else if (flags && (!strcmp(a, "--init") || !strcmp(a, "--resume"))) {
+            i++; // and its value
+            continue;
+        } else if (flags && (!strncmp(a, "--init=", 7) || !strncmp(a, "--resume=", 9))) {
+            continue;
+        }
+        fputc(' ', stderr);
+        print_shell_word(stderr, a);
+    }
+    fputs(" --resume ", stderr);
+    print_shell_word(stderr, ckpt);
+    fputc('\n', stderr);
 }
 
 static int cmd_train(int argc, char **argv) {
@@ -3218,7 +3431,13 @@ static int cmd_train(int argc, char **argv) {
     anomaly_ctx an;
     memset(&an, 0, sizeof an);
     train_dp dp = {NULL, 0, 1};
+    train_log *tlog = NULL;
+    bool log_started = false, tp_signals_installed = false;
+    train_position rp; // --resume's position (zero for a fresh run)
+    memset(&rp, 0, sizeof rp);
+    char intr_path[4096];
     int rc = EXIT_OK;
+    memset(&ta, 0, sizeof ta);
     if (!sp) {
         rc = EXIT_INTERNAL;
         goto out;
@@ -3278,6 +3497,65 @@ static int cmd_train(int argc, char **argv) {
         rc = EXIT_INPUT;
         goto out;
     }
+    // Where Ctrl-C writes its checkpoint: --save, else MODEL.interrupted.safetensors beside the
+    // model (in the current directory when the model's is not writable).
+    if (ta.save) {
+        snprintf(intr_path, sizeof intr_path, "%s", ta.save);
+    } else {
+        size_t n = strlen(ta.file);
+        n -= n > 4 && strcmp(ta.file + n - 4, ".dlg") == 0 ? 4 : 0;
+        snprintf(intr_path, sizeof intr_path, "%.*s.interrupted.safetensors", (int)n, ta.file);
+        if (!save_dir_writable(intr_path)) {
+            const char *bn = strrchr(intr_path, '/');
+            memmove(intr_path, bn + 1, strlen(bn + 1) + 1);
+        }
+    }
+
+    // --resume: the loop's position, checked against this run before any data is read.
+    if (ta.resume) {
+        char err[1200], mname[256];
+        const char *bname = m->dims.data[tm.batch_sym].name;
+        if (!train_position_read(ta.resume, &rp, mname, sizeof mname, err, sizeof err)) {
+            dl_diag(d, DL_SEV_ERROR, DL_NO_LOC, "%s", err);
+            rc = EXIT_INPUT;
+            goto out;
+        }
+        if (strcmp(mname, m->name) != 0) {
+            dl_diag(d, DL_SEV_ERROR, DL_NO_LOC,
+                    "--resume %s: a checkpoint of model '%s', not of '%s' (%s)", ta.resume, mname,
+                    m->name, ta.file);
+            rc = EXIT_INPUT;
+            goto out;
+        }
+        if (rp.batch != tm.batch) {
+            dl_diag(d, DL_SEV_ERROR, DL_NO_LOC,
+                    "--resume %s: the run had batch %lld, this one has %s = %lld (resume with "
+                    "--batch %lld)",
+                    ta.resume, (long long)rp.batch, bname, (long long)tm.batch,
+                    (long long)rp.batch);
+            rc = EXIT_INPUT;
+            goto out;
+        }
+        if (ta.has_seed && ta.seed != rp.seed) {
+            dl_diag(d, DL_SEV_ERROR, DL_NO_LOC,
+                    "--resume %s: the run was shuffled with --seed %llu, not %llu (leave --seed "
+                    "out: the checkpoint's is used)",
+                    ta.resume, (unsigned long long)rp.seed, (unsigned long long)ta.seed);
+            rc = EXIT_INPUT;
+            goto out;
+        }
+        if (rp.step > rp.steps_per_epoch * (int64_t)ta.epochs) {
+            dl_diag(d, DL_SEV_ERROR, DL_NO_LOC,
+                    "--resume %s: the checkpoint is at step %lld, past the %lld steps of --epochs "
+                    "%ld (%lld steps per epoch)",
+                    ta.resume, (long long)rp.step, (long long)(rp.steps_per_epoch * ta.epochs),
+                    ta.epochs, (long long)rp.steps_per_epoch);
+            rc = EXIT_INPUT;
+            goto out;
+        }
+        ta.seed = rp.seed;
+        ta.start_step = rp.step;
+    }
 
     // Data parallelism (under mpirun): every rank trains on its shard of each epoch with
     // batch B, the train step all-reduces the gradients (a global batch of world x B); rank 0
@@ -3296,6 +3574,23 @@ static int cmd_train(int argc, char **argv) {
             ta.exec.summary = false;
         }
     }
+    if (ta.resume && rp.world != dp.world) {
+        dl_diag(d, DL_SEV_ERROR, DL_NO_LOC,
+                "--resume %s: the run had %lld data-parallel rank%s, this one has %d (each rank's "
+                "share of the data depends on it)",
+                ta.resume, (long long)rp.world, rp.world == 1 ? "" : "s", dp.world);
+        rc = EXIT_INPUT;
+        goto out;
+    }
+    // --log: opened (and so checked) before the data is read; a resumed run appends to it.
+    if (ta.log && dp.rank == 0) {
+        char err[1200];
+        if (!train_log_open(ta.log, ta.resume != NULL, &tlog, err, sizeof err)) {
+            dl_diag(d, DL_SEV_ERROR, DL_NO_LOC, "%s", err);
+            rc = EXIT_INPUT;
+            goto out;
+        }
+    }
 
     // 3. The data: the loaders read and check the files and normalise the samples.
     if ((rc = train_loaders(sp, &ta, &dp, &mp, m, &tm, d, &ld, &test_ld)) != EXIT_OK) {
@@ -3304,6 +3599,15 @@ static int cmd_train(int argc, char **argv) {
     dlrt_loader_info li;
     dlrt_loader_info_get(ld, &li);
     int64_t B = tm.batch, spe = li.batches_per_epoch;
+    if (ta.resume && (rp.steps_per_epoch != spe || rp.epoch_samples != li.epoch_samples)) {
+        dl_diag(d, DL_SEV_ERROR, DL_NO_LOC,
+                "--resume %s: the run had %lld samples per epoch (%lld steps), this data gives "
+                "%lld (%lld steps): resume with the same --dataset and --limit-train",
+                ta.resume, (long long)rp.epoch_samples, (long long)rp.steps_per_epoch,
+                (long long)li.epoch_samples, (long long)spe);
+        rc = EXIT_INPUT;
+        goto out;
+    }
     // The steps and warm-up steps of the run, as the runtime's loop will count them.
     dlrt_train_options to;
     dlrt_train_options_init(&to);
@@ -3414,9 +3718,11 @@ static int cmd_train(int argc, char **argv) {
         fprintf(stderr, "dlcc: %d thread%s\n", dlrt_session_threads(s),
                 dlrt_session_threads(s) == 1 ? "" : "s");
     }
-    // Data-parallel: rank 0 alone reads --init; binding broadcasts its state to every rank.
-    if (ta.init && dp.rank == 0 && (rs = dlrt_session_load(s, ta.init)) != DLRT_OK) {
-        rc = rt_fail(d, ta.init, rs);
+    // Data-parallel: rank 0 alone reads --init / --resume; binding broadcasts its state to every
+    // rank.
+    const char *init = ta.init ? ta.init : ta.resume;
+    if (init && dp.rank == 0 && (rs = dlrt_session_load(s, init)) != DLRT_OK) {
+        rc = rt_fail(d, init, rs);
         goto out;
     }
     if (dp.comm && (rs = dlrt_session_bind_comm(s, dp.comm, 0)) != DLRT_OK) {
@@ -3446,19 +3752,53 @@ static int cmd_train(int argc, char **argv) {
     tp.tty = isatty(STDERR_FILENO) != 0;
     tp.quiet = dp.rank != 0;
     tp.world = dp.world;
+    tp.log = tlog;
+    tp.log_step = ta.start_step;
+    tp.epoch = -1;
+    tp.pos.step = ta.start_step;
+    tp.pos.steps_per_epoch = spe;
+    tp.pos.epoch_samples = li.epoch_samples;
+    tp.pos.batch = B;
+    tp.pos.world = dp.world;
+    tp.pos.seed = ta.seed;
+    tp.pos.time_s = rp.time_s;
+    tp.last = tp.pos;
+    tp.last.loss_sum = rp.loss_sum;
+    tp.last.skipped = rp.skipped;
+    tp.last.guard = rp.guard;
+    tp.signals = dp.comm == NULL; // under mpirun, mpirun handles Ctrl-C (see --help)
     to.data_input = tm.x->name;
     to.label_input = tm.y->name;
     to.lr = base_lr;
     to.max_skipped = ta.max_skipped;
     to.callback = train_event;
     to.user = &tp;
+    to.start_step = ta.start_step;
+    to.start_loss_sum = rp.loss_sum;
+    to.start_skipped = rp.skipped;
+    to.start_guard = ta.resume ? &rp.guard : NULL;
     dlrt_train_result tr_res;
+    if (tp.signals) {
+        train_signals_install(); // until the final checkpoint is written
+        tp_signals_installed = true;
+    }
+    log_started = true;
     rs = dlrt_train_run(s, ld, &to, &tr_res);
     if (tp.tty && rs != DLRT_OK) {
         fprintf(stderr, "\r\033[K");
     }
     if (rs != DLRT_OK) {
         rc = rt_fail(d, ta.file, rs);
+        goto out;
+    }
+    if (tr_res.stopped && tp.interrupted) { // Ctrl-C: the checkpoint, and how to go on
+        train_log_flush(tlog);
+        if (dp.rank == 0 && (rs = train_save(&tp, intr_path, &tp.stop)) != DLRT_OK) {
+            rc = rt_fail(d, intr_path, rs);
+            goto out;
+        }
+        train_interrupted_msg(&ta, &tp.stop, intr_path);
+        rc = 128 + tp.interrupted;
         goto out;
     }
     if (tr_res.stopped) { // the callback failed: its status
@@ -3481,21 +3821,48 @@ static int cmd_train(int argc, char **argv) {
 
     // 6. Test accuracy, then the checkpoint (last: nothing is written unless all went well).
     // Data-parallel: the ranks' params are identical; rank 0 tests and saves.
-    if (test_ld && dp.rank == 0 && (rc = train_test(s, &tm, test_ld, ta.file, d)) != EXIT_OK) {
+    dlrt_eval_result er;
+    if (test_ld && dp.rank == 0 &&
+        (rc = train_test(s, m, &tm, test_ld, ta.file, d, &er)) != EXIT_OK) {
         goto out;
+    }
+    if (test_ld && tlog) {
+        train_log_rec r;
+        memset(&r, 0, sizeof r);
+        r.is_eval = true;
+        r.step = T;
+        r.epoch = ta.epochs;
+        r.time_s = tp.last.time_s;
+        r.eval_loss = er.loss;
+        r.eval_acc = er.total ? (double)er.correct / (double)er.total : NAN;
+        r.eval_samples = er.total;
+        r.eval_loss_samples = er.loss_samples;
+        train_log_write(tlog, &r);
     }
     if ((rc = exec_session_finish(d, s, &ta.exec)) != EXIT_OK) {
         goto out;
     }
-    if (ta.save && dp.rank == 0 && (rs = dlrt_session_save(s, ta.save)) != DLRT_OK) {
+    if (ta.save && dp.rank == 0 && (rs = train_save(&tp, ta.save, &tp.last)) != DLRT_OK) {
         rc = rt_fail(d, ta.save, rs);
         goto out;
     }
     if (ta.save && ta.verbose) {
         fprintf(stderr, "dlcc: wrote %s\n", ta.save);
     }
+    if (tp.signals && train_signal_pending()) { // it came after the last step: nothing is lost
+        fprintf(stderr, "dlcc train: %s after the last step: the run is complete\n",
+                train_signal_pending() == SIGINT ? "interrupted (SIGINT)" : "terminated (SIGTERM)");
+        rc = 128 + train_signal_pending();
+    }
 
 out:
+    if (tp_signals_installed) {
+        train_signals_restore();
+    }
+    if (!train_log_close(tlog, !log_started && !ta.resume) && rc == EXIT_OK) {
+        cli_cmd_error("train", EXIT_INPUT, "--log %s: write failed: %s", ta.log, strerror(errno));
+        rc = EXIT_INPUT;
+    }
     if (d && !cli_flush_diags(d)) {
         rc = EXIT_INTERNAL;
     }

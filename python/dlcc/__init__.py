@@ -316,6 +316,10 @@ class _TrainOptions(ctypes.Structure):
         ("max_skipped", ctypes.c_int64),
         ("callback", _TRAIN_CALLBACK),
         ("user", ctypes.c_void_p),
+        ("start_step", ctypes.c_int64),
+        ("start_loss_sum", ctypes.c_double),
+        ("start_skipped", ctypes.c_int64),
+        ("start_guard", ctypes.POINTER(_Guard)),
     ]
 
 
@@ -354,6 +358,7 @@ class _LoaderOptions(ctypes.Structure):
         ("shard_count", ctypes.c_int64),
         ("shard_index", ctypes.c_int64),
         ("u8_to_unit", ctypes.c_int),
+        ("start_batch", ctypes.c_int64),
     ]
 
 

@@ -16,9 +16,12 @@
 #include <unistd.h>
 
 // python/dlcc mirrors these structs with ctypes (tests/python checks the same numbers).
-_Static_assert(sizeof(dlrt_loader_options) == 240, "python/dlcc/__init__.py _LoaderOptions");
+_Static_assert(sizeof(dlrt_loader_options) == 248, "python/dlcc/__init__.py _LoaderOptions");
 _Static_assert(offsetof(dlrt_loader_options, shard_count) == 216, "_LoaderOptions.shard_count");
 _Static_assert(offsetof(dlrt_loader_options, u8_to_unit) == 232, "_LoaderOptions.u8_to_unit");
+_Static_assert(offsetof(dlrt_loader_options, start_batch) == 240, "_LoaderOptions.start_batch");
+_Static_assert(sizeof(dlrt_train_options) == 104, "python/dlcc/__init__.py _TrainOptions");
+_Static_assert(offsetof(dlrt_train_options, start_guard) == 96, "_TrainOptions.start_guard");
 _Static_assert(sizeof(dlrt_loader_info) == 240, "python/dlcc/__init__.py _LoaderInfo");
 _Static_assert(offsetof(dlrt_loader_info, epoch_samples) == 232, "_LoaderInfo.epoch_samples");
 

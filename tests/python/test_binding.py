@@ -409,11 +409,12 @@ class LoaderTests(unittest.TestCase):
         # The mirrors must match runtime/dlrt.h's structs (x86-64 / LP64 sizes and offsets).
         self.assertEqual(ctypes.sizeof(dlcc._TensorDesc), 96)
         self.assertEqual(dlcc._TensorDesc.device.offset, 88)
-        self.assertEqual(ctypes.sizeof(dlcc._LoaderOptions), 240)
+        self.assertEqual(ctypes.sizeof(dlcc._LoaderOptions), 248)
         self.assertEqual(dlcc._LoaderOptions.limit.offset, 200)
         self.assertEqual(dlcc._LoaderOptions.n_classes.offset, 208)
         self.assertEqual(dlcc._LoaderOptions.shard_count.offset, 216)
         self.assertEqual(dlcc._LoaderOptions.u8_to_unit.offset, 232)
+        self.assertEqual(dlcc._LoaderOptions.start_batch.offset, 240)
         self.assertEqual(ctypes.sizeof(dlcc._LoaderBatch), 72)
         self.assertEqual(ctypes.sizeof(dlcc._LoaderStats), 32)
         self.assertEqual(ctypes.sizeof(dlcc._LoaderInfo), 240)
@@ -423,8 +424,10 @@ class LoaderTests(unittest.TestCase):
         self.assertEqual(dlcc._TrainEvent.info.offset, 72)
         self.assertEqual(dlcc._TrainEvent.guard.offset, 128)
         self.assertEqual(dlcc._TrainEvent.run_s.offset, 168)
-        self.assertEqual(ctypes.sizeof(dlcc._TrainOptions), 72)
+        self.assertEqual(ctypes.sizeof(dlcc._TrainOptions), 104)
         self.assertEqual(dlcc._TrainOptions.callback.offset, 56)
+        self.assertEqual(dlcc._TrainOptions.start_step.offset, 72)
+        self.assertEqual(dlcc._TrainOptions.start_guard.offset, 96)
         self.assertEqual(ctypes.sizeof(dlcc._TrainResult), 32)
 
     def test_info_and_views(self):

@@ -255,10 +255,11 @@ check "... after 4 steps" test "$(wc -l < "$out")" -eq 4
 
 # ---- exit statuses: --help, README and docs/status.md agree
 expect 0 "dlcc --help" --help
-check "--help lists the exit statuses 0-4" grep -qF \
-  "exit status: 0 success, 1 invalid input, 2 bad usage, 3 internal error (such as out of memory), 4 training diverged" "$out"
+check "--help lists the exit statuses 0-4, 130, 143" grep -qF \
+  "exit status: 0 success, 1 invalid input, 2 bad usage, 3 internal error (such as out of memory), 4 training diverged, 130 / 143 training interrupted by SIGINT / SIGTERM" "$out"
 check "README.md says the same" grep -qF \
   "Exit status: 0 success, 1 invalid input (the model, a \`.npy\`, a data set, an ONNX file), 2 bad usage, 3 internal error (such as out of memory), 4 training diverged" "$src/README.md"
-check "docs/status.md too" grep -qF "exit 0 / 1 / 2 / 3 / 4 (3 = internal error such as out of memory; 4 = training diverged)" \
+check "... and 130 / 143" grep -qF "130 / 143 training interrupted by SIGINT / SIGTERM" "$src/README.md"
+check "docs/status.md too" grep -qF "exit 0 / 1 / 2 / 3 / 4 (3 = internal error such as out of memory; 4 = training diverged; 130 / 143 = \`dlcc train\` interrupted by SIGINT / SIGTERM)" \
   "$src/docs/status.md"
 finish

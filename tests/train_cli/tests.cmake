@@ -24,3 +24,8 @@ set_tests_properties(sample_train_fmnist_c PROPERTIES LABELS slow TIMEOUT 120)
 add_test(NAME train_cli_diverge
          COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_diverge.sh $<TARGET_FILE:dlcc> ${CMAKE_SOURCE_DIR})
 set_tests_properties(train_cli_diverge PROPERTIES LABELS unit TIMEOUT 120)
+# Long runs: the metrics log (JSON Lines, CSV), --save-every, --resume (bit-identical to a run
+# never stopped), Ctrl-C / SIGTERM (exit 130 / 143, checkpoint, resume command), refusals.
+add_test(NAME train_cli_watch
+         COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_watch.sh $<TARGET_FILE:dlcc> ${CMAKE_SOURCE_DIR})
+set_tests_properties(train_cli_watch PROPERTIES LABELS unit TIMEOUT 180)
