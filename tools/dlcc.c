@@ -22,6 +22,7 @@
 #include "dl_tensor_io.h"
 #include "dlrt.h"
 #include "dlrt_format.h"
+#include "plot.h"
 #include "train_watch.h"
 
 #include <ctype.h>
@@ -260,6 +261,20 @@ static const cli_help helps[] = {
      "with a finite loss is the scaler backing off and counts only once the scale is <= 1.\n"
      "A finite loss is never judged, however large. Non-finite values in the data are an\n"
      "error (exit 1) before training.\n"},
+    {"plot", "draw a training log (dlcc train --log) as an SVG file",
+     "dlcc plot LOG.jsonl|LOG.csv [-o OUT.svg] [--title TEXT]",
+     "Draws the log that 'dlcc train --log' wrote (JSON Lines or CSV, by its suffix) as one\n"
+     "SVG file that any browser opens (no script, font or other file needed): the training\n"
+     "loss per step (solid, left axis), the learning rate (dashed, right axis), the test\n"
+     "evaluations (dots at their loss, labelled with their accuracy), axes with ticks and\n"
+     "labels, and the log's file name as the title. A step logged again by a resumed run\n"
+     "replaces the earlier records from that step on; a log of more than 4000 steps is drawn\n"
+     "with each run of N steps averaged into one point. A missing, empty or malformed log is\n"
+     "an error naming the file and line (exit 1), and nothing is written.\n"
+     "\n"
+     "  -o, --output OUT     write the SVG to OUT, atomically (default: stdout)\n"
+     "  --title TEXT         the title (default: the log's file name)\n",
+     NULL},
     {"explain", "why two models get the same or different cache keys",
      "dlcc explain A.dlg B.dlg [-D NAME=INT]... [--cpu NAME] [--features F] [-O N] [--json]",
      "Loads both models with the same options and prints both cache keys and, for each key\n"
@@ -4196,9 +4211,9 @@ typedef int (*cmd_fn)(int argc, char **argv);
 static const struct {
     const char *name;
     cmd_fn fn;
-} commands[] = {{"check", cmd_check},    {"fmt", cmd_fmt},     {"compile", cmd_compile},
-                {"run", cmd_run},        {"train", cmd_train}, {"import", cmd_import},
-                {"explain", cmd_explain}};
+} commands[] = {{"check", cmd_check},     {"fmt", cmd_fmt},        {"compile", cmd_compile},
+                {"run", cmd_run},         {"train", cmd_train},    {"import", cmd_import},
+                {"explain", cmd_explain}, {"plot", dlcc_plot_main}};
 
 int main(int argc, char **argv) {
     cli_init("dlcc", helps, DL_ARRAY_LEN(helps));

@@ -8,18 +8,8 @@
 # The MLP sample on random .npy data: 320 samples in batches of 32, 10 steps per epoch.
 # usage: test_watch.sh DLCC SOURCE_DIR
 source "$(dirname "$0")/lib.sh"
-cp "$src/samples/mlp_fmnist.dlg" mlp.dlg
+watch_data
 sed 's/^model mlp_fmnist/model other_mlp/' mlp.dlg > other.dlg
-
-$py - <<'PYEOF' || { echo "FAIL cannot make the data with $py + numpy"; exit 1; }
-import numpy as np
-r = np.random.default_rng(0)
-np.save("x.npy", r.standard_normal((320, 784)).astype(np.float32))
-np.save("y.npy", r.integers(0, 10, 320).astype(np.int64))
-np.save("tx.npy", r.standard_normal((100, 784)).astype(np.float32))
-np.save("ty.npy", r.integers(0, 10, 100).astype(np.int64))
-PYEOF
-data=(--dataset npy:x.npy,y.npy --test npy:tx.npy,ty.npy --batch 32 --threads 2)
 
 # ---- the log
 expect 0 "--log run.jsonl: 3 epochs, cosine schedule" train mlp.dlg "${data[@]}" --epochs 3 \

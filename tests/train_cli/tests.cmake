@@ -29,3 +29,12 @@ set_tests_properties(train_cli_diverge PROPERTIES LABELS unit TIMEOUT 120)
 add_test(NAME train_cli_watch
          COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_watch.sh $<TARGET_FILE:dlcc> ${CMAKE_SOURCE_DIR})
 set_tests_properties(train_cli_watch PROPERTIES LABELS unit TIMEOUT 180)
+# `dlcc plot`: the SVG parses as XML with one polyline point per logged step; errors name the
+# file and line. The render check in headless Chromium is skipped (77) without a Chromium.
+add_test(NAME train_cli_plot
+         COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_plot.sh $<TARGET_FILE:dlcc> ${CMAKE_SOURCE_DIR})
+set_tests_properties(train_cli_plot PROPERTIES LABELS unit TIMEOUT 120)
+add_test(NAME train_cli_plot_render
+         COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_plot_render.sh $<TARGET_FILE:dlcc>
+                 ${CMAKE_SOURCE_DIR})
+set_tests_properties(train_cli_plot_render PROPERTIES LABELS unit TIMEOUT 120 SKIP_RETURN_CODE 77)
