@@ -147,9 +147,9 @@ epoch_lines() { sed 's/, [0-9.]* s, .*samples.s,/,/; s/, data wait.*//' "$1" | g
 check "resumed at an epoch's end: every logged value equals the uninterrupted run's" same_run one.jsonl two.jsonl
 check "... and the epoch lines and test accuracy too" cmp <(epoch_lines one.out) <(epoch_lines two_all.out)
 
-# wait_lines FILE N: until FILE has N lines (at most 30 s)
+# wait_lines FILE N: until FILE has N lines (at most 120 s)
 wait_lines() {
-  for _ in $(seq 1 3000); do
+  for _ in $(seq 1 12000); do
     if [ -f "$1" ] && [ "$(wc -l < "$1")" -ge "$2" ]; then return 0; fi
     sleep 0.01
   done

@@ -28,7 +28,7 @@ set_tests_properties(train_cli_diverge PROPERTIES LABELS unit TIMEOUT 120)
 # never stopped), Ctrl-C / SIGTERM (exit 130 / 143, checkpoint, resume command), refusals.
 add_test(NAME train_cli_watch
          COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_watch.sh $<TARGET_FILE:dlcc> ${CMAKE_SOURCE_DIR})
-set_tests_properties(train_cli_watch PROPERTIES LABELS unit TIMEOUT 180)
+set_tests_properties(train_cli_watch PROPERTIES LABELS unit TIMEOUT 300)
 # `dlcc plot`: the SVG parses as XML with one polyline point per logged step; errors name the
 # file and line. The render check in headless Chromium is skipped (77) without a Chromium.
 add_test(NAME train_cli_plot
