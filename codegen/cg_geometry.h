@@ -87,6 +87,48 @@ size_t dl_cg__out_args3(const dl_ir_node *n, dl_ir_value **vals, size_t *a1, siz
 bool dl_cg__attr_ints(cg *c, const char *name, int32_t n, int64_t def, int64_t *out);
 
 // ---------------------------------------------------------------------------------------------
+// Convolution as an implicit GEMM (x86/x86_linalg.c runs it; x86/x86_nn.c and x86_grad_nn.c
+// describe Conv, ConvTranspose and ConvGradWeight with it)
+
+// How the GEMM's B[k, j] is read from an image x: [N, C, H, W] (no im2col buffer: the GEMM's
+// B packing gathers it, zero outside the image). A "position" (oh, ow) and a "tap" (ci, kh,
+// kw) read x[n, ci, ih, iw] with ih = (oh*a0 + b0 + kh*cc0) / d0 when that division is exact and
+// lands in [0, H) (the same for columns), else 0: Conv has a = stride, b = -pad, cc = dilation,
+// d = 1; ConvTranspose (as a gather) a = 1, b = pad, cc = -dilation, d = stride.
+typedef enum dl_cg__im2col_kind {
+    DL_CG__IM2COL_TAPS_BY_POS, // k = (ci*kH + kh)*kW + kw, j = oh*OW + ow (forward, input grad)
+    DL_CG__IM2COL_POS_BY_TAPS, // k = (n*OH + oh)*OW + ow, j = (ci*kH + kh)*kW + kw (weight grad)
+} dl_cg__im2col_kind;
+
+typedef struct dl_cg__im2col {
+    dl_cg__im2col_kind kind;
+    int64_t H, W, OH, OW, kH, kW;
+    int64_t a[2], b[2], cc[2], d[2];
+    int64_t cs; // element stride of the tap's channel ci in x (H*W)
+    int64_t ns; // POS_BY_TAPS: element stride of k's image n in x (C*H*W)
+} dl_cg__im2col;
+
+// y[bt, i, j] = sum_k A[bt, i, k] * B[bt, k, j] (+ bias[bt, i]) with y contiguous
+// [batch..., M, N], A[i, k] at a_off(bt) + i*sa_m + (k / ka_in)*sa_k + (k % ka_in)*sa_k2 and B
+// gathered by `im` from b_off(bt); the batch offsets come from up to two batch dims bd with
+// per-dim element strides (0: broadcast) of A, the image and the bias.
+typedef struct dl_cg__conv_gemm {
+    dl_ir_value *y, *a, *x, *bias; // bias: NULL when absent
+    int64_t M, N, K;
+    int64_t sa_m, sa_k, ka_in, sa_k2;
+    int32_t br;
+    int64_t bd[2], abs_[2], xbs[2], bis[2];
+    dl_cg__im2col im;
+} dl_cg__conv_gemm;
+
+// The static selection rule: true when the implicit GEMM is the kernel to use for this
+// problem on this target (float32, a target with >= 8 float lanes, a product large enough for
+// packing to pay, an image indexable in 32 bits); else the direct kernels run.
+bool dl_cg__conv_gemm_ok(cg *c, const dl_cg__conv_gemm *p);
+// Emits the kernel of `p` (outer range: batch x row blocks x column groups, as MatMul's).
+DL_NODISCARD dl_status dl_cg__emit_conv_gemm(cg *c, const dl_cg__conv_gemm *p);
+
+// ---------------------------------------------------------------------------------------------
 // Pooling geometry (MaxPool / AveragePool and their gradients)
 
 // Spatial geometry of a pool over x: [N, C, xd...] with output (or dy) [N, C, yd...]: the

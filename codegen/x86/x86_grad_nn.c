@@ -3,7 +3,9 @@
 // Semantics as ir/eval_grad_nn.c (the oracle); pool geometry, window count and the max rule are
 // lower_nn.c's own (shared through cg_geometry.h).
 //
-// ConvGradWeight: outer range M * C/group, iteration (m, c) owns dw[m, c, :, :] and reduces over
+// ConvGradWeight: an implicit GEMM per group where dl_cg__conv_gemm_ok takes it (dw = dy x
+// im2col(x)^T with K = N*OH*OW in ascending order, x86_linalg.c). Otherwise the direct kernel:
+// outer range M * C/group, iteration (m, c) owns dw[m, c, :, :] and reduces over
 // n, oh, ow entirely inside itself (fixed order: n, oh, column tiles, then the edge columns),
 // so any split of the range gives the same bytes. The kernel taps are handled in blocks of IB
 // tap rows: a block keeps IB * kW vector accumulators (TW lanes over output columns) in
@@ -254,6 +256,43 @@ static dl_status lower_conv_grad_weight(cg *c, const dl_ir_node *n) {
     if (g.kW > CGW_MAX_ACC) {
         cg_error(c, "kernel width %lld is too large", (long long)g.kW);
         return DL_ERR_UNSUPPORTED;
+    }
+
+    // The implicit GEMM: per group, dw[m, (ci, kh, kw)] = sum over k = (n, oh, ow) of
+    // dy[n, grp*Mg + m, oh, ow] * x[n, grp*Cg + ci, oh*s - pb + kh*dil, ow*s - pb + kw*dil]
+    // (k ascending: the same order for any split of the range).
+    dl_cg__conv_gemm cgp;
+    memset(&cgp, 0, sizeof cgp);
+    int64_t ohw = g.OH * g.OW;
+    cgp.y = dw;
+    cgp.a = dy;
+    cgp.x = x;
+    cgp.M = g.Mg;
+    cgp.N = g.Cg * g.kH * g.kW;
+    cgp.K = g.N * ohw;
+    cgp.sa_m = ohw;
+    cgp.ka_in = ohw;
+    cgp.sa_k = g.M * ohw;
+    cgp.sa_k2 = 1;
+    cgp.br = 1;
+    cgp.bd[0] = G;
+    cgp.abs_[0] = g.Mg * ohw;
+    cgp.xbs[0] = g.Cg * g.H * g.W;
+    cgp.im = (dl_cg__im2col){DL_CG__IM2COL_POS_BY_TAPS,
+                             g.H,
+                             g.W,
+                             g.OH,
+                             g.OW,
+                             g.kH,
+                             g.kW,
+                             {g.s[0], g.s[1]},
+                             {-g.pb[0], -g.pb[1]},
+                             {g.dil[0], g.dil[1]},
+                             {1, 1},
+                             g.H * g.W,
+                             g.C * g.H * g.W};
+    if (dl_cg__conv_gemm_ok(c, &cgp)) {
+        return dl_cg__emit_conv_gemm(c, &cgp);
     }
 
     dl_ir_value *vals[3] = {dw, dy, x};

@@ -36,15 +36,24 @@
 // once when y is stored); the order of the sum over k is fixed (k ascending, in KC blocks),
 // independent of the split.
 //
+// Convolutions reuse the blocked kernel as implicit GEMMs (dl_cg__emit_conv_gemm, cg_geometry.h):
+// per image and group, y = A x im2col(x) where the B panel is packed straight from the image
+// (one masked gather per k row, or one masked load when a stride-1 "same" row is contiguous;
+// zero outside the image), A may be read with a split k stride (ConvTranspose's weights, the
+// weight gradient's dy) and a per-row bias is added in the epilogue. The packing buffers are the
+// same allocas: no im2col buffer exists. Same ownership of y blocks, same fixed k order.
+//
 // Integer MatMul / Gemm (int32, int64) use a simple loop per output element, accumulating in
 // i64; MatMul wraps to int32 as int32 arithmetic would. Integer Gemm computes
 // alpha * s + beta * c in double and converts as the reference evaluator does (truncate,
 // saturate to int64, wrap to int32).
+#include "cg_geometry.h"
 #include "cg_internal.h"
 
 #include <string.h>
 
 #define MAX_MR 16 // accumulator rows of the widest microkernel
+#define MAX_NR 32 // lanes of the widest microkernel vector
 
 // The static description of one (batched) product.
 typedef struct gemm_prob {
@@ -58,6 +67,13 @@ typedef struct gemm_prob {
     double alpha, beta;
     dl_ir_value *y, *a, *b, *cv; // cv: Gemm's C or NULL
     int64_t cs_m, cs_n;          // C's strides broadcast to [M, N]
+    // Convolutions (dl_cg__emit_conv_gemm): A[i, k] at i*sa_m + (k / ka_in)*sa_k +
+    // (k % ka_in)*sa_k2 when ka_in > 0; B gathered from an image by `im` (b is the image);
+    // bias[bias_off + i] added in the epilogue (cv is then NULL and alpha 1).
+    int64_t ka_in, sa_k2;
+    const dl_cg__im2col *im;
+    dl_ir_value *bias;
+    int64_t bis[DL_MAX_RANK]; // per batch dim: element stride of the bias
 } gemm_prob;
 
 // Register blocking for the target.
@@ -221,11 +237,15 @@ static LLVMValueRef entry_alloca(cg *c, int64_t n) {
     return p;
 }
 
-// Element offsets of batch `bi` (i64) in A and B: unravel over the static batch dims.
+// Element offsets of batch `bi` (i64) in A, B and the bias (bias_off may be NULL): unravel over
+// the static batch dims.
 static void batch_offsets(cg *c, const gemm_prob *p, LLVMValueRef bi, LLVMValueRef *a_off,
-                          LLVMValueRef *b_off) {
+                          LLVMValueRef *b_off, LLVMValueRef *bias_off) {
     *a_off = cg_i64(c, 0);
     *b_off = cg_i64(c, 0);
+    LLVMValueRef zoff = cg_i64(c, 0);
+    bias_off = bias_off ? bias_off : &zoff;
+    *bias_off = cg_i64(c, 0);
     LLVMValueRef rem = bi;
     for (int32_t d = p->br - 1; d >= 0; d--) {
         if (p->bd[d] == 1) {
@@ -238,6 +258,9 @@ static void batch_offsets(cg *c, const gemm_prob *p, LLVMValueRef bi, LLVMValueR
         }
         if (p->bbs[d]) {
             *b_off = add(c, *b_off, mul_c(c, idx, p->bbs[d]));
+        }
+        if (p->bis[d]) {
+            *bias_off = add(c, *bias_off, mul_c(c, idx, p->bis[d]));
         }
     }
 }
@@ -254,6 +277,7 @@ typedef struct fctx {
     unsigned valign;
     LLVMValueRef ap, bp, scr;  // allocas: [MB / MR][KC][MR], [NC / NR][KC][NR], [MB][NC]
     LLVMValueRef a_off, b_off; // batch offsets (elements)
+    LLVMValueRef bias_off;     // the bias's batch offset
     LLVMValueRef y_off;        // element offset of y[b, 0, 0]
     LLVMValueRef i0;           // first row of the block
     LLVMValueRef rows;         // rows in the block (runtime, <= MB)
@@ -272,7 +296,16 @@ static void emit_pack_a(cg *c, const fctx *f, LLVMValueRef tile, int64_t mr) {
     LLVMValueRef dst0 = mul_c(c, tile, f->g.KC * f->g.MR);
     cg_loop lk;
     LLVMValueRef kk = cg_for_begin(c, &lk, cg_i64(c, 0), f->kc, "pa");
-    LLVMValueRef src = add(c, src0, mul_c(c, kk, p->sa_k));
+    LLVMValueRef src;
+    if (p->ka_in > 0) { // split k: (k / ka_in) * sa_k + (k % ka_in) * sa_k2
+        LLVMValueRef k = add(c, f->pc, kk);
+        LLVMValueRef hi = LLVMBuildUDiv(c->b, k, cg_i64(c, p->ka_in), "");
+        LLVMValueRef lo = LLVMBuildURem(c->b, k, cg_i64(c, p->ka_in), "");
+        src = add(c, add(c, f->a_off, mul_c(c, row, p->sa_m)),
+                  add(c, mul_c(c, hi, p->sa_k), mul_c(c, lo, p->sa_k2)));
+    } else {
+        src = add(c, src0, mul_c(c, kk, p->sa_k));
+    }
     LLVMValueRef dst = add(c, dst0, mul_c(c, kk, f->g.MR));
     for (int64_t r = 0; r < mr; r++) {
         LLVMValueRef v = cg_load(c, f->k->ptr[1], at, add(c, src, cg_i64(c, r * p->sa_m)));
@@ -281,9 +314,15 @@ static void emit_pack_a(cg *c, const fctx *f, LLVMValueRef tile, int64_t mr) {
     cg_for_end(c, &lk);
 }
 
+static void emit_pack_b_im2col(cg *c, const fctx *f, int64_t nr);
+
 // bp[sub][k][0..NR) = B[pc + k, j0 .. j0 + nr), zero past nr, for k in [0, kc).
 static void emit_pack_b(cg *c, const fctx *f, int64_t nr) {
     const gemm_prob *p = f->p;
+    if (p->im) {
+        emit_pack_b_im2col(c, f, nr);
+        return;
+    }
     dl_dtype bt = p->b->type.dtype;
     LLVMValueRef dst0 = mul_c(c, f->sub, f->g.KC * f->g.NR);
     cg_loop lk;
@@ -352,8 +391,8 @@ static void emit_micro(cg *c, const fctx *f, LLVMValueRef tile, int64_t mr) {
     }
 }
 
-// y[i0 + r, j0 + j] = alpha * scratch[r][sub * NR + j] (+ beta * C[i0 + r, j0 + j]) for
-// r < rows, j < nr.
+// y[i0 + r, j0 + j] = alpha * scratch[r][sub * NR + j] (+ bias[i0 + r]) (+ beta * C[i0 + r,
+// j0 + j]) for r < rows, j < nr.
 static void emit_epilogue(cg *c, const fctx *f, int64_t nr) {
     const gemm_prob *p = f->p;
     dl_dtype yt = p->y->type.dtype;
@@ -366,11 +405,18 @@ static void emit_epilogue(cg *c, const fctx *f, int64_t nr) {
         crow = add(c, mul_c(c, i, p->cs_m), mul_c(c, f->j0, p->cs_n));
     }
     LLVMValueRef srow = add(c, mul_c(c, r, f->g.NC), mul_c(c, f->sub, f->g.NR));
+    LLVMValueRef bias = NULL;
+    if (p->bias) {
+        bias = cg_load(c, f->k->ptr[3], p->bias->type.dtype, add(c, f->bias_off, i));
+    }
     for (int64_t j = 0; j < nr; j++) {
         LLVMValueRef v =
             LLVMBuildLoad2(c->b, c->t_f32, fptr(c, f->scr, add(c, srow, cg_i64(c, j))), "");
         if (p->alpha != 1.0) {
             v = LLVMBuildFMul(c->b, v, cg_f32(c, p->alpha), "");
+        }
+        if (bias) {
+            v = LLVMBuildFAdd(c->b, v, bias, "");
         }
         if (p->cv) {
             LLVMValueRef cvv =
@@ -421,9 +467,10 @@ static dl_status emit_float(cg *c, const gemm_prob *p) {
     int64_t mr_e = M % g.MR;                   // rows of the last, partial tile
     int64_t last_rows = M - (nblk - 1) * g.MB; // rows of the last block
     int64_t tile_e = last_rows / g.MR;         // index of its partial tile
-    dl_ir_value *vals[4] = {p->y, p->a, p->b, p->cv};
+    dl_ir_value *arg3 = p->cv ? p->cv : p->bias;
+    dl_ir_value *vals[4] = {p->y, p->a, p->b, arg3};
     cg_kernel k;
-    DL_TRY(cg_kernel_begin(c, vals, p->cv ? 4 : 3, p->nb * nblk * n_groups, &k));
+    DL_TRY(cg_kernel_begin(c, vals, arg3 ? 4 : 3, p->nb * nblk * n_groups, &k));
     fctx f;
     memset(&f, 0, sizeof f);
     f.p = p;
@@ -442,7 +489,7 @@ static dl_status emit_float(cg *c, const gemm_prob *p) {
     LLVMValueRef bt = LLVMBuildURem(c->b, t, cg_i64(c, nblk * n_groups), "");
     LLVMValueRef ib = LLVMBuildUDiv(c->b, bt, cg_i64(c, n_groups), "");
     LLVMValueRef jg = LLVMBuildURem(c->b, bt, cg_i64(c, n_groups), "");
-    batch_offsets(c, p, bi, &f.a_off, &f.b_off);
+    batch_offsets(c, p, bi, &f.a_off, &f.b_off, &f.bias_off);
     f.y_off = mul_c(c, bi, M * N);
     f.i0 = mul_c(c, ib, g.MB);
     f.rows = min_c(c, cg_i64(c, g.MB), LLVMBuildSub(c->b, cg_i64(c, M), f.i0, ""));
@@ -488,6 +535,204 @@ static dl_status emit_float(cg *c, const gemm_prob *p) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Convolutions as implicit GEMMs: the B panel gathered straight from the image.
+
+// <n x i32> constant vector of `v`.
+static LLVMValueRef ivec_c(cg *c, unsigned n, int64_t v) {
+    LLVMValueRef e[MAX_NR];
+    DL_ASSERT(n <= MAX_NR);
+    for (unsigned l = 0; l < n; l++) {
+        e[l] = cg_i32(c, (int32_t)v);
+    }
+    return LLVMConstVector(e, n);
+}
+
+static LLVMValueRef ivec_splat(cg *c, unsigned n, LLVMValueRef s64) {
+    LLVMTypeRef vt = LLVMVectorType(c->t_i32, n);
+    return splat(c, vt, LLVMBuildTrunc(c->b, s64, c->t_i32, ""));
+}
+
+// Lanes of a gathered vector: `num` = o*a + b + t*cc along dim i (i32 lanes) -> valid lanes and
+// the index num / d inside the dim.
+static LLVMValueRef im_dim(cg *c, const dl_cg__im2col *im, int i, LLVMValueRef num, unsigned n,
+                           LLVMValueRef *valid) {
+    int64_t size = i == 0 ? im->H : im->W, d = im->d[i];
+    LLVMValueRef ok =
+        LLVMBuildAnd(c->b, LLVMBuildICmp(c->b, LLVMIntSGE, num, ivec_c(c, n, 0), ""),
+                     LLVMBuildICmp(c->b, LLVMIntSLT, num, ivec_c(c, n, size * d), ""), "");
+    if (d == 1) {
+        *valid = LLVMBuildAnd(c->b, *valid, ok, "");
+        return num;
+    }
+    LLVMValueRef rem = LLVMBuildSRem(c->b, num, ivec_c(c, n, d), "");
+    ok = LLVMBuildAnd(c->b, ok, LLVMBuildICmp(c->b, LLVMIntEQ, rem, ivec_c(c, n, 0), ""), "");
+    *valid = LLVMBuildAnd(c->b, *valid, ok, "");
+    return LLVMBuildSDiv(c->b, num, ivec_c(c, n, d), "");
+}
+
+// A (scalar) tap or position index split into its parts: q = (u * n1 + v) * n2 + w.
+// q: i64, or a vector of i32 lanes.
+static void split3(cg *c, LLVMValueRef q, int64_t n1, int64_t n2, LLVMValueRef *u, LLVMValueRef *v,
+                   LLVMValueRef *w) {
+    LLVMTypeRef t = LLVMTypeOf(q);
+    bool is_vec = LLVMGetTypeKind(t) == LLVMVectorTypeKind;
+    LLVMValueRef c1 = is_vec ? ivec_c(c, LLVMGetVectorSize(t), n1) : cg_i64(c, n1);
+    LLVMValueRef c2 = is_vec ? ivec_c(c, LLVMGetVectorSize(t), n2) : cg_i64(c, n2);
+    LLVMValueRef r = LLVMBuildUDiv(c->b, q, c2, "");
+    *w = LLVMBuildURem(c->b, q, c2, "");
+    *u = LLVMBuildUDiv(c->b, r, c1, "");
+    *v = LLVMBuildURem(c->b, r, c1, "");
+}
+
+static LLVMValueRef vmul_c(cg *c, LLVMValueRef v, int64_t k) {
+    return k == 1 ? v : LLVMBuildMul(c->b, v, ivec_c(c, LLVMGetVectorSize(LLVMTypeOf(v)), k), "");
+}
+
+static LLVMValueRef vadd(cg *c, LLVMValueRef x, LLVMValueRef y) {
+    return LLVMBuildAdd(c->b, x, y, "");
+}
+
+// bp[sub][k][l] = B[pc + k, j0 + l] gathered from the image (zero outside it and for l >= nr),
+// k in [0, kc). Row k contributes scalars (its tap or position), column j0 + l the lanes: each
+// row is one masked gather of NR lanes, offsets in i32 inside an image (dl_cg__conv_gemm_ok).
+static void emit_pack_b_im2col(cg *c, const fctx *f, int64_t nr) {
+    const gemm_prob *p = f->p;
+    const dl_cg__im2col *im = p->im;
+    unsigned n = (unsigned)f->g.NR;
+    bool taps_by_pos = im->kind == DL_CG__IM2COL_TAPS_BY_POS;
+    // Column lanes: j = j0 + l.
+    LLVMValueRef lanes[MAX_NR], lmask[MAX_NR];
+    for (unsigned l = 0; l < n; l++) {
+        lanes[l] = cg_i32(c, (int32_t)l);
+        lmask[l] = LLVMConstInt(c->t_i1, (int64_t)l < nr, 0);
+    }
+    LLVMValueRef jv = vadd(c, ivec_splat(c, n, f->j0), LLVMConstVector(lanes, n));
+    LLVMValueRef hv, wv, basev; // per-lane parts of the tap row, column and channel offset
+    if (taps_by_pos) {          // j = oh*OW + ow
+        LLVMValueRef oh = LLVMBuildUDiv(c->b, jv, ivec_c(c, n, im->OW), "");
+        LLVMValueRef ow = LLVMBuildURem(c->b, jv, ivec_c(c, n, im->OW), "");
+        hv = vadd(c, vmul_c(c, oh, im->a[0]), ivec_c(c, n, im->b[0]));
+        wv = vadd(c, vmul_c(c, ow, im->a[1]), ivec_c(c, n, im->b[1]));
+        basev = ivec_c(c, n, 0);
+    } else { // j = (ci*kH + kh)*kW + kw
+        LLVMValueRef ci, kh, kw;
+        split3(c, jv, im->kH, im->kW, &ci, &kh, &kw);
+        hv = vmul_c(c, kh, im->cc[0]);
+        wv = vmul_c(c, kw, im->cc[1]);
+        basev = vmul_c(c, ci, im->cs);
+    }
+    LLVMValueRef dst0 = mul_c(c, f->sub, f->g.KC * f->g.NR);
+    // Stride-1 "same" geometry: the lanes of a tap row are consecutive elements of x, read by
+    // one masked load (else one masked gather).
+    bool contiguous = taps_by_pos && im->a[0] == 1 && im->a[1] == 1 && im->d[0] == 1 &&
+                      im->d[1] == 1 && im->OW == im->W;
+    static const char lname[] = "llvm.masked.load", gname[] = "llvm.masked.gather";
+    unsigned iid = contiguous ? LLVMLookupIntrinsicID(lname, sizeof lname - 1)
+                              : LLVMLookupIntrinsicID(gname, sizeof gname - 1);
+    LLVMTypeRef itys[2] = {f->vt, contiguous ? c->t_ptr : LLVMVectorType(c->t_ptr, n)};
+    LLVMValueRef ifn = LLVMGetIntrinsicDeclaration(c->mod, iid, itys, 2);
+    LLVMTypeRef ifty = LLVMIntrinsicGetType(c->ctx, iid, itys, 2);
+    cg_loop lk;
+    LLVMValueRef kk = cg_for_begin(c, &lk, cg_i64(c, 0), f->kc, "pb");
+    LLVMValueRef kq = add(c, f->pc, kk);
+    LLVMValueRef hs, ws, bases; // the row's scalar parts (i64)
+    if (taps_by_pos) {          // k = (ci*kH + kh)*kW + kw
+        LLVMValueRef ci, kh, kw;
+        split3(c, kq, im->kH, im->kW, &ci, &kh, &kw);
+        hs = mul_c(c, kh, im->cc[0]);
+        ws = mul_c(c, kw, im->cc[1]);
+        bases = mul_c(c, ci, im->cs);
+    } else { // k = (n*OH + oh)*OW + ow
+        LLVMValueRef nn, oh, ow;
+        split3(c, kq, im->OH, im->OW, &nn, &oh, &ow);
+        hs = add(c, mul_c(c, oh, im->a[0]), cg_i64(c, im->b[0]));
+        ws = add(c, mul_c(c, ow, im->a[1]), cg_i64(c, im->b[1]));
+        bases = mul_c(c, nn, im->ns);
+    }
+    LLVMValueRef valid = LLVMConstVector(lmask, n);
+    LLVMValueRef ih = im_dim(c, im, 0, vadd(c, ivec_splat(c, n, hs), hv), n, &valid);
+    LLVMValueRef iw = im_dim(c, im, 1, vadd(c, ivec_splat(c, n, ws), wv), n, &valid);
+    LLVMValueRef v;
+    LLVMValueRef base = add(c, f->b_off, bases);
+    if (contiguous) {
+        // x offset of lane l = base + (j0 + l) + (b0 + hs) * W + b1 + ws: one masked load. The
+        // pointer of the first lane may lie outside x (only valid lanes are read), so no inbounds.
+        LLVMValueRef o =
+            add(c, add(c, base, f->j0),
+                add(c, mul_c(c, hs, im->W), add(c, ws, cg_i64(c, im->b[0] * im->W + im->b[1]))));
+        LLVMValueRef ptr = LLVMBuildGEP2(c->b, c->t_f32, f->k->ptr[2], &o, 1, "");
+        LLVMValueRef args[4] = {ptr, cg_i32(c, 4), valid, LLVMConstNull(f->vt)};
+        v = LLVMBuildCall2(c->b, ifty, ifn, args, 4, "");
+    } else {
+        // Masked-off lanes are not read; their offsets are plain arithmetic (no inbounds).
+        LLVMValueRef off = vadd(c, basev, vadd(c, vmul_c(c, ih, im->W), iw));
+        LLVMValueRef ptrs = LLVMBuildGEP2(c->b, c->t_f32, fptr(c, f->k->ptr[2], base), &off, 1, "");
+        LLVMValueRef args[4] = {ptrs, cg_i32(c, 4), valid, LLVMConstNull(f->vt)};
+        v = LLVMBuildCall2(c->b, ifty, ifn, args, 4, "");
+    }
+    store_vec(c, v, fptr(c, f->bp, add(c, dst0, mul_c(c, kk, f->g.NR))), f->valign);
+    cg_for_end(c, &lk);
+}
+
+// Smallest products the implicit GEMM takes (below them the direct kernels win: a 1-channel
+// first layer has K = 9, its weight gradient N = 9 of a 32-lane panel).
+#define CONV_GEMM_MIN_M 8
+#define CONV_GEMM_MIN_N 16
+#define CONV_GEMM_MIN_K 16
+
+bool dl_cg__conv_gemm_ok(cg *c, const dl_cg__conv_gemm *p) {
+    if (c->target->vector_width(c, DL_DT_FLOAT) < 8) {
+        return false; // no wide vectors (NVPTX: width 1): the direct kernels
+    }
+    if (p->y->type.dtype != DL_DT_FLOAT || p->a->type.dtype != DL_DT_FLOAT ||
+        p->x->type.dtype != DL_DT_FLOAT || (p->bias && p->bias->type.dtype != DL_DT_FLOAT)) {
+        return false;
+    }
+    // The gathered lanes' offsets: one plane (taps by position), the group's planes (positions
+    // by taps, j spans the channels).
+    int64_t kk = p->im.kH * p->im.kW, plane = p->im.H * p->im.W;
+    int64_t span = p->im.kind == DL_CG__IM2COL_POS_BY_TAPS && kk > 0 ? (p->N / kk) * plane : plane;
+    if (span >= ((int64_t)1 << 30) || p->im.H * p->im.d[0] >= ((int64_t)1 << 30) ||
+        p->im.W * p->im.d[1] >= ((int64_t)1 << 30)) {
+        return false; // gathered offsets are i32
+    }
+    return p->M >= CONV_GEMM_MIN_M && p->N >= CONV_GEMM_MIN_N && p->K >= CONV_GEMM_MIN_K;
+}
+
+dl_status dl_cg__emit_conv_gemm(cg *c, const dl_cg__conv_gemm *cp) {
+    gemm_prob p;
+    memset(&p, 0, sizeof p);
+    p.M = cp->M;
+    p.N = cp->N;
+    p.K = cp->K;
+    p.sa_m = cp->sa_m;
+    p.sa_k = cp->sa_k;
+    p.ka_in = cp->ka_in;
+    p.sa_k2 = cp->sa_k2;
+    p.sb_n = 1;
+    p.br = cp->br;
+    p.nb = 1;
+    DL_ASSERT(cp->br <= 2);
+    for (int32_t d = 0; d < cp->br; d++) {
+        p.bd[d] = cp->bd[d];
+        p.abs_[d] = cp->abs_[d];
+        p.bbs[d] = cp->xbs[d];
+        p.bis[d] = cp->bis[d];
+        p.nb *= cp->bd[d];
+    }
+    p.alpha = 1.0;
+    p.y = cp->y;
+    p.a = cp->a;
+    p.b = cp->x;
+    p.bias = cp->bias;
+    p.im = &cp->im;
+    if (p.nb * p.M * p.N == 0) {
+        return DL_OK;
+    }
+    return emit_float(c, &p);
+}
+
+// ---------------------------------------------------------------------------------------------
 // Integers: one output element at a time, i64 accumulation.
 
 static dl_status emit_int(cg *c, const gemm_prob *p, bool is_gemm) {
@@ -503,7 +748,7 @@ static dl_status emit_int(cg *c, const gemm_prob *p, bool is_gemm) {
     LLVMValueRef bi = LLVMBuildUDiv(c->b, t, cg_i64(c, M), "");
     LLVMValueRef i = LLVMBuildURem(c->b, t, cg_i64(c, M), "");
     LLVMValueRef a_off, b_off;
-    batch_offsets(c, p, bi, &a_off, &b_off);
+    batch_offsets(c, p, bi, &a_off, &b_off, NULL);
     LLVMValueRef arow = add(c, a_off, mul_c(c, i, p->sa_m));
     LLVMValueRef j = cg_for_begin(c, &lj, cg_i64(c, 0), cg_i64(c, N), "j");
     LLVMBuildStore(c->b, cg_i64(c, 0), accp);
@@ -573,7 +818,7 @@ static dl_status emit_float_small(cg *c, const gemm_prob *p) {
     LLVMValueRef bi = LLVMBuildUDiv(c->b, t, cg_i64(c, M), "");
     LLVMValueRef i = LLVMBuildURem(c->b, t, cg_i64(c, M), "");
     LLVMValueRef a_off, b_off;
-    batch_offsets(c, p, bi, &a_off, &b_off);
+    batch_offsets(c, p, bi, &a_off, &b_off, NULL);
     LLVMValueRef arow = add(c, a_off, mul_c(c, i, p->sa_m));
     LLVMValueRef j = cg_for_begin(c, &lj, cg_i64(c, 0), cg_i64(c, N), "j");
     LLVMBuildStore(c->b, cg_f32(c, 0), fptr(c, row, j));

@@ -2,7 +2,10 @@
 // AveragePool, GlobalAveragePool, BatchNormalization (inference and training_mode) and
 // LayerNormalization.
 //
-// Conv and ConvTranspose share one direct-convolution emitter (emit_conv). Both are written as a
+// Conv and ConvTranspose run as implicit GEMMs on x86_linalg.c's blocked engine where
+// dl_cg__conv_gemm_ok says so (float32, wide vectors, products large enough: conv_gemm_desc);
+// otherwise (first layers with one input channel, depthwise, low precision, NVPTX's width 1)
+// they share one direct-convolution emitter (emit_conv). Both are written as a
 // gather over the output: output row oh, tap kh reads input row (oh*a + b + kh*cc) / d when that
 // divides exactly and lands inside the input (Conv: a = stride, b = -pad, cc = dilation, d = 1;
 // ConvTranspose: a = 1, b = pad, cc = -dilation, d = stride), the same for columns. The outer
@@ -333,12 +336,64 @@ static void conv_row_cols(cg *c, const conv_row *r, LLVMValueRef m0, unsigned mb
     conv_cols_checked(c, r, m0, mb, in_hi, g->OW);
 }
 
-// y: [N, M, OH, OW] from x: [N, C, H, W], w, b?: [M]; outer range N * G * OH.
+// The implicit GEMM of a (de)convolution, per image n and group grp:
+//   y[n, grp*Mg + m, oh*OW + ow] = sum over k = (ci, kh, kw) of A[m, k] * B[k, oh*OW + ow]
+//   (+ b[grp*Mg + m]), A[m, k] = w at grp*wsg + m*wsm + ci*wsc + kh*kW + kw, B gathered from
+//   x[n, grp*Cg + ci] by the tap geometry (a, b, cc, d) of g.
+static void conv_gemm_desc(const dl_ir_node *n, const conv_geo *g, dl_cg__conv_gemm *p) {
+    memset(p, 0, sizeof *p);
+    int64_t kk = g->kH * g->kW;
+    p->y = n->outputs[0];
+    p->a = n->inputs[1];
+    p->x = n->inputs[0];
+    p->bias = g->has_bias ? n->inputs[2] : NULL;
+    p->M = g->Mg;
+    p->N = g->OH * g->OW;
+    p->K = g->Cg * kk;
+    p->sa_m = g->wsm;
+    if (g->wsc == kk) { // Conv: k is contiguous in w
+        p->sa_k = 1;
+    } else { // ConvTranspose: ci strides over the local output channels
+        p->ka_in = kk;
+        p->sa_k = g->wsc;
+        p->sa_k2 = 1;
+    }
+    p->br = 2; // batch [N, G]
+    p->bd[0] = g->N;
+    p->bd[1] = g->G;
+    p->abs_[1] = g->wsg;
+    p->xbs[0] = g->C * g->H * g->W;
+    p->xbs[1] = g->Cg * g->H * g->W;
+    p->bis[1] = g->Mg;
+    dl_cg__im2col *im = &p->im;
+    im->kind = DL_CG__IM2COL_TAPS_BY_POS;
+    im->H = g->H;
+    im->W = g->W;
+    im->OH = g->OH;
+    im->OW = g->OW;
+    im->kH = g->kH;
+    im->kW = g->kW;
+    for (int i = 0; i < 2; i++) {
+        im->a[i] = g->a[i];
+        im->b[i] = g->b[i];
+        im->cc[i] = g->cc[i];
+        im->d[i] = g->d[i];
+    }
+    im->cs = g->H * g->W;
+}
+
+// y: [N, M, OH, OW] from x: [N, C, H, W], w, b?: [M]; the implicit GEMM where
+// dl_cg__conv_gemm_ok takes it, else the direct kernel (outer range N * G * OH).
 static dl_status emit_conv(cg *c, const dl_ir_node *n, const conv_geo *g) {
     dl_ir_value *vals[4] = {n->outputs[0], n->inputs[0], n->inputs[1],
                             g->has_bias ? n->inputs[2] : NULL};
     if (g->N * g->M * g->OH * g->OW == 0) {
         return DL_OK; // empty output: nothing to compute
+    }
+    dl_cg__conv_gemm cgp;
+    conv_gemm_desc(n, g, &cgp);
+    if (dl_cg__conv_gemm_ok(c, &cgp)) {
+        return dl_cg__emit_conv_gemm(c, &cgp);
     }
     // Interior columns: every tap of ow in [in_lo, in_hi) reads inside the row (needs d[1] = 1).
     int64_t span = (g->kW - 1) * g->cc[1];

@@ -84,6 +84,20 @@ DL_TEST(grad_nn_conv_weight_shapes) {
     DL_CHECK(cgw(4, 1, 28, 28, 8, 28, 28, "kernel_shape = [3, 3], pads = [1, 1, 1, 1]"));
 }
 
+DL_TEST(grad_nn_conv_weight_implicit_gemm) {
+    // Shapes the implicit GEMM takes (>= 8 output channels per group, >= 16 taps x channels):
+    // the CNN benchmark's second layer (64 rows = 5 full tiles + 4; 288 columns = 2 full column
+    // groups + 32; K = 2 * 196 positions over 4 KC blocks), strides 2, groups, dilations,
+    // asymmetric pads, a ragged column panel.
+    DL_CHECK(cgw(2, 32, 14, 14, 64, 14, 14, "kernel_shape = [3, 3], pads = [1, 1, 1, 1]"));
+    DL_CHECK(cgw(2, 8, 11, 13, 12, 6, 7,
+                 "kernel_shape = [3, 3], strides = [2, 2], pads = [1, 1, 1, 1]"));
+    DL_CHECK(cgw(2, 16, 9, 10, 24, 9, 10, "kernel_shape = [3, 3], group = 2, pads = [1, 1, 1, 1]"));
+    DL_CHECK(cgw(2, 6, 12, 15, 10, 12, 15,
+                 "kernel_shape = [3, 3], dilations = [2, 2], pads = [2, 2, 2, 2]"));
+    DL_CHECK(cgw(3, 7, 10, 9, 9, 10, 9, "kernel_shape = [3, 2], pads = [1, 0, 1, 1]"));
+}
+
 DL_TEST(grad_nn_conv_weight_lowp) {
     DL_CHECK(check1("input dy : float16[1, 4, 6, 20]\ninput x : float16[1, 3, 6, 20]\n",
                     "y = ConvGradWeight <kernel_shape = [3, 3], pads = [1, 1, 1, 1]> (dy, x)",

@@ -286,3 +286,44 @@ DL_TEST(nn_conv_strided_rows) {
                node, CG_TOL_REDUCE);
     }
 }
+
+DL_TEST(nn_conv_implicit_gemm) {
+    // Shapes the implicit GEMM takes on wide-vector targets (float32, >= 8 output channels per
+    // group, >= 16 output positions, >= 16 taps x channels; elsewhere the direct kernel): the
+    // CNN benchmark's second layer (stride 1, "same" pads: contiguous masked rows; 64 channels =
+    // 5 full 12-row tiles + 4, 196 positions = 6 full 32-lane panels + 4), strides 2 and
+    // dilations (gathered rows), groups, 1x1, a K of several KC blocks, more rows than one
+    // row block, many column groups.
+    CHECK1("input x : float[2, 32, 14, 14]\ninput w : float[64, 32, 3, 3]\ninput b : float[64]\n",
+           "y = Conv <pads = [1, 1, 1, 1]> (x, w, b)", CG_TOL_REDUCE);
+    CHECK1("input x : float[2, 16, 11, 13]\ninput w : float[20, 16, 3, 3]\ninput b : float[20]\n",
+           "y = Conv <strides = [2, 2], pads = [1, 1, 1, 1]> (x, w, b)", CG_TOL_REDUCE);
+    CHECK1("input x : float[2, 16, 9, 10]\ninput w : float[24, 8, 3, 3]\ninput b : float[24]\n",
+           "y = Conv <group = 2, pads = [1, 1, 1, 1]> (x, w, b)", CG_TOL_REDUCE);
+    CHECK1("input x : float[1, 8, 11, 17]\ninput w : float[9, 8, 3, 2]\n",
+           "y = Conv <dilations = [2, 1], pads = [2, 0, 1, 1]> (x, w)", CG_TOL_REDUCE);
+    CHECK1("input x : float[1, 40, 7, 9]\ninput w : float[30, 40, 1, 1]\ninput b : float[30]\n",
+           "y = Conv (x, w, b)", CG_TOL_REDUCE);
+    CHECK1("input x : float[1, 40, 8, 8]\ninput w : float[16, 40, 3, 3]\n",
+           "y = Conv <pads = [1, 1, 1, 1]> (x, w)", CG_TOL_REDUCE);
+    CHECK1("input x : float[1, 16, 6, 7]\ninput w : float[100, 16, 3, 3]\ninput b : float[100]\n",
+           "y = Conv <pads = [0, 1, 2, 1]> (x, w, b)", CG_TOL_REDUCE);
+    CHECK1("input x : float[1, 8, 30, 31]\ninput w : float[13, 8, 3, 3]\ninput b : float[13]\n",
+           "y = Conv <pads = [1, 1, 1, 1]> (x, w, b)", CG_TOL_REDUCE);
+    CHECK1("input x : float[2, 8, 12, 20]\ninput w : float[10, 8, 3, 3]\n",
+           "y = Conv <strides = [1, 2], auto_pad = \"SAME_UPPER\"> (x, w)", CG_TOL_REDUCE);
+    // ConvTranspose (the input gradient autodiff emits): the CNN's second layer, strides 2
+    // with output padding (3 of 4 gathered taps zero), groups, dilations.
+    // (K = 576: float32 sums of that length, tolerance as test_linalg's long-K products)
+    CHECK1("input x : float[2, 64, 14, 14]\ninput w : float[64, 32, 3, 3]\n",
+           "y = ConvTranspose <pads = [1, 1, 1, 1]> (x, w)", ((cg_tol){5e-4, 1e-4, 0, 0}));
+    CHECK1("input x : float[2, 16, 7, 8]\ninput w : float[16, 12, 3, 3]\ninput b : float[12]\n",
+           "y = ConvTranspose <strides = [2, 2], pads = [1, 1, 1, 1], output_padding = [1, 1]> "
+           "(x, w, b)",
+           CG_TOL_REDUCE);
+    CHECK1("input x : float[2, 16, 6, 7]\ninput w : float[16, 10, 3, 3]\ninput b : float[20]\n",
+           "y = ConvTranspose <group = 2, pads = [1, 1, 1, 1]> (x, w, b)", CG_TOL_REDUCE);
+    CHECK1("input x : float[1, 12, 9, 11]\ninput w : float[12, 9, 3, 3]\n",
+           "y = ConvTranspose <dilations = [2, 2], pads = [1, 0, 0, 1], strides = [1, 2]> (x, w)",
+           CG_TOL_REDUCE);
+}
