@@ -74,6 +74,7 @@ typedef struct gemm_prob {
     const dl_cg__im2col *im;
     dl_ir_value *bias;
     int64_t bis[DL_MAX_RANK]; // per batch dim: element stride of the bias
+    int64_t nc_panels;        // > 0: NR panels per column group (instead of the blocking's)
 } gemm_prob;
 
 // Register blocking for the target.
@@ -285,6 +286,9 @@ typedef struct fctx {
     LLVMValueRef j0;           // first column of the NR panel
     LLVMValueRef sub;          // panel index inside the group
     LLVMValueRef pc, kc;       // K block start and length
+    // Gathered B (p->im): per k row of the K block, its scalar parts (tap row / column offsets
+    // and the channel or image offset), computed once per K block for all panels.
+    LLVMValueRef tab_h, tab_w, tab_b; // [KC] i32, [KC] i32, [KC] i64
 } fctx;
 
 // ap[tile][k][r] = A[i0 + tile * MR + r, pc + k] for r < mr, k < kc.
@@ -315,6 +319,7 @@ static void emit_pack_a(cg *c, const fctx *f, LLVMValueRef tile, int64_t mr) {
 }
 
 static void emit_pack_b_im2col(cg *c, const fctx *f, int64_t nr);
+static void emit_im_rows(cg *c, const fctx *f);
 
 // bp[sub][k][0..NR) = B[pc + k, j0 .. j0 + nr), zero past nr, for k in [0, kc).
 static void emit_pack_b(cg *c, const fctx *f, int64_t nr) {
@@ -391,6 +396,36 @@ static void emit_micro(cg *c, const fctx *f, LLVMValueRef tile, int64_t mr) {
     }
 }
 
+// Loads a vector of float32 from p (align 4), through `mask` when non-NULL (masked-off lanes
+// are not read and give 0).
+static LLVMValueRef masked_load(cg *c, LLVMTypeRef vt, LLVMValueRef p, LLVMValueRef mask) {
+    if (!mask) {
+        return load_vec(c, vt, p, 4);
+    }
+    static const char name[] = "llvm.masked.load";
+    unsigned id = LLVMLookupIntrinsicID(name, sizeof name - 1);
+    LLVMTypeRef tys[2] = {vt, c->t_ptr};
+    LLVMValueRef fn = LLVMGetIntrinsicDeclaration(c->mod, id, tys, 2);
+    LLVMTypeRef fty = LLVMIntrinsicGetType(c->ctx, id, tys, 2);
+    LLVMValueRef args[4] = {p, cg_i32(c, 4), mask, LLVMConstNull(vt)};
+    return LLVMBuildCall2(c->b, fty, fn, args, 4, "");
+}
+
+// Stores vector v at p (align 4), only the lanes of `mask` when non-NULL.
+static void masked_store(cg *c, LLVMValueRef v, LLVMValueRef p, LLVMValueRef mask) {
+    if (!mask) {
+        store_vec(c, v, p, 4);
+        return;
+    }
+    static const char name[] = "llvm.masked.store";
+    unsigned id = LLVMLookupIntrinsicID(name, sizeof name - 1);
+    LLVMTypeRef tys[2] = {LLVMTypeOf(v), c->t_ptr};
+    LLVMValueRef fn = LLVMGetIntrinsicDeclaration(c->mod, id, tys, 2);
+    LLVMTypeRef fty = LLVMIntrinsicGetType(c->ctx, id, tys, 2);
+    LLVMValueRef args[4] = {v, p, cg_i32(c, 4), mask};
+    LLVMBuildCall2(c->b, fty, fn, args, 4, "");
+}
+
 // y[i0 + r, j0 + j] = alpha * scratch[r][sub * NR + j] (+ bias[i0 + r]) (+ beta * C[i0 + r,
 // j0 + j]) for r < rows, j < nr.
 static void emit_epilogue(cg *c, const fctx *f, int64_t nr) {
@@ -408,6 +443,42 @@ static void emit_epilogue(cg *c, const fctx *f, int64_t nr) {
     LLVMValueRef bias = NULL;
     if (p->bias) {
         bias = cg_load(c, f->k->ptr[3], p->bias->type.dtype, add(c, f->bias_off, i));
+    }
+    bool is_wide = c->target->vector_width(c, DL_DT_FLOAT) >= 8; // x86 (masked ops in hardware)
+    if (is_wide && yt == DL_DT_FLOAT &&
+        (!p->cv || (p->cv->type.dtype == DL_DT_FLOAT && p->cs_n <= 1))) {
+        // float32 y: the panel row as one vector (the same operations lane by lane as below);
+        // a narrower last panel stores (and reads C) through a lane mask.
+        LLVMValueRef mask = NULL;
+        if (nr < f->g.NR) {
+            LLVMValueRef m[MAX_NR];
+            for (int64_t l = 0; l < f->g.NR; l++) {
+                m[l] = LLVMConstInt(c->t_i1, l < nr, 0);
+            }
+            mask = LLVMConstVector(m, (unsigned)f->g.NR);
+        }
+        LLVMValueRef v = load_vec(c, f->vt, fptr(c, f->scr, srow), f->valign);
+        if (p->alpha != 1.0) {
+            v = LLVMBuildFMul(c->b, v, splat(c, f->vt, cg_f32(c, p->alpha)), "");
+        }
+        if (bias) {
+            v = LLVMBuildFAdd(c->b, v, splat(c, f->vt, bias), "");
+        }
+        if (p->cv) {
+            LLVMValueRef cvv;
+            if (p->cs_n == 0) {
+                cvv = splat(c, f->vt, cg_load(c, f->k->ptr[3], DL_DT_FLOAT, crow));
+            } else {
+                cvv = masked_load(c, f->vt, fptr(c, f->k->ptr[3], crow), mask);
+            }
+            if (p->beta != 1.0) {
+                cvv = LLVMBuildFMul(c->b, cvv, splat(c, f->vt, cg_f32(c, p->beta)), "");
+            }
+            v = LLVMBuildFAdd(c->b, v, cvv, "");
+        }
+        masked_store(c, v, fptr(c, f->k->ptr[0], yrow), mask);
+        cg_for_end(c, &lr);
+        return;
     }
     for (int64_t j = 0; j < nr; j++) {
         LLVMValueRef v =
@@ -460,6 +531,9 @@ static void for_panels(cg *c, fctx *f, LLVMValueRef n_sub, panel_fn fn) {
 
 static dl_status emit_float(cg *c, const gemm_prob *p) {
     gemm_blk g = choose_blocking(c);
+    if (p->nc_panels > 0) {
+        g.NC = p->nc_panels * g.NR;
+    }
     int64_t M = p->M, N = p->N, K = p->K;
     int64_t nblk = (M + g.MB - 1) / g.MB;
     int64_t n_groups = (N + g.NC - 1) / g.NC;
@@ -481,6 +555,11 @@ static dl_status emit_float(cg *c, const gemm_prob *p) {
     f.ap = entry_alloca(c, g.MB * g.KC);  // ap: [MB / MR, KC, MR]
     f.bp = entry_alloca(c, g.NC * g.KC);  // bp: [NC / NR, KC, NR]
     f.scr = entry_alloca(c, g.MB * g.NC); // scratch: [MB, NC]
+    if (p->im) {
+        f.tab_h = cg_entry_alloca(c, &k, c->t_i32, g.KC);
+        f.tab_w = cg_entry_alloca(c, &k, c->t_i32, g.KC);
+        f.tab_b = cg_entry_alloca(c, &k, c->t_i64, g.KC);
+    }
 
     // t: [batch, nblk, n_groups]
     cg_loop lt;
@@ -515,6 +594,9 @@ static dl_status emit_float(cg *c, const gemm_prob *p) {
         LLVMBasicBlockRef join = if_begin(c, is_last);
         emit_pack_a(c, &f, cg_i64(c, tile_e), mr_e);
         if_end(c, join);
+    }
+    if (p->im) {
+        emit_im_rows(c, &f);
     }
     for_panels(c, &f, n_sub, emit_pack_b);
     cg_loop ls;
@@ -592,6 +674,37 @@ static LLVMValueRef vadd(cg *c, LLVMValueRef x, LLVMValueRef y) {
     return LLVMBuildAdd(c->b, x, y, "");
 }
 
+static LLVMValueRef iptr(cg *c, LLVMTypeRef t, LLVMValueRef base, LLVMValueRef idx) {
+    return LLVMBuildInBoundsGEP2(c->b, t, base, &idx, 1, "");
+}
+
+// The scalar parts of the k rows [pc, pc + kc) of the gathered B: tap row and column offsets
+// (hs, ws) and the channel (taps by position) or image (positions by taps) offset.
+static void emit_im_rows(cg *c, const fctx *f) {
+    const dl_cg__im2col *im = f->p->im;
+    cg_loop lk;
+    LLVMValueRef kk = cg_for_begin(c, &lk, cg_i64(c, 0), f->kc, "ir");
+    LLVMValueRef kq = add(c, f->pc, kk);
+    LLVMValueRef hs, ws, bases;
+    if (im->kind == DL_CG__IM2COL_TAPS_BY_POS) { // k = (ci*kH + kh)*kW + kw
+        LLVMValueRef ci, kh, kw;
+        split3(c, kq, im->kH, im->kW, &ci, &kh, &kw);
+        hs = mul_c(c, kh, im->cc[0]);
+        ws = mul_c(c, kw, im->cc[1]);
+        bases = mul_c(c, ci, im->cs);
+    } else { // k = (n*OH + oh)*OW + ow
+        LLVMValueRef nn, oh, ow;
+        split3(c, kq, im->OH, im->OW, &nn, &oh, &ow);
+        hs = add(c, mul_c(c, oh, im->a[0]), cg_i64(c, im->b[0]));
+        ws = add(c, mul_c(c, ow, im->a[1]), cg_i64(c, im->b[1]));
+        bases = mul_c(c, nn, im->ns);
+    }
+    LLVMBuildStore(c->b, LLVMBuildTrunc(c->b, hs, c->t_i32, ""), iptr(c, c->t_i32, f->tab_h, kk));
+    LLVMBuildStore(c->b, LLVMBuildTrunc(c->b, ws, c->t_i32, ""), iptr(c, c->t_i32, f->tab_w, kk));
+    LLVMBuildStore(c->b, bases, iptr(c, c->t_i64, f->tab_b, kk));
+    cg_for_end(c, &lk);
+}
+
 // bp[sub][k][l] = B[pc + k, j0 + l] gathered from the image (zero outside it and for l >= nr),
 // k in [0, kc). Row k contributes scalars (its tap or position), column j0 + l the lanes: each
 // row is one masked gather of NR lanes, offsets in i32 inside an image (dl_cg__conv_gemm_ok).
@@ -622,33 +735,25 @@ static void emit_pack_b_im2col(cg *c, const fctx *f, int64_t nr) {
         basev = vmul_c(c, ci, im->cs);
     }
     LLVMValueRef dst0 = mul_c(c, f->sub, f->g.KC * f->g.NR);
+    LLVMValueRef offv = NULL; // lane offsets of the panel when no division is needed
+    if (im->d[0] == 1 && im->d[1] == 1) {
+        offv = vadd(c, basev, vadd(c, vmul_c(c, hv, im->W), wv));
+    }
     // Stride-1 "same" geometry: the lanes of a tap row are consecutive elements of x, read by
     // one masked load (else one masked gather).
     bool contiguous = taps_by_pos && im->a[0] == 1 && im->a[1] == 1 && im->d[0] == 1 &&
                       im->d[1] == 1 && im->OW == im->W;
-    static const char lname[] = "llvm.masked.load", gname[] = "llvm.masked.gather";
-    unsigned iid = contiguous ? LLVMLookupIntrinsicID(lname, sizeof lname - 1)
-                              : LLVMLookupIntrinsicID(gname, sizeof gname - 1);
-    LLVMTypeRef itys[2] = {f->vt, contiguous ? c->t_ptr : LLVMVectorType(c->t_ptr, n)};
-    LLVMValueRef ifn = LLVMGetIntrinsicDeclaration(c->mod, iid, itys, 2);
-    LLVMTypeRef ifty = LLVMIntrinsicGetType(c->ctx, iid, itys, 2);
+    static const char gname[] = "llvm.masked.gather";
+    unsigned gid = LLVMLookupIntrinsicID(gname, sizeof gname - 1);
+    LLVMTypeRef gtys[2] = {f->vt, LLVMVectorType(c->t_ptr, n)};
     cg_loop lk;
     LLVMValueRef kk = cg_for_begin(c, &lk, cg_i64(c, 0), f->kc, "pb");
-    LLVMValueRef kq = add(c, f->pc, kk);
-    LLVMValueRef hs, ws, bases; // the row's scalar parts (i64)
-    if (taps_by_pos) {          // k = (ci*kH + kh)*kW + kw
-        LLVMValueRef ci, kh, kw;
-        split3(c, kq, im->kH, im->kW, &ci, &kh, &kw);
-        hs = mul_c(c, kh, im->cc[0]);
-        ws = mul_c(c, kw, im->cc[1]);
-        bases = mul_c(c, ci, im->cs);
-    } else { // k = (n*OH + oh)*OW + ow
-        LLVMValueRef nn, oh, ow;
-        split3(c, kq, im->OH, im->OW, &nn, &oh, &ow);
-        hs = add(c, mul_c(c, oh, im->a[0]), cg_i64(c, im->b[0]));
-        ws = add(c, mul_c(c, ow, im->a[1]), cg_i64(c, im->b[1]));
-        bases = mul_c(c, nn, im->ns);
-    }
+    // the row's scalar parts (i64), from emit_im_rows's table
+    LLVMValueRef hs = LLVMBuildSExt(
+        c->b, LLVMBuildLoad2(c->b, c->t_i32, iptr(c, c->t_i32, f->tab_h, kk), ""), c->t_i64, "");
+    LLVMValueRef ws = LLVMBuildSExt(
+        c->b, LLVMBuildLoad2(c->b, c->t_i32, iptr(c, c->t_i32, f->tab_w, kk), ""), c->t_i64, "");
+    LLVMValueRef bases = LLVMBuildLoad2(c->b, c->t_i64, iptr(c, c->t_i64, f->tab_b, kk), "");
     LLVMValueRef valid = LLVMConstVector(lmask, n);
     LLVMValueRef ih = im_dim(c, im, 0, vadd(c, ivec_splat(c, n, hs), hv), n, &valid);
     LLVMValueRef iw = im_dim(c, im, 1, vadd(c, ivec_splat(c, n, ws), wv), n, &valid);
@@ -660,15 +765,28 @@ static void emit_pack_b_im2col(cg *c, const fctx *f, int64_t nr) {
         LLVMValueRef o =
             add(c, add(c, base, f->j0),
                 add(c, mul_c(c, hs, im->W), add(c, ws, cg_i64(c, im->b[0] * im->W + im->b[1]))));
-        LLVMValueRef ptr = LLVMBuildGEP2(c->b, c->t_f32, f->k->ptr[2], &o, 1, "");
-        LLVMValueRef args[4] = {ptr, cg_i32(c, 4), valid, LLVMConstNull(f->vt)};
-        v = LLVMBuildCall2(c->b, ifty, ifn, args, 4, "");
+        v = masked_load(c, f->vt, LLVMBuildGEP2(c->b, c->t_f32, f->k->ptr[2], &o, 1, ""), valid);
     } else {
-        // Masked-off lanes are not read; their offsets are plain arithmetic (no inbounds).
-        LLVMValueRef off = vadd(c, basev, vadd(c, vmul_c(c, ih, im->W), iw));
+        // Masked-off lanes are not read; their offsets are plain arithmetic (no inbounds). With
+        // no stride division the lane offsets are the panel's (offv), the row adds a scalar.
+        LLVMValueRef off;
+        if (offv) {
+            // The row's in-image part joins the lanes in i32 (the backend then gathers with
+            // 32-bit indices); only the image offset stays in the scalar base.
+            LLVMValueRef rs = add(c, mul_c(c, hs, im->W), ws);
+            if (taps_by_pos) {
+                rs = add(c, rs, bases);
+                base = f->b_off;
+            }
+            off = vadd(c, offv, ivec_splat(c, n, rs));
+        } else {
+            off = vadd(c, basev, vadd(c, vmul_c(c, ih, im->W), iw));
+        }
         LLVMValueRef ptrs = LLVMBuildGEP2(c->b, c->t_f32, fptr(c, f->k->ptr[2], base), &off, 1, "");
         LLVMValueRef args[4] = {ptrs, cg_i32(c, 4), valid, LLVMConstNull(f->vt)};
-        v = LLVMBuildCall2(c->b, ifty, ifn, args, 4, "");
+        LLVMValueRef gfn = LLVMGetIntrinsicDeclaration(c->mod, gid, gtys, 2);
+        LLVMTypeRef gfty = LLVMIntrinsicGetType(c->ctx, gid, gtys, 2);
+        v = LLVMBuildCall2(c->b, gfty, gfn, args, 4, "");
     }
     store_vec(c, v, fptr(c, f->bp, add(c, dst0, mul_c(c, kk, f->g.NR))), f->valign);
     cg_for_end(c, &lk);
@@ -688,10 +806,10 @@ bool dl_cg__conv_gemm_ok(cg *c, const dl_cg__conv_gemm *p) {
         p->x->type.dtype != DL_DT_FLOAT || (p->bias && p->bias->type.dtype != DL_DT_FLOAT)) {
         return false;
     }
-    // The gathered lanes' offsets: one plane (taps by position), the group's planes (positions
-    // by taps, j spans the channels).
+    // The gathered lanes' offsets span the group's channel planes of one image.
     int64_t kk = p->im.kH * p->im.kW, plane = p->im.H * p->im.W;
-    int64_t span = p->im.kind == DL_CG__IM2COL_POS_BY_TAPS && kk > 0 ? (p->N / kk) * plane : plane;
+    int64_t span =
+        kk > 0 ? ((p->im.kind == DL_CG__IM2COL_POS_BY_TAPS ? p->N : p->K) / kk + 1) * plane : plane;
     if (span >= ((int64_t)1 << 30) || p->im.H * p->im.d[0] >= ((int64_t)1 << 30) ||
         p->im.W * p->im.d[1] >= ((int64_t)1 << 30)) {
         return false; // gathered offsets are i32
@@ -728,6 +846,16 @@ dl_status dl_cg__emit_conv_gemm(cg *c, const dl_cg__conv_gemm *cp) {
     p.im = &cp->im;
     if (p.nb * p.M * p.N == 0) {
         return DL_OK;
+    }
+    // Column groups: a whole image's positions in one group when they fit 8 panels (the A block
+    // is then packed once per image, not once per 4 panels); the weight gradient (one batch per
+    // group, a few thousand k) in two groups, so two threads share it evenly.
+    int64_t nr = choose_blocking(c).NR, panels = (p.N + nr - 1) / nr;
+    if (cp->im.kind == DL_CG__IM2COL_TAPS_BY_POS) {
+        p.nc_panels = panels < 8 ? panels : 8;
+    } else {
+        p.nc_panels = panels < 2 ? 1 : (panels + 1) / 2;
+        p.nc_panels = p.nc_panels < 8 ? p.nc_panels : 8;
     }
     return emit_float(c, &p);
 }

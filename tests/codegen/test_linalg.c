@@ -117,6 +117,12 @@ DL_TEST(gemm_alpha_beta_c) {
     DL_CHECK(gemm("<beta = 0.0>", "50, 20", "20, 33", "50, 1", CG_TOL_REDUCE));
     DL_CHECK(gemm("<alpha = 0.25, beta = 3.0, transB = 1>", "100, 70", "49, 70", "100, 49",
                   CG_TOL_REDUCE));
+    // The blocked kernel's vector epilogue (a ragged last panel through a lane mask) with every
+    // broadcast of C: [N], [M, 1], [] and absent.
+    DL_CHECK(gemm(ab, "90, 80", "80, 70", "70", CG_TOL_REDUCE));
+    DL_CHECK(gemm(ab, "90, 80", "80, 70", "90, 1", CG_TOL_REDUCE));
+    DL_CHECK(gemm(ab, "90, 80", "80, 70", "", CG_TOL_REDUCE));
+    DL_CHECK(gemm(ab, "90, 80", "80, 70", NULL, CG_TOL_REDUCE));
 }
 
 DL_TEST(gemm_int_half) {
