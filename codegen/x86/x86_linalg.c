@@ -289,7 +289,22 @@ typedef struct fctx {
     // Gathered B (p->im): per k row of the K block, its scalar parts (tap row / column offsets
     // and the channel or image offset), computed once per K block for all panels.
     LLVMValueRef tab_h, tab_w, tab_b; // [KC] i32, [KC] i32, [KC] i64
+    LLVMValueRef tab_a;               // split k (p->ka_in > 0): [KC] i64 offsets in A
 } fctx;
+
+// Split k (p->ka_in > 0): tab_a[k] = ((pc + k) / ka_in) * sa_k + ((pc + k) % ka_in) * sa_k2 for
+// k < kc, once per K block for all the A tiles.
+static void emit_ka_rows(cg *c, const fctx *f) {
+    const gemm_prob *p = f->p;
+    cg_loop lk;
+    LLVMValueRef kk = cg_for_begin(c, &lk, cg_i64(c, 0), f->kc, "ka");
+    LLVMValueRef k = add(c, f->pc, kk);
+    LLVMValueRef hi = LLVMBuildUDiv(c->b, k, cg_i64(c, p->ka_in), "");
+    LLVMValueRef lo = LLVMBuildURem(c->b, k, cg_i64(c, p->ka_in), "");
+    LLVMBuildStore(c->b, add(c, mul_c(c, hi, p->sa_k), mul_c(c, lo, p->sa_k2)),
+                   LLVMBuildInBoundsGEP2(c->b, c->t_i64, f->tab_a, &kk, 1, ""));
+    cg_for_end(c, &lk);
+}
 
 // ap[tile][k][r] = A[i0 + tile * MR + r, pc + k] for r < mr, k < kc.
 static void emit_pack_a(cg *c, const fctx *f, LLVMValueRef tile, int64_t mr) {
@@ -301,12 +316,10 @@ static void emit_pack_a(cg *c, const fctx *f, LLVMValueRef tile, int64_t mr) {
     cg_loop lk;
     LLVMValueRef kk = cg_for_begin(c, &lk, cg_i64(c, 0), f->kc, "pa");
     LLVMValueRef src;
-    if (p->ka_in > 0) { // split k: (k / ka_in) * sa_k + (k % ka_in) * sa_k2
-        LLVMValueRef k = add(c, f->pc, kk);
-        LLVMValueRef hi = LLVMBuildUDiv(c->b, k, cg_i64(c, p->ka_in), "");
-        LLVMValueRef lo = LLVMBuildURem(c->b, k, cg_i64(c, p->ka_in), "");
-        src = add(c, add(c, f->a_off, mul_c(c, row, p->sa_m)),
-                  add(c, mul_c(c, hi, p->sa_k), mul_c(c, lo, p->sa_k2)));
+    if (p->ka_in > 0) { // split k: the K block's offsets from emit_ka_rows
+        LLVMValueRef ko = LLVMBuildLoad2(
+            c->b, c->t_i64, LLVMBuildInBoundsGEP2(c->b, c->t_i64, f->tab_a, &kk, 1, ""), "");
+        src = add(c, add(c, f->a_off, mul_c(c, row, p->sa_m)), ko);
     } else {
         src = add(c, src0, mul_c(c, kk, p->sa_k));
     }
@@ -555,6 +568,9 @@ static dl_status emit_float(cg *c, const gemm_prob *p) {
     f.ap = entry_alloca(c, g.MB * g.KC);  // ap: [MB / MR, KC, MR]
     f.bp = entry_alloca(c, g.NC * g.KC);  // bp: [NC / NR, KC, NR]
     f.scr = entry_alloca(c, g.MB * g.NC); // scratch: [MB, NC]
+    if (p->ka_in > 0) {
+        f.tab_a = cg_entry_alloca(c, &k, c->t_i64, g.KC);
+    }
     if (p->im) {
         f.tab_h = cg_entry_alloca(c, &k, c->t_i32, g.KC);
         f.tab_w = cg_entry_alloca(c, &k, c->t_i32, g.KC);
@@ -586,6 +602,9 @@ static dl_status emit_float(cg *c, const gemm_prob *p) {
     LLVMValueRef q = cg_for_begin(c, &lq, cg_i64(c, 0), cg_i64(c, n_kblk), "kb");
     f.pc = mul_c(c, q, g.KC);
     f.kc = min_c(c, cg_i64(c, g.KC), LLVMBuildSub(c->b, cg_i64(c, K), f.pc, ""));
+    if (p->ka_in > 0) {
+        emit_ka_rows(c, &f);
+    }
     cg_loop lm;
     LLVMValueRef tile = cg_for_begin(c, &lm, cg_i64(c, 0), n_tiles, "ta");
     emit_pack_a(c, &f, tile, g.MR);
