@@ -133,8 +133,14 @@ LLVMValueRef cg_entry_alloca(cg *c, const cg_kernel *k, LLVMTypeRef t, int64_t n
 // a + b on floats with reassociation allowed, so LLVM may vectorise a reduction. The summation
 // order then depends only on the static shapes (results are still deterministic).
 LLVMValueRef cg_fadd_reassoc(cg *c, LLVMValueRef a, LLVMValueRef b);
-// e^x of an f32 value without a libm call, so loops containing it vectorise (x86/x86_reduce.c).
+// e^x, erf, tanh, log and log1p of an f32 value as plain arithmetic without a libm call, so
+// loops containing them vectorise; within 2 ulp of the exact result over the whole float
+// range, special values included (cg_math.c).
 LLVMValueRef dl_cg__exp_f32(cg *c, LLVMValueRef x);
+LLVMValueRef dl_cg__erf_f32(cg *c, LLVMValueRef x);
+LLVMValueRef dl_cg__tanh_f32(cg *c, LLVMValueRef x);
+LLVMValueRef dl_cg__log_f32(cg *c, LLVMValueRef x);
+LLVMValueRef dl_cg__log1p_f32(cg *c, LLVMValueRef x);
 // Softmax / LogSoftmax of x along `axis` into y (same shape) (x86/x86_reduce.c).
 DL_NODISCARD dl_status dl_cg__emit_softmax(cg *c, dl_ir_value *y, dl_ir_value *x, int32_t axis,
                                            bool is_log);

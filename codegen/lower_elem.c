@@ -25,6 +25,34 @@ typedef struct map_args {
 
 typedef LLVMValueRef (*scalar_fn)(cg *c, const map_args *a, LLVMValueRef *in);
 
+// In-place versions. The memory plan may give an elementwise kernel's output the memory of an
+// input of the same elements (passes/memplan.c), which the kernel reads at the element it
+// writes. The loop vectoriser guards its vector loop with a runtime check that the store and
+// each load pointer are far enough apart; equal pointers fail it and the whole loop runs
+// scalar (for erf or tanh, slower than libm). So the loop nest is emitted once per input the
+// output may share, storing through that input's own pointer (no check to fail), and once for
+// separate memory; the kernel picks its version by comparing pointers. inplace_dispatch emits
+// the comparisons and returns the entry block of each version (blocks[n_cand]: separate) and
+// the block after them; the caller fills each version and branches to `done`.
+static void inplace_dispatch(cg *c, const cg_kernel *k, const size_t *cand, size_t n_cand,
+                             LLVMBasicBlockRef *blocks, LLVMBasicBlockRef *done) {
+    LLVMValueRef fn = LLVMGetBasicBlockParent(LLVMGetInsertBlock(c->b));
+    for (size_t v = 0; v <= n_cand; v++) {
+        blocks[v] = LLVMAppendBasicBlockInContext(c->ctx, fn, v < n_cand ? "inplace" : "sep");
+    }
+    *done = LLVMAppendBasicBlockInContext(c->ctx, fn, "versions.done");
+    for (size_t v = 0; v < n_cand; v++) {
+        LLVMBasicBlockRef next =
+            v + 1 < n_cand ? LLVMAppendBasicBlockInContext(c->ctx, fn, "") : blocks[n_cand];
+        LLVMValueRef same = LLVMBuildICmp(c->b, LLVMIntEQ, k->ptr[0], k->ptr[cand[v]], "");
+        LLVMBuildCondBr(c->b, same, blocks[v], next);
+        LLVMPositionBuilderAtEnd(c->b, next);
+    }
+    if (n_cand == 0) {
+        LLVMBuildBr(c->b, blocks[0]);
+    }
+}
+
 // out[...] = f(in[0][...], ..., in[n_in-1][...]) over out's shape. `ins` may contain values of
 // any shape broadcastable to out's.
 static dl_status emit_map_ex(cg *c, dl_ir_value *out, dl_ir_value *const *ins, size_t n_in,
@@ -86,31 +114,52 @@ static dl_status emit_map_ex(cg *c, dl_ir_value *out, dl_ir_value *const *ins, s
     for (size_t i = 0; i < n_in; i++) {
         a.in_dt[i] = ins[i]->type.dtype;
     }
-    cg_loop loops[DL_MAX_RANK];
-    LLVMValueRef off[MAX_OPS];
-    for (size_t q = 0; q < n_ops; q++) {
-        off[q] = cg_i64(c, 0);
-    }
-    for (int32_t j = 0; j < R; j++) {
-        LLVMValueRef lo = j == 0 ? k.begin : cg_i64(c, 0);
-        LLVMValueRef hi = j == 0 ? k.end : cg_i64(c, dims[j]);
-        LLVMValueRef iv = cg_for_begin(c, &loops[j], lo, hi, "i");
-        for (size_t q = 0; q < n_ops; q++) {
-            if (mst[q][j] != 0) {
-                LLVMValueRef t = LLVMBuildMul(c->b, iv, cg_i64(c, mst[q][j]), "");
-                off[q] = LLVMBuildAdd(c->b, off[q], t, "");
+    // The inputs the output may share: those of its dims and element size (memplan's rule).
+    size_t cand[MAX_OPS], n_cand = 0;
+    for (size_t q = 0; q < n_in; q++) {
+        if (ins[q]->type.rank == ot->rank &&
+            dl_dtype_size(ins[q]->type.dtype) == dl_dtype_size(out->type.dtype)) {
+            bool same = true;
+            for (int32_t j = 0; j < ot->rank; j++) {
+                same = same && ins[q]->type.dims[j].value == ot->dims[j].value;
             }
+            cand[n_cand] = q + 1;
+            n_cand += same;
         }
     }
-    LLVMValueRef in[MAX_OPS];
-    for (size_t q = 0; q < n_in; q++) {
-        in[q] = cg_load(c, k.ptr[q + 1], ins[q]->type.dtype, off[q + 1]);
+    LLVMBasicBlockRef blocks[MAX_OPS + 1], done;
+    inplace_dispatch(c, &k, cand, n_cand, blocks, &done);
+    for (size_t ver = 0; ver <= n_cand; ver++) {
+        LLVMPositionBuilderAtEnd(c->b, blocks[ver]);
+        LLVMValueRef out_ptr = k.ptr[ver < n_cand ? cand[ver] : 0];
+        cg_loop loops[DL_MAX_RANK];
+        LLVMValueRef off[MAX_OPS];
+        for (size_t q = 0; q < n_ops; q++) {
+            off[q] = cg_i64(c, 0);
+        }
+        for (int32_t j = 0; j < R; j++) {
+            LLVMValueRef lo = j == 0 ? k.begin : cg_i64(c, 0);
+            LLVMValueRef hi = j == 0 ? k.end : cg_i64(c, dims[j]);
+            LLVMValueRef iv = cg_for_begin(c, &loops[j], lo, hi, "i");
+            for (size_t q = 0; q < n_ops; q++) {
+                if (mst[q][j] != 0) {
+                    LLVMValueRef t = LLVMBuildMul(c->b, iv, cg_i64(c, mst[q][j]), "");
+                    off[q] = LLVMBuildAdd(c->b, off[q], t, "");
+                }
+            }
+        }
+        LLVMValueRef in[MAX_OPS];
+        for (size_t q = 0; q < n_in; q++) {
+            in[q] = cg_load(c, k.ptr[q + 1], ins[q]->type.dtype, off[q + 1]);
+        }
+        LLVMValueRef v = f(c, &a, in);
+        cg_store(c, out_ptr, out->type.dtype, off[0], v);
+        for (int32_t j = R - 1; j >= 0; j--) {
+            cg_for_end(c, &loops[j]);
+        }
+        LLVMBuildBr(c->b, done);
     }
-    LLVMValueRef v = f(c, &a, in);
-    cg_store(c, k.ptr[0], out->type.dtype, off[0], v);
-    for (int32_t j = R - 1; j >= 0; j--) {
-        cg_for_end(c, &loops[j]);
-    }
+    LLVMPositionBuilderAtEnd(c->b, done);
     return cg_kernel_end(c, &k);
 }
 
@@ -270,7 +319,7 @@ SCALAR(exp, f_exp, df_exp)
 
 static LLVMValueRef f_log(cg *c, const map_args *a, LLVMValueRef *in) {
     (void)a;
-    return cg_intrinsic1(c, "llvm.log", LLVMTypeOf(in[0]), in[0]);
+    return dl_cg__log_f32(c, in[0]);
 }
 
 static LLVMValueRef df_log(cg *c, const dl_ir_node *n, LLVMValueRef dy, LLVMValueRef x) {
@@ -345,19 +394,19 @@ SCALAR(sigmoid, f_sigmoid, df_sigmoid)
 
 static LLVMValueRef f_tanh(cg *c, const map_args *a, LLVMValueRef *in) {
     (void)a;
-    return cg_libm1(c, "tanhf", in[0]);
+    return dl_cg__tanh_f32(c, in[0]);
 }
 
 static LLVMValueRef df_tanh(cg *c, const dl_ir_node *n, LLVMValueRef dy, LLVMValueRef x) {
     (void)n;
-    LLVMValueRef t = cg_libm1(c, "tanhf", x);
+    LLVMValueRef t = dl_cg__tanh_f32(c, x);
     return fmul(c, dy, fsub(c, cg_f32(c, 1), fmul(c, t, t)));
 }
 SCALAR(tanh, f_tanh, df_tanh)
 
 static LLVMValueRef f_erf(cg *c, const map_args *a, LLVMValueRef *in) {
     (void)a;
-    return cg_libm1(c, "erff", in[0]);
+    return dl_cg__erf_f32(c, in[0]);
 }
 
 static LLVMValueRef df_erf(cg *c, const dl_ir_node *n, LLVMValueRef dy, LLVMValueRef x) {
@@ -377,10 +426,10 @@ static LLVMValueRef f_gelu(cg *c, const map_args *a, LLVMValueRef *in) {
         LLVMValueRef s =
             LLVMBuildFAdd(c->b, x, LLVMBuildFMul(c->b, x3, cg_f32(c, 0.044715), ""), "");
         s = LLVMBuildFMul(c->b, s, cg_f32(c, 0.79788456080286535588), "");
-        inner = cg_libm1(c, "tanhf", s);
+        inner = dl_cg__tanh_f32(c, s);
     } else {
         // 0.5 x (1 + erf(x / sqrt 2))
-        inner = cg_libm1(c, "erff", LLVMBuildFMul(c->b, x, cg_f32(c, 0.70710678118654752440), ""));
+        inner = dl_cg__erf_f32(c, LLVMBuildFMul(c->b, x, cg_f32(c, 0.70710678118654752440), ""));
     }
     return LLVMBuildFMul(c->b, half_x, LLVMBuildFAdd(c->b, cg_f32(c, 1), inner, ""), "");
 }
@@ -393,7 +442,7 @@ static LLVMValueRef df_gelu(cg *c, const dl_ir_node *n, LLVMValueRef dy, LLVMVal
         LLVMValueRef k = cg_f32(c, 0.79788456080286535588);
         LLVMValueRef in =
             fmul(c, k, LLVMBuildFAdd(c->b, x, fmul(c, fmul(c, x2, x), cg_f32(c, 0.044715)), ""));
-        LLVMValueRef t = cg_libm1(c, "tanhf", in);
+        LLVMValueRef t = dl_cg__tanh_f32(c, in);
         LLVMValueRef a = fmul(c, cg_f32(c, 0.5), LLVMBuildFAdd(c->b, one, t, ""));
         LLVMValueRef b = fmul(c, fmul(c, cg_f32(c, 0.5), x), fsub(c, one, fmul(c, t, t)));
         b = fmul(c, b, k);
@@ -401,7 +450,7 @@ static LLVMValueRef df_gelu(cg *c, const dl_ir_node *n, LLVMValueRef dy, LLVMVal
         d = LLVMBuildFAdd(c->b, a, b, "");
     } else {
         // Phi(x) + x phi(x), Phi = 0.5 (1 + erf(x / sqrt 2)), phi = e^(-x^2/2) / sqrt(2 pi)
-        LLVMValueRef e = cg_libm1(c, "erff", fmul(c, x, cg_f32(c, 0.70710678118654752440)));
+        LLVMValueRef e = dl_cg__erf_f32(c, fmul(c, x, cg_f32(c, 0.70710678118654752440)));
         LLVMValueRef cdf = fmul(c, cg_f32(c, 0.5), LLVMBuildFAdd(c->b, one, e, ""));
         LLVMValueRef pdf = dl_cg__exp_f32(c, fmul(c, x2, cg_f32(c, -0.5)));
         pdf = fmul(c, pdf, cg_f32(c, 0.39894228040143267794));
@@ -418,7 +467,7 @@ static LLVMValueRef f_softplus(cg *c, const map_args *a, LLVMValueRef *in) {
     LLVMTypeRef t = LLVMTypeOf(x);
     LLVMValueRef ax = cg_intrinsic1(c, "llvm.fabs", t, x);
     LLVMValueRef e = dl_cg__exp_f32(c, LLVMBuildFNeg(c->b, ax, ""));
-    LLVMValueRef l = cg_libm1(c, "log1pf", e);
+    LLVMValueRef l = dl_cg__log1p_f32(c, e);
     LLVMValueRef mx = cg_intrinsic2(c, "llvm.maxnum", t, x, cg_f32(c, 0));
     return LLVMBuildFAdd(c->b, mx, l, "");
 }
@@ -767,11 +816,25 @@ dl_status dl_cg__lower_unary_grad(cg *c, const dl_ir_node *n) {
     dl_ir_value *vals[3] = {dx, dy, x};
     cg_kernel k;
     DL_TRY(cg_kernel_begin(c, vals, 3, numel, &k));
-    cg_loop l;
-    LLVMValueRef i = cg_for_begin(c, &l, k.begin, k.end, "i");
-    LLVMValueRef vdy = cg_load(c, k.ptr[1], dy->type.dtype, i);
-    LLVMValueRef vx = cg_load(c, k.ptr[2], x->type.dtype, i);
-    cg_store(c, k.ptr[0], dx->type.dtype, i, df(c, n, vdy, vx));
-    cg_for_end(c, &l);
+    // dx may take the memory of dy or x (a flat in-place candidate of the same element size).
+    size_t cand[2], n_cand = 0;
+    for (size_t q = 1; q <= 2; q++) {
+        cand[n_cand] = q;
+        n_cand += dl_dtype_size(vals[q]->type.dtype) == dl_dtype_size(dx->type.dtype);
+    }
+    LLVMBasicBlockRef blocks[3], done;
+    inplace_dispatch(c, &k, cand, n_cand, blocks, &done);
+    for (size_t ver = 0; ver <= n_cand; ver++) {
+        LLVMPositionBuilderAtEnd(c->b, blocks[ver]);
+        cg_loop l;
+        LLVMValueRef i = cg_for_begin(c, &l, k.begin, k.end, "i");
+        LLVMValueRef vdy = cg_load(c, k.ptr[1], dy->type.dtype, i);
+        LLVMValueRef vx = cg_load(c, k.ptr[2], x->type.dtype, i);
+        LLVMValueRef out_ptr = k.ptr[ver < n_cand ? cand[ver] : 0];
+        cg_store(c, out_ptr, dx->type.dtype, i, df(c, n, vdy, vx));
+        cg_for_end(c, &l);
+        LLVMBuildBr(c->b, done);
+    }
+    LLVMPositionBuilderAtEnd(c->b, done);
     return cg_kernel_end(c, &k);
 }

@@ -50,44 +50,6 @@ static LLVMValueRef mul_i64(cg *c, LLVMValueRef a, int64_t b) {
     return b == 1 ? a : LLVMBuildMul(c->b, a, cg_i64(c, b), "");
 }
 
-// e^x in f32 without a libm call, so that loops containing it vectorise (llvm.exp scalarises
-// to expf calls). Cephes expf: x = n ln2 + r (Cody-Waite; the products are exact since n has
-// <= 8 bits), e^r by a degree-7 polynomial on |r| <= ln2 / 2, then the scale 2^n applied in two
-// halves so that results down to the denormals and up to FLT_MAX come out right. About 1-2 ulp.
-// x is clamped to [-104, 88.8] first (e^-104 rounds to 0, e^88.8 to +inf) by compares that keep
-// a NaN: NaN gives NaN (its scale is 1), -inf gives 0, +inf gives +inf.
-LLVMValueRef dl_cg__exp_f32(cg *c, LLVMValueRef x) {
-    LLVMBuilderRef b = c->b;
-    LLVMValueRef lo = cg_f32(c, -104.0), hi = cg_f32(c, 88.8);
-    x = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOLT, x, lo, ""), lo, x, "");
-    x = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOGT, x, hi, ""), hi, x, "");
-    LLVMValueRef xl = LLVMBuildFMul(b, x, cg_f32(c, 1.44269504088896341), "");
-    LLVMValueRef kn = cg_intrinsic1(c, "llvm.rint", c->t_f32, xl);
-    LLVMValueRef r = LLVMBuildFSub(b, x, LLVMBuildFMul(b, kn, cg_f32(c, 0.693359375), ""), "");
-    r = LLVMBuildFSub(b, r, LLVMBuildFMul(b, kn, cg_f32(c, -2.12194440e-4), ""), "");
-    static const double p[] = {1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3,
-                               4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1};
-    LLVMValueRef y = cg_f32(c, p[0]);
-    for (size_t i = 1; i < DL_ARRAY_LEN(p); i++) {
-        y = LLVMBuildFAdd(b, LLVMBuildFMul(b, y, r, ""), cg_f32(c, p[i]), "");
-    }
-    // y r^2 + r + 1
-    y = LLVMBuildFMul(b, y, LLVMBuildFMul(b, r, r, ""), "");
-    y = LLVMBuildFAdd(b, LLVMBuildFAdd(b, y, r, ""), cg_f32(c, 1), "");
-    // 2^n = 2^n1 2^n2 with n1 = n >> 1, n2 = n - n1: both in the normal exponent range.
-    // kn is integral in [-150, 128] or NaN; a NaN (whose y is NaN anyway) becomes 0 so that the
-    // plain (vectorisable) fptosi never sees it.
-    LLVMValueRef kn0 =
-        LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealUNO, kn, kn, ""), cg_f32(c, 0), kn, "");
-    LLVMValueRef n = LLVMBuildFPToSI(b, kn0, c->t_i32, "");
-    LLVMValueRef n1 = LLVMBuildAShr(b, n, cg_i32(c, 1), "");
-    LLVMValueRef n2 = LLVMBuildSub(b, n, n1, "");
-    LLVMValueRef e1 = LLVMBuildShl(b, LLVMBuildAdd(b, n1, cg_i32(c, 127), ""), cg_i32(c, 23), "");
-    LLVMValueRef e2 = LLVMBuildShl(b, LLVMBuildAdd(b, n2, cg_i32(c, 127), ""), cg_i32(c, 23), "");
-    y = LLVMBuildFMul(b, y, LLVMBuildBitCast(b, e1, c->t_f32, ""), "");
-    return LLVMBuildFMul(b, y, LLVMBuildBitCast(b, e2, c->t_f32, ""), "");
-}
-
 // ---------------------------------------------------------------------------------------------
 // The frame: a kernel over `rows` x ceil(L / T) outer iterations. Iteration o owns row
 // o / chunks and lanes [j0, j0 + nj) of a contiguous dim of extent L. With T == 1 (no lane

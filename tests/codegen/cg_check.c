@@ -173,6 +173,10 @@ int cg_isa_setup(void) {
     return 0;
 }
 
+bool cg_runs_code(void) {
+    return !isa.compile_only;
+}
+
 // x86-64 ELF shared object: magic, 64-bit class, little endian, ET_DYN, EM_X86_64.
 static bool is_x86_64_so(const uint8_t *p, size_t n) {
     return n >= 64 &&
@@ -357,10 +361,36 @@ static bool check_wants(const char *who, const char *name, const dl_tensor *t, c
 }
 
 bool cg_check(const char *text, cg_tol tol) {
-    return cg_check_want(text, tol, NULL, 0);
+    return cg_check_io(text, tol, NULL, 0, NULL, 0, NULL);
 }
 
 bool cg_check_want(const char *text, cg_tol tol, const cg_want *want, size_t n_want) {
+    return cg_check_io(text, tol, want, n_want, NULL, 0, NULL);
+}
+
+// Whether one of the n values is named `name`.
+static bool names_one(dl_ir_value *const *vals, size_t n, const char *name) {
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(vals[i]->name, name) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+// The given data of input v, or NULL (then it gets the random fill); a given one must have
+// v's element count.
+static const cg_data *given_input(const dl_ir_value *v, const cg_data *given, size_t n_given) {
+    for (size_t g = 0; g < n_given; g++) {
+        if (strcmp(given[g].name, v->name) == 0) {
+            return &given[g];
+        }
+    }
+    return NULL;
+}
+
+bool cg_check_io(const char *text, cg_tol tol, const cg_want *want, size_t n_want,
+                 const cg_data *given, size_t n_given, double *const *got_out) {
     bool ok = false;
     dl_diags *d = NULL;
     dl_ir_module *m = NULL;
@@ -378,6 +408,13 @@ bool cg_check_want(const char *text, cg_tol tol, const cg_want *want, size_t n_w
         print_diags(d);
         goto out;
     }
+    for (size_t g = 0; g < n_given; g++) {
+        if (!names_one(m->inputs.data, m->inputs.len, given[g].name)) {
+            fprintf(stderr, "cg_check: the test gives values of '%s', which is no input\n",
+                    given[g].name);
+            goto out;
+        }
+    }
     ins = calloc(m->inputs.len + 1, sizeof *ins);
     refs = calloc(m->outputs.len + 1, sizeof *refs);
     for (size_t i = 0; i < m->inputs.len; i++) {
@@ -389,7 +426,18 @@ bool cg_check_want(const char *text, cg_tol tol, const cg_want *want, size_t n_w
         if (dl_tensor_alloc(&ins[i], v->type.dtype, v->type.rank, dims) != DL_OK) {
             goto out;
         }
-        fill_input(v, &ins[i], tol, (tol.seed ? tol.seed : 1) * 1000 + i);
+        const cg_data *gv = given_input(v, given, n_given);
+        if (!gv) {
+            fill_input(v, &ins[i], tol, (tol.seed ? tol.seed : 1) * 1000 + i);
+        } else if (gv->n != dl_tensor_numel(&ins[i])) {
+            fprintf(stderr, "cg_check: the test gives %lld values for input '%s' of %lld\n",
+                    (long long)gv->n, v->name, (long long)dl_tensor_numel(&ins[i]));
+            goto out;
+        } else {
+            for (int64_t e = 0; e < gv->n; e++) {
+                dl_tensor_set(&ins[i], e, gv->v[e]);
+            }
+        }
     }
     dl_ir_eval_opts opts = {NULL, 0, false};
     if (dl_ir_eval(m, &opts, ins, refs, d) != DL_OK) {
@@ -398,11 +446,7 @@ bool cg_check_want(const char *text, cg_tol tol, const cg_want *want, size_t n_w
         goto out;
     }
     for (size_t w = 0; w < n_want; w++) {
-        bool named = false;
-        for (size_t j = 0; j < m->outputs.len; j++) {
-            named = named || strcmp(m->outputs.data[j]->name, want[w].output) == 0;
-        }
-        if (!named) {
+        if (!names_one(m->outputs.data, m->outputs.len, want[w].output)) {
             fprintf(stderr, "cg_check: the test wants values of '%s', which is no output\n",
                     want[w].output);
             goto out;
@@ -502,6 +546,9 @@ bool cg_check_want(const char *text, cg_tol tol, const cg_want *want, size_t n_w
         }
         if (!check_wants("compiled code", v->name, &got, want, n_want, t, text)) {
             ok = false;
+        }
+        for (int64_t i = 0; got_out && got_out[j] && i < n; i++) {
+            got_out[j][i] = dl_tensor_get(&got, i);
         }
         free(data);
     }

@@ -54,6 +54,10 @@ int cg_isa_setup(void);
 
 bool cg_check(const char *dlg_text, cg_tol tol);
 
+// Whether the cases' compiled code runs at this level (false when it is only compiled and
+// checked: DLCC_TEST_COMPILE_ONLY=1, PTX for ptxas).
+bool cg_runs_code(void);
+
 // Known values an output must have, in both backends: the reference evaluator's result and the
 // compiled one. NaN matches only NaN; with an exact tolerance a zero matches only a zero of the
 // same sign; other values within the case's tolerance. For values that must match PyTorch (NaN
@@ -66,6 +70,22 @@ typedef struct cg_want {
 
 // cg_check plus the wants (each names an output of the model; n must be its element count).
 bool cg_check_want(const char *dlg_text, cg_tol tol, const cg_want *want, size_t n_want);
+
+// Input values the test chooses (special values, a sweep): `name` names an input of the model,
+// n must be its element count; each value is converted to the input's dtype.
+typedef struct cg_data {
+    const char *name;
+    const double *v;
+    int64_t n;
+} cg_data;
+
+// cg_check_want with the `given` inputs taking the given values (the others the random fill),
+// and the compiled values handed back for the test's own finer check: when the case runs (not
+// compile-only, not PTX) and got[j] is non-NULL, got[j] (caller-owned, as many elements as
+// output j of the model, in the model's output order) receives output j's compiled values.
+// got may be NULL. Outputs the case does not run leave got untouched.
+bool cg_check_io(const char *dlg_text, cg_tol tol, const cg_want *want, size_t n_want,
+                 const cg_data *given, size_t n_given, double *const *got);
 
 #define CG_CHECK(text, tol) DL_CHECK(cg_check((text), (tol)))
 
