@@ -1073,6 +1073,104 @@ DL_TEST(train_split_and_compile_are_deterministic) {
     fix_free(&g);
 }
 
+// train.gradsq's fixed shape (codegen/lower_train.c): the gradients are the inputs themselves
+// (g = x * 1), five params whose parts of the 4096-element chunks are cut at every kind of
+// place (a param across a chunk boundary, parts shorter than, equal to and not a multiple of
+// 16 elements). The norm is the same sum computed here in the same order, to the bit: per
+// chunk, each part's whole 16-element blocks into 16 double lanes, its rest into a scalar, the
+// lanes by the pairwise tree, the scalar last; the chunks' partials in order. For 1 and 2
+// threads and uneven splits alike.
+static const int64_t GQ_N[] = {4100, 37, 5000, 15, 16};
+
+static double gradsq_norm_expected(const dl_tensor *ins) {
+    enum { CHUNK = 4096, LANES = 16 };
+    int64_t off[DL_ARRAY_LEN(GQ_N)], total = 0;
+    for (size_t j = 0; j < DL_ARRAY_LEN(GQ_N); j++) {
+        off[j] = total;
+        total += GQ_N[j];
+    }
+    double sum = 0;
+    for (int64_t elo = 0; elo < total; elo += CHUNK) {
+        int64_t ehi = elo + CHUNK < total ? elo + CHUNK : total;
+        double lane[LANES] = {0}, rest = 0;
+        for (size_t j = 0; j < DL_ARRAY_LEN(GQ_N); j++) {
+            int64_t lo = (elo > off[j] ? elo : off[j]) - off[j];
+            int64_t hi = (ehi < off[j] + GQ_N[j] ? ehi : off[j] + GQ_N[j]) - off[j];
+            int64_t n = hi > lo ? hi - lo : 0, mid = lo + n / LANES * LANES;
+            for (int64_t i = lo; i < hi; i++) {
+                double d = dl_tensor_get(&ins[j], i);
+                if (i < mid) {
+                    lane[(i - lo) % LANES] += d * d;
+                } else {
+                    rest += d * d;
+                }
+            }
+        }
+        for (int h = LANES / 2; h >= 1; h /= 2) {
+            for (int k = 0; k < h; k++) {
+                lane[k] += lane[k + h];
+            }
+        }
+        sum += lane[0] + rest;
+    }
+    return sqrt(sum);
+}
+
+DL_TEST(train_gradsq_fixed_shape_to_the_bit) {
+    char text[2048];
+    size_t used = (size_t)snprintf(text, sizeof text, "model gq\nconst seed : float[] = 1.0\n");
+    for (size_t j = 0; j < DL_ARRAY_LEN(GQ_N); j++) {
+        used += (size_t)snprintf(text + used, sizeof text - used,
+                                 "input x%zu : float[%lld]\nparam p%zu : float[%lld] = zeros\n"
+                                 "g_p%zu = Mul (x%zu, seed)\n",
+                                 j, (long long)GQ_N[j], j, (long long)GQ_N[j], j, j);
+    }
+    snprintf(text + used, sizeof text - used,
+             "loss = ReduceSum <keepdims = 0> (x0)\ny = Mul (p0, x0)\noutput y\n"
+             "train loss {\n optimizer = sgd <lr = 0.01>\n}\n");
+    fix f;
+    DL_CHECK(build_text(text, -1, &f));
+    if (!f.rm) {
+        return;
+    }
+    static const int threads[] = {1, 2, 2};
+    for (size_t t = 0; t < DL_ARRAY_LEN(threads); t++) {
+        const char *old = getenv("DLRT_DEBUG_SPLIT");
+        char *saved = old ? strdup(old) : NULL;
+        if (t == 2) {
+            setenv("DLRT_DEBUG_SPLIT", "3", 1); // uneven chunks, last first
+        } else {
+            unsetenv("DLRT_DEBUG_SPLIT");
+        }
+        dlrt_session_options o;
+        dlrt_session_options_init(&o);
+        o.threads = threads[t];
+        dlrt_session *s = NULL;
+        DL_CHECK_EQ_I64(dlrt_session_create_ex(f.rm, &o, &s), DLRT_OK);
+        if (saved) {
+            setenv("DLRT_DEBUG_SPLIT", saved, 1);
+        } else {
+            unsetenv("DLRT_DEBUG_SPLIT");
+        }
+        free(saved);
+        dl_tensor ins[DL_ARRAY_LEN(GQ_N)] = {{0}};
+        for (int k = 0; s && k < 2; k++) {
+            dlrt_step_info info;
+            DL_CHECK(set_inputs(&f, s, ins, 7 + (uint64_t)k, -1));
+            DL_CHECK_EQ_I64(dlrt_session_train_step(s, &info), DLRT_OK);
+            double want = gradsq_norm_expected(ins);
+            if (info.grad_norm != want) {
+                fprintf(stderr, "threads %d step %d: grad_norm %.17g, want %.17g\n", threads[t], k,
+                        info.grad_norm, want);
+            }
+            DL_CHECK(info.grad_norm == want);
+        }
+        free_ins(&f, ins);
+        dlrt_session_destroy(s);
+    }
+    fix_free(&f);
+}
+
 // accumulate = 3 over 6 calls: the accumulators, params, slots, step and norm against the
 // reference stepping on the mean gradient at every third call.
 DL_TEST(train_accumulate_matches_reference) {
