@@ -136,6 +136,10 @@ static void cg_fini(cg *c) {
     free(c->train_kernels.data);
     free(c->node_k0);
     free(c->node_k1);
+    for (size_t i = 0; i < c->strs.len; i++) {
+        free(c->strs.data[i]);
+    }
+    free(c->strs.data);
     for (size_t i = 0; i < c->extra.len; i++) {
         free(c->extra.data[i].init);
     }
@@ -224,6 +228,43 @@ static dl_status package_device_artifact(const cg *dev, const dl_cg_options *o, 
     return st;
 }
 
+// Lowers node `r` (c->node): through the target's hook, or, as the root of a fusion group,
+// the group's nodes (in order, `r` last) as one kernel named by their ops joined by '+'.
+static dl_status lower_group(cg *c, size_t r) {
+    const dl_ir_module *m = c->m;
+    const dl_ir_node *root = m->nodes.data[r];
+    size_t n = 0;
+    for (size_t i = 0; i < r; i++) {
+        n += m->nodes.data[i]->fuse_root == root;
+    }
+    if (n == 0) {
+        return c->target->lower_node(c, root);
+    }
+    const dl_ir_node **g = dl_mem_alloc((n + 1) * sizeof *g);
+    dl_strbuf ops = {0};
+    if (!g) {
+        return DL_ERR_NOMEM;
+    }
+    n = 0;
+    for (size_t i = 0; i <= r; i++) {
+        const dl_ir_node *x = m->nodes.data[i];
+        if (x == root || x->fuse_root == root) {
+            g[n++] = x;
+            dl_strbuf_printf(&ops, "%s%s", n > 1 ? "+" : "", dl_ir_op_get_info(x->op)->name);
+        }
+    }
+    dl_status st = ops.oom || !DL_VEC_PUSH(&c->strs, ops.data) ? DL_ERR_NOMEM : DL_OK;
+    if (st != DL_OK) {
+        dl_strbuf_fini(&ops);
+    } else {
+        c->node_ops = ops.data;
+        st = dl_cg__lower_fused(c, g, n);
+        c->node_ops = NULL;
+    }
+    free(g);
+    return st;
+}
+
 // Compiles `m` for target `t` with checked options `o`: lowering, plan, finish, verify,
 // optimise, package; for a device-image target, the artifact around the image unless
 // `image_only` (dl_cg_emit_ptx: the PTX text alone).
@@ -265,12 +306,16 @@ static dl_status compile(const cg_target *t, const dl_ir_module *m, const dl_cg_
     }
     // Every node is lowered once. Forward nodes [0, n_fwd) make the infer entry; the train step
     // (lower_train.c) reuses the LLVM functions of the forward nodes it needs.
+    // A fusion group (passes/fusion.c) is lowered at its root as one kernel; its other members
+    // get none (an empty kernel range).
     size_t n_fwd = m->has_backward ? m->n_fwd_nodes : m->nodes.len;
     for (size_t i = 0; i < m->nodes.len && st == DL_OK; i++) {
         c.node = m->nodes.data[i];
         DL_ASSERT(c.node->id == i);
         c.node_k0[i] = (uint32_t)c.kernels.len;
-        st = t->lower_node(&c, c.node);
+        if (!c.node->fuse_root) {
+            st = lower_group(&c, i);
+        }
         c.node_k1[i] = (uint32_t)c.kernels.len;
         for (uint32_t k = c.node_k0[i]; st == DL_OK && i < n_fwd && k < c.node_k1[i]; k++) {
             if (!DL_VEC_PUSH(&c.infer_kernels, k)) {

@@ -57,6 +57,8 @@ typedef struct cg {
     DL_VEC(dlrt_plan_grad) comm_grads;
     uint32_t comm_at;       // position in train_kernels
     const dl_ir_node *node; // node being lowered (for diagnostics and names)
+    const char *node_ops;   // with a fused group being lowered: its ops joined by '+', else NULL
+    DL_VEC(char *) strs;    // strings the kernel records point at (owned)
     uint32_t isa;           // DLRT_ISA_* enabled by the target features
 } cg;
 
@@ -159,6 +161,8 @@ void cg_strides(const dl_ir_type *t, int64_t *strides);
 // unary_grad (UnaryGrad, through the derivative beside its sub-op's scalar).
 DL_NODISCARD dl_status dl_cg__lower_map(cg *c, const dl_ir_node *n);
 DL_NODISCARD dl_status dl_cg__lower_unary_grad(cg *c, const dl_ir_node *n);
+// A fusion group's nodes g[0..n) (passes/fusion.c; g[n - 1] its root, c->node) as one kernel.
+DL_NODISCARD dl_status dl_cg__lower_fused(cg *c, const dl_ir_node *const *g, size_t n);
 DL_NODISCARD dl_status dl_cg__lower_clip(cg *c, const dl_ir_node *n);
 DL_NODISCARD dl_status dl_cg__lower_dropout(cg *c, const dl_ir_node *n);
 #define DL_CG__LOWER_HOOK(x) DL_NODISCARD dl_status dl_cg__lower_##x(cg *c, const dl_ir_node *n)

@@ -353,7 +353,8 @@ dl_status cg_kernel_end(cg *c, cg_kernel *k) {
                        n ? n->loc.line : 0,
                        k->name             ? k->name
                        : n && n->n_outputs ? n->outputs[0]->name
-                                           : ""};
+                                           : "",
+                       n ? c->node_ops : NULL};
     if (!DL_VEC_PUSH(&c->fns, k->fn) || !DL_VEC_PUSH(&c->kernels, r)) {
         return DL_ERR_NOMEM;
     }

@@ -11,6 +11,7 @@
 // undefined behaviour: integer division by zero gives 0 and INT_MIN / -1 wraps.
 #include "cg_internal.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #define MAX_OPS 16 // outputs + inputs of one map
@@ -59,9 +60,6 @@ static dl_status emit_map_ex(cg *c, dl_ir_value *out, dl_ir_value *const *ins, s
                              scalar_fn f, const void *user) {
     DL_ASSERT(n_in + 1 <= MAX_OPS);
     const dl_ir_type *ot = &out->type;
-    if (dl_ir_type_numel(ot) == 0) {
-        return DL_OK; // an empty output: nothing to compute (and no kernel with an empty range)
-    }
     int32_t r = ot->rank;
     int64_t dims[DL_MAX_RANK];
     int64_t st[MAX_OPS][DL_MAX_RANK];
@@ -837,4 +835,43 @@ dl_status dl_cg__lower_unary_grad(cg *c, const dl_ir_node *n) {
     }
     LLVMPositionBuilderAtEnd(c->b, done);
     return cg_kernel_end(c, &k);
+}
+
+// A fusion group (passes/fusion.c): g[0..n) in topological order, g[n - 1] the root, every
+// member's one output of the root's dims and used only inside the group. One map nest over the
+// root's output: each external input is loaded once at its (broadcast) offset, each member's
+// scalar function (or UnaryGrad's derivative) is applied in order to values held in registers,
+// and only the root's output is stored. Member values compute in their storage type (the pass
+// fuses no float16 / bfloat16 value), so the bytes are those of the unfused kernels.
+// The scalar function of a fused map: `in` holds the group's outside values (fused_map.ext's
+// order), the result is the root's value.
+typedef struct fused_map {
+    const dl_ir_node *const *g;
+    size_t n;
+    dl_ir_value *const *ext;
+    size_t n_ext;
+    LLVMValueRef *val; // n entries
+} fused_map;
+
+static LLVMValueRef f_fused(cg *c, const map_args *a, LLVMValueRef *in) {
+    const fused_map *fm = a->user;
+    return dl_cg__fused_values(c, fm->g, fm->n, 0, fm->val, fm->ext, in, fm->n_ext);
+}
+
+dl_status dl_cg__lower_fused(cg *c, const dl_ir_node *const *g, size_t n) {
+    DL_ASSERT(n >= 2);
+    dl_ir_value *out = g[n - 1]->outputs[0];
+    dl_ir_value *ext[MAX_OPS];
+    size_t n_ext = 0;
+    DL_TRY(dl_cg__fused_inputs(c, g, n, 0, ext, MAX_OPS - 1, &n_ext));
+    LLVMValueRef *val = dl_mem_calloc(n, sizeof *val); // member i's result
+    if (!val) {
+        return DL_ERR_NOMEM;
+    }
+    // One map over the root's output whose scalar function is the whole group (emitted once per
+    // in-place version of the loop nest).
+    fused_map fm = {g, n, ext, n_ext, val};
+    dl_status st = emit_map_ex(c, out, ext, n_ext, f_fused, &fm);
+    free(val);
+    return st;
 }

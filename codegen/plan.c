@@ -502,9 +502,11 @@ static dl_status build_plan(const cg_plan_in *c, blob *out) {
         ks[i].name_off = put_string(&pc, r->name, &ks[i].name_len);
         // Format 5: the op names as a string (the runtime never sees IR op ids); the train
         // step's own kernels come from no node.
-        ks[i].ops_off = put_string(
-            &pc, r->op == UINT32_MAX ? "TrainStep" : dl_ir_op_get_info((dl_ir_op)r->op)->name,
-            &ks[i].ops_len);
+        ks[i].ops_off = put_string(&pc,
+                                   r->ops                ? r->ops
+                                   : r->op == UINT32_MAX ? "TrainStep"
+                                                         : dl_ir_op_get_info((dl_ir_op)r->op)->name,
+                                   &ks[i].ops_len);
         seq[i] = (uint32_t)i; // now the entry lists: plan records in order
     }
     dlrt_plan_hdr h;

@@ -45,6 +45,10 @@ typedef struct dlcc_options {
     int dump_after;       // a dl_pass_id, or -1 (the default)
     dl_pass_dump_fn dump; // receives each dump (NULL: none)
     void *dump_ctx;
+    // The fusion pass groups nothing: every node gets its own kernels (tests of the kernels
+    // themselves, and of the memory plan on long chains). Such a compile neither reads nor
+    // writes the cache (its key does not say so).
+    bool no_fusion;
 } dlcc_options;
 
 void dlcc_options_init(dlcc_options *o);

@@ -52,6 +52,7 @@ static void pipeline_opts(const dlcc_options *o, dl_pass_pipeline_opts *po) {
     po->dump_after = o->dump_after;
     po->dump = o->dump;
     po->dump_ctx = o->dump_ctx;
+    po->no_fusion = o->no_fusion;
 }
 
 // The version string is computed once: it is constant for the life of the process, and the
@@ -333,7 +334,7 @@ static dl_status compile_module(dl_ir_module *m, const char *source, const dlcc_
         return st;
     }
     bool dumps = o->dump && (o->dump_all || o->dump_after >= 0);
-    bool use_cache = o->use_cache;
+    bool use_cache = o->use_cache && !o->no_fusion;
     if (use_cache && dl_cache_env_disabled()) {
         use_cache = false;
         snprintf(r->cache_note, sizeof r->cache_note, "disabled by DLCC_CACHE=%s",

@@ -157,7 +157,8 @@ typedef struct dl_ir_type {
 // 1 for scalars; INT64_MAX when the product overflows (types that passed dl_pass_shape never do:
 // see DL_IR_MAX_TENSOR_BYTES).
 int64_t dl_ir_type_numel(const dl_ir_type *t);
-bool dl_ir_type_equal(const dl_ir_type *a, const dl_ir_type *b); // dtype + dim values
+bool dl_ir_type_equal(const dl_ir_type *a, const dl_ir_type *b);     // dtype + dim values
+bool dl_ir_type_same_dims(const dl_ir_type *a, const dl_ir_type *b); // dim values only
 // "float[N, 784]" (symbolic names where present, when m is non-NULL) into buf.
 typedef struct dl_ir_module dl_ir_module;
 void dl_ir_type_format(const dl_ir_module *m, const dl_ir_type *t, char *buf, size_t size);
@@ -268,6 +269,10 @@ struct dl_ir_node {
     dl_ir_value **outputs;
     size_t n_attrs;
     dl_ir_attr *attrs; // in source order
+    // Set by the fusion pass (passes/fusion.c), NULL otherwise: this node is computed inside the
+    // kernel of `fuse_root`, a later node of the same fusion group, and gets no kernel of its
+    // own. Not part of the text form (a dump shows the groups as comments).
+    dl_ir_node *fuse_root;
 };
 
 // Attribute lookup on a node (NULL if absent; defaults are *not* filled in).

@@ -568,7 +568,11 @@ bool dl_ir_type_check_limit(const dl_ir_type *t, int64_t max_bytes, const char *
 }
 
 bool dl_ir_type_equal(const dl_ir_type *a, const dl_ir_type *b) {
-    if (a->dtype != b->dtype || a->rank != b->rank) {
+    return a->dtype == b->dtype && dl_ir_type_same_dims(a, b);
+}
+
+bool dl_ir_type_same_dims(const dl_ir_type *a, const dl_ir_type *b) {
+    if (a->rank != b->rank) {
         return false;
     }
     for (int32_t i = 0; i < a->rank; i++) {

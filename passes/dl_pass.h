@@ -79,6 +79,7 @@ typedef struct dl_pass_pipeline_opts {
     void *dump_ctx;
     dl_pass_backend_fn backend; // NULL: the pipeline stops before memplan ("as far as it goes")
     void *backend_ctx;
+    bool no_fusion; // the fusion pass changes nothing (tests compare fused with unfused code)
 } dl_pass_pipeline_opts;
 
 // Defaults: no verify_each beyond the build's, no dumps, no back end.
@@ -98,6 +99,19 @@ DL_NODISCARD dl_status dl_pass_pipeline_run(dl_ir_module *m, dl_pass_id first, d
 // train loss, gradients and assigns; node locations are kept. *out_n_removed (may be NULL)
 // receives the number of nodes removed. DL_ERR_NOMEM with a diagnostic.
 DL_NODISCARD dl_status dl_pass_simplify(dl_ir_module *m, dl_diags *d, size_t *out_n_removed);
+
+// Operator fusion (passes/fusion.c): groups of elementwise nodes that codegen lowers as one
+// kernel, recorded in dl_ir_node.fuse_root (every other field of the module is unchanged, so
+// the text form is too). A group is a tree of elementwise nodes (the op table's `map` ops and
+// UnaryGrad) of one output shape whose inner values have no use outside the group and are no
+// root (output, loss, gradient, assign). Clears any earlier grouping first.
+typedef struct dl_pass_fusion_stats {
+    size_t groups;      // groups of two or more nodes
+    size_t fused_nodes; // nodes in those groups (each group saves fused_nodes - 1 kernels)
+} dl_pass_fusion_stats;
+DL_NODISCARD dl_status dl_pass_fusion(dl_ir_module *m, dl_diags *d, dl_pass_fusion_stats *out);
+// Writes one comment line per fusion group of `m` to `b`: "# fusion: ROOT = OP a, OP b, ...".
+void dl_pass_fusion_describe(const dl_ir_module *m, dl_strbuf *b);
 
 // ---------------------------------------------------------------------------------------------
 // The memory plan (passes/memplan.c): a neutral description of lowered kernels and their buffers,

@@ -144,18 +144,6 @@ static void liveness(mp_ctx *x) {
     }
 }
 
-static bool same_dims(const dl_ir_type *a, const dl_ir_type *b) {
-    if (a->rank != b->rank) {
-        return false;
-    }
-    for (int32_t i = 0; i < a->rank; i++) {
-        if (a->dims[i].value != b->dims[i].value) {
-            return false;
-        }
-    }
-    return true;
-}
-
 // Whether groups ga (holding input buffer ib) and go (holding the output) of in-place kernel
 // record `kr` may become one: in every entry their ranges are disjoint, or they meet exactly at
 // the kernel (the input group's last use, the output group's first) and the kernel is the only
@@ -215,7 +203,7 @@ static void in_place(mp_ctx *x) {
             }
             const dl_ir_type *it = x->bufs[ib].type;
             if (dl_dtype_size(it->dtype) != dl_dtype_size(ot->dtype) ||
-                (!is_flat && !same_dims(it, ot))) {
+                (!is_flat && !dl_ir_type_same_dims(it, ot))) {
                 continue;
             }
             // The same input twice (Add(x, x)) is fine: both reads are of element i.

@@ -49,12 +49,8 @@ static dl_status run_simplify(dl_ir_module *m, dl_diags *d) {
     return dl_pass_simplify(m, d, NULL);
 }
 
-// Operator fusion is the subject of issue 17. Until then this pass changes nothing; it holds
-// the place so that dumps, --dump-after=fusion and the order of passes do not move when it comes.
 static dl_status run_fusion(dl_ir_module *m, dl_diags *d) {
-    (void)m;
-    (void)d;
-    return DL_OK;
+    return dl_pass_fusion(m, d, NULL);
 }
 
 // ORDER PASSES: same order as dl_pass_id.
@@ -64,7 +60,7 @@ static const pass_def pipeline[] = {
     {"precision", "mixed precision: autocast of matrix products", run_precision, false},
     {"simplify", "identity forwarding, CSE of pure nodes, dead node elimination", run_simplify,
      false},
-    {"fusion", "operator fusion: empty until issue 17, changes nothing", run_fusion, false},
+    {"fusion", "operator fusion: elementwise groups, one kernel each", run_fusion, false},
     {"memplan", "memory plan over the lowered kernels, in the back end; the IR is unchanged", NULL,
      true},
     {"schedule", "kernel dependencies, in the back end; the IR is unchanged", NULL, true},
@@ -123,6 +119,7 @@ static dl_status dump(const dl_ir_module *m, const dl_pass_pipeline_opts *o, siz
         }
         dl_strbuf_printf(&b, "\n");
     }
+    dl_pass_fusion_describe(m, &b); // the groups (none before the fusion pass has run)
     dl_strbuf_append(&b, text, strlen(text));
     free(text);
     if (b.oom) {
@@ -155,6 +152,10 @@ dl_status dl_pass_pipeline_run(dl_ir_module *m, dl_pass_id first, dl_pass_id las
             if (!backend_done) {
                 DL_TRY(o->backend(o->backend_ctx, m, d));
                 backend_done = true;
+            }
+        } else if (p == DL_PASS_FUSION && o && o->no_fusion) {
+            for (size_t i = 0; i < m->nodes.len; i++) {
+                m->nodes.data[i]->fuse_root = NULL;
             }
         } else {
             DL_TRY(pd->run(m, d));

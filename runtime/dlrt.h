@@ -445,6 +445,14 @@ DLRT_API void dlrt_session_comm_stats(const dlrt_session *s, double *out_wait_ms
 // ---------------------------------------------------------------------------------------------
 // Memory
 
+// The kernels of entry point `train_step` (non-zero) or `infer` (zero) of `m`: *n_kernels how
+// many run per call (0 when the entry point is absent), *n_fused how many of them are fused
+// kernels (several IR ops in one: their ops string, as the profiler shows it, joins them with
+// '+'), *n_ops how many IR ops they compute together (the train step's own kernels, which come
+// from no op, count one each). Any pointer may be NULL; a NULL model gives zeros. Thread-safe.
+DLRT_API void dlrt_model_kernels(const dlrt_model *m, int train_step, uint32_t *n_kernels,
+                                 uint32_t *n_fused, uint32_t *n_ops);
+
 // The memory plan of `m`: *arena_bytes is the size of the one arena a session allocates for
 // every buffer (params, optimizer state, inputs, constants and intermediates, the intermediates
 // sharing memory by liveness); *buffers_bytes the sum of all buffer sizes, what the session would

@@ -928,6 +928,32 @@ dlrt_status dlrt_model_state(const dlrt_model *m, size_t i, dlrt_tensor_desc *ou
     return describe_role(m, m ? m->first_state : 0, m ? m->n_states : 0, i, out, "state");
 }
 
+void dlrt_model_kernels(const dlrt_model *m, int train_step, uint32_t *n_kernels, uint32_t *n_fused,
+                        uint32_t *n_ops) {
+    uint32_t nk = 0, nf = 0, no = 0;
+    int e = train_step ? DLRT_ENTRY_TRAIN_STEP : DLRT_ENTRY_INFER;
+    for (uint32_t i = 0; m && i < m->hdr->entry_count[e]; i++) {
+        // Validated at load: entry_kernels and every kernel's strings are in bounds.
+        const dlrt_plan_kernel *k = &m->kernels[m->entry_kernels[m->hdr->entry_first[e] + i]];
+        uint32_t ops = 1;
+        for (uint32_t j = 0; j < k->ops_len; j++) {
+            ops += m->strings[k->ops_off + j] == DLRT_OPS_SEPARATOR;
+        }
+        nk++;
+        nf += ops > 1;
+        no += ops;
+    }
+    if (n_kernels) {
+        *n_kernels = nk;
+    }
+    if (n_fused) {
+        *n_fused = nf;
+    }
+    if (n_ops) {
+        *n_ops = no;
+    }
+}
+
 void dlrt_model_memory(const dlrt_model *m, uint64_t *arena_bytes, uint64_t *buffers_bytes) {
     uint64_t sum = 0;
     for (uint32_t i = 0; m && i < m->hdr->n_buffers; i++) {

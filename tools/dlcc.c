@@ -2262,6 +2262,13 @@ static int cmd_compile(int argc, char **argv) {
                     (unsigned long long)arena, (unsigned long long)sum,
                     sum ? 100.0 * (double)arena / (double)sum : 100.0,
                     dlrt_model_has_train_step(rm) ? ", infer and train_step" : "");
+            // The kernels per entry point; a fused kernel computes several IR ops (fusion pass).
+            for (int e = 0; e <= dlrt_model_has_train_step(rm); e++) {
+                uint32_t nk = 0, nf = 0, nops = 0;
+                dlrt_model_kernels(rm, e, &nk, &nf, &nops);
+                fprintf(stderr, "dlcc: %s: %u kernels for %u ops (%u fused kernels)\n",
+                        e ? "train_step" : "infer", nk, nops, nf);
+            }
             dlrt_model_release(rm);
         }
     }

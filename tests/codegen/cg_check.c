@@ -360,6 +360,65 @@ static bool check_wants(const char *who, const char *name, const dl_tensor *t, c
     return ok;
 }
 
+// A model with fusion groups (passes/fusion.c) compiled again without them must give the same
+// bytes for every output as the fused session `fused` (which has run infer): a fused kernel
+// keeps its inner values in registers in their own dtype, and nothing else changes.
+static bool same_unfused(dl_ir_module *m, const dl_cg_options *co, const dl_tensor *ins,
+                         dlrt_session *fused, const char *text) {
+    for (size_t i = 0; i < m->nodes.len; i++) {
+        m->nodes.data[i]->fuse_root = NULL;
+    }
+    dl_diags *d = NULL;
+    uint8_t *art = NULL;
+    size_t len = 0;
+    dlrt_model *rm = NULL;
+    dlrt_session *s = NULL;
+    bool ok = false;
+    if (dl_diags_create(&d) != DL_OK || dl_cg_compile(m, co, d, &art, &len) != DL_OK ||
+        dlrt_model_load_memory(art, len, &rm) != DLRT_OK ||
+        dlrt_session_create(rm, &s) != DLRT_OK) {
+        fprintf(stderr, "cg_check: the unfused compile failed:\n%s\n", text);
+        print_diags(d);
+        goto out;
+    }
+    for (size_t i = 0; i < m->inputs.len; i++) {
+        const char *name = m->inputs.data[i]->name;
+        if (dlrt_session_set_input(s, name, ins[i].data, dl_tensor_nbytes(&ins[i])) != DLRT_OK) {
+            fprintf(stderr, "cg_check: unfused input %s: %s\n", name, dlrt_last_error());
+            goto out;
+        }
+    }
+    if (dlrt_session_infer(s) != DLRT_OK) {
+        fprintf(stderr, "cg_check: unfused infer: %s\n", dlrt_last_error());
+        goto out;
+    }
+    ok = true;
+    for (size_t j = 0; j < m->outputs.len && ok; j++) {
+        const char *name = m->outputs.data[j]->name;
+        int64_t nel = 0, nbytes = 0;
+        ok = dl_ir_type_size(&m->outputs.data[j]->type, &nel, &nbytes);
+        size_t n = (size_t)nbytes;
+        uint8_t *a = malloc(n ? n : 1), *b = malloc(n ? n : 1);
+        // Copies into host memory work on every device (a CUDA output is device memory).
+        ok = ok && a && b && dlrt_session_output_copy(fused, name, a, n) == DLRT_OK &&
+             dlrt_session_output_copy(s, name, b, n) == DLRT_OK && memcmp(a, b, n) == 0;
+        free(a);
+        free(b);
+        if (!ok) {
+            fprintf(stderr,
+                    "cg_check: output '%s' of the fused kernels differs from the unfused "
+                    "ones:\n%s\n",
+                    name, text);
+        }
+    }
+out:
+    dlrt_session_destroy(s);
+    dlrt_model_release(rm);
+    free(art);
+    dl_diags_destroy(d);
+    return ok;
+}
+
 bool cg_check(const char *text, cg_tol tol) {
     return cg_check_io(text, tol, NULL, 0, NULL, 0, NULL);
 }
@@ -402,8 +461,10 @@ bool cg_check_io(const char *text, cg_tol tol, const cg_want *want, size_t n_wan
     if (dl_diags_create(&d) != DL_OK) {
         return false;
     }
+    dl_pass_fusion_stats fs;
     if (dl_fe_parse("case.dlg", text, strlen(text), d, &m) != DL_OK ||
-        dl_pass_shape(m, d) != DL_OK || dl_ir_verify(m, d) != DL_OK) {
+        dl_pass_shape(m, d) != DL_OK || dl_ir_verify(m, d) != DL_OK ||
+        dl_pass_fusion(m, d, &fs) != DL_OK) {
         fprintf(stderr, "cg_check: model does not check:\n%s\n", text);
         print_diags(d);
         goto out;
@@ -551,6 +612,9 @@ bool cg_check_io(const char *text, cg_tol tol, const cg_want *want, size_t n_wan
             got_out[j][i] = dl_tensor_get(&got, i);
         }
         free(data);
+    }
+    if (ok && fs.groups > 0 && !same_unfused(m, &co, ins, s, text)) {
+        ok = false;
     }
 out:
     dlrt_session_destroy(s);

@@ -292,10 +292,12 @@ static void print_diags(dl_diags *d) {
     free(s);
 }
 
-static bool compile(const char *name, const char *text, int opt, uint8_t **art, size_t *len) {
+static bool compile_ex(const char *name, const char *text, int opt, bool fuse, uint8_t **art,
+                       size_t *len) {
     dlcc_options o;
     dlcc_options_init(&o);
     o.use_cache = false;
+    o.no_fusion = !fuse;
     o.cg.opt_level = opt;
     dl_diags *d = NULL;
     if (dl_diags_create(&d) != DL_OK) {
@@ -312,6 +314,10 @@ static bool compile(const char *name, const char *text, int opt, uint8_t **art, 
     *art = r.artifact;
     *len = r.artifact_len;
     return ok;
+}
+
+static bool compile(const char *name, const char *text, int opt, uint8_t **art, size_t *len) {
+    return compile_ex(name, text, opt, true, art, len);
 }
 
 // Loads the artifact, creates a poisoned session, runs infer and (when present) two train steps
@@ -728,11 +734,12 @@ DL_TEST(memplan_forged_plans_are_caught) {
 // ---------------------------------------------------------------------------------------------
 // Compile cost: the plan stays linear in the graph
 
-// A chain of 4000 Relu nodes runs in place on one buffer: every kernel overlaps every other in
-// memory. Dependencies listing every earlier kernel touching overlapping memory made the plan
-// quadratic (7,998,000 dependencies, a 33 MB artifact); the nearest conflicting access per arena
-// segment suffices (the checker still proves every conflicting pair ordered, by reachability).
-// Then the chain runs on 4 threads with every kernel split, against max(x, 0).
+// A chain of 4000 Relu nodes (compiled unfused: fused, it is one kernel) runs in place on one
+// buffer: every kernel overlaps every other in memory. Dependencies listing every earlier kernel
+// touching overlapping memory made the plan quadratic (7,998,000 dependencies, a 33 MB artifact);
+// the nearest conflicting access per arena segment suffices (the checker still proves every
+// conflicting pair ordered, by reachability). Then the chain runs on 4 threads with every kernel
+// split, against max(x, 0).
 DL_TEST(memplan_chain_dependencies_are_linear) {
     enum { N = 4000, W = 4096 };
     dl_strbuf b = {0};
@@ -745,7 +752,7 @@ DL_TEST(memplan_chain_dependencies_are_linear) {
     DL_CHECK(text != NULL);
     uint8_t *art = NULL;
     size_t len = 0;
-    DL_CHECK(text && compile("chain.dlg", text, 1, &art, &len));
+    DL_CHECK(text && compile_ex("chain.dlg", text, 1, false, &art, &len));
     plan pl;
     DL_CHECK(art && plan_from_artifact(art, len, &pl));
     if (!art || !pl.p) {

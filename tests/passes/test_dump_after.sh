@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # tests/passes/test_dump_after.sh — `dlcc compile --dump-after` on every sample: the IR after each
 # pass of the pipeline (passes/pipeline.c) is .dlg text that `dlcc check --verify-each` accepts,
-# `--dump-after=all` is the single dumps one after another, fusion (empty until issue 17) changes
-# nothing, the back-end passes leave the IR as they got it, dumps do not change the artifact, and
+# `--dump-after=all` is the single dumps one after another, fusion changes the text only by its
+# comment lines naming the groups (the transformer block has two), the back-end passes leave the IR as they got it, dumps do not change the artifact, and
 # an unknown pass is a usage error.
 # usage: test_dump_after.sh DLCC SOURCE_DIR
 set -u
@@ -15,7 +15,7 @@ src=$(cd "$2" && pwd)
 source "$src/tests/harness/cli_lib.sh"
 
 passes="shapes autodiff precision simplify fusion memplan schedule"
-body() { tail -n +2 "$1"; }
+body() { tail -n +2 "$1" | grep -v '^# fusion: '; }
 for f in "$src"/samples/*.dlg; do
   b=$(basename "$f" .dlg)
   run_dlcc compile "$f" --no-cache -o "$b.ref.so"
@@ -32,7 +32,8 @@ for f in "$src"/samples/*.dlg; do
     run_dlcc check --verify-each "$b.$p.dlg"
     check "$b: dlcc check reads back the dump after $p" [ "$rc" -eq 0 ]
   done
-  check "$b: fusion changes nothing" cmp -s <(body "$b.simplify.dlg") <(body "$b.fusion.dlg")
+  check "$b: fusion changes nothing but comments" \
+    cmp -s <(body "$b.simplify.dlg") <(body "$b.fusion.dlg")
   check "$b: memplan leaves the IR unchanged" cmp -s <(body "$b.fusion.dlg") <(body "$b.memplan.dlg")
   check "$b: schedule leaves the IR unchanged" cmp -s <(body "$b.fusion.dlg") <(body "$b.schedule.dlg")
 done
@@ -46,6 +47,10 @@ for p in $passes; do
   cat "$out" >>concat
 done
 check "--dump-after=all is every single dump in pipeline order" cmp -s concat mlp_fmnist.all
+check "transformer_block: the dump after fusion names its two groups" \
+  [ "$(grep -c '^# fusion: .* = one kernel: ' transformer_block.fusion.dlg)" -eq 2 ]
+check "transformer_block: the groups stay in the dumps after fusion" \
+  [ "$(grep -c '^# fusion: ' transformer_block.schedule.dlg)" -eq 2 ]
 # The training graph is in the dump after autodiff: the gradient ops are printed and read back.
 check "mlp_fmnist: the dump after autodiff holds gradient ops" \
   grep -qE '= (UnaryGrad|SoftmaxCrossEntropyLossGrad) ' mlp_fmnist.autodiff.dlg

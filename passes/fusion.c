@@ -1,0 +1,228 @@
+// passes/fusion.c — operator fusion: elementwise nodes grouped so that codegen computes a whole
+// group in one kernel, its inner values living in registers instead of the arena.
+//
+// A group is a tree of elementwise nodes (the op table's fusibility class ELEMENTWISE lowered by
+// the generic map, and UnaryGrad) whose root is its last node in topological order. A node joins
+// the group of its consumer when: its one output's every use is an input of that one consumer
+// (Mul(a, a) counts), the value is no root of the module (output, train loss, gradient, assign
+// value), both have the output dims of the group, both are on the same side of the forward /
+// training split (the infer entry runs only forward nodes), the value's dtype computes in its
+// storage type (float, int32, int64, bool: no rounding on a store is skipped, so the
+// fused kernel gives the bytes the separate ones gave), and the merged group reads at most
+// DL_FUSION_MAX_INPUTS distinct values. External inputs may broadcast to the group's dims
+// (UnaryGrad's must have them: it is a flat loop).
+//
+// Result: dl_ir_node.fuse_root of every non-root member points at its group's root; nothing else
+// in the module changes (dumps parse back; a module that is not lowered is unaffected).
+// Codegen (codegen/lower_elem.c, dl_cg__lower_fused) emits one loop nest over the group's dims
+// that loads each external input once and applies each member's scalar function in order.
+#include "dl_pass.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+// Distinct values a fused kernel may read: codegen's map emitter takes 16 operands, one of them
+// the output.
+#define DL_FUSION_MAX_INPUTS 15
+
+// Computes in the storage type (cg_internal.h: float16 and bfloat16 compute in f32).
+static bool exact_dtype(dl_dtype t) {
+    switch (t) {
+    case DL_DT_FLOAT:
+    case DL_DT_INT32:
+    case DL_DT_INT64:
+    case DL_DT_BOOL:
+        return true;
+    case DL_DT_FLOAT16:
+    case DL_DT_BFLOAT16:
+    case DL_DT_COUNT:
+        return false;
+    }
+    return false;
+}
+
+// A node codegen can compute inside a fused loop: one output, every input present; a map op, or
+// a float32 UnaryGrad whose inputs have its dims.
+static bool fusible(const dl_ir_node *n) {
+    if (n->n_outputs != 1 || dl_ir_type_numel(&n->outputs[0]->type) <= 0) {
+        return false;
+    }
+    for (size_t i = 0; i < n->n_inputs; i++) {
+        if (!n->inputs[i]) {
+            return false;
+        }
+    }
+    if (n->op == DL_IR_OP_UNARY_GRAD) {
+        const dl_ir_type *t = &n->outputs[0]->type;
+        return n->n_inputs == 2 && t->dtype == DL_DT_FLOAT &&
+               n->inputs[0]->type.dtype == DL_DT_FLOAT && n->inputs[1]->type.dtype == DL_DT_FLOAT &&
+               dl_ir_type_same_dims(&n->inputs[0]->type, t) &&
+               dl_ir_type_same_dims(&n->inputs[1]->type, t);
+    }
+    const dl_ir_op_info *info = dl_ir_op_get_info(n->op);
+    return info->fuse == DL_IR_FUSE_ELEMENTWISE && strcmp(info->lower_hook, "map") == 0 &&
+           strcmp(info->scalar_hook, "none") != 0;
+}
+
+static size_t find(size_t *root, size_t i) {
+    while (root[i] != i) {
+        root[i] = root[root[i]];
+        i = root[i];
+    }
+    return i;
+}
+
+// Distinct values read from outside the union of groups ga and gb (group ids = root node ids).
+static size_t external_inputs(const dl_ir_module *m, size_t *root, size_t ga, size_t gb) {
+    const dl_ir_value *seen[DL_FUSION_MAX_INPUTS + 1];
+    size_t n = 0;
+    for (size_t i = 0; i < m->nodes.len && n <= DL_FUSION_MAX_INPUTS; i++) {
+        size_t g = find(root, i);
+        if (g != ga && g != gb) {
+            continue;
+        }
+        const dl_ir_node *x = m->nodes.data[i];
+        for (size_t a = 0; a < x->n_inputs && n <= DL_FUSION_MAX_INPUTS; a++) {
+            const dl_ir_value *v = x->inputs[a];
+            if (v->def) {
+                size_t gd = find(root, v->def->id);
+                if (gd == ga || gd == gb) {
+                    continue;
+                }
+            }
+            bool dup = false;
+            for (size_t k = 0; k < n && !dup; k++) {
+                dup = seen[k] == v;
+            }
+            if (!dup) {
+                seen[n++] = v;
+            }
+        }
+    }
+    return n;
+}
+
+dl_status dl_pass_fusion(dl_ir_module *m, dl_diags *d, dl_pass_fusion_stats *out) {
+    (void)d;
+    if (out) {
+        memset(out, 0, sizeof *out);
+    }
+    size_t nn = m->nodes.len, nv = m->values.len;
+    for (size_t i = 0; i < nn; i++) {
+        m->nodes.data[i]->fuse_root = NULL;
+    }
+    // Per value: its one consumer node (NULL with none), whether another node or a root uses it.
+    const dl_ir_node **consumer = calloc(nv ? nv : 1, sizeof *consumer);
+    bool *pinned = calloc(nv ? nv : 1, sizeof *pinned);
+    size_t *root = malloc((nn ? nn : 1) * sizeof *root);
+    if (!consumer || !pinned || !root) {
+        free(consumer);
+        free(pinned);
+        free(root);
+        return DL_ERR_NOMEM;
+    }
+    for (size_t i = 0; i < nn; i++) {
+        const dl_ir_node *n = m->nodes.data[i];
+        root[i] = i;
+        for (size_t a = 0; a < n->n_inputs; a++) {
+            const dl_ir_value *v = n->inputs[a];
+            if (!v) {
+                continue;
+            }
+            if (consumer[v->id] && consumer[v->id] != n) {
+                pinned[v->id] = true; // two consumers
+            }
+            consumer[v->id] = n;
+        }
+    }
+#define PIN(v)                                                                                     \
+    do {                                                                                           \
+        if (v) {                                                                                   \
+            pinned[(v)->id] = true;                                                                \
+        }                                                                                          \
+    } while (0)
+    for (size_t i = 0; i < m->outputs.len; i++) {
+        PIN(m->outputs.data[i]);
+    }
+    PIN(m->train_loss);
+    PIN(m->grad_seed);
+    PIN(m->step_counter);
+    for (size_t i = 0; i < m->grads.len; i++) {
+        PIN(m->grads.data[i]);
+    }
+    for (size_t i = 0; i < m->assigns.len; i++) {
+        PIN(m->assigns.data[i].value);
+        PIN(m->assigns.data[i].param);
+    }
+#undef PIN
+    size_t n_fwd = m->has_backward ? m->n_fwd_nodes : nn;
+    // In topological order a node's own group is complete when it is reached: it joins its
+    // consumer's group (a later node) or stays a root.
+    for (size_t i = 0; i < nn; i++) {
+        const dl_ir_node *n = m->nodes.data[i];
+        if (!fusible(n)) {
+            continue;
+        }
+        const dl_ir_value *v = n->outputs[0];
+        const dl_ir_node *c = consumer[v->id];
+        if (!c || pinned[v->id] || v->is_output || !fusible(c) || !exact_dtype(v->type.dtype) ||
+            !dl_ir_type_same_dims(&v->type, &c->outputs[0]->type) ||
+            (i < n_fwd) != (c->id < n_fwd)) {
+            continue;
+        }
+        size_t gn = find(root, i), gc = find(root, c->id);
+        if (external_inputs(m, root, gn, gc) > DL_FUSION_MAX_INPUTS) {
+            continue;
+        }
+        root[gn] = gc; // gc is c's group, whose root is c or a later node
+    }
+    size_t *size = calloc(nn ? nn : 1, sizeof *size);
+    if (!size) {
+        free(consumer);
+        free(pinned);
+        free(root);
+        return DL_ERR_NOMEM;
+    }
+    for (size_t i = 0; i < nn; i++) {
+        size_t g = find(root, i);
+        size[g]++;
+        if (g != i) {
+            m->nodes.data[i]->fuse_root = m->nodes.data[g];
+        }
+    }
+    for (size_t i = 0; out && i < nn; i++) {
+        if (size[i] > 1) {
+            out->groups++;
+            out->fused_nodes += size[i];
+        }
+    }
+    free(size);
+    free(consumer);
+    free(pinned);
+    free(root);
+    return DL_OK;
+}
+
+void dl_pass_fusion_describe(const dl_ir_module *m, dl_strbuf *b) {
+    for (size_t r = 0; r < m->nodes.len; r++) {
+        const dl_ir_node *root = m->nodes.data[r];
+        if (root->fuse_root) {
+            continue;
+        }
+        bool any = false;
+        for (size_t i = 0; i < r && !any; i++) {
+            any = m->nodes.data[i]->fuse_root == root;
+        }
+        if (!any) {
+            continue;
+        }
+        dl_strbuf_printf(b, "# fusion: %s = one kernel:", root->outputs[0]->name);
+        for (size_t i = 0; i <= r; i++) {
+            const dl_ir_node *x = m->nodes.data[i];
+            if (x == root || x->fuse_root == root) {
+                dl_strbuf_printf(b, " %s %s%s", dl_ir_op_get_info(x->op)->name, x->outputs[0]->name,
+                                 x == root ? "\n" : ",");
+            }
+        }
+    }
+}

@@ -1,0 +1,116 @@
+// tests/codegen/test_fusion.c — the fusion pass (passes/fusion.c) and fused kernels
+// (codegen/lower_elem.c, dl_cg__lower_fused): which nodes group, and every fused model against
+// the reference evaluator and, byte for byte, against the same model compiled unfused (cg_check
+// does both for any model the pass groups).
+#include "cg_check.h"
+#include "dl_base.h"
+#include "dl_fe.h"
+#include "dl_ir.h"
+#include "dl_pass.h"
+#include "dl_test.h"
+
+#include <string.h>
+
+// Parses and shape-checks `text`, runs the fusion pass and compares its counts.
+static bool groups_are(const char *text, size_t groups, size_t fused_nodes) {
+    dl_diags *d = NULL;
+    dl_ir_module *m = NULL;
+    dl_pass_fusion_stats st = {0, 0};
+    bool ok = dl_diags_create(&d) == DL_OK &&
+              dl_fe_parse("fusion.dlg", text, strlen(text), d, &m) == DL_OK &&
+              dl_pass_shape(m, d) == DL_OK && dl_pass_fusion(m, d, &st) == DL_OK;
+    if (ok && (st.groups != groups || st.fused_nodes != fused_nodes)) {
+        fprintf(stderr, "fusion: %zu groups of %zu nodes, want %zu of %zu:\n%s\n", st.groups,
+                st.fused_nodes, groups, fused_nodes, text);
+        ok = false;
+    }
+    dl_ir_module_destroy(m);
+    dl_diags_destroy(d);
+    return ok;
+}
+
+#define FUSES(text, g, n, tol)                                                                     \
+    do {                                                                                           \
+        DL_CHECK(groups_are((text), (g), (n)));                                                    \
+        CG_CHECK((text), (tol));                                                                   \
+    } while (0)
+
+DL_TEST(chain_with_broadcast_inputs) {
+    // Five ops in one kernel; b broadcasts along rows, s is a scalar, c along columns.
+    FUSES("model m\ninput a : float[6, 33]\ninput b : float[33]\ninput c : float[6, 1]\n"
+          "const s : float[] = 0.5\n"
+          "t1 = Add (a, b)\nt2 = Mul (t1, s)\nt3 = Relu (t2)\nt4 = Sub (t3, c)\nt5 = Tanh (t4)\n"
+          "output t5\n",
+          1, 5, CG_TOL_MATH);
+}
+
+DL_TEST(tree_and_repeated_input) {
+    // Two chains meet in a Div (a tree); Mul (p, p) reads the member twice.
+    FUSES("model m\ninput a : float[4, 5, 7]\ninput pos_b : float[4, 5, 7]\n"
+          "p = Sigmoid (a)\nq = Mul (p, p)\nr = Sqrt (pos_b)\nu = Exp (r)\nv = Div (q, u)\n"
+          "output v\n",
+          1, 5, CG_TOL_MATH);
+}
+
+DL_TEST(escaping_values_are_not_fused) {
+    // t1 is an output and t2 has two consumers (t3, t5), so both stay apart; t3 and t4 each have
+    // one consumer: the one group is {t3, t4, t5}.
+    FUSES("model m\ninput a : float[8, 9]\n"
+          "t1 = Abs (a)\nt2 = Neg (t1)\nt3 = Exp (t2)\nt4 = Neg (t3)\nt5 = Add (t2, t4)\n"
+          "output t1\noutput t5\n",
+          1, 3, CG_TOL_MATH);
+}
+
+DL_TEST(integer_and_bool_chains) {
+    // Compare, logic and Where over ints and bools: exact.
+    FUSES("model m\ninput a : int64[5, 6]\ninput b : int64[6]\n"
+          "c = Less (a, b)\nd = Not (c)\ne = Mul (a, b)\nf = Where (d, e, a)\ng = Add (f, b)\n"
+          "output g\n",
+          1, 5, CG_TOL_EXACT);
+    FUSES("model m\ninput a : int32[17]\ninput b : int32[17]\n"
+          "c = Sub (a, b)\nd = Max (c, a, b)\ne = Cast <to = \"float\"> (d)\nf = Neg (e)\n"
+          "output f\n",
+          1, 4, CG_TOL_EXACT);
+}
+
+DL_TEST(shape_changes_and_half_precision_stop_a_group) {
+    // t1 broadcasts up to t2's dims (different dims: not fused); the float16 value would round
+    // on a store, so it is not kept in a register.
+    FUSES("model m\ninput a : float[7]\ninput b : float[3, 7]\n"
+          "t1 = Exp (a)\nt2 = Add (t1, b)\nt3 = Relu (t2)\noutput t3\n",
+          1, 2, CG_TOL_MATH);
+    FUSES("model m\ninput a : float[4, 4]\n"
+          "h = Cast <to = \"float16\"> (a)\nk = Cast <to = \"float\"> (h)\nl = Neg (k)\noutput l\n",
+          1, 2, CG_TOL_ARITH);
+}
+
+DL_TEST(too_many_inputs_split_the_group) {
+    // 17 distinct inputs cannot share one kernel (15 at most): the chain splits in two.
+    char text[2048];
+    size_t at = (size_t)snprintf(text, sizeof text, "model m\n");
+    for (int i = 0; i < 17; i++) {
+        at += (size_t)snprintf(text + at, sizeof text - at, "input x%d : float[3, 4]\n", i);
+    }
+    at += (size_t)snprintf(text + at, sizeof text - at, "s1 = Add (x0, x1)\n");
+    for (int i = 2; i < 17; i++) {
+        at += (size_t)snprintf(text + at, sizeof text - at, "s%d = Add (s%d, x%d)\n", i, i - 1, i);
+    }
+    snprintf(text + at, sizeof text - at, "output s16\n");
+    FUSES(text, 2, 16, CG_TOL_ARITH);
+}
+
+DL_TEST(unary_grad_in_a_group) {
+    // A backward chain as autodiff writes it: the derivative of Gelu times a scale, then Relu's.
+    FUSES("model m\ninput dy : float[16, 40]\ninput x : float[16, 40]\ninput z : float[16, 40]\n"
+          "g = UnaryGrad <op = \"Gelu\", approximate = \"none\"> (dy, x)\n"
+          "h = Mul (g, z)\nk = UnaryGrad <op = \"Relu\"> (h, z)\noutput k\n",
+          1, 3, CG_TOL_MATH);
+}
+
+DL_TEST(single_nodes_are_left_alone) {
+    DL_CHECK(groups_are("model m\ninput a : float[3]\nb = Exp (a)\noutput b\n", 0, 0));
+    // A reduction between two maps: neither map has another map to join.
+    DL_CHECK(groups_are("model m\ninput a : float[3, 4]\nb = Exp (a)\n"
+                        "c = ReduceSum <axes = [1], keepdims = 1> (b)\nd = Log (c)\noutput d\n",
+                        0, 0));
+}
