@@ -1002,6 +1002,178 @@ static dl_status emit_float_small(cg *c, const gemm_prob *p) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Matrix-vector products: one row of A (M == 1, one batch; a Linear layer at batch 1), B's rows
+// contiguous (sb_n == 1, weights stored [in, out]), all float32. The blocked kernel would pack
+// the whole of B on every call to use each element once; this kernel streams B once:
+//
+//   outer parallel range: ceil(N / GV_NB) column blocks; per block j0 .. j0 + nb:
+//     acc[nb] = 0                                    (an alloca: 1 KiB, in L1)
+//     for k in steps of 4: acc[j] = fma(a[k+3], B[k+3, j], ... fma(a[k], B[k, j], acc[j]))
+//     for the last K % 4 rows one at a time
+//     y[j] = alpha * acc[j] (+ beta * C[j])
+//
+// The inner loops are over contiguous columns (LLVM vectorises them at the target's width); the
+// sum over k is one fmuladd chain per element in ascending k, as in the blocked kernel, so any
+// split of the range gives the same bytes.
+#define GV_NB 256 // columns per block
+
+static bool is_gemv(cg *c, const gemm_prob *p) {
+    return p->M == 1 && p->nb == 1 && p->sb_n == 1 && p->N >= 2 * GV_NB / 16 &&
+           c->target->vector_width(c, DL_DT_FLOAT) >= 8 && p->a->type.dtype == DL_DT_FLOAT &&
+           p->b->type.dtype == DL_DT_FLOAT && p->y->type.dtype == DL_DT_FLOAT;
+}
+
+static dl_status emit_float_gemv(cg *c, const gemm_prob *p) {
+    int64_t N = p->N, K = p->K, nblk = (N + GV_NB - 1) / GV_NB;
+    dl_ir_value *vals[4] = {p->y, p->a, p->b, p->cv};
+    cg_kernel k;
+    DL_TRY(cg_kernel_begin(c, vals, p->cv ? 4 : 3, nblk, &k));
+    LLVMValueRef acc = cg_entry_alloca(c, &k, c->t_f32, GV_NB);
+    LLVMValueRef ap = k.ptr[1], bp = k.ptr[2];
+    cg_loop lb, lz, lk, lj, lr, lj2, le;
+    LLVMValueRef blk = cg_for_begin(c, &lb, k.begin, k.end, "blk");
+    LLVMValueRef j0 = mul_c(c, blk, GV_NB);
+    LLVMValueRef nb = min_c(c, cg_i64(c, GV_NB), LLVMBuildSub(c->b, cg_i64(c, N), j0, ""));
+    LLVMValueRef jz = cg_for_begin(c, &lz, cg_i64(c, 0), nb, "j");
+    LLVMBuildStore(c->b, cg_f32(c, 0), fptr(c, acc, jz));
+    cg_for_end(c, &lz);
+    // Rows k .. k + 3 per pass over the block: one load and store of acc[j] per 4 FMAs.
+    int64_t K4 = K / 4 * 4;
+    if (K4 > 0) {
+        LLVMValueRef k4 = cg_for_begin(c, &lk, cg_i64(c, 0), cg_i64(c, K4 / 4), "k4");
+        LLVMValueRef kk = mul_c(c, k4, 4);
+        LLVMValueRef av[4], brow[4];
+        for (int q = 0; q < 4; q++) {
+            LLVMValueRef kq = add(c, kk, cg_i64(c, q));
+            av[q] = LLVMBuildLoad2(c->b, c->t_f32, fptr(c, ap, mul_c(c, kq, p->sa_k)), "");
+            brow[q] = add(c, mul_c(c, kq, p->sb_k), j0);
+        }
+        LLVMValueRef j = cg_for_begin(c, &lj, cg_i64(c, 0), nb, "j");
+        LLVMValueRef slot = fptr(c, acc, j);
+        LLVMValueRef a = LLVMBuildLoad2(c->b, c->t_f32, slot, "");
+        for (int q = 0; q < 4; q++) {
+            LLVMValueRef bv = LLVMBuildLoad2(c->b, c->t_f32, fptr(c, bp, add(c, brow[q], j)), "");
+            a = fmuladd(c, av[q], bv, a);
+        }
+        LLVMBuildStore(c->b, a, slot);
+        cg_for_end(c, &lj);
+        cg_for_end(c, &lk);
+    }
+    if (K4 < K) {
+        LLVMValueRef kr = cg_for_begin(c, &lr, cg_i64(c, K4), cg_i64(c, K), "k");
+        LLVMValueRef av = LLVMBuildLoad2(c->b, c->t_f32, fptr(c, ap, mul_c(c, kr, p->sa_k)), "");
+        LLVMValueRef brow = add(c, mul_c(c, kr, p->sb_k), j0);
+        LLVMValueRef j = cg_for_begin(c, &lj2, cg_i64(c, 0), nb, "j");
+        LLVMValueRef slot = fptr(c, acc, j);
+        LLVMValueRef bv = LLVMBuildLoad2(c->b, c->t_f32, fptr(c, bp, add(c, brow, j)), "");
+        LLVMBuildStore(c->b, fmuladd(c, av, bv, LLVMBuildLoad2(c->b, c->t_f32, slot, "")), slot);
+        cg_for_end(c, &lj2);
+        cg_for_end(c, &lr);
+    }
+    // epilogue: y[j0 + j] = alpha * acc[j] (+ beta * C[0, j0 + j])
+    LLVMValueRef j = cg_for_begin(c, &le, cg_i64(c, 0), nb, "j");
+    LLVMValueRef col = add(c, j0, j);
+    LLVMValueRef v = LLVMBuildLoad2(c->b, c->t_f32, fptr(c, acc, j), "");
+    if (p->alpha != 1.0) {
+        v = LLVMBuildFMul(c->b, v, cg_f32(c, p->alpha), "");
+    }
+    if (p->cv) {
+        LLVMValueRef cvv = cg_load(c, k.ptr[3], p->cv->type.dtype, mul_c(c, col, p->cs_n));
+        cvv = cg_convert(c, cvv, p->cv->type.dtype, DL_DT_FLOAT);
+        if (p->beta != 1.0) {
+            cvv = LLVMBuildFMul(c->b, cvv, cg_f32(c, p->beta), "");
+        }
+        v = LLVMBuildFAdd(c->b, v, cvv, "");
+    }
+    LLVMBuildStore(c->b, v, fptr(c, k.ptr[0], col));
+    cg_for_end(c, &le);
+    cg_for_end(c, &lb);
+    return cg_kernel_end(c, &k);
+}
+
+// The other layout: B's columns contiguous (sb_k == 1: Gemm's transB, weights stored [out, in]
+// as PyTorch's Linear and ONNX exports have them) and A's row contiguous (sa_k == 1). Each y[j]
+// is a dot product of A's row with one row of the stored B:
+//
+//   outer parallel range: ceil(N / GVT_ROWS) groups of rows j0 .. j0 + 3 (a last group past N
+//   recomputes row N - 1 and stores nothing for the rows past N)
+//     acc[r] = 0 (one <VW x float> per row, in registers)
+//     for each VW-wide chunk of k: acc[r] = fmuladd(a[k..], B[j0 + r, k..], acc[r])
+//     s[r] = the lanes of acc[r] summed in lane order, then the last K % VW terms one by one
+//     y[j0 + r] = alpha * s[r] (+ beta * C[j0 + r])
+//
+// The order of every sum is fixed by K and the vector width alone, so any split of the range
+// gives the same bytes.
+#define GVT_ROWS 4
+
+static bool is_gemv_t(cg *c, const gemm_prob *p) {
+    int64_t vw = c->target->vector_width(c, DL_DT_FLOAT);
+    return p->M == 1 && p->nb == 1 && p->sb_k == 1 && p->sa_k == 1 && vw >= 8 && p->K >= vw &&
+           p->N >= GVT_ROWS && p->a->type.dtype == DL_DT_FLOAT && p->b->type.dtype == DL_DT_FLOAT &&
+           p->y->type.dtype == DL_DT_FLOAT;
+}
+
+static dl_status emit_float_gemv_t(cg *c, const gemm_prob *p) {
+    int64_t N = p->N, K = p->K, vw = c->target->vector_width(c, DL_DT_FLOAT);
+    int64_t ngroups = (N + GVT_ROWS - 1) / GVT_ROWS, kv = K / vw;
+    LLVMTypeRef vt = LLVMVectorType(c->t_f32, (unsigned)vw);
+    dl_ir_value *vals[4] = {p->y, p->a, p->b, p->cv};
+    cg_kernel k;
+    DL_TRY(cg_kernel_begin(c, vals, p->cv ? 4 : 3, ngroups, &k));
+    LLVMValueRef ap = k.ptr[1], bp = k.ptr[2];
+    cg_loop lg;
+    LLVMValueRef g = cg_for_begin(c, &lg, k.begin, k.end, "g");
+    LLVMValueRef j0 = mul_c(c, g, GVT_ROWS);
+    LLVMValueRef row[GVT_ROWS], zero[GVT_ROWS];
+    for (int r = 0; r < GVT_ROWS; r++) {
+        LLVMValueRef jr = min_c(c, add(c, j0, cg_i64(c, r)), cg_i64(c, N - 1));
+        row[r] = mul_c(c, jr, p->sb_n);
+        zero[r] = LLVMConstNull(vt);
+    }
+    ploop lk;
+    ploop_begin(c, &lk, cg_i64(c, 0), cg_i64(c, kv), zero, GVT_ROWS);
+    LLVMValueRef k0 = mul_c(c, lk.iv, vw);
+    LLVMValueRef x = load_vec(c, vt, fptr(c, ap, k0), 4);
+    LLVMValueRef next[GVT_ROWS];
+    for (int r = 0; r < GVT_ROWS; r++) {
+        LLVMValueRef w = load_vec(c, vt, fptr(c, bp, add(c, row[r], k0)), 4);
+        next[r] = fmuladd(c, x, w, lk.v[r]);
+    }
+    ploop_end(c, &lk, next);
+    for (int r = 0; r < GVT_ROWS; r++) {
+        LLVMValueRef sum = cg_f32(c, 0);
+        for (int64_t l = 0; l < vw; l++) { // lane order
+            sum = LLVMBuildFAdd(
+                c->b, sum, LLVMBuildExtractElement(c->b, lk.v[r], cg_i32(c, (int32_t)l), ""), "");
+        }
+        for (int64_t kk = kv * vw; kk < K; kk++) { // at most vw - 1 terms, unrolled
+            LLVMValueRef av = LLVMBuildLoad2(c->b, c->t_f32, fptr(c, ap, cg_i64(c, kk)), "");
+            LLVMValueRef bv =
+                LLVMBuildLoad2(c->b, c->t_f32, fptr(c, bp, add(c, row[r], cg_i64(c, kk))), "");
+            sum = fmuladd(c, av, bv, sum);
+        }
+        LLVMValueRef j = add(c, j0, cg_i64(c, r));
+        LLVMValueRef v = sum;
+        if (p->alpha != 1.0) {
+            v = LLVMBuildFMul(c->b, v, cg_f32(c, p->alpha), "");
+        }
+        LLVMBasicBlockRef join = if_begin(c, LLVMBuildICmp(c->b, LLVMIntSLT, j, cg_i64(c, N), ""));
+        if (p->cv) {
+            LLVMValueRef cvv = cg_load(c, k.ptr[3], p->cv->type.dtype, mul_c(c, j, p->cs_n));
+            cvv = cg_convert(c, cvv, p->cv->type.dtype, DL_DT_FLOAT);
+            if (p->beta != 1.0) {
+                cvv = LLVMBuildFMul(c->b, cvv, cg_f32(c, p->beta), "");
+            }
+            v = LLVMBuildFAdd(c->b, v, cvv, "");
+        }
+        LLVMBuildStore(c->b, v, fptr(c, k.ptr[0], j));
+        if_end(c, join);
+    }
+    cg_for_end(c, &lg);
+    return cg_kernel_end(c, &k);
+}
+
+// ---------------------------------------------------------------------------------------------
 // Problem setup
 
 static dl_status emit_prob(cg *c, const gemm_prob *p, bool is_gemm) {
@@ -1010,7 +1182,10 @@ static dl_status emit_prob(cg *c, const gemm_prob *p, bool is_gemm) {
         return DL_OK; // nothing to write
     }
     if (dl_dtype_is_float(t)) {
-        return is_small(p) ? emit_float_small(c, p) : emit_float(c, p);
+        return is_gemv(c, p)     ? emit_float_gemv(c, p)
+               : is_gemv_t(c, p) ? emit_float_gemv_t(c, p)
+               : is_small(p)     ? emit_float_small(c, p)
+                                 : emit_float(c, p);
     }
     if (t == DL_DT_INT32 || t == DL_DT_INT64) {
         return emit_int(c, p, is_gemm);

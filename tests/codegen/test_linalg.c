@@ -142,3 +142,29 @@ DL_TEST(matmul_empty_k) {
     DL_CHECK(mm("float", "3, 0", "0, 4", CG_TOL_EXACT));
     DL_CHECK(gemm("<beta = 2.0>", "3, 0", "0, 4", "4", CG_TOL_ARITH));
 }
+
+DL_TEST(matrix_vector_products) {
+    // One row of A against [K, N] weights: the matrix-vector kernels (codegen/x86/x86_linalg.c,
+    // blocks of 256 columns, K in steps of 4). N past one block with a ragged last block, K with
+    // a remainder of 1..3 and none, a bias broadcast from [N], [1, N], [] and [1, 1], alpha and
+    // beta, a transposed A ([K, 1]), a 1-D A, and a model of Linear layers at batch 1.
+    DL_CHECK(gemm("", "1, 784", "784, 600", "600", TOL_LONG_K));
+    DL_CHECK(gemm("", "1, 13", "13, 257", "1, 257", CG_TOL_REDUCE));
+    DL_CHECK(gemm("<alpha = 0.5, beta = -1.5>", "1, 6", "6, 40", "", CG_TOL_REDUCE));
+    DL_CHECK(gemm("<alpha = 2.0>", "1, 7", "7, 512", "1, 1", CG_TOL_REDUCE));
+    DL_CHECK(gemm("<transA = 1>", "301, 1", "301, 100", NULL, TOL_LONG_K));
+    DL_CHECK(gemm("", "1, 1", "1, 33", "33", CG_TOL_REDUCE));
+    DL_CHECK(mm("float", "302", "302, 1000", TOL_LONG_K));
+    DL_CHECK(mm("float", "1, 64", "64, 48", CG_TOL_REDUCE));
+    // Weights stored [N, K] (transB, PyTorch's and ONNX's Linear): dot products of 4 rows at a
+    // time, K in vector chunks plus a remainder, N with a ragged last group of rows.
+    DL_CHECK(gemm("<transB = 1>", "1, 784", "1023, 784", "1023", TOL_LONG_K));
+    DL_CHECK(gemm("<transB = 1>", "1, 37", "6, 37", "1, 6", CG_TOL_REDUCE));
+    DL_CHECK(gemm("<alpha = 0.5, beta = 2.0, transB = 1>", "1, 64", "5, 64", "", CG_TOL_REDUCE));
+    DL_CHECK(gemm("<transA = 1, transB = 1>", "50, 1", "9, 50", NULL, CG_TOL_REDUCE));
+    DL_CHECK(gemm("<transB = 1>", "1, 5", "40, 5", "40", CG_TOL_REDUCE)); // K below one vector
+    CG_CHECK("model m\ninput x : float[1, 100]\ninput w1 : float[100, 300]\ninput b1 : float[300]\n"
+             "input w2 : float[300, 50]\ninput b2 : float[50]\n"
+             "h = Gemm (x, w1, b1)\na = Relu (h)\ny = Gemm (a, w2, b2)\noutput y\n",
+             TOL_LONG_K);
+}
