@@ -55,11 +55,12 @@ typedef struct cg {
     uint32_t counter_buf;
     // Format 6: what a data-parallel step all-reduces and where (lower_train.c's plan_comm).
     DL_VEC(dlrt_plan_grad) comm_grads;
-    uint32_t comm_at;       // position in train_kernels
-    const dl_ir_node *node; // node being lowered (for diagnostics and names)
-    const char *node_ops;   // with a fused group being lowered: its ops joined by '+', else NULL
-    DL_VEC(char *) strs;    // strings the kernel records point at (owned)
-    uint32_t isa;           // DLRT_ISA_* enabled by the target features
+    uint32_t comm_at;          // position in train_kernels
+    const dl_ir_node *node;    // node being lowered (for diagnostics and names)
+    const char *node_ops;      // with a fused group being lowered: its ops joined by '+', else NULL
+    bool node_ops_elementwise; // that group has only elementwise ops
+    DL_VEC(char *) strs;       // strings the kernel records point at (owned)
+    uint32_t isa;              // DLRT_ISA_* enabled by the target features
 } cg;
 
 // A kernel under construction.
@@ -161,8 +162,21 @@ void cg_strides(const dl_ir_type *t, int64_t *strides);
 // unary_grad (UnaryGrad, through the derivative beside its sub-op's scalar).
 DL_NODISCARD dl_status dl_cg__lower_map(cg *c, const dl_ir_node *n);
 DL_NODISCARD dl_status dl_cg__lower_unary_grad(cg *c, const dl_ir_node *n);
-// A fusion group's nodes g[0..n) (passes/fusion.c; g[n - 1] its root, c->node) as one kernel.
+// Fusion groups (passes/fusion.c): g[0..n) in order, g[n - 1] the root (c->node).
+// An elementwise group as one kernel (lower_elem.c):
 DL_NODISCARD dl_status dl_cg__lower_fused(cg *c, const dl_ir_node *const *g, size_t n);
+// A product g[0] (Gemm, MatMul) with the rest as its epilogue (x86/x86_linalg.c):
+DL_NODISCARD dl_status dl_cg__lower_product_fused(cg *c, const dl_ir_node *const *g, size_t n);
+// Pieces for a lowering that computes a group's elementwise members itself (lower_elem.c):
+// whether member x can be; the values members g[first..n) read from outside the group; their
+// values at one element, in order, into val[] (val[0 .. first) given: the product's value).
+bool dl_cg__fusible_member(cg *c, const dl_ir_node *x);
+DL_NODISCARD dl_status dl_cg__fused_inputs(cg *c, const dl_ir_node *const *g, size_t n,
+                                           size_t first, dl_ir_value **ext, size_t max,
+                                           size_t *n_ext);
+LLVMValueRef dl_cg__fused_values(cg *c, const dl_ir_node *const *g, size_t n, size_t first,
+                                 LLVMValueRef *val, dl_ir_value *const *ext,
+                                 const LLVMValueRef *xin, size_t n_ext);
 DL_NODISCARD dl_status dl_cg__lower_clip(cg *c, const dl_ir_node *n);
 DL_NODISCARD dl_status dl_cg__lower_dropout(cg *c, const dl_ir_node *n);
 #define DL_CG__LOWER_HOOK(x) DL_NODISCARD dl_status dl_cg__lower_##x(cg *c, const dl_ir_node *n)

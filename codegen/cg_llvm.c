@@ -354,7 +354,8 @@ dl_status cg_kernel_end(cg *c, cg_kernel *k) {
                        k->name             ? k->name
                        : n && n->n_outputs ? n->outputs[0]->name
                                            : "",
-                       n ? c->node_ops : NULL};
+                       n ? c->node_ops : NULL,
+                       n && c->node_ops && c->node_ops_elementwise};
     if (!DL_VEC_PUSH(&c->fns, k->fn) || !DL_VEC_PUSH(&c->kernels, r)) {
         return DL_ERR_NOMEM;
     }

@@ -70,10 +70,12 @@ dl_status dl_cg__memplan(cg *c, dlrt_plan_buffer *bufs, size_t n_buf, dl_cg_memp
         const cg_kernel_rec *r = &c->kernels.data[k];
         bool lone = r->node != UINT32_MAX && c->node_k1[r->node] - c->node_k0[r->node] == 1;
         // A fused elementwise group (lower_elem.c) reads every external input of its dims at the
-        // element it writes, whatever its root's op.
+        // element it writes, whatever its root's op; a product with a fused epilogue does not
+        // (its A and B).
         dl_pass_mem_inplace ip = !lone || r->n_out != 1 ? DL_PASS_INPLACE_NO
-                                 : r->ops               ? DL_PASS_INPLACE_SAME_DIMS
-                                                        : inplace_of(r->op);
+                                 : !r->ops              ? inplace_of(r->op)
+                                 : r->ops_elementwise   ? DL_PASS_INPLACE_SAME_DIMS
+                                                        : DL_PASS_INPLACE_NO;
         mk[k] = (dl_pass_mem_kernel){.args = &c->args.data[r->first_arg],
                                      .n_args = r->n_args,
                                      .n_out = r->n_out,

@@ -17,7 +17,8 @@ typedef struct cg_kernel_rec {
     int64_t range;
     uint32_t src_line;
     const char *name;
-    const char *ops; // a fused kernel's ops joined by '+' (c->strs owns it); NULL: op's name
+    const char *ops;      // a fused kernel's ops joined by '+' (c->strs owns it); NULL: op's name
+    bool ops_elementwise; // with ops: every op of the kernel is elementwise
 } cg_kernel_rec;
 
 // A buffer that is no IR value (ids after the values'): the train step's hyper buffer, its

@@ -837,12 +837,96 @@ dl_status dl_cg__lower_unary_grad(cg *c, const dl_ir_node *n) {
     return cg_kernel_end(c, &k);
 }
 
+// Computes members g[first..n) of a fusion group at one element, in order, into val[]: an input
+// made in the group is its val[] entry (val[0 .. first) given by the caller: a product whose
+// epilogue the group is), any other is its entry of xin (parallel to ext). Returns val[n - 1].
+LLVMValueRef dl_cg__fused_values(cg *c, const dl_ir_node *const *g, size_t n, size_t first,
+                                 LLVMValueRef *val, dl_ir_value *const *ext,
+                                 const LLVMValueRef *xin, size_t n_ext) {
+    for (size_t i = first; i < n; i++) {
+        const dl_ir_node *x = g[i];
+        map_args a = {x, {0}, x->n_inputs, x->outputs[0]->type.dtype, NULL};
+        LLVMValueRef in[MAX_OPS];
+        DL_ASSERT(x->n_inputs <= MAX_OPS);
+        for (size_t q = 0; q < x->n_inputs; q++) {
+            dl_ir_value *v = x->inputs[q];
+            a.in_dt[q] = v->type.dtype;
+            size_t gi = 0;
+            while (gi < n && v->def != g[gi]) {
+                gi++;
+            }
+            if (gi < n) {
+                in[q] = val[gi];
+                continue;
+            }
+            for (size_t e = 0; e < n_ext; e++) {
+                if (ext[e] == v) {
+                    in[q] = xin[e];
+                }
+            }
+        }
+        if (x->op == DL_IR_OP_UNARY_GRAD) {
+            dl_ir_op op = dl_ir_node_unary_grad_op(x);
+            val[i] = scalars[op]->df(c, x, in[0], in[1]);
+        } else {
+            val[i] = scalars[x->op]->f(c, &a, in);
+        }
+    }
+    return val[n - 1];
+}
+
+// Whether fusion-group member x (not a product) can be computed by dl_cg__fused_values; if
+// not, an error naming it.
+bool dl_cg__fusible_member(cg *c, const dl_ir_node *x) {
+    bool ok = x->op == DL_IR_OP_UNARY_GRAD ? dl_ir_node_unary_grad_op(x) < DL_IR_OP_COUNT &&
+                                                 scalars[dl_ir_node_unary_grad_op(x)]->df
+                                           : scalars[x->op]->f != NULL;
+    if (!ok || x->n_inputs > MAX_OPS) {
+        cg_error(c, "%s '%s' cannot be computed in a fused kernel", dl_ir_op_get_info(x->op)->name,
+                 x->outputs[0]->name);
+        return false;
+    }
+    return true;
+}
+
+// The values members g[first..n) of a fusion group read that no group node makes, each once,
+// into ext[0 .. *n_ext) (at most `max`); every member checked by dl_cg__fusible_member.
+dl_status dl_cg__fused_inputs(cg *c, const dl_ir_node *const *g, size_t n, size_t first,
+                              dl_ir_value **ext, size_t max, size_t *n_ext) {
+    *n_ext = 0;
+    for (size_t i = first; i < n; i++) {
+        if (!dl_cg__fusible_member(c, g[i])) {
+            return DL_ERR_UNSUPPORTED;
+        }
+        for (size_t a = 0; a < g[i]->n_inputs; a++) {
+            dl_ir_value *v = g[i]->inputs[a];
+            bool seen = false;
+            for (size_t q = 0; q < n && !seen; q++) {
+                seen = v->def == g[q];
+            }
+            for (size_t e = 0; e < *n_ext && !seen; e++) {
+                seen = ext[e] == v;
+            }
+            if (seen) {
+                continue;
+            }
+            if (*n_ext >= max) {
+                cg_error(c, "a fused kernel reads at most %zu values", max);
+                return DL_ERR_UNSUPPORTED;
+            }
+            ext[(*n_ext)++] = v;
+        }
+    }
+    return DL_OK;
+}
+
 // A fusion group (passes/fusion.c): g[0..n) in topological order, g[n - 1] the root, every
 // member's one output of the root's dims and used only inside the group. One map nest over the
 // root's output: each external input is loaded once at its (broadcast) offset, each member's
 // scalar function (or UnaryGrad's derivative) is applied in order to values held in registers,
 // and only the root's output is stored. Member values compute in their storage type (the pass
 // fuses no float16 / bfloat16 value), so the bytes are those of the unfused kernels.
+//
 // The scalar function of a fused map: `in` holds the group's outside values (fused_map.ext's
 // order), the result is the root's value.
 typedef struct fused_map {

@@ -530,7 +530,12 @@ static void rule_unary(ad *a, const dl_ir_node *n, dl_ir_value *dy) {
     if (dl_ir_op_find_attr_spec(n->op, "approximate")) {
         at[na++] = attr_str("approximate", dl_ir_node_attr_string(n, "approximate"));
     }
-    accumulate(a, n->inputs[0], N1A(a, DL_IR_OP_UNARY_GRAD, at, na, dy, n->inputs[0]));
+    // Relu's derivative reads its output instead of its input (as PyTorch's threshold_backward):
+    // relu(x) <= 0 exactly when x <= 0 (-0 included), and a NaN x gives a NaN output, so the
+    // gradient is the same bits, and the input need not stay alive for the backward pass (it
+    // can then live only in the registers of a fused GEMM epilogue: passes/fusion.c).
+    dl_ir_value *at_x = n->op == DL_IR_OP_RELU ? n->outputs[0] : n->inputs[0];
+    accumulate(a, n->inputs[0], N1A(a, DL_IR_OP_UNARY_GRAD, at, na, dy, at_x));
 }
 
 // Clip: the gradient passes where min <= x <= max (PyTorch's clamp backward).

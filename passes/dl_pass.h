@@ -104,7 +104,8 @@ DL_NODISCARD dl_status dl_pass_simplify(dl_ir_module *m, dl_diags *d, size_t *ou
 // kernel, recorded in dl_ir_node.fuse_root (every other field of the module is unchanged, so
 // the text form is too). A group is a tree of elementwise nodes (the op table's `map` ops and
 // UnaryGrad) of one output shape whose inner values have no use outside the group and are no
-// root (output, loss, gradient, assign). Clears any earlier grouping first.
+// root (output, loss, gradient, assign), possibly headed by one Gemm / MatMul whose epilogue it
+// becomes. Clears any earlier grouping first.
 typedef struct dl_pass_fusion_stats {
     size_t groups;      // groups of two or more nodes
     size_t fused_nodes; // nodes in those groups (each group saves fused_nodes - 1 kernels)

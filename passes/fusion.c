@@ -2,7 +2,11 @@
 // group in one kernel, its inner values living in registers instead of the arena.
 //
 // A group is a tree of elementwise nodes (the op table's fusibility class ELEMENTWISE lowered by
-// the generic map, and UnaryGrad) whose root is its last node in topological order. A node joins
+// the generic map, and UnaryGrad) whose root is its last node in topological order, possibly
+// headed by one product (Gemm or MatMul of float32 rank-2 operands) whose value feeds it: the
+// product's kernel then applies the group as its epilogue before storing (a Linear layer's
+// Relu, a residual Add, the backward's activation gradient after dX = dY W^T). Such a group's
+// values are all float32, it reads at most 11 values and has at most 63 nodes. A node joins
 // the group of its consumer when: its one output's every use is an input of that one consumer
 // (Mul(a, a) counts), the value is no root of the module (output, train loss, gradient, assign
 // value), both have the output dims of the group, both are on the same side of the forward /
@@ -15,15 +19,20 @@
 // Result: dl_ir_node.fuse_root of every non-root member points at its group's root; nothing else
 // in the module changes (dumps parse back; a module that is not lowered is unaffected).
 // Codegen (codegen/lower_elem.c, dl_cg__lower_fused) emits one loop nest over the group's dims
-// that loads each external input once and applies each member's scalar function in order.
+// that loads each external input once and applies each member's scalar function in order; for
+// a product head, codegen/x86/x86_linalg.c's kernels call the same per-element code in their
+// epilogue (dl_cg__lower_product_fused).
 #include "dl_pass.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 // Distinct values a fused kernel may read: codegen's map emitter takes 16 operands, one of them
-// the output.
-#define DL_FUSION_MAX_INPUTS 15
+// the output. A group headed by a product reads at most 11 (its A, B and C among them), and
+// has at most 63 nodes (codegen/x86/x86_linalg.c's epilogue).
+#define DL_FUSION_MAX_INPUTS      15
+#define DL_FUSION_MAX_HEAD_INPUTS 11
+#define DL_FUSION_MAX_HEAD_NODES  63
 
 // Computes in the storage type (cg_internal.h: float16 and bfloat16 compute in f32).
 static bool exact_dtype(dl_dtype t) {
@@ -64,6 +73,18 @@ static bool fusible(const dl_ir_node *n) {
            strcmp(info->scalar_hook, "none") != 0;
 }
 
+// A product that can head a group, its elementwise epilogue after it: Gemm or MatMul of
+// float32 rank-2 operands (one [M, N] product).
+static bool can_head(const dl_ir_node *n) {
+    if ((n->op != DL_IR_OP_GEMM && n->op != DL_IR_OP_MATMUL) || n->n_outputs != 1 ||
+        n->n_inputs < 2 || !n->inputs[0] || !n->inputs[1]) {
+        return false;
+    }
+    const dl_ir_type *y = &n->outputs[0]->type, *a = &n->inputs[0]->type, *b = &n->inputs[1]->type;
+    return y->dtype == DL_DT_FLOAT && y->rank == 2 && a->dtype == DL_DT_FLOAT && a->rank == 2 &&
+           b->dtype == DL_DT_FLOAT && b->rank == 2 && dl_ir_type_numel(y) > 0;
+}
+
 static size_t find(size_t *root, size_t i) {
     while (root[i] != i) {
         root[i] = root[root[i]];
@@ -102,6 +123,21 @@ static size_t external_inputs(const dl_ir_module *m, size_t *root, size_t ga, si
     return n;
 }
 
+// Nodes of groups ga and gb together, and whether every one has a float32 output.
+static size_t union_nodes(const dl_ir_module *m, size_t *root, size_t ga, size_t gb,
+                          bool *all_float) {
+    size_t n = 0;
+    *all_float = true;
+    for (size_t i = 0; i < m->nodes.len; i++) {
+        size_t g = find(root, i);
+        if (g == ga || g == gb) {
+            n++;
+            *all_float = *all_float && m->nodes.data[i]->outputs[0]->type.dtype == DL_DT_FLOAT;
+        }
+    }
+    return n;
+}
+
 dl_status dl_pass_fusion(dl_ir_module *m, dl_diags *d, dl_pass_fusion_stats *out) {
     (void)d;
     if (out) {
@@ -115,10 +151,12 @@ dl_status dl_pass_fusion(dl_ir_module *m, dl_diags *d, dl_pass_fusion_stats *out
     const dl_ir_node **consumer = calloc(nv ? nv : 1, sizeof *consumer);
     bool *pinned = calloc(nv ? nv : 1, sizeof *pinned);
     size_t *root = malloc((nn ? nn : 1) * sizeof *root);
-    if (!consumer || !pinned || !root) {
+    bool *headed = calloc(nn ? nn : 1, sizeof *headed); // per group root: it has a product
+    if (!consumer || !pinned || !root || !headed) {
         free(consumer);
         free(pinned);
         free(root);
+        free(headed);
         return DL_ERR_NOMEM;
     }
     for (size_t i = 0; i < nn; i++) {
@@ -160,7 +198,8 @@ dl_status dl_pass_fusion(dl_ir_module *m, dl_diags *d, dl_pass_fusion_stats *out
     // consumer's group (a later node) or stays a root.
     for (size_t i = 0; i < nn; i++) {
         const dl_ir_node *n = m->nodes.data[i];
-        if (!fusible(n)) {
+        bool head = can_head(n);
+        if (!fusible(n) && !head) {
             continue;
         }
         const dl_ir_value *v = n->outputs[0];
@@ -171,9 +210,20 @@ dl_status dl_pass_fusion(dl_ir_module *m, dl_diags *d, dl_pass_fusion_stats *out
             continue;
         }
         size_t gn = find(root, i), gc = find(root, c->id);
-        if (external_inputs(m, root, gn, gc) > DL_FUSION_MAX_INPUTS) {
+        headed[gn] = headed[gn] || head;
+        if (headed[gn] && headed[gc]) {
+            continue; // one product per group
+        }
+        bool all_float = false;
+        size_t nodes = union_nodes(m, root, gn, gc, &all_float);
+        size_t inputs = external_inputs(m, root, gn, gc);
+        bool headed_union = headed[gn] || headed[gc];
+        if (headed_union ? !all_float || inputs > DL_FUSION_MAX_HEAD_INPUTS ||
+                               nodes > DL_FUSION_MAX_HEAD_NODES
+                         : inputs > DL_FUSION_MAX_INPUTS) {
             continue;
         }
+        headed[gc] = headed_union;
         root[gn] = gc; // gc is c's group, whose root is c or a later node
     }
     size_t *size = calloc(nn ? nn : 1, sizeof *size);
@@ -181,6 +231,7 @@ dl_status dl_pass_fusion(dl_ir_module *m, dl_diags *d, dl_pass_fusion_stats *out
         free(consumer);
         free(pinned);
         free(root);
+        free(headed);
         return DL_ERR_NOMEM;
     }
     for (size_t i = 0; i < nn; i++) {
@@ -200,6 +251,7 @@ dl_status dl_pass_fusion(dl_ir_module *m, dl_diags *d, dl_pass_fusion_stats *out
     free(consumer);
     free(pinned);
     free(root);
+    free(headed);
     return DL_OK;
 }
 

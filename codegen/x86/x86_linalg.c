@@ -52,8 +52,10 @@
 
 #include <string.h>
 
-#define MAX_MR 16 // accumulator rows of the widest microkernel
-#define MAX_NR 32 // lanes of the widest microkernel vector
+#define MAX_MR       16 // accumulator rows of the widest microkernel
+#define MAX_NR       32 // lanes of the widest microkernel vector
+#define GEMM_MAX_EXT 12 // values a fused epilogue reads (passes/fusion.c allows 11)
+#define GEMM_MAX_EPI 64 // nodes of a fused epilogue group (with the product)
 
 // The static description of one (batched) product.
 typedef struct gemm_prob {
@@ -75,7 +77,50 @@ typedef struct gemm_prob {
     dl_ir_value *bias;
     int64_t bis[DL_MAX_RANK]; // per batch dim: element stride of the bias
     int64_t nc_panels;        // > 0: NR panels per column group (instead of the blocking's)
+    // A fusion group whose head this product is (passes/fusion.c), NULL otherwise: y is the
+    // group root's output and every element goes through the members epi[1 .. n_epi) before it
+    // is stored; they read ext[] (kernel arguments after A, B and C) at (i, j) with strides
+    // ext_sm, ext_sn over [M, N]. One batch only.
+    const dl_ir_node *const *epi;
+    size_t n_epi;
+    dl_ir_value *ext[GEMM_MAX_EXT];
+    int64_t ext_sm[GEMM_MAX_EXT], ext_sn[GEMM_MAX_EXT];
+    size_t n_ext;
 } gemm_prob;
+
+// The kernel's arguments: y, A, B, then C or a convolution's bias when present, then the
+// epilogue's inputs.
+static size_t prob_vals(const gemm_prob *p, dl_ir_value **vals) {
+    size_t n = 0;
+    vals[n++] = p->y;
+    vals[n++] = p->a;
+    vals[n++] = p->b;
+    if (p->cv || p->bias) {
+        vals[n++] = p->cv ? p->cv : p->bias;
+    }
+    for (size_t e = 0; e < p->n_ext; e++) {
+        vals[n++] = p->ext[e];
+    }
+    return n;
+}
+
+// The value stored at y[i, j] (i, j: i64) for the product's value v there (f32): v itself, or
+// v through the fused epilogue.
+static LLVMValueRef epilogue_apply(cg *c, const gemm_prob *p, const cg_kernel *k, LLVMValueRef v,
+                                   LLVMValueRef i, LLVMValueRef j) {
+    if (!p->epi) {
+        return v;
+    }
+    size_t base = p->cv || p->bias ? 4 : 3;
+    LLVMValueRef xin[GEMM_MAX_EXT], val[GEMM_MAX_EPI];
+    for (size_t e = 0; e < p->n_ext; e++) {
+        LLVMValueRef off = LLVMBuildAdd(c->b, LLVMBuildMul(c->b, i, cg_i64(c, p->ext_sm[e]), ""),
+                                        LLVMBuildMul(c->b, j, cg_i64(c, p->ext_sn[e]), ""), "");
+        xin[e] = cg_load(c, k->ptr[base + e], p->ext[e]->type.dtype, off);
+    }
+    val[0] = v;
+    return dl_cg__fused_values(c, p->epi, p->n_epi, 1, val, p->ext, xin, p->n_ext);
+}
 
 // Register blocking for the target.
 typedef struct gemm_blk {
@@ -458,7 +503,7 @@ static void emit_epilogue(cg *c, const fctx *f, int64_t nr) {
         bias = cg_load(c, f->k->ptr[3], p->bias->type.dtype, add(c, f->bias_off, i));
     }
     bool is_wide = c->target->vector_width(c, DL_DT_FLOAT) >= 8; // x86 (masked ops in hardware)
-    if (is_wide && yt == DL_DT_FLOAT &&
+    if (is_wide && yt == DL_DT_FLOAT && !p->epi &&
         (!p->cv || (p->cv->type.dtype == DL_DT_FLOAT && p->cs_n <= 1))) {
         // float32 y: the panel row as one vector (the same operations lane by lane as below);
         // a narrower last panel stores (and reads C) through a lane mask.
@@ -510,6 +555,7 @@ static void emit_epilogue(cg *c, const fctx *f, int64_t nr) {
             }
             v = LLVMBuildFAdd(c->b, v, cvv, "");
         }
+        v = epilogue_apply(c, p, f->k, v, i, add(c, f->j0, cg_i64(c, j)));
         cg_store(c, f->k->ptr[0], yt, add(c, yrow, cg_i64(c, j)), v);
     }
     cg_for_end(c, &lr);
@@ -554,10 +600,10 @@ static dl_status emit_float(cg *c, const gemm_prob *p) {
     int64_t mr_e = M % g.MR;                   // rows of the last, partial tile
     int64_t last_rows = M - (nblk - 1) * g.MB; // rows of the last block
     int64_t tile_e = last_rows / g.MR;         // index of its partial tile
-    dl_ir_value *arg3 = p->cv ? p->cv : p->bias;
-    dl_ir_value *vals[4] = {p->y, p->a, p->b, arg3};
+    dl_ir_value *vals[4 + GEMM_MAX_EXT];
+    size_t nv = prob_vals(p, vals);
     cg_kernel k;
-    DL_TRY(cg_kernel_begin(c, vals, arg3 ? 4 : 3, p->nb * nblk * n_groups, &k));
+    DL_TRY(cg_kernel_begin(c, vals, nv, p->nb * nblk * n_groups, &k));
     fctx f;
     memset(&f, 0, sizeof f);
     f.p = p;
@@ -885,9 +931,10 @@ dl_status dl_cg__emit_conv_gemm(cg *c, const dl_cg__conv_gemm *cp) {
 static dl_status emit_int(cg *c, const gemm_prob *p, bool is_gemm) {
     dl_dtype at = p->a->type.dtype, bt = p->b->type.dtype, yt = p->y->type.dtype;
     int64_t M = p->M, N = p->N;
-    dl_ir_value *vals[4] = {p->y, p->a, p->b, p->cv};
+    dl_ir_value *vals[4 + GEMM_MAX_EXT];
+    size_t nv = prob_vals(p, vals);
     cg_kernel k;
-    DL_TRY(cg_kernel_begin(c, vals, p->cv ? 4 : 3, p->nb * M, &k));
+    DL_TRY(cg_kernel_begin(c, vals, nv, p->nb * M, &k));
     LLVMValueRef accp = LLVMBuildAlloca(c->b, c->t_i64, "acc");
     // t: [batch, M], one row of y per outer iteration
     cg_loop lt, lj, lk;
@@ -955,9 +1002,10 @@ static bool is_small(const gemm_prob *p) {
 static dl_status emit_float_small(cg *c, const gemm_prob *p) {
     dl_dtype at = p->a->type.dtype, bt = p->b->type.dtype, yt = p->y->type.dtype;
     int64_t M = p->M, N = p->N;
-    dl_ir_value *vals[4] = {p->y, p->a, p->b, p->cv};
+    dl_ir_value *vals[4 + GEMM_MAX_EXT];
+    size_t nv = prob_vals(p, vals);
     cg_kernel k;
-    DL_TRY(cg_kernel_begin(c, vals, p->cv ? 4 : 3, p->nb * M, &k));
+    DL_TRY(cg_kernel_begin(c, vals, nv, p->nb * M, &k));
     LLVMValueRef row = cg_entry_alloca(c, &k, c->t_f32, N); // acc: [N]
     cg_loop lt, lj, lk, lj2, lj3;
     // t: [batch, M], one row of y per outer iteration
@@ -995,6 +1043,7 @@ static dl_status emit_float_small(cg *c, const gemm_prob *p) {
         }
         v = LLVMBuildFAdd(c->b, v, cvv, "");
     }
+    v = epilogue_apply(c, p, &k, v, i, j3);
     cg_store(c, k.ptr[0], yt, add(c, mul_c(c, t, N), j3), v);
     cg_for_end(c, &lj3);
     cg_for_end(c, &lt);
@@ -1025,9 +1074,10 @@ static bool is_gemv(cg *c, const gemm_prob *p) {
 
 static dl_status emit_float_gemv(cg *c, const gemm_prob *p) {
     int64_t N = p->N, K = p->K, nblk = (N + GV_NB - 1) / GV_NB;
-    dl_ir_value *vals[4] = {p->y, p->a, p->b, p->cv};
+    dl_ir_value *vals[4 + GEMM_MAX_EXT];
+    size_t nv = prob_vals(p, vals);
     cg_kernel k;
-    DL_TRY(cg_kernel_begin(c, vals, p->cv ? 4 : 3, nblk, &k));
+    DL_TRY(cg_kernel_begin(c, vals, nv, nblk, &k));
     LLVMValueRef acc = cg_entry_alloca(c, &k, c->t_f32, GV_NB);
     LLVMValueRef ap = k.ptr[1], bp = k.ptr[2];
     cg_loop lb, lz, lk, lj, lr, lj2, le;
@@ -1085,6 +1135,7 @@ static dl_status emit_float_gemv(cg *c, const gemm_prob *p) {
         }
         v = LLVMBuildFAdd(c->b, v, cvv, "");
     }
+    v = epilogue_apply(c, p, &k, v, cg_i64(c, 0), col);
     LLVMBuildStore(c->b, v, fptr(c, k.ptr[0], col));
     cg_for_end(c, &le);
     cg_for_end(c, &lb);
@@ -1117,9 +1168,10 @@ static dl_status emit_float_gemv_t(cg *c, const gemm_prob *p) {
     int64_t N = p->N, K = p->K, vw = c->target->vector_width(c, DL_DT_FLOAT);
     int64_t ngroups = (N + GVT_ROWS - 1) / GVT_ROWS, kv = K / vw;
     LLVMTypeRef vt = LLVMVectorType(c->t_f32, (unsigned)vw);
-    dl_ir_value *vals[4] = {p->y, p->a, p->b, p->cv};
+    dl_ir_value *vals[4 + GEMM_MAX_EXT];
+    size_t nv = prob_vals(p, vals);
     cg_kernel k;
-    DL_TRY(cg_kernel_begin(c, vals, p->cv ? 4 : 3, ngroups, &k));
+    DL_TRY(cg_kernel_begin(c, vals, nv, ngroups, &k));
     LLVMValueRef ap = k.ptr[1], bp = k.ptr[2];
     cg_loop lg;
     LLVMValueRef g = cg_for_begin(c, &lg, k.begin, k.end, "g");
@@ -1166,6 +1218,7 @@ static dl_status emit_float_gemv_t(cg *c, const gemm_prob *p) {
             }
             v = LLVMBuildFAdd(c->b, v, cvv, "");
         }
+        v = epilogue_apply(c, p, &k, v, cg_i64(c, 0), j);
         LLVMBuildStore(c->b, v, fptr(c, k.ptr[0], j));
         if_end(c, join);
     }
@@ -1196,7 +1249,7 @@ static dl_status emit_prob(cg *c, const gemm_prob *p, bool is_gemm) {
 
 // x: [batch_a..., M, K] (or [K]); w: [batch_b..., K, N] (or [K]); y: [batch..., M, N] minus the
 // dims dropped by 1-D promotion.
-static dl_status lower_matmul(cg *c, const dl_ir_node *n) {
+static dl_status matmul_setup(cg *c, const dl_ir_node *n, gemm_prob *pp) {
     gemm_prob p;
     memset(&p, 0, sizeof p);
     p.y = n->outputs[0];
@@ -1240,11 +1293,18 @@ static dl_status lower_matmul(cg *c, const dl_ir_node *n) {
         cg_error(c, "the output type does not match the inputs");
         return DL_ERR_UNSUPPORTED;
     }
+    *pp = p;
+    return DL_OK;
+}
+
+static dl_status lower_matmul(cg *c, const dl_ir_node *n) {
+    gemm_prob p;
+    DL_TRY(matmul_setup(c, n, &p));
     return emit_prob(c, &p, false);
 }
 
 // A: [M, K] (transA: [K, M]); B: [K, N] (transB: [N, K]); C broadcast to [M, N]; y: [M, N].
-static dl_status lower_gemm(cg *c, const dl_ir_node *n) {
+static dl_status gemm_setup(cg *c, const dl_ir_node *n, gemm_prob *pp) {
     gemm_prob p;
     memset(&p, 0, sizeof p);
     p.y = n->outputs[0];
@@ -1293,7 +1353,43 @@ static dl_status lower_gemm(cg *c, const dl_ir_node *n) {
         p.cs_m = cs[0];
         p.cs_n = cs[1];
     }
+    *pp = p;
+    return DL_OK;
+}
+
+static dl_status lower_gemm(cg *c, const dl_ir_node *n) {
+    gemm_prob p;
+    DL_TRY(gemm_setup(c, n, &p));
     return emit_prob(c, &p, true);
+}
+
+// A fusion group headed by a Gemm or MatMul of one [M, N] float32 product (passes/fusion.c):
+// the product's kernel with the other members as its epilogue, storing only the root's output.
+dl_status dl_cg__lower_product_fused(cg *c, const dl_ir_node *const *g, size_t n) {
+    const dl_ir_node *head = g[0];
+    dl_ir_value *y = g[n - 1]->outputs[0];
+    gemm_prob p;
+    if (n > GEMM_MAX_EPI || y->type.rank != 2) {
+        cg_error(c, "a fused product epilogue has at most %d nodes and a rank-2 output",
+                 GEMM_MAX_EPI - 1);
+        return DL_ERR_UNSUPPORTED;
+    }
+    DL_TRY(head->op == DL_IR_OP_GEMM ? gemm_setup(c, head, &p) : matmul_setup(c, head, &p));
+    if (p.nb != 1 || !dl_ir_type_same_dims(&y->type, &p.y->type)) {
+        cg_error(c, "a fused product epilogue needs one batch and the product's dims");
+        return DL_ERR_UNSUPPORTED;
+    }
+    p.y = y;
+    p.epi = g;
+    p.n_epi = n;
+    DL_TRY(dl_cg__fused_inputs(c, g, n, 1, p.ext, GEMM_MAX_EXT, &p.n_ext));
+    for (size_t e = 0; e < p.n_ext; e++) {
+        int64_t st[DL_MAX_RANK];
+        cg_broadcast_strides(&p.ext[e]->type, &y->type, st);
+        p.ext_sm[e] = st[0];
+        p.ext_sn[e] = st[1];
+    }
+    return emit_prob(c, &p, head->op == DL_IR_OP_GEMM);
 }
 
 // Hooks of lower.c's table.

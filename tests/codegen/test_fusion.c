@@ -114,3 +114,60 @@ DL_TEST(single_nodes_are_left_alone) {
                         "c = ReduceSum <axes = [1], keepdims = 1> (b)\nd = Log (c)\noutput d\n",
                         0, 0));
 }
+
+// A product (Gemm, MatMul) heads a group: its elementwise consumers become its epilogue, on
+// every GEMM path (matrix-vector, small, blocked) and with broadcast epilogue inputs.
+DL_TEST(product_epilogues) {
+    static const char *const shapes[][3] = {
+        {"1, 40", "40, 300", "300"},    // one row: the matrix-vector kernel
+        {"5, 7", "7, 9", "9"},          // small
+        {"70, 150", "150, 130", "130"}, // blocked, ragged tiles
+    };
+    for (size_t s = 0; s < 3; s++) {
+        char text[1024];
+        // bias, then Relu: the Linear layer's forward
+        snprintf(text, sizeof text,
+                 "model m\ninput x : float[%s]\ninput w : float[%s]\ninput b : float[%s]\n"
+                 "h = Gemm (x, w, b)\na = Relu (h)\noutput a\n",
+                 shapes[s][0], shapes[s][1], shapes[s][2]);
+        FUSES(text, 1, 2, CG_TOL_REDUCE);
+        // a chain reading a row vector, a column vector and a scalar: all broadcast over [M, N]
+        snprintf(text, sizeof text,
+                 "model m\ninput x : float[%s]\ninput w : float[%s]\ninput r : float[%s]\n"
+                 "input c : float[%s]\nconst s : float[] = 0.75\n"
+                 "h = MatMul (x, w)\nt1 = Add (h, r)\nt2 = Mul (t1, s)\nt3 = Sub (t2, c)\n"
+                 "t4 = Tanh (t3)\noutput t4\n",
+                 shapes[s][0], shapes[s][1], shapes[s][2], s == 0 ? "1, 1" : "1");
+        FUSES(text, 1, 5, CG_TOL_MATH);
+    }
+    // transposed weights at one row, with the backward's activation gradient as the epilogue
+    FUSES("model m\ninput dy : float[1, 50]\ninput w : float[64, 50]\ninput y : float[1, 64]\n"
+          "dx = Gemm <transB = 1> (dy, w)\ng = UnaryGrad <op = \"Relu\"> (dx, y)\noutput g\n",
+          1, 2, CG_TOL_REDUCE);
+    // a residual add reading a same-dims input, alpha and beta with a [M, 1] C
+    FUSES("model m\ninput x : float[33, 20]\ninput w : float[20, 17]\ninput c : float[33, 1]\n"
+          "input res : float[33, 17]\n"
+          "h = Gemm <alpha = 0.5, beta = 2.0> (x, w, c)\nr = Add (res, h)\noutput r\n",
+          1, 2, CG_TOL_REDUCE);
+}
+
+DL_TEST(products_that_stay_alone) {
+    // Two products meet in one Add: only one of them heads the group.
+    FUSES("model m\ninput x : float[6, 8]\ninput w : float[8, 5]\ninput v : float[8, 5]\n"
+          "p = MatMul (x, w)\nq = MatMul (x, v)\nr = Add (p, q)\noutput r\n",
+          1, 2, CG_TOL_REDUCE);
+    // A product whose value has a second use, an integer product, a batched MatMul and a
+    // float16 product head nothing.
+    DL_CHECK(groups_are("model m\ninput x : float[6, 8]\ninput w : float[8, 5]\n"
+                        "p = MatMul (x, w)\nr = Relu (p)\ns = Add (p, r)\noutput s\n",
+                        1, 2)); // r and s only
+    DL_CHECK(groups_are("model m\ninput x : int32[6, 8]\ninput w : int32[8, 5]\n"
+                        "p = MatMul (x, w)\nr = Neg (p)\noutput r\n",
+                        0, 0));
+    DL_CHECK(groups_are("model m\ninput x : float[2, 6, 8]\ninput w : float[8, 5]\n"
+                        "p = MatMul (x, w)\nr = Relu (p)\noutput r\n",
+                        0, 0));
+    DL_CHECK(groups_are("model m\ninput x : float16[6, 8]\ninput w : float16[8, 5]\n"
+                        "p = MatMul (x, w)\nr = Relu (p)\noutput r\n",
+                        0, 0));
+}
