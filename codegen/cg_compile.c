@@ -260,9 +260,11 @@ static dl_status lower_group(cg *c, size_t r) {
     } else {
         c->node_ops = ops.data;
         c->node_ops_elementwise = g[0]->op != DL_IR_OP_GEMM && g[0]->op != DL_IR_OP_MATMUL;
+        c->node_first = g[0];
         st = c->node_ops_elementwise ? dl_cg__lower_fused(c, g, n)
                                      : dl_cg__lower_product_fused(c, g, n);
         c->node_ops = NULL;
+        c->node_first = NULL;
     }
     free(g);
     return st;

@@ -59,8 +59,9 @@ typedef struct cg {
     const dl_ir_node *node;    // node being lowered (for diagnostics and names)
     const char *node_ops;      // with a fused group being lowered: its ops joined by '+', else NULL
     bool node_ops_elementwise; // that group has only elementwise ops
-    DL_VEC(char *) strs;       // strings the kernel records point at (owned)
-    uint32_t isa;              // DLRT_ISA_* enabled by the target features
+    const dl_ir_node *node_first; // and its first node (the kernel's source line), else NULL
+    DL_VEC(char *) strs;          // strings the kernel records point at (owned)
+    uint32_t isa;                 // DLRT_ISA_* enabled by the target features
 } cg;
 
 // A kernel under construction.

@@ -350,7 +350,7 @@ dl_status cg_kernel_end(cg *c, cg_kernel *k) {
                        n ? n->id : UINT32_MAX,
                        n ? (uint32_t)n->op : UINT32_MAX,
                        k->range,
-                       n ? n->loc.line : 0,
+                       n ? (c->node_first ? c->node_first : n)->loc.line : 0,
                        k->name             ? k->name
                        : n && n->n_outputs ? n->outputs[0]->name
                                            : "",

@@ -59,7 +59,9 @@ if len(steps) != 3 or any(e["name"] != "train_step" or e["dur"] < 0 for e in ste
 ks = [e for e in ev if e.get("cat") == "kernel"]
 if not ks or {e["tid"] for e in ks} - {0, 1}:
     print("kernel tids:", {e["tid"] for e in ks}); ok = False
-ops = {e["args"]["op"] for e in ks}
+ops = {o for e in ks for o in e["args"]["op"].split("+")}  # a fused kernel joins its ops with +
+if any(e["args"]["ops"] != e["args"]["op"].split("+") for e in ks):
+    print("ops lists:", {e["args"]["op"]: e["args"]["ops"] for e in ks}); ok = False
 for want in ("Gemm", "Relu", "SoftmaxCrossEntropyLoss", "TrainStep"):
     if want not in ops:
         print("missing op", want, "in", sorted(ops)); ok = False
@@ -69,9 +71,11 @@ for e in ks:
         print("bad event", e); ok = False; break
     if not (0 <= a["begin"] < a["end"] <= a["range"]) or e["dur"] < 0:
         print("bad range", e); ok = False; break
-h = [e for e in ks if e["args"]["node"] == "h"]
-if not h or any(e["args"]["line"] != 13 for e in h):  # h = Gemm (x, w1, b1) is line 13
-    print("h events:", h[:2]); ok = False
+# h = Gemm (x, w1, b1) (line 13) and a = Relu (h) are one fused kernel, named by its last
+# node and located at its first
+h = [e for e in ks if e["args"]["node"] == "a"]
+if not h or any(e["args"]["line"] != 13 or e["args"]["op"] != "Gemm+Relu" for e in h):
+    print("a events:", h[:2]); ok = False
 if t["otherData"]["threads"] != 2:
     print("otherData:", t["otherData"]); ok = False
 sys.exit(not ok)
@@ -81,7 +85,7 @@ import re, sys
 lines = open("summary.txt").read().splitlines()
 ok = bool(lines) and re.match(r"^profile: train_step, 3 steps, [0-9.]+ ms per step, 2 threads, "
                               r"kernel time [0-9.]+ ms per step \([0-9]+ kernels\)$", lines[0])
-pat = re.compile(r"^ +([0-9]+\.[0-9])%  ([0-9]+\.[0-9]{3}) ms  ([A-Za-z]+) (\S+)( \(mlp_fmnist\.dlg:[0-9]+\))?$")
+pat = re.compile(r"^ +([0-9]+\.[0-9])%  ([0-9]+\.[0-9]{3}) ms  ([A-Za-z+]+) (\S+)( \(mlp_fmnist\.dlg:[0-9]+\))?$")
 body = lines[1:]
 if len(body) != 10:
     ok = False
