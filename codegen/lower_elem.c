@@ -60,6 +60,9 @@ static dl_status emit_map_ex(cg *c, dl_ir_value *out, dl_ir_value *const *ins, s
                              scalar_fn f, const void *user) {
     DL_ASSERT(n_in + 1 <= MAX_OPS);
     const dl_ir_type *ot = &out->type;
+    if (dl_ir_type_numel(ot) == 0) {
+        return DL_OK; // an empty output: nothing to compute (and no kernel with an empty range)
+    }
     int32_t r = ot->rank;
     int64_t dims[DL_MAX_RANK];
     int64_t st[MAX_OPS][DL_MAX_RANK];
