@@ -2,7 +2,7 @@
 # tests/passes/test_dump_after.sh — `dlcc compile --dump-after` on every sample: the IR after each
 # pass of the pipeline (passes/pipeline.c) is .dlg text that `dlcc check --verify-each` accepts,
 # `--dump-after=all` is the single dumps one after another, fusion changes the text only by its
-# comment lines naming the groups (the transformer block has three), the back-end passes leave the IR as they got it, dumps do not change the artifact, and
+# comment lines naming the groups (the transformer block has two), the back-end passes leave the IR as they got it, dumps do not change the artifact, and
 # an unknown pass is a usage error.
 # usage: test_dump_after.sh DLCC SOURCE_DIR
 set -u
@@ -47,10 +47,10 @@ for p in $passes; do
   cat "$out" >>concat
 done
 check "--dump-after=all is every single dump in pipeline order" cmp -s concat mlp_fmnist.all
-check "transformer_block: the dump after fusion names its three groups" \
-  [ "$(grep -c '^# fusion: .* = one kernel: ' transformer_block.fusion.dlg)" -eq 3 ]
+check "transformer_block: the dump after fusion names its two groups" \
+  [ "$(grep -c '^# fusion: .* = one kernel: ' transformer_block.fusion.dlg)" -eq 2 ]
 check "transformer_block: the groups stay in the dumps after fusion" \
-  [ "$(grep -c '^# fusion: ' transformer_block.schedule.dlg)" -eq 3 ]
+  [ "$(grep -c '^# fusion: ' transformer_block.schedule.dlg)" -eq 2 ]
 check "mlp_fmnist: Gemm and Relu share a kernel, in training too" \
   grep -q '^# fusion: a = one kernel: Gemm h, Relu a$' mlp_fmnist.fusion.dlg
 # The training graph is in the dump after autodiff: the gradient ops are printed and read back.
