@@ -22,4 +22,17 @@ DL_NODISCARD dl_status dl_fe_parse_file(const char *path, dl_diags *d, dl_ir_mod
 DL_NODISCARD dl_status dl_fe_import_onnx(const char *path, bool initializers_as_consts, dl_diags *d,
                                          dl_ir_module **out);
 
+// Shape inference of one node whose inputs have known types (dl_pass_shape_node): fills in the
+// node's output types, false when it cannot. The importer does not depend on the passes; a
+// caller that gives it this hook lets it fold shape computations (`Shape` of a computed value,
+// PyTorch's Shape -> Gather -> Concat -> Reshape chains) at import.
+typedef bool (*dl_fe_shape_fn)(const dl_ir_module *m, const dl_ir_node *n, dl_diags *d);
+
+// dl_fe_import_onnx with shape inference (`shape` may be NULL: then only `Shape` of graph
+// inputs, initializers and folded values folds). A shape computation that depends on a named
+// dim (ONNX dim_param) in a way the text format cannot say is an error naming the dim.
+DL_NODISCARD dl_status dl_fe_import_onnx_shaped(const char *path, bool initializers_as_consts,
+                                                dl_fe_shape_fn shape, dl_diags *d,
+                                                dl_ir_module **out);
+
 #endif

@@ -30,8 +30,9 @@ void dl_fe__onnx_info_fini(dl_fe_onnx_info *info); // NULL is a no-op; leaves it
 // given it is filled (zeroed first) even when the import fails.
 DL_NODISCARD dl_status dl_fe__import_onnx_ex(const char *path, const char *const *const_input_names,
                                              const dl_tensor *const_input_values, size_t n_const,
-                                             bool initializers_as_consts, dl_diags *d,
-                                             dl_ir_module **out, dl_fe_onnx_info *info);
+                                             bool initializers_as_consts, dl_fe_shape_fn shape,
+                                             dl_diags *d, dl_ir_module **out,
+                                             dl_fe_onnx_info *info);
 
 // dl_fe_import_onnx from an in-memory .onnx image (`data`, BORROWED for the call); `name`
 // stands for the file in messages. For the fuzz target and tests.

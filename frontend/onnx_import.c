@@ -21,6 +21,7 @@
 // initializers (see "Aliased initializers").
 #include "fe_onnx.h"
 #include "onnx.pb-c.h"
+#include "onnx_fold.h"
 
 #include <float.h>
 #include <math.h>
@@ -33,7 +34,7 @@
 // ---------------------------------------------------------------------------------------------
 // ONNX dtype codes
 
-static bool dtype_from_onnx(int32_t code, dl_dtype *out) {
+bool dl_fe__dtype_from_onnx(int32_t code, dl_dtype *out) {
     switch (code) {
     case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT:
         *out = DL_DT_FLOAT;
@@ -429,7 +430,7 @@ static dl_status tensor_from_proto(const Onnx__TensorProto *tp, const char *what
     dl_dtype dt;
     if (u16_is_bf16 && tp->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__UINT16) {
         dt = DL_DT_BFLOAT16;
-    } else if (!dtype_from_onnx(tp->data_type, &dt)) {
+    } else if (!dl_fe__dtype_from_onnx(tp->data_type, &dt)) {
         dl_diag(d, DL_SEV_ERROR, DL_NO_LOC, "onnx: %s has unsupported element type %s", what,
                 onnx_dtype_name(tp->data_type));
         return DL_ERR_UNSUPPORTED;
@@ -608,6 +609,9 @@ typedef struct sym {
     dl_ir_value *v;        // emitted value, or NULL
     const dl_tensor *cval; // constant value (initializer, Constant node, bound input) or NULL
     dl_tensor *owned;      // cval when decoded by us (freed with the table), else NULL
+    dl_fe_symel *se;       // folded cval: per-element dependence on named dims (NULL: literal)
+    bool fold;             // computed by a node that the emit pass folds (see "Folding")
+    dl_dtype kdt;          // dtype of a cval or fold value (plan pass)
     bool is_init;          // an initializer
     // Param aliases (see "Aliased initializers" below): the param-like sym an Identity node
     // copies (is_init or itself an alias), with the Identity node's index; NULL / -1 if none.
@@ -638,6 +642,9 @@ typedef struct imp {
     size_t n_errors;
     struct ident_ent *ids; // identifiers handed out (see make_ident)
     size_t id_cap, id_n;
+    dl_fe_shape_fn shape_fn; // per-node shape inference, or NULL (see "Folding")
+    dl_diags *shape_d;       // its diagnostics, discarded (dlcc check reports them)
+    int64_t sym_default;     // value given to a new named dim (1; the probe import uses another)
 } imp;
 
 static sym *sym_find(const imp *im, const char *name) {
@@ -704,6 +711,7 @@ static void syms_free(imp *im) {
                 dl_tensor_free(s->owned);
                 free(s->owned);
             }
+            free(s->se);
             free(s);
         }
     }
@@ -1021,6 +1029,13 @@ static void describe_unsupported(const unsupported_op *u, size_t n_kinds, size_t
     }
 }
 
+// ONNX ops that are not ops of the graph format: shape computations folded at import (see
+// "Folding"). Shape and Size need opset 1, ConstantOfShape 9, Range 11.
+static bool import_only_op(const char *opn) {
+    return !strcmp(opn, "Shape") || !strcmp(opn, "Size") || !strcmp(opn, "ConstantOfShape") ||
+           !strcmp(opn, "Range");
+}
+
 static dl_status check_model(const Onnx__ModelProto *mp, int64_t *out_opset, char *why,
                              size_t why_size) {
     if (!mp->graph) {
@@ -1103,13 +1118,16 @@ static dl_status check_model(const Onnx__ModelProto *mp, int64_t *out_opset, cha
         if (strcmp(opn, "Constant") == 0) {
             if (nd->n_attribute == 1 && nd->attribute[0]->t) {
                 dl_dtype dt;
-                if (!dtype_from_onnx(nd->attribute[0]->t->data_type, &dt)) {
+                if (!dl_fe__dtype_from_onnx(nd->attribute[0]->t->data_type, &dt)) {
                     snprintf(why, why_size, "%s: element type %s is not supported", desc,
                              onnx_dtype_name(nd->attribute[0]->t->data_type));
                     st = DL_ERR_UNSUPPORTED;
                     goto checked;
                 }
             }
+            continue;
+        }
+        if (import_only_op(opn)) {
             continue;
         }
         if (!dl_ir_op_from_name(opn, &op) || dl_ir_op_is_internal(op)) {
@@ -1152,7 +1170,8 @@ static dl_status check_model(const Onnx__ModelProto *mp, int64_t *out_opset, cha
             for (size_t k = 0; k < nd->n_attribute; k++) {
                 const Onnx__AttributeProto *a = nd->attribute[k];
                 dl_dtype dt;
-                if (a->name && strcmp(a->name, "to") == 0 && !dtype_from_onnx((int32_t)a->i, &dt)) {
+                if (a->name && strcmp(a->name, "to") == 0 &&
+                    !dl_fe__dtype_from_onnx((int32_t)a->i, &dt)) {
                     snprintf(why, why_size, "%s: cast to %s is not supported", desc,
                              onnx_dtype_name((int32_t)a->i));
                     st = DL_ERR_UNSUPPORTED;
@@ -1184,7 +1203,7 @@ checked:
                 return DL_ERR_UNSUPPORTED;
             }
             dl_dtype dt;
-            if (!dtype_from_onnx(tp->tensor_type->elem_type, &dt)) {
+            if (!dl_fe__dtype_from_onnx(tp->tensor_type->elem_type, &dt)) {
                 snprintf(why, why_size, "graph %s '%s' has unsupported element type %s",
                          l ? "output" : "input", nm, onnx_dtype_name(tp->tensor_type->elem_type));
                 return DL_ERR_UNSUPPORTED;
@@ -1193,7 +1212,7 @@ checked:
     }
     for (size_t i = 0; i < g->n_initializer; i++) {
         dl_dtype dt;
-        if (!dtype_from_onnx(g->initializer[i]->data_type, &dt)) {
+        if (!dl_fe__dtype_from_onnx(g->initializer[i]->data_type, &dt)) {
             snprintf(why, why_size, "initializer '%s' has unsupported element type %s",
                      g->initializer[i]->name ? g->initializer[i]->name : "",
                      onnx_dtype_name(g->initializer[i]->data_type));
@@ -1320,6 +1339,139 @@ static const sym *alias_root(const sym *s) {
     return s;
 }
 
+// ---------------------------------------------------------------------------------------------
+// Folding
+//
+// Shape computations are evaluated at import (onnx_fold.c): a node is folded when every input is
+// a constant or itself folded and its values are integers or bools (Cast from them to any type;
+// ConstantOfShape of any value), plus `Shape` and `Size` of any value whose shape is known. The
+// plan pass marks such nodes (sym.fold) without marking their inputs used, so constants that only
+// feed shape computations never reach the module; the emit pass evaluates them in order. Shapes
+// of computed values come from the caller's shape hook (dl_fe_shape_fn), run on every node as it
+// is emitted. A folded value keeps, per element, how it depends on named dims (dl_fe_symel):
+// `dim` itself becomes a dim name in an attribute, `k * dim` can be a Reshape's one inferred -1,
+// anything else is an error naming the dim. As a safety net for dependences that are not tracked
+// (a dim whose value came from a named dim through an op that does not keep its name), a model
+// with named dims is imported a second time with other dim values and both texts must agree.
+
+static bool int_dtype(dl_dtype t) {
+    return t == DL_DT_INT64 || t == DL_DT_INT32 || t == DL_DT_BOOL;
+}
+
+// A value is known at import: a constant or a folded node's result.
+static bool known_value(const sym *s) {
+    return s && s->defined && (s->cval || s->fold);
+}
+
+static dl_dtype known_dtype(const sym *s) {
+    return s->cval ? s->cval->dtype : s->kdt;
+}
+
+int64_t dl_fe__onnx_int_attr(const Onnx__NodeProto *nd, const char *name, int64_t def) {
+    for (size_t k = 0; k < nd->n_attribute; k++) {
+        const Onnx__AttributeProto *a = nd->attribute[k];
+        if (a->name && strcmp(a->name, name) == 0 &&
+            a->type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT) {
+            return a->i;
+        }
+    }
+    return def;
+}
+
+// The dtype of ConstantOfShape's value (float 0 by default).
+static dl_dtype cos_dtype(const Onnx__NodeProto *nd) {
+    dl_dtype dt = DL_DT_FLOAT;
+    for (size_t k = 0; k < nd->n_attribute; k++) {
+        const Onnx__AttributeProto *a = nd->attribute[k];
+        if (a->name && strcmp(a->name, "value") == 0 && a->t &&
+            !dl_fe__dtype_from_onnx(a->t->data_type, &dt)) {
+            dt = DL_DT_FLOAT;
+        }
+    }
+    return dt;
+}
+
+// Whether node `nd` is folded at import (its result's dtype in *kdt).
+static bool plan_fold(const imp *im, const Onnx__NodeProto *nd, const char *opn, dl_dtype *kdt) {
+    if (!strcmp(opn, "Shape") || !strcmp(opn, "Size")) {
+        *kdt = DL_DT_INT64;
+        return true;
+    }
+    if (!strcmp(opn, "ConstantOfShape")) {
+        *kdt = cos_dtype(nd);
+        return int_dtype(*kdt);
+    }
+    if (!dl_fe__onnx_foldable(opn) || nd->n_input == 0 || nd->n_output != 1) {
+        return false;
+    }
+    bool all_int = true;
+    dl_dtype first = DL_DT_INT64;
+    for (size_t k = 0; k < nd->n_input; k++) {
+        const char *in = nd->input[k] ? nd->input[k] : "";
+        if (!in[0]) {
+            continue;
+        }
+        const sym *s = sym_find(im, in);
+        if (!known_value(s)) {
+            return false;
+        }
+        if (k == 0) {
+            first = known_dtype(s);
+        }
+        all_int = all_int && int_dtype(known_dtype(s));
+    }
+    if (!all_int && strcmp(opn, "Range") != 0) {
+        return false;
+    }
+    if (!strcmp(opn, "Cast")) {
+        int64_t to = dl_fe__onnx_int_attr(nd, "to", 0);
+        return dl_fe__dtype_from_onnx((int32_t)to, kdt);
+    }
+    if (!strcmp(opn, "Equal") || !strcmp(opn, "Less") || !strcmp(opn, "Greater") ||
+        !strcmp(opn, "Not")) {
+        *kdt = DL_DT_BOOL;
+    } else if (!strcmp(opn, "Where")) {
+        const sym *s = nd->n_input > 1 && nd->input[1] ? sym_find(im, nd->input[1]) : NULL;
+        *kdt = s ? known_dtype(s) : DL_DT_INT64;
+    } else {
+        *kdt = first;
+    }
+    return true;
+}
+
+// Inputs of a folded node (or another import-only op) must be known at import, except the data
+// operand of Shape and Size, whose shape is enough.
+static dl_status plan_fold_inputs(imp *im, const Onnx__NodeProto *nd, const char *desc,
+                                  const char *opn) {
+    if (!strcmp(opn, "Shape") || !strcmp(opn, "Size")) {
+        return DL_OK;
+    }
+    for (size_t k = 0; k < nd->n_input; k++) {
+        const char *in = nd->input[k] ? nd->input[k] : "";
+        if (!in[0]) {
+            continue;
+        }
+        sym *s = sym_find(im, in);
+        if (!s || !s->defined) {
+            err(im, "onnx: %s: input %zu '%s' is not defined before use", desc, k, in);
+        } else if (!known_value(s)) {
+            if (s->graph_input >= 0) {
+                err(im, "onnx: %s: input %zu must be known at import, but graph input '%s' is not",
+                    desc, k, in);
+                if (!record_need_const(im, s)) {
+                    return DL_ERR_NOMEM;
+                }
+            } else {
+                err(im,
+                    "onnx: %s: input %zu must be known at import, but '%s' is computed by node "
+                    "%d, which is not a shape computation",
+                    desc, k, in, s->def_node);
+            }
+        }
+    }
+    return DL_OK;
+}
+
 static dl_status plan(imp *im) {
     const Onnx__GraphProto *g = im->g;
     for (size_t i = 0; i < g->n_initializer; i++) {
@@ -1383,17 +1535,23 @@ static dl_status plan(imp *im) {
         node_desc(nd, i, desc, sizeof desc);
         const char *opn = nd->op_type ? nd->op_type : "";
         bool is_const = strcmp(opn, "Constant") == 0;
+        bool is_imp = import_only_op(opn);
         dl_ir_op op = DL_IR_OP_IDENTITY;
-        if (!is_const && !dl_ir_op_from_name(opn, &op)) {
+        if (!is_const && !is_imp && !dl_ir_op_from_name(opn, &op)) {
             err(im, "onnx: %s: op '%s' is not supported", desc, opn); // check_model ran first
             continue;
         }
-        if (!is_const && nd->n_input > onnx_max_inputs(op)) {
+        if (!is_const && !is_imp && nd->n_input > onnx_max_inputs(op)) {
             err(im, "onnx: %s: %zu inputs given, at most %zu supported", desc, nd->n_input,
                 onnx_max_inputs(op));
         }
-        sym *alias_src = param_alias_source(im, nd, op);
-        for (size_t k = 0; k < nd->n_input && !is_const && !alias_src; k++) {
+        sym *alias_src = is_imp ? NULL : param_alias_source(im, nd, op);
+        dl_dtype kdt = DL_DT_INT64;
+        bool fold = !is_const && !alias_src && plan_fold(im, nd, opn, &kdt);
+        if (is_imp || fold) {
+            DL_TRY(plan_fold_inputs(im, nd, desc, opn));
+        }
+        for (size_t k = 0; k < nd->n_input && !is_const && !alias_src && !is_imp && !fold; k++) {
             const char *in = nd->input[k] ? nd->input[k] : "";
             if (in[0] == '\0') {
                 continue; // omitted optional input
@@ -1410,7 +1568,12 @@ static dl_status plan(imp *im) {
                 s->n_stat_uses += is_stat_slot(op, k);
                 continue;
             }
-            if (!s->cval) {
+            if (!s->cval && s->fold) {
+                if (!int_dtype(s->kdt)) {
+                    err(im, "onnx: %s: input %zu ('%s') must hold integers, not %s", desc, k, an,
+                        dl_dtype_name(s->kdt));
+                }
+            } else if (!s->cval) {
                 if (s->graph_input >= 0) {
                     err(im,
                         "onnx: %s: input %zu ('%s') must be constant, but graph input '%s' "
@@ -1448,6 +1611,8 @@ static dl_status plan(imp *im) {
             }
             s->defined = true;
             s->def_node = (int32_t)i;
+            s->fold = fold && k == 0;
+            s->kdt = kdt;
             if (alias_src) {
                 s->alias_of = alias_src;
                 s->alias_node = (int32_t)i;
@@ -1493,8 +1658,8 @@ static dl_status symbolic_dim(imp *im, const char *input, size_t i, const char *
     int32_t di = dl_ir_module_find_dim(im->m, name);
     dl_status st = DL_OK;
     if (di < 0) {
-        st = dl_ir_module_add_dim(im->m, name, 1, DL_NO_LOC, &di);
-        if (st == DL_OK) {
+        st = dl_ir_module_add_dim(im->m, name, im->sym_default, DL_NO_LOC, &di);
+        if (st == DL_OK && im->sym_default == 1) {
             dl_diag(im->d, DL_SEV_NOTE, DL_NO_LOC,
                     "onnx: graph input '%s': dimension %zu is symbolic ('%s'): it becomes `dim "
                     "%s = 1`; bind it with -D %s=SIZE",
@@ -1513,7 +1678,7 @@ static dl_status type_from_value_info(imp *im, const Onnx__ValueInfoProto *vi, d
     const char *nm = vi->name ? vi->name : "";
     const Onnx__TypeProto__Tensor *tt = vi->type->tensor_type; // checked by check_model
     memset(t, 0, sizeof(*t));
-    (void)dtype_from_onnx(tt->elem_type, &t->dtype);
+    (void)dl_fe__dtype_from_onnx(tt->elem_type, &t->dtype);
     if (!tt->shape) {
         err(im, "onnx: graph input '%s' has no shape (a static shape is required)", nm);
         return DL_ERR_UNSUPPORTED;
@@ -1672,7 +1837,7 @@ static bool convert_attr(imp *im, dl_arena *a, dl_ir_op op, const Onnx__Attribut
     if (op == DL_IR_OP_CAST && strcmp(an, "to") == 0) {
         dl_dtype dt;
         if (ap->type != ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT ||
-            !dtype_from_onnx((int32_t)ap->i, &dt)) {
+            !dl_fe__dtype_from_onnx((int32_t)ap->i, &dt)) {
             err(im, "onnx: %s: cast to %s is not supported", desc, onnx_dtype_name((int32_t)ap->i));
             return false;
         }
@@ -1768,6 +1933,299 @@ static bool convert_attr(imp *im, dl_arena *a, dl_ir_op op, const Onnx__Attribut
     return true;
 }
 
+// Types of `node`'s outputs from the caller's shape hook, so that a later `Shape` can fold. A
+// failure leaves them unknown; its diagnostics are dropped (dlcc check reports them in order).
+static void infer_node(imp *im, const dl_ir_node *node) {
+    if (im->shape_fn && im->shape_d) {
+        (void)im->shape_fn(im->m, node, im->shape_d);
+    }
+}
+
+// The name of the named dim element `k` of folded value `s` depends on, or NULL when literal.
+static const char *dep_dim(const imp *im, const sym *s, int64_t k) {
+    if (!s->se || s->se[k].dim == DL_FE_SYM_LIT) {
+        return NULL;
+    }
+    int64_t d = s->se[k].dim >= 0 ? s->se[k].dim : s->se[k].coef;
+    return d >= 0 && (size_t)d < im->m->dims.len ? im->m->dims.data[d].name : "a named dim";
+}
+
+// Emits folded value `s` as a const where a node reads it as a tensor; refused when it depends
+// on a named dim (a const would keep the value it has at the dim's default).
+static dl_status emit_folded_constant(imp *im, sym *s, const char *desc) {
+    int64_t n = dl_tensor_numel(s->cval);
+    for (int64_t k = 0; s->se && k < n; k++) {
+        const char *dn = dep_dim(im, s, k);
+        if (dn) {
+            err(im,
+                "onnx: %s: '%s' is computed from the size of %s and used as a tensor, not as a "
+                "shape; it cannot be folded (export with a static size for that dim)",
+                desc, s->onnx, dn);
+            return DL_ERR_UNSUPPORTED;
+        }
+    }
+    return emit_constant(im, s, false);
+}
+
+// Attribute `an` of node `op` from folded or constant value `s` (1-D integers): an element equal
+// to a named dim is written as the dim's name; in a Reshape target, one element that is
+// otherwise computed from named dims becomes -1 (inferred), which is exact whatever the dims.
+static dl_status slot_attr(imp *im, dl_arena *a, dl_ir_op op, const sym *s, const char *an,
+                           const char *desc, dl_ir_attr *at) {
+    int64_t n = dl_tensor_numel(s->cval);
+    memset(at, 0, sizeof(*at));
+    at->name = an;
+    at->kind = DL_IR_ATTR_INTS;
+    at->i_sym = -1;
+    at->n = (size_t)n;
+    at->ints = DL_ARENA_NEWN(a, int64_t, n ? n : 1);
+    if (!at->ints) {
+        return DL_ERR_NOMEM;
+    }
+    bool is_int = const_ints(s->cval, at->ints);
+    DL_ASSERT(is_int); // the caller checked the dtype
+    if (!s->se) {
+        return DL_OK;
+    }
+    at->int_syms = DL_ARENA_NEWN(a, int32_t, n ? n : 1);
+    if (!at->int_syms) {
+        return DL_ERR_NOMEM;
+    }
+    bool have_infer = false;
+    for (int64_t k = 0; k < n; k++) {
+        have_infer =
+            have_infer || (op == DL_IR_OP_RESHAPE && at->ints[k] == -1 && !dep_dim(im, s, k));
+    }
+    for (int64_t k = 0; k < n; k++) {
+        dl_fe_symel e = s->se[k];
+        at->int_syms[k] = -1;
+        if (e.dim == DL_FE_SYM_LIT) {
+            continue;
+        }
+        if (e.dim >= 0 && e.coef == 1) {
+            at->int_syms[k] = e.dim;
+            continue;
+        }
+        if (op == DL_IR_OP_RESHAPE && !have_infer) {
+            at->ints[k] = -1;
+            have_infer = true;
+            continue;
+        }
+        err(im,
+            "onnx: %s: element %lld of '%s' ('%s') is computed from the size of %s in a way the "
+            "graph format cannot express%s; export with a static size for that dim",
+            desc, (long long)k, an, s->onnx, dep_dim(im, s, k),
+            op == DL_IR_OP_RESHAPE ? " (a Reshape target may infer only one such element)" : "");
+        return DL_ERR_UNSUPPORTED;
+    }
+    return DL_OK;
+}
+
+// Emits ConstantOfShape of a non-integer value as Expand of a scalar const to the shape, which
+// may name dims.
+static dl_status emit_const_of_shape(imp *im, dl_arena *a, size_t idx, const char *desc) {
+    const Onnx__NodeProto *nd = im->g->node[idx];
+    sym *shp = nd->n_input ? sym_find(im, nd->input[0] ? nd->input[0] : "") : NULL;
+    sym *o = sym_find(im, nd->output[0]);
+    DL_ASSERT(o);
+    if (!shp || !shp->cval || shp->cval->rank != 1 || !int_dtype(shp->cval->dtype) ||
+        shp->cval->dtype == DL_DT_BOOL) {
+        err(im, "onnx: %s: the shape is not a known 1-D integer tensor", desc);
+        return DL_ERR_UNSUPPORTED;
+    }
+    dl_tensor val = {0};
+    dl_status st = DL_OK;
+    const Onnx__AttributeProto *va = NULL;
+    for (size_t k = 0; k < nd->n_attribute; k++) {
+        if (nd->attribute[k]->name && !strcmp(nd->attribute[k]->name, "value")) {
+            va = nd->attribute[k];
+        }
+    }
+    if (va && va->t) {
+        st = tensor_from_proto(va->t, "ConstantOfShape value", false, &val, im->d);
+        if (st == DL_OK && dl_tensor_numel(&val) != 1) {
+            err(im, "onnx: %s: value must hold one element", desc);
+            st = DL_ERR_UNSUPPORTED;
+        }
+        val.rank = 0;
+    } else {
+        st = dl_tensor_alloc(&val, DL_DT_FLOAT, 0, NULL);
+    }
+    dl_ir_value *cv = NULL;
+    size_t nlen = strlen(o->onnx) + 8;
+    char *cname = dl_mem_alloc(nlen);
+    if (st == DL_OK && !cname) {
+        st = DL_ERR_NOMEM;
+    }
+    if (st == DL_OK) {
+        snprintf(cname, nlen, "%s_value", o->onnx);
+        st = emit_value(im, &val, cname, false, &cv);
+    }
+    free(cname);
+    dl_tensor_free(&val);
+    DL_TRY(st);
+    dl_ir_attr at;
+    DL_TRY(slot_attr(im, a, DL_IR_OP_EXPAND, shp, "shape", desc, &at));
+    char *id = make_ident(im, o->onnx);
+    if (!id) {
+        return DL_ERR_NOMEM;
+    }
+    const char *names[1] = {id};
+    dl_ir_node *node;
+    st = dl_ir_module_add_node(im->m, DL_IR_OP_EXPAND, &cv, 1, names, NULL, 1, &at, 1, DL_NO_LOC,
+                               &node);
+    free(id);
+    DL_TRY(st);
+    o->v = node->outputs[0];
+    infer_node(im, node);
+    return DL_OK;
+}
+
+// Shape or Size of input 0, from its constant value or its inferred type.
+static dl_status fold_shape(imp *im, const Onnx__NodeProto *nd, const char *desc, bool is_size,
+                            dl_tensor *out, dl_fe_symel **out_se) {
+    sym *x = nd->n_input ? sym_find(im, nd->input[0] ? nd->input[0] : "") : NULL;
+    dl_ir_type t;
+    if (x && x->cval) {
+        type_of_tensor(x->cval, &t);
+    } else if (x && x->v && x->v->type.rank >= 0) {
+        t = x->v->type;
+    } else {
+        err(im, "onnx: %s: the shape of '%s' is not known at import (%s)", desc, x ? x->onnx : "",
+            im->shape_fn ? "its shape inference failed"
+                         : "no shape inference was given to the importer");
+        return DL_ERR_UNSUPPORTED;
+    }
+    int64_t lo = 0, hi = t.rank;
+    if (!is_size) {
+        lo = dl_fe__onnx_int_attr(nd, "start", 0);
+        hi = dl_fe__onnx_int_attr(nd, "end", t.rank);
+        lo = lo < 0 ? lo + t.rank : lo;
+        hi = hi < 0 ? hi + t.rank : hi;
+        lo = lo < 0 ? 0 : lo > t.rank ? t.rank : lo;
+        hi = hi < lo ? lo : hi > t.rank ? t.rank : hi;
+    }
+    int64_t n = hi - lo;
+    DL_TRY(dl_tensor_alloc(out, DL_DT_INT64, is_size ? 0 : 1, &n));
+    int64_t *v = out->data;
+    bool any_sym = false;
+    for (int32_t k = 0; k < t.rank; k++) {
+        any_sym = any_sym || t.dims[k].sym >= 0;
+    }
+    *out_se = NULL;
+    if (any_sym) {
+        *out_se = dl_mem_calloc((size_t)(n ? n : 1), sizeof **out_se);
+        if (!*out_se) {
+            dl_tensor_free(out);
+            return DL_ERR_NOMEM;
+        }
+    }
+    if (is_size) {
+        int64_t prod = 1, n_sym = 0, coef = 1;
+        int32_t dim = -1;
+        for (int32_t k = 0; k < t.rank; k++) {
+            prod *= t.dims[k].value;
+            if (t.dims[k].sym >= 0) {
+                n_sym++;
+                dim = t.dims[k].sym;
+            } else {
+                coef *= t.dims[k].value;
+            }
+        }
+        v[0] = prod;
+        if (any_sym) {
+            (*out_se)[0] =
+                n_sym == 1 ? (dl_fe_symel){dim, coef} : (dl_fe_symel){DL_FE_SYM_OPAQUE, 0};
+        }
+        return DL_OK;
+    }
+    for (int64_t k = 0; k < n; k++) {
+        v[k] = t.dims[lo + k].value;
+        if (any_sym) {
+            int32_t sy = t.dims[lo + k].sym;
+            (*out_se)[k] = sy >= 0 ? (dl_fe_symel){sy, 1} : (dl_fe_symel){DL_FE_SYM_LIT, 0};
+        }
+    }
+    return DL_OK;
+}
+
+// Evaluates folded node `idx` (or emits an import-only op that does not fold).
+static dl_status emit_folded(imp *im, dl_arena *a, size_t idx) {
+    const Onnx__NodeProto *nd = im->g->node[idx];
+    char desc[300];
+    node_desc(nd, idx, desc, sizeof desc);
+    const char *opn = nd->op_type ? nd->op_type : "";
+    sym *o = nd->n_output && nd->output[0] && nd->output[0][0] ? sym_find(im, nd->output[0]) : NULL;
+    if (!o) {
+        return DL_OK; // nothing reads it
+    }
+    if (!o->fold && !strcmp(opn, "ConstantOfShape")) {
+        return emit_const_of_shape(im, a, idx, desc);
+    }
+    if (!o->fold) {
+        err(im, "onnx: %s: %s is supported only on integer values known at import", desc, opn);
+        return DL_ERR_UNSUPPORTED;
+    }
+    dl_tensor *t = dl_mem_calloc(1, sizeof *t);
+    if (!t) {
+        return DL_ERR_NOMEM;
+    }
+    dl_fe_symel *se = NULL;
+    dl_status st;
+    if (!strcmp(opn, "Shape") || !strcmp(opn, "Size")) {
+        st = fold_shape(im, nd, desc, opn[1] == 'i', t, &se);
+    } else {
+        dl_fe_cv ins[8];
+        size_t n_in = nd->n_input;
+        st = n_in <= DL_ARRAY_LEN(ins) ? DL_OK : DL_ERR_UNSUPPORTED;
+        for (size_t k = 0; k < n_in && st == DL_OK; k++) {
+            const char *in = nd->input[k] ? nd->input[k] : "";
+            const sym *s = in[0] ? sym_find(im, in) : NULL;
+            ins[k] = (dl_fe_cv){s ? s->cval : NULL, s ? s->se : NULL};
+            if (s && !s->cval) {
+                err(im,
+                    "onnx: %s: input %zu '%s' has no value (its shape computation was not "
+                    "folded)",
+                    desc, k, in);
+                st = DL_ERR_UNSUPPORTED;
+            }
+        }
+        char why[256] = "too many inputs";
+        dl_tensor cos_val = {0};
+        if (st == DL_OK && !strcmp(opn, "ConstantOfShape")) {
+            // The value attribute (float 0 when absent) becomes input 1 for the folder.
+            const Onnx__AttributeProto *va = NULL;
+            for (size_t k = 0; k < nd->n_attribute; k++) {
+                if (nd->attribute[k]->name && !strcmp(nd->attribute[k]->name, "value")) {
+                    va = nd->attribute[k];
+                }
+            }
+            st = va && va->t
+                     ? tensor_from_proto(va->t, "ConstantOfShape value", false, &cos_val, im->d)
+                     : dl_tensor_alloc(&cos_val, DL_DT_FLOAT, 0, NULL);
+            ins[1] = (dl_fe_cv){&cos_val, NULL};
+            n_in = 2;
+            if (st == DL_ERR_UNSUPPORTED || st == DL_ERR_PARSE) {
+                im->n_errors++;
+            }
+        }
+        if (st == DL_OK) {
+            st = dl_fe__onnx_fold(nd, opn, im->opset, ins, n_in, t, &se, why, sizeof why);
+        }
+        dl_tensor_free(&cos_val);
+        if (st == DL_ERR_UNSUPPORTED && n_in <= DL_ARRAY_LEN(ins) && !im->n_errors) {
+            err(im, "onnx: %s: cannot fold this shape computation: %s", desc, why);
+        }
+    }
+    if (st != DL_OK) {
+        free(t);
+        return st;
+    }
+    o->cval = o->owned = t;
+    o->se = se;
+    return DL_OK;
+}
+
 // Emits one ONNX node (not a Constant) as an IR node.
 static dl_status emit_node(imp *im, dl_arena *a, size_t idx) {
     const Onnx__NodeProto *nd = im->g->node[idx];
@@ -1805,22 +2263,22 @@ static dl_status emit_node(imp *im, dl_arena *a, size_t idx) {
                     return DL_ERR_UNSUPPORTED;
                 }
             }
+            if (!s->cval) {
+                err(im, "onnx: %s: input %zu ('%s') must be constant, but '%s' was not folded",
+                    desc, k, an, in);
+                return DL_ERR_UNSUPPORTED;
+            }
+            if (s->cval->rank > 1 || !int_dtype(s->cval->dtype) || s->cval->dtype == DL_DT_BOOL) {
+                err(im,
+                    "onnx: %s: input %zu ('%s') must be a 1-D integer tensor, not %s of rank %d",
+                    desc, k, an, dl_dtype_name(s->cval->dtype), (int)s->cval->rank);
+                return DL_ERR_UNSUPPORTED;
+            }
             int64_t n = dl_tensor_numel(s->cval);
             if (n == 0 && empty_attr_is_absent(op)) {
                 continue;
             }
-            dl_ir_attr *at = &attrs[n_attrs++];
-            memset(at, 0, sizeof(*at));
-            at->name = an;
-            at->kind = DL_IR_ATTR_INTS;
-            at->i_sym = -1;
-            at->n = (size_t)n;
-            at->ints = DL_ARENA_NEWN(a, int64_t, n ? n : 1);
-            if (!at->ints) {
-                return DL_ERR_NOMEM;
-            }
-            bool is_int = const_ints(s->cval, at->ints);
-            DL_ASSERT(is_int); // plan() checked the dtype
+            DL_TRY(slot_attr(im, a, op, s, an, desc, &attrs[n_attrs++]));
             continue;
         }
         if (s && !im->as_consts && is_stat_slot(op, k) && param_like(s) && stat_use_needs_copy(s)) {
@@ -1830,8 +2288,14 @@ static dl_status emit_node(imp *im, dl_arena *a, size_t idx) {
         if (s && !s->v) {
             // A constant that reaches a real operand for the first time (a Constant node's
             // value is emitted where the node stood; initializers were emitted up front).
-            DL_ASSERT(s->cval);
-            DL_TRY(emit_constant(im, s, false));
+            if (!s->cval) {
+                err(im,
+                    "onnx: %s: input %zu '%s' has no value (its shape computation was not "
+                    "folded)",
+                    desc, k, in);
+                return DL_ERR_UNSUPPORTED;
+            }
+            DL_TRY(emit_folded_constant(im, s, desc));
         }
         ins[n_ins++] = s ? s->v : NULL;
     }
@@ -1878,6 +2342,7 @@ static dl_status emit_node(imp *im, dl_arena *a, size_t idx) {
             s->v = node->outputs[k];
         }
     }
+    infer_node(im, node);
     return DL_OK;
 }
 
@@ -1961,6 +2426,13 @@ static dl_status emit(imp *im) {
         if (alias_output(im, i)) {
             continue; // became a param of its own
         }
+        const char *opn = nd->op_type ? nd->op_type : "";
+        sym *o0 =
+            nd->n_output && nd->output[0] && nd->output[0][0] ? sym_find(im, nd->output[0]) : NULL;
+        if (import_only_op(opn) || (o0 && o0->fold)) {
+            st = emit_folded(im, &scratch, i);
+            continue;
+        }
         st = emit_node(im, &scratch, i);
     }
     dl_arena_fini(&scratch);
@@ -1969,7 +2441,7 @@ static dl_status emit(imp *im) {
         const char *nm = g->output[i]->name ? g->output[i]->name : "";
         sym *s = sym_find(im, nm);
         if (s && !s->v && s->cval) {
-            DL_TRY(emit_constant(im, s, false));
+            DL_TRY(emit_folded_constant(im, s, "graph output"));
         }
         if (!s || !s->v) {
             err(im, "onnx: graph output '%s' has no value", nm);
@@ -2000,11 +2472,13 @@ void dl_fe__onnx_info_fini(dl_fe_onnx_info *info) {
     memset(info, 0, sizeof(*info));
 }
 
-// The import behind both entry points: from `data` when non-NULL, else from the file `path`.
-static dl_status import_onnx(const char *path, const void *data, size_t len,
+// The import behind the entry points: from `data` when non-NULL, else from the file `path`;
+// named dims get `sym_default`.
+static dl_status import_once(const char *path, const void *data, size_t len,
                              const char *const *const_input_names,
                              const dl_tensor *const_input_values, size_t n_const,
-                             bool initializers_as_consts, dl_diags *d, dl_ir_module **out,
+                             bool initializers_as_consts, dl_fe_shape_fn shape_fn,
+                             int64_t sym_default, dl_diags *d, dl_ir_module **out,
                              dl_fe_onnx_info *info) {
     *out = NULL;
     if (info) {
@@ -2026,6 +2500,14 @@ static dl_status import_onnx(const char *path, const void *data, size_t len,
     im.bind_names = const_input_names;
     im.bind_values = const_input_values;
     im.n_bind = n_const;
+    im.shape_fn = shape_fn;
+    im.sym_default = sym_default;
+    if (shape_fn) {
+        st = dl_diags_create(&im.shape_d);
+        if (st != DL_OK) {
+            goto out;
+        }
+    }
     st = check_model(mp, &im.opset, why, sizeof why);
     if (st != DL_OK) {
         dl_diag(d, DL_SEV_ERROR, DL_NO_LOC, "onnx: %s: %s", path, why);
@@ -2070,29 +2552,115 @@ static dl_status import_onnx(const char *path, const void *data, size_t len,
     }
 out:
     dl_ir_module_destroy(im.m);
+    dl_diags_destroy(im.shape_d);
     syms_free(&im);
     idents_free(&im);
     pb_release(mp);
     return st;
 }
 
+// The module's text without its `dim` lines (which hold the dims' values).
+static char *text_without_dims(const dl_ir_module *m) {
+    char *text = NULL;
+    if (dl_ir_print(m, &text) != DL_OK) {
+        return NULL;
+    }
+    char *w = text;
+    for (const char *r = text; *r;) {
+        const char *eol = strchr(r, '\n');
+        size_t n = eol ? (size_t)(eol - r) + 1 : strlen(r);
+        if (strncmp(r, "dim ", 4) != 0) {
+            memmove(w, r, n);
+            w += n;
+        }
+        r += n;
+    }
+    *w = '\0';
+    return text;
+}
+
+// The value named dims get in the probe import: any value other than 1 that a shape computation
+// is unlikely to produce by itself.
+#define PROBE_DIM 7
+
+// import_once, and for a model with named dims a second import with other dim values (see
+// "Folding"): texts that differ mean a folded value depended on a dim without our knowing.
+static dl_status import_onnx(const char *path, const void *data, size_t len,
+                             const char *const *const_input_names,
+                             const dl_tensor *const_input_values, size_t n_const,
+                             bool initializers_as_consts, dl_fe_shape_fn shape_fn, dl_diags *d,
+                             dl_ir_module **out, dl_fe_onnx_info *info) {
+    dl_status st = import_once(path, data, len, const_input_names, const_input_values, n_const,
+                               initializers_as_consts, shape_fn, 1, d, out, info);
+    if (st != DL_OK || (*out)->dims.len == 0) {
+        return st;
+    }
+    dl_diags *pd = NULL;
+    dl_ir_module *probe = NULL;
+    st = dl_diags_create(&pd);
+    if (st == DL_OK) {
+        st = import_once(path, data, len, const_input_names, const_input_values, n_const,
+                         initializers_as_consts, shape_fn, PROBE_DIM, pd, &probe, NULL);
+        if (st == DL_ERR_NOMEM) {
+            goto out;
+        }
+        char *a = text_without_dims(*out), *b = probe ? text_without_dims(probe) : NULL;
+        if (!a || (probe && !b)) {
+            st = DL_ERR_NOMEM;
+        } else if (!b || strcmp(a, b) != 0) {
+            // The first line that differs says where.
+            const char *pa = a, *pb = b ? b : "";
+            while (*pa && *pa == *pb) {
+                pa++;
+                pb++;
+            }
+            while (pa > a && pa[-1] != '\n') {
+                pa--;
+            }
+            const char *eol = strchr(pa, '\n');
+            dl_diag(d, DL_SEV_ERROR, DL_NO_LOC,
+                    "onnx: %s: a shape computation depends on the size of a named dim (%s) in a "
+                    "way that cannot be folded: with the dim at %d instead of 1 the import %s "
+                    "(first difference: `%.*s`); export with static sizes for those dims",
+                    path, (*out)->dims.data[0].name, PROBE_DIM, b ? "differs" : "fails",
+                    (int)(eol ? eol - pa : (ptrdiff_t)strlen(pa)), pa);
+            st = DL_ERR_UNSUPPORTED;
+        }
+        free(a);
+        free(b);
+    }
+out:
+    dl_ir_module_destroy(probe);
+    dl_diags_destroy(pd);
+    if (st != DL_OK) {
+        dl_ir_module_destroy(*out);
+        *out = NULL;
+    }
+    return st;
+}
+
 dl_status dl_fe__import_onnx_ex(const char *path, const char *const *const_input_names,
                                 const dl_tensor *const_input_values, size_t n_const,
-                                bool initializers_as_consts, dl_diags *d, dl_ir_module **out,
-                                dl_fe_onnx_info *info) {
+                                bool initializers_as_consts, dl_fe_shape_fn shape, dl_diags *d,
+                                dl_ir_module **out, dl_fe_onnx_info *info) {
     return import_onnx(path, NULL, 0, const_input_names, const_input_values, n_const,
-                       initializers_as_consts, d, out, info);
+                       initializers_as_consts, shape, d, out, info);
 }
 
 dl_status dl_fe__import_onnx_mem(const char *name, const void *data, size_t len,
                                  bool initializers_as_consts, dl_diags *d, dl_ir_module **out) {
     // A non-NULL pointer even for an empty image, which selects the in-memory path.
     static const uint8_t empty[1];
-    return import_onnx(name, len ? data : empty, len, NULL, NULL, 0, initializers_as_consts, d, out,
-                       NULL);
+    return import_onnx(name, len ? data : empty, len, NULL, NULL, 0, initializers_as_consts, NULL,
+                       d, out, NULL);
 }
 
 dl_status dl_fe_import_onnx(const char *path, bool initializers_as_consts, dl_diags *d,
                             dl_ir_module **out) {
-    return dl_fe__import_onnx_ex(path, NULL, NULL, 0, initializers_as_consts, d, out, NULL);
+    return dl_fe__import_onnx_ex(path, NULL, NULL, 0, initializers_as_consts, NULL, d, out, NULL);
+}
+
+dl_status dl_fe_import_onnx_shaped(const char *path, bool initializers_as_consts,
+                                   dl_fe_shape_fn shape, dl_diags *d, dl_ir_module **out) {
+    return dl_fe__import_onnx_ex(path, NULL, NULL, 0, initializers_as_consts, shape, d, out, NULL);
 }

@@ -15,6 +15,10 @@
 // Continues past errors where it can (outputs of a failed node stay unknown and nodes that
 // depend on them are skipped silently). Returns DL_ERR_SHAPE if any error was reported.
 DL_NODISCARD dl_status dl_pass_shape(dl_ir_module *m, dl_diags *d);
+// The same rules for one node whose inputs have known types (the ONNX importer's shape hook,
+// dl_fe_shape_fn): fills in its output types; false (outputs unknown) with a diagnostic in `d`
+// when a rule fails, false without one when an input's type is unknown.
+bool dl_pass_shape_node(const dl_ir_module *m, const dl_ir_node *n, dl_diags *d);
 
 // Reverse-mode automatic differentiation of m->train->loss with respect to every param not
 // frozen by the train block (passes/autodiff.c). Requires a verified, shape-inferred module with

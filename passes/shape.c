@@ -352,6 +352,10 @@ bool dl_pass__shape_node(const dl_ir_module *m, const dl_ir_node *n, dl_diags *d
     return true;
 }
 
+bool dl_pass_shape_node(const dl_ir_module *m, const dl_ir_node *n, dl_diags *d) {
+    return dl_pass__shape_node(m, n, d);
+}
+
 dl_status dl_pass_shape(dl_ir_module *m, dl_diags *d) {
     bool ok = true;
     for (size_t i = 0; i < m->values.len; i++) {

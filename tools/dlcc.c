@@ -2545,7 +2545,7 @@ static int cmd_import(int argc, char **argv) {
         rc = cli_usage_error("import", "-o: the path '%s' is too long", out_path);
         goto out;
     }
-    dl_status st = dl_fe_import_onnx(file, consts, d, &m);
+    dl_status st = dl_fe_import_onnx_shaped(file, consts, dl_pass_shape_node, d, &m);
     // Large weights go to OUT's .safetensors (written before OUT, removed if OUT fails).
     if (st == DL_OK && wbase) {
         store = dl_mem_calloc(m->params.len ? m->params.len : 1, sizeof *store);

@@ -242,7 +242,8 @@ static bool compare(const dl_tensor *got, const dl_tensor *want, double rtol, do
 static dl_ir_module *import_case(const runner *r, const char *model, const dl_tensor *ins, int n_in,
                                  dl_fe_onnx_info *info, dl_diags *d, char *why, size_t why_size) {
     dl_ir_module *m = NULL;
-    dl_status st = dl_fe__import_onnx_ex(model, NULL, NULL, 0, false, d, &m, info);
+    dl_status st =
+        dl_fe__import_onnx_ex(model, NULL, NULL, 0, false, dl_pass_shape_node, d, &m, info);
     if (st != DL_OK && info->n_need_const > 0) {
         size_t nb = info->n_need_const;
         const char *names[MAX_IO];
@@ -267,7 +268,7 @@ static dl_ir_module *import_case(const runner *r, const char *model, const dl_te
         }
         dl_fe__onnx_info_fini(info);
         dl_diags_clear(d);
-        st = dl_fe__import_onnx_ex(model, names, vals, nb, false, d, &m, info);
+        st = dl_fe__import_onnx_ex(model, names, vals, nb, false, dl_pass_shape_node, d, &m, info);
         for (size_t i = 0; i < nb; i++) {
             free(copies[i]);
         }

@@ -42,7 +42,7 @@ static void check_model(const char *path, bool consts) {
     char *text = NULL, *text2 = NULL;
     const char *stage = "import";
     char msg[512];
-    dl_status st = dl_fe_import_onnx(path, consts, d, &m);
+    dl_status st = dl_fe_import_onnx_shaped(path, consts, dl_pass_shape_node, d, &m);
     if (st != DL_OK) {
         n_refused++;
         if (verbose) {

@@ -24,7 +24,7 @@ static dl_status import_node(const char *test, dl_diags *d, dl_ir_module **m,
                              dl_fe_onnx_info *info) {
     char p[512];
     snprintf(p, sizeof p, "%s/%s/model.onnx", NODE_DIR, test);
-    return dl_fe__import_onnx_ex(p, NULL, NULL, 0, false, d, m, info);
+    return dl_fe__import_onnx_ex(p, NULL, NULL, 0, false, NULL, d, m, info);
 }
 
 static bool diags_mention(const dl_diags *d, const char *needle) {
@@ -118,7 +118,7 @@ DL_TEST(onnx_reshape_binds_shape_input) {
     const char *names[] = {"shape"};
     snprintf(p, sizeof p, "%s/%s/model.onnx", NODE_DIR, t);
     dl_diags_clear(d);
-    dl_status st = dl_fe__import_onnx_ex(p, names, &shape, 1, false, d, &m, &info);
+    dl_status st = dl_fe__import_onnx_ex(p, names, &shape, 1, false, NULL, d, &m, &info);
     DL_CHECK_EQ_I64(st, DL_OK);
     DL_CHECK_EQ_I64(m->inputs.len, 1);
     DL_CHECK_EQ_I64(info.n_input_src, 1);
@@ -153,7 +153,7 @@ DL_TEST(onnx_pad_keeps_constant_value_input) {
     snprintf(p, sizeof p, "%s/%s/model.onnx", NODE_DIR, t);
     dl_ir_module *m = NULL;
     dl_fe_onnx_info info;
-    DL_CHECK_EQ_I64(dl_fe__import_onnx_ex(p, names, &pads, 1, false, d, &m, &info), DL_OK);
+    DL_CHECK_EQ_I64(dl_fe__import_onnx_ex(p, names, &pads, 1, false, NULL, d, &m, &info), DL_OK);
     DL_CHECK_EQ_I64(m->inputs.len, 2);
     DL_CHECK_STR_EQ(m->inputs.data[1]->name, "value");
     DL_CHECK_EQ_I64(m->inputs.data[1]->type.rank, 0);

@@ -40,3 +40,10 @@ add_test(NAME onnx_import_cli
          COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_import_cli.sh $<TARGET_FILE:dlcc>
                  ${CMAKE_SOURCE_DIR} ${DL_ONNX_NODE_DIR})
 set_tests_properties(onnx_import_cli PROPERTIES LABELS unit TIMEOUT 300)
+
+# What torch.onnx.export writes (PyTorch 1.13: TransformerEncoderLayer static and with a dynamic
+# batch, ...) imports and computes what torch computes. Exit 77 (skip) without onnx.
+add_test(NAME onnx_torch_export
+         COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_torch_export.sh $<TARGET_FILE:dlcc>
+                 ${CMAKE_SOURCE_DIR})
+set_tests_properties(onnx_torch_export PROPERTIES LABELS unit TIMEOUT 300 SKIP_RETURN_CODE 77)
