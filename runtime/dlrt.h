@@ -656,13 +656,16 @@ typedef enum dlrt_lr_schedule {
     DLRT_LR_STEP = 1,          // lr, x0.1 from 50% of the steps, x0.01 from 75%
     DLRT_LR_COSINE = 2,        // lr/2 (1 + cos(pi t / T))
     DLRT_LR_WARMUP_COSINE = 3, // lr (t+1) / W for the first W steps, then cosine over T - W
+    DLRT_LR_ONE_CYCLE = 4,     // PyTorch's OneCycleLR with its defaults, lr its max_lr: cosine
+                               // from lr/25 up to lr by step 0.3 T - 1, then cosine down to
+                               // lr/25/1e4 at step T - 1
 } dlrt_lr_schedule;
 
 // The learning rate of step t (0-based) of `total` from base rate `lr` (warmup: W, used by
 // DLRT_LR_WARMUP_COSINE only). Pure; thread-safe.
 DLRT_API double dlrt_lr_schedule_at(dlrt_lr_schedule k, double lr, int64_t t, int64_t total,
                                     int64_t warmup);
-// "constant", "step", "cosine", "warmup-cosine"; NULL for a value outside the enum.
+// "constant", "step", "cosine", "warmup-cosine", "one-cycle"; NULL for a value outside the enum.
 DLRT_API const char *dlrt_lr_schedule_name(dlrt_lr_schedule k);
 // The schedule named `name` (as above). DLRT_ERR_INVALID_ARG for another name.
 DLRT_API dlrt_status dlrt_lr_schedule_parse(const char *name, dlrt_lr_schedule *out);

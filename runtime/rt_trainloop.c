@@ -15,7 +15,26 @@
 #include <string.h>
 #include <time.h>
 
-static const char *const sched_names[] = {"constant", "step", "cosine", "warmup-cosine"};
+static const char *const sched_names[] = {"constant", "step", "cosine", "warmup-cosine",
+                                          "one-cycle"};
+
+// PyTorch's OneCycleLR with its defaults (pct_start 0.3, cosine annealing, div_factor 25,
+// final_div_factor 1e4, two phases): from lr/25 up to lr over the first 0.3 T - 1 steps, then
+// down to lr/25/1e4 at step T - 1. The phase ends are PyTorch's float step numbers, so the values
+// match its own to rounding.
+static double one_cycle_at(double lr, int64_t t, int64_t total) {
+    const double pi = 3.14159265358979323846;
+    double lo = lr / 25.0, end = lo / 1e4, mid = 0.3 * (double)total - 1.0, last = (double)total - 1;
+    double x = (double)t, a = lo, b = lr, t0 = 0, t1 = mid;
+    if (!(x <= mid)) { // the annealing phase (also PyTorch's choice when mid < 0)
+        a = lr;
+        b = end;
+        t0 = mid;
+        t1 = last;
+    }
+    double pct = t1 > t0 ? (x - t0) / (t1 - t0) : 1.0;
+    return b + (a - b) / 2.0 * (cos(pi * pct) + 1.0);
+}
 
 double dlrt_lr_schedule_at(dlrt_lr_schedule k, double lr, int64_t t, int64_t total,
                            int64_t warmup) {
@@ -32,6 +51,8 @@ double dlrt_lr_schedule_at(dlrt_lr_schedule k, double lr, int64_t t, int64_t tot
             return lr * (double)(t + 1) / (double)warmup;
         }
         return lr * 0.5 * (1.0 + cos(pi * (double)(t - warmup) / (double)(total - warmup)));
+    case DLRT_LR_ONE_CYCLE:
+        return one_cycle_at(lr, t, total);
     }
     return lr;
 }
@@ -48,7 +69,8 @@ dlrt_status dlrt_lr_schedule_parse(const char *name, dlrt_lr_schedule *out) {
         }
     }
     return rt__fail(DLRT_ERR_INVALID_ARG,
-                    "unknown learning-rate schedule '%s' (constant, step, cosine, warmup-cosine)",
+                    "unknown learning-rate schedule '%s' (constant, step, cosine, warmup-cosine, "
+                    "one-cycle)",
                     name ? name : "(null)");
 }
 

@@ -209,7 +209,9 @@ static const cli_help helps[] = {
      "  --lr V               base learning rate (default: the model's optimizer lr)\n"
      "  --lr-schedule NAME   constant (default); step: x0.1 at 50% and again at 75% of the\n"
      "                       steps; cosine: lr/2 (1 + cos(pi t/T)); warmup-cosine: lr (t+1)/S\n"
-     "                       for the first S steps, then cosine over the rest\n"
+     "                       for the first S steps, then cosine over the rest; one-cycle:\n"
+     "                       PyTorch's OneCycleLR (defaults; V its max_lr): cosine from V/25 up\n"
+     "                       to V over 30% of the steps, then down to V/25/1e4\n"
      "  --warmup-steps S     warm-up steps of warmup-cosine (default 5% of the steps)\n"
      "  --seed S             seed of the shuffling (default 0)\n"
      "  --loader-threads P   data loader producer threads, 1..256 (default 1: they only copy\n"
@@ -3137,7 +3139,7 @@ static int train_parse_args(int argc, char **argv, train_args *ta, dlcc_options 
     if (sched && dlrt_lr_schedule_parse(sched, &ta->sched) != DLRT_OK) {
         return cli_usage_error("train",
                                "--lr-schedule: unknown schedule '%s' (constant, step, cosine, "
-                               "warmup-cosine)",
+                               "warmup-cosine, one-cycle)",
                                sched);
     }
     if (ta->comm && strcmp(ta->comm, "auto") != 0 && strcmp(ta->comm, "mpi") != 0 &&

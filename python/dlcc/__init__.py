@@ -556,7 +556,7 @@ _EVENT_KINDS = ("batch", "step", "epoch")
 
 def lr_at(schedule, lr, t, total, warmup=0):
     """The learning rate of step t (0-based) of `total` from base rate `lr` under `schedule`
-    ("constant", "step", "cosine", "warmup-cosine"; warmup: its W): the runtime's schedule, as
+    ("constant", "step", "cosine", "warmup-cosine", "one-cycle"; warmup: its W): the runtime's schedule, as
     `dlcc train --lr-schedule` uses it."""
     lib = _load_lib()
     k = ctypes.c_int()
@@ -1096,7 +1096,7 @@ class Session:
               warmup=None, max_skipped_steps=10, callback=None):
         """The runtime's training loop (dlrt_train_run, shared with `dlcc train`): `epochs`
         epochs of the loader's batches, each bound in place to `data_input` / `label_input`,
-        "lr" set from `schedule` ("constant", "step", "cosine", "warmup-cosine"; lr=None: the
+        "lr" set from `schedule` ("constant", "step", "cosine", "warmup-cosine", "one-cycle"; lr=None: the
         model's; warmup=None: 5% of the steps) before each step, and the non-finite guard
         (stop after max_skipped_steps non-finite steps in a streak; 0: never). callback(event)
         gets a TrainEvent per batch, step and epoch; a true return stops the run, an exception

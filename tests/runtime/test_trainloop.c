@@ -24,7 +24,19 @@ DL_TEST(lr_schedules) {
     DL_CHECK(dlrt_lr_schedule_at(DLRT_LR_WARMUP_COSINE, 1.0, 1, 12, 2) == 1.0);
     DL_CHECK(dlrt_lr_schedule_at(DLRT_LR_WARMUP_COSINE, 1.0, 2, 12, 2) == 1.0);
     DL_CHECK(fabs(dlrt_lr_schedule_at(DLRT_LR_WARMUP_COSINE, 1.0, 7, 12, 2) - 0.5) < 1e-12);
+    // one-cycle: torch.optim.lr_scheduler.OneCycleLR(max_lr=1, total_steps=100)'s values
+    static const struct {
+        int64_t t;
+        double lr;
+    } oc[] = {{0, 0.040000000000000036}, {14, 0.49401332387899954}, {29, 1.0},
+              {30, 0.9994965352845243},  {64, 0.500002},            {99, 4e-06}};
+    for (size_t i = 0; i < sizeof oc / sizeof oc[0]; i++) {
+        double got = dlrt_lr_schedule_at(DLRT_LR_ONE_CYCLE, 1.0, oc[i].t, 100, 0);
+        DL_CHECK(fabs(got - oc[i].lr) <= 1e-12 * fabs(oc[i].lr));
+    }
     dlrt_lr_schedule k = DLRT_LR_CONSTANT;
+    DL_CHECK_EQ_I64(dlrt_lr_schedule_parse("one-cycle", &k), DLRT_OK);
+    DL_CHECK_EQ_I64(k, DLRT_LR_ONE_CYCLE);
     DL_CHECK_EQ_I64(dlrt_lr_schedule_parse("warmup-cosine", &k), DLRT_OK);
     DL_CHECK_EQ_I64(k, DLRT_LR_WARMUP_COSINE);
     DL_CHECK(strcmp(dlrt_lr_schedule_name(DLRT_LR_STEP), "step") == 0);

@@ -91,7 +91,7 @@ expect 0 "dlcc --help lists train" --help
 check "dlcc --help lists train" grep -qE "^  train +train a model" "$out"
 expect_msg 2 "train: no model" "dlcc train: error: no model file" train --dataset fashion-mnist
 expect_msg 2 "train: missing dataset" "no data set (give one with --dataset" train "$mlp"
-expect_msg 2 "train: unknown schedule" "--lr-schedule: unknown schedule 'linear' (constant, step, cosine, warmup-cosine)" \
+expect_msg 2 "train: unknown schedule" "--lr-schedule: unknown schedule 'linear' (constant, step, cosine, warmup-cosine, one-cycle)" \
   train "$mlp" --dataset fashion-mnist --lr-schedule linear
 expect_msg 2 "train: --batch 0" "--batch expects an integer >= 1, got '0'" train "$mlp" --dataset fashion-mnist --batch 0
 expect_msg 2 "train: --epochs 0" "--epochs expects an integer 1..1000000, got '0'" train "$mlp" --dataset fashion-mnist --epochs 0
@@ -201,6 +201,10 @@ check_sched "warmup-cosine, default warm-up 5% (3 steps)" \
   "lr * (t + 1) / 3 if t < 3 else lr * 0.5 * (1 + math.cos(math.pi * (t - 3) / (T - 3)))" --lr-schedule warmup-cosine
 check_sched "warmup-cosine, --warmup-steps 10" \
   "lr * (t + 1) / 10 if t < 10 else lr * 0.5 * (1 + math.cos(math.pi * (t - 10) / (T - 10)))" --lr-schedule warmup-cosine --warmup-steps 10
+# one-cycle: PyTorch's OneCycleLR (defaults), computed here from its definition; test_onecycle.sh
+# compares with torch itself.
+check_sched "one-cycle schedule (OneCycleLR's defaults)" \
+  "(lambda m, lo, end: lr + (lo - lr) / 2 * (math.cos(math.pi * t / m) + 1) if t <= m else end + (lr - end) / 2 * (math.cos(math.pi * (t - m) / (T - 1 - m)) + 1))(0.3 * T - 1, lr / 25, lr / 25 / 1e4)" --lr-schedule one-cycle
 run_dlcc train "$mlp" --dataset npy:X.npy,Y.npy --batch 10 --epochs 2 --lr-schedule cosine --dry-run
 check "without --lr the model's own lr is the base (0.001)" grep -qE "^step 1 lr 0.001$" "$out"
 

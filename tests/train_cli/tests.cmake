@@ -38,3 +38,7 @@ add_test(NAME train_cli_plot_render
          COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_plot_render.sh $<TARGET_FILE:dlcc>
                  ${CMAKE_SOURCE_DIR})
 set_tests_properties(train_cli_plot_render PROPERTIES LABELS unit TIMEOUT 120 SKIP_RETURN_CODE 77)
+# --lr-schedule one-cycle against torch's OneCycleLR; skipped (77) without torch.
+add_test(NAME train_cli_onecycle
+         COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_onecycle.sh $<TARGET_FILE:dlcc> ${CMAKE_SOURCE_DIR})
+set_tests_properties(train_cli_onecycle PROPERTIES LABELS unit SKIP_RETURN_CODE 77)
