@@ -619,6 +619,73 @@ DLRT_API dlrt_status dlrt_loader_create_callback(int64_t n_samples, const int64_
                                                  void *user, const dlrt_loader_options *opts,
                                                  dlrt_loader **out);
 
+// ---- Named arrays: any number of inputs of any dtype (dlrt_loader_create_arrays)
+//
+// A loader over N arrays, each a .npy file [S, ...] (IDX files are read too, by a name that does
+// not end in .npy) feeding the model input of its name: data, float regression targets, integer
+// labels, masks, several inputs. Every array's leading dim is the sample count S, the same for
+// all; row i of every array is sample i, shuffled, batched, sharded and resumed together (the same
+// order as dlrt_loader_create_npy's). A batch holds each array converted to its dtype (C order,
+// [batch_size, sample dims...]), read with dlrt_loader_batch_array; batch.x is only a non-NULL
+// marker there (NULL at the end, as for every loader) and batch.y / y_i32 are NULL. Padding rows
+// (DLRT_LOADER_PAD_LAST) are zero in every array. Options that apply: batch_size, producers,
+// slots, seed, shuffle, last, epochs, limit, shard_count, shard_index, start_batch; the
+// options' scale, norm, crop_pad, hflip, u8_to_unit, labels and n_classes must keep their
+// defaults (each array has its own below).
+
+// One array of dlrt_loader_create_arrays. Initialise with dlrt_loader_array_init.
+typedef struct dlrt_loader_array {
+    const char *name; // the model input it feeds (named in messages; copied)
+    const char *path; // the file (named in messages; copied)
+    dlrt_dtype dtype; // a batch's element type: DLRT_FLOAT32 (from any .npy dtype), DLRT_INT32
+                      // or DLRT_INT64 (from an integer dtype only; int32 values must fit)
+    int32_t sample_rank; // > 0: the per-sample shape the input declares, sample_dims[0 ..
+                         // sample_rank); the file's per-sample shape must equal it or hold as
+                         // many elements (a [S, 784] file for a [28, 28] input); 0: any shape
+    int64_t sample_dims[DLRT_MAX_DIMS];
+    int64_t n_classes;     // > 0 (integer dtypes): every value must lie in [0, n_classes)
+    dlrt_loader_norm norm; // DLRT_FLOAT32 only: NONE (default), GIVEN (n_norm, mean, std) or
+                           // COMPUTE (from this array's samples after limit, every shard)
+    int per_channel; // COMPUTE: nonzero: one mean/std per channel, the first per-sample dim
+                     // (C of [C, H, W], F of [F]); 0: one for the whole array
+    int n_norm;      // GIVEN: 1 (every element) or the first per-sample dim
+    const float *mean, *std; // GIVEN: n_norm values each (std > 0); BORROWED during create
+} dlrt_loader_array;
+
+// What a named-array loader applies to array i (dlrt_loader_array_info_get).
+typedef struct dlrt_loader_array_info {
+    const char *name, *path; // BORROWED: valid while the loader lives
+    dlrt_dtype dtype;
+    int32_t sample_rank; // the file's per-sample shape
+    int64_t sample_dims[DLRT_MAX_DIMS];
+    int64_t sample_numel;
+    size_t batch_bytes;      // one batch of it: batch_size * sample_numel * element size
+    dlrt_loader_norm norm;   // NONE, or GIVEN (also after COMPUTE: the values computed)
+    int n_channels;          // 0 without normalisation
+    const float *mean, *std; // n_channels values each, BORROWED (NULL without normalisation)
+} dlrt_loader_array_info;
+
+// Sets a's fields to their defaults (float32, no shape check, no normalisation). Thread-safe.
+DLRT_API void dlrt_loader_array_init(dlrt_loader_array *a);
+// A loader over n_arrays >= 1 named arrays (names distinct). Reads every file, checks it (shape
+// against sample_dims, dtype convertible, leading dims equal, finite float values, n_classes),
+// computes the normalisations and starts the producers. Errors as for dlrt_loader_create_npy;
+// messages name the file and the input and say what was expected. `opts` NULL: the defaults.
+DLRT_API dlrt_status dlrt_loader_create_arrays(const dlrt_loader_array *arrays, size_t n_arrays,
+                                               const dlrt_loader_options *opts,
+                                               dlrt_loader **out);
+// The arrays of a loader: 0 for the IDX / .npy pair and callback loaders. Thread-safe.
+DLRT_API size_t dlrt_loader_num_arrays(const dlrt_loader *l);
+// Array i's name, file, shape and normalisation into *out. DLRT_ERR_INVALID_ARG for i out of
+// range. Thread-safe.
+DLRT_API dlrt_status dlrt_loader_array_info_get(const dlrt_loader *l, size_t i,
+                                                dlrt_loader_array_info *out);
+// Array i of held batch b: *out_data (BORROWED, valid until b is released) and *out_nbytes
+// (batch_bytes). DLRT_ERR_INVALID_ARG for i out of range or a batch not held. Thread-safe.
+DLRT_API dlrt_status dlrt_loader_batch_array(const dlrt_loader *l, const dlrt_loader_batch *b,
+                                             size_t i, const void **out_data,
+                                             size_t *out_nbytes);
+
 // Borrows the next batch (in batch-number order), waiting until a producer has filled it; the
 // wait is recorded in out->wait_ms and the stats. After the last batch of an epoch comes batch 0
 // of the next, reshuffled. With options.epochs > 0 and every epoch handed out, returns DLRT_OK
@@ -729,6 +796,8 @@ typedef int (*dlrt_train_callback)(void *user, const dlrt_train_event *ev);
 typedef struct dlrt_train_options {
     const char *data_input;       // the model's float data input, bound to each batch's x
     const char *label_input;      // its label input, bound to the batch's y or y_i32
+                                  // (a named-array loader binds each array to the input of its
+                                  // name instead: both may be NULL)
     int64_t epochs;               // default 1; the loader must hand out at least that many
     dlrt_lr_schedule schedule;    // default DLRT_LR_CONSTANT
     double lr;                    // base rate; NaN (the default): the session's "lr"
@@ -789,7 +858,9 @@ typedef struct dlrt_eval_result {
                             // padding rows too, so it is left out of the loss)
 } dlrt_eval_result;
 // dlrt_evaluate_accuracy, and the mean of the scalar float output `loss_output` (may be NULL:
-// none; `scores_output` may be NULL too). Same errors; DLRT_ERR_INVALID_ARG when loss_output is
+// none; `scores_output` may be NULL too). With a named-array loader every array is bound to the
+// input of its name, data_input is unused and label_input names the integer [batch] array the
+// scores are compared with (needed only with scores_output). Same errors; DLRT_ERR_INVALID_ARG when loss_output is
 // no float scalar output.
 DLRT_API dlrt_status dlrt_evaluate(dlrt_session *s, dlrt_loader *test, const char *data_input,
                                    const char *label_input, const char *scores_output,

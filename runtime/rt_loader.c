@@ -2,8 +2,10 @@
 // of K preallocated batch slots that the trainer borrows in place.
 //
 // Structure: a source (an in-memory array read at creation from IDX or .npy, or a user callback)
-// plus int64 labels; a ring of K slots, each holding B samples of x (float32) and B labels; one
-// mutex with two condition variables (slot freed / slot filled) that guard every slot state.
+// plus int64 labels, or N named arrays (rt_array: any dtype, each with its own ring and
+// normalisation); a ring of K slots, each holding B samples of x (float32) and B labels (or B rows
+// of every array); one mutex with two condition variables (slot freed / slot filled) that guard
+// every slot state.
 //
 // Invariants (ORDER LOADER):
 //   - batches form one sequence seq = start_batch, start_batch + 1, ... (epoch = seq / bpe,
@@ -39,6 +41,24 @@ typedef enum src_type { SRC_U8, SRC_I8, SRC_I16, SRC_I32, SRC_I64, SRC_F32, SRC_
 
 typedef enum slot_state { SLOT_FREE, SLOT_FILLING, SLOT_READY, SLOT_HELD } slot_state;
 
+// A named array of dlrt_loader_create_arrays: row i of the file is sample i (ORDER LOADER).
+typedef struct rt_array {
+    char *name, *path;   // OWNED copies
+    const uint8_t *data; // the rows: n * numel elements of `type` (in npy_buf or idx)
+    src_type type;
+    char *npy_buf; // OWNED (.npy)
+    dl_idx idx;    // OWNED (IDX)
+    int32_t rank;  // per-sample shape (0 for a [S] file)
+    int64_t dims[DLRT_MAX_DIMS];
+    int64_t numel;
+    dlrt_dtype dtype; // of the batch: DLRT_FLOAT32, DLRT_INT32 or DLRT_INT64
+    size_t esz;       // its element size
+    int64_t n_classes;
+    int n_ch;          // normalisation channels (0: none)
+    float *mean, *std; // OWNED: n_ch each
+    uint8_t *ring;     // OWNED: K * B * numel * esz bytes, slot s at s * B * numel * esz
+} rt_array;
+
 typedef struct rt_slot {
     slot_state state;
     int64_t seq;     // batch held or to be held next (ORDER LOADER)
@@ -64,6 +84,8 @@ struct dlrt_loader {
     dlrt_loader_sample_fn fn;
     void *user;                  // BORROWED
     int64_t *labels;             // OWNED: n labels, or NULL when there are none
+    rt_array *arr;               // OWNED: the named arrays (dlrt_loader_create_arrays), or NULL
+    size_t n_arr;                // their count; 0 for the other sources (x and labels)
     const char *x_path, *y_path; // BORROWED, during creation only: the files, for messages
 
     // Ring.
@@ -280,10 +302,76 @@ static void transform(const dlrt_loader *l, const float *raw, uint64_t draw, flo
     }
 }
 
+// Row `idx` of array a, converted to its dtype (and normalised), into dst: [numel].
+static void array_row(const rt_array *a, int64_t idx, uint8_t *dst) {
+    size_t sz = src_size(a->type);
+    const uint8_t *p = a->data + (size_t)idx * (size_t)a->numel * sz;
+    if (a->dtype == DLRT_FLOAT32) {
+        float *o = (float *)(void *)dst;
+        if (a->type == SRC_F32 && a->n_ch == 0) {
+            memcpy(o, p, (size_t)a->numel * sizeof(float));
+            return;
+        }
+        int64_t per = a->n_ch ? a->numel / a->n_ch : a->numel;
+        for (int64_t i = 0; i < a->numel; i++) {
+            float v = (float)src_get(p, a->type, i);
+            if (a->n_ch) {
+                int c = (int)(i / per);
+                v = (v - a->mean[c]) / a->std[c];
+            }
+            o[i] = v;
+        }
+        return;
+    }
+    if (a->dtype == DLRT_INT64 && a->type == SRC_I64) {
+        memcpy(dst, p, (size_t)a->numel * 8);
+        return;
+    }
+    for (int64_t i = 0; i < a->numel; i++) { // integers: exact in a double (checked to fit)
+        int64_t v = (int64_t)src_get(p, a->type, i);
+        if (a->dtype == DLRT_INT64) {
+            memcpy(dst + 8 * i, &v, 8);
+        } else {
+            int32_t w = (int32_t)v;
+            memcpy(dst + 4 * i, &w, 4);
+        }
+    }
+}
+
+// fill for a named-array loader: every array's rows of batch seq into its ring slot s, padding
+// rows zero. The files were checked at creation, so only a stop can fail it.
+static dlrt_status fill_arrays(dlrt_loader *l, int64_t seq, int s, int64_t *n_valid) {
+    int64_t B = l->o.batch_size, epoch = seq / l->bpe, b = seq % l->bpe;
+    uint64_t perm_key = epoch_key(l, epoch, 0);
+    int64_t nv = l->epoch_n - b * B < B ? l->epoch_n - b * B : B;
+    for (int64_t j = 0; j < B; j++) {
+        // ordering: relaxed — as in fill.
+        if (atomic_load_explicit(&l->stop, memory_order_relaxed)) {
+            return DLRT_ERR_INVALID_ARG;
+        }
+        int64_t idx = j < nv ? sample_at(l, perm_key, b * B + j) : -1;
+        for (size_t k = 0; k < l->n_arr; k++) {
+            const rt_array *a = &l->arr[k];
+            size_t row = (size_t)a->numel * a->esz;
+            uint8_t *dst = a->ring + ((size_t)s * (size_t)B + (size_t)j) * row;
+            if (idx >= 0) {
+                array_row(a, idx, dst);
+            } else {
+                memset(dst, 0, row);
+            }
+        }
+    }
+    *n_valid = nv;
+    return DLRT_OK;
+}
+
 // Fills slot s with batch seq. Returns DLRT_OK, DLRT_ERR_IO (callback failure, message in
 // l->fail_msg — written under the mutex by the caller) or DLRT_ERR_INVALID_ARG when stopped.
 static dlrt_status fill(dlrt_loader *l, int64_t seq, int s, float *raw, int64_t *n_valid,
                         int *cb_rc, int64_t *cb_idx, int64_t *cb_label, int64_t *cb_elem) {
+    if (l->n_arr > 0) {
+        return fill_arrays(l, seq, s, n_valid);
+    }
     int64_t B = l->o.batch_size, epoch = seq / l->bpe, b = seq % l->bpe;
     uint64_t perm_key = epoch_key(l, epoch, 0), aug_key = epoch_key(l, epoch, 1);
     float *xs = l->x + (size_t)s * (size_t)B * (size_t)l->numel;
@@ -500,6 +588,32 @@ static dlrt_status loader_new(const dlrt_loader_options *opts, dlrt_loader **out
     return DLRT_OK;
 }
 
+// Merges the n values v[0 .. n) into running statistics (*cnt, *mean, *m2): reduced on their
+// own (two passes over a few values), then merged (Chan, Golub and LeVeque), so the variance
+// never cancels.
+static void stats_merge(const float *v, int64_t n, double *cnt, double *mean, double *m2) {
+    double sum = 0, q = 0;
+    for (int64_t k = 0; k < n; k++) {
+        sum += (double)v[k];
+    }
+    double ms = sum / (double)n;
+    for (int64_t k = 0; k < n; k++) {
+        double dv = (double)v[k] - ms;
+        q += dv * dv;
+    }
+    double tot = *cnt + (double)n, delta = ms - *mean;
+    *mean += delta * ((double)n / tot);
+    *m2 += q + delta * delta * (*cnt * (double)n / tot);
+    *cnt = tot;
+}
+
+// The mean and population std of merged statistics; a zero std (constant data) is taken as 1.
+static void stats_final(double cnt, double mean, double m2, float *out_mean, float *out_std) {
+    double sd = sqrt(m2 / cnt);
+    *out_mean = (float)mean;
+    *out_std = sd > 0.0 && isfinite((float)sd) ? (float)sd : 1.0f;
+}
+
 // One pass over the samples used, decoded and scaled as a producer makes them: every value of a
 // file source must be finite (one NaN would poison each batch it joins, and the normalisation),
 // and DLRT_LOADER_NORM_COMPUTE's per-channel mean and population std come from the same pass.
@@ -536,26 +650,76 @@ static dlrt_status scan_samples(dlrt_loader *l) {
                             (long long)bad, (long long)l->numel);
         }
         for (int c = 0; norm && c < l->n_ch; c++) {
-            const float *v = raw + c * per_ch;
-            double sum = 0, q = 0;
-            for (int64_t k = 0; k < per_ch; k++) {
-                sum += (double)v[k];
-            }
-            double ms = sum / (double)per_ch;
-            for (int64_t k = 0; k < per_ch; k++) {
-                double dv = (double)v[k] - ms;
-                q += dv * dv;
-            }
-            double tot = cnt[c] + (double)per_ch, delta = ms - mean[c];
-            mean[c] += delta * ((double)per_ch / tot);
-            m2[c] += q + delta * delta * (cnt[c] * (double)per_ch / tot);
-            cnt[c] = tot;
+            stats_merge(raw + c * per_ch, per_ch, &cnt[c], &mean[c], &m2[c]);
         }
     }
     for (int c = 0; norm && c < l->n_ch; c++) {
-        double sd = sqrt(m2[c] / cnt[c]);
-        l->mean[c] = (float)mean[c];
-        l->std[c] = sd > 0.0 && isfinite((float)sd) ? (float)sd : 1.0f; // constant data: 1
+        stats_final(cnt[c], mean[c], m2[c], &l->mean[c], &l->std[c]);
+    }
+    return DLRT_OK;
+}
+
+static const char *src_name(src_type t) {
+    static const char *const names[] = {"uint8", "int8",    "int16",  "int32",
+                                        "int64", "float32", "float64"};
+    return names[t];
+}
+
+// The named arrays' checks and statistics, over the n samples used: finite float values;
+// integers that fit the dtype and lie in [0, n_classes); each COMPUTE normalisation's mean and
+// population std (per channel: the first per-sample dim).
+static dlrt_status scan_arrays(dlrt_loader *l) {
+    for (size_t k = 0; k < l->n_arr; k++) {
+        rt_array *a = &l->arr[k];
+        bool compute = a->n_ch > 0 && a->mean[0] != a->mean[0]; // NaN marks "to compute"
+        int64_t per = a->n_ch ? a->numel / a->n_ch : a->numel;
+        double *acc = compute ? dl_mem_calloc(3 * (size_t)a->n_ch, sizeof(double)) : NULL;
+        float *row = compute ? dl_mem_alloc((size_t)a->numel * sizeof(float)) : NULL;
+        if (compute && (!acc || !row)) {
+            free(acc);
+            free(row);
+            return rt__fail(DLRT_ERR_NOMEM, "data loader: out of memory");
+        }
+        for (int64_t i = 0; i < l->n; i++) {
+            const uint8_t *p = a->data + (size_t)i * (size_t)a->numel * src_size(a->type);
+            for (int64_t e = 0; e < a->numel; e++) {
+                double v = src_get(p, a->type, e);
+                const char *why = NULL;
+                if (a->dtype == DLRT_FLOAT32 && !isfinite((float)v)) { // float64 overflow too
+                    why = "a non-finite value: the data must be finite";
+                } else if (a->dtype == DLRT_INT32 && (v < INT32_MIN || v > INT32_MAX)) {
+                    why = "a value that does not fit int32";
+                } else if (a->dtype != DLRT_FLOAT32 && a->n_classes > 0 &&
+                           (v < 0 || v >= (double)a->n_classes)) {
+                    free(acc);
+                    free(row);
+                    return rt__fail(DLRT_ERR_INVALID_ARG,
+                                    "data loader: %s (input '%s'): value %.0f of sample %lld is "
+                                    "outside [0, %lld) (the model's classes)",
+                                    a->path, a->name, v, (long long)i, (long long)a->n_classes);
+                }
+                if (why) {
+                    free(acc);
+                    free(row);
+                    return rt__fail(DLRT_ERR_INVALID_ARG,
+                                    "data loader: %s (input '%s'): sample %lld holds %s (%g at "
+                                    "element %lld of %lld)",
+                                    a->path, a->name, (long long)i, why, v, (long long)e,
+                                    (long long)a->numel);
+                }
+                if (compute) {
+                    row[e] = (float)v;
+                }
+            }
+            for (int c = 0; compute && c < a->n_ch; c++) {
+                stats_merge(row + c * per, per, &acc[c], &acc[a->n_ch + c], &acc[2 * a->n_ch + c]);
+            }
+        }
+        for (int c = 0; compute && c < a->n_ch; c++) {
+            stats_final(acc[c], acc[a->n_ch + c], acc[2 * a->n_ch + c], &a->mean[c], &a->std[c]);
+        }
+        free(acc);
+        free(row);
     }
     return DLRT_OK;
 }
@@ -656,7 +820,8 @@ static dlrt_status finish(dlrt_loader *l, dlrt_loader **out) {
                       o->slots, (long long)B, (long long)l->numel);
         goto out;
     }
-    size_t xbytes = K * (size_t)B * (size_t)l->numel * sizeof(float);
+    // A named-array loader keeps its batches in the arrays' rings: x is a 64-byte marker.
+    size_t xbytes = l->n_arr ? 0 : K * (size_t)B * (size_t)l->numel * sizeof(float);
     void *xmem = NULL;
     if (posix_memalign(&xmem, 64, xbytes ? xbytes : 64) != 0) {
         xmem = NULL;
@@ -685,7 +850,21 @@ static dlrt_status finish(dlrt_loader *l, dlrt_loader **out) {
             }
         }
     }
-    st = scan_samples(l);
+    for (size_t k = 0; k < l->n_arr; k++) {
+        rt_array *a = &l->arr[k];
+        if ((uint64_t)B > (uint64_t)INT64_MAX / 8 / K / (uint64_t)a->numel) {
+            st = rt__fail(DLRT_ERR_NOMEM, "data loader: %d slots of %lld x %lld values are too large",
+                          o->slots, (long long)B, (long long)a->numel);
+            goto out;
+        }
+        void *mem = NULL;
+        if (posix_memalign(&mem, 64, K * (size_t)B * (size_t)a->numel * a->esz) != 0) {
+            st = rt__fail(DLRT_ERR_NOMEM, "data loader: out of memory for %d slots", o->slots);
+            goto out;
+        }
+        a->ring = mem;
+    }
+    st = l->n_arr ? scan_arrays(l) : scan_samples(l);
     if (st != DLRT_OK) {
         goto out;
     }
@@ -956,6 +1135,263 @@ fail:
     return st;
 }
 
+void dlrt_loader_array_init(dlrt_loader_array *a) {
+    if (a) {
+        memset(a, 0, sizeof *a);
+        a->dtype = DLRT_FLOAT32;
+        a->norm = DLRT_LOADER_NORM_NONE;
+    }
+}
+
+// "[a, b, c]" of dims[0 .. rank) into buf.
+static const char *dims_str(const int64_t *dims, int32_t rank, char *buf, size_t size) {
+    size_t n = (size_t)snprintf(buf, size, "[");
+    for (int32_t d = 0; d < rank && n < size; d++) {
+        n += (size_t)snprintf(buf + n, size - n, "%s%lld", d ? ", " : "", (long long)dims[d]);
+    }
+    if (n < size) {
+        snprintf(buf + n, size - n, "]");
+    }
+    return buf;
+}
+
+// Reads array k's file and checks it against its spec (shape, dtype, normalisation values).
+static dlrt_status array_load(dlrt_loader *l, size_t k, const dlrt_loader_array *sp) {
+    rt_array *a = &l->arr[k];
+    a->name = dl_mem_alloc(strlen(sp->name) + 1);
+    a->path = dl_mem_alloc(strlen(sp->path) + 1);
+    if (!a->name || !a->path) {
+        return rt__fail(DLRT_ERR_NOMEM, "data loader: out of memory");
+    }
+    strcpy(a->name, sp->name);
+    strcpy(a->path, sp->path);
+    size_t plen = strlen(sp->path);
+    int32_t rank = 0;
+    const int64_t *dims = NULL;
+    char what[300];
+    snprintf(what, sizeof what, "array of input '%s'", sp->name);
+    if (plen >= 4 && strcmp(sp->path + plen - 4, ".npy") == 0) {
+        npy_view v;
+        TRY_RT(npy_load(sp->path, what, &a->npy_buf, &v));
+        a->data = v.data;
+        a->type = v.type;
+        rank = v.rank;
+        memcpy(a->dims, v.dims + 1, sizeof(int64_t) * (DLRT_MAX_DIMS - 1));
+        l->dims[0] = v.dims[0]; // scratch: the sample count
+        dims = l->dims;
+    } else {
+        char err[256] = "";
+        dl_status ds = dl_idx_read(sp->path, &a->idx, err, sizeof err);
+        if (ds != DL_OK) {
+            return rt__fail(rt__status_from_dl(ds), "data loader: %s: cannot read the %s: %s",
+                            sp->path, what, err);
+        }
+        static const src_type of_idx[] = {[DL_IDX_U8] = SRC_U8,   [DL_IDX_I8] = SRC_I8,
+                                          [DL_IDX_I16] = SRC_I16, [DL_IDX_I32] = SRC_I32,
+                                          [DL_IDX_F32] = SRC_F32, [DL_IDX_F64] = SRC_F64};
+        a->data = a->idx.data;
+        a->type = of_idx[a->idx.type];
+        rank = a->idx.rank;
+        memcpy(a->dims, a->idx.dims + 1, sizeof(int64_t) * (DLRT_MAX_DIMS - 1));
+        l->dims[0] = a->idx.dims[0];
+        dims = l->dims;
+    }
+    if (rank < 1) {
+        return rt__fail(DLRT_ERR_INVALID_ARG,
+                        "data loader: %s (input '%s'): a scalar; expected [samples, ...]",
+                        sp->path, sp->name);
+    }
+    int64_t n = dims[0];
+    a->rank = rank - 1;
+    a->numel = 1;
+    for (int32_t d = 0; d < a->rank; d++) {
+        a->numel *= a->dims[d];
+    }
+    if (n < 1 || a->numel < 1) {
+        return rt__fail(DLRT_ERR_INVALID_ARG, "data loader: %s (input '%s') holds no values",
+                        sp->path, sp->name);
+    }
+    if (k == 0) {
+        l->n = n;
+    } else if (n != l->n) {
+        return rt__fail(DLRT_ERR_INVALID_ARG,
+                        "data loader: %s (input '%s') holds %lld samples, %s (input '%s') %lld: "
+                        "every array needs one row per sample",
+                        sp->path, sp->name, (long long)n, l->arr[0].path, l->arr[0].name,
+                        (long long)l->n);
+    }
+    char got[160], want[160];
+    if (sp->sample_rank > 0) {
+        int64_t en = 1;
+        for (int32_t d = 0; d < sp->sample_rank && d < DLRT_MAX_DIMS; d++) {
+            en *= sp->sample_dims[d];
+        }
+        if (en != a->numel) {
+            return rt__fail(DLRT_ERR_INVALID_ARG,
+                            "data loader: %s (input '%s'): samples of %s (%lld values), expected "
+                            "%s (%lld values) per sample",
+                            sp->path, sp->name, dims_str(a->dims, a->rank, got, sizeof got),
+                            (long long)a->numel,
+                            dims_str(sp->sample_dims, sp->sample_rank, want, sizeof want),
+                            (long long)en);
+        }
+    }
+    a->dtype = sp->dtype;
+    a->esz = sp->dtype == DLRT_INT64 ? 8 : 4;
+    a->n_classes = sp->n_classes;
+    if (sp->dtype != DLRT_FLOAT32 && sp->dtype != DLRT_INT32 && sp->dtype != DLRT_INT64) {
+        return rt__fail(DLRT_ERR_INVALID_ARG,
+                        "data loader: input '%s': arrays load as float32, int32 or int64 (dtype "
+                        "%d)",
+                        sp->name, (int)sp->dtype);
+    }
+    if (sp->dtype != DLRT_FLOAT32 && !src_is_int(a->type)) {
+        return rt__fail(DLRT_ERR_INVALID_ARG,
+                        "data loader: %s (input '%s'): %s values for an %s input: expected an "
+                        "integer dtype",
+                        sp->path, sp->name, src_name(a->type),
+                        sp->dtype == DLRT_INT64 ? "int64" : "int32");
+    }
+    if (sp->norm != DLRT_LOADER_NORM_NONE && sp->dtype != DLRT_FLOAT32) {
+        return rt__fail(DLRT_ERR_INVALID_ARG,
+                        "data loader: input '%s': only float inputs are normalised", sp->name);
+    }
+    int64_t ch = a->rank > 0 ? a->dims[0] : 1;
+    switch (sp->norm) {
+    case DLRT_LOADER_NORM_NONE:
+        return DLRT_OK;
+    case DLRT_LOADER_NORM_COMPUTE:
+        a->n_ch = sp->per_channel ? (int)(ch < INT32_MAX ? ch : 1) : 1;
+        break;
+    case DLRT_LOADER_NORM_GIVEN:
+        if (!sp->mean || !sp->std || (sp->n_norm != 1 && sp->n_norm != ch)) {
+            return rt__fail(DLRT_ERR_INVALID_ARG,
+                            "data loader: %s (input '%s'): %d normalisation values for samples "
+                            "of %s: expected 1 or %lld (one per channel)",
+                            sp->path, sp->name, sp->n_norm,
+                            dims_str(a->dims, a->rank, got, sizeof got), (long long)ch);
+        }
+        a->n_ch = sp->n_norm;
+        break;
+    default:
+        return rt__fail(DLRT_ERR_INVALID_ARG, "data loader: unknown normalisation mode %d",
+                        (int)sp->norm);
+    }
+    a->mean = dl_mem_alloc((size_t)a->n_ch * sizeof(float));
+    a->std = dl_mem_alloc((size_t)a->n_ch * sizeof(float));
+    if (!a->mean || !a->std) {
+        return rt__fail(DLRT_ERR_NOMEM, "data loader: out of memory");
+    }
+    for (int c = 0; c < a->n_ch; c++) {
+        a->mean[c] = sp->norm == DLRT_LOADER_NORM_GIVEN ? sp->mean[c] : NAN; // NaN: computed
+        a->std[c] = sp->norm == DLRT_LOADER_NORM_GIVEN ? sp->std[c] : 1.0f;
+        if (sp->norm == DLRT_LOADER_NORM_GIVEN &&
+            (!isfinite(a->mean[c]) || !(a->std[c] > 0.0f) || !isfinite(a->std[c]))) {
+            return rt__fail(DLRT_ERR_INVALID_ARG,
+                            "data loader: input '%s': normalisation channel %d needs a finite "
+                            "mean and a finite std > 0 (got mean %g, std %g)",
+                            sp->name, c, (double)a->mean[c], (double)a->std[c]);
+        }
+    }
+    return DLRT_OK;
+}
+
+dlrt_status dlrt_loader_create_arrays(const dlrt_loader_array *arrays, size_t n_arrays,
+                                      const dlrt_loader_options *opts, dlrt_loader **out) {
+    if (!out) {
+        return rt__fail(DLRT_ERR_INVALID_ARG, "dlrt_loader_create_arrays: NULL out");
+    }
+    *out = NULL;
+    if (!arrays || n_arrays < 1) {
+        return rt__fail(DLRT_ERR_INVALID_ARG, "dlrt_loader_create_arrays: no arrays");
+    }
+    for (size_t k = 0; k < n_arrays; k++) {
+        if (!arrays[k].name || !arrays[k].path) {
+            return rt__fail(DLRT_ERR_INVALID_ARG, "dlrt_loader_create_arrays: array %zu has no %s",
+                            k, arrays[k].name ? "path" : "name");
+        }
+        for (size_t j = 0; j < k; j++) {
+            if (strcmp(arrays[j].name, arrays[k].name) == 0) {
+                return rt__fail(DLRT_ERR_INVALID_ARG,
+                                "data loader: input '%s' is given twice (%s and %s)",
+                                arrays[k].name, arrays[j].path, arrays[k].path);
+            }
+        }
+    }
+    if (opts && (opts->scale != 1.0f || opts->norm != DLRT_LOADER_NORM_NONE || opts->crop_pad ||
+                 opts->hflip || opts->u8_to_unit || opts->n_classes)) {
+        return rt__fail(DLRT_ERR_INVALID_ARG,
+                        "data loader: named arrays take their normalisation and class count per "
+                        "array (dlrt_loader_array); the options' scale, norm, crop_pad, hflip, "
+                        "u8_to_unit and n_classes must keep their defaults");
+    }
+    dlrt_loader *l = NULL;
+    TRY_RT(loader_new(opts, &l));
+    dlrt_status st = DLRT_OK;
+    l->arr = dl_mem_calloc(n_arrays, sizeof *l->arr);
+    if (!l->arr) {
+        dlrt_loader_destroy(l);
+        return rt__fail(DLRT_ERR_NOMEM, "data loader: out of memory");
+    }
+    l->n_arr = n_arrays;
+    for (size_t k = 0; k < n_arrays && st == DLRT_OK; k++) {
+        st = array_load(l, k, &arrays[k]);
+    }
+    if (st != DLRT_OK) {
+        dlrt_loader_destroy(l);
+        return st;
+    }
+    // The loader's own shape (dlrt_loader_info) is array 0's sample shape.
+    l->x_path = l->arr[0].path;
+    l->rank = l->arr[0].rank > 0 ? l->arr[0].rank : 1;
+    memcpy(l->dims, l->arr[0].dims, sizeof l->dims);
+    if (l->arr[0].rank == 0) {
+        l->dims[0] = 1;
+    }
+    return finish(l, out);
+}
+
+size_t dlrt_loader_num_arrays(const dlrt_loader *l) {
+    return l ? l->n_arr : 0;
+}
+
+dlrt_status dlrt_loader_array_info_get(const dlrt_loader *l, size_t i,
+                                       dlrt_loader_array_info *out) {
+    if (!l || !out || i >= l->n_arr) {
+        return rt__fail(DLRT_ERR_INVALID_ARG, "dlrt_loader_array_info_get: no array %zu", i);
+    }
+    const rt_array *a = &l->arr[i];
+    memset(out, 0, sizeof *out);
+    out->name = a->name;
+    out->path = a->path;
+    out->dtype = a->dtype;
+    out->sample_rank = a->rank;
+    memcpy(out->sample_dims, a->dims, sizeof out->sample_dims);
+    out->sample_numel = a->numel;
+    out->batch_bytes = (size_t)l->o.batch_size * (size_t)a->numel * a->esz;
+    out->norm = a->n_ch ? DLRT_LOADER_NORM_GIVEN : DLRT_LOADER_NORM_NONE;
+    out->n_channels = a->n_ch;
+    out->mean = a->n_ch ? a->mean : NULL;
+    out->std = a->n_ch ? a->std : NULL;
+    return DLRT_OK;
+}
+
+dlrt_status dlrt_loader_batch_array(const dlrt_loader *l, const dlrt_loader_batch *b, size_t i,
+                                    const void **out_data, size_t *out_nbytes) {
+    if (!l || !b || !out_data || i >= l->n_arr || !b->x || b->slot_ < 0 ||
+        b->slot_ >= l->o.slots) {
+        return rt__fail(DLRT_ERR_INVALID_ARG,
+                        "dlrt_loader_batch_array: no array %zu of a held batch", i);
+    }
+    const rt_array *a = &l->arr[i];
+    size_t bytes = (size_t)l->o.batch_size * (size_t)a->numel * a->esz;
+    *out_data = a->ring + (size_t)b->slot_ * bytes;
+    if (out_nbytes) {
+        *out_nbytes = bytes;
+    }
+    return DLRT_OK;
+}
+
 dlrt_status dlrt_loader_create_callback(int64_t n_samples, const int64_t *sample_dims,
                                         int32_t sample_rank, dlrt_loader_sample_fn fn, void *user,
                                         const dlrt_loader_options *opts, dlrt_loader **out) {
@@ -1038,7 +1474,7 @@ dlrt_status dlrt_loader_next(dlrt_loader *l, dlrt_loader_batch *out) {
     sl->state = SLOT_HELD;
     l->next_take++;
     size_t B = (size_t)l->o.batch_size;
-    out->x = l->x + (size_t)s * B * (size_t)l->numel;
+    out->x = l->n_arr ? l->x : l->x + (size_t)s * B * (size_t)l->numel; // arrays: a marker
     out->y = l->y64 ? l->y64 + (size_t)s * B : NULL;
     out->y_i32 = l->y32 ? l->y32 + (size_t)s * B : NULL;
     out->n_valid = sl->n_valid;
@@ -1070,7 +1506,7 @@ dlrt_status dlrt_loader_release(dlrt_loader *l, dlrt_loader_batch *b) {
     pthread_mutex_lock(&l->mu);
     int s = b->slot_;
     if (s < 0 || s >= l->o.slots || l->slots[s].state != SLOT_HELD || l->slots[s].seq != b->seq ||
-        b->x != l->x + (size_t)s * (size_t)l->o.batch_size * (size_t)l->numel) {
+        b->x != (l->n_arr ? l->x : l->x + (size_t)s * (size_t)l->o.batch_size * (size_t)l->numel)) {
         st = rt__fail(DLRT_ERR_INVALID_ARG,
                       "dlrt_loader_release: batch %lld is not held by this loader (released "
                       "twice, or not from dlrt_loader_next)",
@@ -1151,6 +1587,17 @@ void dlrt_loader_destroy(dlrt_loader *l) {
     free(l->x);
     free(l->slots);
     free(l->labels);
+    for (size_t k = 0; l->arr && k < l->n_arr; k++) {
+        rt_array *a = &l->arr[k];
+        free(a->name);
+        free(a->path);
+        free(a->npy_buf);
+        dl_idx_free(&a->idx);
+        free(a->mean);
+        free(a->std);
+        free(a->ring);
+    }
+    free(l->arr);
     free(l->npy_buf);
     dl_idx_free(&l->idx);
     free(l);

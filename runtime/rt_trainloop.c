@@ -2,7 +2,8 @@
 // samples/train_fmnist.c, the Python binding): learning-rate schedules, the non-finite guard,
 // epochs of zero-copy train steps over a data loader, and the test accuracy.
 //
-// dlrt_train_run holds at most one batch at a time: next, bind (x and y in place), set "lr",
+// dlrt_train_run holds at most one batch at a time: next, bind (x and y, or every array of a
+// named-array loader, each to the input of its name, in place), set "lr",
 // BATCH event, step, guard, STEP event, release. Progress, warnings and replays (dlcc's
 // --detect-anomaly) are the caller's, in the callback, which sees the batch while it is held.
 // A resumed run starts at options.start_step, inside an epoch, with that epoch's sums and the
@@ -160,9 +161,51 @@ static dlrt_status input_desc(const dlrt_session *s, const char *name, dlrt_tens
                     name ? name : "(null)");
 }
 
-// Binds a batch as the session's inputs: the step reads the loader's slot in place.
-static dlrt_status bind_batch(dlrt_session *s, const dlrt_tensor_desc *x, const dlrt_tensor_desc *y,
-                              const dlrt_loader_batch *b) {
+// A named-array loader's arrays against the model: each must be an input of its name taking
+// exactly one batch of it. *out_batch: the batch size.
+static dlrt_status check_arrays(const dlrt_session *s, const dlrt_loader *l, int64_t *out_batch) {
+    for (size_t i = 0; i < dlrt_loader_num_arrays(l); i++) {
+        dlrt_loader_array_info ai;
+        dlrt_tensor_desc d;
+        dlrt_status st = dlrt_loader_array_info_get(l, i, &ai);
+        if (st == DLRT_OK) {
+            st = input_desc(s, ai.name, &d);
+        }
+        if (st != DLRT_OK) {
+            return st;
+        }
+        if (d.dtype != ai.dtype || d.nbytes != ai.batch_bytes) {
+            return rt__fail(DLRT_ERR_INVALID_ARG,
+                            "training loop: %s: a batch of it is %zu bytes of dtype %d, input "
+                            "'%s' takes %zu bytes of dtype %d",
+                            ai.path, ai.batch_bytes, (int)ai.dtype, ai.name, d.nbytes,
+                            (int)d.dtype);
+        }
+        *out_batch = (int64_t)(ai.batch_bytes / (ai.dtype == DLRT_INT64 ? 8 : 4)) / ai.sample_numel;
+    }
+    return DLRT_OK;
+}
+
+// Binds a batch as the session's inputs: the step reads the loader's slot in place. A
+// named-array loader binds each array to the input of its name (x and y unused).
+static dlrt_status bind_batch(dlrt_session *s, const dlrt_loader *l, const dlrt_tensor_desc *x,
+                              const dlrt_tensor_desc *y, const dlrt_loader_batch *b) {
+    size_t n_arr = dlrt_loader_num_arrays(l);
+    for (size_t i = 0; i < n_arr; i++) {
+        dlrt_loader_array_info ai;
+        const void *p = NULL;
+        size_t nb = 0;
+        dlrt_status st = dlrt_loader_array_info_get(l, i, &ai);
+        if (st == DLRT_OK) {
+            st = dlrt_loader_batch_array(l, b, i, &p, &nb);
+        }
+        if (st == DLRT_OK) {
+            st = dlrt_session_bind_input(s, ai.name, p, nb);
+        }
+        if (st != DLRT_OK || i + 1 == n_arr) {
+            return st;
+        }
+    }
     dlrt_status st = dlrt_session_bind_input(s, x->name, b->x, x->nbytes);
     if (st == DLRT_OK) {
         const void *labels = b->y_i32 ? (const void *)b->y_i32 : (const void *)b->y;
@@ -178,8 +221,12 @@ dlrt_status dlrt_train_run(dlrt_session *s, dlrt_loader *train, const dlrt_train
     }
     memset(out, 0, sizeof *out);
     dlrt_tensor_desc xd, yd;
-    dlrt_status st = input_desc(s, o->data_input, &xd);
-    if (st == DLRT_OK) {
+    memset(&xd, 0, sizeof xd);
+    memset(&yd, 0, sizeof yd);
+    int64_t batch = 0;
+    bool arrays = dlrt_loader_num_arrays(train) > 0;
+    dlrt_status st = arrays ? check_arrays(s, train, &batch) : input_desc(s, o->data_input, &xd);
+    if (st == DLRT_OK && !arrays) {
         st = input_desc(s, o->label_input, &yd);
     }
     if (st != DLRT_OK) {
@@ -187,6 +234,9 @@ dlrt_status dlrt_train_run(dlrt_session *s, dlrt_loader *train, const dlrt_train
     }
     dlrt_loader_info li;
     dlrt_loader_info_get(train, &li);
+    if (!arrays) {
+        batch = (int64_t)(xd.nbytes / sizeof(float)) / (li.sample_numel ? li.sample_numel : 1);
+    }
     int64_t spe = li.batches_per_epoch, total = 0, warmup = 0;
     if ((st = dlrt_train_plan(o, spe, &total, &warmup)) != DLRT_OK) {
         return st;
@@ -216,7 +266,7 @@ dlrt_status dlrt_train_run(dlrt_session *s, dlrt_loader *train, const dlrt_train
     memset(&ev, 0, sizeof ev);
     ev.steps_per_epoch = spe;
     ev.total_steps = total;
-    ev.batch_size = (int64_t)(xd.nbytes / sizeof(float)) / (li.sample_numel ? li.sample_numel : 1);
+    ev.batch_size = batch;
     ev.guard = &g;
     double t_start = now_s();
     int64_t e0 = o->start_step / spe, k0 = o->start_step % spe;
@@ -251,7 +301,7 @@ dlrt_status dlrt_train_run(dlrt_session *s, dlrt_loader *train, const dlrt_train
             ev.data = &bt;
             ev.lr = dlrt_lr_schedule_at(o->schedule, base_lr, t, total, warmup);
             ev.nonfinite = 0;
-            st = bind_batch(s, &xd, &yd, &bt);
+            st = bind_batch(s, train, &xd, &yd, &bt);
             if (st == DLRT_OK) {
                 st = dlrt_session_set_hparam(s, "lr", ev.lr);
             }
@@ -341,12 +391,31 @@ dlrt_status dlrt_evaluate(dlrt_session *s, dlrt_loader *test, const char *data_i
     memset(out, 0, sizeof *out);
     out->loss = NAN;
     dlrt_tensor_desc xd, yd, od, ld;
-    dlrt_status st = input_desc(s, data_input, &xd);
-    if (st == DLRT_OK) {
+    memset(&xd, 0, sizeof xd);
+    memset(&yd, 0, sizeof yd);
+    int64_t batch = 0;
+    size_t n_arr = dlrt_loader_num_arrays(test), label_arr = n_arr;
+    dlrt_status st = n_arr ? check_arrays(s, test, &batch) : input_desc(s, data_input, &xd);
+    if (st == DLRT_OK && !n_arr) {
         st = input_desc(s, label_input, &yd);
     }
     if (st != DLRT_OK) {
         return st;
+    }
+    for (size_t i = 0; i < n_arr && scores_output; i++) { // the labels the scores are judged by
+        dlrt_loader_array_info ai;
+        if (dlrt_loader_array_info_get(test, i, &ai) == DLRT_OK && label_input &&
+            strcmp(ai.name, label_input) == 0 && ai.dtype != DLRT_FLOAT32 && ai.sample_numel == 1) {
+            label_arr = i;
+        }
+    }
+    if (n_arr && scores_output && label_arr == n_arr) {
+        return rt__fail(DLRT_ERR_INVALID_ARG,
+                        "evaluation: no integer [batch] array '%s' to judge the scores by",
+                        label_input ? label_input : "(null)");
+    }
+    if (!n_arr) {
+        batch = xd.dims[0];
     }
     if (scores_output && (!output_desc(s, scores_output, &od) || od.dtype != DLRT_FLOAT32 ||
                           od.rank != 2 || od.dims[1] < 1)) {
@@ -369,11 +438,11 @@ dlrt_status dlrt_evaluate(dlrt_session *s, dlrt_loader *test, const char *data_i
             break; // every batch evaluated
         }
         const void *outp = NULL;
-        st = bind_batch(s, &xd, &yd, &b);
+        st = bind_batch(s, test, &xd, &yd, &b);
         if (st == DLRT_OK) {
             st = dlrt_session_infer(s);
         }
-        if (st == DLRT_OK && loss_output && b.n_valid == xd.dims[0]) {
+        if (st == DLRT_OK && loss_output && b.n_valid == batch) {
             st = dlrt_session_output(s, loss_output, &outp, NULL);
             if (st == DLRT_OK) {
                 float v;
@@ -392,7 +461,18 @@ dlrt_status dlrt_evaluate(dlrt_session *s, dlrt_loader *test, const char *data_i
                 for (int64_t c = 1; c < C; c++) {
                     best = p[r * C + c] > p[r * C + best] ? c : best;
                 }
-                int64_t label = b.y ? b.y[r] : b.y_i32[r];
+                int64_t label = b.y ? b.y[r] : b.y_i32 ? b.y_i32[r] : 0;
+                if (n_arr) { // a named-array loader: its int32 / int64 label array
+                    const void *lp = NULL;
+                    dlrt_loader_array_info ai;
+                    (void)dlrt_loader_array_info_get(test, label_arr, &ai); // checked above
+                    (void)dlrt_loader_batch_array(test, &b, label_arr, &lp, NULL);
+                    if (ai.dtype == DLRT_INT64) {
+                        label = ((const int64_t *)lp)[r];
+                    } else {
+                        label = ((const int32_t *)lp)[r];
+                    }
+                }
                 correct += best == label;
             }
         }

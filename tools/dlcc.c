@@ -160,9 +160,12 @@ static const cli_help helps[] = {
      "                  [--warmup-steps S] [--seed S] [--limit-train N] [-D NAME=INT]...\n"
      "                  [--max-skipped-steps N] [--detect-anomaly] [--comm auto|mpi|none]\n"
      "                  [--log FILE.jsonl|FILE.csv] [--log-every N] [--save-every N|Ts|Tm|Th]\n"
-     "                  [--resume CKPT] [--no-cache] [--cache-dir DIR] [--dry-run] [-v]",
-     "Trains MODEL.dlg, a model with a `train` block and exactly two inputs: the data\n"
-     "(float[B, ...], B a named dim: the batch) and the labels (int64[B] or int32[B]). The\n"
+     "                  [--resume CKPT] [--no-cache] [--cache-dir DIR] [--dry-run] [-v]\n"
+     "       dlcc train MODEL.dlg --data NAME=FILE... [--test-data NAME=FILE...]\n"
+     "                  [--normalize NAME[=per-channel|global] | none]... [the options above]",
+     "Trains MODEL.dlg (a `train` block). --dataset: two inputs, the data (float[B, ...], B\n"
+     "a named dim: the batch) and the labels (int64[B] or int32[B]); --data: any inputs, each\n"
+     "by name, every first dim the batch. The\n"
      "model is compiled through the compilation cache with B bound to --batch. Each epoch\n"
      "visits the training set in a new seeded random order, in full batches (the final\n"
      "partial batch of an epoch is dropped), one compiled train step per batch. Batches come\n"
@@ -172,15 +175,15 @@ static const cli_help helps[] = {
      "output of shape [B, C] is compared with the label. The checkpoint is written last,\n"
      "atomically; a failed run writes nothing.\n"
      "\n"
-     "Data: uint8 pixels become x/255; then every value is normalised with the mean and\n"
-     "standard deviation of the training samples used, per channel for [C, H, W] samples\n"
-     "(printed with -v); every value must be finite. A sample's\n"
+     "Data: --dataset's default: uint8 pixels / 255, then the training samples' mean and std\n"
+     "per channel (printed; --normalize none: off); values must be finite. A sample's\n"
      "element count must equal the data input's per-sample count (784 for Fashion-MNIST,\n"
      "whatever the input's shape, e.g. [N, 784] or [N, 1, 28, 28]).\n"
      "\n"
      "Output: per epoch 'epoch E: mean loss L, T s, S samples/s, skipped K, data wait W\n"
      "ms/batch' (stdout; W: the mean time a step waited for its batch), and\n"
-     "at the end 'test accuracy: A (CORRECT/TOTAL)'. Progress goes to stderr: one line\n"
+     "at the end 'test loss: L (mean over S samples)' (when the loss is a model output) and,\n"
+     "for classifiers, 'test accuracy: A (CORRECT/TOTAL)'. Progress goes to stderr: one line\n"
      "rewritten in place on a terminal, else one line per epoch.\n"
 
      "\n"
@@ -192,6 +195,7 @@ static const cli_help helps[] = {
      "                       Y [S] of an int type)\n"
      "  --test SPEC          the test set for idx: and npy: data sets (same kind); without\n"
      "                       it there is no test accuracy\n"
+
      "  --epochs E           passes over the training set (default 1)\n"
      "  --batch N            batch size: binds the batch dim (default: its value in the model)\n"
      "  --threads T          threads of each step, 1..256 (default: $DLRT_THREADS, else the\n"
@@ -209,9 +213,7 @@ static const cli_help helps[] = {
      "  --lr V               base learning rate (default: the model's optimizer lr)\n"
      "  --lr-schedule NAME   constant (default); step: x0.1 at 50% and again at 75% of the\n"
      "                       steps; cosine: lr/2 (1 + cos(pi t/T)); warmup-cosine: lr (t+1)/S\n"
-     "                       for the first S steps, then cosine over the rest; one-cycle:\n"
-     "                       PyTorch's OneCycleLR (defaults; V its max_lr): cosine from V/25 up\n"
-     "                       to V over 30% of the steps, then down to V/25/1e4\n"
+     "                       for the first S steps, then cosine; one-cycle: OneCycleLR's\n"
      "  --warmup-steps S     warm-up steps of warmup-cosine (default 5% of the steps)\n"
      "  --seed S             seed of the shuffling (default 0)\n"
      "  --loader-threads P   data loader producer threads, 1..256 (default 1: they only copy\n"
@@ -219,6 +221,10 @@ static const cli_help helps[] = {
      "  --prefetch K         batch slots of the loader's ring, 2..1024 (default 4): how many\n"
      "                       batches are made ahead of the step\n"
      "  --limit-train N      use only the first N training samples\n",
+     "  --data NAME=FILE     input NAME's .npy [S, ...], S samples (one per input)\n"
+     "  --test-data NAME=FILE  the test set, one per input\n"
+     "  --normalize NAME[=per-channel|global]  standardise float input NAME (stored in the\n"
+     "                       checkpoint, reapplied by --init / --resume); none: off\n"
      "  --max-skipped-steps N  stop after N non-finite steps in a row, or N with fewer than N\n"
      "                       finite steps between any two (default 10: a passing bad batch is\n"
      "                       over long before; 0: never stop)\n"
@@ -2637,6 +2643,20 @@ out:
 
 typedef DL_VEC(bind) bind_vec;
 
+enum { TRAIN_MAX_NAMED = 64 };
+
+// --data / --test-data NAME=FILE: a model input and its file.
+typedef struct named_path {
+    char name[128];
+    const char *path; // into argv
+} named_path;
+
+// --normalize NAME[=per-channel|global]
+typedef struct named_norm {
+    char name[128];
+    bool per_channel;
+} named_norm;
+
 typedef struct train_args {
     const char *file, *dataset, *test, *save, *init;
     long epochs;
@@ -2663,6 +2683,11 @@ typedef struct train_args {
     int64_t start_step;  // the step a resumed run begins with (0: a fresh run)
     int argc;            // the arguments, for the resume command an interrupt prints
     char **argv;
+    named_path data[TRAIN_MAX_NAMED], test_data[TRAIN_MAX_NAMED]; // --data, --test-data
+    size_t n_data, n_test_data;
+    named_norm norms[TRAIN_MAX_NAMED]; // --normalize NAME[=MODE]
+    size_t n_norms;
+    bool norm_none; // --normalize none: not even --dataset's default
 } train_args;
 
 // Data-parallel `dlcc train` (under `mpirun -np N`): the communicator, this process's rank and
@@ -2695,7 +2720,124 @@ typedef struct train_model {
     int64_t batch, per;       // B and the values per sample
     const dl_ir_value *out;   // first float output of shape [B, C], or NULL
     int64_t n_classes;        // C, 0 without `out`
+    bool named;               // --data: every input bound by name (x and y may be NULL; y is
+                              // the classifier's label input when there is one)
+    const dl_ir_value *loss;  // the train block's loss when it is a float scalar output, or NULL
 } train_model;
+
+// The train block's loss when the model outputs it (a float scalar): what evaluation averages.
+static const dl_ir_value *train_loss_output(const dl_ir_module *m) {
+    for (size_t i = 0; i < m->outputs.len; i++) {
+        const dl_ir_value *v = m->outputs.data[i];
+        if (v == m->train->loss && v->type.dtype == DL_DT_FLOAT && v->type.rank == 0) {
+            return v;
+        }
+    }
+    return NULL;
+}
+
+// The first float output of shape [B, C] (the batch dim `batch`): a classifier's scores.
+static void train_find_scores(const dl_ir_module *m, train_model *tm) {
+    for (size_t i = 0; i < m->outputs.len; i++) {
+        const dl_ir_value *v = m->outputs.data[i];
+        if (v->type.dtype == DL_DT_FLOAT && v->type.rank == 2 &&
+            v->type.dims[0].value == tm->batch && v->type.dims[1].value > 0) {
+            tm->out = v;
+            tm->n_classes = v->type.dims[1].value;
+            return;
+        }
+    }
+}
+
+// --data's model: every input has the batch as its first dim (the first input's, a named dim)
+// and a --data file; every --data name is an input. A classifier (an integer [B] input, the
+// labels, and a float [B, C] output) gets its test accuracy. Errors (each problem, exit 1) into d.
+static bool train_model_inspect_named(const dl_ir_module *m, const train_args *ta, dl_diags *d,
+                                      train_model *tm) {
+    memset(tm, 0, sizeof *tm);
+    tm->named = true;
+    const char *file = ta->file;
+    if (!m->train) {
+        file_diag(d, file, "model '%s' has no train block: dlcc train needs `train LOSS { ... }`",
+                  m->name);
+        return false;
+    }
+    char ty[256], ty0[256];
+    bool ok = true;
+    for (size_t i = 0; i < m->inputs.len; i++) {
+        const dl_ir_value *v = m->inputs.data[i];
+        dl_ir_type_format(m, &v->type, ty, sizeof ty);
+        if (i == 0 && (v->type.rank < 1 || v->type.dims[0].sym < 0)) {
+            file_diag(d, file,
+                      "input '%s' is %s: its first dim must be a named dim (the batch, e.g. `dim "
+                      "N = 64` and float[N, 784]); every input's first dim is the batch",
+                      v->name, ty);
+            return false;
+        }
+        if (i == 0) {
+            tm->batch_sym = v->type.dims[0].sym;
+            tm->batch = v->type.dims[0].value;
+            snprintf(ty0, sizeof ty0, "%s", ty);
+        } else if (v->type.rank < 1 || v->type.dims[0].sym != tm->batch_sym) {
+            file_diag(d, file,
+                      "input '%s' is %s: its first dim must be the batch %s (as input '%s' %s): "
+                      "every input is a batch of samples",
+                      v->name, ty, m->dims.data[tm->batch_sym].name, m->inputs.data[0]->name, ty0);
+            ok = false;
+        }
+        if (v->type.dtype != DL_DT_FLOAT && v->type.dtype != DL_DT_INT32 &&
+            v->type.dtype != DL_DT_INT64) {
+            file_diag(d, file, "input '%s' is %s: dlcc train --data loads float, int32 and int64 inputs",
+                      v->name, ty);
+            ok = false;
+        }
+        bool given = false;
+        for (size_t k = 0; k < ta->n_data; k++) {
+            given = given || strcmp(ta->data[k].name, v->name) == 0;
+        }
+        if (!given) {
+            file_diag(d, file, "input '%s' (%s) has no data: give it with --data %s=FILE.npy",
+                      v->name, ty, v->name);
+            ok = false;
+        }
+        bool is_int = v->type.dtype == DL_DT_INT32 || v->type.dtype == DL_DT_INT64;
+        if (is_int && v->type.rank == 1) {
+            tm->y = tm->y ? tm->y : v; // the first integer [B] input: the labels
+        } else if (v->type.dtype == DL_DT_FLOAT && !tm->x) {
+            tm->x = v;
+        }
+    }
+    for (size_t k = 0; k < ta->n_data + ta->n_test_data; k++) {
+        const named_path *np = k < ta->n_data ? &ta->data[k] : &ta->test_data[k - ta->n_data];
+        bool found = false;
+        for (size_t i = 0; i < m->inputs.len && !found; i++) {
+            found = strcmp(m->inputs.data[i]->name, np->name) == 0;
+        }
+        if (!found) {
+            dl_strbuf b = {0};
+            for (size_t i = 0; i < m->inputs.len; i++) {
+                dl_strbuf_printf(&b, "%s%s", i ? ", " : "", m->inputs.data[i]->name);
+            }
+            file_diag(d, file, "%s %s=%s: model '%s' has no input '%s' (its inputs: %s)",
+                      k < ta->n_data ? "--data" : "--test-data", np->name, np->path, m->name,
+                      np->name, b.data ? b.data : "none");
+            dl_strbuf_fini(&b);
+            ok = false;
+        }
+    }
+    if (!ok) {
+        return false;
+    }
+    tm->loss = train_loss_output(m);
+    if (tm->y) {
+        train_find_scores(m, tm);
+    }
+    if (!tm->out) {
+        tm->y = NULL; // no scores to judge: not a classifier
+    }
+    tm->per = 0;
+    return true;
+}
 
 // Finds the data and label inputs and the batch dim. Errors (exit 1) into `d`.
 static bool train_model_inspect(const dl_ir_module *m, const char *file, dl_diags *d,
@@ -2750,16 +2892,247 @@ static bool train_model_inspect(const dl_ir_module *m, const char *file, dl_diag
     for (int32_t i = 1; i < tm->x->type.rank; i++) {
         tm->per *= tm->x->type.dims[i].value;
     }
-    for (size_t i = 0; i < m->outputs.len; i++) {
-        const dl_ir_value *v = m->outputs.data[i];
-        if (v->type.dtype == DL_DT_FLOAT && v->type.rank == 2 &&
-            v->type.dims[0].value == tm->batch && v->type.dims[1].value > 0) {
-            tm->out = v;
-            tm->n_classes = v->type.dims[1].value;
-            break;
+    train_find_scores(m, tm);
+    tm->loss = train_loss_output(m);
+    return true;
+}
+
+// "v" or "[v0, v1, ...]": a loader's normalisation values, one per channel.
+static void print_channels(FILE *f, const float *v, int n) {
+    fputs(n > 1 ? "[" : "", f);
+    for (int c = 0; c < n; c++) {
+        fprintf(f, "%s%.6g", c ? ", " : "", (double)v[c]);
+    }
+    fputs(n > 1 ? "]" : "", f);
+}
+
+// ---- normalisation: a flag (--normalize, or --dataset's printed default), never silent; its
+// values are stored in the checkpoint's metadata ("dlcc.normalize.INPUT" = "per-channel|global
+// [u8/255] mean=V,V,... std=V,V,...") and reapplied by --init and --resume.
+
+typedef struct train_norm {
+    char input[128];
+    bool per_channel; // --dataset: the loader's per-channel for [C, H, W] samples, else global
+    bool u8_unit;     // uint8 values / 255 first (--dataset's default)
+    bool is_default;  // --dataset's default, not asked for
+    const char *ckpt; // the values come from this checkpoint (NULL: computed from the data)
+    int n;            // values each (0 until known)
+    float *mean, *std; // OWNED
+} train_norm;
+
+typedef struct train_norms {
+    train_norm v[TRAIN_MAX_NAMED];
+    size_t n;
+} train_norms;
+
+static void train_norms_fini(train_norms *ns) {
+    for (size_t i = 0; i < ns->n; i++) {
+        free(ns->v[i].mean);
+        free(ns->v[i].std);
+    }
+    ns->n = 0;
+}
+
+static train_norm *train_norm_find(train_norms *ns, const char *input) {
+    for (size_t i = 0; i < ns->n; i++) {
+        if (strcmp(ns->v[i].input, input) == 0) {
+            return &ns->v[i];
         }
     }
+    return NULL;
+}
+
+static train_norm *train_norm_add(train_norms *ns, const char *input) {
+    train_norm *nm = train_norm_find(ns, input);
+    if (nm || ns->n == TRAIN_MAX_NAMED) {
+        return nm;
+    }
+    nm = &ns->v[ns->n++];
+    memset(nm, 0, sizeof *nm);
+    snprintf(nm->input, sizeof nm->input, "%s", input);
+    return nm;
+}
+
+// Sets nm's values (n each). False when out of memory.
+static bool train_norm_set(train_norm *nm, const float *mean, const float *std, int n) {
+    free(nm->mean);
+    free(nm->std);
+    nm->mean = dl_mem_alloc((size_t)n * sizeof(float) + 1);
+    nm->std = dl_mem_alloc((size_t)n * sizeof(float) + 1);
+    nm->n = nm->mean && nm->std ? n : 0;
+    if (nm->n) {
+        memcpy(nm->mean, mean, (size_t)n * sizeof(float));
+        memcpy(nm->std, std, (size_t)n * sizeof(float));
+    }
+    return nm->n == n;
+}
+
+// "V,V,..." (each float's shortest exact form) onto b.
+static void put_floats(dl_strbuf *b, const float *v, int n) {
+    for (int c = 0; c < n; c++) {
+        char num[32];
+        dl_strbuf_printf(b, "%s%s", c ? "," : "", train_num((double)v[c], num, sizeof num));
+    }
+}
+
+// The metadata value of nm (free it).
+static char *train_norm_format(const train_norm *nm) {
+    dl_strbuf b = {0};
+    dl_strbuf_printf(&b, "%s%s mean=", nm->per_channel ? "per-channel" : "global",
+                     nm->u8_unit ? " u8/255" : "");
+    put_floats(&b, nm->mean, nm->n);
+    dl_strbuf_puts(&b, " std=");
+    put_floats(&b, nm->std, nm->n);
+    return dl_strbuf_take(&b);
+}
+
+// "V,V,..." after `key` in val into a new array (*out, *n). False when malformed.
+static bool parse_floats(const char *val, const char *key, float **out, int *n) {
+    const char *p = strstr(val, key);
+    *out = NULL;
+    *n = 0;
+    if (!p) {
+        return false;
+    }
+    p += strlen(key);
+    int cap = 1;
+    for (const char *q = p; *q && *q != ' '; q++) {
+        cap += *q == ',';
+    }
+    float *v = dl_mem_alloc((size_t)cap * sizeof(float));
+    if (!v) {
+        return false;
+    }
+    for (int c = 0; c < cap; c++) {
+        char *end = NULL;
+        errno = 0;
+        v[c] = strtof(p, &end);
+        if (end == p || errno || !isfinite(v[c]) || (*end != ',' && *end != ' ' && *end)) {
+            free(v);
+            return false;
+        }
+        p = *end == ',' ? end + 1 : end;
+    }
+    *out = v;
+    *n = cap;
     return true;
+}
+
+// Reads the "dlcc.normalize.INPUT" metadata of checkpoint `path` for every input of m into ns
+// (a file without them, or one that cannot be read, adds nothing: loading it reports the
+// latter). False (exit 1, in d) for a malformed value.
+static bool train_norms_from_ckpt(const char *path, const dl_ir_module *m, train_norms *ns,
+                                  dl_diags *d) {
+    dl_st_file *f = NULL;
+    char why[256];
+    if (dl_st_open(path, &f, why, sizeof why) != DL_OK) {
+        return true;
+    }
+    bool ok = true;
+    for (size_t i = 0; i < m->inputs.len && ok; i++) {
+        char key[200];
+        snprintf(key, sizeof key, "dlcc.normalize.%s", m->inputs.data[i]->name);
+        const char *val = dl_st_metadata(f, key);
+        if (!val) {
+            continue;
+        }
+        float *mean = NULL, *std = NULL;
+        int nm_ = 0, ns_ = 0;
+        bool pc = strncmp(val, "per-channel", 11) == 0;
+        ok = (pc || strncmp(val, "global", 6) == 0) && parse_floats(val, "mean=", &mean, &nm_) &&
+             parse_floats(val, "std=", &std, &ns_) && nm_ == ns_;
+        for (int c = 0; ok && c < ns_; c++) {
+            ok = std[c] > 0;
+        }
+        train_norm *nm = ok ? train_norm_add(ns, m->inputs.data[i]->name) : NULL;
+        if (nm) {
+            nm->per_channel = pc;
+            nm->u8_unit = strstr(val, " u8/255 ") != NULL;
+            nm->ckpt = path;
+            ok = train_norm_set(nm, mean, std, nm_);
+        }
+        if (!ok) {
+            file_diag(d, path, "metadata %s is malformed: '%s'", key, val);
+        }
+        free(mean);
+        free(std);
+    }
+    dl_st_close(f);
+    return ok;
+}
+
+// The normalisations of the run into ns: the checkpoint's (--init / --resume) for the inputs it
+// has them for, then --normalize's, then --dataset's default (uint8 / 255 and the per-channel
+// statistics of the training set) unless --normalize none. Errors (exit code) into d.
+static int train_norms_plan(const train_args *ta, const dl_ir_module *m, const train_model *tm,
+                            train_norms *ns, dl_diags *d) {
+    if (ta->norm_none) {
+        return EXIT_OK;
+    }
+    const char *ckpt = ta->init ? ta->init : ta->resume;
+    if (ckpt && !train_norms_from_ckpt(ckpt, m, ns, d)) {
+        return EXIT_INPUT;
+    }
+    for (size_t k = 0; k < ta->n_norms; k++) {
+        const named_norm *nn = &ta->norms[k];
+        const dl_ir_value *v = NULL;
+        for (size_t i = 0; i < m->inputs.len; i++) {
+            v = strcmp(m->inputs.data[i]->name, nn->name) == 0 ? m->inputs.data[i] : v;
+        }
+        if (!v || v->type.dtype != DL_DT_FLOAT || (!tm->named && v != tm->x)) {
+            char ty[256] = "";
+            if (v) {
+                dl_ir_type_format(m, &v->type, ty, sizeof ty);
+                file_diag(d, ta->file, "--normalize %s: input '%s' is %s: only %s is normalised",
+                          nn->name, nn->name, ty, tm->named ? "a float input" : "the data input");
+            } else {
+                file_diag(d, ta->file, "--normalize %s: model '%s' has no input '%s'", nn->name,
+                          m->name, nn->name);
+            }
+            return EXIT_INPUT;
+        }
+        if (!tm->named && !nn->per_channel) {
+            file_diag(d, ta->file,
+                      "--normalize %s=global: --dataset normalises per channel ([C, H, W] "
+                      "samples; one channel otherwise) or not at all (--normalize none); --data "
+                      "%s=FILE.npy takes either",
+                      nn->name, nn->name);
+            return EXIT_INPUT;
+        }
+        train_norm *nm = train_norm_find(ns, nn->name);
+        if (!nm) { // the checkpoint's values win: the params were trained on them
+            nm = train_norm_add(ns, nn->name);
+            nm->per_channel = nn->per_channel;
+            nm->u8_unit = !tm->named;
+        }
+    }
+    if (!tm->named && !train_norm_find(ns, tm->x->name) && ta->n_norms == 0) {
+        train_norm *nm = train_norm_add(ns, tm->x->name);
+        nm->per_channel = true;
+        nm->u8_unit = true;
+        nm->is_default = true;
+    }
+    return EXIT_OK;
+}
+
+// One line per normalisation (stderr): what is applied to which input, with which values.
+static void train_norms_print(const train_norms *ns, int64_t n_samples) {
+    for (size_t i = 0; i < ns->n; i++) {
+        const train_norm *nm = &ns->v[i];
+        fprintf(stderr, "dlcc train: input '%s' normalised: %s%s, mean ", nm->input,
+                nm->u8_unit ? "uint8 values / 255, then " : "",
+                nm->per_channel && nm->n > 1 ? "per channel" : "globally");
+        print_channels(stderr, nm->mean, nm->n);
+        fputs(" std ", stderr);
+        print_channels(stderr, nm->std, nm->n);
+        if (nm->ckpt) {
+            fprintf(stderr, " (stored in %s)", nm->ckpt);
+        } else {
+            fprintf(stderr, " (of the %lld training samples)", (long long)n_samples);
+        }
+        fputs(nm->is_default ? "; the --dataset default, --normalize none turns it off\n" : "\n",
+              stderr);
+    }
 }
 
 // ---- data: the runtime's loaders (runtime/rt_loader.c) read, check and normalise the files
@@ -2864,7 +3237,7 @@ static int split_loader(const train_specs *sp, const char *xp, const char *yp,
 // model's label type, in [0, C) when the model has a [B, C] output. Returns an exit code.
 static int train_loaders(const train_specs *sp, const train_args *ta, const train_dp *dp,
                          dl_idx_mnist_paths *mp, const dl_ir_module *m, const train_model *tm,
-                         dl_diags *d, dlrt_loader **train, dlrt_loader **test) {
+                         train_norms *ns, dl_diags *d, dlrt_loader **train, dlrt_loader **test) {
     const char *paths[4] = {sp->train_x, sp->train_y, sp->test_x, sp->test_y};
     if (sp->kind == DS_FMNIST) {
         char err[1024];
@@ -2890,13 +3263,24 @@ static int train_loaders(const train_specs *sp, const train_args *ta, const trai
     o.batch_size = tm->batch;
     o.labels = tm->y->type.dtype == DL_DT_INT32 ? DLRT_INT32 : DLRT_INT64;
     o.n_classes = tm->n_classes;
-    o.u8_to_unit = 1;
+    train_norm *nx = train_norm_find(ns, tm->x->name);
+    o.u8_to_unit = nx && nx->u8_unit;
+    o.norm = !nx ? DLRT_LOADER_NORM_NONE : nx->n ? DLRT_LOADER_NORM_GIVEN : DLRT_LOADER_NORM_COMPUTE;
+    if (nx && nx->n > DLRT_LOADER_MAX_CHANNELS) {
+        file_diag(d, nx->ckpt, "%d normalisation channels for input '%s': --dataset takes at most %d",
+                  nx->n, nx->input, DLRT_LOADER_MAX_CHANNELS);
+        return EXIT_INPUT;
+    }
+    if (nx && nx->n) { // the checkpoint's values
+        o.n_norm = nx->n;
+        memcpy(o.mean, nx->mean, (size_t)nx->n * sizeof(float));
+        memcpy(o.std, nx->std, (size_t)nx->n * sizeof(float));
+    }
     o.producers = (int)ta->loader_threads;
     o.slots = (int)ta->prefetch;
     o.seed = ta->seed;
     o.epochs = ta->epochs;
     o.limit = ta->limit;
-    o.norm = DLRT_LOADER_NORM_COMPUTE;
     o.shard_count = dp->world; // data-parallel: this rank's shard (DistributedSampler's order)
     o.shard_index = dp->rank;
     o.start_batch = ta->start_step; // --resume: the batches from there on, as if never stopped
@@ -2904,11 +3288,14 @@ static int train_loaders(const train_specs *sp, const train_args *ta, const trai
     if (rc != EXIT_OK || !split_check_sample(*train, paths[0], m, tm, d)) {
         return rc != EXIT_OK ? rc : EXIT_INPUT;
     }
+    dlrt_loader_info li;
+    dlrt_loader_info_get(*train, &li);
+    if (nx && !nx->n && !train_norm_set(nx, li.mean, li.std, li.n_channels)) {
+        return EXIT_INTERNAL;
+    }
     if (!paths[2]) {
         return EXIT_OK;
     }
-    dlrt_loader_info li;
-    dlrt_loader_info_get(*train, &li);
     o.shuffle = 0;
     o.epochs = 1;
     o.limit = 0;
@@ -2929,14 +3316,7 @@ static int train_loaders(const train_specs *sp, const train_args *ta, const trai
     return EXIT_OK;
 }
 
-// "v" or "[v0, v1, ...]": a loader's normalisation values, one per channel.
-static void print_channels(FILE *f, const float *v, int n) {
-    fputs(n > 1 ? "[" : "", f);
-    for (int c = 0; c < n; c++) {
-        fprintf(f, "%s%.6g", c ? ", " : "", (double)v[c]);
-    }
-    fputs(n > 1 ? "]" : "", f);
-}
+
 
 // "1:02:03" or "2:03".
 static void format_eta(double s, char *buf, size_t size) {
@@ -2953,25 +3333,209 @@ static int rt_fail(dl_diags *d, const char *what, dlrt_status rs) {
     return rs == DLRT_ERR_NOMEM ? EXIT_INTERNAL : EXIT_INPUT;
 }
 
+// dlrt_dtype of an input dlcc train --data loads (checked by train_model_inspect_named).
+static dlrt_dtype train_input_dtype(const dl_ir_value *v) {
+    return v->type.dtype == DL_DT_INT64   ? DLRT_INT64
+           : v->type.dtype == DL_DT_INT32 ? DLRT_INT32
+                                          : DLRT_FLOAT32;
+}
+
+// The path `paths` gives input `name`, or NULL.
+static const char *named_path_of(const named_path *paths, size_t n, const char *name) {
+    for (size_t k = 0; k < n; k++) {
+        if (strcmp(paths[k].name, name) == 0) {
+            return paths[k].path;
+        }
+    }
+    return NULL;
+}
+
+// --data's loaders: one array per model input, in the model's order (array i feeds input i),
+// each checked by the runtime against the input's dtype and per-sample shape. Training: as
+// train_loaders; normalised as ns says (values computed from the training arrays unless the
+// checkpoint gave them, then stored into ns). Test (--test-data, every input): file order, the
+// last batch padded, the training values. Returns an exit code.
+static int train_loaders_named(const train_args *ta, const train_dp *dp, const dl_ir_module *m,
+                               const train_model *tm, train_norms *ns, dl_diags *d,
+                               dlrt_loader **train, dlrt_loader **test) {
+    size_t n = m->inputs.len;
+    if (n > TRAIN_MAX_NAMED) {
+        file_diag(d, ta->file, "model '%s' has %zu inputs: dlcc train --data takes at most %d",
+                  m->name, n, TRAIN_MAX_NAMED);
+        return EXIT_INPUT;
+    }
+    for (size_t i = 0; i < n && ta->n_test_data; i++) {
+        const char *name = m->inputs.data[i]->name;
+        if (!named_path_of(ta->test_data, ta->n_test_data, name)) {
+            file_diag(d, ta->file, "input '%s' has no test data: give it with --test-data %s=FILE.npy",
+                      name, name);
+            return EXIT_INPUT;
+        }
+    }
+    if (ta->n_test_data && !tm->loss && !tm->out) {
+        file_diag(d, ta->file,
+                  "model '%s' outputs neither its loss nor class scores: nothing to evaluate the "
+                  "test data by (add `output %s`)",
+                  m->name, m->train->loss->name);
+        return EXIT_INPUT;
+    }
+    dlrt_loader_array arr[TRAIN_MAX_NAMED];
+    for (size_t i = 0; i < n; i++) {
+        const dl_ir_value *v = m->inputs.data[i];
+        dlrt_loader_array *a = &arr[i];
+        dlrt_loader_array_init(a);
+        a->name = v->name;
+        a->path = named_path_of(ta->data, ta->n_data, v->name);
+        a->dtype = train_input_dtype(v);
+        a->sample_rank = v->type.rank > 1 ? v->type.rank - 1 : 1; // [B]: one value per sample
+        a->sample_dims[0] = 1;
+        for (int32_t q = 1; q < v->type.rank; q++) {
+            a->sample_dims[q - 1] = v->type.dims[q].value;
+        }
+        a->n_classes = v == tm->y ? tm->n_classes : 0;
+        train_norm *nm = train_norm_find(ns, v->name);
+        if (nm) {
+            a->norm = nm->n ? DLRT_LOADER_NORM_GIVEN : DLRT_LOADER_NORM_COMPUTE;
+            a->per_channel = nm->per_channel;
+            a->n_norm = nm->n;
+            a->mean = nm->mean;
+            a->std = nm->std;
+        }
+    }
+    dlrt_loader_options o;
+    dlrt_loader_options_init(&o);
+    o.batch_size = tm->batch;
+    o.producers = (int)ta->loader_threads;
+    o.slots = (int)ta->prefetch;
+    o.seed = ta->seed;
+    o.epochs = ta->epochs;
+    o.limit = ta->limit;
+    o.shard_count = dp->world;
+    o.shard_index = dp->rank;
+    o.start_batch = ta->start_step;
+    dlrt_status rs = dlrt_loader_create_arrays(arr, n, &o, train);
+    if (rs != DLRT_OK) {
+        dl_diag(d, DL_SEV_ERROR, DL_NO_LOC, "%s", dlrt_last_error());
+        return rs == DLRT_ERR_NOMEM ? EXIT_INTERNAL : EXIT_INPUT;
+    }
+    for (size_t i = 0; i < n; i++) { // the values applied: computed, or the checkpoint's
+        dlrt_loader_array_info ai;
+        train_norm *nm = train_norm_find(ns, m->inputs.data[i]->name);
+        if (nm && dlrt_loader_array_info_get(*train, i, &ai) == DLRT_OK && !nm->n &&
+            !train_norm_set(nm, ai.mean, ai.std, ai.n_channels)) {
+            return EXIT_INTERNAL;
+        }
+        if (nm) {
+            arr[i].norm = DLRT_LOADER_NORM_GIVEN;
+            arr[i].n_norm = nm->n;
+            arr[i].mean = nm->mean;
+            arr[i].std = nm->std;
+        }
+        arr[i].path = named_path_of(ta->test_data, ta->n_test_data, arr[i].name);
+    }
+    if (!ta->n_test_data) {
+        return EXIT_OK;
+    }
+    o.shuffle = 0;
+    o.epochs = 1;
+    o.limit = 0;
+    o.start_batch = 0;
+    o.shard_count = 1;
+    o.shard_index = 0;
+    o.producers = 1;
+    o.last = DLRT_LOADER_PAD_LAST;
+    rs = dlrt_loader_create_arrays(arr, n, &o, test);
+    if (rs != DLRT_OK) {
+        dl_diag(d, DL_SEV_ERROR, DL_NO_LOC, "%s", dlrt_last_error());
+        return rs == DLRT_ERR_NOMEM ? EXIT_INTERNAL : EXIT_INPUT;
+    }
+    return EXIT_OK;
+}
+
 // The test accuracy with the infer entry point (dlrt_evaluate) over the test loader (file order,
 // the last batch padded with rows that are not counted), and the mean of the loss output over
 // the full batches when the train block's loss is an output of the model (the log's eval_loss).
 static int train_test(dlrt_session *s, const dl_ir_module *m, const train_model *tm,
                       dlrt_loader *ld, const char *file, dl_diags *d, dlrt_eval_result *r) {
-    const char *loss = NULL;
-    for (size_t i = 0; i < m->outputs.len; i++) {
-        const dl_ir_value *v = m->outputs.data[i];
-        if (v == m->train->loss && v->type.dtype == DL_DT_FLOAT && v->type.rank == 0) {
-            loss = v->name;
-        }
-    }
-    dlrt_status rs = dlrt_evaluate(s, ld, tm->x->name, tm->y->name, tm->out->name, loss, r);
+    (void)m;
+    const char *loss = tm->loss ? tm->loss->name : NULL;
+    dlrt_status rs = dlrt_evaluate(s, ld, tm->x ? tm->x->name : NULL, tm->y ? tm->y->name : NULL,
+                                   tm->out && tm->y ? tm->out->name : NULL, loss, r);
     if (rs != DLRT_OK) {
         return rt_fail(d, file, rs);
     }
-    printf("test accuracy: %.4f (%lld/%lld)\n",
-           r->total ? (double)r->correct / (double)r->total : 0.0, (long long)r->correct,
-           (long long)r->total);
+    if (!tm->out || !tm->y) { // --data without a classifier: the test samples, counted here
+        dlrt_loader_info li;
+        dlrt_loader_info_get(ld, &li);
+        r->total = li.n_samples;
+    }
+    if (loss && r->loss_samples > 0) {
+        char lb[32];
+        printf("test loss: %s (mean over %lld samples", num_prec(r->loss, 6, lb, sizeof lb),
+               (long long)r->loss_samples);
+        if (r->loss_samples < r->total) {
+            printf(" in full batches; the %lld in the padded last batch are left out",
+                   (long long)(r->total - r->loss_samples));
+        }
+        printf(")\n");
+    } else if (loss) {
+        printf("test loss: none (the %lld test samples make no full batch)\n",
+               (long long)r->total);
+    }
+    if (tm->out && tm->y) {
+        printf("test accuracy: %.4f (%lld/%lld)\n",
+               r->total ? (double)r->correct / (double)r->total : 0.0, (long long)r->correct,
+               (long long)r->total);
+    }
+    return EXIT_OK;
+}
+
+// --data / --test-data NAME=FILE into paths[*n]. Returns an exit code.
+static int take_named_path(const char *flag, const char *val, named_path *paths, size_t *n) {
+    const char *eq = strchr(val, '=');
+    if (!eq || eq == val || !eq[1] || (size_t)(eq - val) >= sizeof paths[0].name) {
+        return cli_usage_error("train",
+                               "%s expects NAME=FILE (a model input and its .npy file), got '%s'",
+                               flag, val);
+    }
+    if (*n == TRAIN_MAX_NAMED) {
+        return cli_usage_error("train", "more than %d %s arguments", TRAIN_MAX_NAMED, flag);
+    }
+    named_path *np = &paths[*n];
+    snprintf(np->name, sizeof np->name, "%.*s", (int)(eq - val), val);
+    np->path = eq + 1;
+    for (size_t k = 0; k < *n; k++) {
+        if (strcmp(paths[k].name, np->name) == 0) {
+            return cli_usage_error("train", "%s %s: input '%s' is given twice (%s and %s)", flag,
+                                   val, np->name, paths[k].path, np->path);
+        }
+    }
+    (*n)++;
+    return EXIT_OK;
+}
+
+// --normalize NAME[=per-channel|global] or --normalize none. Returns an exit code.
+static int take_normalize(const char *val, train_args *ta) {
+    if (strcmp(val, "none") == 0) {
+        ta->norm_none = true;
+        return EXIT_OK;
+    }
+    const char *eq = strchr(val, '=');
+    size_t nl = eq ? (size_t)(eq - val) : strlen(val);
+    const char *mode = eq ? eq + 1 : "per-channel";
+    bool pc = strcmp(mode, "per-channel") == 0;
+    if (nl == 0 || nl >= sizeof ta->norms[0].name || (!pc && strcmp(mode, "global") != 0)) {
+        return cli_usage_error("train",
+                               "--normalize expects NAME, NAME=per-channel, NAME=global or none, "
+                               "got '%s'",
+                               val);
+    }
+    if (ta->n_norms == TRAIN_MAX_NAMED) {
+        return cli_usage_error("train", "more than %d --normalize arguments", TRAIN_MAX_NAMED);
+    }
+    named_norm *nn = &ta->norms[ta->n_norms++];
+    snprintf(nn->name, sizeof nn->name, "%.*s", (int)nl, val);
+    nn->per_channel = pc;
     return EXIT_OK;
 }
 
@@ -3017,6 +3581,22 @@ static int train_parse_args(int argc, char **argv, train_args *ta, dlcc_options 
             if (!DL_VEC_PUSH(binds, b)) {
                 return EXIT_INTERNAL;
             }
+        } else if ((r = cli_take_flag(&a, NULL, "--data", true, &val)) != 0) {
+            int e = r < 0 ? EXIT_USAGE : take_named_path("--data", val, ta->data, &ta->n_data);
+            if (e != EXIT_OK) {
+                return e;
+            }
+        } else if ((r = cli_take_flag(&a, NULL, "--test-data", true, &val)) != 0) {
+            int e = r < 0 ? EXIT_USAGE
+                          : take_named_path("--test-data", val, ta->test_data, &ta->n_test_data);
+            if (e != EXIT_OK) {
+                return e;
+            }
+        } else if ((r = cli_take_flag(&a, NULL, "--normalize", true, &val)) != 0) {
+            int e = r < 0 ? EXIT_USAGE : take_normalize(val, ta);
+            if (e != EXIT_OK) {
+                return e;
+            }
         } else if ((r = cli_take_flag(&a, NULL, "--dataset", true, &ta->dataset)) != 0 ||
                    (r = cli_take_flag(&a, NULL, "--test", true, &ta->test)) != 0 ||
                    (r = cli_take_flag(&a, NULL, "--epochs", true, &epochs)) != 0 ||
@@ -3054,9 +3634,26 @@ static int train_parse_args(int argc, char **argv, train_args *ta, dlcc_options 
     if (!ta->file) {
         return cli_usage_error("train", "no model file");
     }
-    if (!ta->dataset) {
+    if (!ta->dataset && !ta->n_data) {
         return cli_usage_error("train", "no data set (give one with --dataset fashion-mnist, "
-                                        "idx:IMAGES,LABELS or npy:X.npy,Y.npy)");
+                                        "idx:IMAGES,LABELS or npy:X.npy,Y.npy, or each input's "
+                                        "file with --data NAME=FILE.npy)");
+    }
+    if (ta->dataset && ta->n_data) {
+        return cli_usage_error("train", "--dataset and --data exclude each other (--data NAME=FILE "
+                                        "binds every input by name; --dataset is for the "
+                                        "classifier's data and labels)");
+    }
+    if (ta->n_test_data && !ta->n_data) {
+        return cli_usage_error("train", "--test-data goes with --data (with --dataset: --test)");
+    }
+    if (ta->test && ta->n_data) {
+        return cli_usage_error("train", "--test goes with --dataset (with --data: --test-data "
+                                        "NAME=FILE for each input)");
+    }
+    if (ta->norm_none && ta->n_norms) {
+        return cli_usage_error("train", "--normalize none and --normalize %s exclude each other",
+                               ta->norms[0].name);
     }
     if (epochs && !cli_parse_long(epochs, 1, 1000000, &ta->epochs)) {
         return cli_usage_error("train", "--epochs expects an integer 1..1000000, got '%s'", epochs);
@@ -3199,15 +3796,21 @@ typedef struct train_progress {
     train_position last;    // the position after the last step or epoch event
     int64_t epoch, k0;      // the epoch under way and its first batch in this process (a
                             // resumed run starts inside one): the rates count the steps run
+    const dlrt_loader *ld;  // the training loader (--data: the batch's arrays)
+    const dlrt_meta_pair *norm_meta; // the normalisations' "dlcc.normalize.*" pairs
+    size_t n_norm_meta;
 } train_progress;
 
 // Writes a checkpoint of the run as it is after `step` steps: the session (params, optimizer
 // and step state) and the loop's position (dlcc.train.* metadata), atomically.
 static dlrt_status train_save(const train_progress *p, const char *path, const train_position *at) {
     char buf[TRAIN_POSITION_KEYS][64];
-    dlrt_meta_pair pairs[TRAIN_POSITION_KEYS];
+    dlrt_meta_pair pairs[TRAIN_POSITION_KEYS + TRAIN_MAX_NAMED];
     train_position_meta(at, buf, pairs);
-    return dlrt_session_save_meta(p->s, path, pairs, TRAIN_POSITION_KEYS);
+    for (size_t i = 0; i < p->n_norm_meta; i++) {
+        pairs[TRAIN_POSITION_KEYS + i] = p->norm_meta[i];
+    }
+    return dlrt_session_save_meta(p->s, path, pairs, TRAIN_POSITION_KEYS + p->n_norm_meta);
 }
 
 // After `step` steps (the epoch's sums so far: loss_sum, skipped): stops the run at a pending
@@ -3288,9 +3891,9 @@ static int train_nonfinite(train_progress *p, const dlrt_train_event *ev) {
     if (!p->ta->detect_anomaly) {
         return 0;
     }
-    bool y32 = p->tm->y->type.dtype == DL_DT_INT32;
-    dl_tensor ins[2];
-    for (size_t j = 0; j < 2; j++) {
+    bool y32 = p->tm->y && p->tm->y->type.dtype == DL_DT_INT32;
+    dl_tensor ins[TRAIN_MAX_NAMED];
+    for (size_t j = 0; j < p->m->inputs.len && j < TRAIN_MAX_NAMED; j++) {
         const dl_ir_value *v = p->m->inputs.data[j];
         memset(&ins[j], 0, sizeof ins[j]);
         ins[j].dtype = v->type.dtype;
@@ -3301,6 +3904,10 @@ static int train_nonfinite(train_progress *p, const dlrt_train_event *ev) {
         ins[j].data = v == p->tm->x ? (void *)(uintptr_t)bt->x
                       : y32         ? (void *)(uintptr_t)bt->y_i32
                                     : (void *)(uintptr_t)bt->y;
+        const void *arr = NULL;
+        if (p->tm->named && dlrt_loader_batch_array(p->ld, bt, j, &arr, NULL) == DLRT_OK) {
+            ins[j].data = (void *)(uintptr_t)arr; // --data: array j feeds input j
+        }
     }
     p->an->calls--; // the replayed call's Dropout counter
     anomaly_report(p->an, ins, ev->loss_scale_used, p->desc, p->d);
@@ -3459,17 +4066,21 @@ static int cmd_train(int argc, char **argv) {
     bool log_started = false, tp_signals_installed = false;
     train_position rp; // --resume's position (zero for a fresh run)
     memset(&rp, 0, sizeof rp);
+    train_norms *ns = dl_mem_calloc(1, sizeof *ns);
+    dlrt_meta_pair norm_meta[TRAIN_MAX_NAMED];
+    char *norm_keys[TRAIN_MAX_NAMED], *norm_vals[TRAIN_MAX_NAMED];
+    size_t n_norm_meta = 0;
     char intr_path[4096];
     int rc = EXIT_OK;
     memset(&ta, 0, sizeof ta);
-    if (!sp) {
+    if (!sp || !ns) {
         rc = EXIT_INTERNAL;
         goto out;
     }
 
     // 1. Arguments.
     if ((rc = train_parse_args(argc, argv, &ta, &copts, &binds)) != EXIT_OK ||
-        (rc = train_specs_parse(&ta, sp)) != EXIT_OK) {
+        (ta.dataset && (rc = train_specs_parse(&ta, sp)) != EXIT_OK)) {
         goto out;
     }
     if (dl_diags_create(&d) != DL_OK) {
@@ -3483,7 +4094,8 @@ static int cmd_train(int argc, char **argv) {
         rc = cli_status_exit(st);
         goto out;
     }
-    if (!train_model_inspect(m, ta.file, d, &tm)) {
+    if (ta.n_data ? !train_model_inspect_named(m, &ta, d, &tm)
+                  : !train_model_inspect(m, ta.file, d, &tm)) {
         rc = EXIT_INPUT;
         goto out;
     }
@@ -3511,7 +4123,8 @@ static int cmd_train(int argc, char **argv) {
             rc = cli_status_exit(st);
             goto out;
         }
-        if (!train_model_inspect(m, ta.file, d, &tm)) {
+        if (ta.n_data ? !train_model_inspect_named(m, &ta, d, &tm)
+                      : !train_model_inspect(m, ta.file, d, &tm)) {
             rc = EXIT_INPUT;
             goto out;
         }
@@ -3616,12 +4229,34 @@ static int cmd_train(int argc, char **argv) {
         }
     }
 
-    // 3. The data: the loaders read and check the files and normalise the samples.
-    if ((rc = train_loaders(sp, &ta, &dp, &mp, m, &tm, d, &ld, &test_ld)) != EXIT_OK) {
+    // 3. The data: the loaders read and check the files and normalise the samples as the
+    // normalisation plan says (--normalize, the checkpoint's, --dataset's default).
+    if ((rc = train_norms_plan(&ta, m, &tm, ns, d)) != EXIT_OK) {
+        goto out;
+    }
+    rc = ta.n_data ? train_loaders_named(&ta, &dp, m, &tm, ns, d, &ld, &test_ld)
+                   : train_loaders(sp, &ta, &dp, &mp, m, &tm, ns, d, &ld, &test_ld);
+    if (rc != EXIT_OK) {
         goto out;
     }
     dlrt_loader_info li;
     dlrt_loader_info_get(ld, &li);
+    if (dp.rank == 0) {
+        train_norms_print(ns, li.n_samples);
+    }
+    for (size_t i = 0; i < ns->n; i++) { // stored with every checkpoint of the run
+        dl_strbuf kb = {0};
+        dl_strbuf_printf(&kb, "dlcc.normalize.%s", ns->v[i].input);
+        norm_keys[i] = dl_strbuf_take(&kb);
+        norm_vals[i] = train_norm_format(&ns->v[i]);
+        n_norm_meta++;
+        if (!norm_keys[i] || !norm_vals[i]) {
+            rc = EXIT_INTERNAL;
+            goto out;
+        }
+        norm_meta[i].key = norm_keys[i];
+        norm_meta[i].value = norm_vals[i];
+    }
     int64_t B = tm.batch, spe = li.batches_per_epoch;
     if (ta.resume && (rp.steps_per_epoch != spe || rp.epoch_samples != li.epoch_samples)) {
         dl_diag(d, DL_SEV_ERROR, DL_NO_LOC,
@@ -3655,11 +4290,23 @@ static int cmd_train(int argc, char **argv) {
             dlrt_loader_info_get(test_ld, &ti);
             fprintf(f, ", %lld test samples", (long long)ti.n_samples);
         }
-        fputs("; normalised with mean ", f);
-        print_channels(f, li.mean, li.n_channels);
-        fputs(" std ", f);
-        print_channels(f, li.std, li.n_channels);
-        fputs("\n", f);
+        if (tm.named) {
+            for (size_t i = 0; i < dlrt_loader_num_arrays(ld); i++) {
+                dlrt_loader_array_info ai;
+                char shp[200];
+                if (dlrt_loader_array_info_get(ld, i, &ai) == DLRT_OK) {
+                    dl_shape_format(ai.sample_dims, ai.sample_rank, shp, sizeof shp);
+                    fprintf(f, "%s %s=%s %s", i ? "," : ";", ai.name, ai.path, shp);
+                }
+            }
+            fputs("\n", f);
+        } else {
+            fputs("; normalised with mean ", f);
+            print_channels(f, li.mean, li.n_channels);
+            fputs(" std ", f);
+            print_channels(f, li.std, li.n_channels);
+            fputs("\n", f);
+        }
         fprintf(f,
                 "dlcc: model %s: batch dim %s = %lld, %lld steps per epoch (%lld samples "
                 "dropped), %lld steps, lr %.6g (%s schedule",
@@ -3690,7 +4337,7 @@ static int cmd_train(int argc, char **argv) {
             for (int64_t i = 0; i < li.epoch_samples && i < 8; i++) {
                 int64_t idx = 0;
                 if ((rs = dlrt_loader_sample_index(ld, e, i, &idx)) != DLRT_OK) {
-                    rc = rt_fail(d, ta.dataset, rs);
+                    rc = rt_fail(d, ta.file, rs);
                     goto out;
                 }
                 printf(" %lld", (long long)idx);
@@ -3791,8 +4438,11 @@ static int cmd_train(int argc, char **argv) {
     tp.last.skipped = rp.skipped;
     tp.last.guard = rp.guard;
     tp.signals = dp.comm == NULL; // under mpirun, mpirun handles Ctrl-C (see --help)
-    to.data_input = tm.x->name;
-    to.label_input = tm.y->name;
+    to.data_input = tm.x ? tm.x->name : NULL; // --data: every array binds the input of its name
+    to.label_input = tm.y ? tm.y->name : NULL;
+    tp.ld = ld;
+    tp.norm_meta = norm_meta;
+    tp.n_norm_meta = n_norm_meta;
     to.lr = base_lr;
     to.max_skipped = ta.max_skipped;
     to.callback = train_event;
@@ -3858,7 +4508,7 @@ static int cmd_train(int argc, char **argv) {
         r.epoch = ta.epochs;
         r.time_s = tp.last.time_s;
         r.eval_loss = er.loss;
-        r.eval_acc = er.total ? (double)er.correct / (double)er.total : NAN;
+        r.eval_acc = er.total && tm.out && tm.y ? (double)er.correct / (double)er.total : NAN;
         r.eval_samples = er.total;
         r.eval_loss_samples = er.loss_samples;
         train_log_write(tlog, &r);
@@ -3903,6 +4553,14 @@ out:
     free(cbinds);
     free(binds.data);
     free(sp);
+    for (size_t i = 0; i < n_norm_meta; i++) {
+        free(norm_keys[i]);
+        free(norm_vals[i]);
+    }
+    if (ns) {
+        train_norms_fini(ns);
+    }
+    free(ns);
     fflush(stdout);
     return rc;
 }

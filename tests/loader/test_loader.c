@@ -1101,6 +1101,134 @@ DL_TEST(loader_stress_small_ring) {
     dlrt_loader_destroy(l);
 }
 
+// Named arrays: several arrays of different dtypes shuffled together (row i of each is
+// sample i), converted to their dtypes, normalised per channel or globally (computed or given),
+// padding rows zero; errors name the file and the input.
+DL_TEST(loader_named_arrays) {
+    enum { S = 10 };
+    double xd[S][2][3]; // float64 [S, 2, 3] -> float32, per channel (2 channels)
+    unsigned char mu[S]; // uint8 [S] mask -> float32, global normalisation given
+    int32_t yi[S];       // int32 [S] labels -> int64
+    for (int i = 0; i < S; i++) {
+        for (int c = 0; c < 2; c++) {
+            for (int k = 0; k < 3; k++) {
+                xd[i][c][k] = c * 100.0 + i + k * 0.5;
+            }
+        }
+        mu[i] = (unsigned char)(i % 2);
+        yi[i] = i;
+    }
+    int64_t dx[3] = {S, 2, 3}, d1[1] = {S};
+    const char *xp = tmp_path("arr_x.npy"), *mp = tmp_path("arr_m.npy"), *yp = tmp_path("arr_y.npy");
+    write_npy(xp, "<f8", dx, 3, xd, sizeof xd);
+    write_npy(mp, "|u1", d1, 1, mu, sizeof mu);
+    write_npy(yp, "<i4", d1, 1, yi, sizeof yi);
+    dlrt_loader_array a[3];
+    for (int k = 0; k < 3; k++) {
+        dlrt_loader_array_init(&a[k]);
+    }
+    float gm = 0.5f, gs = 2.0f;
+    a[0].name = "x";
+    a[0].path = xp;
+    a[0].sample_rank = 2;
+    a[0].sample_dims[0] = 2;
+    a[0].sample_dims[1] = 3;
+    a[0].norm = DLRT_LOADER_NORM_COMPUTE;
+    a[0].per_channel = 1;
+    a[1].name = "m";
+    a[1].path = mp;
+    a[1].norm = DLRT_LOADER_NORM_GIVEN;
+    a[1].n_norm = 1;
+    a[1].mean = &gm;
+    a[1].std = &gs;
+    a[2].name = "y";
+    a[2].path = yp;
+    a[2].dtype = DLRT_INT64;
+    a[2].n_classes = S;
+    dlrt_loader_options o = opts_default();
+    o.batch_size = 4;
+    o.last = DLRT_LOADER_PAD_LAST;
+    o.epochs = 1;
+    dlrt_loader *l = NULL;
+    DL_CHECK_OK(dlrt_loader_create_arrays(a, 3, &o, &l));
+    DL_CHECK_EQ_I64((int64_t)dlrt_loader_num_arrays(l), 3);
+    dlrt_loader_array_info ai;
+    DL_CHECK_OK(dlrt_loader_array_info_get(l, 0, &ai));
+    DL_CHECK_EQ_I64(ai.n_channels, 2);
+    // channel c: values c*100 + i + k/2 over i < 10, k < 3: mean c*100 + 5, var 8.25 + 1/6
+    double sd = sqrt(8.25 + 1.0 / 6.0);
+    DL_CHECK(fabs(ai.mean[0] - 5.0) < 1e-5 && fabs(ai.mean[1] - 105.0) < 1e-4);
+    DL_CHECK(fabs(ai.std[0] - sd) < 1e-5 && fabs(ai.std[1] - sd) < 1e-5);
+    DL_CHECK_EQ_I64((int64_t)ai.batch_bytes, 4 * 6 * 4);
+    int64_t seen = 0;
+    for (int bi = 0; bi < 3; bi++) {
+        dlrt_loader_batch b;
+        DL_CHECK_OK(dlrt_loader_next(l, &b));
+        DL_CHECK(b.x != NULL && b.y == NULL && b.y_i32 == NULL);
+        const void *px, *pm, *py;
+        size_t nb = 0;
+        DL_CHECK_OK(dlrt_loader_batch_array(l, &b, 0, &px, &nb));
+        DL_CHECK_EQ_I64((int64_t)nb, 4 * 6 * 4);
+        DL_CHECK_OK(dlrt_loader_batch_array(l, &b, 1, &pm, NULL));
+        DL_CHECK_OK(dlrt_loader_batch_array(l, &b, 2, &py, NULL));
+        const float *fx = px, *fm = pm;
+        const int64_t *iy = py;
+        for (int j = 0; j < 4; j++) {
+            if (j >= b.n_valid) { // padding: zero everywhere
+                DL_CHECK(fx[j * 6] == 0.0f && fm[j] == 0.0f && iy[j] == 0);
+                continue;
+            }
+            int64_t i = iy[j]; // the label is the sample index: every array's row j is sample i
+            int64_t want = -1;
+            DL_CHECK_OK(dlrt_loader_sample_index(l, 0, bi * 4 + j, &want));
+            DL_CHECK_EQ_I64(i, want);
+            seen |= (int64_t)1 << i;
+            DL_CHECK(fm[j] == ((float)(i % 2) - 0.5f) / 2.0f);
+            for (int c = 0; c < 2; c++) {
+                for (int k = 0; k < 3; k++) {
+                    float v = ((float)xd[i][c][k] - ai.mean[c]) / ai.std[c];
+                    DL_CHECK(fx[j * 6 + c * 3 + k] == v);
+                }
+            }
+        }
+        DL_CHECK_OK(dlrt_loader_release(l, &b));
+    }
+    DL_CHECK_EQ_I64(seen, (1 << S) - 1);
+    dlrt_loader_destroy(l);
+
+    // Errors: each names the file and the input.
+    int64_t d9[2] = {9, 1};
+    float f9[9] = {0};
+    const char *p9 = tmp_path("arr_9.npy");
+    write_npy(p9, "<f4", d9, 2, f9, sizeof f9);
+    dlrt_loader_array bad = a[1];
+    bad.path = p9;
+    dlrt_loader_array two[2] = {a[2], bad};
+    DL_CHECK_EQ_I64(dlrt_loader_create_arrays(two, 2, &o, &l), DLRT_ERR_INVALID_ARG);
+    DL_CHECK(l == NULL && strstr(dlrt_last_error(), "(input 'm') holds 9 samples") != NULL);
+    two[1] = a[0];
+    two[1].sample_dims[1] = 4;
+    DL_CHECK_EQ_I64(dlrt_loader_create_arrays(two, 2, &o, &l), DLRT_ERR_INVALID_ARG);
+    DL_CHECK(strstr(dlrt_last_error(), "(input 'x'): samples of [2, 3] (6 values), expected [2, 4] "
+                                       "(8 values) per sample") != NULL);
+    two[1] = a[0];
+    two[1].dtype = DLRT_INT32; // float64 values for an integer input
+    two[1].norm = DLRT_LOADER_NORM_NONE;
+    DL_CHECK_EQ_I64(dlrt_loader_create_arrays(two, 2, &o, &l), DLRT_ERR_INVALID_ARG);
+    DL_CHECK(strstr(dlrt_last_error(), "float64 values for an int32 input") != NULL);
+    two[1] = a[2];
+    two[1].name = "y"; // twice
+    DL_CHECK_EQ_I64(dlrt_loader_create_arrays(two, 2, &o, &l), DLRT_ERR_INVALID_ARG);
+    DL_CHECK(strstr(dlrt_last_error(), "input 'y' is given twice") != NULL);
+    two[1] = a[2];
+    two[1].name = "z";
+    two[1].n_classes = 5; // labels 5..9 are outside
+    DL_CHECK_EQ_I64(dlrt_loader_create_arrays(two, 2, &o, &l), DLRT_ERR_INVALID_ARG);
+    DL_CHECK(strstr(dlrt_last_error(), "(input 'z'): value 5 of sample 5 is outside [0, 5)") != NULL);
+    o.u8_to_unit = 1; // the per-array options are the arrays'
+    DL_CHECK_EQ_I64(dlrt_loader_create_arrays(a, 3, &o, &l), DLRT_ERR_INVALID_ARG);
+}
+
 static void cleanup(void) {
     if (tmpdir[0]) {
         char cmd[600];

@@ -42,3 +42,8 @@ set_tests_properties(train_cli_plot_render PROPERTIES LABELS unit TIMEOUT 120 SK
 add_test(NAME train_cli_onecycle
          COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_onecycle.sh $<TARGET_FILE:dlcc> ${CMAKE_SOURCE_DIR})
 set_tests_properties(train_cli_onecycle PROPERTIES LABELS unit SKIP_RETURN_CODE 77)
+# `dlcc train --data NAME=FILE`: a masked regression against NumPy's SGD, --normalize stored in
+# the checkpoint and reapplied, a classifier by name, bad inputs named.
+add_test(NAME train_cli_data
+         COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_data.sh $<TARGET_FILE:dlcc> ${CMAKE_SOURCE_DIR})
+set_tests_properties(train_cli_data PROPERTIES LABELS unit TIMEOUT 120)
