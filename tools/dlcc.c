@@ -3230,6 +3230,37 @@ static int split_loader(const train_specs *sp, const char *xp, const char *yp,
     return EXIT_OK;
 }
 
+// The training loader's options: --batch rows, the --seed order, --epochs, --limit-train, this
+// rank's shard, from the resumed step on, --loader-threads producers, --prefetch slots.
+static dlrt_loader_options train_loader_options(const train_args *ta, const train_dp *dp,
+                                                const train_model *tm) {
+    dlrt_loader_options o;
+    dlrt_loader_options_init(&o);
+    o.batch_size = tm->batch;
+    o.producers = (int)ta->loader_threads;
+    o.slots = (int)ta->prefetch;
+    o.seed = ta->seed;
+    o.epochs = ta->epochs;
+    o.limit = ta->limit;
+    o.shard_count = dp->world; // data-parallel: this rank's shard (DistributedSampler's order)
+    o.shard_index = dp->rank;
+    o.start_batch = ta->start_step; // --resume: the batches from there on, as if never stopped
+    return o;
+}
+
+// The test loader's options from the training loader's: one epoch in file order, the last batch
+// padded, every sample on every rank (their sessions are the same: rank 0 tests the whole set).
+static void test_loader_options(dlrt_loader_options *o) {
+    o->shuffle = 0;
+    o->epochs = 1;
+    o->limit = 0;
+    o->start_batch = 0;
+    o->shard_count = 1;
+    o->shard_index = 0;
+    o->producers = 1;
+    o->last = DLRT_LOADER_PAD_LAST;
+}
+
 // The two loaders of a run. Training: --batch rows, a new order per epoch from --seed, the
 // partial batch dropped, the first --limit-train samples, normalised with their own mean and std.
 // Test (when there is a test split): file order, the last batch padded with rows that are not
@@ -3258,9 +3289,7 @@ static int train_loaders(const train_specs *sp, const train_args *ta, const trai
                   m->name, m->dims.data[tm->batch_sym].name);
         return EXIT_INPUT;
     }
-    dlrt_loader_options o;
-    dlrt_loader_options_init(&o);
-    o.batch_size = tm->batch;
+    dlrt_loader_options o = train_loader_options(ta, dp, tm);
     o.labels = tm->y->type.dtype == DL_DT_INT32 ? DLRT_INT32 : DLRT_INT64;
     o.n_classes = tm->n_classes;
     train_norm *nx = train_norm_find(ns, tm->x->name);
@@ -3276,14 +3305,6 @@ static int train_loaders(const train_specs *sp, const train_args *ta, const trai
         memcpy(o.mean, nx->mean, (size_t)nx->n * sizeof(float));
         memcpy(o.std, nx->std, (size_t)nx->n * sizeof(float));
     }
-    o.producers = (int)ta->loader_threads;
-    o.slots = (int)ta->prefetch;
-    o.seed = ta->seed;
-    o.epochs = ta->epochs;
-    o.limit = ta->limit;
-    o.shard_count = dp->world; // data-parallel: this rank's shard (DistributedSampler's order)
-    o.shard_index = dp->rank;
-    o.start_batch = ta->start_step; // --resume: the batches from there on, as if never stopped
     int rc = split_loader(sp, paths[0], paths[1], &o, d, train);
     if (rc != EXIT_OK || !split_check_sample(*train, paths[0], m, tm, d)) {
         return rc != EXIT_OK ? rc : EXIT_INPUT;
@@ -3296,14 +3317,7 @@ static int train_loaders(const train_specs *sp, const train_args *ta, const trai
     if (!paths[2]) {
         return EXIT_OK;
     }
-    o.shuffle = 0;
-    o.epochs = 1;
-    o.limit = 0;
-    o.start_batch = 0;
-    o.shard_count = 1; // every rank's session is the same: rank 0 tests the whole set
-    o.shard_index = 0;
-    o.producers = 1;
-    o.last = DLRT_LOADER_PAD_LAST;
+    test_loader_options(&o);
     o.pad_label = 0;
     o.norm = DLRT_LOADER_NORM_GIVEN;
     o.n_norm = li.n_channels;
@@ -3402,17 +3416,7 @@ static int train_loaders_named(const train_args *ta, const train_dp *dp, const d
             a->std = nm->std;
         }
     }
-    dlrt_loader_options o;
-    dlrt_loader_options_init(&o);
-    o.batch_size = tm->batch;
-    o.producers = (int)ta->loader_threads;
-    o.slots = (int)ta->prefetch;
-    o.seed = ta->seed;
-    o.epochs = ta->epochs;
-    o.limit = ta->limit;
-    o.shard_count = dp->world;
-    o.shard_index = dp->rank;
-    o.start_batch = ta->start_step;
+    dlrt_loader_options o = train_loader_options(ta, dp, tm);
     dlrt_status rs = dlrt_loader_create_arrays(arr, n, &o, train);
     if (rs != DLRT_OK) {
         dl_diag(d, DL_SEV_ERROR, DL_NO_LOC, "%s", dlrt_last_error());
@@ -3436,14 +3440,7 @@ static int train_loaders_named(const train_args *ta, const train_dp *dp, const d
     if (!ta->n_test_data) {
         return EXIT_OK;
     }
-    o.shuffle = 0;
-    o.epochs = 1;
-    o.limit = 0;
-    o.start_batch = 0;
-    o.shard_count = 1;
-    o.shard_index = 0;
-    o.producers = 1;
-    o.last = DLRT_LOADER_PAD_LAST;
+    test_loader_options(&o);
     rs = dlrt_loader_create_arrays(arr, n, &o, test);
     if (rs != DLRT_OK) {
         dl_diag(d, DL_SEV_ERROR, DL_NO_LOC, "%s", dlrt_last_error());
