@@ -635,20 +635,20 @@ DLRT_API dlrt_status dlrt_loader_create_callback(int64_t n_samples, const int64_
 
 // One array of dlrt_loader_create_arrays. Initialise with dlrt_loader_array_init.
 typedef struct dlrt_loader_array {
-    const char *name; // the model input it feeds (named in messages; copied)
-    const char *path; // the file (named in messages; copied)
-    dlrt_dtype dtype; // a batch's element type: DLRT_FLOAT32 (from any .npy dtype), DLRT_INT32
-                      // or DLRT_INT64 (from an integer dtype only; int32 values must fit)
+    const char *name;    // the model input it feeds (named in messages; copied)
+    const char *path;    // the file (named in messages; copied)
+    dlrt_dtype dtype;    // a batch's element type: DLRT_FLOAT32 (from any .npy dtype), DLRT_INT32
+                         // or DLRT_INT64 (from an integer dtype only; int32 values must fit)
     int32_t sample_rank; // > 0: the per-sample shape the input declares, sample_dims[0 ..
                          // sample_rank); the file's per-sample shape must equal it or hold as
                          // many elements (a [S, 784] file for a [28, 28] input); 0: any shape
     int64_t sample_dims[DLRT_MAX_DIMS];
-    int64_t n_classes;     // > 0 (integer dtypes): every value must lie in [0, n_classes)
-    dlrt_loader_norm norm; // DLRT_FLOAT32 only: NONE (default), GIVEN (n_norm, mean, std) or
-                           // COMPUTE (from this array's samples after limit, every shard)
-    int per_channel; // COMPUTE: nonzero: one mean/std per channel, the first per-sample dim
-                     // (C of [C, H, W], F of [F]); 0: one for the whole array
-    int n_norm;      // GIVEN: 1 (every element) or the first per-sample dim
+    int64_t n_classes;       // > 0 (integer dtypes): every value must lie in [0, n_classes)
+    dlrt_loader_norm norm;   // DLRT_FLOAT32 only: NONE (default), GIVEN (n_norm, mean, std) or
+                             // COMPUTE (from this array's samples after limit, every shard)
+    int per_channel;         // COMPUTE: nonzero: one mean/std per channel, the first per-sample dim
+                             // (C of [C, H, W], F of [F]); 0: one for the whole array
+    int n_norm;              // GIVEN: 1 (every element) or the first per-sample dim
     const float *mean, *std; // GIVEN: n_norm values each (std > 0); BORROWED during create
 } dlrt_loader_array;
 
@@ -672,8 +672,7 @@ DLRT_API void dlrt_loader_array_init(dlrt_loader_array *a);
 // computes the normalisations and starts the producers. Errors as for dlrt_loader_create_npy;
 // messages name the file and the input and say what was expected. `opts` NULL: the defaults.
 DLRT_API dlrt_status dlrt_loader_create_arrays(const dlrt_loader_array *arrays, size_t n_arrays,
-                                               const dlrt_loader_options *opts,
-                                               dlrt_loader **out);
+                                               const dlrt_loader_options *opts, dlrt_loader **out);
 // The arrays of a loader: 0 for the IDX / .npy pair and callback loaders. Thread-safe.
 DLRT_API size_t dlrt_loader_num_arrays(const dlrt_loader *l);
 // Array i's name, file, shape and normalisation into *out. DLRT_ERR_INVALID_ARG for i out of
@@ -683,8 +682,7 @@ DLRT_API dlrt_status dlrt_loader_array_info_get(const dlrt_loader *l, size_t i,
 // Array i of held batch b: *out_data (BORROWED, valid until b is released) and *out_nbytes
 // (batch_bytes). DLRT_ERR_INVALID_ARG for i out of range or a batch not held. Thread-safe.
 DLRT_API dlrt_status dlrt_loader_batch_array(const dlrt_loader *l, const dlrt_loader_batch *b,
-                                             size_t i, const void **out_data,
-                                             size_t *out_nbytes);
+                                             size_t i, const void **out_data, size_t *out_nbytes);
 
 // Borrows the next batch (in batch-number order), waiting until a producer has filled it; the
 // wait is recorded in out->wait_ms and the stats. After the last batch of an epoch comes batch 0
@@ -860,8 +858,8 @@ typedef struct dlrt_eval_result {
 // dlrt_evaluate_accuracy, and the mean of the scalar float output `loss_output` (may be NULL:
 // none; `scores_output` may be NULL too). With a named-array loader every array is bound to the
 // input of its name, data_input is unused and label_input names the integer [batch] array the
-// scores are compared with (needed only with scores_output). Same errors; DLRT_ERR_INVALID_ARG when loss_output is
-// no float scalar output.
+// scores are compared with (needed only with scores_output). Same errors; DLRT_ERR_INVALID_ARG when
+// loss_output is no float scalar output.
 DLRT_API dlrt_status dlrt_evaluate(dlrt_session *s, dlrt_loader *test, const char *data_input,
                                    const char *label_input, const char *scores_output,
                                    const char *loss_output, dlrt_eval_result *out);

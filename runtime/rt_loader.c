@@ -853,8 +853,9 @@ static dlrt_status finish(dlrt_loader *l, dlrt_loader **out) {
     for (size_t k = 0; k < l->n_arr; k++) {
         rt_array *a = &l->arr[k];
         if ((uint64_t)B > (uint64_t)INT64_MAX / 8 / K / (uint64_t)a->numel) {
-            st = rt__fail(DLRT_ERR_NOMEM, "data loader: %d slots of %lld x %lld values are too large",
-                          o->slots, (long long)B, (long long)a->numel);
+            st = rt__fail(DLRT_ERR_NOMEM,
+                          "data loader: %d slots of %lld x %lld values are too large", o->slots,
+                          (long long)B, (long long)a->numel);
             goto out;
         }
         void *mem = NULL;
@@ -1186,9 +1187,9 @@ static dlrt_status array_load(dlrt_loader *l, size_t k, const dlrt_loader_array 
             return rt__fail(rt__status_from_dl(ds), "data loader: %s: cannot read the %s: %s",
                             sp->path, what, err);
         }
-        static const src_type of_idx[] = {[DL_IDX_U8] = SRC_U8,   [DL_IDX_I8] = SRC_I8,
-                                          [DL_IDX_I16] = SRC_I16, [DL_IDX_I32] = SRC_I32,
-                                          [DL_IDX_F32] = SRC_F32, [DL_IDX_F64] = SRC_F64};
+        static const src_type of_idx[] = {
+            [DL_IDX_U8] = SRC_U8,   [DL_IDX_I8] = SRC_I8,   [DL_IDX_I16] = SRC_I16,
+            [DL_IDX_I32] = SRC_I32, [DL_IDX_F32] = SRC_F32, [DL_IDX_F64] = SRC_F64};
         a->data = a->idx.data;
         a->type = of_idx[a->idx.type];
         rank = a->idx.rank;
@@ -1198,8 +1199,8 @@ static dlrt_status array_load(dlrt_loader *l, size_t k, const dlrt_loader_array 
     }
     if (rank < 1) {
         return rt__fail(DLRT_ERR_INVALID_ARG,
-                        "data loader: %s (input '%s'): a scalar; expected [samples, ...]",
-                        sp->path, sp->name);
+                        "data loader: %s (input '%s'): a scalar; expected [samples, ...]", sp->path,
+                        sp->name);
     }
     int64_t n = dims[0];
     a->rank = rank - 1;
@@ -1378,8 +1379,7 @@ dlrt_status dlrt_loader_array_info_get(const dlrt_loader *l, size_t i,
 
 dlrt_status dlrt_loader_batch_array(const dlrt_loader *l, const dlrt_loader_batch *b, size_t i,
                                     const void **out_data, size_t *out_nbytes) {
-    if (!l || !b || !out_data || i >= l->n_arr || !b->x || b->slot_ < 0 ||
-        b->slot_ >= l->o.slots) {
+    if (!l || !b || !out_data || i >= l->n_arr || !b->x || b->slot_ < 0 || b->slot_ >= l->o.slots) {
         return rt__fail(DLRT_ERR_INVALID_ARG,
                         "dlrt_loader_batch_array: no array %zu of a held batch", i);
     }

@@ -25,7 +25,8 @@ static const char *const sched_names[] = {"constant", "step", "cosine", "warmup-
 // match its own to rounding.
 static double one_cycle_at(double lr, int64_t t, int64_t total) {
     const double pi = 3.14159265358979323846;
-    double lo = lr / 25.0, end = lo / 1e4, mid = 0.3 * (double)total - 1.0, last = (double)total - 1;
+    double lo = lr / 25.0, end = lo / 1e4, mid = 0.3 * (double)total - 1.0,
+           last = (double)total - 1;
     double x = (double)t, a = lo, b = lr, t0 = 0, t1 = mid;
     if (!(x <= mid)) { // the annealing phase (also PyTorch's choice when mid < 0)
         a = lr;

@@ -2787,7 +2787,8 @@ static bool train_model_inspect_named(const dl_ir_module *m, const train_args *t
         }
         if (v->type.dtype != DL_DT_FLOAT && v->type.dtype != DL_DT_INT32 &&
             v->type.dtype != DL_DT_INT64) {
-            file_diag(d, file, "input '%s' is %s: dlcc train --data loads float, int32 and int64 inputs",
+            file_diag(d, file,
+                      "input '%s' is %s: dlcc train --data loads float, int32 and int64 inputs",
                       v->name, ty);
             ok = false;
         }
@@ -2912,11 +2913,11 @@ static void print_channels(FILE *f, const float *v, int n) {
 
 typedef struct train_norm {
     char input[128];
-    bool per_channel; // --dataset: the loader's per-channel for [C, H, W] samples, else global
-    bool u8_unit;     // uint8 values / 255 first (--dataset's default)
-    bool is_default;  // --dataset's default, not asked for
-    const char *ckpt; // the values come from this checkpoint (NULL: computed from the data)
-    int n;            // values each (0 until known)
+    bool per_channel;  // --dataset: the loader's per-channel for [C, H, W] samples, else global
+    bool u8_unit;      // uint8 values / 255 first (--dataset's default)
+    bool is_default;   // --dataset's default, not asked for
+    const char *ckpt;  // the values come from this checkpoint (NULL: computed from the data)
+    int n;             // values each (0 until known)
     float *mean, *std; // OWNED
 } train_norm;
 
@@ -3294,10 +3295,13 @@ static int train_loaders(const train_specs *sp, const train_args *ta, const trai
     o.n_classes = tm->n_classes;
     train_norm *nx = train_norm_find(ns, tm->x->name);
     o.u8_to_unit = nx && nx->u8_unit;
-    o.norm = !nx ? DLRT_LOADER_NORM_NONE : nx->n ? DLRT_LOADER_NORM_GIVEN : DLRT_LOADER_NORM_COMPUTE;
+    o.norm = !nx     ? DLRT_LOADER_NORM_NONE
+             : nx->n ? DLRT_LOADER_NORM_GIVEN
+                     : DLRT_LOADER_NORM_COMPUTE;
     if (nx && nx->n > DLRT_LOADER_MAX_CHANNELS) {
-        file_diag(d, nx->ckpt, "%d normalisation channels for input '%s': --dataset takes at most %d",
-                  nx->n, nx->input, DLRT_LOADER_MAX_CHANNELS);
+        file_diag(d, nx->ckpt,
+                  "%d normalisation channels for input '%s': --dataset takes at most %d", nx->n,
+                  nx->input, DLRT_LOADER_MAX_CHANNELS);
         return EXIT_INPUT;
     }
     if (nx && nx->n) { // the checkpoint's values
@@ -3329,8 +3333,6 @@ static int train_loaders(const train_specs *sp, const train_args *ta, const trai
     }
     return EXIT_OK;
 }
-
-
 
 // "1:02:03" or "2:03".
 static void format_eta(double s, char *buf, size_t size) {
@@ -3381,8 +3383,9 @@ static int train_loaders_named(const train_args *ta, const train_dp *dp, const d
     for (size_t i = 0; i < n && ta->n_test_data; i++) {
         const char *name = m->inputs.data[i]->name;
         if (!named_path_of(ta->test_data, ta->n_test_data, name)) {
-            file_diag(d, ta->file, "input '%s' has no test data: give it with --test-data %s=FILE.npy",
-                      name, name);
+            file_diag(d, ta->file,
+                      "input '%s' has no test data: give it with --test-data %s=FILE.npy", name,
+                      name);
             return EXIT_INPUT;
         }
     }
@@ -3476,8 +3479,7 @@ static int train_test(dlrt_session *s, const dl_ir_module *m, const train_model 
         }
         printf(")\n");
     } else if (loss) {
-        printf("test loss: none (the %lld test samples make no full batch)\n",
-               (long long)r->total);
+        printf("test loss: none (the %lld test samples make no full batch)\n", (long long)r->total);
     }
     if (tm->out && tm->y) {
         printf("test accuracy: %.4f (%lld/%lld)\n",
@@ -3491,9 +3493,8 @@ static int train_test(dlrt_session *s, const dl_ir_module *m, const train_model 
 static int take_named_path(const char *flag, const char *val, named_path *paths, size_t *n) {
     const char *eq = strchr(val, '=');
     if (!eq || eq == val || !eq[1] || (size_t)(eq - val) >= sizeof paths[0].name) {
-        return cli_usage_error("train",
-                               "%s expects NAME=FILE (a model input and its .npy file), got '%s'",
-                               flag, val);
+        return cli_usage_error(
+            "train", "%s expects NAME=FILE (a model input and its .npy file), got '%s'", flag, val);
     }
     if (*n == TRAIN_MAX_NAMED) {
         return cli_usage_error("train", "more than %d %s arguments", TRAIN_MAX_NAMED, flag);
@@ -4434,7 +4435,7 @@ static int cmd_train(int argc, char **argv) {
     tp.last.loss_sum = rp.loss_sum;
     tp.last.skipped = rp.skipped;
     tp.last.guard = rp.guard;
-    tp.signals = dp.comm == NULL; // under mpirun, mpirun handles Ctrl-C (see --help)
+    tp.signals = dp.comm == NULL;             // under mpirun, mpirun handles Ctrl-C (see --help)
     to.data_input = tm.x ? tm.x->name : NULL; // --data: every array binds the input of its name
     to.label_input = tm.y ? tm.y->name : NULL;
     tp.ld = ld;

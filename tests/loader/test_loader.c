@@ -1106,7 +1106,7 @@ DL_TEST(loader_stress_small_ring) {
 // padding rows zero; errors name the file and the input.
 DL_TEST(loader_named_arrays) {
     enum { S = 10 };
-    double xd[S][2][3]; // float64 [S, 2, 3] -> float32, per channel (2 channels)
+    double xd[S][2][3];  // float64 [S, 2, 3] -> float32, per channel (2 channels)
     unsigned char mu[S]; // uint8 [S] mask -> float32, global normalisation given
     int32_t yi[S];       // int32 [S] labels -> int64
     for (int i = 0; i < S; i++) {
@@ -1119,7 +1119,8 @@ DL_TEST(loader_named_arrays) {
         yi[i] = i;
     }
     int64_t dx[3] = {S, 2, 3}, d1[1] = {S};
-    const char *xp = tmp_path("arr_x.npy"), *mp = tmp_path("arr_m.npy"), *yp = tmp_path("arr_y.npy");
+    const char *xp = tmp_path("arr_x.npy"), *mp = tmp_path("arr_m.npy"),
+               *yp = tmp_path("arr_y.npy");
     write_npy(xp, "<f8", dx, 3, xd, sizeof xd);
     write_npy(mp, "|u1", d1, 1, mu, sizeof mu);
     write_npy(yp, "<i4", d1, 1, yi, sizeof yi);
@@ -1224,7 +1225,8 @@ DL_TEST(loader_named_arrays) {
     two[1].name = "z";
     two[1].n_classes = 5; // labels 5..9 are outside
     DL_CHECK_EQ_I64(dlrt_loader_create_arrays(two, 2, &o, &l), DLRT_ERR_INVALID_ARG);
-    DL_CHECK(strstr(dlrt_last_error(), "(input 'z'): value 5 of sample 5 is outside [0, 5)") != NULL);
+    DL_CHECK(strstr(dlrt_last_error(), "(input 'z'): value 5 of sample 5 is outside [0, 5)") !=
+             NULL);
     o.u8_to_unit = 1; // the per-array options are the arrays'
     DL_CHECK_EQ_I64(dlrt_loader_create_arrays(a, 3, &o, &l), DLRT_ERR_INVALID_ARG);
 }

@@ -28,8 +28,12 @@ DL_TEST(lr_schedules) {
     static const struct {
         int64_t t;
         double lr;
-    } oc[] = {{0, 0.040000000000000036}, {14, 0.49401332387899954}, {29, 1.0},
-              {30, 0.9994965352845243},  {64, 0.500002},            {99, 4e-06}};
+    } oc[] = {{0, 0.040000000000000036},
+              {14, 0.49401332387899954},
+              {29, 1.0},
+              {30, 0.9994965352845243},
+              {64, 0.500002},
+              {99, 4e-06}};
     for (size_t i = 0; i < sizeof oc / sizeof oc[0]; i++) {
         double got = dlrt_lr_schedule_at(DLRT_LR_ONE_CYCLE, 1.0, oc[i].t, 100, 0);
         DL_CHECK(fabs(got - oc[i].lr) <= 1e-12 * fabs(oc[i].lr));
