@@ -1029,6 +1029,9 @@ static void describe_unsupported(const unsupported_op *u, size_t n_kinds, size_t
     }
 }
 
+static bool decomposed_op(const char *opn);
+static bool decomposed_known_slot(const char *opn, size_t k);
+
 // ONNX ops that are not ops of the graph format: shape computations folded at import (see
 // "Folding"). Shape and Size need opset 1, ConstantOfShape 9, Range 11.
 static bool import_only_op(const char *opn) {
@@ -1127,7 +1130,7 @@ static dl_status check_model(const Onnx__ModelProto *mp, int64_t *out_opset, cha
             }
             continue;
         }
-        if (import_only_op(opn)) {
+        if (import_only_op(opn) || decomposed_op(opn)) {
             continue;
         }
         if (!dl_ir_op_from_name(opn, &op) || dl_ir_op_is_internal(op)) {
@@ -1536,18 +1539,19 @@ static dl_status plan(imp *im) {
         const char *opn = nd->op_type ? nd->op_type : "";
         bool is_const = strcmp(opn, "Constant") == 0;
         bool is_imp = import_only_op(opn);
+        bool is_dec = decomposed_op(opn);
         dl_ir_op op = DL_IR_OP_IDENTITY;
-        if (!is_const && !is_imp && !dl_ir_op_from_name(opn, &op)) {
+        if (!is_const && !is_imp && !is_dec && !dl_ir_op_from_name(opn, &op)) {
             err(im, "onnx: %s: op '%s' is not supported", desc, opn); // check_model ran first
             continue;
         }
-        if (!is_const && !is_imp && nd->n_input > onnx_max_inputs(op)) {
+        if (!is_const && !is_imp && !is_dec && nd->n_input > onnx_max_inputs(op)) {
             err(im, "onnx: %s: %zu inputs given, at most %zu supported", desc, nd->n_input,
                 onnx_max_inputs(op));
         }
-        sym *alias_src = is_imp ? NULL : param_alias_source(im, nd, op);
+        sym *alias_src = is_imp || is_dec ? NULL : param_alias_source(im, nd, op);
         dl_dtype kdt = DL_DT_INT64;
-        bool fold = !is_const && !alias_src && plan_fold(im, nd, opn, &kdt);
+        bool fold = !is_const && !is_dec && !alias_src && plan_fold(im, nd, opn, &kdt);
         if (is_imp || fold) {
             DL_TRY(plan_fold_inputs(im, nd, desc, opn));
         }
@@ -1561,7 +1565,16 @@ static dl_status plan(imp *im) {
                 err(im, "onnx: %s: input %zu '%s' is not defined before use", desc, k, in);
                 continue;
             }
-            const char *an = attr_slot(op, k);
+            if (is_dec && decomposed_known_slot(opn, k)) {
+                if (!known_value(s)) {
+                    err(im, "onnx: %s: input %zu '%s' must be known at import", desc, k, in);
+                    if (s->graph_input >= 0 && !record_need_const(im, s)) {
+                        return DL_ERR_NOMEM;
+                    }
+                }
+                continue;
+            }
+            const char *an = is_dec ? NULL : attr_slot(op, k);
             if (!an) {
                 s->used = true;
                 s->n_uses++;
@@ -2226,6 +2239,683 @@ static dl_status emit_folded(imp *im, dl_arena *a, size_t idx) {
     return DL_OK;
 }
 
+// ---------------------------------------------------------------------------------------------
+// Decomposed ops
+//
+// ONNX ops that the graph format does not have but that equal a few of its ops exactly are
+// written as those ops at import, so the reference evaluator, the backends and autodiff need
+// nothing new: PRelu (Where(x < 0, x * slope, x)), InstanceNormalization (LayerNormalization
+// over the spatial axes, then the per-channel scale and bias), Resize (nearest: Gather of the
+// source indices; linear: the two neighbours' Gathers weighted, axis by axis), LSTM (forward,
+// unrolled over its static sequence length), and a 1-D Conv (a 2-D Conv over [N, C, 1, L]).
+// Intermediate values are named after the node's first output with a suffix.
+
+static const char *const decomposed_ops[] = {"PRelu", "InstanceNormalization", "Resize", "LSTM"};
+
+static bool decomposed_op(const char *opn) {
+    for (size_t i = 0; i < DL_ARRAY_LEN(decomposed_ops); i++) {
+        if (!strcmp(decomposed_ops[i], opn)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+// Operand slots of a decomposed op that must be known at import rather than read as tensors
+// (Resize's roi, scales and sizes).
+static bool decomposed_known_slot(const char *opn, size_t k) {
+    return !strcmp(opn, "Resize") && k >= 1;
+}
+
+static dl_ir_attr attr_ints(const char *name, int64_t *v, size_t n) {
+    return (dl_ir_attr){.name = name, .kind = DL_IR_ATTR_INTS, .i_sym = -1, .n = n, .ints = v};
+}
+
+static dl_ir_attr attr_int(const char *name, int64_t v) {
+    return (dl_ir_attr){.name = name, .kind = DL_IR_ATTR_INT, .i_sym = -1, .i = v};
+}
+
+// Adds `op` (one output) named `base` + `suffix` (made unique); *out gets the output, typed by
+// the shape hook when there is one.
+static dl_status add_op(imp *im, dl_ir_op op, dl_ir_value *const *ins, size_t n_ins,
+                        const dl_ir_attr *attrs, size_t n_attrs, const char *base,
+                        const char *suffix, dl_ir_value **out) {
+    size_t n = strlen(base) + strlen(suffix) + 1;
+    char *src = dl_mem_alloc(n);
+    if (!src) {
+        return DL_ERR_NOMEM;
+    }
+    snprintf(src, n, "%s%s", base, suffix);
+    char *id = make_ident(im, src);
+    free(src);
+    if (!id) {
+        return DL_ERR_NOMEM;
+    }
+    const char *names[1] = {id};
+    dl_ir_node *node;
+    dl_status st = dl_ir_module_add_node(im->m, op, ins, n_ins, names, NULL, 1, attrs, n_attrs,
+                                         DL_NO_LOC, &node);
+    free(id);
+    DL_TRY(st);
+    *out = node->outputs[0];
+    infer_node(im, node);
+    return DL_OK;
+}
+
+// A const of `dtype` and shape dims[0..rank) holding `vals` (n values, or one value splat).
+static dl_status add_const(imp *im, dl_dtype dtype, int32_t rank, const int64_t *dims,
+                           const double *vals, int64_t n, const char *base, const char *suffix,
+                           dl_ir_value **out) {
+    dl_tensor t;
+    DL_TRY(dl_tensor_alloc(&t, dtype, rank, dims));
+    int64_t numel = dl_tensor_numel(&t);
+    for (int64_t i = 0; i < numel; i++) {
+        dl_tensor_set(&t, i, vals[n == 1 ? 0 : i]);
+    }
+    size_t len = strlen(base) + strlen(suffix) + 1;
+    char *src = dl_mem_alloc(len);
+    dl_status st = DL_ERR_NOMEM;
+    if (src) {
+        snprintf(src, len, "%s%s", base, suffix);
+        st = emit_value(im, &t, src, false, out);
+        free(src);
+    }
+    dl_tensor_free(&t);
+    return st;
+}
+
+// The value of ONNX operand `k` of node `nd` (NULL when omitted), emitting a constant on its
+// first use as a tensor.
+static dl_status operand(imp *im, const Onnx__NodeProto *nd, size_t k, const char *desc,
+                         dl_ir_value **out) {
+    *out = NULL;
+    const char *in = k < nd->n_input && nd->input[k] ? nd->input[k] : "";
+    if (!in[0]) {
+        return DL_OK;
+    }
+    sym *s = sym_find(im, in);
+    if (s && !s->v && s->cval) {
+        DL_TRY(emit_folded_constant(im, s, desc));
+    }
+    if (!s || !s->v) {
+        err(im, "onnx: %s: input %zu '%s' has no value", desc, k, in);
+        return DL_ERR_UNSUPPORTED;
+    }
+    *out = s->v;
+    return DL_OK;
+}
+
+// The type of `v`, or an error when the shape hook could not infer it.
+static dl_status known_type(imp *im, const dl_ir_value *v, const char *desc, const char *what) {
+    if (v->type.rank < 0) {
+        err(im, "onnx: %s: the shape of %s '%s' is not known at import (%s)", desc, what, v->name,
+            im->shape_fn ? "its shape inference failed" : "no shape inference was given");
+        return DL_ERR_UNSUPPORTED;
+    }
+    return DL_OK;
+}
+
+static const Onnx__AttributeProto *onnx_attr(const Onnx__NodeProto *nd, const char *name) {
+    for (size_t k = 0; k < nd->n_attribute; k++) {
+        if (nd->attribute[k]->name && !strcmp(nd->attribute[k]->name, name)) {
+            return nd->attribute[k];
+        }
+    }
+    return NULL;
+}
+
+static bool onnx_attr_str_is(const Onnx__NodeProto *nd, const char *name, const char *def,
+                             const char *want) {
+    const Onnx__AttributeProto *a = onnx_attr(nd, name);
+    if (!a) {
+        return !strcmp(def, want);
+    }
+    return a->s.len == strlen(want) && !memcmp(a->s.data, want, a->s.len);
+}
+
+// Refuses attributes a decomposition does not implement: each name in `allowed` is fine.
+static bool only_attrs(imp *im, const Onnx__NodeProto *nd, const char *desc,
+                       const char *const *allowed, size_t n_allowed) {
+    for (size_t k = 0; k < nd->n_attribute; k++) {
+        const char *an = nd->attribute[k]->name ? nd->attribute[k]->name : "";
+        bool ok = false;
+        for (size_t j = 0; j < n_allowed && !ok; j++) {
+            ok = !strcmp(an, allowed[j]);
+        }
+        if (!ok) {
+            err(im, "onnx: %s: attribute '%s' is not supported", desc, an);
+            return false;
+        }
+    }
+    return true;
+}
+
+// PRelu(x, slope) = Where(x < 0, x * slope, x): PyTorch's x if x >= 0 else slope * x.
+static dl_status emit_prelu(imp *im, const Onnx__NodeProto *nd, const char *desc,
+                            const char *out_name, dl_ir_value **out) {
+    dl_ir_value *x, *slope, *zero, *neg, *xs;
+    DL_TRY(operand(im, nd, 0, desc, &x));
+    DL_TRY(operand(im, nd, 1, desc, &slope));
+    if (!x || !slope || !only_attrs(im, nd, desc, NULL, 0)) {
+        err(im, "onnx: %s: PRelu takes X and slope and no attributes", desc);
+        return DL_ERR_UNSUPPORTED;
+    }
+    DL_TRY(known_type(im, x, desc, "X"));
+    double z = 0;
+    DL_TRY(add_const(im, x->type.dtype, 0, NULL, &z, 1, out_name, "_zero", &zero));
+    dl_ir_value *lz[2] = {x, zero}, *mx[2] = {x, slope};
+    DL_TRY(add_op(im, DL_IR_OP_LESS, lz, 2, NULL, 0, out_name, "_neg", &neg));
+    DL_TRY(add_op(im, DL_IR_OP_MUL, mx, 2, NULL, 0, out_name, "_scaled", &xs));
+    dl_ir_value *w[3] = {neg, xs, x};
+    return add_op(im, DL_IR_OP_WHERE, w, 3, NULL, 0, out_name, "", out);
+}
+
+// InstanceNormalization(x [N, C, D...], scale [C], B [C]) = LayerNormalization over D... with
+// unit scale, times scale and plus B broadcast over D....
+static dl_status emit_instance_norm(imp *im, const Onnx__NodeProto *nd, const char *desc,
+                                    const char *out_name, dl_ir_value **out) {
+    static const char *const allowed[] = {"epsilon"};
+    dl_ir_value *x, *scale, *bias, *one, *ln, *sc, *bc, *mul;
+    DL_TRY(operand(im, nd, 0, desc, &x));
+    DL_TRY(operand(im, nd, 1, desc, &scale));
+    DL_TRY(operand(im, nd, 2, desc, &bias));
+    if (!x || !scale || !bias || !only_attrs(im, nd, desc, allowed, 1)) {
+        err(im, "onnx: %s: InstanceNormalization takes X, scale and B", desc);
+        return DL_ERR_UNSUPPORTED;
+    }
+    DL_TRY(known_type(im, x, desc, "X"));
+    int32_t r = x->type.rank;
+    if (r < 3) {
+        err(im, "onnx: %s: X must have rank >= 3 (N, C, D...), got rank %d", desc, (int)r);
+        return DL_ERR_UNSUPPORTED;
+    }
+    const Onnx__AttributeProto *ea = onnx_attr(nd, "epsilon");
+    double eps = ea ? tidy_float(ea->f) : 1e-5;
+    // A unit scale of exactly the normalised shape (LayerNormalization's gradient wants it),
+    // as a splat: one number, whatever the size; dims keep their names.
+    dl_ir_type ot = {.dtype = x->type.dtype, .rank = r - 2};
+    memcpy(ot.dims, x->type.dims + 2, sizeof(dl_ir_dim) * (size_t)(r - 2));
+    dl_ir_literal *lit = dl_ir_module_new_literal(im->m, x->type.dtype, 1);
+    size_t nlen = strlen(out_name) + 5;
+    char *src = dl_mem_alloc(nlen);
+    char *id = NULL;
+    if (src) {
+        snprintf(src, nlen, "%s_one", out_name);
+        id = make_ident(im, src);
+        free(src);
+    }
+    if (!lit || !id) {
+        free(id);
+        return DL_ERR_NOMEM;
+    }
+    lit->is_splat = true;
+    if (lit->f) {
+        lit->f[0] = 1;
+    } else {
+        lit->i[0] = 1;
+    }
+    dl_status st = dl_ir_module_add_const(im->m, id, &ot, lit, DL_NO_LOC, &one);
+    free(id);
+    DL_TRY(st);
+    dl_ir_attr la[2] = {attr_int("axis", 2),
+                        {.name = "epsilon", .kind = DL_IR_ATTR_FLOAT, .i_sym = -1, .f = eps}};
+    dl_ir_value *li[2] = {x, one};
+    DL_TRY(add_op(im, DL_IR_OP_LAYER_NORMALIZATION, li, 2, la, 2, out_name, "_normed", &ln));
+    int64_t axes[DL_MAX_RANK];
+    for (int32_t k = 0; k < r - 2; k++) {
+        axes[k] = k + 1;
+    }
+    dl_ir_attr ua = attr_ints("axes", axes, (size_t)(r - 2));
+    DL_TRY(add_op(im, DL_IR_OP_UNSQUEEZE, &scale, 1, &ua, 1, out_name, "_scale", &sc));
+    DL_TRY(add_op(im, DL_IR_OP_UNSQUEEZE, &bias, 1, &ua, 1, out_name, "_bias", &bc));
+    dl_ir_value *mi[2] = {ln, sc};
+    DL_TRY(add_op(im, DL_IR_OP_MUL, mi, 2, NULL, 0, out_name, "_scaled", &mul));
+    dl_ir_value *ai[2] = {mul, bc};
+    return add_op(im, DL_IR_OP_ADD, ai, 2, NULL, 0, out_name, "", out);
+}
+
+// Resize by Gathers along each resized axis: nearest takes one source index per output index;
+// linear weighs two neighbours (ONNX's reference: x0 = floor(x), both clamped to the edge).
+static dl_status emit_resize(imp *im, const Onnx__NodeProto *nd, const char *desc,
+                             const char *out_name, dl_ir_value **out) {
+    static const char *const allowed[] = {"coordinate_transformation_mode",
+                                          "cubic_coeff_a",
+                                          "exclude_outside",
+                                          "extrapolation_value",
+                                          "mode",
+                                          "nearest_mode",
+                                          "antialias",
+                                          "keep_aspect_ratio_policy"};
+    dl_ir_value *x;
+    DL_TRY(operand(im, nd, 0, desc, &x));
+    if (!x || !only_attrs(im, nd, desc, allowed, DL_ARRAY_LEN(allowed))) {
+        return DL_ERR_UNSUPPORTED;
+    }
+    DL_TRY(known_type(im, x, desc, "X"));
+    bool nearest = onnx_attr_str_is(nd, "mode", "nearest", "nearest");
+    if (!nearest && !onnx_attr_str_is(nd, "mode", "nearest", "linear")) {
+        err(im, "onnx: %s: only modes 'nearest' and 'linear' are supported", desc);
+        return DL_ERR_UNSUPPORTED;
+    }
+    static const char *const ctms[] = {"half_pixel", "asymmetric", "align_corners",
+                                       "pytorch_half_pixel", "tf_half_pixel_for_nn"};
+    int ctm = -1;
+    for (int k = 0; k < 5 && ctm < 0; k++) {
+        ctm =
+            onnx_attr_str_is(nd, "coordinate_transformation_mode", "half_pixel", ctms[k]) ? k : -1;
+    }
+    static const char *const nms[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
+    int nm = -1;
+    for (int k = 0; k < 4 && nm < 0; k++) {
+        nm = onnx_attr_str_is(nd, "nearest_mode", "round_prefer_floor", nms[k]) ? k : -1;
+    }
+    if (ctm < 0 || nm < 0 || dl_fe__onnx_int_attr(nd, "antialias", 0) != 0 ||
+        dl_fe__onnx_int_attr(nd, "exclude_outside", 0) != 0 ||
+        !onnx_attr_str_is(nd, "keep_aspect_ratio_policy", "stretch", "stretch")) {
+        err(im,
+            "onnx: %s: unsupported Resize variant (supported: coordinate_transformation_mode "
+            "half_pixel, asymmetric, align_corners, pytorch_half_pixel, tf_half_pixel_for_nn; no "
+            "antialias, exclude_outside or aspect-ratio policy)",
+            desc);
+        return DL_ERR_UNSUPPORTED;
+    }
+    int32_t r = x->type.rank;
+    const sym *ss =
+        nd->n_input > 2 && nd->input[2] && nd->input[2][0] ? sym_find(im, nd->input[2]) : NULL;
+    const sym *zs =
+        nd->n_input > 3 && nd->input[3] && nd->input[3][0] ? sym_find(im, nd->input[3]) : NULL;
+    if (ss && ss->cval && dl_tensor_numel(ss->cval) == 0) {
+        ss = NULL; // an empty scales input means "use sizes"
+    }
+    const sym *given = ss ? ss : zs;
+    if (!given || !given->cval || given->se || dl_tensor_numel(given->cval) != r) {
+        err(im, "onnx: %s: scales or sizes must be known at import and give all %d axes", desc,
+            (int)r);
+        return DL_ERR_UNSUPPORTED;
+    }
+    // Axis ax goes from len to olen with the given scale; the last one resized computes the
+    // output under its own name.
+    int64_t olens[DL_MAX_RANK];
+    double scales[DL_MAX_RANK];
+    int32_t last = -1;
+    for (int32_t ax = 0; ax < r; ax++) {
+        int64_t len = x->type.dims[ax].value;
+        if (ss) {
+            scales[ax] = dl_tensor_get(ss->cval, ax);
+            olens[ax] = (int64_t)floor((double)len * scales[ax]);
+        } else {
+            olens[ax] = (int64_t)dl_tensor_get(zs->cval, ax);
+            scales[ax] = (double)olens[ax] / (double)len;
+        }
+        last = olens[ax] == len && scales[ax] == 1.0 ? last : ax;
+    }
+    if (last < 0) {
+        return add_op(im, DL_IR_OP_IDENTITY, &x, 1, NULL, 0, out_name, "", out);
+    }
+    dl_ir_value *cur = x;
+    for (int32_t ax = 0; ax <= last; ax++) {
+        int64_t len = x->type.dims[ax].value, olen = olens[ax];
+        double scale = scales[ax];
+        if (olen == len && scale == 1.0) {
+            continue;
+        }
+        if (x->type.dims[ax].sym >= 0 || olen <= 0 || olen > ((int64_t)1 << 24)) {
+            err(im, "onnx: %s: axis %d: cannot resize %lld to %lld%s", desc, (int)ax,
+                (long long)len, (long long)olen, x->type.dims[ax].sym >= 0 ? " (a named dim)" : "");
+            return DL_ERR_UNSUPPORTED;
+        }
+        int64_t *i0 = dl_mem_alloc((size_t)olen * sizeof(int64_t));
+        int64_t *i1 = dl_mem_alloc((size_t)olen * sizeof(int64_t));
+        double *w0 = dl_mem_alloc((size_t)olen * sizeof(double));
+        double *w1 = dl_mem_alloc((size_t)olen * sizeof(double));
+        double *d0 = dl_mem_alloc((size_t)olen * sizeof(double));
+        double *d1 = dl_mem_alloc((size_t)olen * sizeof(double));
+        dl_status st = i0 && i1 && w0 && w1 && d0 && d1 ? DL_OK : DL_ERR_NOMEM;
+        for (int64_t o = 0; o < olen && st == DL_OK; o++) {
+            double c; // the output index's coordinate in the input
+            switch (ctm) {
+            case 0:
+                c = ((double)o + 0.5) / scale - 0.5;
+                break;
+            case 1:
+                c = (double)o / scale;
+                break;
+            case 2: {
+                // ONNX takes the resized length unrounded when scales are given.
+                double lr = ss ? (double)len * scale : (double)olen;
+                c = lr == 1 ? 0 : (double)o * (double)(len - 1) / (lr - 1);
+                break;
+            }
+            case 3:
+                c = olen > 1 ? ((double)o + 0.5) / scale - 0.5 : 0;
+                break;
+            default:
+                c = ((double)o + 0.5) / scale;
+                break;
+            }
+            if (nearest) {
+                double f = floor(c), fr = c - f;
+                double k = nm == 2     ? f
+                           : nm == 3   ? ceil(c)
+                           : fr == 0.5 ? (nm == 0 ? f : f + 1)
+                                       : floor(c + 0.5);
+                int64_t ki = (int64_t)k;
+                i0[o] = ki < 0 ? 0 : ki > len - 1 ? len - 1 : ki;
+            } else {
+                double f = floor(c);
+                int64_t k0 = (int64_t)f;
+                w1[o] = c - f;
+                w0[o] = 1 - w1[o];
+                i0[o] = k0 < 0 ? 0 : k0 > len - 1 ? len - 1 : k0;
+                i1[o] = k0 + 1 < 0 ? 0 : k0 + 1 > len - 1 ? len - 1 : k0 + 1;
+            }
+            d0[o] = (double)i0[o];
+            d1[o] = nearest ? 0 : (double)i1[o];
+        }
+        char suf[48];
+        dl_ir_value *g0 = NULL, *g1 = NULL, *c0 = NULL, *c1 = NULL;
+        dl_ir_attr ga = attr_int("axis", ax);
+        if (st == DL_OK) {
+            snprintf(suf, sizeof suf, "_idx%d", (int)ax);
+            st = add_const(im, DL_DT_INT64, 1, &olen, d0, olen, out_name, suf, &c0);
+        }
+        if (st == DL_OK) {
+            dl_ir_value *gi[2] = {cur, c0};
+            snprintf(suf, sizeof suf, "_axis%d", (int)ax);
+            st = add_op(im, DL_IR_OP_GATHER, gi, 2, &ga, 1, out_name,
+                        nearest && ax == last ? "" : suf, &g0);
+        }
+        if (st == DL_OK && !nearest) {
+            // [olen, 1, ...]: the weights broadcast over the axes after `ax`.
+            int64_t wd[DL_MAX_RANK];
+            int32_t wr = r - ax;
+            wd[0] = olen;
+            for (int32_t k = 1; k < wr; k++) {
+                wd[k] = 1;
+            }
+            dl_ir_value *wv0 = NULL, *wv1 = NULL, *m0 = NULL, *m1 = NULL;
+            snprintf(suf, sizeof suf, "_idx%d_hi", (int)ax);
+            st = add_const(im, DL_DT_INT64, 1, &olen, d1, olen, out_name, suf, &c1);
+            if (st == DL_OK) {
+                dl_ir_value *gi[2] = {cur, c1};
+                snprintf(suf, sizeof suf, "_axis%d_hi", (int)ax);
+                st = add_op(im, DL_IR_OP_GATHER, gi, 2, &ga, 1, out_name, suf, &g1);
+            }
+            if (st == DL_OK) {
+                snprintf(suf, sizeof suf, "_w%d", (int)ax);
+                st = add_const(im, x->type.dtype, wr, wd, w0, olen, out_name, suf, &wv0);
+            }
+            if (st == DL_OK) {
+                snprintf(suf, sizeof suf, "_w%d_hi", (int)ax);
+                st = add_const(im, x->type.dtype, wr, wd, w1, olen, out_name, suf, &wv1);
+            }
+            dl_ir_value *p0[2] = {g0, wv0}, *p1[2] = {g1, wv1};
+            if (st == DL_OK) {
+                snprintf(suf, sizeof suf, "_lo%d", (int)ax);
+                st = add_op(im, DL_IR_OP_MUL, p0, 2, NULL, 0, out_name, suf, &m0);
+            }
+            if (st == DL_OK) {
+                snprintf(suf, sizeof suf, "_hi%d", (int)ax);
+                st = add_op(im, DL_IR_OP_MUL, p1, 2, NULL, 0, out_name, suf, &m1);
+            }
+            if (st == DL_OK) {
+                dl_ir_value *s2[2] = {m0, m1};
+                snprintf(suf, sizeof suf, "_lerp%d", (int)ax);
+                st = add_op(im, DL_IR_OP_ADD, s2, 2, NULL, 0, out_name, ax == last ? "" : suf, &g0);
+            }
+        }
+        free(i0);
+        free(i1);
+        free(w0);
+        free(w1);
+        free(d0);
+        free(d1);
+        DL_TRY(st);
+        cur = g0;
+    }
+    *out = cur;
+    return DL_OK;
+}
+
+// Most time steps an LSTM is unrolled over (about 20 nodes each).
+#define LSTM_MAX_STEPS 1024
+
+// LSTM (forward, layout 0, default activations, no peepholes / clip / sequence_lens), unrolled:
+// XW = X @ W^T + Wb + Rb once, then per step t
+//   g = XW[t] + H @ R^T;  i, o, f, c = split(g);  C = sigmoid(f) * C + sigmoid(i) * tanh(c);
+//   H = sigmoid(o) * tanh(C);  Y[t] = H
+// Outputs Y [T, 1, B, H], Y_h and Y_c [1, B, H]; a missing initial state is zero (its terms
+// are left out).
+static dl_status emit_lstm(imp *im, const Onnx__NodeProto *nd, const char *desc) {
+    static const char *const allowed[] = {"hidden_size", "direction", "layout", "input_forget"};
+    if (!only_attrs(im, nd, desc, allowed, DL_ARRAY_LEN(allowed)) ||
+        !onnx_attr_str_is(nd, "direction", "forward", "forward") ||
+        dl_fe__onnx_int_attr(nd, "layout", 0) != 0 ||
+        dl_fe__onnx_int_attr(nd, "input_forget", 0) != 0 ||
+        (nd->n_input > 4 && nd->input[4] && nd->input[4][0]) ||
+        (nd->n_input > 7 && nd->input[7] && nd->input[7][0])) {
+        err(im,
+            "onnx: %s: only a forward LSTM with layout 0, the default activations and no clip, "
+            "peepholes or sequence_lens is supported",
+            desc);
+        return DL_ERR_UNSUPPORTED;
+    }
+    dl_ir_value *x, *w, *r, *b, *h, *c;
+    DL_TRY(operand(im, nd, 0, desc, &x));
+    DL_TRY(operand(im, nd, 1, desc, &w));
+    DL_TRY(operand(im, nd, 2, desc, &r));
+    DL_TRY(operand(im, nd, 3, desc, &b));
+    DL_TRY(operand(im, nd, 5, desc, &h));
+    DL_TRY(operand(im, nd, 6, desc, &c));
+    if (!x || !w || !r) {
+        err(im, "onnx: %s: LSTM needs X, W and R", desc);
+        return DL_ERR_UNSUPPORTED;
+    }
+    DL_TRY(known_type(im, x, desc, "X"));
+    DL_TRY(known_type(im, w, desc, "W"));
+    int64_t hs = dl_fe__onnx_int_attr(nd, "hidden_size", 0);
+    int64_t steps = x->type.rank == 3 ? x->type.dims[0].value : -1;
+    if (x->type.rank != 3 || x->type.dims[0].sym >= 0 || steps < 1 || steps > LSTM_MAX_STEPS ||
+        hs < 1 || w->type.rank != 3 || w->type.dims[0].value != 1 ||
+        w->type.dims[1].value != 4 * hs) {
+        err(im,
+            "onnx: %s: LSTM needs X [T, B, I] with a static T of at most %d, W [1, 4H, I] and "
+            "hidden_size H",
+            desc, LSTM_MAX_STEPS);
+        return DL_ERR_UNSUPPORTED;
+    }
+    const char *base = nd->output[0] && nd->output[0][0] ? nd->output[0] : "lstm";
+    int64_t ax0[1] = {0}, perm[2] = {1, 0}, ax01[2] = {0, 1};
+    dl_ir_attr sq0 = attr_ints("axes", ax0, 1), tp = attr_ints("perm", perm, 2);
+    dl_ir_value *wt, *rt, *xw, *tmp;
+    // W [1, 4H, I] -> [I, 4H]; R [1, 4H, H] -> [H, 4H]
+    DL_TRY(add_op(im, DL_IR_OP_SQUEEZE, &w, 1, &sq0, 1, base, "_W", &tmp));
+    DL_TRY(add_op(im, DL_IR_OP_TRANSPOSE, &tmp, 1, &tp, 1, base, "_Wt", &wt));
+    DL_TRY(add_op(im, DL_IR_OP_SQUEEZE, &r, 1, &sq0, 1, base, "_R", &tmp));
+    DL_TRY(add_op(im, DL_IR_OP_TRANSPOSE, &tmp, 1, &tp, 1, base, "_Rt", &rt));
+    dl_ir_value *mm[2] = {x, wt};
+    DL_TRY(add_op(im, DL_IR_OP_MATMUL, mm, 2, NULL, 0, base, "_XW", &xw)); // [T, B, 4H]
+    if (b) {
+        // B [1, 8H] -> Wb + Rb [4H]
+        int64_t s0[1] = {0}, e0[1] = {4 * hs}, s1[1] = {4 * hs}, e1[1] = {8 * hs}, a1[1] = {1};
+        dl_ir_attr sl0[3] = {attr_ints("starts", s0, 1), attr_ints("ends", e0, 1),
+                             attr_ints("axes", a1, 1)};
+        dl_ir_attr sl1[3] = {attr_ints("starts", s1, 1), attr_ints("ends", e1, 1),
+                             attr_ints("axes", a1, 1)};
+        dl_ir_value *wb, *rb, *bs, *bb;
+        DL_TRY(add_op(im, DL_IR_OP_SLICE, &b, 1, sl0, 3, base, "_Wb", &wb));
+        DL_TRY(add_op(im, DL_IR_OP_SLICE, &b, 1, sl1, 3, base, "_Rb", &rb));
+        dl_ir_value *ab[2] = {wb, rb};
+        DL_TRY(add_op(im, DL_IR_OP_ADD, ab, 2, NULL, 0, base, "_bias", &bs));
+        DL_TRY(add_op(im, DL_IR_OP_SQUEEZE, &bs, 1, &sq0, 1, base, "_bias1", &bb));
+        dl_ir_value *xb[2] = {xw, bb};
+        DL_TRY(add_op(im, DL_IR_OP_ADD, xb, 2, NULL, 0, base, "_XWb", &xw));
+    }
+    if (h) {
+        DL_TRY(add_op(im, DL_IR_OP_SQUEEZE, &h, 1, &sq0, 1, base, "_h0", &h));
+    }
+    if (c) {
+        DL_TRY(add_op(im, DL_IR_OP_SQUEEZE, &c, 1, &sq0, 1, base, "_c0", &c));
+    }
+    dl_ir_value **ys = dl_mem_calloc((size_t)steps, sizeof *ys);
+    if (!ys) {
+        return DL_ERR_NOMEM;
+    }
+    dl_status st = DL_OK;
+    for (int64_t t = 0; t < steps && st == DL_OK; t++) {
+        char suf[64];
+        int64_t st0[1] = {t}, en0[1] = {t + 1};
+        dl_ir_attr sl[3] = {attr_ints("starts", st0, 1), attr_ints("ends", en0, 1),
+                            attr_ints("axes", ax0, 1)};
+        dl_ir_value *g = NULL, *gate[4] = {NULL, NULL, NULL, NULL};
+#define STEP_OP(OP, INS, N, ATTRS, NA, NAME, OUT)                                                  \
+    do {                                                                                           \
+        if (st == DL_OK) {                                                                         \
+            snprintf(suf, sizeof suf, "_t%lld_%s", (long long)t, NAME);                            \
+            st = add_op(im, OP, INS, N, ATTRS, NA, base, suf, OUT);                                \
+        }                                                                                          \
+    } while (0)
+        STEP_OP(DL_IR_OP_SLICE, &xw, 1, sl, 3, "x", &tmp);
+        STEP_OP(DL_IR_OP_SQUEEZE, &tmp, 1, &sq0, 1, "gx", &g); // [B, 4H]
+        if (h) {
+            dl_ir_value *hr[2] = {h, rt}, *hh = NULL;
+            STEP_OP(DL_IR_OP_MATMUL, hr, 2, NULL, 0, "hr", &hh);
+            dl_ir_value *gs[2] = {g, hh};
+            STEP_OP(DL_IR_OP_ADD, gs, 2, NULL, 0, "g", &g);
+        }
+        static const char *const gn[4] = {"i", "o", "f", "c"};
+        for (int k = 0; k < 4; k++) {
+            int64_t gs0[1] = {k * hs}, ge0[1] = {(k + 1) * hs}, ga[1] = {1};
+            dl_ir_attr gsl[3] = {attr_ints("starts", gs0, 1), attr_ints("ends", ge0, 1),
+                                 attr_ints("axes", ga, 1)};
+            char pre[8];
+            snprintf(pre, sizeof pre, "%s_pre", gn[k]);
+            STEP_OP(DL_IR_OP_SLICE, &g, 1, gsl, 3, pre, &tmp);
+            STEP_OP(k == 3 ? DL_IR_OP_TANH : DL_IR_OP_SIGMOID, &tmp, 1, NULL, 0, gn[k], &gate[k]);
+        }
+        dl_ir_value *ic[2] = {gate[0], gate[3]}, *inew = NULL;
+        STEP_OP(DL_IR_OP_MUL, ic, 2, NULL, 0, "ic", &inew);
+        if (c) {
+            dl_ir_value *fc[2] = {gate[2], c}, *keep = NULL;
+            STEP_OP(DL_IR_OP_MUL, fc, 2, NULL, 0, "fc", &keep);
+            dl_ir_value *cs[2] = {keep, inew};
+            STEP_OP(DL_IR_OP_ADD, cs, 2, NULL, 0, "C", &c);
+        } else {
+            c = inew;
+        }
+        dl_ir_value *tc = NULL, *oh[2];
+        STEP_OP(DL_IR_OP_TANH, &c, 1, NULL, 0, "tanhC", &tc);
+        oh[0] = gate[1];
+        oh[1] = tc;
+        STEP_OP(DL_IR_OP_MUL, oh, 2, NULL, 0, "H", &h);
+        dl_ir_attr ua = attr_ints("axes", ax01, 2);
+        STEP_OP(DL_IR_OP_UNSQUEEZE, &h, 1, &ua, 1, "Y", &ys[t]); // [1, 1, B, H]
+#undef STEP_OP
+    }
+    // Outputs under the node's names: Y = Concat(Y[t]), Y_h = H, Y_c = C with a direction axis.
+    const char *on[3];
+    for (size_t k = 0; k < 3; k++) {
+        on[k] = k < nd->n_output && nd->output[k] && nd->output[k][0] ? nd->output[k] : NULL;
+    }
+    dl_ir_attr cat = attr_int("axis", 0);
+    dl_ir_value *yv = NULL, *hv = NULL, *cv = NULL;
+    if (st == DL_OK && on[0]) {
+        st = add_op(im, DL_IR_OP_CONCAT, ys, (size_t)steps, &cat, 1, on[0], "", &yv);
+    }
+    free(ys);
+    DL_TRY(st);
+    if (on[1]) {
+        DL_TRY(add_op(im, DL_IR_OP_UNSQUEEZE, &h, 1, &sq0, 1, on[1], "", &hv));
+    }
+    if (on[2]) {
+        DL_TRY(add_op(im, DL_IR_OP_UNSQUEEZE, &c, 1, &sq0, 1, on[2], "", &cv));
+    }
+    dl_ir_value *vals[3] = {yv, hv, cv};
+    for (size_t k = 0; k < 3; k++) {
+        if (on[k]) {
+            sym *s = sym_find(im, on[k]);
+            DL_ASSERT(s);
+            s->v = vals[k];
+        }
+    }
+    return DL_OK;
+}
+
+// Emits decomposed op node `idx`.
+static dl_status emit_decomposed(imp *im, size_t idx) {
+    const Onnx__NodeProto *nd = im->g->node[idx];
+    char desc[300];
+    node_desc(nd, idx, desc, sizeof desc);
+    const char *opn = nd->op_type ? nd->op_type : "";
+    if (!strcmp(opn, "LSTM")) {
+        return emit_lstm(im, nd, desc);
+    }
+    const char *on = nd->n_output && nd->output[0] && nd->output[0][0] ? nd->output[0] : NULL;
+    if (!on || nd->n_output != 1) {
+        err(im, "onnx: %s: expected one output", desc);
+        return DL_ERR_UNSUPPORTED;
+    }
+    dl_ir_value *v = NULL;
+    dl_status st;
+    if (!strcmp(opn, "PRelu")) {
+        st = emit_prelu(im, nd, desc, on, &v);
+    } else if (!strcmp(opn, "InstanceNormalization")) {
+        st = emit_instance_norm(im, nd, desc, on, &v);
+    } else {
+        st = emit_resize(im, nd, desc, on, &v);
+    }
+    DL_TRY(st);
+    sym *s = sym_find(im, on);
+    DL_ASSERT(s);
+    s->v = v;
+    return DL_OK;
+}
+
+// A 1-D Conv (W [M, C/group, k]) as a 2-D one over [N, C, 1, L]: X and W unsqueezed at axis 2,
+// every spatial attribute given a leading 1 (pads a leading 0), the result squeezed.
+static dl_status emit_conv1d(imp *im, dl_arena *a, const Onnx__NodeProto *nd, const char *desc,
+                             dl_ir_attr *attrs, size_t n_attrs, dl_ir_value **ins, size_t n_ins,
+                             const char *out_id, dl_ir_value **out) {
+    int64_t ax2[1] = {2};
+    dl_ir_attr ua = attr_ints("axes", ax2, 1);
+    const char *base = nd->output[0];
+    dl_ir_value *x2, *w2;
+    DL_TRY(add_op(im, DL_IR_OP_UNSQUEEZE, &ins[0], 1, &ua, 1, base, "_2d", &x2));
+    DL_TRY(add_op(im, DL_IR_OP_UNSQUEEZE, &ins[1], 1, &ua, 1, base, "_w2d", &w2));
+    for (size_t k = 0; k < n_attrs; k++) {
+        dl_ir_attr *at = &attrs[k];
+        bool pads = !strcmp(at->name, "pads");
+        if (at->kind != DL_IR_ATTR_INTS ||
+            (strcmp(at->name, "kernel_shape") && strcmp(at->name, "strides") &&
+             strcmp(at->name, "dilations") && !pads)) {
+            continue;
+        }
+        if (at->n != (pads ? 2u : 1u)) {
+            err(im, "onnx: %s: attribute '%s' must have %d values for a 1-D Conv", desc, at->name,
+                pads ? 2 : 1);
+            return DL_ERR_UNSUPPORTED;
+        }
+        int64_t *v = DL_ARENA_NEWN(a, int64_t, 4);
+        if (!v) {
+            return DL_ERR_NOMEM;
+        }
+        if (pads) {
+            v[0] = 0, v[1] = at->ints[0], v[2] = 0, v[3] = at->ints[1];
+        } else {
+            v[0] = 1, v[1] = at->ints[0];
+        }
+        at->ints = v;
+        at->n = pads ? 4 : 2;
+        at->int_syms = NULL;
+    }
+    dl_ir_value *ci[3] = {x2, w2, n_ins > 2 ? ins[2] : NULL}, *y2;
+    DL_TRY(add_op(im, DL_IR_OP_CONV, ci, n_ins > 2 ? 3 : 2, attrs, n_attrs, base, "_conv2d", &y2));
+    dl_ir_value *y;
+    DL_TRY(add_op(im, DL_IR_OP_SQUEEZE, &y2, 1, &ua, 1, out_id, "", &y));
+    *out = y;
+    return DL_OK;
+}
+
 // Emits one ONNX node (not a Constant) as an IR node.
 static dl_status emit_node(imp *im, dl_arena *a, size_t idx) {
     const Onnx__NodeProto *nd = im->g->node[idx];
@@ -2301,6 +2991,21 @@ static dl_status emit_node(imp *im, dl_arena *a, size_t idx) {
     }
     while (n_ins > 0 && !ins[n_ins - 1]) {
         n_ins--; // trailing omitted optional inputs
+    }
+    if (op == DL_IR_OP_CONV && n_ins >= 2 && ins[0] && ins[1] && nd->n_output == 1 &&
+        nd->output[0] && nd->output[0][0]) {
+        if (ins[1]->type.rank == 3) {
+            sym *o = sym_find(im, nd->output[0]);
+            DL_ASSERT(o);
+            return emit_conv1d(im, a, nd, desc, attrs, n_attrs, ins, n_ins, nd->output[0], &o->v);
+        }
+        if (ins[1]->type.rank == 5) {
+            err(im,
+                "onnx: %s: 3-D convolutions are not supported (Conv is 2-D in the graph "
+                "format; 1-D ones are imported as 2-D)",
+                desc);
+            return DL_ERR_UNSUPPORTED;
+        }
     }
     size_t n_outs = nd->n_output;
     while (n_outs > 0 && !(nd->output[n_outs - 1] && nd->output[n_outs - 1][0])) {
@@ -2431,6 +3136,10 @@ static dl_status emit(imp *im) {
             nd->n_output && nd->output[0] && nd->output[0][0] ? sym_find(im, nd->output[0]) : NULL;
         if (import_only_op(opn) || (o0 && o0->fold)) {
             st = emit_folded(im, &scratch, i);
+            continue;
+        }
+        if (decomposed_op(opn)) {
+            st = emit_decomposed(im, i);
             continue;
         }
         st = emit_node(im, &scratch, i);

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # tests/onnx/test_torch_export.sh — what PyTorch 1.13's torch.onnx.export writes imports and
-# computes what torch computes: nn.TransformerEncoderLayer with static shapes and with a dynamic
-# batch axis (Shape -> Gather -> Unsqueeze -> Concat -> Reshape chains folded at import, the
-# batch a named dim), run by `dlcc run` on the cpu backend and the reference evaluator at batch
-# sizes other than the export's. Tolerance from float32 rounding: |got - torch| <= K * 2^-23 *
+# computes what torch computes: nn.TransformerEncoderLayer and nn.LSTM with static shapes and
+# with a dynamic batch axis (Shape -> Gather -> Unsqueeze -> Concat -> Reshape chains folded at
+# import, the batch a named dim), run by `dlcc run` on the cpu backend and the reference
+# evaluator at batch sizes other than the export's; PReLU, InstanceNorm2d, GroupNorm, Conv1d
+# with 1-D pools and Upsample (nearest, bilinear), decomposed at import; and gradients through
+# them: three SGD steps of an imported GroupNorm/PReLU/Upsample CNN and of an LSTM against torch. Tolerance from float32 rounding: |got - torch| <= K * 2^-23 *
 # (1 + |torch|), K the length of the longest sum on the path (a 128-wide matmul, LayerNorm over
 # 64) times 4. Also, without torch (onnx only): shape computations that depend on a named dim in
 # a way the graph format cannot say are refused, naming the dim. Exit 77 without onnx.
@@ -120,5 +122,183 @@ check "... computing what torch computes" close dyn_ref3.npy y3_torch.npy 512
 expect 0 "the opset-14 export (LayerNorm decomposed) imports" import enc14.onnx -o enc14.dlg
 expect 0 "... runs at batch 3" run enc14.dlg -D batch=3 --in x=x3.npy --out y=e14_y3.npy
 check "... computing what torch computes" close e14_y3.npy y3_torch.npy 512
+
+# nn.LSTM (one layer, batch_first): the ONNX LSTM op unrolled over its static length; the
+# initial state is a ConstantOfShape (dynamic batch) or an Expand (static) of zeros.
+"$py" - <<'PYEOF' 2>/dev/null
+import numpy as np, torch
+torch.manual_seed(0)
+lstm = torch.nn.LSTM(16, 32, batch_first=True).eval()
+x = torch.randn(2, 7, 16)
+kw = dict(opset_version=17, input_names=["x"], output_names=["y", "h", "c"])
+torch.onnx.export(lstm, x, "lstm.onnx", **kw)
+torch.onnx.export(lstm, x, "lstm_dyn.onnx", dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}},
+                  **kw)
+with torch.no_grad():
+    for n in (2, 3):
+        xb = torch.randn(n, 7, 16)
+        y, (h, c) = lstm(xb)
+        np.save("lx%d.npy" % n, xb.numpy())
+        for k, v in (("y", y), ("h", h), ("c", c)):
+            np.save("l%s%d_torch.npy" % (k, n), v.numpy())
+PYEOF
+expect 0 "nn.LSTM, static shapes, imports" import lstm.onnx -o lstm.dlg
+expect 0 "... runs" run lstm.dlg --in x=lx2.npy --out y=ly2.npy --out h=lh2.npy --out c=lc2.npy
+for k in y h c; do
+  check "... $k is what torch computes" close l${k}2.npy l${k}2_torch.npy 1024
+done
+expect 0 "nn.LSTM with a dynamic batch imports" import lstm_dyn.onnx -o lstm_dyn.dlg
+expect 0 "... runs at batch 3" run lstm_dyn.dlg -D batch=3 --in x=lx3.npy --out y=ly3.npy \
+  --out c=lc3.npy
+check "... y is what torch computes" close ly3.npy ly3_torch.npy 1024
+check "... c is what torch computes" close lc3.npy lc3_torch.npy 1024
+
+# PReLU, InstanceNorm2d, GroupNorm (exported as Reshape + InstanceNormalization), Conv1d with
+# 1-D pools, Upsample nearest and bilinear, Hardswish.
+"$py" - <<'PYEOF' 2>/dev/null
+import numpy as np, torch
+nn = torch.nn
+torch.manual_seed(0)
+class Up(nn.Module):
+    def __init__(s, mode):
+        super().__init__()
+        s.c = nn.Conv2d(2, 3, 3, padding=1)
+        s.u = nn.Upsample(scale_factor=2, mode=mode,
+                          **({} if mode == "nearest" else {"align_corners": False}))
+    def forward(s, x):
+        return s.u(s.c(x))
+models = {
+    "prelu": (nn.Sequential(nn.Conv2d(3, 4, 3), nn.PReLU(4), nn.Hardswish()), (2, 3, 8, 8)),
+    "inorm": (nn.Sequential(nn.Conv2d(3, 4, 3), nn.InstanceNorm2d(4, affine=True)), (2, 3, 8, 8)),
+    "gnorm": (nn.Sequential(nn.Conv2d(3, 4, 3), nn.GroupNorm(2, 4)), (2, 3, 8, 8)),
+    "conv1d": (nn.Sequential(nn.Conv1d(3, 4, 3, padding=1, stride=2), nn.ReLU(),
+                             nn.MaxPool1d(2), nn.AvgPool1d(2)), (2, 3, 16)),
+    "up_nearest": (Up("nearest"), (2, 2, 5, 4)),
+    "up_bilinear": (Up("bilinear"), (2, 2, 5, 4)),
+}
+for name, (m, shape) in models.items():
+    m.eval()
+    for p in m.parameters():  # not the init's ones and zeros: every term must matter
+        p.data.uniform_(-1, 1)
+    x = torch.randn(*shape)
+    torch.onnx.export(m, x, name + ".onnx", opset_version=17, input_names=["x"],
+                      output_names=["y"])
+    np.save(name + "_x.npy", x.numpy())
+    with torch.no_grad():
+        np.save(name + "_torch.npy", m(x).numpy())
+PYEOF
+for m in prelu inorm gnorm conv1d up_nearest up_bilinear; do
+  expect 0 "$m: the torch export imports" import $m.onnx -o $m.dlg
+  expect 0 "... runs (cpu)" run $m.dlg --in x=${m}_x.npy --out y=${m}_y.npy
+  check "... computing what torch computes" close ${m}_y.npy ${m}_torch.npy 256
+  expect 0 "... runs (reference evaluator)" run $m.dlg --backend ref --in x=${m}_x.npy \
+    --out y=${m}_yr.npy
+  check "... computing what torch computes" close ${m}_yr.npy ${m}_torch.npy 256
+done
+check "PRelu is decomposed into Where" grep -q 'Where' prelu.dlg
+"$py" -c "
+import torch
+torch.onnx.export(torch.nn.Conv3d(2, 3, 3), torch.randn(1, 2, 4, 4, 4), 'conv3d.onnx',
+                  opset_version=17)" 2>/dev/null
+expect_msg 1 "a 3-D Conv is refused, saying so" "3-D convolutions are not supported" \
+  import conv3d.onnx
+check "a 1-D Conv is a 2-D one over [N, C, 1, L]" grep -qF 'kernel_shape = [1, 3]' conv1d.dlg
+
+# Gradients through the decompositions: GroupNorm (InstanceNormalization), PReLU, bilinear
+# Upsample and an LSTM, and a transformer encoder layer, imported with --train-loss mse, three
+# SGD steps of dlcc give the params three torch steps give.
+"$py" - <<'PYEOF' 2>/dev/null
+import json, numpy as np, onnx, onnx.numpy_helper, torch
+nn = torch.nn
+torch.manual_seed(0)
+class M(nn.Module):
+    def __init__(s):
+        super().__init__()
+        s.c = nn.Conv2d(2, 4, 3, padding=1)
+        s.g = nn.GroupNorm(2, 4)
+        s.p = nn.PReLU(4)
+        s.u = nn.Upsample(scale_factor=2, mode="bilinear", align_corners=False)
+        s.o = nn.Conv2d(4, 1, 1)
+    def forward(s, x):
+        return s.o(s.u(s.p(s.g(s.c(x)))))
+class L(nn.Module):
+    def __init__(s):
+        super().__init__()
+        s.l = nn.LSTM(3, 5, batch_first=True)
+    def forward(s, x):
+        return s.l(x)[0]
+class E(nn.Module):  # a transformer encoder layer with a linear head over the mean token
+    def __init__(s):
+        super().__init__()
+        s.e = nn.TransformerEncoderLayer(d_model=16, nhead=2, dim_feedforward=32, dropout=0,
+                                         batch_first=True)
+        s.o = nn.Linear(16, 4)
+    def forward(s, x):
+        return s.o(s.e(x).mean(dim=1))
+for name, m, shape, oshape in (("tgn", M(), (4, 2, 4, 4), (4, 1, 8, 8)),
+                               ("tlstm", L(), (4, 6, 3), (4, 6, 5)),
+                               ("tenc", E(), (4, 5, 16), (4, 4))):
+    for p in m.parameters():
+        p.data.uniform_(-0.5, 0.5)
+    x, y = torch.randn(3, *shape), torch.randn(3, *oshape)
+    torch.onnx.export(m.eval(), x[0], name + ".onnx", opset_version=17, input_names=["x"],
+                      output_names=["out"])
+    np.save(name + "_xs.npy", x.numpy())
+    np.save(name + "_ys.npy", y.numpy())
+    # The exporter renames params it reshapes (GroupNorm's affine weight becomes [C, 1, 1]):
+    # find each initializer's param by value, before training changes them.
+    inits = {i.name: onnx.numpy_helper.to_array(i) for i in onnx.load(name + ".onnx").graph.initializer}
+    names = {o: [k, False] for k, v in m.state_dict().items() for o, a in inits.items()
+             if a.size == v.numel() and a.size > 1 and np.array_equal(a.ravel(), v.numpy().ravel())}
+    # ... and Linear weights it writes transposed for MatMul
+    names.update({o: [k, True] for k, v in m.state_dict().items() for o, a in inits.items()
+                  if o not in names and a.ndim == 2 and a.shape[::-1] == tuple(v.shape)
+                  and np.array_equal(a.T, v.numpy())})
+    json.dump(names, open(name + "_names.json", "w"))
+    opt = torch.optim.SGD(m.parameters(), lr=0.1)
+    for k in range(3):
+        opt.zero_grad()
+        torch.nn.functional.mse_loss(m(x[k]), y[k]).backward()
+        opt.step()
+    np.savez(name + "_torch.npz", **{k: v.detach().numpy() for k, v in m.state_dict().items()})
+PYEOF
+# cmp_params.py NAME: NAME.safetensors (dlcc) against NAME_torch.npz (torch's state_dict); the
+# LSTM's weights are found under the exporter's names, its gates reordered (torch i f g o, ONNX
+# i o f c) and its two biases concatenated; renamed ones through NAME_names.json (found by value, maybe transposed).
+cat >cmp_params.py <<'PYEOF'
+import json, re, struct, sys, numpy as np, onnx
+name = sys.argv[1]
+b = open(name + ".safetensors", "rb").read()
+n = struct.unpack("<Q", b[:8])[0]
+h = json.loads(b[8:8 + n])
+def got(k):
+    k = re.sub(r"[^A-Za-z0-9_.]", "_", k)
+    e = h[k]
+    a = np.frombuffer(b[8 + n + e["data_offsets"][0]:8 + n + e["data_offsets"][1]], np.float32)
+    return a.reshape(e["shape"])
+t = dict(np.load(name + "_torch.npz"))
+renamed = json.load(open(name + "_names.json"))
+want = {o: t[k].T if tr else t[k] for o, (k, tr) in renamed.items()}
+want.update({k: v for k, v in t.items() if k not in [k for k, _ in renamed.values()]
+             and not k.startswith("l.") and v.size > 1})
+for nd in onnx.load(name + ".onnx").graph.node:
+    if nd.op_type == "LSTM":
+        hs = t["l.weight_hh_l0"].shape[1]
+        ro = lambda w: np.concatenate([w[0:hs], w[3 * hs:], w[hs:2 * hs], w[2 * hs:3 * hs]])[None]
+        want[nd.input[1]] = ro(t["l.weight_ih_l0"])
+        want[nd.input[2]] = ro(t["l.weight_hh_l0"])
+        want[nd.input[3]] = np.concatenate([ro(t["l.bias_ih_l0"]), ro(t["l.bias_hh_l0"])], 1)
+bad = [k for k, v in want.items()
+       if not np.allclose(got(k), v.reshape(got(k).shape), rtol=1e-4, atol=1e-5)]
+print("compared", len(want), "params; differ:", bad)
+sys.exit(bool(bad) or not want)
+PYEOF
+for m in tgn tlstm tenc; do
+  expect 0 "$m: import --train-loss mse" import $m.onnx -o $m.dlg --train-loss mse \
+    --optimizer sgd --lr 0.1
+  expect 0 "... three SGD steps" run $m.dlg --entry train_step --steps 3 --in x=${m}_xs.npy \
+    --in target=${m}_ys.npy --save-params $m.safetensors
+  check "... give the params torch's three steps give" "$py" cmp_params.py $m
+done
 
 finish
