@@ -1,8 +1,9 @@
 // bench/gemm_bench.c — times dlcc's compiled MatMul / Gemm against OpenBLAS's cblas_sgemm.
 //
-// usage: gemm_bench SIZE ARTIFACT.so                                           (bench/gemm.sh)
+// usage: gemm_bench SIZE ARTIFACT.so | M N K TA TB ARTIFACT.so                (bench/gemm.sh)
 //        gemm_bench M N K TA TB THREADS dlcc|openblas ARTIFACT.so [BLOCKS]     (bench/compare.py)
-// First form: `c = MatMul (a, b)` over float[SIZE, SIZE], both sides on one thread, timed in the
+// First form: `c = MatMul (a, b)` over float[SIZE, SIZE] (or, with M N K TA TB, the Gemm of the
+// second form's shapes), both sides on one thread, timed in the
 // calling thread's CPU time (the shared machine's neighbours do not count), best repetition;
 // prints size, dlcc GFLOP/s, OpenBLAS GFLOP/s, ratio. Second form: one side per process (the
 // caller alternates them), C[M, N] = op(A) op(B) (TA: A stored [K, M]; TB: B stored [N, K]; the
@@ -55,41 +56,51 @@ int main(int argc, char **argv) {
     if (argc == 9 || argc == 10) {
         return one_side(argc, argv);
     }
-    if (argc != 3) {
+    if (argc != 3 && argc != 7) {
         fprintf(stderr, "usage: gemm_bench SIZE ARTIFACT.so\n"
+                        "       gemm_bench M N K TA TB ARTIFACT.so\n"
                         "       gemm_bench M N K TA TB THREADS dlcc|openblas ARTIFACT.so "
                         "[BLOCKS]\n");
         return 2;
     }
-    int n = atoi(argv[1]);
-    size_t nn = (size_t)n * (size_t)n;
-    float *a = malloc(nn * sizeof *a), *b = malloc(nn * sizeof *b), *c = malloc(nn * sizeof *c);
+    int m, n, k, ta = 0, tb = 0;
+    if (argc == 3) {
+        m = n = k = atoi(argv[1]);
+    } else {
+        m = atoi(argv[1]);
+        n = atoi(argv[2]);
+        k = atoi(argv[3]);
+        ta = atoi(argv[4]);
+        tb = atoi(argv[5]);
+    }
+    const char *artifact = argv[argc - 1];
+    if (m < 1 || n < 1 || k < 1) {
+        fprintf(stderr, "gemm_bench: bad shape\n");
+        return 2;
+    }
+    size_t na = (size_t)m * (size_t)k, nb = (size_t)k * (size_t)n, nc = (size_t)m * (size_t)n;
+    float *a = malloc(na * sizeof *a), *b = malloc(nb * sizeof *b), *c = malloc(nc * sizeof *c);
     if (!a || !b || !c) {
         return 1;
     }
-    unsigned s = 12345;
-    for (size_t i = 0; i < nn; i++) {
-        s = s * 1103515245u + 12345u;
-        a[i] = (float)((s >> 8) & 0xffff) / 32768.0f - 1.0f;
-        s = s * 1103515245u + 12345u;
-        b[i] = (float)((s >> 8) & 0xffff) / 32768.0f - 1.0f;
-    }
-    double flop = 2.0 * (double)n * (double)n * (double)n;
+    fill(a, na, 12345u);
+    fill(b, nb, 54321u);
+    int lda = ta ? m : k, ldb = tb ? k : n;
+    double flop = 2.0 * (double)m * (double)n * (double)k;
     // Enough repetitions for ~0.2 s per side at 50 GFLOP/s, at least 10.
     int reps = (int)(1e10 / flop);
     reps = reps < 10 ? 10 : reps > 200 ? 200 : reps;
-
-    dlrt_model *m;
+    dlrt_model *md;
     dlrt_session *se;
     dlrt_status st;
-    if ((st = dlrt_model_load_file(argv[2], &m)) != DLRT_OK) {
+    if ((st = dlrt_model_load_file(artifact, &md)) != DLRT_OK) {
         return die("load", st);
     }
-    if ((st = dlrt_session_create(m, &se)) != DLRT_OK) {
+    if ((st = dlrt_session_create(md, &se)) != DLRT_OK) {
         return die("session", st);
     }
-    if ((st = dlrt_session_set_input(se, "a", a, nn * sizeof *a)) != DLRT_OK ||
-        (st = dlrt_session_set_input(se, "b", b, nn * sizeof *b)) != DLRT_OK) {
+    if ((st = dlrt_session_set_input(se, "a", a, na * sizeof *a)) != DLRT_OK ||
+        (st = dlrt_session_set_input(se, "b", b, nb * sizeof *b)) != DLRT_OK) {
         return die("set_input", st);
     }
     double best_dl = 1e30;
@@ -107,13 +118,12 @@ int main(int argc, char **argv) {
     if ((st = dlrt_session_output(se, "c", &out, NULL)) != DLRT_OK) {
         return die("output", st);
     }
-
     openblas_set_num_threads(1);
     double best_bl = 1e30;
     for (int r = -2; r < reps; r++) {
         double t0 = now();
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n, b, n, 0.0f, c,
-                    n);
+        cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+                    m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, n);
         double t = now() - t0;
         if (r >= 0 && t < best_bl) {
             best_bl = t;
@@ -121,21 +131,26 @@ int main(int argc, char **argv) {
     }
     const float *got = out;
     double max_err = 0;
-    for (size_t i = 0; i < nn; i++) {
+    for (size_t i = 0; i < nc; i++) {
         double e = fabs((double)got[i] - (double)c[i]) / (1.0 + fabs((double)c[i]));
         max_err = e > max_err ? e : max_err;
     }
     double g_dl = flop / best_dl * 1e-9, g_bl = flop / best_bl * 1e-9;
-    printf("%6d  %10.1f  %12.1f  %6.2f   (max rel err %.1e, %d reps)\n", n, g_dl, g_bl, g_dl / g_bl,
-           max_err, reps);
+    char shape[96];
+    if (argc == 3) {
+        snprintf(shape, sizeof shape, "%d", n);
+    } else {
+        snprintf(shape, sizeof shape, "%dx%dx%d%s%s", m, n, k, ta ? " tA" : "", tb ? " tB" : "");
+    }
+    printf("%18s  %10.1f  %12.1f  %6.2f   (max rel err %.1e, %d reps)\n", shape, g_dl, g_bl,
+           g_dl / g_bl, max_err, reps);
     dlrt_session_destroy(se);
-    dlrt_model_release(m);
+    dlrt_model_release(md);
     free(a);
     free(b);
     free(c);
     return max_err < 1e-3 ? 0 : 1;
 }
-
 static int one_side(int argc, char **argv) {
     int m = atoi(argv[1]), n = atoi(argv[2]), k = atoi(argv[3]);
     int ta = atoi(argv[4]), tb = atoi(argv[5]), threads = atoi(argv[6]);

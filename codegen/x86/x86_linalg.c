@@ -351,15 +351,95 @@ static void emit_ka_rows(cg *c, const fctx *f) {
     cg_for_end(c, &lk);
 }
 
+static LLVMValueRef masked_load(cg *c, LLVMTypeRef vt, LLVMValueRef p, LLVMValueRef mask);
+static void masked_store(cg *c, LLVMValueRef v, LLVMValueRef p, LLVMValueRef mask);
+
+// <n x i1> with the first `m` lanes set, or NULL when m == n (no mask needed).
+static LLVMValueRef lane_mask(cg *c, int64_t m, int64_t n) {
+    if (m >= n) {
+        return NULL;
+    }
+    LLVMValueRef e[MAX_NR];
+    for (int64_t l = 0; l < n; l++) {
+        e[l] = LLVMConstInt(c->t_i1, l < m, 0);
+    }
+    return LLVMConstVector(e, (unsigned)n);
+}
+
+// Transposes n vectors of n floats (n a power of two, <= MAX_NR): afterwards x[k] lane r holds
+// what x[r] lane k held. log2(n) perfect shuffles: each pairs x[i] with x[i + n/2] and
+// interleaves them (low halves into y[2i], high halves into y[2i + 1]), which rotates the bits of
+// the element index (row bits, then lane bits) left by one; after log2(n) rotations rows and
+// lanes have traded places. Each step is a two-source shuffle of one register width (one
+// vpermt2ps with AVX-512). Undefined rows give undefined lanes, nothing else.
+static void transpose_sq(cg *c, LLVMValueRef *x, unsigned n) {
+    LLVMValueRef lo[MAX_NR], hi[MAX_NR], y[MAX_NR];
+    for (unsigned j = 0; j < n / 2; j++) {
+        for (unsigned s = 0; s < 2; s++) {
+            lo[2 * j + s] = cg_i32(c, (int32_t)(j + s * n));
+            hi[2 * j + s] = cg_i32(c, (int32_t)(n / 2 + j + s * n));
+        }
+    }
+    LLVMValueRef mlo = LLVMConstVector(lo, n), mhi = LLVMConstVector(hi, n);
+    for (unsigned step = 1; step < n; step *= 2) {
+        for (unsigned i = 0; i < n / 2; i++) {
+            y[2 * i] = LLVMBuildShuffleVector(c->b, x[i], x[i + n / 2], mlo, "");
+            y[2 * i + 1] = LLVMBuildShuffleVector(c->b, x[i], x[i + n / 2], mhi, "");
+        }
+        memcpy(x, y, sizeof(LLVMValueRef) * n);
+    }
+}
+
 // ap[tile][k][r] = A[i0 + tile * MR + r, pc + k] for r < mr, k < kc.
+//
+// float32 A read along k (sa_k == 1: A not transposed) is packed vw k at a time: one vector
+// load per row, a vw x vw transpose in registers (transpose_sq), one store of mr lanes per k;
+// float32 A read along the rows (sa_m == 1: transA) stores one vector of mr lanes per k. The
+// remaining k (and every other dtype or stride) go element by element. Every path moves the
+// same values: the packed bytes do not depend on which one ran.
 static void emit_pack_a(cg *c, const fctx *f, LLVMValueRef tile, int64_t mr) {
     const gemm_prob *p = f->p;
     dl_dtype at = p->a->type.dtype;
+    int64_t vw = c->target->vector_width(c, DL_DT_FLOAT);
     LLVMValueRef row = add(c, f->i0, mul_c(c, tile, f->g.MR));
     LLVMValueRef src0 = add(c, f->a_off, add(c, mul_c(c, row, p->sa_m), mul_c(c, f->pc, p->sa_k)));
     LLVMValueRef dst0 = mul_c(c, tile, f->g.KC * f->g.MR);
+    LLVMValueRef k_scalar = cg_i64(c, 0); // first k packed element by element
+    bool is_f32 = at == DL_DT_FLOAT && p->ka_in == 0 && vw >= 4 && mr <= vw;
+    if (is_f32 && (p->sa_k == 1 || p->sa_m == 1)) {
+        LLVMTypeRef wt = LLVMVectorType(c->t_f32, (unsigned)vw);
+        LLVMValueRef mask = lane_mask(c, mr, vw);
+        cg_loop lq;
+        if (p->sa_k == 1) {
+            LLVMValueRef nq = LLVMBuildUDiv(c->b, f->kc, cg_i64(c, vw), "");
+            LLVMValueRef q = cg_for_begin(c, &lq, cg_i64(c, 0), nq, "pav");
+            LLVMValueRef kk = mul_c(c, q, vw);
+            LLVMValueRef x[MAX_NR];
+            for (int64_t r = 0; r < vw; r++) {
+                x[r] = r < mr ? load_vec(c, wt,
+                                         fptr(c, f->k->ptr[1],
+                                              add(c, add(c, src0, kk), cg_i64(c, r * p->sa_m))),
+                                         4)
+                              : LLVMGetUndef(wt);
+            }
+            transpose_sq(c, x, (unsigned)vw);
+            for (int64_t k = 0; k < vw; k++) {
+                LLVMValueRef d = add(c, dst0, mul_c(c, add(c, kk, cg_i64(c, k)), f->g.MR));
+                masked_store(c, x[k], fptr(c, f->ap, d), mask);
+            }
+            cg_for_end(c, &lq);
+            k_scalar = mul_c(c, nq, vw);
+        } else {
+            LLVMValueRef kk = cg_for_begin(c, &lq, cg_i64(c, 0), f->kc, "pat");
+            LLVMValueRef src = fptr(c, f->k->ptr[1], add(c, src0, mul_c(c, kk, p->sa_k)));
+            LLVMValueRef d = fptr(c, f->ap, add(c, dst0, mul_c(c, kk, f->g.MR)));
+            masked_store(c, masked_load(c, wt, src, mask), d, mask);
+            cg_for_end(c, &lq);
+            return;
+        }
+    }
     cg_loop lk;
-    LLVMValueRef kk = cg_for_begin(c, &lk, cg_i64(c, 0), f->kc, "pa");
+    LLVMValueRef kk = cg_for_begin(c, &lk, k_scalar, f->kc, "pa");
     LLVMValueRef src;
     if (p->ka_in > 0) { // split k: the K block's offsets from emit_ka_rows
         LLVMValueRef ko = LLVMBuildLoad2(
@@ -380,6 +460,11 @@ static void emit_pack_b_im2col(cg *c, const fctx *f, int64_t nr);
 static void emit_im_rows(cg *c, const fctx *f);
 
 // bp[sub][k][0..NR) = B[pc + k, j0 .. j0 + nr), zero past nr, for k in [0, kc).
+//
+// float32 B read along k (sb_k == 1: transB, the input gradient's W^T) is packed vw k at a time:
+// per vw columns of the panel, one vector load per column (zeros past nr), a vw x vw transpose
+// (transpose_sq) and one store per k; the remaining k element by element, as every other
+// layout except B read along its rows (sb_n == 1), which is one vector load per k.
 static void emit_pack_b(cg *c, const fctx *f, int64_t nr) {
     const gemm_prob *p = f->p;
     if (p->im) {
@@ -387,9 +472,38 @@ static void emit_pack_b(cg *c, const fctx *f, int64_t nr) {
         return;
     }
     dl_dtype bt = p->b->type.dtype;
+    int64_t vw = c->target->vector_width(c, DL_DT_FLOAT);
     LLVMValueRef dst0 = mul_c(c, f->sub, f->g.KC * f->g.NR);
+    LLVMValueRef k_scalar = cg_i64(c, 0); // first k packed element by element
+    if (bt == DL_DT_FLOAT && p->sb_k == 1 && p->sb_n != 1 && vw >= 4 && f->g.NR % vw == 0) {
+        LLVMTypeRef wt = LLVMVectorType(c->t_f32, (unsigned)vw);
+        unsigned walign = (unsigned)(vw * 4 < 64 ? vw * 4 : 64);
+        LLVMValueRef nq = LLVMBuildUDiv(c->b, f->kc, cg_i64(c, vw), "");
+        cg_loop lq;
+        LLVMValueRef q = cg_for_begin(c, &lq, cg_i64(c, 0), nq, "pbv");
+        LLVMValueRef kk = mul_c(c, q, vw);
+        LLVMValueRef src0 = add(c, f->b_off, add(c, add(c, f->pc, kk), mul_c(c, f->j0, p->sb_n)));
+        for (int64_t h = 0; h < f->g.NR / vw; h++) {
+            LLVMValueRef x[MAX_NR];
+            for (int64_t jj = 0; jj < vw; jj++) {
+                int64_t col = h * vw + jj;
+                x[jj] =
+                    col < nr
+                        ? load_vec(c, wt,
+                                   fptr(c, f->k->ptr[2], add(c, src0, cg_i64(c, col * p->sb_n))), 4)
+                        : LLVMConstNull(wt);
+            }
+            transpose_sq(c, x, (unsigned)vw);
+            for (int64_t k = 0; k < vw; k++) {
+                LLVMValueRef d = add(c, dst0, mul_c(c, add(c, kk, cg_i64(c, k)), f->g.NR));
+                store_vec(c, x[k], fptr(c, f->bp, add(c, d, cg_i64(c, h * vw))), walign);
+            }
+        }
+        cg_for_end(c, &lq);
+        k_scalar = mul_c(c, nq, vw);
+    }
     cg_loop lk;
-    LLVMValueRef kk = cg_for_begin(c, &lk, cg_i64(c, 0), f->kc, "pb");
+    LLVMValueRef kk = cg_for_begin(c, &lk, k_scalar, f->kc, "pb");
     LLVMValueRef src =
         add(c, f->b_off, add(c, mul_c(c, add(c, f->pc, kk), p->sb_k), mul_c(c, f->j0, p->sb_n)));
     LLVMValueRef dst = fptr(c, f->bp, add(c, dst0, mul_c(c, kk, f->g.NR)));
