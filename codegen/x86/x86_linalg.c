@@ -12,14 +12,16 @@
 //   outer parallel range: batch * ceil(M / MB) * ceil(N / NC); one iteration = the MB rows x
 //   NC columns group jc of one batch's y (groups of a row block are consecutive iterations, so
 //   a thread running a range of them works on one A block, as a loop over jc would):
-//     scratch[MB][NC] = 0                       (f32 accumulators of the group)
+//     scratch[MB][NC]                           (f32 accumulators of the group)
 //     for pc in K blocks of KC:                 (the last block may be shorter)
-//       ap[MB / MR][KC][MR] = A[rows, pc..]     (packed per MR-row tile, f32)
+//       ap[MB / MR][KC][MR] = A[rows, pc..]     (packed per MR-row tile, f32; float32 A by
+//                                               register transposes, emit_pack_a)
 //       bp[NC / NR][KC][NR] = B[pc.., jc..]     (packed per NR-column panel, f32, zero past N)
 //       for each NR panel, for each MR-row tile (the last block may end with mr_e rows):
 //         microkernel: MR accumulators of <NR x float> in registers; per k one B vector from
 //         bp and, per row, fmuladd(broadcast(ap[tile][k][r]), B, acc[r]); the accumulators
-//         are loaded from and stored back to scratch around the k loop (unrolled by 4)
+//         start from zero in the first K block and from scratch in the others, and are stored
+//         to scratch after the k loop (unrolled by 4)
 //     epilogue: y = alpha * scratch (+ beta * C), converted to y's dtype (the last panel of y
 //     may be narrower than NR: static width nr_e)
 //
@@ -366,6 +368,22 @@ static LLVMValueRef lane_mask(cg *c, int64_t m, int64_t n) {
     return LLVMConstVector(e, (unsigned)n);
 }
 
+// <n x i1>: lane l set when l < rem (rem: i64, runtime).
+static LLVMValueRef lane_mask_rt(cg *c, LLVMValueRef rem, int64_t n) {
+    LLVMValueRef e[MAX_NR];
+    for (int64_t l = 0; l < n; l++) {
+        e[l] = cg_i64(c, l);
+    }
+    LLVMTypeRef vt = LLVMVectorType(c->t_i64, (unsigned)n);
+    LLVMValueRef r = LLVMBuildInsertElement(c->b, LLVMGetUndef(vt), rem, cg_i32(c, 0), "");
+    LLVMValueRef zero[MAX_NR] = {0};
+    for (int64_t l = 0; l < n; l++) {
+        zero[l] = cg_i32(c, 0);
+    }
+    r = LLVMBuildShuffleVector(c->b, r, LLVMGetUndef(vt), LLVMConstVector(zero, (unsigned)n), "");
+    return LLVMBuildICmp(c->b, LLVMIntULT, LLVMConstVector(e, (unsigned)n), r, "");
+}
+
 // Transposes n vectors of n floats (n a power of two, <= MAX_NR): afterwards x[k] lane r holds
 // what x[r] lane k held. log2(n) perfect shuffles: each pairs x[i] with x[i + n/2] and
 // interleaves them (low halves into y[2i], high halves into y[2i + 1]), which rotates the bits of
@@ -393,10 +411,12 @@ static void transpose_sq(cg *c, LLVMValueRef *x, unsigned n) {
 // ap[tile][k][r] = A[i0 + tile * MR + r, pc + k] for r < mr, k < kc.
 //
 // float32 A read along k (sa_k == 1: A not transposed) is packed vw k at a time: one vector
-// load per row, a vw x vw transpose in registers (transpose_sq), one store of mr lanes per k;
-// float32 A read along the rows (sa_m == 1: transA) stores one vector of mr lanes per k. The
-// remaining k (and every other dtype or stride) go element by element. Every path moves the
-// same values: the packed bytes do not depend on which one ran.
+// load per row (masked to the k left in the block: the last group of a block may be short), a
+// vw x vw transpose in registers (transpose_sq), one store of mr lanes per k. A short last group
+// also writes rows kc .. up to the next multiple of vw of the tile (zeros; never read: KC is a
+// multiple of vw, so they stay inside the tile). Every other dtype or stride goes element by
+// element. Every path moves the same values: the packed bytes do not depend on which one ran.
+// (transA: emit_pack_a_block.)
 static void emit_pack_a(cg *c, const fctx *f, LLVMValueRef tile, int64_t mr) {
     const gemm_prob *p = f->p;
     dl_dtype at = p->a->type.dtype;
@@ -404,42 +424,33 @@ static void emit_pack_a(cg *c, const fctx *f, LLVMValueRef tile, int64_t mr) {
     LLVMValueRef row = add(c, f->i0, mul_c(c, tile, f->g.MR));
     LLVMValueRef src0 = add(c, f->a_off, add(c, mul_c(c, row, p->sa_m), mul_c(c, f->pc, p->sa_k)));
     LLVMValueRef dst0 = mul_c(c, tile, f->g.KC * f->g.MR);
-    LLVMValueRef k_scalar = cg_i64(c, 0); // first k packed element by element
-    bool is_f32 = at == DL_DT_FLOAT && p->ka_in == 0 && vw >= 4 && mr <= vw;
-    if (is_f32 && (p->sa_k == 1 || p->sa_m == 1)) {
+    if (at == DL_DT_FLOAT && p->ka_in == 0 && p->sa_k == 1 && vw >= 4 && mr <= vw &&
+        f->g.KC % vw == 0) {
         LLVMTypeRef wt = LLVMVectorType(c->t_f32, (unsigned)vw);
         LLVMValueRef mask = lane_mask(c, mr, vw);
+        LLVMValueRef nq = LLVMBuildUDiv(c->b, add(c, f->kc, cg_i64(c, vw - 1)), cg_i64(c, vw), "");
         cg_loop lq;
-        if (p->sa_k == 1) {
-            LLVMValueRef nq = LLVMBuildUDiv(c->b, f->kc, cg_i64(c, vw), "");
-            LLVMValueRef q = cg_for_begin(c, &lq, cg_i64(c, 0), nq, "pav");
-            LLVMValueRef kk = mul_c(c, q, vw);
-            LLVMValueRef x[MAX_NR];
-            for (int64_t r = 0; r < vw; r++) {
-                x[r] = r < mr ? load_vec(c, wt,
-                                         fptr(c, f->k->ptr[1],
-                                              add(c, add(c, src0, kk), cg_i64(c, r * p->sa_m))),
-                                         4)
-                              : LLVMGetUndef(wt);
-            }
-            transpose_sq(c, x, (unsigned)vw);
-            for (int64_t k = 0; k < vw; k++) {
-                LLVMValueRef d = add(c, dst0, mul_c(c, add(c, kk, cg_i64(c, k)), f->g.MR));
-                masked_store(c, x[k], fptr(c, f->ap, d), mask);
-            }
-            cg_for_end(c, &lq);
-            k_scalar = mul_c(c, nq, vw);
-        } else {
-            LLVMValueRef kk = cg_for_begin(c, &lq, cg_i64(c, 0), f->kc, "pat");
-            LLVMValueRef src = fptr(c, f->k->ptr[1], add(c, src0, mul_c(c, kk, p->sa_k)));
-            LLVMValueRef d = fptr(c, f->ap, add(c, dst0, mul_c(c, kk, f->g.MR)));
-            masked_store(c, masked_load(c, wt, src, mask), d, mask);
-            cg_for_end(c, &lq);
-            return;
+        LLVMValueRef q = cg_for_begin(c, &lq, cg_i64(c, 0), nq, "pav");
+        LLVMValueRef kk = mul_c(c, q, vw);
+        LLVMValueRef kmask = lane_mask_rt(c, LLVMBuildSub(c->b, f->kc, kk, ""), vw);
+        LLVMValueRef x[MAX_NR];
+        for (int64_t r = 0; r < vw; r++) {
+            x[r] = r < mr ? masked_load(c, wt,
+                                        fptr(c, f->k->ptr[1],
+                                             add(c, add(c, src0, kk), cg_i64(c, r * p->sa_m))),
+                                        kmask)
+                          : LLVMGetUndef(wt);
         }
+        transpose_sq(c, x, (unsigned)vw);
+        for (int64_t k = 0; k < vw; k++) {
+            LLVMValueRef d = add(c, dst0, mul_c(c, add(c, kk, cg_i64(c, k)), f->g.MR));
+            masked_store(c, x[k], fptr(c, f->ap, d), mask);
+        }
+        cg_for_end(c, &lq);
+        return;
     }
     cg_loop lk;
-    LLVMValueRef kk = cg_for_begin(c, &lk, k_scalar, f->kc, "pa");
+    LLVMValueRef kk = cg_for_begin(c, &lk, cg_i64(c, 0), f->kc, "pa");
     LLVMValueRef src;
     if (p->ka_in > 0) { // split k: the K block's offsets from emit_ka_rows
         LLVMValueRef ko = LLVMBuildLoad2(
@@ -456,15 +467,58 @@ static void emit_pack_a(cg *c, const fctx *f, LLVMValueRef tile, int64_t mr) {
     cg_for_end(c, &lk);
 }
 
+// Packs the block's A tiles: n_tiles full ones, then, in the last block (is_last), tile tile_e of
+// mr_e rows. float32 A read along the rows (sa_m == 1: transA, the weight gradient's X^T) goes
+// k by k over all the tiles, one vector of MR lanes per tile: each k row of the block is read
+// once, in order (tile by tile, its lines would be fetched again for every tile, rows K apart).
+static void emit_pack_a_block(cg *c, const fctx *f, LLVMValueRef n_tiles, LLVMValueRef is_last,
+                              int64_t tile_e, int64_t mr_e) {
+    const gemm_prob *p = f->p;
+    int64_t vw = c->target->vector_width(c, DL_DT_FLOAT);
+    if (p->a->type.dtype == DL_DT_FLOAT && p->ka_in == 0 && p->sa_m == 1 && vw >= 4 &&
+        f->g.MR <= vw) {
+        LLVMTypeRef wt = LLVMVectorType(c->t_f32, (unsigned)vw);
+        LLVMValueRef mask = lane_mask(c, f->g.MR, vw), mask_e = lane_mask(c, mr_e, vw);
+        cg_loop lk, lt;
+        LLVMValueRef kk = cg_for_begin(c, &lk, cg_i64(c, 0), f->kc, "pat");
+        LLVMValueRef src0 = add(c, f->a_off, add(c, f->i0, mul_c(c, add(c, f->pc, kk), p->sa_k)));
+        LLVMValueRef dst0 = mul_c(c, kk, f->g.MR);
+        LLVMValueRef tile = cg_for_begin(c, &lt, cg_i64(c, 0), n_tiles, "pat_t");
+        LLVMValueRef src = fptr(c, f->k->ptr[1], add(c, src0, mul_c(c, tile, f->g.MR)));
+        LLVMValueRef dst = fptr(c, f->ap, add(c, dst0, mul_c(c, tile, f->g.KC * f->g.MR)));
+        masked_store(c, masked_load(c, wt, src, mask), dst, mask);
+        cg_for_end(c, &lt);
+        if (mr_e) {
+            LLVMBasicBlockRef join = if_begin(c, is_last);
+            src = fptr(c, f->k->ptr[1], add(c, src0, cg_i64(c, tile_e * f->g.MR)));
+            dst = fptr(c, f->ap, add(c, dst0, cg_i64(c, tile_e * f->g.KC * f->g.MR)));
+            masked_store(c, masked_load(c, wt, src, mask_e), dst, mask_e);
+            if_end(c, join);
+        }
+        cg_for_end(c, &lk);
+        return;
+    }
+    cg_loop lm;
+    LLVMValueRef tile = cg_for_begin(c, &lm, cg_i64(c, 0), n_tiles, "ta");
+    emit_pack_a(c, f, tile, f->g.MR);
+    cg_for_end(c, &lm);
+    if (mr_e) {
+        LLVMBasicBlockRef join = if_begin(c, is_last);
+        emit_pack_a(c, f, cg_i64(c, tile_e), mr_e);
+        if_end(c, join);
+    }
+}
+
 static void emit_pack_b_im2col(cg *c, const fctx *f, int64_t nr);
 static void emit_im_rows(cg *c, const fctx *f);
 
 // bp[sub][k][0..NR) = B[pc + k, j0 .. j0 + nr), zero past nr, for k in [0, kc).
 //
 // float32 B read along k (sb_k == 1: transB, the input gradient's W^T) is packed vw k at a time:
-// per vw columns of the panel, one vector load per column (zeros past nr), a vw x vw transpose
-// (transpose_sq) and one store per k; the remaining k element by element, as every other
-// layout except B read along its rows (sb_n == 1), which is one vector load per k.
+// per vw columns of the panel, one vector load per column (zeros past nr; masked to the k left
+// in the block, the rows past kc written as zeros inside the panel as in emit_pack_a), a
+// vw x vw transpose (transpose_sq) and one store per k. B read along its rows (sb_n == 1) is one
+// vector load per k; every other layout or dtype goes element by element.
 static void emit_pack_b(cg *c, const fctx *f, int64_t nr) {
     const gemm_prob *p = f->p;
     if (p->im) {
@@ -474,14 +528,15 @@ static void emit_pack_b(cg *c, const fctx *f, int64_t nr) {
     dl_dtype bt = p->b->type.dtype;
     int64_t vw = c->target->vector_width(c, DL_DT_FLOAT);
     LLVMValueRef dst0 = mul_c(c, f->sub, f->g.KC * f->g.NR);
-    LLVMValueRef k_scalar = cg_i64(c, 0); // first k packed element by element
-    if (bt == DL_DT_FLOAT && p->sb_k == 1 && p->sb_n != 1 && vw >= 4 && f->g.NR % vw == 0) {
+    if (bt == DL_DT_FLOAT && p->sb_k == 1 && p->sb_n != 1 && vw >= 4 && f->g.NR % vw == 0 &&
+        f->g.KC % vw == 0) {
         LLVMTypeRef wt = LLVMVectorType(c->t_f32, (unsigned)vw);
         unsigned walign = (unsigned)(vw * 4 < 64 ? vw * 4 : 64);
-        LLVMValueRef nq = LLVMBuildUDiv(c->b, f->kc, cg_i64(c, vw), "");
+        LLVMValueRef nq = LLVMBuildUDiv(c->b, add(c, f->kc, cg_i64(c, vw - 1)), cg_i64(c, vw), "");
         cg_loop lq;
         LLVMValueRef q = cg_for_begin(c, &lq, cg_i64(c, 0), nq, "pbv");
         LLVMValueRef kk = mul_c(c, q, vw);
+        LLVMValueRef kmask = lane_mask_rt(c, LLVMBuildSub(c->b, f->kc, kk, ""), vw);
         LLVMValueRef src0 = add(c, f->b_off, add(c, add(c, f->pc, kk), mul_c(c, f->j0, p->sb_n)));
         for (int64_t h = 0; h < f->g.NR / vw; h++) {
             LLVMValueRef x[MAX_NR];
@@ -489,8 +544,9 @@ static void emit_pack_b(cg *c, const fctx *f, int64_t nr) {
                 int64_t col = h * vw + jj;
                 x[jj] =
                     col < nr
-                        ? load_vec(c, wt,
-                                   fptr(c, f->k->ptr[2], add(c, src0, cg_i64(c, col * p->sb_n))), 4)
+                        ? masked_load(c, wt,
+                                      fptr(c, f->k->ptr[2], add(c, src0, cg_i64(c, col * p->sb_n))),
+                                      kmask)
                         : LLVMConstNull(wt);
             }
             transpose_sq(c, x, (unsigned)vw);
@@ -500,10 +556,10 @@ static void emit_pack_b(cg *c, const fctx *f, int64_t nr) {
             }
         }
         cg_for_end(c, &lq);
-        k_scalar = mul_c(c, nq, vw);
+        return;
     }
     cg_loop lk;
-    LLVMValueRef kk = cg_for_begin(c, &lk, k_scalar, f->kc, "pb");
+    LLVMValueRef kk = cg_for_begin(c, &lk, cg_i64(c, 0), f->kc, "pb");
     LLVMValueRef src =
         add(c, f->b_off, add(c, mul_c(c, add(c, f->pc, kk), p->sb_k), mul_c(c, f->j0, p->sb_n)));
     LLVMValueRef dst = fptr(c, f->bp, add(c, dst0, mul_c(c, kk, f->g.NR)));
@@ -541,9 +597,25 @@ static void emit_micro(cg *c, const fctx *f, LLVMValueRef tile, int64_t mr) {
     LLVMValueRef acc[MAX_MR];
     // srow: scratch index of [tile * MR][sub * NR]
     LLVMValueRef srow = add(c, mul_c(c, tile, f->g.MR * f->g.NC), mul_c(c, f->sub, f->g.NR));
+    // The first K block starts from zero (the scratch is not cleared), the others from the
+    // scratch: acc[r] = pc == 0 ? 0 : scratch row.
+    LLVMValueRef first = LLVMBuildICmp(c->b, LLVMIntEQ, f->pc, cg_i64(c, 0), "");
+    if_else ie;
+    if_else_begin(c, &ie, first);
+    LLVMBasicBlockRef from_zero = LLVMGetInsertBlock(c->b);
+    if_else_mid(c, &ie);
+    LLVMValueRef loaded[MAX_MR];
     for (int64_t r = 0; r < mr; r++) {
-        acc[r] =
+        loaded[r] =
             load_vec(c, f->vt, fptr(c, f->scr, add(c, srow, cg_i64(c, r * f->g.NC))), f->valign);
+    }
+    LLVMBasicBlockRef from_scr = LLVMGetInsertBlock(c->b);
+    if_else_end(c, &ie);
+    for (int64_t r = 0; r < mr; r++) {
+        acc[r] = LLVMBuildPhi(c->b, f->vt, "acc0");
+        LLVMValueRef in[2] = {LLVMConstNull(f->vt), loaded[r]};
+        LLVMBasicBlockRef from[2] = {from_zero, from_scr};
+        LLVMAddIncoming(acc[r], in, from, 2);
     }
     LLVMValueRef abase = mul_c(c, tile, f->g.KC * f->g.MR);
     LLVMValueRef bbase = mul_c(c, f->sub, f->g.KC * f->g.NR);
@@ -756,7 +828,6 @@ static dl_status emit_float(cg *c, const gemm_prob *p) {
     LLVMValueRef ncols = min_c(c, cg_i64(c, g.NC), LLVMBuildSub(c->b, cg_i64(c, N), f.c0, ""));
     LLVMValueRef n_sub =
         LLVMBuildUDiv(c->b, add(c, ncols, cg_i64(c, g.NR - 1)), cg_i64(c, g.NR), "");
-    LLVMBuildMemSet(c->b, f.scr, LLVMConstInt(c->t_i8, 0, 0), cg_i64(c, g.MB * g.NC * 4), 64);
     // K blocks
     cg_loop lq;
     LLVMValueRef q = cg_for_begin(c, &lq, cg_i64(c, 0), cg_i64(c, n_kblk), "kb");
@@ -765,15 +836,9 @@ static dl_status emit_float(cg *c, const gemm_prob *p) {
     if (p->ka_in > 0) {
         emit_ka_rows(c, &f);
     }
+    emit_pack_a_block(c, &f, n_tiles, is_last, tile_e, mr_e);
     cg_loop lm;
-    LLVMValueRef tile = cg_for_begin(c, &lm, cg_i64(c, 0), n_tiles, "ta");
-    emit_pack_a(c, &f, tile, g.MR);
-    cg_for_end(c, &lm);
-    if (mr_e) {
-        LLVMBasicBlockRef join = if_begin(c, is_last);
-        emit_pack_a(c, &f, cg_i64(c, tile_e), mr_e);
-        if_end(c, join);
-    }
+    LLVMValueRef tile;
     if (p->im) {
         emit_im_rows(c, &f);
     }
