@@ -177,11 +177,13 @@ dl_status dl_pass_fusion(dl_ir_module *m, dl_diags *d, dl_pass_fusion_stats *out
     bool *pinned = calloc(nv ? nv : 1, sizeof *pinned);
     size_t *root = malloc((nn ? nn : 1) * sizeof *root);
     bool *headed = calloc(nn ? nn : 1, sizeof *headed); // per group root: it has a product
-    if (!consumer || !pinned || !root || !headed) {
+    size_t *size = calloc(nn ? nn : 1, sizeof *size);   // per group root: its node count
+    if (!consumer || !pinned || !root || !headed || !size) {
         free(consumer);
         free(pinned);
         free(root);
         free(headed);
+        free(size);
         return DL_ERR_NOMEM;
     }
     for (size_t i = 0; i < nn; i++) {
@@ -250,14 +252,6 @@ dl_status dl_pass_fusion(dl_ir_module *m, dl_diags *d, dl_pass_fusion_stats *out
         }
         headed[gc] = headed_union;
         root[gn] = gc; // gc is c's group, whose root is c or a later node
-    }
-    size_t *size = calloc(nn ? nn : 1, sizeof *size);
-    if (!size) {
-        free(consumer);
-        free(pinned);
-        free(root);
-        free(headed);
-        return DL_ERR_NOMEM;
     }
     for (size_t i = 0; i < nn; i++) {
         size_t g = find(root, i);

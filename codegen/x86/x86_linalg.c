@@ -124,6 +124,28 @@ static LLVMValueRef epilogue_apply(cg *c, const gemm_prob *p, const cg_kernel *k
     return dl_cg__fused_values(c, p->epi, p->n_epi, 1, val, p->ext, xin, p->n_ext);
 }
 
+// The value stored at y[i, j] for the product's sum v there (f32): alpha * v (+ bias, a
+// convolution's, may be NULL) (+ beta * C at element offset c_off, Gemm's C), through the fused
+// epilogue. One place for every kernel's scalar store, so that they all round alike.
+static LLVMValueRef finish_elem(cg *c, const gemm_prob *p, const cg_kernel *k, LLVMValueRef v,
+                                LLVMValueRef bias, LLVMValueRef c_off, LLVMValueRef i,
+                                LLVMValueRef j) {
+    if (p->alpha != 1.0) {
+        v = LLVMBuildFMul(c->b, v, cg_f32(c, p->alpha), "");
+    }
+    if (bias) {
+        v = LLVMBuildFAdd(c->b, v, bias, "");
+    }
+    if (p->cv) {
+        LLVMValueRef cvv = cg_load(c, k->ptr[3], p->cv->type.dtype, c_off);
+        if (p->beta != 1.0) {
+            cvv = LLVMBuildFMul(c->b, cvv, cg_f32(c, p->beta), "");
+        }
+        v = LLVMBuildFAdd(c->b, v, cvv, "");
+    }
+    return epilogue_apply(c, p, k, v, i, j);
+}
+
 // Register blocking for the target.
 typedef struct gemm_blk {
     int64_t MR, NR; // microkernel tile: MR rows x NR columns (NR = one LLVM vector)
@@ -727,21 +749,8 @@ static void emit_epilogue(cg *c, const fctx *f, int64_t nr) {
     for (int64_t j = 0; j < nr; j++) {
         LLVMValueRef v =
             LLVMBuildLoad2(c->b, c->t_f32, fptr(c, f->scr, add(c, srow, cg_i64(c, j))), "");
-        if (p->alpha != 1.0) {
-            v = LLVMBuildFMul(c->b, v, cg_f32(c, p->alpha), "");
-        }
-        if (bias) {
-            v = LLVMBuildFAdd(c->b, v, bias, "");
-        }
-        if (p->cv) {
-            LLVMValueRef cvv =
-                cg_load(c, f->k->ptr[3], p->cv->type.dtype, add(c, crow, cg_i64(c, j * p->cs_n)));
-            if (p->beta != 1.0) {
-                cvv = LLVMBuildFMul(c->b, cvv, cg_f32(c, p->beta), "");
-            }
-            v = LLVMBuildFAdd(c->b, v, cvv, "");
-        }
-        v = epilogue_apply(c, p, f->k, v, i, add(c, f->j0, cg_i64(c, j)));
+        v = finish_elem(c, p, f->k, v, bias, p->cv ? add(c, crow, cg_i64(c, j * p->cs_n)) : NULL, i,
+                        add(c, f->j0, cg_i64(c, j)));
         cg_store(c, f->k->ptr[0], yt, add(c, yrow, cg_i64(c, j)), v);
     }
     cg_for_end(c, &lr);
@@ -774,12 +783,26 @@ static void for_panels(cg *c, fctx *f, LLVMValueRef n_sub, panel_fn fn) {
     cg_for_end(c, &ls);
 }
 
+// The block size that splits n into as many blocks as `blk` would, evenly: an equal share rounded
+// up to a multiple of `unit`, never above blk.
+static int64_t even_block(int64_t n, int64_t blk, int64_t unit) {
+    int64_t nb = (n + blk - 1) / blk;
+    int64_t even = ((n + nb - 1) / nb + unit - 1) / unit * unit;
+    return even < blk ? even : blk;
+}
+
 static dl_status emit_float(cg *c, const gemm_prob *p) {
     gemm_blk g = choose_blocking(c);
     if (p->nc_panels > 0) {
         g.NC = p->nc_panels * g.NR;
     }
     int64_t M = p->M, N = p->N, K = p->K;
+    // Even blocks: as many row blocks (column groups) as MB (NC) needs, each as large as an even
+    // share rounded up to whole tiles (panels), so that threads splitting the range get equal
+    // work (M = 128: blocks of 72 and 56 rows, not 96 and 32). The sum over k does not depend on
+    // the blocking.
+    g.MB = even_block(M, g.MB, g.MR);
+    g.NC = even_block(N, g.NC, g.NR);
     int64_t nblk = (M + g.MB - 1) / g.MB;
     int64_t n_groups = (N + g.NC - 1) / g.NC;
     int64_t n_kblk = (K + g.KC - 1) / g.KC;
@@ -1210,19 +1233,7 @@ static dl_status emit_float_small(cg *c, const gemm_prob *p) {
     // epilogue: y[t, j] = alpha * acc[j] (+ beta * C[i, j])
     LLVMValueRef j3 = cg_for_begin(c, &lj3, cg_i64(c, 0), cg_i64(c, N), "j");
     LLVMValueRef v = LLVMBuildLoad2(c->b, c->t_f32, fptr(c, row, j3), "");
-    if (p->alpha != 1.0) {
-        v = LLVMBuildFMul(c->b, v, cg_f32(c, p->alpha), "");
-    }
-    if (p->cv) {
-        LLVMValueRef cvv = cg_load(c, k.ptr[3], p->cv->type.dtype,
-                                   add(c, mul_c(c, i, p->cs_m), mul_c(c, j3, p->cs_n)));
-        cvv = cg_convert(c, cvv, p->cv->type.dtype, DL_DT_FLOAT);
-        if (p->beta != 1.0) {
-            cvv = LLVMBuildFMul(c->b, cvv, cg_f32(c, p->beta), "");
-        }
-        v = LLVMBuildFAdd(c->b, v, cvv, "");
-    }
-    v = epilogue_apply(c, p, &k, v, i, j3);
+    v = finish_elem(c, p, &k, v, NULL, add(c, mul_c(c, i, p->cs_m), mul_c(c, j3, p->cs_n)), i, j3);
     cg_store(c, k.ptr[0], yt, add(c, mul_c(c, t, N), j3), v);
     cg_for_end(c, &lj3);
     cg_for_end(c, &lt);
@@ -1303,18 +1314,7 @@ static dl_status emit_float_gemv(cg *c, const gemm_prob *p) {
     LLVMValueRef j = cg_for_begin(c, &le, cg_i64(c, 0), nb, "j");
     LLVMValueRef col = add(c, j0, j);
     LLVMValueRef v = LLVMBuildLoad2(c->b, c->t_f32, fptr(c, acc, j), "");
-    if (p->alpha != 1.0) {
-        v = LLVMBuildFMul(c->b, v, cg_f32(c, p->alpha), "");
-    }
-    if (p->cv) {
-        LLVMValueRef cvv = cg_load(c, k.ptr[3], p->cv->type.dtype, mul_c(c, col, p->cs_n));
-        cvv = cg_convert(c, cvv, p->cv->type.dtype, DL_DT_FLOAT);
-        if (p->beta != 1.0) {
-            cvv = LLVMBuildFMul(c->b, cvv, cg_f32(c, p->beta), "");
-        }
-        v = LLVMBuildFAdd(c->b, v, cvv, "");
-    }
-    v = epilogue_apply(c, p, &k, v, cg_i64(c, 0), col);
+    v = finish_elem(c, p, &k, v, NULL, mul_c(c, col, p->cs_n), cg_i64(c, 0), col);
     LLVMBuildStore(c->b, v, fptr(c, k.ptr[0], col));
     cg_for_end(c, &le);
     cg_for_end(c, &lb);
@@ -1384,20 +1384,8 @@ static dl_status emit_float_gemv_t(cg *c, const gemm_prob *p) {
             sum = fmuladd(c, av, bv, sum);
         }
         LLVMValueRef j = add(c, j0, cg_i64(c, r));
-        LLVMValueRef v = sum;
-        if (p->alpha != 1.0) {
-            v = LLVMBuildFMul(c->b, v, cg_f32(c, p->alpha), "");
-        }
         LLVMBasicBlockRef join = if_begin(c, LLVMBuildICmp(c->b, LLVMIntSLT, j, cg_i64(c, N), ""));
-        if (p->cv) {
-            LLVMValueRef cvv = cg_load(c, k.ptr[3], p->cv->type.dtype, mul_c(c, j, p->cs_n));
-            cvv = cg_convert(c, cvv, p->cv->type.dtype, DL_DT_FLOAT);
-            if (p->beta != 1.0) {
-                cvv = LLVMBuildFMul(c->b, cvv, cg_f32(c, p->beta), "");
-            }
-            v = LLVMBuildFAdd(c->b, v, cvv, "");
-        }
-        v = epilogue_apply(c, p, &k, v, cg_i64(c, 0), j);
+        LLVMValueRef v = finish_elem(c, p, &k, sum, NULL, mul_c(c, j, p->cs_n), cg_i64(c, 0), j);
         LLVMBuildStore(c->b, v, fptr(c, k.ptr[0], j));
         if_end(c, join);
     }
