@@ -61,6 +61,8 @@ typedef enum dl_ir_fuse {
     DL_IR_FUSE_REDUCTION,
     DL_IR_FUSE_CONTRACTION, // GEMM / convolution: takes an elementwise epilogue
     DL_IR_FUSE_MOVEMENT,
+    DL_IR_FUSE_ELEMENTWISE_CHEAP, // elementwise, a few arithmetic or select instructions: it may
+                                  // also join a product's epilogue
 } dl_ir_fuse;
 
 typedef enum dl_ir_nan {

@@ -71,8 +71,8 @@ static bool fusible(const dl_ir_node *n) {
                dl_ir_type_same_dims(&n->inputs[1]->type, t);
     }
     const dl_ir_op_info *info = dl_ir_op_get_info(n->op);
-    return info->fuse == DL_IR_FUSE_ELEMENTWISE && strcmp(info->lower_hook, "map") == 0 &&
-           strcmp(info->scalar_hook, "none") != 0;
+    return (info->fuse == DL_IR_FUSE_ELEMENTWISE || info->fuse == DL_IR_FUSE_ELEMENTWISE_CHEAP) &&
+           strcmp(info->lower_hook, "map") == 0 && strcmp(info->scalar_hook, "none") != 0;
 }
 
 // A product that can head a group, its elementwise epilogue after it: Gemm or MatMul of
@@ -87,24 +87,15 @@ static bool can_head(const dl_ir_node *n) {
            b->dtype == DL_DT_FLOAT && b->rank == 2 && dl_ir_type_numel(y) > 0;
 }
 
-// A member cheap enough for a product's epilogue: a few arithmetic or select instructions. The
-// epilogue runs in the GEMM kernels' store loops, which LLVM vectorises only partly; a
-// transcendental there (Gelu's gradient: an erf and an exp per element) costs more than the
-// memory pass it saves (measured: the transformer's dX GEMM with Gelu's gradient fused took
-// 26 ms against 7 + 1.6 ms apart), so those stay in their own vectorised map.
+// A member cheap enough for a product's epilogue: an op of the table's ELEMENTWISE_CHEAP class (a
+// few arithmetic or select instructions), or its UnaryGrad. The epilogue runs in the GEMM kernels'
+// store loops, which LLVM vectorises only partly; a transcendental there (Gelu's gradient: an erf
+// and an exp per element) costs more than the memory pass it saves (measured: the transformer's dX
+// GEMM with Gelu's gradient fused took 26 ms against 7 + 1.6 ms apart), so those stay in their own
+// vectorised map.
 static bool cheap(const dl_ir_node *n) {
-    static const dl_ir_op ops[] = {
-        DL_IR_OP_ADD, DL_IR_OP_SUB,   DL_IR_OP_MUL,        DL_IR_OP_DIV,        DL_IR_OP_NEG,
-        DL_IR_OP_ABS, DL_IR_OP_RELU,  DL_IR_OP_LEAKY_RELU, DL_IR_OP_HARD_SWISH, DL_IR_OP_MAX,
-        DL_IR_OP_MIN, DL_IR_OP_WHERE, DL_IR_OP_IDENTITY,
-    };
     dl_ir_op op = n->op == DL_IR_OP_UNARY_GRAD ? dl_ir_node_unary_grad_op(n) : n->op;
-    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
-        if (ops[i] == op) {
-            return true;
-        }
-    }
-    return false;
+    return dl_ir_op_fuse_class(op) == DL_IR_FUSE_ELEMENTWISE_CHEAP;
 }
 
 static size_t find(size_t *root, size_t i) {

@@ -49,11 +49,20 @@ DL_TEST(elementwise_and_inplace) {
         DL_CHECK(!scalar || o->is_elementwise);
         // Elementwise ops fuse as elementwise unless they are kept apart (Dropout: an RNG stream
         // keyed by the flat index, and a second output).
+        // The cheap ones (a GEMM epilogue may take them) are mapped ops without a transcendental.
+        bool is_elem_class =
+            o->fuse == DL_IR_FUSE_ELEMENTWISE || o->fuse == DL_IR_FUSE_ELEMENTWISE_CHEAP;
         if (o->is_elementwise) {
-            DL_CHECK(o->fuse == DL_IR_FUSE_ELEMENTWISE ||
-                     (o->fuse == DL_IR_FUSE_NONE && o->kind == DL_IR_KIND_RANDOM));
+            DL_CHECK(is_elem_class || (o->fuse == DL_IR_FUSE_NONE && o->kind == DL_IR_KIND_RANDOM));
         } else {
-            DL_CHECK(o->fuse != DL_IR_FUSE_ELEMENTWISE);
+            DL_CHECK(!is_elem_class);
+        }
+        if (o->fuse == DL_IR_FUSE_ELEMENTWISE_CHEAP) {
+            DL_CHECK(scalar);
+            DL_CHECK(o->kind != DL_IR_KIND_COMPARE && o->kind != DL_IR_KIND_LOGICAL);
+            DL_CHECK(!is(o->scalar_hook, "exp") && !is(o->scalar_hook, "log") &&
+                     !is(o->scalar_hook, "gelu") && !is(o->scalar_hook, "tanh") &&
+                     !is(o->scalar_hook, "erf") && !is(o->scalar_hook, "sigmoid"));
         }
     }
 }
