@@ -22,7 +22,8 @@ What it does, in one process tree (compare.sh -> this script -> its workers):
      turn, the order rotating from round to round. Each measurement starts from the same params
      (the init file) and steps through a pool of distinct random batches, so nothing is
      memorised. dlcc: bench/step_bench.c (libdlrt, wall time of STEPS steps after a warm-up);
-     PyTorch: a worker process (this script, --torch-worker) with torch.set_num_threads(T),
+     PyTorch: a worker process (this script, --torch-worker) with torch.set_num_threads(T) and
+     its BLAS pool (Debian's OpenBLAS, which torch's setting does not reach) at T threads,
      zero_grad(set_to_none) + forward + backward + step, inference under torch.inference_mode();
      ONNX Runtime: bench/ort_bench.js (a node worker) on models exported from the same PyTorch
      modules with torch.onnx.export (static shapes); OpenBLAS: bench/gemm_bench.c.
@@ -246,6 +247,24 @@ def torch_train(spec, params, xs, ys, steps, dtype=torch.float32):
     return module, losses
 
 
+
+def set_blas_threads(n):
+    """Debian's PyTorch runs its matrix products in the system BLAS (OpenBLAS, pthreads build),
+    whose thread pool torch.set_num_threads does not control: at "1 thread" its GEMMs ran on both
+    cores (measured: process CPU time 1.98x wall time for a 1024^3 matmul), and at 2 threads the
+    two pools oversubscribed the cores. Sets OpenBLAS's pool to n threads when the library is
+    OpenBLAS; returns whether it could."""
+    import ctypes
+    for name in ("libblas.so.3", "libopenblas.so.0"):
+        try:
+            lib = ctypes.CDLL(name)
+        except OSError:
+            continue
+        if hasattr(lib, "openblas_set_num_threads"):
+            lib.openblas_set_num_threads(int(n))
+            return True
+    return False
+
 def torch_worker(work):
     """Times PyTorch tasks read as JSON lines from stdin; answers one JSON line each."""
     from parity import st_read
@@ -257,6 +276,7 @@ def torch_worker(work):
             spec = SPECS[t["model"]]
             params, _ = st_read(t["init"])
             torch.set_num_threads(t["threads"])
+            set_blas_threads(t["threads"])
             torch.set_flush_denormal(bool(t.get("ftz")))
             xs = np.load(t["x"])
             if t["kind"] == "train":
