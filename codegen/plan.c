@@ -27,6 +27,9 @@ typedef struct blob {
 
 static size_t blob_put(blob *b, const void *data, size_t n) {
     size_t at = b->len;
+    if (n == 0) {  // an empty constant (ConstantOfShape of shape [0]): nothing to copy, and the
+        return at; // blob may still have no storage
+    }
     if (b->oom || !dl__vec_reserve((void **)&b->p, &b->cap, b->len + n, 1)) {
         b->oom = true;
         return at;
