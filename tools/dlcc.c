@@ -98,7 +98,8 @@ static const cli_help helps[] = {
      NULL},
     {"run", "run a model's infer or train_step entry point",
      "dlcc run FILE [-D NAME=INT]... [--in NAME=PATH.npy]... [--out NAME=PATH.npy]...\n"
-     "                [--params CKPT.safetensors] [--backend cpu|ref] [--entry infer]\n"
+     "                [--params CKPT.safetensors [--normalize none]] [--backend cpu|ref]\n"
+     "                [--entry infer]\n"
      "       dlcc run FILE --entry train_step [--steps K] [--in NAME=PATH.npy]...\n"
      "                [--params IN.safetensors] [--save-params OUT.safetensors]\n"
      "                [--max-skipped-steps N] [--detect-anomaly]",
@@ -119,7 +120,11 @@ static const cli_help helps[] = {
      "  --out NAME=PATH      write output NAME to a .npy file\n"
      "  --params PATH        the params from a safetensors checkpoint (e.g. written by\n"
      "                       --save-params or dlcc train); every param must be in it, other\n"
-     "                       tensors (optimizer state) are ignored by --entry infer\n"
+     "                       tensors (optimizer state) are ignored by --entry infer; the\n"
+     "                       inputs 'dlcc train' normalised are normalised with the values\n"
+     "                       stored in it (a notice on stderr says which and how)\n"
+     "  --normalize none     do not reapply the checkpoint's normalisation (the inputs are\n"
+     "                       given normalised already)\n"
      "  --backend cpu        compiled native code (default)\n"
      "  --backend ref        the reference evaluator (the oracle; .dlg models only)\n"
      "  --entry infer        the inference entry point (default)\n"
@@ -1336,6 +1341,7 @@ typedef struct run_opts {
     bool verbose, detect_anomaly;
     dlcc_options copts;
     const char *steps_arg, *init_params, *save_params, *max_skipped;
+    const char *normalize; // --normalize: only "none" (the checkpoint's is not reapplied)
     long steps, max_skipped_n;
     exec_args xa;
     bool use_ref; // --backend ref: the reference evaluator
@@ -1454,6 +1460,7 @@ static int run_parse_args(int argc, char **argv, run_opts *o) {
                    (r = cli_take_flag(&a, NULL, "--steps", true, &o->steps_arg)) != 0 ||
                    (r = cli_take_flag(&a, NULL, "--max-skipped-steps", true, &o->max_skipped)) !=
                        0 ||
+                   (r = cli_take_flag(&a, NULL, "--normalize", true, &o->normalize)) != 0 ||
                    (r = cli_take_name_flag(&a, "--init-params", "a file name", &o->init_params)) !=
                        0 ||
                    (r = cli_take_name_flag(&a, "--params", "a file name", &o->init_params)) != 0 ||
@@ -1521,6 +1528,15 @@ static int run_check_args(run_opts *o) {
                                o->entry);
     }
     o->train = strcmp(o->entry, "train_step") == 0;
+    if (o->normalize && strcmp(o->normalize, "none") != 0) {
+        return cli_usage_error("run",
+                               "--normalize expects 'none' (the normalisation stored in the "
+                               "--params checkpoint is reapplied otherwise), got '%s'",
+                               o->normalize);
+    }
+    if (o->normalize && !o->init_params) {
+        return cli_usage_error("run", "--normalize none only applies with --params");
+    }
     if (!o->train && (o->steps_arg || o->save_params || o->max_skipped || o->detect_anomaly)) {
         return cli_usage_error("run", "%s only applies to --entry train_step",
                                o->steps_arg     ? "--steps"
@@ -2016,6 +2032,8 @@ static int run_write_outputs(const run_opts *o, run_state *rn) {
     return rc;
 }
 
+static int run_normalize(const char *ckpt, run_state *rn);
+
 static int cmd_run(int argc, char **argv) {
     run_opts o;
     run_state rn;
@@ -2038,6 +2056,9 @@ static int cmd_run(int argc, char **argv) {
     }
     if (rc == EXIT_OK) {
         rc = run_read_inputs(&o, &rn);
+    }
+    if (rc == EXIT_OK && o.init_params && !o.normalize) {
+        rc = run_normalize(o.init_params, &rn);
     }
     if (rc == EXIT_OK) {
         rc = run_compile(&o, &rn);
@@ -3019,47 +3040,60 @@ static bool parse_floats(const char *val, const char *key, float **out, int *n) 
     return true;
 }
 
-// Reads the "dlcc.normalize.INPUT" metadata of checkpoint `path` for every input of m into ns
-// (a file without them, or one that cannot be read, adds nothing: loading it reports the
-// latter). False (exit 1, in d) for a malformed value.
-static bool train_norms_from_ckpt(const char *path, const dl_ir_module *m, train_norms *ns,
-                                  dl_diags *d) {
+// Reads the "dlcc.normalize.INPUT" metadata of the open checkpoint f (read from `path`) for
+// input `name` into ns (nothing when the file has none). False (exit 1, in d) for a malformed
+// value.
+static bool train_norm_from_meta(dl_st_file *f, const char *path, const char *name, train_norms *ns,
+                                 dl_diags *d) {
+    char key[200];
+    snprintf(key, sizeof key, "dlcc.normalize.%s", name);
+    const char *val = dl_st_metadata(f, key);
+    if (!val) {
+        return true;
+    }
+    float *mean = NULL, *std = NULL;
+    int nm_ = 0, ns_ = 0;
+    bool pc = strncmp(val, "per-channel", 11) == 0;
+    bool ok = (pc || strncmp(val, "global", 6) == 0) && parse_floats(val, "mean=", &mean, &nm_) &&
+              parse_floats(val, "std=", &std, &ns_) && nm_ == ns_;
+    for (int c = 0; ok && c < ns_; c++) {
+        ok = std[c] > 0;
+    }
+    train_norm *nm = ok ? train_norm_add(ns, name) : NULL;
+    if (nm) {
+        nm->per_channel = pc;
+        nm->u8_unit = strstr(val, " u8/255 ") != NULL;
+        nm->ckpt = path;
+        ok = train_norm_set(nm, mean, std, nm_);
+    }
+    if (!ok) {
+        file_diag(d, path, "metadata %s is malformed: '%s'", key, val);
+    }
+    free(mean);
+    free(std);
+    return ok;
+}
+
+// Reads the "dlcc.normalize.INPUT" metadata of checkpoint `path` for each of the n inputs
+// names(ctx, i) into ns (a file without them, or one that cannot be read, adds nothing: loading
+// it reports the latter). False (exit 1, in d) for a malformed value.
+static bool norms_from_ckpt(const char *path, const char *(*names)(const void *, size_t),
+                            const void *ctx, size_t n, train_norms *ns, dl_diags *d) {
     dl_st_file *f = NULL;
     char why[256];
     if (dl_st_open(path, &f, why, sizeof why) != DL_OK) {
         return true;
     }
     bool ok = true;
-    for (size_t i = 0; i < m->inputs.len && ok; i++) {
-        char key[200];
-        snprintf(key, sizeof key, "dlcc.normalize.%s", m->inputs.data[i]->name);
-        const char *val = dl_st_metadata(f, key);
-        if (!val) {
-            continue;
-        }
-        float *mean = NULL, *std = NULL;
-        int nm_ = 0, ns_ = 0;
-        bool pc = strncmp(val, "per-channel", 11) == 0;
-        ok = (pc || strncmp(val, "global", 6) == 0) && parse_floats(val, "mean=", &mean, &nm_) &&
-             parse_floats(val, "std=", &std, &ns_) && nm_ == ns_;
-        for (int c = 0; ok && c < ns_; c++) {
-            ok = std[c] > 0;
-        }
-        train_norm *nm = ok ? train_norm_add(ns, m->inputs.data[i]->name) : NULL;
-        if (nm) {
-            nm->per_channel = pc;
-            nm->u8_unit = strstr(val, " u8/255 ") != NULL;
-            nm->ckpt = path;
-            ok = train_norm_set(nm, mean, std, nm_);
-        }
-        if (!ok) {
-            file_diag(d, path, "metadata %s is malformed: '%s'", key, val);
-        }
-        free(mean);
-        free(std);
+    for (size_t i = 0; i < n && ok; i++) {
+        ok = train_norm_from_meta(f, path, names(ctx, i), ns, d);
     }
     dl_st_close(f);
     return ok;
+}
+
+static const char *module_input_name(const void *m, size_t i) {
+    return ((const dl_ir_module *)m)->inputs.data[i]->name;
 }
 
 // The normalisations of the run into ns: the checkpoint's (--init / --resume) for the inputs it
@@ -3071,7 +3105,7 @@ static int train_norms_plan(const train_args *ta, const dl_ir_module *m, const t
         return EXIT_OK;
     }
     const char *ckpt = ta->init ? ta->init : ta->resume;
-    if (ckpt && !train_norms_from_ckpt(ckpt, m, ns, d)) {
+    if (ckpt && !norms_from_ckpt(ckpt, module_input_name, m, m->inputs.len, ns, d)) {
         return EXIT_INPUT;
     }
     for (size_t k = 0; k < ta->n_norms; k++) {
@@ -3117,11 +3151,13 @@ static int train_norms_plan(const train_args *ta, const dl_ir_module *m, const t
 }
 
 // One line per normalisation (stderr): what is applied to which input, with which values.
-static void train_norms_print(const train_norms *ns, int64_t n_samples) {
+// cmd: "train" or "run" (whose values always come from its --params checkpoint).
+static void train_norms_print(const train_norms *ns, int64_t n_samples, const char *cmd) {
     for (size_t i = 0; i < ns->n; i++) {
         const train_norm *nm = &ns->v[i];
-        fprintf(stderr, "dlcc train: input '%s' normalised: %s%s, mean ", nm->input,
-                nm->u8_unit ? "uint8 values / 255, then " : "",
+        bool run = strcmp(cmd, "run") == 0;
+        fprintf(stderr, "dlcc %s: input '%s' normalised: %s%s, mean ", cmd, nm->input,
+                nm->u8_unit && !run ? "uint8 values / 255, then " : "",
                 nm->per_channel && nm->n > 1 ? "per channel" : "globally");
         print_channels(stderr, nm->mean, nm->n);
         fputs(" std ", stderr);
@@ -3131,9 +3167,65 @@ static void train_norms_print(const train_norms *ns, int64_t n_samples) {
         } else {
             fprintf(stderr, " (of the %lld training samples)", (long long)n_samples);
         }
-        fputs(nm->is_default ? "; the --dataset default, --normalize none turns it off\n" : "\n",
+        if (run && nm->u8_unit) {
+            fputs("; its values are taken as pixels / 255, as --dataset read them", stderr);
+        }
+        fputs(nm->is_default ? "; the --dataset default, --normalize none turns it off\n"
+              : run          ? "; --normalize none turns it off\n"
+                             : "\n",
               stderr);
     }
+}
+
+static const char *io_input_name(const void *ios, size_t i) {
+    return ((const io_desc *)ios)[i].name;
+}
+
+// dlcc run --params CKPT: the inputs that CKPT's metadata says `dlcc train` normalised are
+// normalised the same way, (x - mean[c]) / std[c] with c the first per-sample dim for
+// per-channel values (a notice on stderr for each; --normalize none skips this). Inputs a
+// stepped train_step file gives ([K, B, ...]) are normalised sample by sample as well.
+static int run_normalize(const char *ckpt, run_state *rn) {
+    train_norms ns = {0};
+    int rc = EXIT_OK;
+    if (!norms_from_ckpt(ckpt, io_input_name, rn->in_io, rn->n_in, &ns, rn->d)) {
+        rc = dl_diags_oom(rn->d) ? EXIT_INTERNAL : EXIT_INPUT;
+    }
+    for (size_t j = 0; j < rn->n_in && rc == EXIT_OK; j++) {
+        const io_desc *io = &rn->in_io[j];
+        const train_norm *nm = train_norm_find(&ns, io->name);
+        dl_tensor *t = &rn->in_t[j];
+        if (!nm || !t->data) {
+            continue; // no stored normalisation, or an input this run does not read
+        }
+        int64_t per_sample = 1;
+        for (int k = 1; k < io->rank; k++) {
+            per_sample *= io->dims[k];
+        }
+        int64_t ch = io->rank > 1 ? io->dims[1] : 1;
+        if (t->dtype != DL_DT_FLOAT || (nm->n > 1 && nm->n != ch) || per_sample <= 0) {
+            char ty[256];
+            io_format(io, ty, sizeof ty);
+            file_diag(rn->d, ckpt,
+                      "input '%s' is %s: the checkpoint's normalisation of it (%d values) does "
+                      "not apply (--normalize none skips it)",
+                      io->name, ty, nm->n);
+            rc = EXIT_INPUT;
+            break;
+        }
+        int64_t per_ch = nm->n > 1 ? per_sample / nm->n : per_sample;
+        float *x = t->data;
+        int64_t n = dl_tensor_numel(t);
+        for (int64_t i = 0; i < n; i++) {
+            int c = nm->n > 1 ? (int)(i % per_sample / per_ch) : 0;
+            x[i] = (x[i] - nm->mean[c]) / nm->std[c];
+        }
+    }
+    if (rc == EXIT_OK) {
+        train_norms_print(&ns, 0, "run");
+    }
+    train_norms_fini(&ns);
+    return rc;
 }
 
 // ---- data: the runtime's loaders (runtime/rt_loader.c) read, check and normalise the files
@@ -4240,7 +4332,7 @@ static int cmd_train(int argc, char **argv) {
     dlrt_loader_info li;
     dlrt_loader_info_get(ld, &li);
     if (dp.rank == 0) {
-        train_norms_print(ns, li.n_samples);
+        train_norms_print(ns, li.n_samples, "train");
     }
     for (size_t i = 0; i < ns->n; i++) { // stored with every checkpoint of the run
         dl_strbuf kb = {0};

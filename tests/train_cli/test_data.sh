@@ -138,6 +138,42 @@ if not ok:
 sys.exit(not ok)
 PYEOF
 
+# ---- `dlcc run --params CKPT` reapplies the stored normalisation too (a notice on stderr;
+# --normalize none skips it): the prediction pm of the first 64 test samples against NumPy.
+$py -c "
+import numpy as np
+np.save('rx.npy', np.load('tx.npy')[:64].astype(np.float32))
+np.save('rm.npy', np.load('tm.npy')[:64].astype(np.float32))"
+expect 0 "run --params: inference with the checkpoint's normalisation" \
+  run reg.dlg --params ck.safetensors --in x=rx.npy --in m=rm.npy --out pm=pm_with.npy
+check "run --params: the notice names the input, the values and how to turn it off" \
+  grep -qE "^dlcc run: input 'x' normalised: per channel, mean \[.*\] std \[.*\] \(stored in ck\.safetensors\); --normalize none turns it off$" "$err"
+expect 0 "run --params --normalize none: the raw values" \
+  run reg.dlg --params ck.safetensors --normalize none --in x=rx.npy --in m=rm.npy --out pm=pm_raw.npy
+check "run --normalize none: no notice" test "$(grep -c normalised "$err")" -eq 0
+expect 0 "run --params --backend ref normalises as well" \
+  run reg.dlg --backend ref --params ck.safetensors --in x=rx.npy --in m=rm.npy --out pm=pm_ref.npy
+check "run: the predictions with and without the statistics are NumPy's" $py - <<'PYEOF'
+import sys
+import numpy as np
+exec(open("st.py").read())
+p, meta = load("ck.safetensors")
+v = meta["dlcc.normalize.x"]
+mean = np.array([float(x) for x in v.split("mean=")[1].split()[0].split(",")], np.float32)
+std = np.array([float(x) for x in v.split("std=")[1].split()[0].split(",")], np.float32)
+X, M = np.load("rx.npy"), np.load("rm.npy")
+pred = lambda x: (x.astype(np.float64) @ p["w"] + p["b"]) * M
+ok = True
+for f, x in (("pm_with.npy", (X - mean) / std), ("pm_ref.npy", (X - mean) / std), ("pm_raw.npy", X)):
+    if not np.allclose(np.load(f), pred(x), rtol=1e-5, atol=1e-5):
+        print(f, np.load(f)[:3].ravel(), pred(x)[:3].ravel()); ok = False
+sys.exit(not ok)
+PYEOF
+expect_msg 2 "run --normalize takes only none" "--normalize expects 'none'" \
+  run reg.dlg --params ck.safetensors --normalize x --in x=rx.npy --in m=rm.npy
+expect_msg 2 "run --normalize none without --params" "--normalize none only applies with --params" \
+  run reg.dlg --normalize none --in x=rx.npy --in m=rm.npy
+
 # ---- a classifier by name: the MLP sample's x and y, the accuracy and the loss
 cp "$src/samples/mlp_fmnist.dlg" mlp.dlg
 $py -c "
