@@ -103,4 +103,15 @@ size_t dl_st_metadata_count(const dl_st_file *f);
 DL_NODISCARD dl_status dl_st_metadata_at(const dl_st_file *f, size_t i, const char **out_key,
                                          const char **out_value);
 
+// Renaming a checkpoint's tensors (a PyTorch state_dict's names to a model's): a rule maps a file
+// name to a model name, exactly ("fc1.weight" -> "w1") or, when both sides end in '*', by prefix
+// ("encoder.*" -> "enc.*"). dl_st_rule_apply writes the name `name` gets under the first rule
+// that matches (`name` itself when none does) into buf; false when it does not fit. The runtime's
+// load rules (dlrt_load_rule) and dlcc's --map files are both applied by it.
+typedef struct dl_st_rule {
+    const char *from, *to;
+} dl_st_rule;
+bool dl_st_rule_apply(const dl_st_rule *rules, size_t n_rules, const char *name, char *buf,
+                      size_t size);
+
 #endif

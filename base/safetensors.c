@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -1281,4 +1282,21 @@ dl_status dl_st_read(dl_st_file *f, size_t i, dl_tensor *out, char *err, size_t 
     }
     *out = t;
     return DL_OK;
+}
+
+bool dl_st_rule_apply(const dl_st_rule *rules, size_t n_rules, const char *name, char *buf,
+                      size_t size) {
+    for (size_t i = 0; i < n_rules; i++) {
+        const char *from = rules[i].from, *to = rules[i].to;
+        size_t fl = strlen(from);
+        if (fl > 0 && from[fl - 1] == '*') {
+            if (strncmp(name, from, fl - 1) == 0) {
+                int n = snprintf(buf, size, "%.*s%s", (int)(strlen(to) - 1), to, name + fl - 1);
+                return n >= 0 && (size_t)n < size;
+            }
+        } else if (strcmp(name, from) == 0) {
+            return (size_t)snprintf(buf, size, "%s", to) < size;
+        }
+    }
+    return (size_t)snprintf(buf, size, "%s", name) < size;
 }

@@ -378,24 +378,6 @@ static bool ends_with(const char *s, const char *suffix) {
     return n >= k && memcmp(s + n - k, suffix, k) == 0;
 }
 
-// The model name of file tensor `name` under the rules, into buf (or `name` itself when no rule
-// matches). False when the result does not fit.
-static bool map_name(const dlrt_load_options *o, const char *name, char *buf, size_t size) {
-    for (size_t i = 0; o && i < o->n_rules; i++) {
-        const char *from = o->rules[i].from, *to = o->rules[i].to;
-        size_t fl = strlen(from);
-        if (fl > 0 && from[fl - 1] == '*') {
-            if (strncmp(name, from, fl - 1) == 0) {
-                int n = snprintf(buf, size, "%.*s%s", (int)(strlen(to) - 1), to, name + fl - 1);
-                return n >= 0 && (size_t)n < size;
-            }
-        } else if (strcmp(name, from) == 0) {
-            return (size_t)snprintf(buf, size, "%s", to) < size;
-        }
-    }
-    return (size_t)snprintf(buf, size, "%s", name) < size;
-}
-
 static dlrt_status check_rules(const dlrt_load_options *o) {
     for (size_t i = 0; o && i < o->n_rules; i++) {
         const dlrt_load_rule *r = &o->rules[i];
@@ -439,7 +421,12 @@ dlrt_status dlrt_session_load_with(dlrt_session *s, const char *path, const dlrt
     }
     // staged[t]: the file's bytes for plan tensor first_param + t, or NULL when absent.
     void **staged = dl_mem_calloc(n_ten ? n_ten : 1, sizeof *staged);
-    dlrt_status st = staged ? DLRT_OK : rt__fail(DLRT_ERR_NOMEM, "out of memory");
+    size_t n_rules = o ? o->n_rules : 0;
+    dl_st_rule *rules = dl_mem_alloc((n_rules ? n_rules : 1) * sizeof *rules); // the name rules
+    for (size_t i = 0; rules && i < n_rules; i++) {
+        rules[i] = (dl_st_rule){o->rules[i].from, o->rules[i].to};
+    }
+    dlrt_status st = staged && rules ? DLRT_OK : rt__fail(DLRT_ERR_NOMEM, "out of memory");
     size_t n_file = dl_st_count(f);
     for (size_t i = 0; st == DLRT_OK && i < n_file; i++) {
         dl_st_tensor_info info;
@@ -453,7 +440,7 @@ dlrt_status dlrt_session_load_with(dlrt_session *s, const char *path, const dlrt
             continue;
         }
         char mapped[512];
-        if (!map_name(o, info.name, mapped, sizeof mapped)) {
+        if (!dl_st_rule_apply(rules, n_rules, info.name, mapped, sizeof mapped)) {
             st = rt__fail(DLRT_ERR_INVALID_ARG, "checkpoint %s: '%s' maps to a name too long", path,
                           info.name);
             break;
@@ -582,6 +569,7 @@ dlrt_status dlrt_session_load_with(dlrt_session *s, const char *path, const dlrt
         free(staged[k]);
     }
     free(staged);
+    free(rules);
     dl_st_close(f);
     return st;
 }

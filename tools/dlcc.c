@@ -22,6 +22,7 @@
 #include "dl_tensor_io.h"
 #include "dlrt.h"
 #include "dlrt_format.h"
+#include "load_map.h"
 #include "plot.h"
 #include "train_watch.h"
 
@@ -98,8 +99,8 @@ static const cli_help helps[] = {
      NULL},
     {"run", "run a model's infer or train_step entry point",
      "dlcc run FILE [-D NAME=INT]... [--in NAME=PATH.npy]... [--out NAME=PATH.npy]...\n"
-     "                [--params CKPT.safetensors [--normalize none]] [--backend cpu|ref]\n"
-     "                [--entry infer]\n"
+     "                [--params CKPT.safetensors [--map FILE] [--normalize none]]\n"
+     "                [--backend cpu|ref] [--entry infer]\n"
      "       dlcc run FILE --entry train_step [--steps K] [--in NAME=PATH.npy]...\n"
      "                [--params IN.safetensors] [--save-params OUT.safetensors]\n"
      "                [--max-skipped-steps N] [--detect-anomaly]",
@@ -123,6 +124,9 @@ static const cli_help helps[] = {
      "                       tensors (optimizer state) are ignored by --entry infer; the\n"
      "                       inputs 'dlcc train' normalised are normalised with the values\n"
      "                       stored in it (a notice on stderr says which and how)\n"
+     "  --map FILE           rename the checkpoint's tensors to the model's names (e.g. a\n"
+     "                       PyTorch state_dict): one rule per line, 'FROM TO', or a prefix\n"
+     "                       rule 'encoder.* enc.*'; '#' comments (docs/training.md)\n"
      "  --normalize none     do not reapply the checkpoint's normalisation (the inputs are\n"
      "                       given normalised already)\n"
      "  --backend cpu        compiled native code (default)\n"
@@ -141,7 +145,7 @@ static const cli_help helps[] = {
      "  --profile-summary    print the top kernels by total time and their share of the step\n"
      "                       (stderr)\n"
      "  --ftz                flush denormal floats to zero during the compiled run (x86 MXCSR\n"
-     "                       FTZ + DAZ): faster where values underflow, not IEEE-exact there\n"
+     "                       FTZ + DAZ): faster where values underflow, not IEEE-exact there\n",
      "\n"
      "With --entry train_step each --in file either has exactly the input's shape (the same\n"
      "batch every step) or one extra leading dim of size >= K (step i uses slice i); the dtype\n"
@@ -150,18 +154,18 @@ static const cli_help helps[] = {
      "\n"
      "  --steps K            number of train steps (default 1)\n"
      "  --params PATH        load params (and optimizer state, if present) from a safetensors\n"
-     "                       checkpoint before the first step (--init-params is the same)\n"
+     "                       checkpoint before the first step (--init-params is the same;\n"
+     "                       --map FILE renames its tensors as above)\n"
      "  --save-params PATH   write a safetensors checkpoint (params, optimizer state, step)\n"
      "                       atomically after the last step\n"
      "  --max-skipped-steps N  stop with exit status 4 after N non-finite steps in a row (or\n"
      "                       with < N finite steps between them; default 10; 0: never stop)\n"
      "                       and save nothing; see 'dlcc help train'\n"
      "  --detect-anomaly     at the first non-finite step, say where its first non-finite\n"
-     "                       value appears (a .dlg model; see 'dlcc help train')\n",
-     NULL},
+     "                       value appears (a .dlg model; see 'dlcc help train')\n"},
     {"train", "train a model on a data set (Fashion-MNIST, IDX or .npy files)",
      "dlcc train MODEL.dlg --dataset SPEC [--test SPEC] [--epochs E] [--batch N] [--threads T]\n"
-     "                  [--save CKPT] [--init CKPT] [--lr V] [--lr-schedule NAME]\n"
+     "                  [--save CKPT] [--init CKPT [--map FILE]] [--lr V] [--lr-schedule NAME]\n"
      "                  [--warmup-steps S] [--seed S] [--limit-train N] [-D NAME=INT]...\n"
      "                  [--max-skipped-steps N] [--detect-anomaly] [--comm auto|mpi|none]\n"
      "                  [--log FILE.jsonl|FILE.csv] [--log-every N] [--save-every N|Ts|Tm|Th]\n"
@@ -215,6 +219,7 @@ static const cli_help helps[] = {
      "  --save CKPT          write a safetensors checkpoint (params, optimizer state, step,\n"
      "                       the loop's position) at the end, atomically\n"
      "  --init CKPT          start from a checkpoint or a params-only safetensors file\n"
+     "  --map FILE           rename --init's tensors: 'FROM TO' per line (docs/training.md)\n"
      "  --lr V               base learning rate (default: the model's optimizer lr)\n"
      "  --lr-schedule NAME   constant (default); step: x0.1 at 50% and again at 75% of the\n"
      "                       steps; cosine: lr/2 (1 + cos(pi t/T)); warmup-cosine: lr (t+1)/S\n"
@@ -728,6 +733,24 @@ static void rt_diag(dl_diags *d, const char *path, dlrt_status st) {
 
 // "dlcc: cache hit|miss KEY (N.N ms)" for -v ("cache off" when no cache was used), then why the
 // cache was read-only or off when the driver says (DLCC_CACHE_READONLY, DLCC_CACHE=0, ...).
+// A checkpoint load's notice (a PyTorch-only buffer skipped, a param the file lacks keeping its
+// value) on stderr, as a note on the file.
+static void print_load_notice(void *path, const char *name, const char *what) {
+    fprintf(stderr, "%s: note: '%s' %s\n", (const char *)path, name, what);
+}
+
+// Loads checkpoint `path` into s with map's rename rules (--map; none when it is empty), its
+// notices on stderr.
+static dlrt_status session_load_mapped(dlrt_session *s, const char *path, const load_map *map) {
+    dlrt_load_options o;
+    dlrt_load_options_init(&o);
+    o.rules = map->rules;
+    o.n_rules = map->n;
+    o.notice = print_load_notice;
+    o.user = (void *)(uintptr_t)path;
+    return dlrt_session_load_with(s, path, &o);
+}
+
 static void print_cache_line(const dlcc_result *r) {
     char hex[33];
     dl_hash128_hex(r->key, hex);
@@ -1202,6 +1225,7 @@ static bool io_matches_stepped(const dl_tensor *t, const io_desc *io, long steps
 typedef struct run_train_args {
     long steps;
     const char *init_params, *save_params;
+    const load_map *map; // --map: the rename rules of --params' load
     long max_skipped;    // --max-skipped-steps
     bool detect_anomaly; // --detect-anomaly (a .dlg model: `m` is non-NULL)
 } run_train_args;
@@ -1229,7 +1253,7 @@ static int run_train_steps(dl_diags *d, const char *file, dlrt_model *rtm, dl_ir
     }
     double step_s = 0; // time inside dlrt_session_train_step
     int rc = EXIT_OK;
-    if (ra->init_params && (rs = dlrt_session_load(s, ra->init_params)) != DLRT_OK) {
+    if (ra->init_params && (rs = session_load_mapped(s, ra->init_params, ra->map)) != DLRT_OK) {
         rt_diag(d, ra->init_params, rs);
         rc = rs == DLRT_ERR_NOMEM ? EXIT_INTERNAL : EXIT_INPUT;
         goto out;
@@ -1342,6 +1366,7 @@ typedef struct run_opts {
     dlcc_options copts;
     const char *steps_arg, *init_params, *save_params, *max_skipped;
     const char *normalize; // --normalize: only "none" (the checkpoint's is not reapplied)
+    const char *map;       // --map FILE: the rename rules of the --params checkpoint
     long steps, max_skipped_n;
     exec_args xa;
     bool use_ref; // --backend ref: the reference evaluator
@@ -1366,6 +1391,7 @@ typedef struct run_state {
     dlcc_bind *cbinds;
     const char *model_name; // BORROWED from m or rtm
     bool is_pruned;         // m keeps only the outputs asked for (inputs were left out): compile m
+    load_map map;           // --map's rules (none without it)
 } run_state;
 
 static void run_opts_fini(run_opts *o) {
@@ -1396,6 +1422,7 @@ static void run_state_fini(run_state *rn) {
     free(rn->stepped);
     free(rn->out_t);
     free(rn->cbinds);
+    load_map_fini(&rn->map);
     dl_ir_module_destroy(rn->m);
     dl_diags_destroy(rn->d);
 }
@@ -1464,6 +1491,7 @@ static int run_parse_args(int argc, char **argv, run_opts *o) {
                    (r = cli_take_name_flag(&a, "--init-params", "a file name", &o->init_params)) !=
                        0 ||
                    (r = cli_take_name_flag(&a, "--params", "a file name", &o->init_params)) != 0 ||
+                   (r = cli_take_name_flag(&a, "--map", "a file name", &o->map)) != 0 ||
                    (r = cli_take_name_flag(&a, "--save-params", "a file name", &o->save_params)) !=
                        0) {
             if (r < 0) {
@@ -1536,6 +1564,10 @@ static int run_check_args(run_opts *o) {
     }
     if (o->normalize && !o->init_params) {
         return cli_usage_error("run", "--normalize none only applies with --params");
+    }
+    if (o->map && !o->init_params) {
+        return cli_usage_error("run", "--map renames the tensors of the --params checkpoint; "
+                                      "give --params CKPT");
     }
     if (!o->train && (o->steps_arg || o->save_params || o->max_skipped || o->detect_anomaly)) {
         return cli_usage_error("run", "%s only applies to --entry train_step",
@@ -1863,12 +1895,56 @@ static int run_compile(run_opts *o, run_state *rn) {
     return EXIT_OK;
 }
 
-// Reads param `want` from the safetensors checkpoint `path` into *out and checks its dtype and
-// shape. Optimizer state in the file is simply not read; a missing param is an error (a model
-// run with some params at their initial values would predict garbage without saying so).
-static int run_read_param(const char *path, const io_desc *want, dl_tensor *out, dl_diags *d) {
-    char err[512];
-    dl_status st = dl_safetensors_read_tensor(path, want->name, out, err, sizeof err);
+// The name of the tensor of checkpoint `path` that lands on model param `want` under map's rules
+// (want itself without rules) into buf. Error (exit code) into d: no tensor does, or two do.
+static int mapped_param_source(const char *path, const load_map *map, const char *want, char *buf,
+                               size_t size, dl_diags *d) {
+    snprintf(buf, size, "%s", want);
+    if (map->n == 0) {
+        return EXIT_OK;
+    }
+    dl_st_file *f = NULL;
+    char why[256];
+    if (dl_st_open(path, &f, why, sizeof why) != DL_OK) {
+        file_diag(d, path, "%s", why);
+        return EXIT_INPUT;
+    }
+    int found = 0;
+    for (size_t i = 0; i < dl_st_count(f); i++) {
+        dl_st_tensor_info info;
+        char mapped[512];
+        if (dl_st_info(f, i, &info) != DL_OK ||
+            !dl_st_rule_apply(map->st_rules, map->n, info.name, mapped, sizeof mapped) ||
+            strcmp(mapped, want) != 0) {
+            continue;
+        }
+        if (found++) {
+            file_diag(d, path, "'%s' and '%s' both land on param '%s' under --map", buf, info.name,
+                      want);
+            break;
+        }
+        snprintf(buf, size, "%s", info.name);
+    }
+    dl_st_close(f);
+    if (found == 0) {
+        file_diag(d, path, "param '%s': no tensor of the checkpoint is '%s' under --map's rules",
+                  want, want);
+    }
+    return found == 1 ? EXIT_OK : EXIT_INPUT;
+}
+
+// Reads param `want` from the safetensors checkpoint `path` (its tensors renamed by map's rules)
+// into *out and checks its dtype and shape. Optimizer state in the file is simply not read; a
+// missing param is an error (a model run with some params at their initial values would predict
+// garbage without saying so).
+static int run_read_param(const char *path, const load_map *map, const io_desc *want,
+                          dl_tensor *out, dl_diags *d) {
+    char err[512], src[512];
+    int rc = mapped_param_source(path, map, want->name, src, sizeof src, d);
+    if (rc != EXIT_OK) {
+        return rc;
+    }
+    dl_status st = dl_safetensors_read_tensor(path, src, out, err, sizeof err);
     if (st != DL_OK) {
         file_diag(d, path, "param '%s': %s", want->name, err);
         return st == DL_ERR_NOMEM ? EXIT_INTERNAL : EXIT_INPUT;
@@ -1877,7 +1953,14 @@ static int run_read_param(const char *path, const io_desc *want, dl_tensor *out,
         char w[256], g[256];
         io_format(want, w, sizeof w);
         tensor_type_format(out, g, sizeof g);
-        file_diag(d, path, "param '%s': the model has %s, the checkpoint %s", want->name, w, g);
+        if (strcmp(src, want->name) != 0) {
+            file_diag(d, path,
+                      "param '%s' (the checkpoint's '%s'): the model has %s, the "
+                      "checkpoint %s",
+                      want->name, src, w, g);
+        } else {
+            file_diag(d, path, "param '%s': the model has %s, the checkpoint %s", want->name, w, g);
+        }
         dl_tensor_free(out);
         return EXIT_INPUT;
     }
@@ -1911,7 +1994,7 @@ static int run_infer(const run_opts *o, run_state *rn) {
             rn->n_params = np;
             for (size_t i = 0; i < np; i++) {
                 io_desc want = io_from_value(rn->m->params.data[i]);
-                if ((rc = run_read_param(o->init_params, &want, &rn->params[i], rn->d)) !=
+                if ((rc = run_read_param(o->init_params, &rn->map, &want, &rn->params[i], rn->d)) !=
                     EXIT_OK) {
                     return rc;
                 }
@@ -1936,7 +2019,7 @@ static int run_infer(const run_opts *o, run_state *rn) {
             (void)dlrt_model_param(rn->rtm, i, &td);
             io_desc want = io_from_rt(&td);
             dl_tensor t = {0};
-            if ((rc = run_read_param(o->init_params, &want, &t, rn->d)) != EXIT_OK) {
+            if ((rc = run_read_param(o->init_params, &rn->map, &want, &t, rn->d)) != EXIT_OK) {
                 return rc;
             }
             rs = dlrt_session_set_param(rn->sess, want.name, t.data, dl_tensor_nbytes(&t));
@@ -2051,6 +2134,9 @@ static int cmd_run(int argc, char **argv) {
     if (rc == EXIT_OK && dl_diags_create(&rn.d) != DL_OK) {
         rc = EXIT_INTERNAL;
     }
+    if (rc == EXIT_OK && o.map && load_map_read(o.map, rn.d, &rn.map) != DL_OK) {
+        rc = dl_diags_oom(rn.d) ? EXIT_INTERNAL : EXIT_INPUT;
+    }
     if (rc == EXIT_OK) {
         rc = run_load_model(&o, &rn);
     }
@@ -2064,8 +2150,8 @@ static int cmd_run(int argc, char **argv) {
         rc = run_compile(&o, &rn);
     }
     if (rc == EXIT_OK && o.train) {
-        run_train_args ra = {o.steps, o.init_params, o.save_params, o.max_skipped_n,
-                             o.detect_anomaly};
+        run_train_args ra = {o.steps, o.init_params,   o.save_params,
+                             &rn.map, o.max_skipped_n, o.detect_anomaly};
         rc = run_train_steps(rn.d, o.file, rn.rtm, rn.m, rn.in_io, rn.in_t, rn.stepped, rn.n_in,
                              &ra, &o.xa, o.verbose);
     } else if (rc == EXIT_OK) {
@@ -2701,6 +2787,7 @@ typedef struct train_args {
     long save_every;     // --save-every N steps (0: none)
     double save_every_s; // --save-every Ts / Nm / Nh (0: none)
     const char *resume;  // --resume CKPT
+    const char *map;     // --map FILE: the rename rules of --init's load
     int64_t start_step;  // the step a resumed run begins with (0: a fresh run)
     int argc;            // the arguments, for the resume command an interrupt prints
     char **argv;
@@ -3694,6 +3781,7 @@ static int train_parse_args(int argc, char **argv, train_args *ta, dlcc_options 
                    (r = cli_take_name_flag(&a, "--save", "a file name", &ta->save)) != 0 ||
                    (r = cli_take_name_flag(&a, "--init", "a file name", &ta->init)) != 0 ||
                    (r = cli_take_name_flag(&a, "--resume", "a file name", &ta->resume)) != 0 ||
+                   (r = cli_take_name_flag(&a, "--map", "a file name", &ta->map)) != 0 ||
                    (r = cli_take_name_flag(&a, "--log", "a file name", &ta->log)) != 0 ||
                    (r = cli_take_flag(&a, NULL, "--log-every", true, &log_every)) != 0 ||
                    (r = cli_take_flag(&a, NULL, "--save-every", true, &save_every)) != 0 ||
@@ -3811,6 +3899,12 @@ static int train_parse_args(int argc, char **argv, train_args *ta, dlcc_options 
         return cli_usage_error("train",
                                "--resume and --init exclude each other (--resume restores the "
                                "params too, and the step, the data position and the schedule)");
+    }
+    if (ta->map && !ta->init) {
+        return cli_usage_error("train", "--map renames the tensors of --init's checkpoint%s",
+                               ta->resume ? " (--resume reads a checkpoint of dlcc train, whose "
+                                            "names are the model's)"
+                                          : "; give --init CKPT");
     }
     if (seed) {
         char *end = NULL;
@@ -4157,6 +4251,7 @@ static int cmd_train(int argc, char **argv) {
     train_position rp; // --resume's position (zero for a fresh run)
     memset(&rp, 0, sizeof rp);
     train_norms *ns = dl_mem_calloc(1, sizeof *ns);
+    load_map lmap = {0};
     dlrt_meta_pair norm_meta[TRAIN_MAX_NAMED];
     char *norm_keys[TRAIN_MAX_NAMED], *norm_vals[TRAIN_MAX_NAMED];
     size_t n_norm_meta = 0;
@@ -4175,6 +4270,12 @@ static int cmd_train(int argc, char **argv) {
     }
     if (dl_diags_create(&d) != DL_OK) {
         rc = EXIT_INTERNAL;
+        goto out;
+    }
+
+    // The rename rules of --init's checkpoint, checked before anything is compiled.
+    if (ta.map && load_map_read(ta.map, d, &lmap) != DL_OK) {
+        rc = dl_diags_oom(d) ? EXIT_INTERNAL : EXIT_INPUT;
         goto out;
     }
 
@@ -4482,7 +4583,7 @@ static int cmd_train(int argc, char **argv) {
     // Data-parallel: rank 0 alone reads --init / --resume; binding broadcasts its state to every
     // rank.
     const char *init = ta.init ? ta.init : ta.resume;
-    if (init && dp.rank == 0 && (rs = dlrt_session_load(s, init)) != DLRT_OK) {
+    if (init && dp.rank == 0 && (rs = session_load_mapped(s, init, &lmap)) != DLRT_OK) {
         rc = rt_fail(d, init, rs);
         goto out;
     }
@@ -4631,6 +4732,7 @@ out:
         rc = EXIT_INTERNAL;
     }
     anomaly_fini(&an);
+    load_map_fini(&lmap);
     dlrt_loader_destroy(test_ld);
     dlrt_loader_destroy(ld);
     dlrt_session_destroy(s);

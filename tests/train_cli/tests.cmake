@@ -47,3 +47,8 @@ set_tests_properties(train_cli_onecycle PROPERTIES LABELS unit SKIP_RETURN_CODE 
 add_test(NAME train_cli_data
          COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_data.sh $<TARGET_FILE:dlcc> ${CMAKE_SOURCE_DIR})
 set_tests_properties(train_cli_data PROPERTIES LABELS unit TIMEOUT 120)
+# --map FILE: a PyTorch-named checkpoint through rename rules (dlcc run --params on both backends
+# and train_step, dlcc train --init), against NumPy; bad map files at FILE:LINE:COL.
+add_test(NAME train_cli_map
+         COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_map.sh $<TARGET_FILE:dlcc> ${CMAKE_SOURCE_DIR})
+set_tests_properties(train_cli_map PROPERTIES LABELS unit TIMEOUT 120)
