@@ -14,6 +14,7 @@ PKGS=(
   libprotobuf-c-dev protobuf-c-compiler libonnx-dev # ONNX protobuf (onnx.proto from libonnx-dev)
   libonnx-testdata                                  # ONNX node conformance data
   python3 python3-numpy python3-onnx                # test helpers (.npy fixtures, ONNX models)
+  python3-venv python3-pip python3-setuptools python3-wheel  # pip install ./python (tests/install)
   python3-torch                                     # PyTorch parity tests (tests/parity)
   libopenblas-dev                                   # GEMM baseline for bench/ (not linked by dlcc)
   libopenmpi-dev openmpi-bin                        # data-parallel training (libdlrt_mpi.so, mpirun)

@@ -15,7 +15,9 @@
 Where the native parts come from: $DLCC_BUILD_DIR (default: <repo>/build, the repository
 holding this package) must hold `libdlcc.so` (the compiler) and `libdlrt.so` (the runtime);
 a package installed by `cmake --install BUILD --prefix P` loads them from P/lib with no
-environment at all. $DLCC_LIBRARY and $DLRT_LIBRARY override each path separately.
+environment at all, and one installed by `pip install ./python` from the directory recorded at
+install time ($DLCC_PREFIX/lib, else the repository's build/; python/setup.py).
+$DLCC_LIBRARY and $DLRT_LIBRARY override each path separately.
 
 Compiling: dlcc.compile calls libdlcc's dlcc_lib_compile in this process (driver/libdlcc.h):
 the compilation cache is looked up first ($DLCC_CACHE_DIR or the cache_dir argument selects
@@ -61,6 +63,7 @@ import collections.abc
 import ctypes
 import numbers
 import os
+import tempfile
 import weakref
 
 import numpy as np
@@ -68,6 +71,7 @@ import numpy as np
 __all__ = [
     "ArgumentError",
     "ArgumentTypeError",
+    "ArrayInfo",
     "Batch",
     "Comm",
     "Error",
@@ -152,16 +156,26 @@ def _build_dir():
 _INSTALLED_LIBDIR = os.path.normpath(os.path.join(_HERE, os.pardir, os.pardir, os.pardir))
 
 
+def _pip_libdir():
+    """The library directory `pip install ./python` recorded (python/setup.py), else None."""
+    try:
+        from . import _libdir  # written into the built package only, never in the source tree
+    except ImportError:
+        return None
+    return _libdir.LIBDIR
+
+
 def _open_library(env, filename):
     """ctypes.CDLL of $env, else of filename in the build directory ($DLCC_BUILD_DIR, or the
-    repository's build/ when this package is the source tree's), else beside an installed
-    package."""
+    repository's build/ when this package is the source tree's), else in the directory that
+    `pip install` recorded, else beside a package installed by `cmake --install`."""
     path = os.environ.get(env)
     if not path:
-        installed = os.path.join(_INSTALLED_LIBDIR, filename)
         in_tree = os.path.isfile(os.path.join(_REPO, "CMakeLists.txt"))
-        use_installed = not os.environ.get("DLCC_BUILD_DIR") and not in_tree
-        path = installed if use_installed else os.path.join(_build_dir(), filename)
+        if os.environ.get("DLCC_BUILD_DIR") or in_tree:
+            path = os.path.join(_build_dir(), filename)
+        else:
+            path = os.path.join(_pip_libdir() or _INSTALLED_LIBDIR, filename)
     try:
         return ctypes.CDLL(path)
     except OSError as e:
@@ -376,6 +390,36 @@ class _LoaderBatch(ctypes.Structure):
     ]
 
 
+# dlrt_loader_array and dlrt_loader_array_info: the same head (input name, file, dtype and
+# per-sample shape) and tail (the normalisation's values), different fields between.
+_ARRAY_HEAD = [
+    ("name", ctypes.c_char_p),
+    ("path", ctypes.c_char_p),
+    ("dtype", ctypes.c_int),
+    ("sample_rank", ctypes.c_int32),
+    ("sample_dims", ctypes.c_int64 * _MAX_DIMS),
+]
+_ARRAY_TAIL = [("mean", ctypes.POINTER(ctypes.c_float)), ("std", ctypes.POINTER(ctypes.c_float))]
+
+
+class _LoaderArray(ctypes.Structure):
+    _fields_ = _ARRAY_HEAD + [
+        ("n_classes", ctypes.c_int64),
+        ("norm", ctypes.c_int),
+        ("per_channel", ctypes.c_int),
+        ("n_norm", ctypes.c_int),
+    ] + _ARRAY_TAIL
+
+
+class _LoaderArrayInfo(ctypes.Structure):
+    _fields_ = _ARRAY_HEAD + [
+        ("sample_numel", ctypes.c_int64),
+        ("batch_bytes", ctypes.c_size_t),
+        ("norm", ctypes.c_int),
+        ("n_channels", ctypes.c_int),
+    ] + _ARRAY_TAIL
+
+
 class _LoaderStats(ctypes.Structure):
     _fields_ = [
         ("batches", ctypes.c_int64),
@@ -467,6 +511,17 @@ def _load_lib():
         "dlrt_loader_options_init": (None, [ctypes.POINTER(_LoaderOptions)]),
         "dlrt_loader_create_idx": (S, [cs, cs, ctypes.POINTER(_LoaderOptions), ctypes.POINTER(P)]),
         "dlrt_loader_create_npy": (S, [cs, cs, ctypes.POINTER(_LoaderOptions), ctypes.POINTER(P)]),
+        "dlrt_loader_array_init": (None, [ctypes.POINTER(_LoaderArray)]),
+        "dlrt_loader_create_arrays": (
+            S, [ctypes.POINTER(_LoaderArray), sz, ctypes.POINTER(_LoaderOptions), ctypes.POINTER(P)]
+        ),
+        "dlrt_loader_num_arrays": (sz, [P]),
+        "dlrt_loader_array_info_get": (S, [P, sz, ctypes.POINTER(_LoaderArrayInfo)]),
+        "dlrt_loader_batch_array": (
+            S,
+            [P, ctypes.POINTER(_LoaderBatch), sz, ctypes.POINTER(ctypes.c_void_p),
+             ctypes.POINTER(sz)],
+        ),
         "dlrt_loader_next": (S, [P, ctypes.POINTER(_LoaderBatch)]),
         "dlrt_loader_release": (S, [P, ctypes.POINTER(_LoaderBatch)]),
         "dlrt_loader_sample_index": (
@@ -1287,6 +1342,12 @@ sample_dims (a tuple), sample_numel, and the normalisation applied: n_channels c
 first dim of [C, H, W] samples with per-channel normalisation, else 1) and mean, std (tuples of
 n_channels floats; (0.0,) and (1.0,) without normalisation). Pass (info.mean, info.std) as an
 evaluation loader's `normalize` to normalise it the same way."""
+ArrayInfo = collections.namedtuple(
+    "ArrayInfo", "name path dtype sample_dims n_channels mean std"
+)
+ArrayInfo.__doc__ = """One array of a Loader.arrays loader (Loader.arrays_info): the input name,
+the file it was read from, the dtype of its batches, its per-sample dims, and its normalisation
+(n_channels values of mean and std; 0 and () without normalisation)."""
 LoaderStats = collections.namedtuple(
     "LoaderStats", "batches first_wait_ms mean_wait_ms max_wait_ms"
 )
@@ -1471,6 +1532,8 @@ class Batch:
     """A batch borrowed from a Loader: x (float32 [batch_size, *sample_dims]) and y (labels
     [batch_size], int64 or int32; None without labels) are read-only VIEWS of the loader's slot,
     no copy; the first n_valid rows are real samples (the others padding, with last="pad").
+    A batch of Loader.arrays holds one view per named array instead: b["x"], or b.arrays (a
+    dict, e.g. session.train_step(**b.arrays)); its x and y are None.
     Also epoch, index (within the epoch), seq (batch number since creation) and wait_ms (how
     long next() waited for it).
 
@@ -1479,10 +1542,12 @@ class Batch:
     them before become INVALID: their memory is recycled for later batches (copy what you keep).
     A Batch that is never released keeps its slot until it and every view of it are gone."""
 
-    def __init__(self, slot, x, y, cb):
+    def __init__(self, slot, x, y, cb, arrays=None):
         self._slot = slot
         self._x = x
         self._y = y
+        self._arrays = arrays
+        self._released = False
         self.n_valid = int(cb.n_valid)
         self.epoch = int(cb.epoch)
         self.index = int(cb.index)
@@ -1491,29 +1556,44 @@ class Batch:
 
     @property
     def released(self):
-        return self._x is None
+        return self._released
 
-    @property
-    def x(self):
-        if self._x is None:
+    def _held(self):
+        if self._released:
             raise ArgumentError(
                 f"batch {self.seq} was released; its memory belongs to the loader again"
             )
+
+    @property
+    def x(self):
+        self._held()
         return self._x
 
     @property
     def y(self):
-        if self._x is None:
-            raise ArgumentError(
-                f"batch {self.seq} was released; its memory belongs to the loader again"
-            )
+        self._held()
         return self._y
+
+    @property
+    def arrays(self):
+        """{name: view} of a Loader.arrays batch (a new dict each time; {} for other loaders)."""
+        self._held()
+        return dict(self._arrays or {})
+
+    def __getitem__(self, name):
+        self._held()
+        if not self._arrays or name not in self._arrays:
+            raise ArgumentError(
+                f"the batch has no array '{name}' (arrays: {', '.join(self._arrays or []) or 'none'})"
+            )
+        return self._arrays[name]
 
     def release(self):
         """Gives the slot back to the loader (idempotent)."""
-        if self._x is None:
+        if self._released:
             return
-        self._x = self._y = None
+        self._released = True
+        self._x = self._y = self._arrays = None
         self._slot.release()
 
     def __enter__(self):
@@ -1523,7 +1603,12 @@ class Batch:
         self.release()
 
     def __repr__(self):
-        state = "released" if self._x is None else f"x{list(self._x.shape)}"
+        if self._released:
+            state = "released"
+        elif self._arrays is not None:
+            state = " ".join(f"{k}{list(v.shape)}" for k, v in self._arrays.items())
+        else:
+            state = f"x{list(self._x.shape)}"
         return (
             f"<dlcc.Batch epoch={self.epoch} index={self.index} n_valid={self.n_valid} "
             f"{state}>"
@@ -1565,10 +1650,26 @@ class Loader:
     batch of the loader, and no view of one, is alive any more."""
 
     def __init__(self, handle, batch_size, label_dtype):
-        """Private: use Loader.idx or Loader.npy."""
+        """Private: use Loader.idx, Loader.npy or Loader.arrays."""
         self._handle = handle
         self.batch_size = batch_size
         self._label_dtype = label_dtype
+        lib = handle.lib
+        arrays = []
+        for i in range(lib.dlrt_loader_num_arrays(handle.h)):
+            ai = _LoaderArrayInfo()
+            _check(lib.dlrt_loader_array_info_get(handle.h, i, ctypes.byref(ai)), "data loader")
+            nch = int(ai.n_channels)
+            arrays.append(ArrayInfo(
+                ai.name.decode(errors="replace"),
+                os.fsdecode(ai.path),
+                _DTYPES[int(ai.dtype)],
+                tuple(int(ai.sample_dims[k]) for k in range(ai.sample_rank)),
+                nch,
+                tuple(float(ai.mean[c]) for c in range(nch)),
+                tuple(float(ai.std[c]) for c in range(nch)),
+            ))
+        self.arrays_info = tuple(arrays)
         info = _LoaderInfo()
         handle.lib.dlrt_loader_info_get(handle.h, ctypes.byref(info))
         nch = int(info.n_channels)
@@ -1610,6 +1711,118 @@ class Loader:
         lib = _load_lib()
         return cls._create(lib.dlrt_loader_create_npy, x, y, opts)
 
+    @classmethod
+    def arrays(cls, arrays, *, dtypes=None, normalize=None, n_classes=None, **opts):
+        """A loader over named arrays, one per model input (libdlrt's dlrt_loader_create_arrays):
+        data, float regression targets, integer labels, masks, several inputs. `arrays` is a dict
+        {input name: ndarray or .npy file name}; every array's first dim is the sample count,
+        the same for all, and row i of every array is sample i (shuffled, batched, sharded
+        together). Each batch is a dict of views, b.arrays ({name: [batch_size, ...]}), ready for
+        session.train_step(**b.arrays) (zero-copy).
+
+            with dlcc.Loader.arrays({"x": X, "y": Y}, batch_size=64, normalize={"x": "compute"},
+                                    n_classes={"y": 10}) as loader:
+                for b in loader:
+                    s.train_step(**b.arrays)
+
+        Per array (dicts by name; names not in `arrays` are an error):
+          dtypes: the batches' dtype, np.float32, np.int32 or np.int64 (default: float32 for
+            float and bool data, int32 for int32 data, int64 for other integers);
+          normalize: "none" (default), "compute" (a mean and population std per channel, the
+            first per-sample dim, from the samples), "global" (one for the whole array) or
+            (mean, std) (numbers or per-channel lists); float32 arrays only;
+          n_classes: every value must lie in [0, n_classes) (integer arrays).
+        The loader options are Loader's that apply to every array: batch_size, producers, slots,
+        seed, shuffle, last, pad_label, epochs, limit, shard_count, shard_index. An ndarray is
+        written to a temporary .npy file that the loader reads at creation and that is removed
+        then (give a file name for data that is large, to skip the copy)."""
+        if not isinstance(arrays, dict) or not arrays:
+            raise ArgumentTypeError(
+                f"Loader.arrays: a dict {{name: ndarray or .npy file}} expected, {arrays!r} given"
+            )
+        per = {"dtypes": dtypes or {}, "normalize": normalize or {}, "n_classes": n_classes or {}}
+        for what, d in per.items():
+            if not isinstance(d, dict):
+                raise ArgumentTypeError(
+                    f"Loader.arrays: {what}: a dict by input name expected, {d!r} given"
+                )
+            for k in d:
+                if k not in arrays:
+                    raise ArgumentError(
+                        f"Loader.arrays: {what}: '{k}' is not one of the arrays "
+                        f"({', '.join(arrays)})"
+                    )
+        lib = _load_lib()
+        o, _ = _loader_options(lib, opts)
+        keep = []  # what the C structs borrow during create
+        specs = (_LoaderArray * len(arrays))()
+        with tempfile.TemporaryDirectory(prefix="dlcc-loader-") as tmp:
+            for i, (name, src) in enumerate(arrays.items()):
+                if not isinstance(name, str) or not name:
+                    raise ArgumentTypeError(f"Loader.arrays: names are strings, {name!r} given")
+                a = specs[i]
+                lib.dlrt_loader_array_init(ctypes.byref(a))
+                if isinstance(src, np.ndarray):
+                    path = os.path.join(tmp, f"{i}.npy")
+                    np.save(path, np.ascontiguousarray(src))
+                    kind_dtype = src.dtype
+                else:
+                    path = os.fsdecode(_path_arg(f"Loader.arrays: '{name}'", src))
+                    try:
+                        kind_dtype = np.load(path, mmap_mode="r").dtype
+                    except Exception:  # the runtime reads it and says what is wrong
+                        kind_dtype = np.dtype(np.float32)
+                want = per["dtypes"].get(name)
+                if want is None:
+                    want = (np.int32 if kind_dtype == np.int32 else np.int64) \
+                        if kind_dtype.kind in "iu" else np.float32
+                try:
+                    want = np.dtype(want)
+                except TypeError:
+                    want = None
+                codes = {np.dtype(np.float32): 0, np.dtype(np.int32): 3, np.dtype(np.int64): 4}
+                if want not in codes:
+                    raise ArgumentError(
+                        f"Loader.arrays: dtypes: '{name}': np.float32, np.int32 or np.int64 "
+                        f"expected, {per['dtypes'].get(name)!r} given"
+                    )
+                a.dtype = codes[want]
+                bname, bpath = name.encode(), os.fsencode(path)
+                keep += [bname, bpath]
+                a.name, a.path = bname, bpath
+                if name in per["n_classes"]:
+                    a.n_classes = _int_option(f"n_classes '{name}'", per["n_classes"][name],
+                                              *_C_INT64)
+                norm = per["normalize"].get(name, "none")
+                if isinstance(norm, str) and norm in ("none", "compute", "global"):
+                    a.norm = _NORM_NONE if norm == "none" else _NORM_COMPUTE
+                    a.per_channel = 1 if norm == "compute" else 0
+                elif isinstance(norm, (tuple, list)) and len(norm) == 2:
+                    mean = _norm_values("mean", norm[0])
+                    std = _norm_values("std", norm[1])
+                    if len(mean) != len(std):
+                        raise ArgumentError(
+                            f"Loader.arrays: normalize: '{name}': mean and std need the same "
+                            f"number of values; {len(mean)} and {len(std)} given"
+                        )
+                    cm = (ctypes.c_float * len(mean))(*mean)
+                    cs = (ctypes.c_float * len(std))(*std)
+                    keep += [cm, cs]
+                    a.norm, a.n_norm = _NORM_GIVEN, len(mean)
+                    a.mean = ctypes.cast(cm, ctypes.POINTER(ctypes.c_float))
+                    a.std = ctypes.cast(cs, ctypes.POINTER(ctypes.c_float))
+                else:
+                    raise ArgumentError(
+                        f"Loader.arrays: normalize: '{name}': 'none', 'compute', 'global' or "
+                        f"(mean, std) expected, {norm!r} given"
+                    )
+            h = ctypes.c_void_p()
+            _check(
+                lib.dlrt_loader_create_arrays(specs, len(arrays), ctypes.byref(o), ctypes.byref(h)),
+                f"data loader over {', '.join(arrays)}",
+            )
+        return cls(_LoaderHandle(lib, h), int(o.batch_size), None)
+
     def _live(self):
         if self._handle is None:
             raise ArgumentError("the loader is closed")
@@ -1632,6 +1845,18 @@ class Loader:
             return None
         slot = _Slot(handle, cb)
         B = self.batch_size
+        if self.arrays_info:
+            views = {}
+            for i, ai in enumerate(self.arrays_info):
+                ptr, nbytes = ctypes.c_void_p(), ctypes.c_size_t()
+                _check(
+                    handle.lib.dlrt_loader_batch_array(
+                        handle.h, ctypes.byref(cb), i, ctypes.byref(ptr), ctypes.byref(nbytes)
+                    ),
+                    f"data loader: array '{ai.name}'",
+                )
+                views[ai.name] = _slot_view(slot, ptr.value, ai.dtype, (B,) + ai.sample_dims)
+            return Batch(slot, None, None, cb, views)
         x = _slot_view(slot, cb.x, np.float32, (B,) + self.info.sample_dims)
         yptr = cb.y or cb.y_i32
         y = _slot_view(slot, yptr, self._label_dtype, (B,)) if yptr else None
@@ -1693,6 +1918,12 @@ class Loader:
 
     def __repr__(self):
         i = self.info
+        if self.arrays_info:
+            shapes = ", ".join(f"{a.name}{list(a.sample_dims)}" for a in self.arrays_info)
+            return (
+                f"<dlcc.Loader {i.n_samples} samples of {shapes}, "
+                f"{i.batches_per_epoch} batches of {self.batch_size} per epoch>"
+            )
         return (
             f"<dlcc.Loader {i.n_samples} samples of {list(i.sample_dims)}, "
             f"{i.batches_per_epoch} batches of {self.batch_size} per epoch>"

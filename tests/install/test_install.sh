@@ -3,7 +3,8 @@
 # the tree: `cmake --install BUILD --prefix P`; the files; each public header compiling alone;
 # the libraries exporting only their API; the installed tools running with no environment
 # (RUNPATH); samples/train_fmnist.c built outside the tree with pkg-config and with
-# find_package(dlcc); the installed Python package finding its libraries by itself.
+# find_package(dlcc); the installed Python package finding its libraries by itself, from the
+# prefix and from `pip install ./python` in a venv.
 # usage: test_install.sh BUILD_DIR SOURCE_DIR
 set -u
 build=$(cd "$1" && pwd)
@@ -99,4 +100,30 @@ ok_cmd "the installed Python package compiles and trains, finding its own librar
   "${clean_env[@]}" PYTHONPATH="$lib/python3/dist-packages" /usr/bin/python3 use.py "$p" \
   "$p/share/doc/dlcc/samples/mlp_fmnist.dlg"
 check "... a loss" grep -qE "^loss [0-9.]+" "$out"
+
+# `pip install ./python` with the system python3 and Debian's NumPy, offline, in a venv that sees
+# the system's packages (Debian 12's pip refuses system installs, PEP 668); from a copy of
+# python/ outside the tree, told the prefix by DLCC_PREFIX. The installed package then finds its
+# libraries with no PYTHONPATH, LD_LIBRARY_PATH or DLCC_* variable.
+if /usr/bin/python3 -c 'import venv, ensurepip, setuptools, wheel' 2>/dev/null; then
+  cp -r "$src/python" pysrc
+  rm -rf pysrc/build pysrc/*.egg-info
+  ok_cmd "python3 -m venv --system-site-packages" /usr/bin/python3 -m venv --system-site-packages venv
+  penv=(env -i PATH=/usr/bin:/bin HOME="$work" TMPDIR="$work/tmp")
+  pip=(venv/bin/pip install --no-build-isolation --no-index --no-cache-dir)
+  run_cmd "${penv[@]}" PKG_CONFIG_LIBDIR="$work/none" "${pip[@]}" ./pysrc
+  check "pip install without a prefix to take the libraries from fails" test "$rc" -ne 0
+  check "... saying what to do" grep -qF "Build dlcc and install it (cmake --install build --prefix P), then run DLCC_PREFIX=P pip install ./python" "$out" "$err"
+  ok_cmd "DLCC_PREFIX=P pip install ./python (offline, Debian's setuptools and NumPy)" \
+    "${penv[@]}" DLCC_PREFIX="$p" "${pip[@]}" ./pysrc
+  check "... records P/lib" grep -qxF "LIBDIR = '$lib'" venv/lib/python3*/site-packages/dlcc/_libdir.py
+  ok_cmd "pip show dlcc" venv/bin/pip show dlcc
+  check "... the version is the CMake project's" grep -qx "Version: $(sed -n 's/^project(dlcc VERSION \([0-9.]*\).*/\1/p' "$src/CMakeLists.txt")" "$out"
+  rm -rf pysrc
+  ok_cmd "the pip-installed package compiles and trains, empty environment" \
+    "${clean_env[@]}" venv/bin/python use.py "$work/venv" "$p/share/doc/dlcc/samples/mlp_fmnist.dlg"
+  check "... a loss" grep -qE "^loss [0-9.]+" "$out"
+else
+  echo "skip: pip install ./python (python3-venv, python3-pip, python3-setuptools or python3-wheel missing)"
+fi
 finish

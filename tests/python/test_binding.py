@@ -6,7 +6,7 @@
 Without arguments: the unit tests (compile + infer against `dlcc run`, train steps, params,
 hparams, checkpoints, zero-copy input binding, output views, errors, and dlcc.Loader:
 determinism, shuffling, padding, normalisation, limit / n_classes, batch release, training
-from a loader). With --sample: a limited 1-epoch run of samples/train_fmnist.py that must print
+from a loader; Loader.arrays, named arrays). With --sample: a limited 1-epoch run of samples/train_fmnist.py that must print
 its epoch, loader-wait and accuracy lines.
 
 Finds the native parts through $DLCC_BUILD_DIR (or $DLCC_LIBRARY / $DLRT_LIBRARY, as tests.cmake
@@ -418,6 +418,10 @@ class LoaderTests(unittest.TestCase):
         self.assertEqual(ctypes.sizeof(dlcc._LoaderBatch), 72)
         self.assertEqual(ctypes.sizeof(dlcc._LoaderStats), 32)
         self.assertEqual(ctypes.sizeof(dlcc._LoaderInfo), 240)
+        self.assertEqual(ctypes.sizeof(dlcc._LoaderArray), 128)
+        self.assertEqual(dlcc._LoaderArray.mean.offset, 112)
+        self.assertEqual(ctypes.sizeof(dlcc._LoaderArrayInfo), 128)
+        self.assertEqual(dlcc._LoaderArrayInfo.mean.offset, 112)
         self.assertEqual(dlcc._LoaderInfo.epoch_samples.offset, 232)
         self.assertEqual(ctypes.sizeof(dlcc._Guard), 56)
         self.assertEqual(ctypes.sizeof(dlcc._TrainEvent), 176)
@@ -663,6 +667,103 @@ class LoaderTraining(unittest.TestCase):
         self.assertLess(losses_a[-1].loss, losses_a[0].loss)
         for name in zero_copy.params:
             np.testing.assert_array_equal(zero_copy.get_param(name), by_copy.get_param(name))
+
+
+class NamedArrayLoader(unittest.TestCase):
+    """dlcc.Loader.arrays: named arrays (libdlrt's dlrt_loader_create_arrays) from ndarrays and
+    .npy files, each batch a dict of zero-copy views."""
+
+    def setUp(self):
+        rng = np.random.default_rng(21)
+        self.X = (rng.standard_normal((100, 3, 2, 2)) * [[[2.0]], [[0.5]], [[7.0]]] + 4)
+        self.T = rng.standard_normal((100, 1)).astype(np.float32)
+        self.Y = rng.integers(0, 10, 100).astype(np.int32)
+
+    def test_rows_normalisation_and_dtypes(self):
+        # Each batch's rows are the samples sample_index names, in every array; "compute"
+        # normalises per channel (first per-sample dim) with the population std, float64 data
+        # arrive as float32, int32 labels stay int32, the targets come from a .npy file.
+        tp = os.path.join(TMP.name, "named_t.npy")
+        np.save(tp, self.T)
+        X = self.X.astype(np.float32)
+        mean = X.transpose(1, 0, 2, 3).reshape(3, -1).mean(1)
+        std = X.transpose(1, 0, 2, 3).reshape(3, -1).std(1)
+        with dlcc.Loader.arrays({"x": self.X, "t": tp, "y": self.Y}, batch_size=16, seed=4,
+                                normalize={"x": "compute"}, n_classes={"y": 10},
+                                epochs=2) as l:
+            x_info, t_info, y_info = l.arrays_info
+            self.assertEqual((x_info.name, x_info.dtype, x_info.sample_dims, x_info.n_channels),
+                             ("x", np.float32, (3, 2, 2), 3))
+            self.assertEqual((t_info.path, t_info.dtype, t_info.n_channels), (tp, np.float32, 0))
+            self.assertEqual((y_info.dtype, y_info.sample_dims), (np.int32, ()))
+            np.testing.assert_allclose(x_info.mean, mean, rtol=1e-5)
+            np.testing.assert_allclose(x_info.std, std, rtol=1e-5)
+            self.assertFalse(os.path.exists(x_info.path))  # the temporary file is gone
+            self.assertEqual(l.info.batches_per_epoch, 6)
+            seen = 0
+            for b in l:
+                self.assertIsNone(b.x)
+                self.assertEqual(sorted(b.arrays), ["t", "x", "y"])
+                idx = [l.sample_index(b.epoch, b.index * 16 + j) for j in range(16)]
+                want = (X[idx] - mean[None, :, None, None]) / std[None, :, None, None]
+                np.testing.assert_allclose(b["x"], want, rtol=1e-5, atol=1e-5)
+                np.testing.assert_array_equal(b["t"], self.T[idx])
+                np.testing.assert_array_equal(b["y"], self.Y[idx])
+                self.assertEqual(b["y"].dtype, np.int32)
+                self.assertFalse(b["x"].flags.writeable)
+                seen += 1
+            self.assertEqual(seen, 12)
+        with dlcc.Loader.arrays({"x": self.X}, batch_size=10, normalize={"x": "global"}) as l:
+            self.assertEqual(l.arrays_info[0].n_channels, 1)
+        with dlcc.Loader.arrays({"x": self.X}, batch_size=10, shuffle=False,
+                                normalize={"x": ([1, 2, 3], [2, 2, 2])}) as l, l.next() as b:
+            np.testing.assert_allclose(
+                b["x"], (self.X[:10] - np.array([1, 2, 3])[None, :, None, None]) / 2, rtol=1e-6)
+        with dlcc.Loader.arrays({"y": self.Y}, dtypes={"y": np.int64}, batch_size=10) as l:
+            self.assertEqual(l.next()["y"].dtype, np.int64)
+
+    def test_trains_zero_copy(self):
+        # samples/mlp_fmnist.dlg fed with session.train_step(**b.arrays): the same losses as the
+        # same batches given by copy.
+        model = dlcc.compile(MLP, dims={"N": 32})
+        rng = np.random.default_rng(2)
+        x = rng.standard_normal((128, 784), dtype=np.float32)
+        y = rng.integers(0, 10, 128)
+        a, c = model.session(threads=2), model.session(threads=1)
+        la, lc = [], []
+        with dlcc.Loader.arrays({"x": x, "y": y}, batch_size=32, seed=1, epochs=2) as l:
+            for b in l:
+                la.append(a.train_step(**b.arrays).loss)
+                self.assertIs(a._bound["x"], b["x"])
+                c.set_input("x", b["x"], copy=True)
+                c.set_input("y", b["y"], copy=True)
+                lc.append(c.train_step().loss)
+        self.assertEqual(len(la), 8)
+        self.assertEqual(la, lc)
+        self.assertLess(la[-1], la[0])
+
+    def test_errors(self):
+        with self.assertRaises(dlcc.ArgumentTypeError):
+            dlcc.Loader.arrays([self.X])
+        with self.assertRaises(dlcc.ArgumentTypeError):
+            dlcc.Loader.arrays({})
+        with self.assertRaisesRegex(dlcc.ArgumentError, "'z' is not one of the arrays"):
+            dlcc.Loader.arrays({"x": self.X}, normalize={"z": "compute"})
+        with self.assertRaisesRegex(dlcc.ArgumentError, "np.float32, np.int32 or np.int64"):
+            dlcc.Loader.arrays({"x": self.X}, dtypes={"x": np.float16})
+        with self.assertRaisesRegex(dlcc.ArgumentError, "'none', 'compute', 'global'"):
+            dlcc.Loader.arrays({"x": self.X}, normalize={"x": "minmax"})
+        with self.assertRaisesRegex(dlcc.Error, "input 'y'"):  # the runtime's message
+            dlcc.Loader.arrays({"x": self.X, "y": self.Y[:99]}, batch_size=10)
+        with self.assertRaisesRegex(dlcc.Error, "y"):
+            dlcc.Loader.arrays({"y": self.Y}, n_classes={"y": 5}, batch_size=10)
+        with dlcc.Loader.arrays({"x": self.X}, batch_size=10) as l:
+            b = l.next()
+            b.release()
+            with self.assertRaisesRegex(dlcc.ArgumentError, "was released"):
+                b["x"]
+            with self.assertRaisesRegex(dlcc.ArgumentError, "no array 'q'"):
+                l.next()["q"]
 
 
 class RuntimeTrainingLoop(unittest.TestCase):
