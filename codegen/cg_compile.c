@@ -230,7 +230,7 @@ static dl_status package_device_artifact(const cg *dev, const dl_cg_options *o, 
 
 // Lowers node `r` (c->node): through the target's hook, or, as the root of a fusion group,
 // the group's nodes (in order, `r` last) as one kernel named by their ops joined by '+': a map
-// over the elements, or a product (Gemm, MatMul) with the others as its epilogue.
+// over the elements, or a product (Gemm, MatMul, Conv) with the others as its epilogue.
 static dl_status lower_group(cg *c, size_t r) {
     const dl_ir_module *m = c->m;
     const dl_ir_node *root = m->nodes.data[r];
@@ -259,10 +259,12 @@ static dl_status lower_group(cg *c, size_t r) {
         dl_strbuf_fini(&ops);
     } else {
         c->node_ops = ops.data;
-        c->node_ops_elementwise = g[0]->op != DL_IR_OP_GEMM && g[0]->op != DL_IR_OP_MATMUL;
+        c->node_ops_elementwise =
+            g[0]->op != DL_IR_OP_GEMM && g[0]->op != DL_IR_OP_MATMUL && g[0]->op != DL_IR_OP_CONV;
         c->node_first = g[0];
-        st = c->node_ops_elementwise ? dl_cg__lower_fused(c, g, n)
-                                     : dl_cg__lower_product_fused(c, g, n);
+        st = c->node_ops_elementwise     ? dl_cg__lower_fused(c, g, n)
+             : g[0]->op == DL_IR_OP_CONV ? dl_cg__lower_conv_fused(c, g, n)
+                                         : dl_cg__lower_product_fused(c, g, n);
         c->node_ops = NULL;
         c->node_first = NULL;
     }

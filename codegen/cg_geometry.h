@@ -119,6 +119,10 @@ typedef struct dl_cg__conv_gemm {
     int32_t br;
     int64_t bd[2], abs_[2], xbs[2], bis[2];
     dl_cg__im2col im;
+    // A fusion group's members epi[1 .. n_epi) applied to each element before it is stored in
+    // y (the group's output; epi[0] is the convolution), reading no other value. NULL: none.
+    const dl_ir_node *const *epi;
+    size_t n_epi;
 } dl_cg__conv_gemm;
 
 // The static selection rule: true when the implicit GEMM is the kernel to use for this
@@ -155,5 +159,27 @@ LLVMValueRef dl_cg__pool_count(cg *c, const dl_cg__pool_geo *g, const LLVMValueR
 // the first tap (arg < 0), larger, or NaN over a number; acc (f32) and arg (i64) are allocas.
 void dl_cg__pool_max_update(cg *c, LLVMValueRef v, LLVMValueRef pos, LLVMValueRef acc,
                             LLVMValueRef arg);
+
+// Vector 2-D max pooling (x86_nn.c), for float32 with a column stride of 1 or 2 on a target of
+// >= 8 float lanes (dl_cg__pool_vec_ok): V = vector-width windows of a row at a time, window l
+// starting at element xb + s[1] l, rows xd[1] apart; lanes >= nvalid read nothing. Returns the
+// max by dl_cg__pool_max_update's rule and, in *idx when non-NULL, the selected tap (i32 lanes).
+bool dl_cg__pool_vec_ok(cg *c, const dl_cg__pool_geo *g, dl_dtype dt);
+LLVMValueRef dl_cg__pool_max_vec(cg *c, LLVMValueRef xp, LLVMValueRef xb, const dl_cg__pool_geo *g,
+                                 unsigned V, LLVMValueRef nvalid, LLVMValueRef *idx);
+// MaxPool's rule for a tap v against the running max acc (scalars or vectors): take v when it
+// is larger, or NaN over a number.
+LLVMValueRef dl_cg__max_takes(cg *c, LLVMValueRef v, LLVMValueRef acc);
+// One output row of a vector pool kernel: its windows' first input element (xrow) and its first
+// output (yrow), in the kernel's x (ptr[1] forward, ptr[2] backward) and y; V lanes.
+typedef struct dl_cg__pool_row {
+    const dl_cg__pool_geo *g;
+    const cg_kernel *k;
+    LLVMValueRef xrow, yrow;
+    unsigned V;
+} dl_cg__pool_row;
+// body(ow0, nvalid) over a row of OW outputs in chunks of V (the last one partial).
+typedef void (*dl_cg__pool_chunk_fn)(cg *c, void *ctx, LLVMValueRef ow0, LLVMValueRef nvalid);
+void dl_cg__pool_row_chunks(cg *c, int64_t OW, unsigned V, dl_cg__pool_chunk_fn body, void *ctx);
 
 #endif

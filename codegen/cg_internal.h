@@ -114,6 +114,13 @@ LLVMValueRef cg_const(cg *c, dl_dtype t, double v);
 
 // Loads element `idx` (i64) of a buffer of dtype `t`, converted to the compute type.
 LLVMValueRef cg_load(cg *c, LLVMValueRef base, dl_dtype t, LLVMValueRef idx);
+// Vector memory access through a lane mask (`mask` NULL: every lane), element alignment 4:
+// masked-off lanes are not read (they load as 0) and not written. cg_lane_mask_rt: <n x i1>
+// with lane l set when l < rem (an i64, unsigned compare; n <= CG_MAX_LANES).
+#define CG_MAX_LANES 64
+LLVMValueRef cg_masked_load(cg *c, LLVMTypeRef vt, LLVMValueRef p, LLVMValueRef mask);
+void cg_masked_store(cg *c, LLVMValueRef v, LLVMValueRef p, LLVMValueRef mask);
+LLVMValueRef cg_lane_mask_rt(cg *c, LLVMValueRef rem, int64_t n);
 // Stores a compute-type value as element `idx` of a buffer of dtype `t`.
 void cg_store(cg *c, LLVMValueRef base, dl_dtype t, LLVMValueRef idx, LLVMValueRef v);
 // Converts a compute value of dtype `from` to the compute type of `to` (Cast semantics:
@@ -168,6 +175,8 @@ DL_NODISCARD dl_status dl_cg__lower_unary_grad(cg *c, const dl_ir_node *n);
 DL_NODISCARD dl_status dl_cg__lower_fused(cg *c, const dl_ir_node *const *g, size_t n);
 // A product g[0] (Gemm, MatMul) with the rest as its epilogue (x86/x86_linalg.c):
 DL_NODISCARD dl_status dl_cg__lower_product_fused(cg *c, const dl_ir_node *const *g, size_t n);
+// A convolution g[0] with the rest as its epilogue, reading nothing else (x86/x86_nn.c):
+DL_NODISCARD dl_status dl_cg__lower_conv_fused(cg *c, const dl_ir_node *const *g, size_t n);
 // Pieces for a lowering that computes a group's elementwise members itself (lower_elem.c):
 // whether member x can be; the values members g[first..n) read from outside the group; their
 // values at one element, in order, into val[] (val[0 .. first) given: the product's value).

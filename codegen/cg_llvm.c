@@ -385,3 +385,48 @@ void cg_for_end(cg *c, cg_loop *l) {
     LLVMAddIncoming(l->iv, &next, &latch, 1);
     LLVMPositionBuilderAtEnd(c->b, l->exit);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Masked vector memory access (x86: AVX-512 masks, AVX2 vmaskmov)
+
+LLVMValueRef cg_masked_load(cg *c, LLVMTypeRef vt, LLVMValueRef p, LLVMValueRef mask) {
+    if (!mask) {
+        LLVMValueRef v = LLVMBuildLoad2(c->b, vt, p, "");
+        LLVMSetAlignment(v, 4);
+        return v;
+    }
+    static const char name[] = "llvm.masked.load";
+    unsigned id = LLVMLookupIntrinsicID(name, sizeof name - 1);
+    LLVMTypeRef tys[2] = {vt, c->t_ptr};
+    LLVMValueRef fn = LLVMGetIntrinsicDeclaration(c->mod, id, tys, 2);
+    LLVMTypeRef fty = LLVMIntrinsicGetType(c->ctx, id, tys, 2);
+    LLVMValueRef args[4] = {p, cg_i32(c, 4), mask, LLVMConstNull(vt)};
+    return LLVMBuildCall2(c->b, fty, fn, args, 4, "");
+}
+
+void cg_masked_store(cg *c, LLVMValueRef v, LLVMValueRef p, LLVMValueRef mask) {
+    if (!mask) {
+        LLVMSetAlignment(LLVMBuildStore(c->b, v, p), 4);
+        return;
+    }
+    static const char name[] = "llvm.masked.store";
+    unsigned id = LLVMLookupIntrinsicID(name, sizeof name - 1);
+    LLVMTypeRef tys[2] = {LLVMTypeOf(v), c->t_ptr};
+    LLVMValueRef fn = LLVMGetIntrinsicDeclaration(c->mod, id, tys, 2);
+    LLVMTypeRef fty = LLVMIntrinsicGetType(c->ctx, id, tys, 2);
+    LLVMValueRef args[4] = {v, p, cg_i32(c, 4), mask};
+    LLVMBuildCall2(c->b, fty, fn, args, 4, "");
+}
+
+LLVMValueRef cg_lane_mask_rt(cg *c, LLVMValueRef rem, int64_t n) {
+    LLVMValueRef e[CG_MAX_LANES], zero[CG_MAX_LANES];
+    DL_ASSERT(n <= CG_MAX_LANES);
+    for (int64_t l = 0; l < n; l++) {
+        e[l] = cg_i64(c, l);
+        zero[l] = cg_i32(c, 0);
+    }
+    LLVMTypeRef vt = LLVMVectorType(c->t_i64, (unsigned)n);
+    LLVMValueRef r = LLVMBuildInsertElement(c->b, LLVMGetUndef(vt), rem, cg_i32(c, 0), "");
+    r = LLVMBuildShuffleVector(c->b, r, LLVMGetUndef(vt), LLVMConstVector(zero, (unsigned)n), "");
+    return LLVMBuildICmp(c->b, LLVMIntULT, LLVMConstVector(e, (unsigned)n), r, "");
+}

@@ -3,13 +3,14 @@
 //
 // A group is a tree of elementwise nodes (the op table's fusibility class ELEMENTWISE lowered by
 // the generic map, and UnaryGrad) whose root is its last node in topological order, possibly
-// headed by one product (Gemm or MatMul of float32 rank-2 operands) whose value feeds it: the
-// product's kernel then applies the group as its epilogue before storing (a Linear layer's
-// Relu, a residual Add, the backward's activation gradient after dX = dY W^T). Such a group's
-// values are all float32, its other members are cheap (a few arithmetic or select
-// instructions: no transcendental in a GEMM's store loop), it reads at most 11 values and has
-// at most 63 nodes. A node joins
-// the group of its consumer when: its one output's every use is an input of that one consumer
+// headed by one product (Gemm or MatMul of float32 rank-2 operands, or a float32 2-D Conv)
+// whose value feeds it: the product's kernel then applies the group as its epilogue before
+// storing (a Linear layer's or a convolution's Relu, a residual Add, the backward's activation
+// gradient after dX = dY W^T). Such a group's values are all float32, its other members are
+// cheap (a few arithmetic or select instructions: no transcendental in a GEMM's store loop), it
+// reads at most 11 values and has at most 63 nodes; a convolution's group reads nothing but the
+// convolution's inputs (its epilogue is a function of the convolution's value alone). A node
+// joins the group of its consumer when: its one output's every use is an input of that one consumer
 // (Mul(a, a) counts), the value is no root of the module (output, train loss, gradient, assign
 // value), both have the output dims of the group, both are on the same side of the forward /
 // training split (the infer entry runs only forward nodes), the value's dtype computes in its
@@ -75,9 +76,26 @@ static bool fusible(const dl_ir_node *n) {
            strcmp(info->lower_hook, "map") == 0 && strcmp(info->scalar_hook, "none") != 0;
 }
 
+// A 2-D convolution that can head a group: float32 x, w, bias and y of rank 4. Its epilogue
+// reads nothing but the group's own values (the kernels apply it where they store y, with no
+// index to load other inputs at).
+static bool is_conv_head(const dl_ir_node *n) {
+    if (n->op != DL_IR_OP_CONV || n->n_outputs != 1 || n->n_inputs < 2 || !n->inputs[0] ||
+        !n->inputs[1]) {
+        return false;
+    }
+    const dl_ir_type *y = &n->outputs[0]->type, *x = &n->inputs[0]->type, *w = &n->inputs[1]->type;
+    bool bias_ok = n->n_inputs < 3 || !n->inputs[2] || n->inputs[2]->type.dtype == DL_DT_FLOAT;
+    return y->dtype == DL_DT_FLOAT && y->rank == 4 && x->dtype == DL_DT_FLOAT && x->rank == 4 &&
+           w->dtype == DL_DT_FLOAT && bias_ok && dl_ir_type_numel(y) > 0;
+}
+
 // A product that can head a group, its elementwise epilogue after it: Gemm or MatMul of
-// float32 rank-2 operands (one [M, N] product).
+// float32 rank-2 operands (one [M, N] product), or a 2-D convolution (is_conv_head).
 static bool can_head(const dl_ir_node *n) {
+    if (is_conv_head(n)) {
+        return true;
+    }
     if ((n->op != DL_IR_OP_GEMM && n->op != DL_IR_OP_MATMUL) || n->n_outputs != 1 ||
         n->n_inputs < 2 || !n->inputs[0] || !n->inputs[1]) {
         return false;
@@ -136,6 +154,26 @@ static size_t external_inputs(const dl_ir_module *m, size_t *root, size_t ga, si
     return n;
 }
 
+// Whether every member of groups ga and gb together but a convolution head reads only values
+// made in the union.
+static bool members_closed(const dl_ir_module *m, size_t *root, size_t ga, size_t gb) {
+    for (size_t i = 0; i < m->nodes.len; i++) {
+        size_t g = find(root, i);
+        const dl_ir_node *x = m->nodes.data[i];
+        if ((g != ga && g != gb) || is_conv_head(x)) {
+            continue;
+        }
+        for (size_t a = 0; a < x->n_inputs; a++) {
+            const dl_ir_value *v = x->inputs[a];
+            size_t gd = v->def ? find(root, v->def->id) : SIZE_MAX;
+            if (gd != ga && gd != gb) {
+                return false;
+            }
+        }
+    }
+    return true;
+}
+
 // Nodes of groups ga and gb together, and whether every one has a float32 output and is cheap
 // or a product.
 static size_t union_nodes(const dl_ir_module *m, size_t *root, size_t ga, size_t gb,
@@ -169,17 +207,20 @@ dl_status dl_pass_fusion(dl_ir_module *m, dl_diags *d, dl_pass_fusion_stats *out
     size_t *root = malloc((nn ? nn : 1) * sizeof *root);
     bool *headed = calloc(nn ? nn : 1, sizeof *headed); // per group root: it has a product
     size_t *size = calloc(nn ? nn : 1, sizeof *size);   // per group root: its node count
-    if (!consumer || !pinned || !root || !headed || !size) {
+    bool *conv = calloc(nn ? nn : 1, sizeof *conv);     // per group root: a convolution heads it
+    if (!consumer || !pinned || !root || !headed || !size || !conv) {
         free(consumer);
         free(pinned);
         free(root);
         free(headed);
         free(size);
+        free(conv);
         return DL_ERR_NOMEM;
     }
     for (size_t i = 0; i < nn; i++) {
         const dl_ir_node *n = m->nodes.data[i];
         root[i] = i;
+        conv[i] = is_conv_head(n);
         for (size_t a = 0; a < n->n_inputs; a++) {
             const dl_ir_value *v = n->inputs[a];
             if (!v) {
@@ -236,12 +277,15 @@ dl_status dl_pass_fusion(dl_ir_module *m, dl_diags *d, dl_pass_fusion_stats *out
         size_t nodes = union_nodes(m, root, gn, gc, &all_float);
         size_t inputs = external_inputs(m, root, gn, gc);
         bool headed_union = headed[gn] || headed[gc];
+        bool conv_union = conv[gn] || conv[gc];
         if (headed_union ? !all_float || inputs > DL_FUSION_MAX_HEAD_INPUTS ||
-                               nodes > DL_FUSION_MAX_HEAD_NODES
+                               nodes > DL_FUSION_MAX_HEAD_NODES ||
+                               (conv_union && !members_closed(m, root, gn, gc))
                          : inputs > DL_FUSION_MAX_INPUTS) {
             continue;
         }
         headed[gc] = headed_union;
+        conv[gc] = conv_union;
         root[gn] = gc; // gc is c's group, whose root is c or a later node
     }
     for (size_t i = 0; i < nn; i++) {
@@ -262,6 +306,7 @@ dl_status dl_pass_fusion(dl_ir_module *m, dl_diags *d, dl_pass_fusion_stats *out
     free(pinned);
     free(root);
     free(headed);
+    free(conv);
     return DL_OK;
 }
 

@@ -124,6 +124,8 @@ enum {
     DLRT_ISA_AVX512DQ = 1u << 6,
     DLRT_ISA_AVX512VL = 1u << 7,
     DLRT_ISA_BMI2 = 1u << 8,
+    DLRT_ISA_AVX512BF16 = 1u << 9, // vdpbf16ps: bfloat16 products (x86_linalg.c)
+    DLRT_ISA_KNOWN = (1u << 10) - 1,
 };
 
 // Format 5: the kind of device an artifact's code runs on (dlrt_plan_hdr.device). The values

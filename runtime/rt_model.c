@@ -83,9 +83,16 @@ static dlrt_status check_isa(const dlrt_plan_hdr *h, const char *target, size_t 
         {DLRT_ISA_FMA, "fma"},           {DLRT_ISA_F16C, "f16c"},
         {DLRT_ISA_AVX512F, "avx512f"},   {DLRT_ISA_AVX512BW, "avx512bw"},
         {DLRT_ISA_AVX512DQ, "avx512dq"}, {DLRT_ISA_AVX512VL, "avx512vl"},
-        {DLRT_ISA_BMI2, "bmi2"},
+        {DLRT_ISA_BMI2, "bmi2"},         {DLRT_ISA_AVX512BF16, "avx512bf16"},
     };
     const struct isa_name *p;
+    if (h->isa & ~(uint32_t)DLRT_ISA_KNOWN) {
+        return rt__fail(DLRT_ERR_UNSUPPORTED,
+                        "the artifact was compiled for %.*s and uses instruction-set extensions "
+                        "this runtime does not know (isa bits 0x%x); use the libdlrt of the dlcc "
+                        "that compiled it",
+                        (int)target_len, target, h->isa & ~(uint32_t)DLRT_ISA_KNOWN);
+    }
     __builtin_cpu_init();
     for (p = isas; p < isas + sizeof isas / sizeof isas[0]; p++) {
         if (!(h->isa & p->bit)) {
@@ -120,6 +127,9 @@ static dlrt_status check_isa(const dlrt_plan_hdr *h, const char *target, size_t 
             break;
         case DLRT_ISA_BMI2:
             have = __builtin_cpu_supports("bmi2");
+            break;
+        case DLRT_ISA_AVX512BF16:
+            have = __builtin_cpu_supports("avx512bf16");
             break;
         default:
             break;

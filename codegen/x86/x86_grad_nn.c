@@ -365,6 +365,7 @@ static dl_status lower_conv_grad_weight(cg *c, const dl_ir_node *n) {
 // selects (the first maximum in window order, NaN beating numbers) gets dy, the other taps 0,
 // and rows/columns no window covers get 0. Outer range N*C*OH: iteration (nc, oh) owns input
 // rows [oh*k0, oh*k0 + k0) — and the uncovered bottom rows when oh is the last output row.
+// float32 windows 1 or 2 columns wide go a vector of windows at a time (pool_bwd_chunk).
 static bool max_pool_grad_fast_ok(const dl_cg__pool_geo *g) {
     if (g->nsp != 2 || g->k[0] * g->k[1] > 16) {
         return false;
@@ -388,21 +389,85 @@ static void zero_rows(cg *c, const cg_kernel *kr, dl_dtype dt, LLVMValueRef star
     cg_for_end(c, &lz);
 }
 
+// The vector form of the two column loops (dl_cg__pool_vec_ok; k[1] = s[1] is 1 or 2): per chunk
+// of V windows the selected taps (dl_cg__pool_max_vec), then per tap row the dy lanes where
+// selected and 0 elsewhere, the k[1] columns interleaved into one store.
+static void pool_bwd_chunk(cg *c, void *ctx, LLVMValueRef ow0, LLVMValueRef nvalid) {
+    const dl_cg__pool_row *b = ctx;
+    const dl_cg__pool_geo *g = b->g;
+    unsigned V = b->V, k1 = (unsigned)g->k[1];
+    LLVMValueRef xb = iadd(c, b->xrow, imul(c, ow0, k1));
+    LLVMValueRef idx;
+    (void)dl_cg__pool_max_vec(c, b->k->ptr[2], xb, g, V, nvalid, &idx);
+    LLVMTypeRef vt = LLVMVectorType(c->t_f32, V), it = LLVMVectorType(c->t_i32, V);
+    LLVMValueRef yo = iadd(c, b->yrow, ow0);
+    LLVMValueRef gy = cg_masked_load(c, vt, LLVMBuildGEP2(c->b, c->t_f32, b->k->ptr[1], &yo, 1, ""),
+                                     cg_lane_mask_rt(c, nvalid, V));
+    LLVMValueRef m[2 * CG_MAX_LANES / 2];
+    for (unsigned l = 0; l < V; l++) { // interleave: column 0 of window l, then column 1
+        m[2 * l] = cg_i32(c, (int32_t)l);
+        m[2 * l + 1] = cg_i32(c, (int32_t)(V + l));
+    }
+    for (int64_t i = 0; i < g->k[0]; i++) {
+        LLVMValueRef col[2];
+        for (unsigned j = 0; j < k1; j++) {
+            LLVMValueRef t = LLVMBuildInsertElement(
+                c->b, LLVMGetUndef(it), cg_i32(c, (int32_t)(i * k1 + j)), cg_i32(c, 0), "");
+            t = LLVMBuildShuffleVector(c->b, t, LLVMGetUndef(it), LLVMConstNull(it), "");
+            LLVMValueRef hit = LLVMBuildICmp(c->b, LLVMIntEQ, idx, t, "");
+            col[j] = LLVMBuildSelect(c->b, hit, gy, LLVMConstNull(vt), "");
+        }
+        LLVMValueRef row =
+            k1 == 1 ? col[0]
+                    : LLVMBuildShuffleVector(c->b, col[0], col[1], LLVMConstVector(m, 2 * V), "");
+        LLVMValueRef xo = iadd(c, xb, cg_i64(c, i * g->xd[1]));
+        cg_masked_store(c, row, LLVMBuildGEP2(c->b, c->t_f32, b->k->ptr[0], &xo, 1, ""),
+                        cg_lane_mask_rt(c, imul(c, nvalid, k1), k1 * V));
+    }
+}
+
+// dx elements of iteration (nc, oh) that no window covers: the columns past OW k1 of its rows,
+// and, for the last output row, the rows past OH k0.
+static void zero_uncovered(cg *c, const cg_kernel *kr, dl_dtype dt, const dl_cg__pool_geo *g,
+                           LLVMValueRef nc, LLVMValueRef oh, LLVMValueRef xrow) {
+    int64_t H = g->xd[0], W = g->xd[1], OH = g->yd[0], OW = g->yd[1], k0 = g->k[0], k1 = g->k[1];
+    if (W > OW * k1) {
+        cg_loop lr;
+        LLVMValueRef r = cg_for_begin(c, &lr, cg_i64(c, 0), cg_i64(c, k0), "r");
+        zero_rows(c, kr, dt, iaddk(c, iadd(c, xrow, imul(c, r, W)), OW * k1), W - OW * k1);
+        cg_for_end(c, &lr);
+    }
+    if (H > OH * k0) {
+        dl_cg__if last;
+        dl_cg__if_begin(c, &last, LLVMBuildICmp(c->b, LLVMIntEQ, oh, cg_i64(c, OH - 1), ""));
+        zero_rows(c, kr, dt, iadd(c, imul(c, nc, g->in_sp), cg_i64(c, OH * k0 * W)),
+                  (H - OH * k0) * W);
+        dl_cg__if_end(c, &last);
+    }
+}
+
 static dl_status lower_max_pool_grad_2d(cg *c, dl_ir_value *dx, dl_ir_value *dy, dl_ir_value *x,
                                         const dl_cg__pool_geo *g) {
     // x, dx: [N, C, H, W]; dy: [N, C, OH, OW]
     dl_dtype dt = x->type.dtype;
     int64_t NC = x->type.dims[0].value * x->type.dims[1].value;
-    int64_t H = g->xd[0], W = g->xd[1], OH = g->yd[0], OW = g->yd[1], k0 = g->k[0], k1 = g->k[1];
+    int64_t W = g->xd[1], OH = g->yd[0], OW = g->yd[1], k0 = g->k[0], k1 = g->k[1];
     dl_ir_value *vals[3] = {dx, dy, x};
     cg_kernel kr;
     DL_TRY(cg_kernel_begin(c, vals, 3, NC * OH, &kr));
-    cg_loop lit, low, lr;
+    cg_loop lit, low;
     LLVMValueRef it = cg_for_begin(c, &lit, kr.begin, kr.end, "it");
     LLVMValueRef oh = LLVMBuildSRem(c->b, it, cg_i64(c, OH), "oh");
     LLVMValueRef nc = LLVMBuildSDiv(c->b, it, cg_i64(c, OH), "nc");
     LLVMValueRef xrow = iadd(c, imul(c, nc, g->in_sp), imul(c, oh, k0 * W));
     LLVMValueRef yrow = imul(c, it, OW);
+    if (dl_cg__pool_vec_ok(c, g, dt) && k1 <= 2) {
+        dl_cg__pool_row b = {g, &kr, xrow, yrow, (unsigned)c->target->vector_width(c, DL_DT_FLOAT)};
+        dl_cg__pool_row_chunks(c, OW, b.V, pool_bwd_chunk, &b);
+        zero_uncovered(c, &kr, dt, g, nc, oh, xrow);
+        cg_for_end(c, &lit);
+        return cg_kernel_end(c, &kr);
+    }
     // Two loops over the output columns, each simple enough to vectorise: the first finds
     // every window's selected tap (as an i32 into a stack row), the second writes dx.
     LLVMValueRef sel = cg_entry_alloca(c, &kr, c->t_i32, OW);
@@ -416,10 +481,7 @@ static dl_status lower_max_pool_grad_2d(cg *c, dl_ir_value *dx, dl_ir_value *dy,
             idx = cg_i32(c, 0);
             continue;
         }
-        LLVMValueRef gt = LLVMBuildFCmp(c->b, LLVMRealOGT, v, acc, "");
-        LLVMValueRef vnan = LLVMBuildFCmp(c->b, LLVMRealUNO, v, v, "");
-        LLVMValueRef anum = LLVMBuildFCmp(c->b, LLVMRealORD, acc, acc, "");
-        LLVMValueRef upd = LLVMBuildOr(c->b, gt, LLVMBuildAnd(c->b, vnan, anum, ""), "");
+        LLVMValueRef upd = dl_cg__max_takes(c, v, acc);
         acc = LLVMBuildSelect(c->b, upd, v, acc, "");
         idx = LLVMBuildSelect(c->b, upd, cg_i32(c, (int32_t)t), idx, "");
     }
@@ -438,18 +500,7 @@ static dl_status lower_max_pool_grad_2d(cg *c, dl_ir_value *dx, dl_ir_value *dy,
                  LLVMBuildSelect(c->b, hit, gy, zero, ""));
     }
     cg_for_end(c, &low2);
-    if (W > OW * k1) { // columns no window covers, in this iteration's rows
-        LLVMValueRef r = cg_for_begin(c, &lr, cg_i64(c, 0), cg_i64(c, k0), "r");
-        zero_rows(c, &kr, dt, iaddk(c, iadd(c, xrow, imul(c, r, W)), OW * k1), W - OW * k1);
-        cg_for_end(c, &lr);
-    }
-    if (H > OH * k0) { // rows no window covers, owned by the last output row's iteration
-        dl_cg__if last;
-        dl_cg__if_begin(c, &last, LLVMBuildICmp(c->b, LLVMIntEQ, oh, cg_i64(c, OH - 1), ""));
-        zero_rows(c, &kr, dt, iadd(c, imul(c, nc, g->in_sp), cg_i64(c, OH * k0 * W)),
-                  (H - OH * k0) * W);
-        dl_cg__if_end(c, &last);
-    }
+    zero_uncovered(c, &kr, dt, g, nc, oh, xrow);
     cg_for_end(c, &lit);
     return cg_kernel_end(c, &kr);
 }

@@ -9,14 +9,17 @@
 // Float dtypes (float, float16, bfloat16) use a blocked, vectorised loop nest (GotoBLAS-like,
 // sized for one core):
 //
-//   outer parallel range: batch * ceil(M / MB) * ceil(N / NC); one iteration = the MB rows x
-//   NC columns group jc of one batch's y (groups of a row block are consecutive iterations, so
-//   a thread running a range of them works on one A block, as a loop over jc would):
-//     scratch[MB][NC]                           (f32 accumulators of the group)
+//   outer parallel range: batch * ceil(N / NC) * ceil(M / MB); one iteration = the MB rows x
+//   NC columns of row block ib in column group jc of one batch's y (the row blocks of a group
+//   are consecutive iterations, so a thread running a range of them reuses one packed B):
+//     scratch[MB][NC]                           (f32 accumulators of the block)
 //     for pc in K blocks of KC:                 (the last block may be shorter)
 //       ap[MB / MR][KC][MR] = A[rows, pc..]     (packed per MR-row tile, f32; float32 A by
 //                                               register transposes, emit_pack_a)
-//       bp[NC / NR][KC][NR] = B[pc.., jc..]     (packed per NR-column panel, f32, zero past N)
+//       bp[NC / NR][KC][NR] = B[pc.., jc..]     (packed per NR-column panel, f32, zero past N;
+//                                               when all of K fits SHARE_B_BYTES, packed for
+//                                               every K block by the first row block a thread
+//                                               runs in the group, and reused by the others)
 //       for each NR panel, for each MR-row tile (the last block may end with mr_e rows):
 //         microkernel: MR accumulators of <NR x float> in registers; per k one B vector from
 //         bp and, per row, fmuladd(broadcast(ap[tile][k][r]), B, acc[r]); the accumulators
@@ -27,13 +30,14 @@
 //
 // MR x NR follows the target's f32 vector width (c->target->vector_width, cg_target.h):
 // 6 x 16 with AVX2+FMA (12 ymm accumulators, two for B, one broadcast), 12 x 32 with AVX-512F,
-// 4 x 8 otherwise. KC keeps one B panel at 16 KiB (L1); MB = 8 MR, NC = 4 NR. Packing A makes
+// 4 x 8 otherwise. KC keeps one B panel at 16 KiB (L1); MB = 8 MR, NC = 8 NR. Packing A makes
 // the microkernel's reads contiguous whatever A's strides (transA, power-of-two leading dims
-// that would alias in L1). The three allocas are the kernel's whole state (AVX2: 48 + 64 + 12
-// KiB of stack; AVX-512: 48 + 64 + 48 KiB), private to one call, and every outer iteration
-// writes only its own block of y, so any split of the range gives the same bytes. Splitting the
-// columns as well as the rows gives the threaded executor iterations of a few tens of
-// microseconds to balance (a 256 x 256 x 784 product has 24, not 6). Accumulation
+// that would alias in L1). The allocas are the kernel's whole state (AVX-512: ap 48 KiB,
+// scratch 96 KiB, bp 128 KiB per K block, at most 2 MiB when shared), private to one call, and
+// every outer iteration writes only its own block of y, so any split of the range gives the
+// same bytes. Splitting the columns as well as the rows gives the threaded executor iterations
+// to balance; a product that would have fewer than MIN_UNITS of them with NC = 8 NR uses
+// NC = 4 NR (a 256 x 256 x 784 product has 6, not 3). Accumulation
 // is in f32 for every float dtype (float16 and bfloat16 are converted when packed and rounded
 // once when y is stored); the order of the sum over k is fixed (k ascending, in KC blocks),
 // independent of the split.
@@ -56,6 +60,7 @@
 
 #define MAX_MR       16 // accumulator rows of the widest microkernel
 #define MAX_NR       32 // lanes of the widest microkernel vector
+#define PLOOP_MAX    32 // values a ploop carries
 #define GEMM_MAX_EXT 12 // values a fused epilogue reads (passes/fusion.c allows 11)
 #define GEMM_MAX_EPI 64 // nodes of a fused epilogue group (with the product)
 
@@ -168,7 +173,7 @@ static gemm_blk choose_blocking(cg *c) {
     }
     g.KC = 4096 / g.NR; // one packed B panel = KC * NR floats = 16 KiB (L1)
     g.MB = 8 * g.MR;
-    g.NC = 4 * g.NR;
+    g.NC = 8 * g.NR;
     return g;
 }
 
@@ -179,13 +184,13 @@ static gemm_blk choose_blocking(cg *c) {
 typedef struct ploop {
     LLVMBasicBlockRef header, body, exit;
     LLVMValueRef iv;
-    LLVMValueRef v[MAX_MR];
+    LLVMValueRef v[PLOOP_MAX];
     size_t n;
 } ploop;
 
 static void ploop_begin(cg *c, ploop *l, LLVMValueRef lo, LLVMValueRef hi, const LLVMValueRef *init,
                         size_t n) {
-    DL_ASSERT(n <= MAX_MR);
+    DL_ASSERT(n <= PLOOP_MAX);
     LLVMValueRef fn = LLVMGetBasicBlockParent(LLVMGetInsertBlock(c->b));
     LLVMBasicBlockRef pre = LLVMGetInsertBlock(c->b);
     l->header = LLVMAppendBasicBlockInContext(c->ctx, fn, "kloop");
@@ -359,6 +364,10 @@ typedef struct fctx {
     // and the channel or image offset), computed once per K block for all panels.
     LLVMValueRef tab_h, tab_w, tab_b; // [KC] i32, [KC] i32, [KC] i64
     LLVMValueRef tab_a;               // split k (p->ka_in > 0): [KC] i64 offsets in A
+    // bfloat16 A and B on a target with AVX512-BF16 (use_bf16_dot): ap and bp hold k pairs,
+    // ap: [MB / MR][KC / 2][MR] and bp: [NC / NR][KC / 2][NR] of i32 (bf16 of k even | bf16 of
+    // k odd << 16, zero past K), and the microkernel is vdpbf16ps.
+    bool bf;
 } fctx;
 
 // Split k (p->ka_in > 0): tab_a[k] = ((pc + k) / ka_in) * sa_k + ((pc + k) % ka_in) * sa_k2 for
@@ -375,9 +384,6 @@ static void emit_ka_rows(cg *c, const fctx *f) {
     cg_for_end(c, &lk);
 }
 
-static LLVMValueRef masked_load(cg *c, LLVMTypeRef vt, LLVMValueRef p, LLVMValueRef mask);
-static void masked_store(cg *c, LLVMValueRef v, LLVMValueRef p, LLVMValueRef mask);
-
 // <n x i1> with the first `m` lanes set, or NULL when m == n (no mask needed).
 static LLVMValueRef lane_mask(cg *c, int64_t m, int64_t n) {
     if (m >= n) {
@@ -388,22 +394,6 @@ static LLVMValueRef lane_mask(cg *c, int64_t m, int64_t n) {
         e[l] = LLVMConstInt(c->t_i1, l < m, 0);
     }
     return LLVMConstVector(e, (unsigned)n);
-}
-
-// <n x i1>: lane l set when l < rem (rem: i64, runtime).
-static LLVMValueRef lane_mask_rt(cg *c, LLVMValueRef rem, int64_t n) {
-    LLVMValueRef e[MAX_NR];
-    for (int64_t l = 0; l < n; l++) {
-        e[l] = cg_i64(c, l);
-    }
-    LLVMTypeRef vt = LLVMVectorType(c->t_i64, (unsigned)n);
-    LLVMValueRef r = LLVMBuildInsertElement(c->b, LLVMGetUndef(vt), rem, cg_i32(c, 0), "");
-    LLVMValueRef zero[MAX_NR] = {0};
-    for (int64_t l = 0; l < n; l++) {
-        zero[l] = cg_i32(c, 0);
-    }
-    r = LLVMBuildShuffleVector(c->b, r, LLVMGetUndef(vt), LLVMConstVector(zero, (unsigned)n), "");
-    return LLVMBuildICmp(c->b, LLVMIntULT, LLVMConstVector(e, (unsigned)n), r, "");
 }
 
 // Transposes n vectors of n floats (n a power of two, <= MAX_NR): afterwards x[k] lane r holds
@@ -439,8 +429,14 @@ static void transpose_sq(cg *c, LLVMValueRef *x, unsigned n) {
 // multiple of vw, so they stay inside the tile). Every other dtype or stride goes element by
 // element. Every path moves the same values: the packed bytes do not depend on which one ran.
 // (transA: emit_pack_a_block.)
+static void emit_pack_a_bf(cg *c, const fctx *f, LLVMValueRef tile, int64_t mr);
+
 static void emit_pack_a(cg *c, const fctx *f, LLVMValueRef tile, int64_t mr) {
     const gemm_prob *p = f->p;
+    if (f->bf) {
+        emit_pack_a_bf(c, f, tile, mr);
+        return;
+    }
     dl_dtype at = p->a->type.dtype;
     int64_t vw = c->target->vector_width(c, DL_DT_FLOAT);
     LLVMValueRef row = add(c, f->i0, mul_c(c, tile, f->g.MR));
@@ -454,19 +450,19 @@ static void emit_pack_a(cg *c, const fctx *f, LLVMValueRef tile, int64_t mr) {
         cg_loop lq;
         LLVMValueRef q = cg_for_begin(c, &lq, cg_i64(c, 0), nq, "pav");
         LLVMValueRef kk = mul_c(c, q, vw);
-        LLVMValueRef kmask = lane_mask_rt(c, LLVMBuildSub(c->b, f->kc, kk, ""), vw);
+        LLVMValueRef kmask = cg_lane_mask_rt(c, LLVMBuildSub(c->b, f->kc, kk, ""), vw);
         LLVMValueRef x[MAX_NR];
         for (int64_t r = 0; r < vw; r++) {
-            x[r] = r < mr ? masked_load(c, wt,
-                                        fptr(c, f->k->ptr[1],
-                                             add(c, add(c, src0, kk), cg_i64(c, r * p->sa_m))),
-                                        kmask)
+            x[r] = r < mr ? cg_masked_load(c, wt,
+                                           fptr(c, f->k->ptr[1],
+                                                add(c, add(c, src0, kk), cg_i64(c, r * p->sa_m))),
+                                           kmask)
                           : LLVMGetUndef(wt);
         }
         transpose_sq(c, x, (unsigned)vw);
         for (int64_t k = 0; k < vw; k++) {
             LLVMValueRef d = add(c, dst0, mul_c(c, add(c, kk, cg_i64(c, k)), f->g.MR));
-            masked_store(c, x[k], fptr(c, f->ap, d), mask);
+            cg_masked_store(c, x[k], fptr(c, f->ap, d), mask);
         }
         cg_for_end(c, &lq);
         return;
@@ -497,7 +493,7 @@ static void emit_pack_a_block(cg *c, const fctx *f, LLVMValueRef n_tiles, LLVMVa
                               int64_t tile_e, int64_t mr_e) {
     const gemm_prob *p = f->p;
     int64_t vw = c->target->vector_width(c, DL_DT_FLOAT);
-    if (p->a->type.dtype == DL_DT_FLOAT && p->ka_in == 0 && p->sa_m == 1 && vw >= 4 &&
+    if (!f->bf && p->a->type.dtype == DL_DT_FLOAT && p->ka_in == 0 && p->sa_m == 1 && vw >= 4 &&
         f->g.MR <= vw) {
         LLVMTypeRef wt = LLVMVectorType(c->t_f32, (unsigned)vw);
         LLVMValueRef mask = lane_mask(c, f->g.MR, vw), mask_e = lane_mask(c, mr_e, vw);
@@ -508,13 +504,13 @@ static void emit_pack_a_block(cg *c, const fctx *f, LLVMValueRef n_tiles, LLVMVa
         LLVMValueRef tile = cg_for_begin(c, &lt, cg_i64(c, 0), n_tiles, "pat_t");
         LLVMValueRef src = fptr(c, f->k->ptr[1], add(c, src0, mul_c(c, tile, f->g.MR)));
         LLVMValueRef dst = fptr(c, f->ap, add(c, dst0, mul_c(c, tile, f->g.KC * f->g.MR)));
-        masked_store(c, masked_load(c, wt, src, mask), dst, mask);
+        cg_masked_store(c, cg_masked_load(c, wt, src, mask), dst, mask);
         cg_for_end(c, &lt);
         if (mr_e) {
             LLVMBasicBlockRef join = if_begin(c, is_last);
             src = fptr(c, f->k->ptr[1], add(c, src0, cg_i64(c, tile_e * f->g.MR)));
             dst = fptr(c, f->ap, add(c, dst0, cg_i64(c, tile_e * f->g.KC * f->g.MR)));
-            masked_store(c, masked_load(c, wt, src, mask_e), dst, mask_e);
+            cg_masked_store(c, cg_masked_load(c, wt, src, mask_e), dst, mask_e);
             if_end(c, join);
         }
         cg_for_end(c, &lk);
@@ -541,8 +537,14 @@ static void emit_im_rows(cg *c, const fctx *f);
 // in the block, the rows past kc written as zeros inside the panel as in emit_pack_a), a
 // vw x vw transpose (transpose_sq) and one store per k. B read along its rows (sb_n == 1) is one
 // vector load per k; every other layout or dtype goes element by element.
+static void emit_pack_b_bf(cg *c, const fctx *f, int64_t nr);
+
 static void emit_pack_b(cg *c, const fctx *f, int64_t nr) {
     const gemm_prob *p = f->p;
+    if (f->bf) {
+        emit_pack_b_bf(c, f, nr);
+        return;
+    }
     if (p->im) {
         emit_pack_b_im2col(c, f, nr);
         return;
@@ -558,18 +560,17 @@ static void emit_pack_b(cg *c, const fctx *f, int64_t nr) {
         cg_loop lq;
         LLVMValueRef q = cg_for_begin(c, &lq, cg_i64(c, 0), nq, "pbv");
         LLVMValueRef kk = mul_c(c, q, vw);
-        LLVMValueRef kmask = lane_mask_rt(c, LLVMBuildSub(c->b, f->kc, kk, ""), vw);
+        LLVMValueRef kmask = cg_lane_mask_rt(c, LLVMBuildSub(c->b, f->kc, kk, ""), vw);
         LLVMValueRef src0 = add(c, f->b_off, add(c, add(c, f->pc, kk), mul_c(c, f->j0, p->sb_n)));
         for (int64_t h = 0; h < f->g.NR / vw; h++) {
             LLVMValueRef x[MAX_NR];
             for (int64_t jj = 0; jj < vw; jj++) {
                 int64_t col = h * vw + jj;
-                x[jj] =
-                    col < nr
-                        ? masked_load(c, wt,
-                                      fptr(c, f->k->ptr[2], add(c, src0, cg_i64(c, col * p->sb_n))),
-                                      kmask)
-                        : LLVMConstNull(wt);
+                x[jj] = col < nr ? cg_masked_load(c, wt,
+                                                  fptr(c, f->k->ptr[2],
+                                                       add(c, src0, cg_i64(c, col * p->sb_n))),
+                                                  kmask)
+                                 : LLVMConstNull(wt);
             }
             transpose_sq(c, x, (unsigned)vw);
             for (int64_t k = 0; k < vw; k++) {
@@ -612,6 +613,159 @@ static void micro_step(cg *c, const fctx *f, LLVMValueRef abase, LLVMValueRef bb
     }
 }
 
+// ---------------------------------------------------------------------------------------------
+// bfloat16 products with AVX512-BF16: vdpbf16ps multiplies 32 bf16 pairs and adds each pair's
+// two products to a float32 lane, so one instruction does the work of two float32 FMAs. Both
+// operands are packed as k pairs (fctx.bf); a K block's odd last k pairs with zeros.
+
+static bool use_bf16_dot(cg *c, const gemm_prob *p, const gemm_blk *g) {
+    return (c->isa & DLRT_ISA_AVX512BF16) && g->NR == 32 && g->KC % 2 == 0 &&
+           p->a->type.dtype == DL_DT_BFLOAT16 && p->b->type.dtype == DL_DT_BFLOAT16 && !p->im &&
+           p->ka_in == 0;
+}
+
+// The raw 16 bits of bfloat16 element idx of base, zero-extended to i32.
+static LLVMValueRef ld16(cg *c, LLVMValueRef base, LLVMValueRef idx) {
+    LLVMValueRef v = LLVMBuildLoad2(c->b, c->t_i16,
+                                    LLVMBuildInBoundsGEP2(c->b, c->t_i16, base, &idx, 1, ""), "");
+    return LLVMBuildZExt(c->b, v, c->t_i32, "");
+}
+
+static LLVMValueRef pair32(cg *c, LLVMValueRef lo, LLVMValueRef hi) {
+    return hi ? LLVMBuildOr(c->b, lo, LLVMBuildShl(c->b, hi, cg_i32(c, 16), ""), "") : lo;
+}
+
+// ap[tile][k2][r] = A[row r, pc + 2 k2] | A[row r, pc + 2 k2 + 1] << 16 for k2 < ceil(kc / 2).
+static void emit_pack_a_bf(cg *c, const fctx *f, LLVMValueRef tile, int64_t mr) {
+    const gemm_prob *p = f->p;
+    LLVMValueRef a = f->k->ptr[1];
+    LLVMValueRef row = add(c, f->i0, mul_c(c, tile, f->g.MR));
+    LLVMValueRef src0 = add(c, f->a_off, add(c, mul_c(c, row, p->sa_m), mul_c(c, f->pc, p->sa_k)));
+    LLVMValueRef dst0 = mul_c(c, tile, f->g.KC / 2 * f->g.MR);
+    LLVMValueRef np = LLVMBuildUDiv(c->b, f->kc, cg_i64(c, 2), ""); // whole pairs
+    cg_loop lk;
+    LLVMValueRef k2 = cg_for_begin(c, &lk, cg_i64(c, 0), np, "pa2");
+    LLVMValueRef src = add(c, src0, mul_c(c, k2, 2 * p->sa_k));
+    LLVMValueRef dst = add(c, dst0, mul_c(c, k2, f->g.MR));
+    for (int64_t r = 0; r < mr; r++) {
+        LLVMValueRef e = add(c, src, cg_i64(c, r * p->sa_m));
+        LLVMValueRef v = pair32(c, ld16(c, a, e), ld16(c, a, add(c, e, cg_i64(c, p->sa_k))));
+        LLVMBuildStore(c->b, v, fptr(c, f->ap, add(c, dst, cg_i64(c, r))));
+    }
+    cg_for_end(c, &lk);
+    // an odd kc: the last k with a zero
+    LLVMBasicBlockRef join =
+        if_begin(c, LLVMBuildICmp(c->b, LLVMIntNE, LLVMBuildURem(c->b, f->kc, cg_i64(c, 2), ""),
+                                  cg_i64(c, 0), ""));
+    src = add(c, src0, mul_c(c, np, 2 * p->sa_k));
+    dst = add(c, dst0, mul_c(c, np, f->g.MR));
+    for (int64_t r = 0; r < mr; r++) {
+        LLVMValueRef v = ld16(c, a, add(c, src, cg_i64(c, r * p->sa_m)));
+        LLVMBuildStore(c->b, v, fptr(c, f->ap, add(c, dst, cg_i64(c, r))));
+    }
+    if_end(c, join);
+}
+
+// One k pair of the panel: <NR x i32> of B[k, j0 + j] | B[k + 1, j0 + j] << 16 (hi_ok false:
+// the k + 1 half is zero), zero past nr.
+static LLVMValueRef pack_b_pair(cg *c, const fctx *f, LLVMValueRef k, bool hi_ok, int64_t nr) {
+    const gemm_prob *p = f->p;
+    LLVMValueRef b = f->k->ptr[2];
+    LLVMValueRef src = add(c, f->b_off, add(c, mul_c(c, k, p->sb_k), mul_c(c, f->j0, p->sb_n)));
+    unsigned n = (unsigned)f->g.NR;
+    if (p->sb_n == 1 && nr == f->g.NR) {
+        // two rows of NR bf16, interleaved
+        LLVMTypeRef rt = LLVMVectorType(c->t_i16, n);
+        LLVMValueRef r0 =
+            LLVMBuildLoad2(c->b, rt, LLVMBuildInBoundsGEP2(c->b, c->t_i16, b, &src, 1, ""), "");
+        LLVMSetAlignment(r0, 2);
+        LLVMValueRef r1 = LLVMConstNull(rt);
+        if (hi_ok) {
+            LLVMValueRef s1 = add(c, src, cg_i64(c, p->sb_k));
+            r1 = LLVMBuildLoad2(c->b, rt, LLVMBuildInBoundsGEP2(c->b, c->t_i16, b, &s1, 1, ""), "");
+            LLVMSetAlignment(r1, 2);
+        }
+        LLVMValueRef m[2 * MAX_NR];
+        for (unsigned j = 0; j < n; j++) {
+            m[2 * j] = cg_i32(c, (int32_t)j);
+            m[2 * j + 1] = cg_i32(c, (int32_t)(n + j));
+        }
+        LLVMValueRef v = LLVMBuildShuffleVector(c->b, r0, r1, LLVMConstVector(m, 2 * n), "");
+        return LLVMBuildBitCast(c->b, v, LLVMVectorType(c->t_i32, n), "");
+    }
+    LLVMValueRef v = LLVMConstNull(LLVMVectorType(c->t_i32, n));
+    for (int64_t j = 0; j < nr; j++) {
+        LLVMValueRef e = add(c, src, cg_i64(c, j * p->sb_n));
+        LLVMValueRef x =
+            pair32(c, ld16(c, b, e), hi_ok ? ld16(c, b, add(c, e, cg_i64(c, p->sb_k))) : NULL);
+        v = LLVMBuildInsertElement(c->b, v, x, cg_i32(c, (int32_t)j), "");
+    }
+    return v;
+}
+
+// bp[sub][k2] = pack_b_pair(pc + 2 k2) for k2 < ceil(kc / 2).
+static void emit_pack_b_bf(cg *c, const fctx *f, int64_t nr) {
+    LLVMValueRef dst0 = mul_c(c, f->sub, f->g.KC / 2 * f->g.NR);
+    LLVMValueRef np = LLVMBuildUDiv(c->b, f->kc, cg_i64(c, 2), "");
+    cg_loop lk;
+    LLVMValueRef k2 = cg_for_begin(c, &lk, cg_i64(c, 0), np, "pb2");
+    LLVMValueRef v = pack_b_pair(c, f, add(c, f->pc, mul_c(c, k2, 2)), true, nr);
+    store_vec(c, v, fptr(c, f->bp, add(c, dst0, mul_c(c, k2, f->g.NR))), f->valign);
+    cg_for_end(c, &lk);
+    LLVMBasicBlockRef join =
+        if_begin(c, LLVMBuildICmp(c->b, LLVMIntNE, LLVMBuildURem(c->b, f->kc, cg_i64(c, 2), ""),
+                                  cg_i64(c, 0), ""));
+    v = pack_b_pair(c, f, add(c, f->pc, mul_c(c, np, 2)), false, nr);
+    store_vec(c, v, fptr(c, f->bp, add(c, dst0, mul_c(c, np, f->g.NR))), f->valign);
+    if_end(c, join);
+}
+
+// One k pair of the bf16 microkernel: acc[r] (<32 x float>) += A pair of row r . B pairs, per
+// 16 lanes one vdpbf16ps.
+static void micro_step_bf(cg *c, const fctx *f, LLVMValueRef abase, LLVMValueRef bbase,
+                          LLVMValueRef k2, int64_t mr, LLVMValueRef *acc) {
+    LLVMTypeRef v16i = LLVMVectorType(c->t_i32, 16);
+    LLVMTypeRef v32b = LLVMVectorType(LLVMBFloatTypeInContext(c->ctx), 32);
+    static const char name[] = "llvm.x86.avx512bf16.dpbf16ps.512";
+    unsigned id = LLVMLookupIntrinsicID(name, sizeof name - 1);
+    LLVMValueRef fn = LLVMGetIntrinsicDeclaration(c->mod, id, NULL, 0);
+    LLVMTypeRef fty = LLVMIntrinsicGetType(c->ctx, id, NULL, 0);
+    DL_ASSERT(f->g.NR == 32); // use_bf16_dot: two halves of 16 lanes
+    int64_t nh = 2;
+    LLVMValueRef bv = load_vec(c, LLVMVectorType(c->t_i32, (unsigned)f->g.NR),
+                               fptr(c, f->bp, add(c, bbase, mul_c(c, k2, f->g.NR))), f->valign);
+    LLVMValueRef bh[MAX_NR / 16], m[MAX_NR];
+    for (int64_t h = 0; h < nh; h++) {
+        for (int l = 0; l < 16; l++) {
+            m[l] = cg_i32(c, (int32_t)(h * 16 + l));
+        }
+        LLVMValueRef half = LLVMBuildShuffleVector(c->b, bv, LLVMGetUndef(LLVMTypeOf(bv)),
+                                                   LLVMConstVector(m, 16), "");
+        bh[h] = LLVMBuildBitCast(c->b, half, v32b, "");
+    }
+    LLVMValueRef ak = add(c, abase, mul_c(c, k2, f->g.MR));
+    for (int64_t r = 0; r < mr; r++) {
+        LLVMValueRef a =
+            LLVMBuildLoad2(c->b, c->t_i32, fptr(c, f->ap, add(c, ak, cg_i64(c, r))), "");
+        LLVMValueRef as = LLVMBuildBitCast(c->b, splat(c, v16i, a), v32b, "");
+        LLVMValueRef out[2] = {NULL, NULL};
+        for (int64_t h = 0; h < 2; h++) {
+            for (int l = 0; l < 16; l++) {
+                m[l] = cg_i32(c, (int32_t)(h * 16 + l));
+            }
+            LLVMValueRef ah = LLVMBuildShuffleVector(c->b, acc[r], LLVMGetUndef(f->vt),
+                                                     LLVMConstVector(m, 16), "");
+            LLVMValueRef args[3] = {ah, as, bh[h]};
+            out[h] = LLVMBuildCall2(c->b, fty, fn, args, 3, "");
+        }
+        for (int l = 0; l < 32; l++) {
+            m[l] = cg_i32(c, l);
+        }
+        LLVMValueRef v = LLVMBuildShuffleVector(c->b, out[0], out[1], LLVMConstVector(m, 32), "");
+        acc[r] = v;
+    }
+}
+
 // The microkernel on rows [tile * MR, tile * MR + mr) of the block and panel `sub`:
 // scratch[row][sub * NR ..] += sum over k in [0, kc) of ap[tile][k][r] * bp[sub][k].
 #define UNROLL 4
@@ -639,57 +793,33 @@ static void emit_micro(cg *c, const fctx *f, LLVMValueRef tile, int64_t mr) {
         LLVMBasicBlockRef from[2] = {from_zero, from_scr};
         LLVMAddIncoming(acc[r], in, from, 2);
     }
-    LLVMValueRef abase = mul_c(c, tile, f->g.KC * f->g.MR);
-    LLVMValueRef bbase = mul_c(c, f->sub, f->g.KC * f->g.NR);
+    // bf16: steps over k pairs, the tiles and panels half as long (in i32 elements)
+    int64_t kstep = f->bf ? 2 : 1;
+    void (*step)(cg *, const fctx *, LLVMValueRef, LLVMValueRef, LLVMValueRef, int64_t,
+                 LLVMValueRef *) = f->bf ? micro_step_bf : micro_step;
+    LLVMValueRef nk =
+        f->bf ? LLVMBuildUDiv(c->b, add(c, f->kc, cg_i64(c, 1)), cg_i64(c, 2), "") : f->kc;
+    LLVMValueRef abase = mul_c(c, tile, f->g.KC / kstep * f->g.MR);
+    LLVMValueRef bbase = mul_c(c, f->sub, f->g.KC / kstep * f->g.NR);
     // Unrolled main loop over groups of UNROLL k, then the remainder one by one.
-    LLVMValueRef ng = LLVMBuildUDiv(c->b, f->kc, cg_i64(c, UNROLL), "");
+    LLVMValueRef ng = LLVMBuildUDiv(c->b, nk, cg_i64(c, UNROLL), "");
     ploop l;
     ploop_begin(c, &l, cg_i64(c, 0), ng, acc, (size_t)mr);
     LLVMValueRef next[MAX_MR];
     memcpy(next, l.v, sizeof(LLVMValueRef) * (size_t)mr);
     LLVMValueRef kb = mul_c(c, l.iv, UNROLL);
     for (int64_t u = 0; u < UNROLL; u++) {
-        micro_step(c, f, abase, bbase, add(c, kb, cg_i64(c, u)), mr, next);
+        step(c, f, abase, bbase, add(c, kb, cg_i64(c, u)), mr, next);
     }
     ploop_end(c, &l, next);
     ploop l2;
-    ploop_begin(c, &l2, mul_c(c, ng, UNROLL), f->kc, l.v, (size_t)mr);
+    ploop_begin(c, &l2, mul_c(c, ng, UNROLL), nk, l.v, (size_t)mr);
     memcpy(next, l2.v, sizeof(LLVMValueRef) * (size_t)mr);
-    micro_step(c, f, abase, bbase, l2.iv, mr, next);
+    step(c, f, abase, bbase, l2.iv, mr, next);
     ploop_end(c, &l2, next);
     for (int64_t r = 0; r < mr; r++) {
         store_vec(c, l2.v[r], fptr(c, f->scr, add(c, srow, cg_i64(c, r * f->g.NC))), f->valign);
     }
-}
-
-// Loads a vector of float32 from p (align 4), through `mask` when non-NULL (masked-off lanes
-// are not read and give 0).
-static LLVMValueRef masked_load(cg *c, LLVMTypeRef vt, LLVMValueRef p, LLVMValueRef mask) {
-    if (!mask) {
-        return load_vec(c, vt, p, 4);
-    }
-    static const char name[] = "llvm.masked.load";
-    unsigned id = LLVMLookupIntrinsicID(name, sizeof name - 1);
-    LLVMTypeRef tys[2] = {vt, c->t_ptr};
-    LLVMValueRef fn = LLVMGetIntrinsicDeclaration(c->mod, id, tys, 2);
-    LLVMTypeRef fty = LLVMIntrinsicGetType(c->ctx, id, tys, 2);
-    LLVMValueRef args[4] = {p, cg_i32(c, 4), mask, LLVMConstNull(vt)};
-    return LLVMBuildCall2(c->b, fty, fn, args, 4, "");
-}
-
-// Stores vector v at p (align 4), only the lanes of `mask` when non-NULL.
-static void masked_store(cg *c, LLVMValueRef v, LLVMValueRef p, LLVMValueRef mask) {
-    if (!mask) {
-        store_vec(c, v, p, 4);
-        return;
-    }
-    static const char name[] = "llvm.masked.store";
-    unsigned id = LLVMLookupIntrinsicID(name, sizeof name - 1);
-    LLVMTypeRef tys[2] = {LLVMTypeOf(v), c->t_ptr};
-    LLVMValueRef fn = LLVMGetIntrinsicDeclaration(c->mod, id, tys, 2);
-    LLVMTypeRef fty = LLVMIntrinsicGetType(c->ctx, id, tys, 2);
-    LLVMValueRef args[4] = {v, p, cg_i32(c, 4), mask};
-    LLVMBuildCall2(c->b, fty, fn, args, 4, "");
 }
 
 // y[i0 + r, j0 + j] = alpha * scratch[r][sub * NR + j] (+ bias[i0 + r]) (+ beta * C[i0 + r,
@@ -711,10 +841,11 @@ static void emit_epilogue(cg *c, const fctx *f, int64_t nr) {
         bias = cg_load(c, f->k->ptr[3], p->bias->type.dtype, add(c, f->bias_off, i));
     }
     bool is_wide = c->target->vector_width(c, DL_DT_FLOAT) >= 8; // x86 (masked ops in hardware)
-    if (is_wide && yt == DL_DT_FLOAT && !p->epi &&
+    if (is_wide && yt == DL_DT_FLOAT && (!p->epi || p->n_ext == 0) &&
         (!p->cv || (p->cv->type.dtype == DL_DT_FLOAT && p->cs_n <= 1))) {
         // float32 y: the panel row as one vector (the same operations lane by lane as below);
-        // a narrower last panel stores (and reads C) through a lane mask.
+        // a narrower last panel stores (and reads C) through a lane mask. An epilogue reading
+        // no other tensor goes lane by lane (LLVM's vectoriser joins the lanes again).
         LLVMValueRef mask = NULL;
         if (nr < f->g.NR) {
             LLVMValueRef m[MAX_NR];
@@ -735,14 +866,23 @@ static void emit_epilogue(cg *c, const fctx *f, int64_t nr) {
             if (p->cs_n == 0) {
                 cvv = splat(c, f->vt, cg_load(c, f->k->ptr[3], DL_DT_FLOAT, crow));
             } else {
-                cvv = masked_load(c, f->vt, fptr(c, f->k->ptr[3], crow), mask);
+                cvv = cg_masked_load(c, f->vt, fptr(c, f->k->ptr[3], crow), mask);
             }
             if (p->beta != 1.0) {
                 cvv = LLVMBuildFMul(c->b, cvv, splat(c, f->vt, cg_f32(c, p->beta)), "");
             }
             v = LLVMBuildFAdd(c->b, v, cvv, "");
         }
-        masked_store(c, v, fptr(c, f->k->ptr[0], yrow), mask);
+        if (p->epi) {
+            LLVMValueRef val[GEMM_MAX_EPI];
+            for (int64_t l = 0; l < nr; l++) {
+                LLVMValueRef lane = cg_i32(c, (int32_t)l);
+                val[0] = LLVMBuildExtractElement(c->b, v, lane, "");
+                LLVMValueRef e = dl_cg__fused_values(c, p->epi, p->n_epi, 1, val, p->ext, NULL, 0);
+                v = LLVMBuildInsertElement(c->b, v, e, lane, "");
+            }
+        }
+        cg_masked_store(c, v, fptr(c, f->k->ptr[0], yrow), mask);
         cg_for_end(c, &lr);
         return;
     }
@@ -785,6 +925,11 @@ static void for_panels(cg *c, fctx *f, LLVMValueRef n_sub, panel_fn fn) {
 
 // The block size that splits n into as many blocks as `blk` would, evenly: an equal share rounded
 // up to a multiple of `unit`, never above blk.
+// The largest packed B a kernel keeps for all its K blocks (on the stack: a worker's stack is
+// the 8 MiB default; the per-block buffers take about 250 KiB more).
+#define SHARE_B_BYTES (2 << 20)
+#define MIN_UNITS     8 // outer iterations below which column groups are halved
+
 static int64_t even_block(int64_t n, int64_t blk, int64_t unit) {
     int64_t nb = (n + blk - 1) / blk;
     int64_t even = ((n + nb - 1) / nb + unit - 1) / unit * unit;
@@ -802,6 +947,10 @@ static dl_status emit_float(cg *c, const gemm_prob *p) {
     // work (M = 128: blocks of 72 and 56 rows, not 96 and 32). The sum over k does not depend on
     // the blocking.
     g.MB = even_block(M, g.MB, g.MR);
+    if (p->nc_panels == 0 &&
+        p->nb * ((M + g.MB - 1) / g.MB) * ((N + g.NC - 1) / g.NC) < MIN_UNITS) {
+        g.NC /= 2;
+    }
     g.NC = even_block(N, g.NC, g.NR);
     int64_t nblk = (M + g.MB - 1) / g.MB;
     int64_t n_groups = (N + g.NC - 1) / g.NC;
@@ -820,9 +969,20 @@ static dl_status emit_float(cg *c, const gemm_prob *p) {
     f.k = &k;
     f.vt = LLVMVectorType(c->t_f32, (unsigned)g.NR);
     f.valign = (unsigned)(g.NR * 4 < 64 ? g.NR * 4 : 64);
+    f.bf = use_bf16_dot(c, p, &g);
     f.ap = entry_alloca(c, g.MB * g.KC);  // ap: [MB / MR, KC, MR]
-    f.bp = entry_alloca(c, g.NC * g.KC);  // bp: [NC / NR, KC, NR]
     f.scr = entry_alloca(c, g.MB * g.NC); // scratch: [MB, NC]
+    // Shared B: a thread's consecutive row blocks of one column group use the same packed B, so
+    // when the whole group fits (K x NC floats, at most SHARE_B_BYTES) every K block of it is
+    // packed once, by the first of those row blocks, into bp_all: [n_kblk][NC / NR, KC, NR].
+    // `packed` holds the (batch, group) whose panels bp_all has (-1: none yet).
+    bool share = nblk > 1 && n_kblk * g.KC * g.NC * 4 <= SHARE_B_BYTES;
+    LLVMValueRef bp_all = entry_alloca(c, (share ? n_kblk : 1) * g.NC * g.KC);
+    LLVMValueRef packed = NULL;
+    if (share) {
+        packed = cg_entry_alloca(c, &k, c->t_i64, 1);
+        LLVMBuildStore(c->b, cg_i64(c, -1), packed);
+    }
     if (p->ka_in > 0) {
         f.tab_a = cg_entry_alloca(c, &k, c->t_i64, g.KC);
     }
@@ -832,13 +992,19 @@ static dl_status emit_float(cg *c, const gemm_prob *p) {
         f.tab_b = cg_entry_alloca(c, &k, c->t_i64, g.KC);
     }
 
-    // t: [batch, nblk, n_groups]
+    // t: [batch, n_groups, nblk] (a chunk of t takes whole runs of one group's row blocks)
     cg_loop lt;
     LLVMValueRef t = cg_for_begin(c, &lt, k.begin, k.end, "t");
-    LLVMValueRef bi = LLVMBuildUDiv(c->b, t, cg_i64(c, nblk * n_groups), "");
-    LLVMValueRef bt = LLVMBuildURem(c->b, t, cg_i64(c, nblk * n_groups), "");
-    LLVMValueRef ib = LLVMBuildUDiv(c->b, bt, cg_i64(c, n_groups), "");
-    LLVMValueRef jg = LLVMBuildURem(c->b, bt, cg_i64(c, n_groups), "");
+    LLVMValueRef bg = LLVMBuildUDiv(c->b, t, cg_i64(c, nblk), "");
+    LLVMValueRef bi = LLVMBuildUDiv(c->b, bg, cg_i64(c, n_groups), "");
+    LLVMValueRef jg = LLVMBuildURem(c->b, bg, cg_i64(c, n_groups), "");
+    LLVMValueRef ib = LLVMBuildURem(c->b, t, cg_i64(c, nblk), "");
+    LLVMValueRef need_pack = NULL;
+    if (share) {
+        LLVMValueRef have = LLVMBuildLoad2(c->b, c->t_i64, packed, "");
+        need_pack = LLVMBuildICmp(c->b, LLVMIntNE, have, bg, "");
+        LLVMBuildStore(c->b, bg, packed);
+    }
     batch_offsets(c, p, bi, &f.a_off, &f.b_off, &f.bias_off);
     f.y_off = mul_c(c, bi, M * N);
     f.i0 = mul_c(c, ib, g.MB);
@@ -865,7 +1031,15 @@ static dl_status emit_float(cg *c, const gemm_prob *p) {
     if (p->im) {
         emit_im_rows(c, &f);
     }
-    for_panels(c, &f, n_sub, emit_pack_b);
+    f.bp = bp_all;
+    if (share) {
+        f.bp = fptr(c, bp_all, mul_c(c, q, g.KC * g.NC));
+        LLVMBasicBlockRef join = if_begin(c, need_pack);
+        for_panels(c, &f, n_sub, emit_pack_b);
+        if_end(c, join);
+    } else {
+        for_panels(c, &f, n_sub, emit_pack_b);
+    }
     cg_loop ls;
     f.sub = cg_for_begin(c, &ls, cg_i64(c, 0), n_sub, "sub");
     tile = cg_for_begin(c, &lm, cg_i64(c, 0), n_tiles, "tile");
@@ -1032,7 +1206,7 @@ static void emit_pack_b_im2col(cg *c, const fctx *f, int64_t nr) {
         LLVMValueRef o =
             add(c, add(c, base, f->j0),
                 add(c, mul_c(c, hs, im->W), add(c, ws, cg_i64(c, im->b[0] * im->W + im->b[1]))));
-        v = masked_load(c, f->vt, LLVMBuildGEP2(c->b, c->t_f32, f->k->ptr[2], &o, 1, ""), valid);
+        v = cg_masked_load(c, f->vt, LLVMBuildGEP2(c->b, c->t_f32, f->k->ptr[2], &o, 1, ""), valid);
     } else {
         // Masked-off lanes are not read; their offsets are plain arithmetic (no inbounds). With
         // no stride division the lane offsets are the panel's (offv), the row adds a scalar.
@@ -1111,6 +1285,8 @@ dl_status dl_cg__emit_conv_gemm(cg *c, const dl_cg__conv_gemm *cp) {
     p.b = cp->x;
     p.bias = cp->bias;
     p.im = &cp->im;
+    p.epi = cp->epi;
+    p.n_epi = cp->n_epi;
     if (p.nb * p.M * p.N == 0) {
         return DL_OK;
     }
@@ -1236,6 +1412,141 @@ static dl_status emit_float_small(cg *c, const gemm_prob *p) {
     v = finish_elem(c, p, &k, v, NULL, add(c, mul_c(c, i, p->cs_m), mul_c(c, j3, p->cs_n)), i, j3);
     cg_store(c, k.ptr[0], yt, add(c, mul_c(c, t, N), j3), v);
     cg_for_end(c, &lj3);
+    cg_for_end(c, &lt);
+    return cg_kernel_end(c, &k);
+}
+
+// Small products with float32 B read along its rows (sb_n == 1), on targets with 8 or more f32
+// lanes: register tiles of up to ST_ACC vector accumulators, no packing (the operands sit in
+// L1). The parallel range is batch * ceil(M / rs) row tiles of rs rows; per tile and per chunk
+// of cv vectors of columns (the last chunk through a lane mask):
+//
+//   acc[r][v] = 0; for k: b[v] = B[k, j0 + v vw ..]; acc[r][v] = fmuladd(A[i0 + r, k], b[v], acc)
+//   buf = acc; y[i0 + r, j0 + j] = finish_elem(buf[r][j])
+//
+// Each element is one fmuladd chain over ascending k from zero, as in the other kernels.
+#define ST_ACC    24 // AVX-512 (32 registers): 24 accumulators, 4 B vectors, one broadcast
+#define ST_GROUP  4  // column chunks per outer iteration
+#define ST_THIN_M 12 // products of at most this many rows use it whatever their size
+
+typedef struct stile {
+    const gemm_prob *p;
+    cg_kernel *k;
+    LLVMTypeRef vt;
+    int64_t vw, cw;   // lanes, columns per chunk (cv * vw)
+    LLVMValueRef buf; // [rs][cw] f32
+    LLVMValueRef a_off, b_off, y_off;
+} stile;
+
+static bool is_small_tiled(cg *c, const gemm_prob *p) {
+    return c->target->vector_width(c, DL_DT_FLOAT) >= 8 && p->b->type.dtype == DL_DT_FLOAT &&
+           p->sb_n == 1 && !p->im && p->ka_in == 0 && !p->bias;
+}
+
+// One tile of `rows` rows (from i0) by `cols` columns (from j0), both static.
+static void small_tile(cg *c, const stile *s, LLVMValueRef i0, LLVMValueRef j0, int64_t rows,
+                       int64_t cols) {
+    const gemm_prob *p = s->p;
+    int64_t nv = (cols + s->vw - 1) / s->vw;
+    LLVMValueRef tail = cols % s->vw ? lane_mask(c, cols % s->vw, s->vw) : NULL;
+    LLVMValueRef acc[PLOOP_MAX];
+    for (int64_t a = 0; a < rows * nv; a++) {
+        acc[a] = LLVMConstNull(s->vt);
+    }
+    ploop l;
+    ploop_begin(c, &l, cg_i64(c, 0), cg_i64(c, p->K), acc, (size_t)(rows * nv));
+    LLVMValueRef next[PLOOP_MAX] = {0}, bv[4];
+    LLVMValueRef brow = add(c, s->b_off, add(c, mul_c(c, l.iv, p->sb_k), j0));
+    for (int64_t v = 0; v < nv; v++) {
+        bv[v] = cg_masked_load(c, s->vt, fptr(c, s->k->ptr[2], add(c, brow, cg_i64(c, v * s->vw))),
+                               v == nv - 1 ? tail : NULL);
+    }
+    LLVMValueRef arow = add(c, s->a_off, add(c, mul_c(c, i0, p->sa_m), mul_c(c, l.iv, p->sa_k)));
+    for (int64_t r = 0; r < rows; r++) {
+        LLVMValueRef av =
+            cg_load(c, s->k->ptr[1], p->a->type.dtype, add(c, arow, cg_i64(c, r * p->sa_m)));
+        LLVMValueRef as = splat(c, s->vt, av);
+        for (int64_t v = 0; v < nv; v++) {
+            next[r * nv + v] = fmuladd(c, as, bv[v], l.v[r * nv + v]);
+        }
+    }
+    ploop_end(c, &l, next);
+    for (int64_t r = 0; r < rows; r++) {
+        for (int64_t v = 0; v < nv; v++) {
+            store_vec(c, l.v[r * nv + v], fptr(c, s->buf, cg_i64(c, r * s->cw + v * s->vw)), 4);
+        }
+    }
+    cg_loop lr, lj;
+    LLVMValueRef r = cg_for_begin(c, &lr, cg_i64(c, 0), cg_i64(c, rows), "sr");
+    LLVMValueRef i = add(c, i0, r);
+    LLVMValueRef jj = cg_for_begin(c, &lj, cg_i64(c, 0), cg_i64(c, cols), "sj");
+    LLVMValueRef j = add(c, j0, jj);
+    LLVMValueRef v =
+        LLVMBuildLoad2(c->b, c->t_f32, fptr(c, s->buf, add(c, mul_c(c, r, s->cw), jj)), "");
+    v = finish_elem(c, p, s->k, v, NULL, add(c, mul_c(c, i, p->cs_m), mul_c(c, j, p->cs_n)), i, j);
+    cg_store(c, s->k->ptr[0], p->y->type.dtype, add(c, s->y_off, add(c, mul_c(c, i, p->N), j)), v);
+    cg_for_end(c, &lj);
+    cg_for_end(c, &lr);
+}
+
+// The column chunks of group `cgi` (ST_GROUP chunks, the last group's last chunk may be
+// narrower) in the row tile at i0 (`rows` static).
+static void small_row_tile(cg *c, const stile *s, LLVMValueRef cgi, LLVMValueRef i0, int64_t rows) {
+    int64_t N = s->p->N, cw_e = N % s->cw;
+    LLVMValueRef c0 = mul_c(c, cgi, ST_GROUP * s->cw);
+    LLVMValueRef n_full = LLVMBuildUDiv(
+        c->b, min_c(c, cg_i64(c, ST_GROUP * s->cw), LLVMBuildSub(c->b, cg_i64(c, N), c0, "")),
+        cg_i64(c, s->cw), "");
+    cg_loop lc;
+    LLVMValueRef ch = cg_for_begin(c, &lc, cg_i64(c, 0), n_full, "sc");
+    small_tile(c, s, i0, add(c, c0, mul_c(c, ch, s->cw)), rows, s->cw);
+    cg_for_end(c, &lc);
+    if (cw_e) { // only the last group has it
+        LLVMBasicBlockRef join = if_begin(
+            c, LLVMBuildICmp(c->b, LLVMIntEQ, cgi, cg_i64(c, (N - 1) / (ST_GROUP * s->cw)), ""));
+        small_tile(c, s, i0, cg_i64(c, N - cw_e), rows, cw_e);
+        if_end(c, join);
+    }
+}
+
+static dl_status emit_float_small_tiled(cg *c, const gemm_prob *p) {
+    int64_t vw = c->target->vector_width(c, DL_DT_FLOAT);
+    int64_t max_acc = vw >= 16 ? ST_ACC : 12, max_cv = vw >= 16 ? 4 : 2;
+    int64_t cv = (p->N + vw - 1) / vw;
+    cv = cv < max_cv ? cv : max_cv;
+    if (p->M > max_acc / cv && p->M <= max_acc / 2 && cv > 2) {
+        cv = 2; // one row tile of all M rows: B is read once
+    }
+    int64_t rs = max_acc / cv;
+    rs = rs < p->M ? rs : p->M;
+    int64_t nt = (p->M + rs - 1) / rs, rs_e = p->M - (nt - 1) * rs;
+    int64_t ngr = (p->N + ST_GROUP * cv * vw - 1) / (ST_GROUP * cv * vw);
+    dl_ir_value *vals[4 + GEMM_MAX_EXT];
+    size_t nval = prob_vals(p, vals);
+    cg_kernel k;
+    DL_TRY(cg_kernel_begin(c, vals, nval, p->nb * nt * ngr, &k));
+    stile s = {p, &k, LLVMVectorType(c->t_f32, (unsigned)vw), vw, cv * vw, NULL, NULL, NULL, NULL};
+    s.buf = cg_entry_alloca(c, &k, c->t_f32, rs * s.cw);
+    // t: [batch, row tiles, column groups]
+    cg_loop lt;
+    LLVMValueRef t = cg_for_begin(c, &lt, k.begin, k.end, "t");
+    LLVMValueRef bt = LLVMBuildUDiv(c->b, t, cg_i64(c, ngr), "");
+    LLVMValueRef cgi = LLVMBuildURem(c->b, t, cg_i64(c, ngr), "");
+    LLVMValueRef bi = LLVMBuildUDiv(c->b, bt, cg_i64(c, nt), "");
+    LLVMValueRef ti = LLVMBuildURem(c->b, bt, cg_i64(c, nt), "");
+    batch_offsets(c, p, bi, &s.a_off, &s.b_off, NULL);
+    s.y_off = mul_c(c, bi, p->M * p->N);
+    LLVMValueRef i0 = mul_c(c, ti, rs);
+    if (rs_e == rs) {
+        small_row_tile(c, &s, cgi, i0, rs);
+    } else {
+        if_else ie;
+        if_else_begin(c, &ie, LLVMBuildICmp(c->b, LLVMIntSLT, ti, cg_i64(c, nt - 1), ""));
+        small_row_tile(c, &s, cgi, i0, rs);
+        if_else_mid(c, &ie);
+        small_row_tile(c, &s, cgi, i0, rs_e);
+        if_else_end(c, &ie);
+    }
     cg_for_end(c, &lt);
     return cg_kernel_end(c, &k);
 }
@@ -1402,10 +1713,16 @@ static dl_status emit_prob(cg *c, const gemm_prob *p, bool is_gemm) {
         return DL_OK; // nothing to write
     }
     if (dl_dtype_is_float(t)) {
-        return is_gemv(c, p)     ? emit_float_gemv(c, p)
-               : is_gemv_t(c, p) ? emit_float_gemv_t(c, p)
-               : is_small(p)     ? emit_float_small(c, p)
-                                 : emit_float(c, p);
+        if (is_gemv(c, p)) {
+            return emit_float_gemv(c, p);
+        }
+        if (is_gemv_t(c, p)) {
+            return emit_float_gemv_t(c, p);
+        }
+        if (is_small_tiled(c, p) && (is_small(p) || p->M <= ST_THIN_M)) {
+            return emit_float_small_tiled(c, p);
+        }
+        return is_small(p) ? emit_float_small(c, p) : emit_float(c, p);
     }
     if (t == DL_DT_INT32 || t == DL_DT_INT64) {
         return emit_int(c, p, is_gemm);

@@ -172,10 +172,11 @@ size_t dl_cg__out_args3(const dl_ir_node *n, dl_ir_value **vals, size_t *a1, siz
     return nv;
 }
 
-// Reads INTS attribute `name` into out[n] (absent or empty: every entry `def`). Returns false
-// (after a diagnostic) when it has the wrong length.
-bool dl_cg__attr_ints(cg *c, const char *name, int32_t n, int64_t def, int64_t *out) {
-    const dl_ir_attr *a = dl_ir_node_attr(c->node, name);
+// Reads INTS attribute `name` of node `x` into out[n] (absent or empty: every entry `def`).
+// Returns false (after a diagnostic) when it has the wrong length.
+static bool attr_ints_of(cg *c, const dl_ir_node *x, const char *name, int32_t n, int64_t def,
+                         int64_t *out) {
+    const dl_ir_attr *a = dl_ir_node_attr(x, name);
     if (a && a->n > 0 && (int32_t)a->n != n) {
         cg_error(c, "%s has %zu entries, expected %d", name, a->n, n);
         return false;
@@ -186,10 +187,16 @@ bool dl_cg__attr_ints(cg *c, const char *name, int32_t n, int64_t def, int64_t *
     return true;
 }
 
+// The same of the node being lowered.
+bool dl_cg__attr_ints(cg *c, const char *name, int32_t n, int64_t def, int64_t *out) {
+    return attr_ints_of(c, c->node, name, n, def, out);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Direct convolution (Conv and ConvTranspose)
 
-#define CONV_MAX_MB 8
+#define CONV_MAX_MB  8
+#define CONV_MAX_EPI 64 // nodes of a fused group with the convolution
 
 // Geometry of a 2-D (de)convolution as a gather: output position o of spatial dim i (0 = H,
 // 1 = W) and tap k read input position (o*a + b + k*cc) / d when that is exact and in range.
@@ -199,6 +206,11 @@ typedef struct conv_geo {
     int64_t wsg, wsm, wsc; // weight strides of the group, local out channel, local in channel
     dl_dtype dt;           // of x, w, b and y (the shape pass makes them equal)
     bool has_bias;
+    // Conv heading a fusion group (dl_cg__lower_conv_fused): members epi[1 .. n_epi) applied to
+    // each element before it is stored in y, the group's output. epi NULL: y is the node's.
+    const dl_ir_node *const *epi;
+    size_t n_epi;
+    dl_ir_value *y;
 } conv_geo;
 
 // Per-output-row state of the conv kernel.
@@ -291,13 +303,21 @@ static void conv_tile(cg *c, const conv_row *r, LLVMValueRef m0, unsigned mb, LL
     cg_for_end(c, &lci);
     dl_cg__if_end(c, &fh);
     cg_for_end(c, &lkh);
-    // Epilogue: bias, store y[n, g*Mg + m0 + j, oh, ow0 + l].
+    // Epilogue: bias, the fused members lane by lane, store y[n, g*Mg + m0 + j, oh, ow0 + l].
     for (unsigned j = 0; j < mb; j++) {
         LLVMValueRef v = ld(c, vt, acc[j]);
         LLVMValueRef mj = iaddk(c, m0, (int64_t)j);
         if (g->has_bias) {
             LLVMValueRef bv = cg_load(c, k->ptr[3], g->dt, iadd(c, r->bbase, mj));
             v = LLVMBuildFAdd(c->b, v, splat(c, bv, tw), "");
+        }
+        if (g->epi) {
+            LLVMValueRef val[CONV_MAX_EPI];
+            for (unsigned l = 0; l < tw; l++) {
+                val[0] = tw == 1 ? v : LLVMBuildExtractElement(c->b, v, cg_i32(c, (int32_t)l), "");
+                LLVMValueRef e = dl_cg__fused_values(c, g->epi, g->n_epi, 1, val, NULL, NULL, 0);
+                v = tw == 1 ? e : LLVMBuildInsertElement(c->b, v, e, cg_i32(c, (int32_t)l), "");
+            }
         }
         LLVMValueRef yi = iadd(c, iadd(c, r->ybase, imul(c, mj, g->OH * g->OW)), ow0);
         vstore(c, k->ptr[0], g->dt, yi, v, tw);
@@ -385,7 +405,7 @@ static void conv_gemm_desc(const dl_ir_node *n, const conv_geo *g, dl_cg__conv_g
 // y: [N, M, OH, OW] from x: [N, C, H, W], w, b?: [M]; the implicit GEMM where
 // dl_cg__conv_gemm_ok takes it, else the direct kernel (outer range N * G * OH).
 static dl_status emit_conv(cg *c, const dl_ir_node *n, const conv_geo *g) {
-    dl_ir_value *vals[4] = {n->outputs[0], n->inputs[0], n->inputs[1],
+    dl_ir_value *vals[4] = {g->y ? g->y : n->outputs[0], n->inputs[0], n->inputs[1],
                             g->has_bias ? n->inputs[2] : NULL};
     if (g->N * g->M * g->OH * g->OW == 0) {
         return DL_OK; // empty output: nothing to compute
@@ -393,6 +413,11 @@ static dl_status emit_conv(cg *c, const dl_ir_node *n, const conv_geo *g) {
     dl_cg__conv_gemm cgp;
     conv_gemm_desc(n, g, &cgp);
     if (dl_cg__conv_gemm_ok(c, &cgp)) {
+        if (g->epi) {
+            cgp.y = g->y;
+            cgp.epi = g->epi;
+            cgp.n_epi = g->n_epi;
+        }
         return dl_cg__emit_conv_gemm(c, &cgp);
     }
     // Interior columns: every tap of ow in [in_lo, in_hi) reads inside the row (needs d[1] = 1).
@@ -472,13 +497,21 @@ static dl_status conv_dims(cg *c, const dl_ir_node *n, conv_geo *g) {
     return DL_OK;
 }
 
-// Conv: x: [N, C, H, W], w: [M, C/group, kH, kW], b: [M] -> y: [N, M, OH, OW].
-static dl_status lower_conv(cg *c, const dl_ir_node *n) {
+// Conv: x: [N, C, H, W], w: [M, C/group, kH, kW], b: [M] -> y: [N, M, OH, OW]; with a fusion
+// group's members epi[1 .. n_epi) applied before y (then the group's output) is stored.
+static dl_status lower_conv(cg *c, const dl_ir_node *n, const dl_ir_node *const *epi,
+                            size_t n_epi) {
     conv_geo g;
     DL_TRY(conv_dims(c, n, &g));
+    if (epi) {
+        g.epi = epi;
+        g.n_epi = n_epi;
+        g.y = epi[n_epi - 1]->outputs[0];
+    }
     int64_t s[2], dil[2], pads[4];
-    if (!dl_cg__attr_ints(c, "strides", 2, 1, s) || !dl_cg__attr_ints(c, "dilations", 2, 1, dil) ||
-        !dl_cg__attr_ints(c, "pads", 4, 0, pads)) {
+    // n's attributes: the node being lowered (c->node) is the group's root when fused
+    if (!attr_ints_of(c, n, "strides", 2, 1, s) || !attr_ints_of(c, n, "dilations", 2, 1, dil) ||
+        !attr_ints_of(c, n, "pads", 4, 0, pads)) {
         return DL_ERR_UNSUPPORTED;
     }
     const char *ap = dl_ir_node_attr_string(n, "auto_pad");
@@ -633,19 +666,18 @@ void dl_cg__pool_max_update(cg *c, LLVMValueRef v, LLVMValueRef pos, LLVMValueRe
                             LLVMValueRef arg) {
     LLVMValueRef cur = ld(c, c->t_f32, acc), a = ld(c, c->t_i64, arg);
     LLVMValueRef first = LLVMBuildICmp(c->b, LLVMIntSLT, a, cg_i64(c, 0), "");
-    LLVMValueRef gt = LLVMBuildFCmp(c->b, LLVMRealOGT, v, cur, "");
-    LLVMValueRef vnan = LLVMBuildFCmp(c->b, LLVMRealUNO, v, v, "");
-    LLVMValueRef cnum = LLVMBuildFCmp(c->b, LLVMRealORD, cur, cur, "");
-    LLVMValueRef upd = LLVMBuildOr(c->b, LLVMBuildOr(c->b, first, gt, ""), iand(c, vnan, cnum), "");
+    LLVMValueRef upd = LLVMBuildOr(c->b, first, dl_cg__max_takes(c, v, cur), "");
     st(c, LLVMBuildSelect(c->b, upd, v, cur, ""), acc);
     st(c, LLVMBuildSelect(c->b, upd, pos, a, ""), arg);
 }
 
 // MaxPool fast path: 2-D, no Indices output, no padding, dilation 1, every window inside the
 // input (floor mode, or ceil mode that happens to fit): no bounds checks, the window's taps
-// unrolled, and the innermost loop over output columns simple enough for LLVM to vectorise.
-// Same result as the general path: the first tap starts the max, a later tap replaces it when
-// greater, or when it is NaN and the current max is not.
+// unrolled. float32 with a column stride of 1 or 2 goes a vector of windows at a time
+// (dl_cg__pool_max_vec: a tap's lanes are one masked load, or the even lanes of two; LLVM left
+// the scalar loop scalar); other cases loop over output columns. Same result as the general
+// path: the first tap starts the max, a later tap replaces it when greater, or when it is NaN
+// and the current max is not.
 static bool pool_fits_inside(const dl_cg__pool_geo *g) {
     if (g->nsp != 2 || g->k[0] * g->k[1] > 16) {
         return false;
@@ -656,6 +688,100 @@ static bool pool_fits_inside(const dl_cg__pool_geo *g) {
         }
     }
     return true;
+}
+
+// i64 max(v, 0)
+static LLVMValueRef clamp0(cg *c, LLVMValueRef v) {
+    return LLVMBuildSelect(c->b, LLVMBuildICmp(c->b, LLVMIntSLT, v, cg_i64(c, 0), ""), cg_i64(c, 0),
+                           v, "");
+}
+
+// Lanes x[start + s l] for l < nvalid (s = 1 or 2; x float32), 0 in the others: one masked load,
+// or for s = 2 the even lanes of two (no element past the last needed one is read).
+static LLVMValueRef pool_tap_vec(cg *c, LLVMValueRef xp, LLVMValueRef start, int64_t s, unsigned V,
+                                 LLVMValueRef nvalid) {
+    LLVMTypeRef vt = LLVMVectorType(c->t_f32, V);
+    LLVMValueRef p0 = LLVMBuildGEP2(c->b, c->t_f32, xp, &start, 1, "");
+    if (s == 1) {
+        return cg_masked_load(c, vt, p0, cg_lane_mask_rt(c, nvalid, V));
+    }
+    // element e of [start, start + 2V) is needed when e <= 2 (nvalid - 1)
+    LLVMValueRef lim = iaddk(c, imul(c, nvalid, 2), -1);
+    LLVMValueRef s1 = iaddk(c, start, V);
+    LLVMValueRef lo = cg_masked_load(c, vt, p0, cg_lane_mask_rt(c, lim, V));
+    LLVMValueRef hi = cg_masked_load(c, vt, LLVMBuildGEP2(c->b, c->t_f32, xp, &s1, 1, ""),
+                                     cg_lane_mask_rt(c, clamp0(c, iaddk(c, lim, -(int64_t)V)), V));
+    LLVMValueRef m[CG_MAX_LANES];
+    for (unsigned l = 0; l < V; l++) {
+        m[l] = cg_i32(c, (int32_t)(2 * l));
+    }
+    return LLVMBuildShuffleVector(c->b, lo, hi, LLVMConstVector(m, V), "");
+}
+
+LLVMValueRef dl_cg__max_takes(cg *c, LLVMValueRef v, LLVMValueRef acc) {
+    LLVMValueRef gt = LLVMBuildFCmp(c->b, LLVMRealOGT, v, acc, "");
+    LLVMValueRef vnan = LLVMBuildFCmp(c->b, LLVMRealUNO, v, v, "");
+    LLVMValueRef anum = LLVMBuildFCmp(c->b, LLVMRealORD, acc, acc, "");
+    return LLVMBuildOr(c->b, gt, LLVMBuildAnd(c->b, vnan, anum, ""), "");
+}
+
+bool dl_cg__pool_vec_ok(cg *c, const dl_cg__pool_geo *g, dl_dtype dt) {
+    return dt == DL_DT_FLOAT && g->nsp == 2 && (g->s[1] == 1 || g->s[1] == 2) &&
+           c->target->vector_width(c, DL_DT_FLOAT) >= 8;
+}
+
+// MaxPool's rule over the k0 x k1 window taps, V windows at a time (lane l: the window at
+// element xb + s[1] l of a row, rows W apart): the running max (and in *idx, when non-NULL, the
+// selected tap as <V x i32>), the same selects as the scalar loop lane by lane.
+LLVMValueRef dl_cg__pool_max_vec(cg *c, LLVMValueRef xp, LLVMValueRef xb, const dl_cg__pool_geo *g,
+                                 unsigned V, LLVMValueRef nvalid, LLVMValueRef *idx) {
+    LLVMValueRef acc = NULL, id = NULL;
+    LLVMTypeRef it = LLVMVectorType(c->t_i32, V);
+    for (int64_t t = 0; t < g->k[0] * g->k[1]; t++) {
+        LLVMValueRef v = pool_tap_vec(c, xp, iaddk(c, xb, (t / g->k[1]) * g->xd[1] + t % g->k[1]),
+                                      g->s[1], V, nvalid);
+        if (!acc) {
+            acc = v;
+            id = LLVMConstNull(it);
+            continue;
+        }
+        LLVMValueRef upd = dl_cg__max_takes(c, v, acc);
+        acc = LLVMBuildSelect(c->b, upd, v, acc, "");
+        if (idx) {
+            LLVMValueRef tv = LLVMBuildInsertElement(c->b, LLVMGetUndef(it), cg_i32(c, (int32_t)t),
+                                                     cg_i32(c, 0), "");
+            tv = LLVMBuildShuffleVector(c->b, tv, LLVMGetUndef(it), LLVMConstNull(it), "");
+            id = LLVMBuildSelect(c->b, upd, tv, id, "");
+        }
+    }
+    if (idx) {
+        *idx = id;
+    }
+    return acc;
+}
+
+// The row loop of the vector pool kernels: body(ow0, nvalid) for the full chunks of V outputs,
+// then for the last, partial one.
+void dl_cg__pool_row_chunks(cg *c, int64_t OW, unsigned V, dl_cg__pool_chunk_fn body, void *ctx) {
+    int64_t n_full = OW / (int64_t)V, rest = OW % (int64_t)V;
+    if (n_full > 0) {
+        cg_loop l;
+        LLVMValueRef q = cg_for_begin(c, &l, cg_i64(c, 0), cg_i64(c, n_full), "owv");
+        body(c, ctx, imul(c, q, (int64_t)V), cg_i64(c, (int64_t)V));
+        cg_for_end(c, &l);
+    }
+    if (rest > 0) {
+        body(c, ctx, cg_i64(c, n_full * (int64_t)V), cg_i64(c, rest));
+    }
+}
+
+static void pool_fwd_chunk(cg *c, void *ctx, LLVMValueRef ow0, LLVMValueRef nvalid) {
+    const dl_cg__pool_row *f = ctx;
+    LLVMValueRef xb = iadd(c, f->xrow, imul(c, ow0, f->g->s[1]));
+    LLVMValueRef acc = dl_cg__pool_max_vec(c, f->k->ptr[1], xb, f->g, f->V, nvalid, NULL);
+    LLVMValueRef yo = iadd(c, f->yrow, ow0);
+    cg_masked_store(c, acc, LLVMBuildGEP2(c->b, c->t_f32, f->k->ptr[0], &yo, 1, ""),
+                    cg_lane_mask_rt(c, nvalid, f->V));
 }
 
 static dl_status lower_max_pool_2d_inside(cg *c, dl_ir_value *x, dl_ir_value *y,
@@ -672,6 +798,12 @@ static dl_status lower_max_pool_2d_inside(cg *c, dl_ir_value *x, dl_ir_value *y,
     LLVMValueRef nc = LLVMBuildSDiv(c->b, it, cg_i64(c, g->yd[0]), "nc");
     LLVMValueRef xrow = iadd(c, imul(c, nc, g->in_sp), imul(c, oh, g->s[0] * g->xd[1]));
     LLVMValueRef yrow = imul(c, it, g->yd[1]);
+    if (dl_cg__pool_vec_ok(c, g, dt)) {
+        dl_cg__pool_row f = {g, &kr, xrow, yrow, (unsigned)c->target->vector_width(c, DL_DT_FLOAT)};
+        dl_cg__pool_row_chunks(c, g->yd[1], f.V, pool_fwd_chunk, &f);
+        cg_for_end(c, &lit);
+        return cg_kernel_end(c, &kr);
+    }
     LLVMValueRef ow = cg_for_begin(c, &low, cg_i64(c, 0), cg_i64(c, g->yd[1]), "ow");
     LLVMValueRef xb = iadd(c, xrow, imul(c, ow, g->s[1]));
     LLVMValueRef acc = NULL;
@@ -682,10 +814,7 @@ static dl_status lower_max_pool_2d_inside(cg *c, dl_ir_value *x, dl_ir_value *y,
                 acc = v;
                 continue;
             }
-            LLVMValueRef gt = LLVMBuildFCmp(c->b, LLVMRealOGT, v, acc, "");
-            LLVMValueRef vnan = LLVMBuildFCmp(c->b, LLVMRealUNO, v, v, "");
-            LLVMValueRef anum = LLVMBuildFCmp(c->b, LLVMRealORD, acc, acc, "");
-            LLVMValueRef upd = LLVMBuildOr(c->b, gt, LLVMBuildAnd(c->b, vnan, anum, ""), "");
+            LLVMValueRef upd = dl_cg__max_takes(c, v, acc);
             acc = LLVMBuildSelect(c->b, upd, v, acc, "");
         }
     }
@@ -1101,7 +1230,27 @@ static dl_status lower_layer_norm(cg *c, const dl_ir_node *n) {
 // Hooks of lower.c's table.
 
 dl_status dl_cg__lower_conv(cg *c, const dl_ir_node *n) {
-    return lower_conv(c, n);
+    return lower_conv(c, n, NULL, 0);
+}
+
+dl_status dl_cg__lower_conv_fused(cg *c, const dl_ir_node *const *g, size_t n) {
+    const dl_ir_type *y = &g[n - 1]->outputs[0]->type, *v = &g[0]->outputs[0]->type;
+    if (n > CONV_MAX_EPI || y->dtype != DL_DT_FLOAT || !dl_ir_type_same_dims(y, v)) {
+        cg_error(c,
+                 "a fused convolution epilogue has at most %d float32 nodes of the "
+                 "convolution's dims",
+                 CONV_MAX_EPI - 1);
+        return DL_ERR_UNSUPPORTED;
+    }
+    dl_ir_value *ext[1];
+    size_t n_ext = 0;
+    DL_TRY(dl_cg__fused_inputs(c, g, n, 1, ext, 1, &n_ext));
+    if (n_ext > 0) { // the kernels have no index to load another value at
+        cg_error(c, "a fused convolution epilogue reads only the group's values ('%s' is another)",
+                 ext[0]->name);
+        return DL_ERR_UNSUPPORTED;
+    }
+    return lower_conv(c, g[0], g, n);
 }
 
 dl_status dl_cg__lower_conv_transpose(cg *c, const dl_ir_node *n) {

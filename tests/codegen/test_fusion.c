@@ -181,3 +181,26 @@ DL_TEST(products_that_stay_alone) {
                         "p = MatMul (x, w)\nr = Relu (p)\noutput r\n",
                         0, 0));
 }
+
+DL_TEST(convolution_epilogues) {
+    // Conv + Relu (implicit GEMM: 16 channels x 64 positions x 72 taps) and Conv + LeakyRelu +
+    // Mul (a member reading a member twice; the direct kernel: one input channel) are one kernel.
+    FUSES("model m\ninput x : float[2, 8, 8, 8]\ninput w : float[16, 8, 3, 3]\n"
+          "input b : float[16]\nv = Conv <pads = [1, 1, 1, 1]> (x, w, b)\ny = Relu (v)\n"
+          "output y\n",
+          1, 2, CG_TOL_REDUCE);
+    FUSES("model m\ninput x : float[2, 1, 9, 9]\ninput w : float[4, 1, 3, 3]\n"
+          "v = Conv (x, w)\nu = LeakyRelu <alpha = 0.2> (v)\ny = Mul (u, u)\noutput y\n",
+          1, 3, CG_TOL_REDUCE);
+    // A residual Add reads another tensor: the Conv stays alone, the Add and Relu group.
+    DL_CHECK(groups_are("model m\ninput x : float[2, 8, 8, 8]\ninput w : float[8, 8, 3, 3]\n"
+                        "v = Conv <pads = [1, 1, 1, 1]> (x, w)\ns = Add (v, x)\nr = Relu (s)\n"
+                        "output r\n",
+                        1, 2));
+    // A member reading one of the convolution's own inputs is just as foreign to its kernels:
+    // Conv + Relu group, the Add after them stays alone.
+    DL_CHECK(groups_are("model m\ninput x : float[1, 4, 5, 5]\ninput w : float[4, 4, 1, 1]\n"
+                        "input b : float[4]\nv = Conv (x, w, b)\nr = Relu (v)\n"
+                        "s = Add (r, x)\noutput s\n",
+                        1, 2));
+}

@@ -127,6 +127,14 @@ DL_TEST(grad_nn_max_pool) {
         check1("input dy : float[2, 3, 4, 5]\ninput x : float[2, 3, 9, 11]\n",
                "t = Log (x)\ny = MaxPoolGrad <kernel_shape = [2, 2], strides = [2, 2]> (dy, t)",
                "output y\n", CG_TOL_ARITH));
+    // the vector path (column windows of 1 or 2, V windows per chunk): rows of several chunks
+    // and a masked last one, with uncovered right columns and bottom rows, NaN winning lanes
+    DL_CHECK(pg(mp, "[2, 3, 4, 35]", "[2, 3, 9, 71]", "kernel_shape = [2, 2], strides = [2, 2]"));
+    DL_CHECK(pg(mp, "[1, 2, 3, 40]", "[1, 2, 10, 40]", "kernel_shape = [3, 1], strides = [3, 1]"));
+    DL_CHECK(
+        check1("input dy : float[1, 3, 3, 20]\ninput x : float[1, 3, 6, 41]\n",
+               "t = Log (x)\ny = MaxPoolGrad <kernel_shape = [2, 2], strides = [2, 2]> (dy, t)",
+               "output y\n", CG_TOL_ARITH));
     // overlapping windows (an element can win several windows)
     DL_CHECK(pg(mp, "[2, 3, 7, 9]", "[2, 3, 9, 11]", "kernel_shape = [3, 3]"));
     DL_CHECK(pg(mp, "[1, 2, 5, 6]", "[1, 2, 9, 11]",

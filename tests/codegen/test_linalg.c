@@ -168,3 +168,48 @@ DL_TEST(matrix_vector_products) {
              "h = Gemm (x, w1, b1)\na = Relu (h)\ny = Gemm (a, w2, b2)\noutput y\n",
              TOL_LONG_K);
 }
+
+// The small products' register-tiled kernel (float32 B read along its rows: tiles of up to 24
+// vector accumulators, column chunks of 4 vectors with a masked last one) and the products of
+// at most 12 rows of any size that it takes too (a classifier layer's weight gradient, M = 10):
+// ragged rows and columns, a transposed A, C with alpha and beta, batches, a fused epilogue.
+DL_TEST(matmul_small_tiled) {
+    DL_CHECK(mm("float", "10, 128", "128, 512", TOL_LONG_K));
+    DL_CHECK(mm("float", "12, 700", "700, 100", TOL_LONG_K));
+    DL_CHECK(mm("float", "5, 40", "40, 300", CG_TOL_REDUCE));
+    DL_CHECK(mm("float", "3, 9, 50", "50, 70", CG_TOL_REDUCE));
+    DL_CHECK(mm("float", "31, 17", "17, 33", CG_TOL_REDUCE));
+    DL_CHECK(mm("float", "64, 64", "64, 100", CG_TOL_REDUCE));
+    DL_CHECK(gemm("<transA = 1>", "128, 10", "128, 512", NULL, TOL_LONG_K));
+    DL_CHECK(gemm("<alpha = 0.5, beta = -1.5, transA = 1>", "60, 11", "60, 90", "11, 90",
+                  CG_TOL_REDUCE));
+    CG_CHECK("model m\ninput x : float[9, 200]\ninput w : float[200, 130]\ninput b : float[130]\n"
+             "input r : float[9, 130]\nh = Gemm (x, w, b)\ns = Add (h, r)\ny = Relu (s)\n"
+             "output y\n",
+             TOL_LONG_K);
+}
+
+// Blocked products whose row blocks share one packed B (all of K for a column group fits), in
+// several column groups of 8 or 4 panels.
+DL_TEST(matmul_shared_b) {
+    DL_CHECK(mm("float", "300, 200", "200, 600", TOL_LONG_K));
+    DL_CHECK(gemm("<transB = 1>", "250, 300", "530, 300", NULL, TOL_LONG_K));
+    DL_CHECK(gemm("<transA = 1>", "140, 290", "140, 260", "260", TOL_LONG_K));
+}
+
+// bfloat16 products of the blocked kernel (vdpbf16ps on a target with AVX512-BF16, k in pairs
+// with an odd last K block; the float32 path elsewhere). The result is rounded to bfloat16 once,
+// which bounds the error (2^-8 relative); the f32 sum of exact bf16 products adds far less.
+DL_TEST(matmul_bf16_blocked) {
+    cg_tol tbf = {2e-2, 1e-2, 0, 0};
+    DL_CHECK(mm("bfloat16", "103, 301", "301, 77", tbf));
+    DL_CHECK(mm("bfloat16", "200, 256", "256, 50", tbf));
+    DL_CHECK(mm("bfloat16", "2, 53, 131", "131, 40", tbf));
+    CG_CHECK("model m\ninput a : bfloat16[133, 100]\ninput b : bfloat16[70, 133]\n"
+             "input c : bfloat16[70]\ny = Gemm <alpha = 0.5, transA = 1, transB = 1> (a, b, c)\n"
+             "output y\n",
+             tbf);
+    CG_CHECK("model m\ninput a : bfloat16[100, 133]\ninput b : bfloat16[70, 133]\n"
+             "y = Gemm <transB = 1> (a, b)\noutput y\n",
+             tbf);
+}

@@ -327,3 +327,41 @@ DL_TEST(nn_conv_implicit_gemm) {
            "y = ConvTranspose <dilations = [2, 2], pads = [1, 0, 0, 1], strides = [1, 2]> (x, w)",
            CG_TOL_REDUCE);
 }
+
+// A convolution heading a fusion group (passes/fusion.c): Relu, LeakyRelu and a Clip-free
+// chain applied where the kernel stores y, through the implicit GEMM (64 channels) and the
+// direct kernel (one input channel: K = 9, and a strided one), with and without bias, grouped;
+// cg_check also compares the fused kernels with the unfused ones byte for byte.
+DL_TEST(nn_conv_fused_epilogue) {
+    CG_CHECK("model m\ninput x : float[2, 32, 14, 14]\ninput w : float[64, 32, 3, 3]\n"
+             "input b : float[64]\nv = Conv <pads = [1, 1, 1, 1]> (x, w, b)\ny = Relu (v)\n"
+             "output y\n",
+             CG_TOL_REDUCE);
+    CG_CHECK("model m\ninput x : float[3, 1, 28, 28]\ninput w : float[32, 1, 3, 3]\n"
+             "input b : float[32]\nv = Conv <pads = [1, 1, 1, 1]> (x, w, b)\ny = Relu (v)\n"
+             "output y\n",
+             CG_TOL_REDUCE);
+    CG_CHECK("model m\ninput x : float[2, 3, 9, 21]\ninput w : float[5, 3, 3, 3]\n"
+             "v = Conv <strides = [2, 1]> (x, w)\nu = LeakyRelu <alpha = 0.1> (v)\n"
+             "y = Mul (u, u)\noutput y\n",
+             CG_TOL_REDUCE);
+    CG_CHECK("model m\ninput x : float[2, 16, 9, 10]\ninput w : float[24, 8, 3, 3]\n"
+             "input b : float[24]\nv = Conv <group = 2, pads = [1, 1, 1, 1]> (x, w, b)\n"
+             "y = Relu (v)\noutput y\n",
+             CG_TOL_REDUCE);
+}
+
+// The vector MaxPool (float32, column stride 1 or 2: chunks of the vector width along a row with
+// a masked last one) on rows of several chunks, the window order's first maximum, and NaN
+// beating numbers lane by lane.
+DL_TEST(nn_max_pool_vector_rows) {
+    const char *d = "input x : float[2, 3, 9, 70]\n";
+    CHECK1(d, "y = MaxPool <kernel_shape = [2, 2], strides = [2, 2]> (x)", CG_TOL_EXACT);
+    CHECK1(d, "y = MaxPool <kernel_shape = [3, 3]> (x)", CG_TOL_EXACT);
+    CHECK1(d, "y = MaxPool <kernel_shape = [2, 3], strides = [1, 2]> (x)", CG_TOL_EXACT);
+    CHECK1(d, "y = MaxPool <kernel_shape = [3, 1], strides = [3, 1]> (x)", CG_TOL_EXACT);
+    CG_CHECK("model m\ninput x : float[1, 2, 6, 40]\nt = Log (x)\n"
+             "y = MaxPool <kernel_shape = [2, 2], strides = [2, 2]> (t)\n"
+             "z = MaxPool <kernel_shape = [3, 3]> (t)\noutput y\noutput z\n",
+             CG_TOL_EXACT);
+}

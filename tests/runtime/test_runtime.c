@@ -1254,6 +1254,9 @@ DL_TEST(rt_rejects_altered_plan) {
         {"an image past the end", offsetof(dlrt_plan_hdr, size_image), 8, h.total_size + 64,
          DLRT_ERR_CORRUPT},
         {"an image offset misaligned", offsetof(dlrt_plan_hdr, off_image), 8, 8, DLRT_ERR_CORRUPT},
+        // an instruction-set bit a later dlcc may set: refused, never run on trust
+        {"an isa bit this runtime does not know", offsetof(dlrt_plan_hdr, isa), 4, 1u << 20,
+         DLRT_ERR_UNSUPPORTED},
         // Format 6: the data-parallel all-reduce point (this model has no train step).
         {"header reserved word", offsetof(dlrt_plan_hdr, reserved6), 4, 1, DLRT_ERR_CORRUPT},
         {"gradients without a train step", offsetof(dlrt_plan_hdr, n_grads), 4, 1,
