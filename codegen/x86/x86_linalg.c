@@ -635,6 +635,18 @@ static LLVMValueRef pair32(cg *c, LLVMValueRef lo, LLVMValueRef hi) {
     return hi ? LLVMBuildOr(c->b, lo, LLVMBuildShl(c->b, hi, cg_i32(c, 16), ""), "") : lo;
 }
 
+// The pair of bfloat16 elements idx, idx + step of base as pair32 makes it: when they are
+// adjacent (step 1), one i32 load (little-endian: idx in the low half).
+static LLVMValueRef ld_pair(cg *c, LLVMValueRef base, LLVMValueRef idx, int64_t step) {
+    if (step != 1) {
+        return pair32(c, ld16(c, base, idx), ld16(c, base, add(c, idx, cg_i64(c, step))));
+    }
+    LLVMValueRef v = LLVMBuildLoad2(c->b, c->t_i32,
+                                    LLVMBuildInBoundsGEP2(c->b, c->t_i16, base, &idx, 1, ""), "");
+    LLVMSetAlignment(v, 2);
+    return v;
+}
+
 // ap[tile][k2][r] = A[row r, pc + 2 k2] | A[row r, pc + 2 k2 + 1] << 16 for k2 < ceil(kc / 2).
 static void emit_pack_a_bf(cg *c, const fctx *f, LLVMValueRef tile, int64_t mr) {
     const gemm_prob *p = f->p;
@@ -649,7 +661,7 @@ static void emit_pack_a_bf(cg *c, const fctx *f, LLVMValueRef tile, int64_t mr) 
     LLVMValueRef dst = add(c, dst0, mul_c(c, k2, f->g.MR));
     for (int64_t r = 0; r < mr; r++) {
         LLVMValueRef e = add(c, src, cg_i64(c, r * p->sa_m));
-        LLVMValueRef v = pair32(c, ld16(c, a, e), ld16(c, a, add(c, e, cg_i64(c, p->sa_k))));
+        LLVMValueRef v = ld_pair(c, a, e, p->sa_k);
         LLVMBuildStore(c->b, v, fptr(c, f->ap, add(c, dst, cg_i64(c, r))));
     }
     cg_for_end(c, &lk);
@@ -696,8 +708,7 @@ static LLVMValueRef pack_b_pair(cg *c, const fctx *f, LLVMValueRef k, bool hi_ok
     LLVMValueRef v = LLVMConstNull(LLVMVectorType(c->t_i32, n));
     for (int64_t j = 0; j < nr; j++) {
         LLVMValueRef e = add(c, src, cg_i64(c, j * p->sb_n));
-        LLVMValueRef x =
-            pair32(c, ld16(c, b, e), hi_ok ? ld16(c, b, add(c, e, cg_i64(c, p->sb_k))) : NULL);
+        LLVMValueRef x = hi_ok ? ld_pair(c, b, e, p->sb_k) : ld16(c, b, e);
         v = LLVMBuildInsertElement(c->b, v, x, cg_i32(c, (int32_t)j), "");
     }
     return v;
