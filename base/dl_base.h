@@ -283,6 +283,9 @@ void dl_tensor_free(dl_tensor *t); // frees data, leaves the shape
 // (float16/bfloat16 round to nearest even; ints truncate toward zero; bool is v != 0).
 double dl_tensor_get(const dl_tensor *t, int64_t i);
 void dl_tensor_set(dl_tensor *t, int64_t i, double v);
+// Element i as an int64: exact for the integer dtypes (int64 beyond 2^53 too), bool as 0 / 1,
+// floats truncated toward zero (saturating; NaN is 0).
+int64_t dl_tensor_get_i64(const dl_tensor *t, int64_t i);
 // Writes "[2, 3]" style shape text into buf.
 void dl_shape_format(const int64_t *dims, int32_t rank, char *buf, size_t size);
 

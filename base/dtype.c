@@ -121,6 +121,24 @@ static int64_t to_i64(double v) {
     return (int64_t)v;
 }
 
+int64_t dl_tensor_get_i64(const dl_tensor *t, int64_t i) {
+    switch (t->dtype) {
+    case DL_DT_INT64:
+        return ((const int64_t *)t->data)[i];
+    case DL_DT_INT32:
+        return ((const int32_t *)t->data)[i];
+    case DL_DT_BOOL:
+        return ((const uint8_t *)t->data)[i] != 0;
+    case DL_DT_FLOAT:
+    case DL_DT_FLOAT16:
+    case DL_DT_BFLOAT16:
+        return to_i64(dl_tensor_get(t, i));
+    case DL_DT_COUNT:
+        break;
+    }
+    DL_UNREACHABLE();
+}
+
 void dl_tensor_set(dl_tensor *t, int64_t i, double v) {
     switch (t->dtype) {
     case DL_DT_FLOAT:

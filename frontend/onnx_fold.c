@@ -19,23 +19,6 @@ static bool is_int(dl_dtype t) {
     return t == DL_DT_INT64 || t == DL_DT_INT32 || t == DL_DT_BOOL;
 }
 
-static int64_t geti(const dl_tensor *t, int64_t i) {
-    switch (t->dtype) {
-    case DL_DT_INT64:
-        return ((const int64_t *)t->data)[i];
-    case DL_DT_INT32:
-        return ((const int32_t *)t->data)[i];
-    case DL_DT_BOOL:
-        return ((const uint8_t *)t->data)[i] != 0;
-    case DL_DT_FLOAT:
-    case DL_DT_FLOAT16:
-    case DL_DT_BFLOAT16:
-    case DL_DT_COUNT:
-    default:
-        return (int64_t)dl_tensor_get(t, i);
-    }
-}
-
 static void seti(dl_tensor *t, int64_t i, int64_t v) {
     switch (t->dtype) {
     case DL_DT_INT64:
@@ -187,7 +170,7 @@ static bool axes_of(const Onnx__NodeProto *nd, const dl_fe_cv *ins, size_t n_in,
             return false;
         }
         for (int64_t i = 0; i < c; i++) {
-            axes[i] = geti(ins[slot].t, i);
+            axes[i] = dl_tensor_get_i64(ins[slot].t, i);
         }
         *n = (size_t)c;
         return true;
@@ -322,7 +305,7 @@ dl_status dl_fe__onnx_fold(const Onnx__NodeProto *nd, const char *opn, int64_t o
             orank = (int32_t)dl_tensor_numel(ins[1].t);
             int64_t known = 1, infer = -1;
             for (int32_t k = 0; k < orank; k++) {
-                od[k] = geti(ins[1].t, k);
+                od[k] = dl_tensor_get_i64(ins[1].t, k);
                 if (od[k] == 0 && k < x->t->rank) {
                     od[k] = x->t->dims[k];
                 }
@@ -393,7 +376,7 @@ dl_status dl_fe__onnx_fold(const Onnx__NodeProto *nd, const char *opn, int64_t o
         int64_t n = dl_tensor_numel(x->t);
         for (int64_t i = 0; i < n; i++) {
             if (is_int(dt) && is_int(x->t->dtype)) {
-                seti(out, i, geti(x->t, i));
+                seti(out, i, dl_tensor_get_i64(x->t, i));
                 put_sym(&o, i,
                         dt == DL_DT_BOOL && !is_lit(sel(x, i)) ? opq(sel(x, i), sel(x, i))
                                                                : sel(x, i));
@@ -413,7 +396,7 @@ dl_status dl_fe__onnx_fold(const Onnx__NodeProto *nd, const char *opn, int64_t o
         bool neg = opn[0] == 'N' && opn[1] == 'e';
         int64_t n = dl_tensor_numel(x->t);
         for (int64_t i = 0; i < n; i++) {
-            int64_t v = geti(x->t, i);
+            int64_t v = dl_tensor_get_i64(x->t, i);
             seti(out, i, neg ? (int64_t)(0 - (uint64_t)v) : !v);
             dl_fe_symel s = sel(x, i);
             put_sym(&o, i,
@@ -443,7 +426,7 @@ dl_status dl_fe__onnx_fold(const Onnx__NodeProto *nd, const char *opn, int64_t o
         int64_t n = dl_tensor_numel(out);
         for (int64_t i = 0; i < n; i++) {
             int64_t ci = bcast_index(od, orank, x->t->dims, x->t->rank, i);
-            bool c = geti(x->t, ci) != 0;
+            bool c = dl_tensor_get_i64(x->t, ci) != 0;
             const dl_fe_cv *src = c ? &ins[1] : &ins[2];
             move_el(&o, src, bcast_index(od, orank, src->t->dims, src->t->rank, i), i);
             if (!is_lit(sel(x, ci))) {
@@ -468,7 +451,7 @@ dl_status dl_fe__onnx_fold(const Onnx__NodeProto *nd, const char *opn, int64_t o
         for (int64_t i = 0; i < n; i++) {
             int64_t ia = bcast_index(od, orank, x->t->dims, x->t->rank, i);
             int64_t ib = bcast_index(od, orank, ins[1].t->dims, ins[1].t->rank, i);
-            int64_t a = geti(x->t, ia), b = geti(ins[1].t, ib);
+            int64_t a = dl_tensor_get_i64(x->t, ia), b = dl_tensor_get_i64(ins[1].t, ib);
             seti(out, i, arith(opn, a, b));
             dl_fe_symel s = cmp ? (is_lit(sel(x, ia)) && is_lit(sel(&ins[1], ib))
                                        ? sel(x, ia)
@@ -506,12 +489,12 @@ dl_status dl_fe__onnx_fold(const Onnx__NodeProto *nd, const char *opn, int64_t o
         for (int64_t i = 0; i < n; i++) {
             int64_t in_i = i % inner, rest = i / inner;
             int64_t j = rest % (nidx ? nidx : 1), outer = rest / (nidx ? nidx : 1);
-            int64_t g = geti(ix->t, j);
+            int64_t g = dl_tensor_get_i64(ix->t, j);
             if (g < 0) {
                 g += dax;
             }
             if (g < 0 || g >= dax) {
-                FAIL("Gather: index %lld out of range", (long long)geti(ix->t, j));
+                FAIL("Gather: index %lld out of range", (long long)dl_tensor_get_i64(ix->t, j));
             }
             move_el(&o, x, (outer * dax + g) * inner + in_i, i);
         }
@@ -558,15 +541,15 @@ dl_status dl_fe__onnx_fold(const Onnx__NodeProto *nd, const char *opn, int64_t o
             FAIL("Slice: starts and ends must be literal");
         }
         for (size_t i = 0; i < ns; i++) {
-            starts[i] = geti(ins[1].t, (int64_t)i);
-            ends[i] = geti(ins[2].t, (int64_t)i);
+            starts[i] = dl_tensor_get_i64(ins[1].t, (int64_t)i);
+            ends[i] = dl_tensor_get_i64(ins[2].t, (int64_t)i);
             axes[i] = (int64_t)i;
             steps[i] = 1;
             if (n_in > 3 && ins[3].t) {
-                axes[i] = geti(ins[3].t, (int64_t)i);
+                axes[i] = dl_tensor_get_i64(ins[3].t, (int64_t)i);
             }
             if (n_in > 4 && ins[4].t) {
-                steps[i] = geti(ins[4].t, (int64_t)i);
+                steps[i] = dl_tensor_get_i64(ins[4].t, (int64_t)i);
             }
         }
         int64_t beg[DL_MAX_RANK], stp[DL_MAX_RANK];
@@ -623,7 +606,7 @@ dl_status dl_fe__onnx_fold(const Onnx__NodeProto *nd, const char *opn, int64_t o
         }
         dl_tensor sh = {.rank = (int32_t)dl_tensor_numel(shp->t)};
         for (int32_t k = 0; k < sh.rank; k++) {
-            sh.dims[k] = geti(shp->t, k);
+            sh.dims[k] = dl_tensor_get_i64(shp->t, k);
             if (sh.dims[k] < 0) {
                 FAIL("%s: negative dimension", opn);
             }
@@ -678,7 +661,8 @@ dl_status dl_fe__onnx_fold(const Onnx__NodeProto *nd, const char *opn, int64_t o
             }
             goto out;
         }
-        int64_t s = geti(ins[0].t, 0), l = geti(ins[1].t, 0), d = geti(ins[2].t, 0);
+        int64_t s = dl_tensor_get_i64(ins[0].t, 0), l = dl_tensor_get_i64(ins[1].t, 0),
+                d = dl_tensor_get_i64(ins[2].t, 0);
         if (d == 0) {
             FAIL("Range: delta is 0");
         }

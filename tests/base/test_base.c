@@ -330,4 +330,28 @@ DL_TEST(tensor_alloc_get_set_and_shape_format) {
     DL_CHECK(dl_tensor_alloc(&t, DL_DT_FLOAT, 2, huge) == DL_ERR_INVALID_ARG);
 }
 
+DL_TEST(tensor_get_i64_exact_and_saturating) {
+    dl_tensor t;
+    int64_t dims[] = {3};
+    DL_CHECK_OK(dl_tensor_alloc(&t, DL_DT_INT64, 1, dims));
+    ((int64_t *)t.data)[0] = (INT64_C(1) << 60) + 1; // not a double
+    ((int64_t *)t.data)[1] = INT64_MIN;
+    DL_CHECK_EQ_I64(dl_tensor_get_i64(&t, 0), (INT64_C(1) << 60) + 1);
+    DL_CHECK_EQ_I64(dl_tensor_get_i64(&t, 1), INT64_MIN);
+    dl_tensor_free(&t);
+    DL_CHECK_OK(dl_tensor_alloc(&t, DL_DT_FLOAT, 1, dims));
+    ((float *)t.data)[0] = -2.75f;
+    ((float *)t.data)[1] = 1e30f;
+    ((float *)t.data)[2] = NAN;
+    DL_CHECK_EQ_I64(dl_tensor_get_i64(&t, 0), -2);
+    DL_CHECK_EQ_I64(dl_tensor_get_i64(&t, 1), INT64_MAX);
+    DL_CHECK_EQ_I64(dl_tensor_get_i64(&t, 2), 0);
+    dl_tensor_free(&t);
+    DL_CHECK_OK(dl_tensor_alloc(&t, DL_DT_BOOL, 1, dims));
+    ((uint8_t *)t.data)[1] = 7;
+    DL_CHECK_EQ_I64(dl_tensor_get_i64(&t, 0), 0);
+    DL_CHECK_EQ_I64(dl_tensor_get_i64(&t, 1), 1);
+    dl_tensor_free(&t);
+}
+
 DL_TEST_MAIN()

@@ -182,23 +182,6 @@ static int read_pbs(const char *dir, const char *prefix, dl_tensor *ts, dl_diags
     return n;
 }
 
-static int64_t elem_int(const dl_tensor *t, int64_t i) {
-    switch (t->dtype) {
-    case DL_DT_INT64:
-        return ((const int64_t *)t->data)[i];
-    case DL_DT_INT32:
-        return ((const int32_t *)t->data)[i];
-    case DL_DT_BOOL:
-        return ((const uint8_t *)t->data)[i];
-    case DL_DT_FLOAT:
-    case DL_DT_FLOAT16:
-    case DL_DT_BFLOAT16:
-    case DL_DT_COUNT:
-        break;
-    }
-    return 0;
-}
-
 // Compares one output; on mismatch writes the reason into why and returns false.
 static bool compare(const dl_tensor *got, const dl_tensor *want, double rtol, double atol,
                     char *why, size_t why_size) {
@@ -228,9 +211,9 @@ static bool compare(const dl_tensor *got, const dl_tensor *want, double rtol, do
                          w);
                 return false;
             }
-        } else if (elem_int(got, i) != elem_int(want, i)) {
+        } else if (dl_tensor_get_i64(got, i) != dl_tensor_get_i64(want, i)) {
             snprintf(why, why_size, "element %lld: got %lld, expected %lld", (long long)i,
-                     (long long)elem_int(got, i), (long long)elem_int(want, i));
+                     (long long)dl_tensor_get_i64(got, i), (long long)dl_tensor_get_i64(want, i));
             return false;
         }
     }
