@@ -2247,7 +2247,8 @@ static dl_status emit_folded(imp *im, dl_arena *a, size_t idx) {
 // nothing new: PRelu (Where(x < 0, x * slope, x)), InstanceNormalization (LayerNormalization
 // over the spatial axes, then the per-channel scale and bias), Resize (nearest: Gather of the
 // source indices; linear: the two neighbours' Gathers weighted, axis by axis), LSTM (forward,
-// unrolled over its static sequence length), and a 1-D Conv (a 2-D Conv over [N, C, 1, L]).
+// unrolled over its static sequence length), a 1-D Conv (a 2-D Conv over [N, C, 1, L]) and a
+// 3-D Conv (one 2-D Conv over the depth windows, emit_conv3d).
 // Intermediate values are named after the node's first output with a suffix.
 
 static const char *const decomposed_ops[] = {"PRelu", "InstanceNormalization", "Resize", "LSTM"};
@@ -2916,6 +2917,144 @@ static dl_status emit_conv1d(imp *im, dl_arena *a, const Onnx__NodeProto *nd, co
     return DL_OK;
 }
 
+// The INTS attribute `name` of a converted attribute list: its n values into v (n == want),
+// else `def` in every entry. False (with an error) for a list of another length.
+static bool conv_ints(imp *im, const dl_ir_attr *attrs, size_t n_attrs, const char *name,
+                      size_t want, int64_t def, const char *desc, int64_t *v) {
+    for (size_t i = 0; i < want; i++) {
+        v[i] = def;
+    }
+    for (size_t k = 0; k < n_attrs; k++) {
+        if (attrs[k].kind == DL_IR_ATTR_INTS && !strcmp(attrs[k].name, name)) {
+            if (attrs[k].n != want) {
+                err(im, "onnx: %s: attribute '%s' must have %zu values for a 3-D Conv", desc, name,
+                    want);
+                return false;
+            }
+            memcpy(v, attrs[k].ints, want * sizeof *v);
+        }
+    }
+    return true;
+}
+
+// A 3-D Conv (X [N, C, D, H, W], W [M, C/group, KD, KH, KW]) as one 2-D Conv: the depth windows
+// become channels and the output depths batch rows. X is padded in depth (Pad), the KD slices of
+// every output depth od gathered (Gather of the depths od * sd + kd * dd: [N, C, OD, KD, H, W]),
+// moved to [N, OD, C, KD, H, W] (Transpose) and flattened to [N * OD, C * KD, H, W] (Reshape).
+// W reshaped to [M, C/group * KD, KH, KW] puts W[m, c, kd] at channel c * KD + kd, so the
+// channels of a group stay contiguous. The 2-D Conv (bias, group, the H and W strides,
+// dilations and pads) gives [N * OD, M, OH, OW], reshaped to [N, OD, M, OH, OW] and transposed
+// to [N, M, OD, OH, OW]. Every step is an op with a gradient, so the result trains. auto_pad
+// SAME_UPPER / SAME_LOWER / VALID become explicit pads. C, D, H and W must be known at import
+// (N may be a named dim).
+static dl_status emit_conv3d(imp *im, const Onnx__NodeProto *nd, const char *desc,
+                             const dl_ir_attr *attrs, size_t n_attrs, dl_ir_value **ins,
+                             size_t n_ins, const char *out_id, dl_ir_value **out) {
+    dl_ir_value *x = ins[0], *w = ins[1];
+    DL_TRY(known_type(im, x, desc, "input"));
+    DL_TRY(known_type(im, w, desc, "weight"));
+    const dl_ir_dim *xd = x->type.dims, *wd = w->type.dims;
+    if (x->type.rank != 5 || xd[1].sym >= 0 || xd[2].sym >= 0 || xd[3].sym >= 0 || xd[4].sym >= 0 ||
+        wd[0].sym >= 0 || wd[1].sym >= 0) {
+        err(im,
+            "onnx: %s: a 3-D Conv needs X of rank 5 with its channels, depth, height and "
+            "width known at import",
+            desc);
+        return DL_ERR_UNSUPPORTED;
+    }
+    int64_t C = xd[1].value, D = xd[2].value, H = xd[3].value, W = xd[4].value;
+    int64_t M = wd[0].value, Cg = wd[1].value, K[3] = {wd[2].value, wd[3].value, wd[4].value};
+    int64_t ks[3], st[3], dil[3], pads[6], group = 1;
+    if (!conv_ints(im, attrs, n_attrs, "kernel_shape", 3, 0, desc, ks) ||
+        !conv_ints(im, attrs, n_attrs, "strides", 3, 1, desc, st) ||
+        !conv_ints(im, attrs, n_attrs, "dilations", 3, 1, desc, dil) ||
+        !conv_ints(im, attrs, n_attrs, "pads", 6, 0, desc, pads)) {
+        return DL_ERR_UNSUPPORTED;
+    }
+    const char *auto_pad = "NOTSET";
+    for (size_t k = 0; k < n_attrs; k++) {
+        if (!strcmp(attrs[k].name, "group") && attrs[k].kind == DL_IR_ATTR_INT) {
+            group = attrs[k].i;
+        } else if (!strcmp(attrs[k].name, "auto_pad") && attrs[k].kind == DL_IR_ATTR_STRING) {
+            auto_pad = attrs[k].s;
+        }
+    }
+    int64_t sizes[3] = {D, H, W};
+    for (int k = 0; k < 3; k++) {
+        if ((ks[k] && ks[k] != K[k]) || st[k] < 1 || dil[k] < 1) {
+            err(im, "onnx: %s: kernel_shape, strides or dilations do not fit W %s", desc,
+                "[M, C/group, KD, KH, KW]");
+            return DL_ERR_UNSUPPORTED;
+        }
+        if (strcmp(auto_pad, "NOTSET") != 0) { // ONNX's rule for SAME_* and VALID
+            int64_t total = 0;
+            if (strcmp(auto_pad, "VALID") != 0) {
+                int64_t o = (sizes[k] + st[k] - 1) / st[k];
+                total = (o - 1) * st[k] + (K[k] - 1) * dil[k] + 1 - sizes[k];
+                total = total > 0 ? total : 0;
+            }
+            bool upper = strcmp(auto_pad, "SAME_LOWER") != 0;
+            pads[k] = upper ? total / 2 : total - total / 2;
+            pads[k + 3] = total - pads[k];
+        }
+    }
+    if (group < 1 || C != Cg * group || M % group != 0) {
+        err(im, "onnx: %s: group %lld does not fit X's %lld channels and W [%lld, %lld, ...]", desc,
+            (long long)group, (long long)C, (long long)M, (long long)Cg);
+        return DL_ERR_UNSUPPORTED;
+    }
+    int64_t OD = (D + pads[0] + pads[3] - dil[0] * (K[0] - 1) - 1) / st[0] + 1;
+    if (D + pads[0] + pads[3] - dil[0] * (K[0] - 1) - 1 < 0 || OD > ((int64_t)1 << 20)) {
+        err(im, "onnx: %s: the kernel's depth %lld (dilation %lld) exceeds the padded depth %lld",
+            desc, (long long)K[0], (long long)dil[0], (long long)(D + pads[0] + pads[3]));
+        return DL_ERR_UNSUPPORTED;
+    }
+    const char *base = nd->output[0];
+    dl_ir_value *cur = x;
+    if (pads[0] || pads[3]) {
+        int64_t pp[10] = {0, 0, pads[0], 0, 0, 0, 0, pads[3], 0, 0};
+        dl_ir_attr pa = attr_ints("pads", pp, 10);
+        DL_TRY(add_op(im, DL_IR_OP_PAD, &x, 1, &pa, 1, base, "_dpad", &cur));
+    }
+    int64_t n_idx = OD * K[0], idims[2] = {OD, K[0]};
+    double *idx = dl_mem_alloc((size_t)n_idx * sizeof *idx);
+    if (!idx) {
+        return DL_ERR_NOMEM;
+    }
+    for (int64_t od = 0; od < OD; od++) {
+        for (int64_t kd = 0; kd < K[0]; kd++) {
+            idx[od * K[0] + kd] = (double)(od * st[0] + kd * dil[0]);
+        }
+    }
+    dl_ir_value *ci = NULL, *g, *t, *x2, *w2, *y2, *y5;
+    dl_status s = add_const(im, DL_DT_INT64, 2, idims, idx, n_idx, base, "_depths", &ci);
+    free(idx);
+    DL_TRY(s);
+    dl_ir_value *gi[2] = {cur, ci};
+    dl_ir_attr ga = attr_int("axis", 2);
+    DL_TRY(add_op(im, DL_IR_OP_GATHER, gi, 2, &ga, 1, base, "_windows", &g));
+    int64_t p6[6] = {0, 2, 1, 3, 4, 5}, p5[5] = {0, 2, 1, 3, 4};
+    dl_ir_attr ta = attr_ints("perm", p6, 6);
+    DL_TRY(add_op(im, DL_IR_OP_TRANSPOSE, &g, 1, &ta, 1, base, "_windows_t", &t));
+    int64_t xs[4] = {-1, C * K[0], H, W}, ws[4] = {M, Cg * K[0], K[1], K[2]};
+    dl_ir_attr xa = attr_ints("shape", xs, 4), wa = attr_ints("shape", ws, 4);
+    DL_TRY(add_op(im, DL_IR_OP_RESHAPE, &t, 1, &xa, 1, base, "_2d", &x2));
+    DL_TRY(add_op(im, DL_IR_OP_RESHAPE, &w, 1, &wa, 1, base, "_w2d", &w2));
+    int64_t k2[2] = {K[1], K[2]}, s2[2] = {st[1], st[2]}, d2[2] = {dil[1], dil[2]};
+    int64_t pd2[4] = {pads[1], pads[2], pads[4], pads[5]};
+    dl_ir_attr ca[5] = {attr_ints("kernel_shape", k2, 2), attr_ints("strides", s2, 2),
+                        attr_ints("dilations", d2, 2), attr_ints("pads", pd2, 4),
+                        attr_int("group", group)};
+    dl_ir_value *cin[3] = {x2, w2, n_ins > 2 ? ins[2] : NULL};
+    DL_TRY(add_op(im, DL_IR_OP_CONV, cin, n_ins > 2 ? 3 : 2, ca, 5, base, "_conv2d", &y2));
+    DL_TRY(known_type(im, y2, desc, "the 2-D convolution"));
+    int64_t ys[5] = {-1, OD, M, y2->type.dims[2].value, y2->type.dims[3].value};
+    dl_ir_attr ya = attr_ints("shape", ys, 5);
+    DL_TRY(add_op(im, DL_IR_OP_RESHAPE, &y2, 1, &ya, 1, base, "_5d", &y5));
+    dl_ir_attr tb = attr_ints("perm", p5, 5);
+    return add_op(im, DL_IR_OP_TRANSPOSE, &y5, 1, &tb, 1, out_id, "", out);
+}
+
 // Emits one ONNX node (not a Constant) as an IR node.
 static dl_status emit_node(imp *im, dl_arena *a, size_t idx) {
     const Onnx__NodeProto *nd = im->g->node[idx];
@@ -3000,11 +3139,9 @@ static dl_status emit_node(imp *im, dl_arena *a, size_t idx) {
             return emit_conv1d(im, a, nd, desc, attrs, n_attrs, ins, n_ins, nd->output[0], &o->v);
         }
         if (ins[1]->type.rank == 5) {
-            err(im,
-                "onnx: %s: 3-D convolutions are not supported (Conv is 2-D in the graph "
-                "format; 1-D ones are imported as 2-D)",
-                desc);
-            return DL_ERR_UNSUPPORTED;
+            sym *o = sym_find(im, nd->output[0]);
+            DL_ASSERT(o);
+            return emit_conv3d(im, nd, desc, attrs, n_attrs, ins, n_ins, nd->output[0], &o->v);
         }
     }
     size_t n_outs = nd->n_output;

@@ -4,8 +4,9 @@
 # with a dynamic batch axis (Shape -> Gather -> Unsqueeze -> Concat -> Reshape chains folded at
 # import, the batch a named dim), run by `dlcc run` on the cpu backend and the reference
 # evaluator at batch sizes other than the export's; PReLU, InstanceNorm2d, GroupNorm, Conv1d
-# with 1-D pools and Upsample (nearest, bilinear), decomposed at import; and gradients through
-# them: three SGD steps of an imported GroupNorm/PReLU/Upsample CNN and of an LSTM against torch. Tolerance from float32 rounding: |got - torch| <= K * 2^-23 *
+# with 1-D pools, Upsample (nearest, bilinear) and Conv3d (strides, pads, dilations, groups, a
+# dynamic batch, auto_pad SAME_*), decomposed at import; and gradients through them: three SGD
+# steps of an imported GroupNorm/PReLU/Upsample CNN, a 3-D CNN and an LSTM against torch. Tolerance from float32 rounding: |got - torch| <= K * 2^-23 *
 # (1 + |torch|), K the length of the longest sum on the path (a 128-wide matmul, LayerNorm over
 # 64) times 4. Also, without torch (onnx only): shape computations that depend on a named dim in
 # a way the graph format cannot say are refused, naming the dim. Exit 77 without onnx.
@@ -175,6 +176,10 @@ models = {
                              nn.MaxPool1d(2), nn.AvgPool1d(2)), (2, 3, 16)),
     "up_nearest": (Up("nearest"), (2, 2, 5, 4)),
     "up_bilinear": (Up("bilinear"), (2, 2, 5, 4)),
+    # 3-D: depth stride, padding, dilation, groups and a bias, then a 1x1x1 without bias
+    "conv3d": (nn.Sequential(nn.Conv3d(4, 6, (3, 2, 3), stride=(2, 1, 1), padding=(1, 0, 1),
+                                       dilation=(1, 2, 1), groups=2), nn.ReLU(),
+                             nn.Conv3d(6, 2, 1, bias=False)), (2, 4, 7, 6, 5)),
 }
 for name, (m, shape) in models.items():
     m.eval()
@@ -187,7 +192,7 @@ for name, (m, shape) in models.items():
     with torch.no_grad():
         np.save(name + "_torch.npy", m(x).numpy())
 PYEOF
-for m in prelu inorm gnorm conv1d up_nearest up_bilinear; do
+for m in prelu inorm gnorm conv1d up_nearest up_bilinear conv3d; do
   expect 0 "$m: the torch export imports" import $m.onnx -o $m.dlg
   expect 0 "... runs (cpu)" run $m.dlg --in x=${m}_x.npy --out y=${m}_y.npy
   check "... computing what torch computes" close ${m}_y.npy ${m}_torch.npy 256
@@ -196,16 +201,53 @@ for m in prelu inorm gnorm conv1d up_nearest up_bilinear; do
   check "... computing what torch computes" close ${m}_yr.npy ${m}_torch.npy 256
 done
 check "PRelu is decomposed into Where" grep -q 'Where' prelu.dlg
-"$py" -c "
-import torch
-torch.onnx.export(torch.nn.Conv3d(2, 3, 3), torch.randn(1, 2, 4, 4, 4), 'conv3d.onnx',
-                  opset_version=17)" 2>/dev/null
-expect_msg 1 "a 3-D Conv is refused, saying so" "3-D convolutions are not supported" \
-  import conv3d.onnx
+check "a 3-D Conv is one 2-D Conv over the depth windows" \
+  test "$(grep -cE '= Conv <kernel_shape = \[(2, 3|1, 1)\]' conv3d.dlg)" -eq 2
+# A 3-D Conv with a dynamic batch (run at batch 3), and ONNX's auto_pad SAME_UPPER / SAME_LOWER
+# (onnx.helper models) against torch's conv3d of the input padded by ONNX's rule.
+"$py" - <<'PYEOF' 2>/dev/null
+import numpy as np, onnx, torch
+from onnx import helper, numpy_helper, TensorProto as T
+torch.manual_seed(1)
+m = torch.nn.Conv3d(3, 4, 2, stride=(1, 2, 1)).eval()
+torch.onnx.export(m, torch.randn(2, 3, 5, 6, 4), "c3dyn.onnx", opset_version=17,
+                  input_names=["x"], output_names=["y"],
+                  dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}})
+x = torch.randn(3, 3, 5, 6, 4)
+np.save("c3dyn_x.npy", x.numpy())
+with torch.no_grad():
+    np.save("c3dyn_torch.npy", m(x).numpy())
+w = np.random.default_rng(0).uniform(-1, 1, (4, 3, 3, 2, 3)).astype(np.float32)
+x = np.random.default_rng(1).standard_normal((2, 3, 5, 6, 7)).astype(np.float32)
+np.save("same_x.npy", x)
+for mode in ("SAME_UPPER", "SAME_LOWER"):
+    node = helper.make_node("Conv", ["x", "w"], ["y"], auto_pad=mode, strides=[2, 1, 3])
+    g = helper.make_graph([node], "c3", [helper.make_tensor_value_info("x", T.FLOAT, x.shape)],
+                          [helper.make_tensor_value_info("y", T.FLOAT, None)],
+                          [numpy_helper.from_array(w, "w")])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), mode + ".onnx")
+    pads = []
+    for size, k, s in zip(x.shape[2:], w.shape[2:], (2, 1, 3)):
+        total = max((-(-size // s) - 1) * s + k - size, 0)
+        lo = total // 2 if mode == "SAME_UPPER" else total - total // 2
+        pads = [lo, total - lo] + pads  # F.pad lists the last axis first
+    xp = torch.nn.functional.pad(torch.from_numpy(x), pads)
+    y = torch.nn.functional.conv3d(xp, torch.from_numpy(w), stride=(2, 1, 3))
+    np.save(mode + "_torch.npy", y.numpy())
+PYEOF
+expect 0 "a 3-D Conv with a dynamic batch imports" import c3dyn.onnx -o c3dyn.dlg
+expect 0 "... runs at batch 3" run c3dyn.dlg -D batch=3 --in x=c3dyn_x.npy --out y=c3dyn_y.npy
+check "... computing what torch computes" close c3dyn_y.npy c3dyn_torch.npy 64
+for mode in SAME_UPPER SAME_LOWER; do
+  expect 0 "3-D Conv, auto_pad $mode: imports" import $mode.onnx -o $mode.dlg
+  expect 0 "... runs" run $mode.dlg --in x=same_x.npy --out y=${mode}_y.npy
+  check "... computing torch's conv3d of the input padded by ONNX's rule" close ${mode}_y.npy \
+    ${mode}_torch.npy 128
+done
 check "a 1-D Conv is a 2-D one over [N, C, 1, L]" grep -qF 'kernel_shape = [1, 3]' conv1d.dlg
 
 # Gradients through the decompositions: GroupNorm (InstanceNormalization), PReLU, bilinear
-# Upsample and an LSTM, and a transformer encoder layer, imported with --train-loss mse, three
+# Upsample, 3-D convolutions and an LSTM, and a transformer encoder layer, imported with --train-loss mse, three
 # SGD steps of dlcc give the params three torch steps give.
 "$py" - <<'PYEOF' 2>/dev/null
 import json, numpy as np, onnx, onnx.numpy_helper, torch
@@ -235,7 +277,15 @@ class E(nn.Module):  # a transformer encoder layer with a linear head over the m
         s.o = nn.Linear(16, 4)
     def forward(s, x):
         return s.o(s.e(x).mean(dim=1))
+class C3(nn.Module):  # two 3-D convolutions, strided and padded in depth
+    def __init__(s):
+        super().__init__()
+        s.c = nn.Conv3d(2, 3, 3, padding=1, stride=(2, 1, 1))
+        s.o = nn.Conv3d(3, 1, (2, 1, 1))
+    def forward(s, x):
+        return s.o(torch.tanh(s.c(x)))
 for name, m, shape, oshape in (("tgn", M(), (4, 2, 4, 4), (4, 1, 8, 8)),
+                               ("tc3d", C3(), (2, 2, 5, 4, 4), (2, 1, 2, 4, 4)),
                                ("tlstm", L(), (4, 6, 3), (4, 6, 5)),
                                ("tenc", E(), (4, 5, 16), (4, 4))):
     for p in m.parameters():
@@ -293,7 +343,7 @@ bad = [k for k, v in want.items()
 print("compared", len(want), "params; differ:", bad)
 sys.exit(bool(bad) or not want)
 PYEOF
-for m in tgn tlstm tenc; do
+for m in tgn tc3d tlstm tenc; do
   expect 0 "$m: import --train-loss mse" import $m.onnx -o $m.dlg --train-loss mse \
     --optimizer sgd --lr 0.1
   expect 0 "... three SGD steps" run $m.dlg --entry train_step --steps 3 --in x=${m}_xs.npy \
