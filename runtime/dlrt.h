@@ -423,8 +423,11 @@ DLRT_API dlrt_status dlrt_comm_barrier(dlrt_comm *c);
 // dlrt_session_train_step all-reduces the gradients after backward (the mean over ranks: the sum
 // in rank order times 1/size, so with a mean-reduced loss each rank's step uses the gradient of
 // the global batch), then the global norm, clipping, the non-finite check, loss scaling and the
-// update see the reduced gradients, and every rank takes the same decisions. With accumulate = k
-// only the k-th call of each cycle communicates (its accumulators). Gradients are packed into
+// update see the reduced gradients, and every rank takes the same decisions. The float32 loss is
+// reduced with them (the mean over ranks), so dlrt_step_info.loss is the global batch's loss on
+// every rank and a loss that is non-finite on one rank is non-finite on all. With accumulate = k
+// only the k-th call of each cycle reduces gradients (its accumulators); the other calls reduce
+// the loss alone (4 bytes). Gradients are packed into
 // buckets of at most bucket_bytes (0: the default, 25 MiB, or $DLRT_BUCKET_BYTES) in the order
 // backward finishes them, and each bucket's all-reduce starts as soon as the kernels touching
 // its gradients are done, overlapping the rest of backward. Collective: every rank binds, in
@@ -441,6 +444,24 @@ DLRT_API dlrt_status dlrt_session_bind_comm(dlrt_session *s, dlrt_comm *c, size_
 // may be NULL). Zeros for an unbound session or before the first step.
 DLRT_API void dlrt_session_comm_stats(const dlrt_session *s, double *out_wait_ms,
                                       double *out_comm_ms, uint64_t *out_bytes, int *out_buckets);
+
+#define DLRT_MAX_CHUNKS 4096
+// Deterministic data parallelism in one process: with n_chunks = N > 1 every train step takes N
+// batches of the artifact's batch at once and gives the params, optimizer state and loss that N
+// ranks of dlrt_session_bind_comm give bit for bit when rank r is given chunk r (the same
+// artifact on every rank). Every input must be bound with dlrt_session_bind_input holding N
+// batches back to back (chunk r at byte r x the input's size; dlrt_session_set_input's one
+// batch is refused at the step); a step runs forward and backward once per chunk, sums the
+// chunks' gradients and losses element by element in chunk order 0..N-1 and multiplies by
+// (float)(1 / N), exactly the all-reduce's operations, then clips, checks and updates once. A
+// data loader with shard_index DLRT_LOADER_ALL_SHARDS gives such batches. Not with a
+// communicator, not with gradient accumulation (DLRT_ERR_UNSUPPORTED at the step); CPU sessions
+// with float32 gradients only. Inference reads chunk 0. BatchNorm running statistics come from
+// chunk N-1 (rank 0's are its own chunk's). n_chunks = 1 turns it off (the inputs must then be
+// given again). Allocates the gradients' size once.
+DLRT_API dlrt_status dlrt_session_set_chunks(dlrt_session *s, int n_chunks);
+// The session's chunks (1 when off). Thread-safe with other readers.
+DLRT_API int dlrt_session_chunks(const dlrt_session *s);
 
 // ---------------------------------------------------------------------------------------------
 // Memory
@@ -480,7 +501,11 @@ DLRT_API void dlrt_model_memory(const dlrt_model *m, uint64_t *arena_bytes,
 // With shards (shard_count W > 1, data-parallel training: one loader per rank, the same seed
 // everywhere), shard r's epoch is positions r, r + W, r + 2W, ... of the epoch-wide order,
 // ceil(N / W) of them, the last wrapping round to the start (as PyTorch's DistributedSampler);
-// batches are then made of the shard's positions as above.
+// batches are then made of the shard's positions as above. With shard_index
+// DLRT_LOADER_ALL_SHARDS the loader gives every shard at once: each batch is W chunks of
+// batch_size / W rows, chunk r holding shard r's batch (what W loaders of batch_size / W give,
+// one per rank); a session of W chunks (dlrt_session_set_chunks) then trains exactly as W
+// ranks. batch_size must be a multiple of W and the partial batch dropped.
 //
 // Every value a file source gives (after scale) must be finite: dlrt_loader_create_* checks the
 // samples used and names the first non-finite one; a callback's samples are checked as they are
@@ -497,6 +522,7 @@ typedef struct dlrt_loader dlrt_loader;
 #define DLRT_LOADER_MAX_PRODUCERS 256
 #define DLRT_LOADER_MAX_SLOTS     1024
 #define DLRT_LOADER_MAX_CHANNELS  16
+#define DLRT_LOADER_ALL_SHARDS    (-1) // dlrt_loader_options.shard_index: every shard at once
 
 // What happens to the last batch of an epoch when the sample count is not a multiple of the
 // batch size.
@@ -540,7 +566,8 @@ typedef struct dlrt_loader_options {
                          // samples are made for a callback (DLRT_ERR_IO from dlrt_loader_next)
                          // (default 0: labels unchecked)
     int64_t shard_count; // W >= 1 (default 1): the data is split into W shards (see above)
-    int64_t shard_index; // the shard this loader gives, 0..W-1 (default 0): the rank
+    int64_t shard_index; // the shard this loader gives, 0..W-1 (default 0): the rank; or
+                         // DLRT_LOADER_ALL_SHARDS (W > 1): every shard, as chunks (see above)
     int u8_to_unit;      // nonzero: uint8 sources are pixels, divided by 255 (into [0, 1]) before
                          // scale applies; other element types only get scale (default 0)
     int64_t start_batch; // >= 0 (default 0): the first batch handed out is batch number
@@ -583,7 +610,8 @@ typedef struct dlrt_loader_info {
     int n_channels;       // normalisation channels: 1 without normalisation, C for computed
                           // normalisation of [C, H, W] samples, n_norm when given
     float mean[DLRT_LOADER_MAX_CHANNELS], std[DLRT_LOADER_MAX_CHANNELS];
-    int64_t epoch_samples; // positions of an epoch in this shard (n_samples without shards)
+    int64_t epoch_samples; // positions of an epoch in this shard (n_samples without shards;
+                           // W * ceil(n_samples / W) with DLRT_LOADER_ALL_SHARDS)
 } dlrt_loader_info;
 
 // Fills one sample: writes sample_numel floats (before scale and transforms) to x_out and its

@@ -1,20 +1,28 @@
 // runtime/rt_dp.c — data-parallel train steps: a session bound to a communicator
 // (dlrt_session_bind_comm) all-reduces its gradients at the plan's all-reduce point (format 6:
-// dlrt_plan_hdr.comm_at, the dlrt_plan_grad table) between backward and the step kernels.
+// dlrt_plan_hdr.comm_at, the dlrt_plan_grad table) between backward and the step kernels; a
+// session of N chunks (dlrt_session_set_chunks, no communicator) does the same float operations
+// in one process, so it gives N ranks' params bit for bit.
 //
-// Structure (rt_dp, made at binding, nothing allocated per step). The gradients are ordered by
-// readiness (the plan position of the last train kernel before comm_at that touches each one)
-// and packed into buckets of at most bucket_bytes; a bucket of one gradient is reduced in place,
-// a larger one through a staging buffer that the communicator's thread gathers and scatters.
-// Per bucket, `pending` counts the kernels before comm_at that touch its gradients; the
+// Structure (rt_dp, made at binding, nothing allocated per step). The reduced buffers are each
+// trained param's gradient (or accumulator) and the float32 loss, so every rank reports the same
+// loss and its non-finite guard takes the same decision. They are ordered by readiness (the plan
+// position of the last train kernel before comm_at that touches each one) and packed into
+// buckets of at most bucket_bytes; a bucket of one buffer is reduced in place, a larger one
+// through a staging buffer that the communicator's thread gathers and scatters.
+// Per bucket, `pending` counts the kernels before comm_at that touch its buffers; the
 // executor's done hook (rt_exec.c, schedule RT_SCHED_TRAIN_A) decrements it, and at zero the
 // bucket is ready. Buckets are started strictly in bucket order (every rank must issue the same
 // operations in the same order, and kernels finish in a different order on every rank and run),
 // as soon as they and every earlier bucket are ready, so communication overlaps the rest of
 // backward. After the first phase the step waits for every bucket, then runs the rest (global
 // norm, clipping, finite check, update), which therefore sees the reduced gradients on every
-// rank. With accumulation, only boundary calls communicate (their accumulators, after
-// train.accum).
+// rank. With accumulation, boundary calls reduce their accumulators (after train.accum) and the
+// loss; the other calls reduce the loss alone.
+// Chunks: the first phase runs once per chunk (every input bound with N batches, chunk r at
+// byte r * its size); after chunk r the buffers are added into `sum` (chunk 0 copied, then
+// sum += chunk r, element by element), and at the end sum * (float)(1 / N) goes back into them:
+// the plugin's reduction (rt_comm.h: the sum in rank order 0..N-1, then the scale).
 //
 // Invariants: a gradient's buffer is not touched by any kernel of the first phase after the
 // last one counted for it (the memory plan keeps it live until train.gradsq, after comm_at), so
@@ -41,9 +49,15 @@ typedef struct rt_dp_bucket {
 } rt_dp_bucket;
 
 struct rt_dp {
-    dlrt_comm *comm; // BORROWED
-    float scale;     // 1 / ranks
-    bool overlap;    // start buckets from the done hook (else all after the first phase)
+    dlrt_comm *comm; // BORROWED; NULL for chunks
+    float scale;     // 1 / ranks (or chunks)
+    int chunks;      // > 1: a session of chunks (no communicator), else 0
+    float *sum;      // OWNED (chunks): the pieces' floats, concatenated
+    size_t n_sum;
+    uint8_t *in_chunked; // OWNED (chunks): per input (model order), bound with `chunks` batches
+    float *loss;         // the float32 loss buffer (a piece), NULL when it is not reduced
+    uint32_t n_pieces;
+    bool overlap; // start buckets from the done hook (else all after the first phase)
     rt_comm_piece *pieces;
     rt_dp_bucket *b;
     uint32_t n_b;
@@ -72,6 +86,8 @@ void rt__dp_destroy(dlrt_session *s) {
         pthread_mutex_destroy(&d->mu);
     }
     free(d->pieces);
+    free(d->sum);
+    free(d->in_chunked);
     free(d->b);
     free(d->k_first);
     free(d->k_n);
@@ -128,8 +144,83 @@ static dlrt_status is_boundary(dlrt_session *s, bool *out) {
     return st;
 }
 
+// A session of chunks: the first phase once per chunk, the pieces summed in chunk order and
+// scaled as the plugin's all-reduce does (rt_comm_mpi.c, op_allreduce_f32), then the rest.
+static dlrt_status chunk_step(dlrt_session *s, struct rt_dp *d) {
+    const dlrt_model *m = s->model;
+    double h[DLRT_HP_COUNT];
+    dlrt_status st = rt__buf_read(s, m->hdr->hyper_buffer, h);
+    if (st != DLRT_OK) {
+        return st;
+    }
+    if (h[DLRT_HP_ACCUMULATE] > 1.0) {
+        return rt__fail(DLRT_ERR_UNSUPPORTED,
+                        "a session of %d chunks cannot accumulate gradients (accumulate = %g): "
+                        "compile the model without accumulate",
+                        d->chunks, h[DLRT_HP_ACCUMULATE]);
+    }
+    for (size_t i = 0; i < m->n_inputs; i++) {
+        if (s->input_given && s->input_given[i] && !d->in_chunked[i]) {
+            const dlrt_plan_tensor *t = &m->tensors[m->first_input + i];
+            return rt__fail(DLRT_ERR_INVALID_ARG,
+                            "input '%s' holds one batch: a session of %d chunks takes every input "
+                            "through dlrt_session_bind_input with %d batches (%llu bytes)",
+                            m->tensor_names[m->first_input + i], d->chunks, d->chunks,
+                            (unsigned long long)m->buffers[t->buffer].size * (unsigned)d->chunks);
+        }
+    }
+    int64_t t0 = rt__now_ns();
+    for (int r = 0; r < d->chunks; r++) {
+        for (size_t i = 0; i < m->n_inputs && r > 0; i++) {
+            if (d->in_chunked[i]) { // chunk r of every input; chunk 0 is where it was bound
+                uint32_t b = m->tensors[m->first_input + i].buffer;
+                size_t size = (size_t)m->buffers[b].size;
+                rt__session_point_input(s, b, (uint8_t *)s->buf_ptr[b] + size);
+            }
+        }
+        rt__run_sched(s, RT_SCHED_TRAIN_A);
+        float *acc = d->sum;
+        for (uint32_t p = 0; p < d->n_pieces; p++) {
+            const float *g = d->pieces[p].data;
+            size_t n = d->pieces[p].n;
+            if (r == 0) {
+                memcpy(acc, g, n * sizeof *g);
+            } else {
+                for (size_t i = 0; i < n; i++) {
+                    acc[i] += g[i];
+                }
+            }
+            acc += n;
+        }
+    }
+    for (size_t i = 0; i < m->n_inputs; i++) { // back to chunk 0
+        if (d->in_chunked[i]) {
+            uint32_t b = m->tensors[m->first_input + i].buffer;
+            size_t size = (size_t)m->buffers[b].size;
+            rt__session_point_input(s, b,
+                                    (uint8_t *)s->buf_ptr[b] - size * (size_t)(d->chunks - 1));
+        }
+    }
+    const float *acc = d->sum;
+    for (uint32_t p = 0; p < d->n_pieces; p++) {
+        float *g = d->pieces[p].data;
+        for (size_t i = 0; i < d->pieces[p].n; i++) {
+            g[i] = d->scale != 1.0f ? acc[i] * d->scale : acc[i];
+        }
+        acc += d->pieces[p].n;
+    }
+    rt__run_sched(s, RT_SCHED_TRAIN_B);
+    if (s->prof) {
+        rt__prof_step(s, DLRT_ENTRY_TRAIN_STEP, t0, rt__now_ns());
+    }
+    return DLRT_OK;
+}
+
 dlrt_status rt__dp_train_step(dlrt_session *s) {
     struct rt_dp *d = s->dp;
+    if (d->chunks > 1) {
+        return chunk_step(s, d);
+    }
     bool boundary = true;
     dlrt_status st = is_boundary(s, &boundary);
     if (st != DLRT_OK) {
@@ -137,10 +228,26 @@ dlrt_status rt__dp_train_step(dlrt_session *s) {
     }
     d->wait_ms = d->comm_ms = 0;
     d->last_buckets = 0;
-    if (!boundary || d->n_b == 0) {
+    if (d->n_b == 0) {
         return rt__session_run(s, DLRT_ENTRY_TRAIN_STEP);
     }
     int64_t t0 = rt__now_ns();
+    if (!boundary) { // the loss alone (nothing else is due): every rank's guard sees the same
+        rt__run_sched(s, RT_SCHED_TRAIN_A);
+        if (d->loss) {
+            int64_t tw = rt__now_ns();
+            st = dlrt_comm_allreduce(d->comm, d->loss, 1, d->scale);
+            d->wait_ms = (double)(rt__now_ns() - tw) * 1e-6;
+        }
+        if (st != DLRT_OK) {
+            return st;
+        }
+        rt__run_sched(s, RT_SCHED_TRAIN_B);
+        if (s->prof) {
+            rt__prof_step(s, DLRT_ENTRY_TRAIN_STEP, t0, rt__now_ns());
+        }
+        return DLRT_OK;
+    }
     d->next = 0;
     d->start_fail = false;
     for (uint32_t i = 0; i < d->n_b; i++) {
@@ -298,8 +405,38 @@ static dlrt_status broadcast_state(dlrt_session *s, dlrt_comm *c) {
     return DLRT_OK;
 }
 
+// A reduced buffer: a gradient (or accumulator), or the loss.
+typedef struct dp_item {
+    uint32_t buffer;
+    size_t numel;
+} dp_item;
+
+// The buffers reduced: each dlrt_plan_grad buffer, then the loss when it is a float32 scalar (a
+// float16 or bfloat16 loss stays per rank). *out is OWNED by the caller.
+static dlrt_status reduced_items(dlrt_session *s, dp_item **out, uint32_t *out_n) {
+    const dlrt_model *m = s->model;
+    const dlrt_plan_hdr *h = m->hdr;
+    uint32_t ng = h->n_grads;
+    bool has_loss =
+        ng > 0 && h->loss_buffer < h->n_buffers && m->buffers[h->loss_buffer].size == sizeof(float);
+    dp_item *it = dl_mem_calloc((size_t)ng + 1, sizeof *it);
+    if (!it) {
+        return rt__fail(DLRT_ERR_NOMEM, "out of memory");
+    }
+    for (uint32_t g = 0; g < ng; g++) {
+        it[g] = (dp_item){m->grads[g].buffer, (size_t)m->grads[g].numel};
+    }
+    if (has_loss) {
+        it[ng] = (dp_item){h->loss_buffer, 1};
+        s->dp->loss = (float *)s->buf_ptr[h->loss_buffer];
+    }
+    *out = it;
+    *out_n = ng + has_loss;
+    return DLRT_OK;
+}
+
 typedef struct grad_order {
-    uint32_t grad, last; // grad index; position of the last first-phase kernel touching it
+    uint32_t grad, last; // item index; position of the last first-phase kernel touching it
 } grad_order;
 
 static int cmp_order(const void *a, const void *b) {
@@ -329,14 +466,18 @@ static size_t bucket_setting(size_t requested) {
 static dlrt_status build_buckets(dlrt_session *s, struct rt_dp *d, size_t bucket_bytes) {
     const dlrt_model *m = s->model;
     const dlrt_plan_hdr *h = m->hdr;
-    uint32_t ng = h->n_grads, at = h->comm_at, first = h->entry_first[DLRT_ENTRY_TRAIN_STEP];
+    uint32_t ng = 0, at = h->comm_at, first = h->entry_first[DLRT_ENTRY_TRAIN_STEP];
+    dp_item *it = NULL;
+    dlrt_status st = reduced_items(s, &it, &ng);
+    if (st != DLRT_OK) {
+        return st;
+    }
     grad_order *ord = dl_mem_calloc(ng ? ng : 1, sizeof *ord);
     uint32_t *bucket_of = dl_mem_calloc(ng ? ng : 1, sizeof *bucket_of);
     d->pieces = dl_mem_calloc(ng ? ng : 1, sizeof *d->pieces);
     d->b = dl_mem_calloc(ng ? ng : 1, sizeof *d->b);
     d->k_first = dl_mem_calloc(at ? at : 1, sizeof *d->k_first);
     d->k_n = dl_mem_calloc(at ? at : 1, sizeof *d->k_n);
-    dlrt_status st = DLRT_OK;
     if (!ord || !bucket_of || !d->pieces || !d->b || !d->k_first || !d->k_n) {
         st = rt__fail(DLRT_ERR_NOMEM, "out of memory");
         goto out;
@@ -348,7 +489,7 @@ static dlrt_status build_buckets(dlrt_session *s, struct rt_dp *d, size_t bucket
         for (uint32_t i = 0; i < at; i++) {
             const dlrt_plan_kernel *k = &m->kernels[m->entry_kernels[first + i]];
             for (uint32_t a = 0; a < k->n_args; a++) {
-                if (m->args[k->first_arg + a] == m->grads[g].buffer) {
+                if (m->args[k->first_arg + a] == it[g].buffer) {
                     ord[g].last = i + 1;
                 }
             }
@@ -358,8 +499,8 @@ static dlrt_status build_buckets(dlrt_session *s, struct rt_dp *d, size_t bucket
     // Buckets in order of readiness, at most bucket_bytes each (a larger gradient alone).
     size_t bytes = 0;
     for (uint32_t j = 0; j < ng; j++) {
-        const dlrt_plan_grad *g = &m->grads[ord[j].grad];
-        size_t gb = (size_t)g->numel * sizeof(float);
+        const dp_item *g = &it[ord[j].grad];
+        size_t gb = g->numel * sizeof(float);
         if (d->n_b == 0 || bytes + gb > bucket_bytes) {
             d->b[d->n_b].first_piece = j;
             d->n_b++;
@@ -367,9 +508,9 @@ static dlrt_status build_buckets(dlrt_session *s, struct rt_dp *d, size_t bucket
         }
         rt_dp_bucket *b = &d->b[d->n_b - 1];
         b->n_pieces++;
-        b->n += (size_t)g->numel;
+        b->n += g->numel;
         bytes += gb;
-        d->pieces[j] = (rt_comm_piece){(float *)s->buf_ptr[g->buffer], (size_t)g->numel};
+        d->pieces[j] = (rt_comm_piece){(float *)s->buf_ptr[g->buffer], g->numel};
         bucket_of[ord[j].grad] = d->n_b - 1;
         d->bytes += gb;
     }
@@ -398,7 +539,7 @@ static dlrt_status build_buckets(dlrt_session *s, struct rt_dp *d, size_t bucket
             d->k_n[i] = 0;
             for (uint32_t a = 0; a < k->n_args; a++) {
                 for (uint32_t g = 0; g < ng; g++) {
-                    if (m->args[k->first_arg + a] != m->grads[g].buffer) {
+                    if (m->args[k->first_arg + a] != it[g].buffer) {
                         continue;
                     }
                     uint32_t bi = bucket_of[g];
@@ -426,19 +567,14 @@ static dlrt_status build_buckets(dlrt_session *s, struct rt_dp *d, size_t bucket
         }
     }
 out:
+    free(it);
     free(ord);
     free(bucket_of);
     return st;
 }
 
-dlrt_status dlrt_session_bind_comm(dlrt_session *s, dlrt_comm *c, size_t bucket_bytes) {
-    if (!s) {
-        return rt__fail(DLRT_ERR_INVALID_ARG, "dlrt_session_bind_comm: session is NULL");
-    }
-    rt__dp_destroy(s);
-    if (!c) {
-        return DLRT_OK;
-    }
+// What data-parallel steps (a communicator or chunks) need of the session.
+static dlrt_status check_parallel(const dlrt_session *s) {
     const dlrt_model *m = s->model;
     if (!dlrt_model_has_train_step(m)) {
         return rt__fail(DLRT_ERR_UNSUPPORTED, "model '%s' has no train step to run in parallel",
@@ -457,7 +593,85 @@ dlrt_status dlrt_session_bind_comm(dlrt_session *s, dlrt_comm *c, size_t bucket_
                             m->tensor_names[m->first_param + m->grads[g].param]);
         }
     }
-    dlrt_status st = check_identity(s, c);
+    return DLRT_OK;
+}
+
+int dlrt_session_chunks(const dlrt_session *s) {
+    return s && s->dp && s->dp->chunks > 1 ? s->dp->chunks : 1;
+}
+
+void rt__dp_input_bound(dlrt_session *s, size_t input, bool is_chunked) {
+    if (s->dp && s->dp->chunks > 1) {
+        s->dp->in_chunked[input] = is_chunked;
+    }
+}
+
+dlrt_status dlrt_session_set_chunks(dlrt_session *s, int n_chunks) {
+    if (!s) {
+        return rt__fail(DLRT_ERR_INVALID_ARG, "dlrt_session_set_chunks: session is NULL");
+    }
+    if (n_chunks < 1 || n_chunks > DLRT_MAX_CHUNKS) {
+        return rt__fail(DLRT_ERR_INVALID_ARG, "dlrt_session_set_chunks: %d chunks (1..%d)",
+                        n_chunks, DLRT_MAX_CHUNKS);
+    }
+    if (s->dp && s->dp->comm) {
+        return rt__fail(DLRT_ERR_INVALID_ARG,
+                        "dlrt_session_set_chunks: the session is bound to a communicator (its "
+                        "ranks are the chunks)");
+    }
+    rt__dp_destroy(s);
+    if (n_chunks == 1) {
+        return DLRT_OK;
+    }
+    dlrt_status st = check_parallel(s);
+    if (st != DLRT_OK) {
+        return st;
+    }
+    struct rt_dp *d = dl_mem_calloc(1, sizeof *d);
+    if (!d) {
+        return rt__fail(DLRT_ERR_NOMEM, "out of memory");
+    }
+    s->dp = d;
+    d->chunks = n_chunks;
+    d->scale = (float)(1.0 / (double)n_chunks); // as dlrt_session_bind_comm's 1 / ranks
+    dp_item *it = NULL;
+    st = reduced_items(s, &it, &d->n_pieces);
+    if (st == DLRT_OK) {
+        d->pieces = dl_mem_calloc(d->n_pieces ? d->n_pieces : 1, sizeof *d->pieces);
+        d->in_chunked = dl_mem_calloc(s->model->n_inputs ? s->model->n_inputs : 1, 1);
+        for (uint32_t p = 0; d->pieces && p < d->n_pieces; p++) {
+            d->pieces[p] = (rt_comm_piece){(float *)s->buf_ptr[it[p].buffer], it[p].numel};
+            d->n_sum += it[p].numel;
+        }
+        d->sum = dl_mem_alloc(d->n_sum ? d->n_sum * sizeof(float) : 1);
+        if (!d->pieces || !d->in_chunked || !d->sum) {
+            st = rt__fail(DLRT_ERR_NOMEM, "out of memory (%zu floats of chunk sums)", d->n_sum);
+        }
+    }
+    free(it);
+    if (st != DLRT_OK) {
+        rt__dp_destroy(s);
+    }
+    return st;
+}
+
+dlrt_status dlrt_session_bind_comm(dlrt_session *s, dlrt_comm *c, size_t bucket_bytes) {
+    if (!s) {
+        return rt__fail(DLRT_ERR_INVALID_ARG, "dlrt_session_bind_comm: session is NULL");
+    }
+    if (c && s->dp && s->dp->chunks > 1) {
+        return rt__fail(DLRT_ERR_INVALID_ARG,
+                        "dlrt_session_bind_comm: the session runs %d chunks (set 1 first)",
+                        s->dp->chunks);
+    }
+    rt__dp_destroy(s);
+    if (!c) {
+        return DLRT_OK;
+    }
+    dlrt_status st = check_parallel(s);
+    if (st == DLRT_OK) {
+        st = check_identity(s, c);
+    }
     if (st == DLRT_OK) {
         st = broadcast_state(s, c);
     }

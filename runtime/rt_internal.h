@@ -141,6 +141,12 @@ dlrt_status rt__comm_allgather(dlrt_comm *c, const void *mine, void *all, size_t
 // (NULL is a no-op; before the executor is destroyed).
 dlrt_status rt__dp_train_step(dlrt_session *s) __attribute__((warn_unused_result));
 void rt__dp_destroy(dlrt_session *s);
+// Records how input `input` (model order) was given to a session of chunks: bound with every
+// chunk's batch (is_chunked), or not; a no-op for other sessions.
+void rt__dp_input_bound(dlrt_session *s, size_t input, bool is_chunked);
+// Points input buffer `b` at `p` (the arena or caller memory): the buffer table and every
+// kernel argument that names it (rt_session.c).
+void rt__session_point_input(dlrt_session *s, uint32_t b, void *p);
 
 // THE mapping of a base status (dl_status, from base/'s readers and the cache) to the runtime's
 // public status; every runtime file converts through it. Parse and integrity failures of

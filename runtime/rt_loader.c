@@ -19,7 +19,9 @@
 //     dl_rng_bits keyed on (seed, epoch, sample index), so results do not depend on P or timing.
 //   - with shards (shard_count W > 1), position p of rank r's epoch is position (p * W + r) mod n
 //     of the epoch-wide order (DistributedSampler: every W-th sample, the last W - 1 positions
-//     wrapping round to the start), so the W shards of an epoch cover every sample.
+//     wrapping round to the start), so the W shards of an epoch cover every sample;
+//   - with every shard at once (shard_index DLRT_LOADER_ALL_SHARDS), row j of batch b (position
+//     b * B + j) is row j mod (B / W) of shard j / (B / W)'s batch b (of B / W rows);
 //   - nothing is allocated after creation: slots and per-producer scratch rows are made once.
 #include "dl_base.h"
 #include "dl_idx.h"
@@ -68,7 +70,8 @@ typedef struct rt_slot {
 struct dlrt_loader {
     dlrt_loader_options o;
     int64_t n, numel, bpe, total; // samples, floats per sample, batches per epoch, seq limit
-    int64_t epoch_n;              // samples per epoch of this shard (n without shards)
+    int64_t epoch_n; // positions per epoch of this shard (n without shards; every shard's
+                     // together with DLRT_LOADER_ALL_SHARDS)
     int32_t rank;
     int64_t dims[DLRT_MAX_DIMS];
     int64_t img_c, img_h, img_w; // image view of a sample (rank 2 or 3), else 0
@@ -206,9 +209,10 @@ static uint64_t feistel(uint64_t key, int h, uint64_t x) {
 
 // The data-set index of position `pos` of an epoch. Cycle walking restricts the bijection on
 // the power-of-four domain to [0, n): the domain is < 4n, so a walk is short on average.
-static int64_t sample_at(const dlrt_loader *l, uint64_t key, int64_t pos) {
+// `shard`: the shard `pos` is a position of (ignored without shards).
+static int64_t sample_at(const dlrt_loader *l, uint64_t key, int64_t pos, int64_t shard) {
     if (l->o.shard_count > 1) { // the shard's position -> the epoch's (ORDER LOADER)
-        pos = (pos * l->o.shard_count + l->o.shard_index) % l->n;
+        pos = (pos * l->o.shard_count + shard) % l->n;
     }
     if (!l->o.shuffle) {
         return pos;
@@ -218,6 +222,16 @@ static int64_t sample_at(const dlrt_loader *l, uint64_t key, int64_t pos) {
         x = feistel(key, l->half_bits, x);
     } while (x >= (uint64_t)l->n);
     return (int64_t)x;
+}
+
+// The data-set index of row j of batch b of an epoch (ORDER LOADER).
+static int64_t row_sample(const dlrt_loader *l, uint64_t key, int64_t b, int64_t j) {
+    int64_t B = l->o.batch_size;
+    if (l->o.shard_index == DLRT_LOADER_ALL_SHARDS) {
+        int64_t bs = B / l->o.shard_count;
+        return sample_at(l, key, b * bs + j % bs, j / bs);
+    }
+    return sample_at(l, key, b * B + j, l->o.shard_index);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -349,7 +363,7 @@ static dlrt_status fill_arrays(dlrt_loader *l, int64_t seq, int s, int64_t *n_va
         if (atomic_load_explicit(&l->stop, memory_order_relaxed)) {
             return DLRT_ERR_INVALID_ARG;
         }
-        int64_t idx = j < nv ? sample_at(l, perm_key, b * B + j) : -1;
+        int64_t idx = j < nv ? row_sample(l, perm_key, b, j) : -1;
         for (size_t k = 0; k < l->n_arr; k++) {
             const rt_array *a = &l->arr[k];
             size_t row = (size_t)a->numel * a->esz;
@@ -384,7 +398,7 @@ static dlrt_status fill(dlrt_loader *l, int64_t seq, int s, float *raw, int64_t 
         float *xo = xs + (size_t)j * (size_t)l->numel;
         int64_t label = l->o.pad_label;
         if (j < nv) {
-            int64_t idx = sample_at(l, perm_key, b * B + j);
+            int64_t idx = row_sample(l, perm_key, b, j);
             int rc = decode(l, idx, raw, &label);
             // Files are checked at creation, a callback's samples as they are made.
             *cb_elem = rc == 0 && l->fn ? first_nonfinite(raw, l->numel) : -1;
@@ -518,11 +532,19 @@ static dlrt_status check_options(const dlrt_loader_options *o) {
                         o->limit < 0 ? "limit" : "n_classes",
                         (long long)(o->limit < 0 ? o->limit : o->n_classes));
     }
-    if (o->shard_count < 1 || o->shard_index < 0 || o->shard_index >= o->shard_count) {
+    bool all = o->shard_index == DLRT_LOADER_ALL_SHARDS && o->shard_count > 1;
+    if (o->shard_count < 1 || (!all && (o->shard_index < 0 || o->shard_index >= o->shard_count))) {
         return rt__fail(DLRT_ERR_INVALID_ARG,
-                        "data loader: shard_index %lld must lie in 0..shard_count-1 and "
-                        "shard_count (%lld) must be >= 1",
+                        "data loader: shard_index %lld must lie in 0..shard_count-1 (or be "
+                        "DLRT_LOADER_ALL_SHARDS with shard_count > 1) and shard_count (%lld) must "
+                        "be >= 1",
                         (long long)o->shard_index, (long long)o->shard_count);
+    }
+    if (all && (o->batch_size % o->shard_count != 0 || o->last != DLRT_LOADER_DROP_LAST)) {
+        return rt__fail(DLRT_ERR_INVALID_ARG,
+                        "data loader: every shard at once needs a batch_size (%lld) that is a "
+                        "multiple of shard_count (%lld) and the partial batch dropped",
+                        (long long)o->batch_size, (long long)o->shard_count);
     }
     if (!isfinite(o->scale)) {
         return rt__fail(DLRT_ERR_INVALID_ARG, "data loader: scale must be finite");
@@ -744,6 +766,9 @@ static dlrt_status finish(dlrt_loader *l, dlrt_loader **out) {
     }
     // Shards (ORDER LOADER): every rank gets ceil(n / W) positions, the last ones wrapping.
     l->epoch_n = o->shard_count > 1 ? l->n / o->shard_count + (l->n % o->shard_count != 0) : l->n;
+    if (o->shard_index == DLRT_LOADER_ALL_SHARDS) { // every shard's (whole batches: B / W each)
+        l->epoch_n *= o->shard_count;
+    }
     l->numel = 1;
     for (int32_t d = 0; d < l->rank; d++) {
         if (l->dims[d] < 1 || l->numel > INT64_MAX / 4 / l->dims[d]) {
@@ -1432,7 +1457,15 @@ dlrt_status dlrt_loader_sample_index(const dlrt_loader *l, int64_t epoch, int64_
                         ">= 0)",
                         (long long)pos, (long long)epoch, (long long)l->epoch_n - 1);
     }
-    *out = sample_at(l, epoch_key(l, epoch, 0), pos);
+    uint64_t key = epoch_key(l, epoch, 0);
+    int64_t B = l->o.batch_size, W = l->o.shard_count;
+    if (l->o.shard_index == DLRT_LOADER_ALL_SHARDS && pos >= l->bpe * B) {
+        // The dropped tail: each shard's positions after its last whole batch, shard by shard.
+        int64_t q = pos - l->bpe * B, tail = l->epoch_n / W - l->bpe * (B / W);
+        *out = sample_at(l, key, l->bpe * (B / W) + q % tail, q / tail);
+    } else {
+        *out = row_sample(l, key, pos / B, pos % B);
+    }
     return DLRT_OK;
 }
 

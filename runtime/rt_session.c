@@ -288,9 +288,7 @@ dlrt_status rt__state_reset(dlrt_session *s, uint32_t b) {
     return s->dev.ops->fill(&s->dev, s->buf_ptr[b], 0, (size_t)pb->size);
 }
 
-// Points input buffer `b` at `p` (the arena or caller memory): the buffer table and every
-// kernel argument that names it.
-static void point_input(dlrt_session *s, uint32_t b, void *p) {
+void rt__session_point_input(dlrt_session *s, uint32_t b, void *p) {
     if (s->buf_ptr[b] == p) {
         return;
     }
@@ -402,7 +400,8 @@ dlrt_status dlrt_session_set_input(dlrt_session *s, const char *name, const void
         st = mark_given(s, t);
     }
     if (st == DLRT_OK) {
-        point_input(s, t->buffer, s->arena + s->model->buffers[t->buffer].offset);
+        rt__session_point_input(s, t->buffer, s->arena + s->model->buffers[t->buffer].offset);
+        rt__dp_input_bound(s, (size_t)(t - s->model->tensors) - s->model->first_input, false);
     }
     if (st == DLRT_OK && size) {
         st = rt__buf_write(s, t->buffer, data);
@@ -413,9 +412,17 @@ dlrt_status dlrt_session_set_input(dlrt_session *s, const char *name, const void
 dlrt_status dlrt_session_bind_input(dlrt_session *s, const char *name, const void *data,
                                     size_t size) {
     const dlrt_plan_tensor *t;
-    dlrt_status st = lookup(s, name, DLRT_ROLE_INPUT, size, true, &t);
+    int chunks = dlrt_session_chunks(s); // a session of chunks takes every chunk's batch
+    dlrt_status st = lookup(s, name, DLRT_ROLE_INPUT, size, chunks == 1, &t);
     if (st != DLRT_OK) {
         return st;
+    }
+    uint64_t want = s->model->buffers[t->buffer].size * (uint64_t)chunks;
+    if (size != want) {
+        return rt__fail(DLRT_ERR_INVALID_ARG,
+                        "input '%s' has %llu bytes (%d chunks of %llu), got %zu", name,
+                        (unsigned long long)want, chunks,
+                        (unsigned long long)s->model->buffers[t->buffer].size, size);
     }
     if (!data) {
         return rt__fail(DLRT_ERR_INVALID_ARG, "input '%s': data is NULL", name);
@@ -437,7 +444,8 @@ dlrt_status dlrt_session_bind_input(dlrt_session *s, const char *name, const voi
     }
     // Kernels only read inputs (the memory plan never reuses an input buffer in place), so the
     // const is kept in spirit: no kernel writes through this pointer.
-    point_input(s, t->buffer, (void *)(uintptr_t)data);
+    rt__session_point_input(s, t->buffer, (void *)(uintptr_t)data);
+    rt__dp_input_bound(s, (size_t)(t - s->model->tensors) - s->model->first_input, chunks > 1);
     return DLRT_OK;
 }
 

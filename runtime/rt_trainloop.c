@@ -163,7 +163,7 @@ static dlrt_status input_desc(const dlrt_session *s, const char *name, dlrt_tens
 }
 
 // A named-array loader's arrays against the model: each must be an input of its name taking
-// exactly one batch of it. *out_batch: the batch size.
+// exactly one batch of it (a session of chunks: one per chunk). *out_batch: the batch size.
 static dlrt_status check_arrays(const dlrt_session *s, const dlrt_loader *l, int64_t *out_batch) {
     for (size_t i = 0; i < dlrt_loader_num_arrays(l); i++) {
         dlrt_loader_array_info ai;
@@ -175,12 +175,12 @@ static dlrt_status check_arrays(const dlrt_session *s, const dlrt_loader *l, int
         if (st != DLRT_OK) {
             return st;
         }
-        if (d.dtype != ai.dtype || d.nbytes != ai.batch_bytes) {
+        if (d.dtype != ai.dtype || d.nbytes * (size_t)dlrt_session_chunks(s) != ai.batch_bytes) {
             return rt__fail(DLRT_ERR_INVALID_ARG,
                             "training loop: %s: a batch of it is %zu bytes of dtype %d, input "
                             "'%s' takes %zu bytes of dtype %d",
-                            ai.path, ai.batch_bytes, (int)ai.dtype, ai.name, d.nbytes,
-                            (int)d.dtype);
+                            ai.path, ai.batch_bytes, (int)ai.dtype, ai.name,
+                            d.nbytes * (size_t)dlrt_session_chunks(s), (int)d.dtype);
         }
         *out_batch = (int64_t)(ai.batch_bytes / (ai.dtype == DLRT_INT64 ? 8 : 4)) / ai.sample_numel;
     }
@@ -188,7 +188,8 @@ static dlrt_status check_arrays(const dlrt_session *s, const dlrt_loader *l, int
 }
 
 // Binds a batch as the session's inputs: the step reads the loader's slot in place. A
-// named-array loader binds each array to the input of its name (x and y unused).
+// named-array loader binds each array to the input of its name (x and y unused). A session of
+// chunks takes every chunk's rows at once.
 static dlrt_status bind_batch(dlrt_session *s, const dlrt_loader *l, const dlrt_tensor_desc *x,
                               const dlrt_tensor_desc *y, const dlrt_loader_batch *b) {
     size_t n_arr = dlrt_loader_num_arrays(l);
@@ -207,10 +208,11 @@ static dlrt_status bind_batch(dlrt_session *s, const dlrt_loader *l, const dlrt_
             return st;
         }
     }
-    dlrt_status st = dlrt_session_bind_input(s, x->name, b->x, x->nbytes);
+    size_t k = (size_t)dlrt_session_chunks(s);
+    dlrt_status st = dlrt_session_bind_input(s, x->name, b->x, x->nbytes * k);
     if (st == DLRT_OK) {
         const void *labels = b->y_i32 ? (const void *)b->y_i32 : (const void *)b->y;
-        st = dlrt_session_bind_input(s, y->name, labels, y->nbytes);
+        st = dlrt_session_bind_input(s, y->name, labels, y->nbytes * k);
     }
     return st;
 }
@@ -236,7 +238,8 @@ dlrt_status dlrt_train_run(dlrt_session *s, dlrt_loader *train, const dlrt_train
     dlrt_loader_info li;
     dlrt_loader_info_get(train, &li);
     if (!arrays) {
-        batch = (int64_t)(xd.nbytes / sizeof(float)) / (li.sample_numel ? li.sample_numel : 1);
+        batch = (int64_t)(xd.nbytes / sizeof(float)) / (li.sample_numel ? li.sample_numel : 1) *
+                dlrt_session_chunks(s);
     }
     int64_t spe = li.batches_per_epoch, total = 0, warmup = 0;
     if ((st = dlrt_train_plan(o, spe, &total, &warmup)) != DLRT_OK) {

@@ -168,6 +168,7 @@ static const cli_help helps[] = {
      "                  [--save CKPT] [--init CKPT [--map FILE]] [--lr V] [--lr-schedule NAME]\n"
      "                  [--warmup-steps S] [--seed S] [--limit-train N] [-D NAME=INT]...\n"
      "                  [--max-skipped-steps N] [--detect-anomaly] [--comm auto|mpi|none]\n"
+     "                  [--deterministic R]\n"
      "                  [--log FILE.jsonl|FILE.csv] [--log-every N] [--save-every N|Ts|Tm|Th]\n"
      "                  [--resume CKPT] [--no-cache] [--cache-dir DIR] [--dry-run] [-v]\n"
      "       dlcc train MODEL.dlg --data NAME=FILE... [--test-data NAME=FILE...]\n"
@@ -263,8 +264,10 @@ static const cli_help helps[] = {
      "                       'mpirun -np R dlcc train ...' each rank trains on its shard of every\n"
      "                       epoch with --batch N, and each step averages the gradients of the\n"
      "                       R ranks (a global batch of R x N); rank 0 alone prints the progress\n"
-     "                       and epoch lines (its shard's loss; samples/s of all ranks), tests\n"
-     "                       and writes --save; --init is read by rank 0 and sent to all\n"
+     "                       and epoch lines (the global batch's loss; samples/s of all ranks),\n"
+     "                       tests and writes --save; --init is read by rank 0 and sent to all\n"
+     "  --deterministic R    one process, the params of R ranks bit for bit: --batch is the\n"
+     "                       global batch, run as R chunks (under mpirun: checks R = ranks)\n"
      "\n"
      "Divergence: a step is non-finite when its loss is NaN or Inf or its update was skipped\n"
      "(a non-finite gradient; params unchanged). The first one gets a warning naming its step,\n"
@@ -2781,6 +2784,7 @@ typedef struct train_args {
     bool detect_anomaly; // --detect-anomaly
     bool verbose, dry_run;
     const char *comm; // --comm auto|mpi|none (NULL: auto)
+    long chunks;      // --deterministic N: the ranks matched (one process: N chunks a step)
     bool has_seed;
     const char *log;     // --log FILE (.jsonl or .csv)
     long log_every;      // --log-every N (default 1)
@@ -3425,12 +3429,19 @@ static dlrt_loader_options train_loader_options(const train_args *ta, const trai
     o.shard_count = dp->world; // data-parallel: this rank's shard (DistributedSampler's order)
     o.shard_index = dp->rank;
     o.start_batch = ta->start_step; // --resume: the batches from there on, as if never stopped
+    if (ta->chunks > 1 && dp->world == 1) { // --deterministic N: the N ranks' shards, as chunks
+        o.batch_size = tm->batch * ta->chunks;
+        o.shard_count = ta->chunks;
+        o.shard_index = DLRT_LOADER_ALL_SHARDS;
+    }
     return o;
 }
 
 // The test loader's options from the training loader's: one epoch in file order, the last batch
-// padded, every sample on every rank (their sessions are the same: rank 0 tests the whole set).
-static void test_loader_options(dlrt_loader_options *o) {
+// padded, every sample on every rank (their sessions are the same: rank 0 tests the whole set),
+// batches of the model's batch `batch`.
+static void test_loader_options(dlrt_loader_options *o, int64_t batch) {
+    o->batch_size = batch;
     o->shuffle = 0;
     o->epochs = 1;
     o->limit = 0;
@@ -3500,7 +3511,7 @@ static int train_loaders(const train_specs *sp, const train_args *ta, const trai
     if (!paths[2]) {
         return EXIT_OK;
     }
-    test_loader_options(&o);
+    test_loader_options(&o, tm->batch);
     o.pad_label = 0;
     o.norm = DLRT_LOADER_NORM_GIVEN;
     o.n_norm = li.n_channels;
@@ -3622,7 +3633,7 @@ static int train_loaders_named(const train_args *ta, const train_dp *dp, const d
     if (!ta->n_test_data) {
         return EXIT_OK;
     }
-    test_loader_options(&o);
+    test_loader_options(&o, tm->batch);
     rs = dlrt_loader_create_arrays(arr, n, &o, test);
     if (rs != DLRT_OK) {
         dl_diag(d, DL_SEV_ERROR, DL_NO_LOC, "%s", dlrt_last_error());
@@ -3722,7 +3733,7 @@ static int train_parse_args(int argc, char **argv, train_args *ta, dlcc_options 
     cli_args a = {"train", argc, argv, 0, false};
     const char *epochs = NULL, *batch = NULL, *lr = NULL, *sched = NULL, *warmup = NULL,
                *seed = NULL, *limit = NULL, *producers = NULL, *prefetch = NULL,
-               *max_skipped = NULL, *log_every = NULL, *save_every = NULL;
+               *max_skipped = NULL, *log_every = NULL, *save_every = NULL, *det = NULL;
     memset(ta, 0, sizeof *ta);
     ta->argc = argc;
     ta->argv = argv;
@@ -3794,6 +3805,7 @@ static int train_parse_args(int argc, char **argv, train_args *ta, dlcc_options 
                    (r = cli_take_flag(&a, NULL, "--prefetch", true, &prefetch)) != 0 ||
                    (r = cli_take_flag(&a, NULL, "--max-skipped-steps", true, &max_skipped)) != 0 ||
                    (r = cli_take_flag(&a, NULL, "--comm", true, &ta->comm)) != 0 ||
+                   (r = cli_take_flag(&a, NULL, "--deterministic", true, &det)) != 0 ||
                    (r = take_cache_flag(&a, copts)) != 0 ||
                    (r = take_exec_flag(&a, &ta->exec)) != 0) {
             if (r < 0) {
@@ -3930,6 +3942,24 @@ static int train_parse_args(int argc, char **argv, train_args *ta, dlcc_options 
     if (warmup && ta->sched != DLRT_LR_WARMUP_COSINE) {
         return cli_usage_error("train",
                                "--warmup-steps only applies to --lr-schedule warmup-cosine");
+    }
+    if (det && !cli_parse_long(det, 1, DLRT_MAX_CHUNKS, &ta->chunks)) {
+        return cli_usage_error("train", "--deterministic expects a number of ranks 1..%d, got '%s'",
+                               DLRT_MAX_CHUNKS, det);
+    }
+    // One process matching N ranks: --batch is the global batch, N chunks of the ranks' batch.
+    if (ta->chunks > 1 && !train_wants_mpi(ta->comm)) {
+        if (ta->batch == 0 || ta->batch % ta->chunks != 0) {
+            return cli_usage_error("train",
+                                   "--deterministic %ld in one process needs --batch, the global "
+                                   "batch: a multiple of %ld (each chunk is a rank's batch)",
+                                   ta->chunks, ta->chunks);
+        }
+        if (ta->detect_anomaly) {
+            return cli_usage_error("train", "--detect-anomaly does not replay the chunks of "
+                                            "--deterministic");
+        }
+        ta->batch /= ta->chunks; // what is compiled: one chunk
     }
     return EXIT_OK;
 }
@@ -4396,6 +4426,14 @@ static int cmd_train(int argc, char **argv) {
         }
         dp.rank = dlrt_comm_rank(dp.comm);
         dp.world = dlrt_comm_size(dp.comm);
+        if (ta.chunks > 0 && ta.chunks != dp.world) {
+            dl_diag(d, DL_SEV_ERROR, DL_NO_LOC,
+                    "--deterministic %ld: this run has %d data-parallel ranks (under mpirun, "
+                    "--deterministic names the ranks it runs as)",
+                    ta.chunks, dp.world);
+            rc = EXIT_USAGE;
+            goto out;
+        }
         if (dp.rank != 0) {
             ta.verbose = false;
             ta.exec.profile = NULL;
@@ -4449,6 +4487,7 @@ static int cmd_train(int argc, char **argv) {
         norm_meta[i].value = norm_vals[i];
     }
     int64_t B = tm.batch, spe = li.batches_per_epoch;
+    int64_t chunks = !dp.comm && ta.chunks > 1 ? ta.chunks : 1; // --deterministic in one process
     if (ta.resume && (rp.steps_per_epoch != spe || rp.epoch_samples != li.epoch_samples)) {
         dl_diag(d, DL_SEV_ERROR, DL_NO_LOC,
                 "--resume %s: the run had %lld samples per epoch (%lld steps), this data gives "
@@ -4502,7 +4541,7 @@ static int cmd_train(int argc, char **argv) {
                 "dlcc: model %s: batch dim %s = %lld, %lld steps per epoch (%lld samples "
                 "dropped), %lld steps, lr %.6g (%s schedule",
                 m->name, m->dims.data[tm.batch_sym].name, (long long)B, (long long)spe,
-                (long long)(li.epoch_samples - spe * B), (long long)T, base_lr,
+                (long long)(li.epoch_samples - spe * B * chunks), (long long)T, base_lr,
                 dlrt_lr_schedule_name(ta.sched));
         if (ta.sched == DLRT_LR_WARMUP_COSINE) {
             fprintf(f, ", %lld warm-up steps", (long long)W);
@@ -4515,6 +4554,12 @@ static int cmd_train(int argc, char **argv) {
                     "dlcc: data-parallel: %d ranks (MPI), a shard of %lld samples and batch %lld "
                     "each, global batch %lld\n",
                     dp.world, (long long)li.epoch_samples, (long long)B, (long long)B * dp.world);
+        }
+        if (chunks > 1) {
+            fprintf(f,
+                    "dlcc: deterministic: %lld chunks of batch %lld per step (global batch %lld), "
+                    "the bits of %lld data-parallel ranks\n",
+                    (long long)chunks, (long long)B, (long long)B * chunks, (long long)chunks);
         }
     }
     if (ta.dry_run && dp.rank != 0) {
@@ -4588,6 +4633,10 @@ static int cmd_train(int argc, char **argv) {
         goto out;
     }
     if (dp.comm && (rs = dlrt_session_bind_comm(s, dp.comm, 0)) != DLRT_OK) {
+        rc = rt_fail(d, ta.file, rs);
+        goto out;
+    }
+    if (!dp.comm && ta.chunks > 1 && (rs = dlrt_session_set_chunks(s, (int)ta.chunks)) != DLRT_OK) {
         rc = rt_fail(d, ta.file, rs);
         goto out;
     }
@@ -4687,6 +4736,10 @@ static int cmd_train(int argc, char **argv) {
     // 6. Test accuracy, then the checkpoint (last: nothing is written unless all went well).
     // Data-parallel: the ranks' params are identical; rank 0 tests and saves.
     dlrt_eval_result er;
+    if (chunks > 1 && (rs = dlrt_session_set_chunks(s, 1)) != DLRT_OK) { // tests one batch a call
+        rc = rt_fail(d, ta.file, rs);
+        goto out;
+    }
     if (test_ld && dp.rank == 0 &&
         (rc = train_test(s, m, &tm, test_ld, ta.file, d, &er)) != EXIT_OK) {
         goto out;

@@ -10,12 +10,15 @@
 // options: --bucket BYTES, --threads T, --timeout S, --bench (no checks, no OUT: rank 0 prints
 //          the mean step time of steps 2.. and the communication figures, bench/dp_scaling.sh),
 //          --accumulate (the artifact accumulates:
-//          micro-batch m of global step t is global batch k*t + m),
+//          micro-batch m of global step t is global batch k*t + m), --chunks C (single: a
+//          session of C chunks, dlrt_session_set_chunks, bound with the whole global batch of
+//          C x B rows: chunk r is what rank r of C reads),
 //          --fail-rank R --fail-step K --fail-mode exit|hang (rank R leaves before step K).
 // After every step each rank compares its params with rank 0's (a broadcast), and rank 0
 // prints "step K loss L digest D" (L: the global batch's loss, the mean over ranks; D: FNV-1a of
 // every param's bytes). OUT receives rank 0's
-// params and the first step's Adam exp_avg tensors (raw float32, param order).
+// params and the first step's Adam exp_avg (SGD: momentum_buffer) tensors (raw float32, param
+// order).
 // Exit status: 0 ok, 1 usage or set-up failure, 2 a step failed (message on stderr), 3 the ranks'
 // params differ.
 #include "dlrt.h"
@@ -72,6 +75,7 @@ int main(int argc, char **argv) {
     int is_dp = strcmp(argv[1], "train") == 0;
     const char *art = argv[2], *out_path = argv[4];
     int steps = atoi(argv[3]), threads = 1, fail_rank = -1, fail_step = -1, accumulate = 0;
+    int chunks = 1;
     int bench = 0;
     size_t bucket = 0;
     double timeout = 0;
@@ -98,6 +102,8 @@ int main(int argc, char **argv) {
             fail_step = atoi(argv[++a]);
         } else if (strcmp(argv[a], "--fail-mode") == 0) {
             fail_mode = argv[++a];
+        } else if (strcmp(argv[a], "--chunks") == 0) {
+            chunks = atoi(argv[++a]);
         } else {
             fprintf(stderr, "test_dp: unknown option %s\n", argv[a]);
             return 1;
@@ -127,7 +133,7 @@ int main(int argc, char **argv) {
     if (dlrt_model_input(m, 0, &xd) != DLRT_OK || dlrt_model_input(m, 1, &yd) != DLRT_OK) {
         return fail("inputs");
     }
-    int64_t B = xd.dims[0], G = B * world;
+    int64_t B = xd.dims[0], G = B * world * chunks;
     int k = 1;
     if (accumulate) {
         double kd = 1;
@@ -142,6 +148,10 @@ int main(int argc, char **argv) {
                 dlrt_last_error());
         return 2;
     }
+    if (chunks > 1 && dlrt_session_set_chunks(s, chunks) != DLRT_OK) {
+        return fail("set chunks");
+    }
+    int64_t R = B * chunks; // the rows this process gives a step
     size_t np = dlrt_model_num_params(m), total = 0;
     for (size_t i = 0; i < np; i++) {
         dlrt_tensor_desc d;
@@ -149,8 +159,8 @@ int main(int argc, char **argv) {
         total += d.nbytes;
     }
     unsigned char *mine = malloc(total), *root = malloc(total), *avg1 = malloc(total);
-    float *x = malloc((size_t)B * 784 * sizeof *x);
-    int64_t *y = malloc((size_t)B * sizeof *y);
+    float *x = malloc((size_t)R * 784 * sizeof *x);
+    int64_t *y = malloc((size_t)R * sizeof *y);
     if (!mine || !root || !avg1 || !x || !y) {
         fprintf(stderr, "test_dp: out of memory\n");
         return 1;
@@ -170,11 +180,16 @@ int main(int argc, char **argv) {
         double loss = 0;
         for (int mi = 0; mi < k; mi++) {
             int64_t base = ((int64_t)t * k + mi) * G + (int64_t)rank * B;
-            for (int64_t j = 0; j < B; j++) {
+            for (int64_t j = 0; j < R; j++) {
                 sample(base + j, x + j * 784, y + j);
             }
-            if (dlrt_session_set_input(s, xd.name, x, (size_t)B * 784 * sizeof *x) != DLRT_OK ||
-                dlrt_session_set_input(s, yd.name, y, (size_t)B * sizeof *y) != DLRT_OK) {
+            if (chunks > 1
+                    ? dlrt_session_bind_input(s, xd.name, x, (size_t)R * 784 * sizeof *x) !=
+                              DLRT_OK ||
+                          dlrt_session_bind_input(s, yd.name, y, (size_t)R * sizeof *y) != DLRT_OK
+                    : dlrt_session_set_input(s, xd.name, x, (size_t)B * 784 * sizeof *x) !=
+                              DLRT_OK ||
+                          dlrt_session_set_input(s, yd.name, y, (size_t)B * sizeof *y) != DLRT_OK) {
                 return fail("set inputs");
             }
             double t0 = now_s();
@@ -202,11 +217,13 @@ int main(int argc, char **argv) {
             if (dlrt_session_get_param(s, d.name, mine + at, d.nbytes) != DLRT_OK) {
                 return fail("get param");
             }
-            if (t == 0) {
-                char name[256];
+            if (t == 0) { // Adam's exp_avg, or SGD's momentum_buffer
+                char name[256], name2[256];
                 snprintf(name, sizeof name, "%s.exp_avg", d.name);
-                if (dlrt_session_get_param(s, name, avg1 + at, d.nbytes) != DLRT_OK) {
-                    return fail("get exp_avg");
+                snprintf(name2, sizeof name2, "%s.momentum_buffer", d.name);
+                if (dlrt_session_get_param(s, name, avg1 + at, d.nbytes) != DLRT_OK &&
+                    dlrt_session_get_param(s, name2, avg1 + at, d.nbytes) != DLRT_OK) {
+                    return fail("get exp_avg / momentum_buffer");
                 }
             }
             at += d.nbytes;

@@ -8,6 +8,9 @@
 #     step's mean gradient (Adam's exp_avg / (1 - beta1)) within 1e-5 of the tensor's largest
 #     gradient, the losses within 1e-5 relative (the two sum the batch in different orders:
 #     float rounding, not bit-identity); with accumulate = 2 as well;
+#   - deterministic: one process of 2 chunks x 16 (dlrt_session_set_chunks) gives the 2 ranks'
+#     params and optimizer state byte for byte (Adam clipping at 5, SGD with momentum at 3), and
+#     without chunks (one batch of 32) they differ;
 #   - faults, each bounded: a rank that exits or hangs mid-run makes rank 0 fail within the
 #     timeout (3 s here) naming it; a rank with another artifact or another model is refused at
 #     binding, on every rank, before any step.
@@ -24,22 +27,24 @@ source "$src/tests/dp/lib.sh"
 mlp=$src/samples/mlp_fmnist.dlg
 sed 's/^  clip_norm = 5.0$/  clip_norm = 5.0\n  accumulate = 2/' "$mlp" > acc.dlg
 sed 's/256/128/g' "$mlp" > narrow.dlg
+sed -e 's/optimizer = adam <lr = 0.001>/optimizer = sgd <lr = 0.05, momentum = 0.9>/' -e 's/clip_norm = 5.0/clip_norm = 3.0/' "$mlp" > sgdm.dlg
 for spec in "mlp16:$mlp:16" "mlp32:$mlp:32" "acc16:acc.dlg:16" "acc32:acc.dlg:32" \
-            "narrow16:narrow.dlg:16"; do
+            "narrow16:narrow.dlg:16" "sgdm16:sgdm.dlg:16" "sgdm32:sgdm.dlg:32"; do
   IFS=: read -r name file n <<<"$spec"
   runc "$dlcc" compile --no-cache -D N="$n" "$file" -o "$name.so"
   check "compile $name" test "$rc" -eq 0
 done
 grep -q 'accumulate = 2' acc.dlg || fail "acc.dlg has accumulate = 2"
+grep -q 'momentum = 0.9' sgdm.dlg || fail "sgdm.dlg has SGD with momentum"
 
 
 # Two ranks, 5 steps, buckets of 256 KiB (w1 alone, the rest together), one thread per rank.
 runc "${mpi[@]}" "$prog" train mlp16.so 5 a.bin --bucket 262144
 check "2 ranks: 5 steps" test "$rc" -eq 0 -a "$(grep -c ' ranks identical$' "$out")" -eq 5
 cat "$out"
-# Buckets in order of readiness: w2 and b2 (backward finishes them first), w1 (larger than a
-# bucket: alone), b1.
-check "2 ranks: 3 buckets, every gradient reduced" grep -qF "comm: 2 ranks, 3 buckets, 814120 bytes per step" "$out"
+# Buckets in order of readiness: the loss (forward), w2 and b2 (backward finishes them first),
+# w1 (larger than a bucket: alone), b1.
+check "2 ranks: 3 buckets, every gradient and the loss reduced" grep -qF "comm: 2 ranks, 3 buckets, 814124 bytes per step" "$out"
 steps "$out" > a.txt
 runc "${mpi[@]}" "$prog" train mlp16.so 5 b.bin --bucket 262144
 steps "$out" > b.txt
@@ -96,6 +101,33 @@ steps "$out" > accs.txt
 runc cmp_single acc.bin acc.txt accs.bin accs.txt
 cat "$out"
 check "accumulate = 2: 2 ranks = 1 process within float rounding" test "$rc" -eq 0
+
+# Deterministic: one process of 2 chunks of 16 against 2 ranks of 16, byte for byte (params and
+# the first step's optimizer slots), with Adam (clip_norm = 5) and SGD + momentum (clip_norm = 3);
+# the negative control: one batch of 32 (the same samples) differs.
+for art in mlp sgdm; do
+  runc "${mpi[@]}" "$prog" train "${art}16.so" 6 "d_$art.bin"
+  check "deterministic $art: 2 ranks" test "$rc" -eq 0
+  steps "$out" > "d_$art.txt"
+  runc "$prog" single "${art}16.so" 6 "c_$art.bin" --chunks 2 --threads 2
+  check "deterministic $art: one process of 2 chunks" test "$rc" -eq 0
+  steps "$out" > "c_$art.txt"
+  echo "deterministic $art, 2 ranks x 16:"; cat "d_$art.txt"
+  echo "deterministic $art, 1 process, 2 chunks x 16:"; cat "c_$art.txt"
+  check "deterministic $art: 6 steps, the same losses, grad norms and param digests" \
+    test "$(wc -l < "c_$art.txt")" -eq 6 -a "$(cat "c_$art.txt")" = "$(cat "d_$art.txt")"
+  check "deterministic $art: params and optimizer slots byte for byte" cmp "d_$art.bin" "c_$art.bin"
+  runc "$prog" single "${art}32.so" 6 "n_$art.bin"
+  steps "$out" > "n_$art.txt"
+  echo "negative control $art, 1 process x 32 (no chunks):"; cat "n_$art.txt"
+  runc cmp "d_$art.bin" "n_$art.bin"
+  check "negative control $art: without chunks the params differ ($(head -c 60 "$out"))" \
+    test "$rc" -eq 1
+done
+# A session of chunks refuses an input given as one batch, and accumulation.
+runc "$prog" single acc16.so 1 x.bin --chunks 2 --accumulate
+check "chunks with accumulate = 2: refused" \
+  grep -qF "a session of 2 chunks cannot accumulate gradients (accumulate = 2)" "$err"
 
 # Faults. A rank that exits (no MPI_Finalize) before its 3rd step: rank 0 fails within the 3 s
 # timeout naming rank 1. Open MPI would kill rank 0 as soon as rank 1 exits; the MCA setting

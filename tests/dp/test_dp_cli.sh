@@ -3,7 +3,11 @@
 # mpirun): each rank trains on its shard of the epoch (the loader's DistributedSampler order)
 # with --batch 16 and the steps average the two ranks' gradients, so the run matches one process
 # with --batch 32 over the same epoch within float rounding; rank 0 alone prints the epoch and
-# test lines and writes the checkpoint; a checkpoint resumes with another world size.
+# test lines and writes the checkpoint; a checkpoint resumes with another world size;
+# --deterministic 2 in one process with --batch 32 writes the 2 ranks' checkpoint byte for byte
+# (and without it the params differ); a loss that is non-finite on one rank alone (finite
+# gradients: one sample's MSE overflows float) stops every rank at the same step, at once (the
+# loss is reduced with the gradients), not one rank now and the other at the timeout.
 # Exit 77 (skip) only when mpirun or the plugin is missing (tools/setup.sh installs Open MPI).
 # usage: test_dp_cli.sh DLCC SOURCE_DIR
 set -u
@@ -25,8 +29,10 @@ PY
 mlp=$src/samples/mlp_fmnist.dlg
 data=(--dataset npy:x.npy,y.npy --test npy:tx.npy,ty.npy --epochs 2 --seed 3 --threads 1)
 
-runc "${mpi[@]}" "$dlcc" train "$mlp" "${data[@]}" --batch 16 --save dp.safetensors -v
+runc "${mpi[@]}" "$dlcc" train "$mlp" "${data[@]}" --batch 16 --save dp.safetensors -v \
+  --deterministic 2
 cat "$out"
+cp "$out" "$work/dp_first.out"
 grep -E "data-parallel|error" "$err"
 check "mpirun -np 2 dlcc train: exit 0" test "$rc" -eq 0
 check "rank 0 alone prints the epoch lines" test "$(grep -c '^epoch [12]: mean loss' "$out")" -eq 2
@@ -58,6 +64,42 @@ runc cmp_ckpt dp.safetensors sp.safetensors 1e-5
 cat "$out"
 check "2 ranks x 16 = 1 process x 32 within float rounding" test "$rc" -eq 0
 
+# --deterministic 2 in one process: 2 chunks of 16 a step, the 2 ranks' checkpoint byte for byte.
+runc "$dlcc" train "$mlp" "${data[@]}" --batch 32 --deterministic 2 --save det.safetensors -v
+check "dlcc train --batch 32 --deterministic 2: exit 0" test "$rc" -eq 0
+check "-v names the chunks" grep -qF "dlcc: deterministic: 2 chunks of batch 16 per step (global batch 32), the bits of 2 data-parallel ranks" "$err"
+cp "$out" det.out
+same_tensors() { # same_tensors A B: every tensor (params and optimizer state) byte for byte
+  $py - "$@" <<'PY'
+import json, struct, sys
+def load(p):
+    b = open(p, 'rb').read()
+    n = struct.unpack('<Q', b[:8])[0]
+    h = json.loads(b[8:8 + n])
+    return {k: b[8 + n + v['data_offsets'][0]:8 + n + v['data_offsets'][1]]
+            for k, v in h.items() if k != '__metadata__'}
+a, b = load(sys.argv[1]), load(sys.argv[2])
+diff = sorted(k for k in a if a[k] != b.get(k))
+print(f"{len(a)} tensors, {sum(map(len, a.values()))} bytes: "
+      f"{'identical' if not diff and set(a) == set(b) else 'differ: ' + ', '.join(diff)}")
+sys.exit(0 if not diff and set(a) == set(b) else 1)
+PY
+}
+runc same_tensors dp.safetensors det.safetensors
+echo "2 ranks x 16 vs 1 process --deterministic 2 --batch 32: $(cat "$out")"
+check "--deterministic 2 = 2 ranks, byte for byte" test "$rc" -eq 0
+runc same_tensors dp.safetensors sp.safetensors
+echo "2 ranks x 16 vs 1 process --batch 32 (no flag): $(cat "$out")"
+check "negative control: without --deterministic the tensors differ" test "$rc" -eq 1
+check "... and the test accuracy is the same" \
+  test "$(grep '^test accuracy' det.out)" = "$(grep '^test accuracy' "$work/dp_first.out")"
+runc "${mpi[@]}" "$dlcc" train "$mlp" "${data[@]}" --batch 16 --deterministic 3 --epochs 1
+check "--deterministic 3 on 2 ranks is refused" \
+  grep -qF -- "--deterministic 3: this run has 2 data-parallel ranks" "$err"
+runc "$dlcc" train "$mlp" "${data[@]}" --batch 30 --deterministic 4
+check "--deterministic 4 with --batch 30 is refused" \
+  grep -qF -- "--deterministic 4 in one process needs --batch, the global batch: a multiple of 4" "$err"
+
 # Resuming with another world size: the 2-rank checkpoint in one process, and the one-process
 # checkpoint on 2 ranks (rank 0 reads it; binding broadcasts it).
 runc "$dlcc" train "$mlp" "${data[@]}" --epochs 1 --batch 32 --init dp.safetensors --save r1.safetensors
@@ -71,6 +113,45 @@ check "... and both continue alike" test "$rc" -eq 0
 runc "${mpi[@]}" "$dlcc" train "$mlp" "${data[@]}" --batch 16 --comm none --epochs 1
 check "--comm none under mpirun: two independent runs" \
   test "$rc" -eq 0 -a "$(grep -c '^epoch 1: mean loss' "$out")" -eq 2
+# One rank's loss alone non-finite: sample 37 has x = 0 and target 1e20, so its batch's MSE is
+# inf in float while every gradient stays finite (the global norm is summed in double).
+cat >reg.dlg <<'DLG'
+model reg
+dim N = 8
+
+input  x : float[N, 1]
+input  t : float[N, 1]
+
+param  w : float[1, 1] = zeros
+param  b : float[1]    = zeros
+
+p      = Gemm (x, w, b)
+loss   = MeanSquaredError <reduction = "mean"> (p, t)
+
+output p
+output loss
+
+train loss {
+  optimizer = sgd <lr = 0.1>
+  clip_norm = 1.0
+}
+DLG
+$py -c "
+import numpy as np
+x = np.ones((64, 1), np.float32); t = 2 * x
+x[37] = 0; t[37] = 1e20
+np.save('rx.npy', x); np.save('rt.npy', t)"
+t0=$(date +%s.%N)
+runc env OMPI_MCA_orte_abort_on_non_zero_status=0 DLRT_COMM_TIMEOUT=30 "${mpi[@]}" "$dlcc" train \
+  reg.dlg --data x=rx.npy --data t=rt.npy --max-skipped-steps 1 --epochs 2 --seed 1
+wall=$($py -c "print(round($(date +%s.%N) - $t0, 2))")
+grep -E "warning|error" "$err" | cut -c1-160
+echo "one rank's loss non-finite: every rank stopped after $wall s (the timeout is 30 s)"
+check "one rank's non-finite loss: rank 0 reports the divergence" \
+  grep -qE "^dlcc train: error: training diverged at step [0-9]+ " "$err"
+check "... no rank waits for another (no timeout)" test "$(grep -c 'no answer from rank' "$err")" -eq 0
+check "... every rank stops at once (took $wall s, well under the 30 s timeout)" \
+  $py -c "import sys; sys.exit(not $wall < 20)"
 runc "$dlcc" train "$mlp" "${data[@]}" --comm tcp
 check "--comm tcp is refused" grep -qF -- "--comm expects auto, mpi or none, got 'tcp'" "$err"
 finish

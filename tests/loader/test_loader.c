@@ -777,6 +777,69 @@ DL_TEST(loader_shards_cover_every_sample) {
     DL_CHECK(strstr(dlrt_last_error(), "shard_index 3 must lie in 0..shard_count-1") != NULL);
 }
 
+// Every shard at once (DLRT_LOADER_ALL_SHARDS, a session of chunks): batch b is W chunks of
+// B / W rows, chunk r holding what shard r's own loader (batch B / W) gives as batch b; positions
+// follow the rows (b * B + j), then the dropped tail shard by shard.
+DL_TEST(loader_all_shards_are_chunks) {
+    enum { N = 10, W = 2, BS = 2 };
+    unsigned char xu[N];
+    int64_t y[N];
+    for (int i = 0; i < N; i++) {
+        xu[i] = (unsigned char)i;
+        y[i] = i;
+    }
+    int64_t d2[2] = {N, 1}, d1[1] = {N};
+    const char *xp = tmp_path("all_x.npy"), *yp = tmp_path("all_y.npy");
+    write_npy(xp, "|u1", d2, 2, xu, sizeof xu);
+    write_npy(yp, "<i8", d1, 1, y, sizeof y);
+    dlrt_loader_options o = opts_default();
+    o.batch_size = BS;
+    o.seed = 11;
+    o.epochs = 2;
+    o.shard_count = W;
+    int64_t rank_y[W][2][4]; // shard r, epoch, 2 batches x BS rows (5 positions: 1 dropped)
+    dlrt_loader *l = NULL;
+    for (int r = 0; r < W; r++) {
+        o.shard_index = r;
+        DL_CHECK_OK(dlrt_loader_create_npy(xp, yp, &o, &l));
+        for (int k = 0; k < 4; k++) {
+            dlrt_loader_batch b;
+            DL_CHECK_OK(dlrt_loader_next(l, &b));
+            for (int j = 0; j < BS; j++) {
+                rank_y[r][b.epoch][b.index * BS + j] = b.y[j];
+            }
+            DL_CHECK_OK(dlrt_loader_release(l, &b));
+        }
+        dlrt_loader_destroy(l);
+    }
+    o.shard_index = DLRT_LOADER_ALL_SHARDS;
+    o.batch_size = W * BS;
+    DL_CHECK_OK(dlrt_loader_create_npy(xp, yp, &o, &l));
+    dlrt_loader_info info;
+    dlrt_loader_info_get(l, &info);
+    DL_CHECK_EQ_I64(info.batches_per_epoch, 2);
+    DL_CHECK_EQ_I64(info.epoch_samples, 10); // W x ceil(10 / W)
+    for (int k = 0; k < 4; k++) {
+        dlrt_loader_batch b;
+        DL_CHECK_OK(dlrt_loader_next(l, &b));
+        DL_CHECK_EQ_I64(b.n_valid, W * BS);
+        for (int j = 0; j < W * BS; j++) {
+            int64_t idx = -1;
+            DL_CHECK_EQ_I64(b.y[j], rank_y[j / BS][b.epoch][b.index * BS + j % BS]);
+            DL_CHECK_OK(dlrt_loader_sample_index(l, b.epoch, b.index * W * BS + j, &idx));
+            DL_CHECK_EQ_I64(idx, b.y[j]);
+        }
+        DL_CHECK_OK(dlrt_loader_release(l, &b));
+    }
+    int64_t tail = -1;
+    DL_CHECK_OK(dlrt_loader_sample_index(l, 0, 9, &tail)); // shard 1's 5th position, dropped
+    DL_CHECK(tail >= 0 && tail < N);
+    dlrt_loader_destroy(l);
+    o.batch_size = 3; // not W chunks
+    DL_CHECK_EQ_I64(dlrt_loader_create_npy(xp, yp, &o, &l), DLRT_ERR_INVALID_ARG);
+    DL_CHECK(strstr(dlrt_last_error(), "a multiple of shard_count (2)") != NULL);
+}
+
 // u8_to_unit: uint8 pixels become x / 255 (then scale); other types only get scale.
 DL_TEST(loader_u8_to_unit) {
     unsigned char xu[2][3] = {{0, 51, 255}, {1, 2, 3}};
