@@ -596,6 +596,18 @@ static dlrt_status check_parallel(const dlrt_session *s) {
     return DLRT_OK;
 }
 
+// s->dp for `ways` ranks or chunks: the scale 1 / ways the mean over them needs.
+static dlrt_status dp_new(dlrt_session *s, int ways, struct rt_dp **out) {
+    struct rt_dp *d = dl_mem_calloc(1, sizeof *d);
+    if (!d) {
+        return rt__fail(DLRT_ERR_NOMEM, "out of memory");
+    }
+    d->scale = (float)(1.0 / (double)ways);
+    s->dp = d;
+    *out = d;
+    return DLRT_OK;
+}
+
 int dlrt_session_chunks(const dlrt_session *s) {
     return s && s->dp && s->dp->chunks > 1 ? s->dp->chunks : 1;
 }
@@ -623,17 +635,15 @@ dlrt_status dlrt_session_set_chunks(dlrt_session *s, int n_chunks) {
     if (n_chunks == 1) {
         return DLRT_OK;
     }
+    struct rt_dp *d = NULL;
     dlrt_status st = check_parallel(s);
+    if (st == DLRT_OK) {
+        st = dp_new(s, n_chunks, &d);
+    }
     if (st != DLRT_OK) {
         return st;
     }
-    struct rt_dp *d = dl_mem_calloc(1, sizeof *d);
-    if (!d) {
-        return rt__fail(DLRT_ERR_NOMEM, "out of memory");
-    }
-    s->dp = d;
     d->chunks = n_chunks;
-    d->scale = (float)(1.0 / (double)n_chunks); // as dlrt_session_bind_comm's 1 / ranks
     dp_item *it = NULL;
     st = reduced_items(s, &it, &d->n_pieces);
     if (st == DLRT_OK) {
@@ -675,16 +685,14 @@ dlrt_status dlrt_session_bind_comm(dlrt_session *s, dlrt_comm *c, size_t bucket_
     if (st == DLRT_OK) {
         st = broadcast_state(s, c);
     }
+    struct rt_dp *d = NULL;
+    if (st == DLRT_OK) {
+        st = dp_new(s, dlrt_comm_size(c), &d);
+    }
     if (st != DLRT_OK) {
         return st;
     }
-    struct rt_dp *d = dl_mem_calloc(1, sizeof *d);
-    if (!d) {
-        return rt__fail(DLRT_ERR_NOMEM, "out of memory");
-    }
-    s->dp = d;
     d->comm = c;
-    d->scale = (float)(1.0 / (double)dlrt_comm_size(c));
     const char *ov = getenv("DLRT_COMM_OVERLAP");
     d->overlap = !(ov && strcmp(ov, "0") == 0);
     if (pthread_mutex_init(&d->mu, NULL) != 0) {

@@ -707,21 +707,26 @@ DL_TEST(loader_limit_and_label_range) {
     dlrt_loader_destroy(l);
 }
 
+// Sample i of an npy pair of n (<= 16) samples: pixel i, label i.
+static void write_counting(const char *xp, const char *yp, int n) {
+    unsigned char xu[16];
+    int64_t y[16];
+    for (int i = 0; i < n; i++) {
+        xu[i] = (unsigned char)i;
+        y[i] = i;
+    }
+    int64_t d2[2] = {n, 1}, d1[1] = {n};
+    write_npy(xp, "|u1", d2, 2, xu, (size_t)n);
+    write_npy(yp, "<i8", d1, 1, y, (size_t)n * sizeof *y);
+}
+
 // Shards (data parallelism): with the same seed, shard r of W takes positions r, r+W, ... of
 // the epoch-wide order, ceil(N / W) each, the last wrapping round; the W shards of an epoch
 // cover every sample, and shard_count 1 is the unsharded loader.
 DL_TEST(loader_shards_cover_every_sample) {
     enum { N = 10, W = 3 };
-    unsigned char xu[N];
-    int64_t y[N];
-    for (int i = 0; i < N; i++) {
-        xu[i] = (unsigned char)i;
-        y[i] = i;
-    }
-    int64_t d2[2] = {N, 1}, d1[1] = {N};
     const char *xp = tmp_path("shard_x.npy"), *yp = tmp_path("shard_y.npy");
-    write_npy(xp, "|u1", d2, 2, xu, sizeof xu);
-    write_npy(yp, "<i8", d1, 1, y, sizeof y);
+    write_counting(xp, yp, N);
     dlrt_loader_options o = opts_default();
     o.batch_size = 2;
     o.seed = 7;
@@ -782,16 +787,8 @@ DL_TEST(loader_shards_cover_every_sample) {
 // follow the rows (b * B + j), then the dropped tail shard by shard.
 DL_TEST(loader_all_shards_are_chunks) {
     enum { N = 10, W = 2, BS = 2 };
-    unsigned char xu[N];
-    int64_t y[N];
-    for (int i = 0; i < N; i++) {
-        xu[i] = (unsigned char)i;
-        y[i] = i;
-    }
-    int64_t d2[2] = {N, 1}, d1[1] = {N};
     const char *xp = tmp_path("all_x.npy"), *yp = tmp_path("all_y.npy");
-    write_npy(xp, "|u1", d2, 2, xu, sizeof xu);
-    write_npy(yp, "<i8", d1, 1, y, sizeof y);
+    write_counting(xp, yp, N);
     dlrt_loader_options o = opts_default();
     o.batch_size = BS;
     o.seed = 11;
