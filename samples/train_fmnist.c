@@ -11,7 +11,7 @@
 //     build/train_fmnist [MODEL.dlg] [--epochs E] [--batch B] [--threads T]
 //                        [--loader-threads P] [--prefetch K] [--seed S] [--lr V]
 //                        [--limit-train N] [--limit-test N] [--data DIR] [--save CKPT]
-//                        [--max-skipped-steps N]
+//                        [--max-skipped-steps N] [--comm auto|mpi|none]
 //
 // MODEL.dlg (default samples/mlp_fmnist.dlg) has a `train` block, a float data input whose first
 // dim is the batch dim N (bound to --batch), an int64 or int32 label input [N], and a float
@@ -23,6 +23,13 @@
 // runtime skipped for a non-finite gradient) is reported, and after N = --max-skipped-steps of
 // them in a row, or with fewer than N finite steps between any two (default 10; 0: never stop),
 // training stops with exit status 4 and nothing is saved.
+// Data parallelism, as `dlcc train --comm`: under `mpirun -np R build/train_fmnist ...` (--comm
+// auto, the default, when mpirun started more than one rank; mpi forces it, none runs R
+// independent trainings) every rank opens MPI's world through the runtime's communicator, reads
+// its shard of every epoch (the loader's shard_count / shard_index) with --batch B, and binds its
+// session to the communicator, so each step averages the R ranks' gradients (a global batch of
+// R x B). Rank 0 alone prints the epoch lines (the global batch's loss; samples/s of all ranks),
+// tests and writes --save; a rank that dies or hangs stops the others naming it.
 //
 // The loop, the non-finite guard and the accuracy are the runtime's (dlrt_train_run,
 // dlrt_evaluate_accuracy: runtime/rt_trainloop.c, shared with `dlcc train` and Python); this file
@@ -43,7 +50,7 @@
 #include <time.h>
 
 typedef struct options {
-    const char *model, *data, *save;
+    const char *model, *data, *save, *comm;
     long epochs, batch, threads, producers, slots, seed, limit_train, limit_test, max_skipped;
     double lr; // < 0: the model's own
 } options;
@@ -65,7 +72,8 @@ static int usage(const char *msg, const char *arg) {
             "train_fmnist: %s '%s'\n"
             "usage: train_fmnist [MODEL.dlg] [--epochs E] [--batch B] [--threads T] "
             "[--loader-threads P] [--prefetch K] [--seed S] [--lr V] [--limit-train N] "
-            "[--limit-test N] [--data DIR] [--save CKPT] [--max-skipped-steps N]\n",
+            "[--limit-test N] [--data DIR] [--save CKPT] [--max-skipped-steps N] "
+            "[--comm auto|mpi|none]\n",
             msg, arg);
     return 2;
 }
@@ -104,7 +112,7 @@ static int parse_args(int argc, char **argv, options *o) {
         }
         bool is_int = k < sizeof ints / sizeof ints[0];
         if (!is_int && strcmp(a, "--data") != 0 && strcmp(a, "--save") != 0 &&
-            strcmp(a, "--lr") != 0) {
+            strcmp(a, "--lr") != 0 && strcmp(a, "--comm") != 0) {
             return usage("unknown flag", a);
         }
         if (i + 1 >= argc) {
@@ -117,6 +125,13 @@ static int parse_args(int argc, char **argv, options *o) {
         }
         if (strcmp(a, "--save") == 0) {
             o->save = v;
+            continue;
+        }
+        if (strcmp(a, "--comm") == 0) {
+            if (strcmp(v, "auto") != 0 && strcmp(v, "mpi") != 0 && strcmp(v, "none") != 0) {
+                return usage("--comm expects auto, mpi or none, got", v);
+            }
+            o->comm = v;
             continue;
         }
         if (strcmp(a, "--lr") == 0) {
@@ -136,6 +151,22 @@ static int parse_args(int argc, char **argv, options *o) {
         *ints[k].value = n;
     }
     return 0;
+}
+
+// --comm: mpi, none, or auto (the default): MPI when mpirun (or another launcher) started more
+// than one rank.
+static bool wants_mpi(const char *comm) {
+    if (comm && strcmp(comm, "auto") != 0) {
+        return strcmp(comm, "mpi") == 0;
+    }
+    const char *vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"};
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+        const char *v = getenv(vars[i]);
+        if (v && atol(v) > 1) {
+            return true;
+        }
+    }
+    return false;
 }
 
 static double now_ms(void) {
@@ -229,9 +260,14 @@ static dlrt_loader_options loader_options(const options *o, const interface *io)
 #define EXIT_DIVERGED 4
 
 // The runtime's training loop (dlrt_train_run) calls this after every step and epoch: the
-// first non-finite step gets a warning, and every epoch its line on stdout.
+// first non-finite step gets a warning, and every epoch its line on stdout. `user`: the number
+// of data-parallel ranks (samples/s counts them all); 0 on a rank other than 0 (quiet: every
+// rank takes the same decisions, rank 0 reports them).
 static int on_event(void *user, const dlrt_train_event *ev) {
-    (void)user;
+    int world = *(const int *)user;
+    if (world == 0) {
+        return 0;
+    }
     if (ev->kind == DLRT_TRAIN_EVENT_STEP && ev->nonfinite && ev->guard->first) {
         const dlrt_step_info *si = &ev->info;
         fprintf(stderr,
@@ -257,7 +293,8 @@ static int on_event(void *user, const dlrt_train_event *ev) {
         printf("epoch %lld: mean loss %.6g, %.2f s, %.0f samples/s, skipped %lld, data wait "
                "%.3f ms/batch\n",
                (long long)ev->epoch + 1, ev->loss_sum / steps, el,
-               steps * (double)ev->batch_size / el, (long long)ev->skipped, ev->wait_ms / steps);
+               steps * (double)ev->batch_size * world / el, (long long)ev->skipped,
+               ev->wait_ms / steps);
         fflush(stdout);
     }
     return 0;
@@ -266,7 +303,7 @@ static int on_event(void *user, const dlrt_train_event *ev) {
 // Trains `epochs` epochs with the runtime's loop: each batch bound in place, the model's lr
 // (or --lr), and the non-finite guard (--max-skipped-steps; EXIT_DIVERGED when it stops).
 static int train(dlrt_session *s, const interface *io, dlrt_loader *ld, long epochs,
-                 long max_skipped) {
+                 long max_skipped, int *report_world) {
     dlrt_train_options to;
     dlrt_train_options_init(&to);
     to.data_input = io->x.name;
@@ -274,6 +311,7 @@ static int train(dlrt_session *s, const interface *io, dlrt_loader *ld, long epo
     to.epochs = epochs;
     to.max_skipped = max_skipped;
     to.callback = on_event;
+    to.user = report_world;
     dlrt_train_result r;
     if (dlrt_train_run(s, ld, &to, &r) != DLRT_OK) {
         return rt_error("train step");
@@ -301,8 +339,19 @@ int main(int argc, char **argv) {
     dlrt_model *m = NULL;
     dlrt_session *s = NULL;
     dlrt_loader *train_ld = NULL, *test_ld = NULL;
+    dlrt_comm *comm = NULL;
+    int rank = 0, world = 1;
     interface io;
     char images[4096], labels[4096];
+    // Data parallelism (under mpirun): MPI's world through the runtime's communicator.
+    if (wants_mpi(o.comm)) {
+        if (dlrt_comm_open_mpi(NULL, NULL, &comm) != DLRT_OK) {
+            rc = rt_error("--comm mpi");
+            goto out;
+        }
+        rank = dlrt_comm_rank(comm);
+        world = dlrt_comm_size(comm);
+    }
     if ((rc = compile_and_load(&o, &m)) != 0 || (rc = find_interface(m, o.model, &io)) != 0) {
         goto out;
     }
@@ -319,12 +368,19 @@ int main(int argc, char **argv) {
         rc = rt_error("--lr");
         goto out;
     }
+    // Collective: checks that every rank runs the same artifact, then broadcasts rank 0's state.
+    if (comm && dlrt_session_bind_comm(s, comm, 0) != DLRT_OK) {
+        rc = rt_error("data-parallel binding");
+        goto out;
+    }
 
     // Training data: shuffled per epoch, normalised with statistics of the samples used.
     dlrt_loader_options lo = loader_options(&o, &io);
     lo.norm = DLRT_LOADER_NORM_COMPUTE;
     lo.epochs = o.epochs;
     lo.limit = o.limit_train;
+    lo.shard_count = world; // data-parallel: this rank's shard (DistributedSampler's order)
+    lo.shard_index = rank;
     data_path(o.data, "train-images-idx3-ubyte", images, sizeof images);
     data_path(o.data, "train-labels-idx1-ubyte", labels, sizeof labels);
     if (dlrt_loader_create_idx(images, labels, &lo, &train_ld) != DLRT_OK) {
@@ -339,12 +395,24 @@ int main(int argc, char **argv) {
         rc = 1;
         goto out;
     }
-    fprintf(stderr,
-            "train_fmnist: %lld samples, %lld steps per epoch, %d step thread(s), %ld loader "
-            "thread(s)\n",
-            (long long)info.n_samples, (long long)info.batches_per_epoch, dlrt_session_threads(s),
-            o.producers);
-    if ((rc = train(s, &io, train_ld, o.epochs, o.max_skipped)) != 0) {
+    if (rank == 0) {
+        fprintf(stderr,
+                "train_fmnist: %lld samples, %lld steps per epoch, %d step thread(s), %ld loader "
+                "thread(s)\n",
+                (long long)info.n_samples, (long long)info.batches_per_epoch,
+                dlrt_session_threads(s), o.producers);
+    }
+    if (comm && rank == 0) {
+        fprintf(stderr,
+                "train_fmnist: data-parallel: %d ranks (MPI), a shard of %lld samples and batch "
+                "%ld each, global batch %ld\n",
+                world, (long long)info.epoch_samples, o.batch, o.batch * world);
+    }
+    int report = rank == 0 ? world : 0;
+    if ((rc = train(s, &io, train_ld, o.epochs, o.max_skipped, &report)) != 0) {
+        goto out;
+    }
+    if (rank != 0) { // the ranks' params are identical: rank 0 tests and saves
         goto out;
     }
 
@@ -377,5 +445,6 @@ out:
     dlrt_loader_destroy(train_ld);
     dlrt_session_destroy(s);
     dlrt_model_release(m);
+    dlrt_comm_destroy(comm); // after the session bound to it
     return rc;
 }

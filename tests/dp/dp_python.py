@@ -2,7 +2,8 @@
 mpi4py (tests/dp/test_dp_python.sh): dlcc.Comm over MPI.COMM_WORLD (or MPI's world without an
 mpi4py communicator, `--world`), Session.bind_comm, train steps on each rank's half of every
 global batch, params identical on both ranks after every step (checked with mpi4py), the
-deterministic all-reduce and broadcast, and the communication figures.
+deterministic all-reduce and broadcast, the loss reduced with the gradients (the same on every
+rank), and the communication figures.
 usage: dp_python.py MODEL.dlg [--world]"""
 
 import sys
@@ -36,6 +37,7 @@ for t in range(3):
     info = s.train_step(x=x[16 * rank:16 * rank + 16].copy(), y=y[16 * rank:16 * rank + 16].copy())
     params = b"".join(s.params[n].tobytes() for n in ("w1", "b1", "w2", "b2"))
     same = all(p == params for p in world.allgather(params))
+    same = same and len(set(world.allgather(info.loss))) == 1  # the global batch's loss on all
     if rank == 0:
         print(f"step {t + 1} loss {info.loss:.6f} grad_norm {info.grad_norm:.6f} "
               f"{'ranks identical' if same else 'RANKS DIFFER'}")
@@ -43,7 +45,7 @@ for t in range(3):
 st = s.comm_stats()
 if rank == 0:
     print(f"comm: {st['buckets']} buckets, {st['bytes']} bytes per step")
-assert st["buckets"] == 3 and st["bytes"] == 814120, st
+assert st["buckets"] == 3 and st["bytes"] == 814124, st  # the gradients and the loss
 s.close()
 comm.close()
 if rank == 0:

@@ -7,15 +7,22 @@
 //
 // usage: test_dp train ART STEPS OUT [options]   (under mpirun; the communicator is MPI's world)
 //        test_dp single ART STEPS OUT [options]  (one process, no communicator)
-// options: --bucket BYTES, --threads T, --timeout S, --bench (no checks, no OUT: rank 0 prints
+// options: --bucket BYTES, --threads T, --timeout S, --plugin PATH (single: bind a communicator
+//          of that transport plugin anyway, e.g. tests/dp/loop_plugin.c's world of one; a failed
+//          step is then tried again, to show the error stays, and everything is freed before the
+//          exit, for LeakSanitizer), --bench (no checks, no OUT: rank 0 prints
 //          the mean step time of steps 2.. and the communication figures, bench/dp_scaling.sh),
 //          --accumulate (the artifact accumulates:
 //          micro-batch m of global step t is global batch k*t + m), --chunks C (single: a
 //          session of C chunks, dlrt_session_set_chunks, bound with the whole global batch of
 //          C x B rows: chunk r is what rank r of C reads),
-//          --fail-rank R --fail-step K --fail-mode exit|hang (rank R leaves before step K).
+//          --fail-rank R --fail-step K --fail-mode exit|hang|oom (rank R leaves before step K;
+//          oom: it first runs out of memory for real, its address space capped (RLIMIT_AS) at
+//          what it has mapped so that a second session's arena cannot be had, and exits as a
+//          trainer does on that error).
 // After every step each rank compares its params with rank 0's (a broadcast), and rank 0
-// prints "step K loss L digest D" (L: the global batch's loss, the mean over ranks; D: FNV-1a of
+// prints "step K loss L digest D" (L: the global batch's loss, the mean over ranks that the
+// bound step reports on every rank, averaged over the micro-steps; D: FNV-1a of
 // every param's bytes). OUT receives rank 0's
 // params and the first step's Adam exp_avg (SGD: momentum_buffer) tensors (raw float32, param
 // order).
@@ -28,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -62,6 +70,26 @@ static void sample(int64_t i, float *x, int64_t *y) {
     *y = (int64_t)((uint64_t)(s * 7.0 + 1000.0) % 10u);
 }
 
+// Caps this process's address space at what it has mapped now (/proc/self/statm's size):
+// any new mapping fails with ENOMEM. 0 on success.
+static int cap_memory(void) {
+    unsigned long pages = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (!f || fscanf(f, "%lu", &pages) != 1) {
+        if (f) {
+            fclose(f);
+        }
+        return -1;
+    }
+    fclose(f);
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_AS, &rl) != 0) {
+        return -1;
+    }
+    rl.rlim_cur = (rlim_t)pages * (rlim_t)sysconf(_SC_PAGESIZE);
+    return setrlimit(RLIMIT_AS, &rl);
+}
+
 static int fail(const char *what) {
     fprintf(stderr, "test_dp: %s: %s\n", what, dlrt_last_error());
     return 1;
@@ -79,7 +107,7 @@ int main(int argc, char **argv) {
     int bench = 0;
     size_t bucket = 0;
     double timeout = 0;
-    const char *fail_mode = "exit";
+    const char *fail_mode = "exit", *plugin = NULL;
     for (int a = 5; a < argc; a++) {
         if (strcmp(argv[a], "--accumulate") == 0 || strcmp(argv[a], "--bench") == 0) {
             accumulate |= argv[a][2] == 'a';
@@ -102,6 +130,8 @@ int main(int argc, char **argv) {
             fail_step = atoi(argv[++a]);
         } else if (strcmp(argv[a], "--fail-mode") == 0) {
             fail_mode = argv[++a];
+        } else if (strcmp(argv[a], "--plugin") == 0) {
+            plugin = argv[++a];
         } else if (strcmp(argv[a], "--chunks") == 0) {
             chunks = atoi(argv[++a]);
         } else {
@@ -111,10 +141,11 @@ int main(int argc, char **argv) {
     }
     dlrt_comm *comm = NULL;
     int rank = 0, world = 1;
-    if (is_dp) {
+    if (is_dp || plugin) {
         dlrt_comm_options co;
         dlrt_comm_options_init(&co);
         co.timeout_s = timeout;
+        co.plugin_path = plugin;
         if (dlrt_comm_open_mpi(NULL, &co, &comm) != DLRT_OK) {
             return fail("open the communicator");
         }
@@ -143,9 +174,14 @@ int main(int argc, char **argv) {
         k = (int)kd;
     }
     double t_bind = now_s();
-    if (is_dp && dlrt_session_bind_comm(s, comm, bucket) != DLRT_OK) {
+    if (comm && dlrt_session_bind_comm(s, comm, bucket) != DLRT_OK) {
         fprintf(stderr, "rank %d: bind failed after %.2f s: %s\n", rank, now_s() - t_bind,
                 dlrt_last_error());
+        if (plugin) { // freed, for LeakSanitizer (no peer to leave behind)
+            dlrt_session_destroy(s);
+            dlrt_model_release(m);
+            dlrt_comm_destroy(comm);
+        }
         return 2;
     }
     if (chunks > 1 && dlrt_session_set_chunks(s, chunks) != DLRT_OK) {
@@ -174,6 +210,14 @@ int main(int argc, char **argv) {
             if (strcmp(fail_mode, "hang") == 0) {
                 sleep(600); // killed by mpirun once the others have failed
             }
+            if (strcmp(fail_mode, "oom") == 0) {
+                dlrt_session *s2 = NULL;
+                dlrt_status st = cap_memory() == 0 ? dlrt_session_create_ex(m, &so, &s2) : DLRT_OK;
+                fprintf(stderr, "rank %d: out of memory: %s\n", rank,
+                        st != DLRT_OK ? dlrt_last_error() : "no (the memory cap failed)");
+                fflush(stderr);
+                _exit(st != DLRT_OK ? 9 : 8);
+            }
             _exit(9); // no MPI_Finalize: as a crash
         }
         dlrt_step_info info;
@@ -196,7 +240,14 @@ int main(int argc, char **argv) {
             if (dlrt_session_train_step(s, &info) != DLRT_OK) {
                 fprintf(stderr, "rank %d: step %d failed after %.2f s: %s\n", rank, t + 1,
                         now_s() - t0, dlrt_last_error());
-                return 2; // no dlrt_comm_destroy: a peer is gone (as a trainer would exit)
+                if (!plugin) {
+                    return 2; // no dlrt_comm_destroy: a peer is gone (as a trainer would exit)
+                }
+                dlrt_status again = dlrt_session_train_step(s, &info);
+                fprintf(stderr, "rank %d: step %d again: %s\n", rank, t + 1,
+                        again != DLRT_OK ? dlrt_last_error() : "ok");
+                rc = 2;
+                break;
             }
             if (t > 0) { // step 1 warms up (page faults, the pool's first wake-up)
                 double w = 0, c = 0;
@@ -206,6 +257,9 @@ int main(int argc, char **argv) {
                 c_sum += c;
             }
             loss += info.loss / k;
+        }
+        if (rc != 0) {
+            break;
         }
         if (bench) {
             continue;
@@ -228,18 +282,13 @@ int main(int argc, char **argv) {
             }
             at += d.nbytes;
         }
-        if (is_dp) { // every rank's params against rank 0's, and the verdict to all
+        if (comm) { // every rank's params against rank 0's, and the verdict to all
             memcpy(root, mine, total);
             float bad = 0;
             if (dlrt_comm_broadcast(comm, root, total, 0) != DLRT_OK) {
                 return fail("broadcast params");
             }
             bad = memcmp(root, mine, total) != 0 ? 1.0f : 0.0f;
-            float lf = (float)loss; // the global batch's loss: the mean of the ranks' losses
-            if (dlrt_comm_allreduce(comm, &lf, 1, 1.0f / (float)world) != DLRT_OK) {
-                return fail("all-reduce loss");
-            }
-            loss = lf;
             if (dlrt_comm_allreduce(comm, &bad, 1, 1.0f) != DLRT_OK) {
                 return fail("all-reduce verdict");
             }
@@ -253,7 +302,7 @@ int main(int argc, char **argv) {
             printf("step %d loss %.9g grad_norm %.9g skipped %d digest %016llx%s\n", t + 1, loss,
                    info.grad_norm, info.skipped,
                    (unsigned long long)fnv(0xcbf29ce484222325ull, mine, total),
-                   is_dp && rc == 0 ? " ranks identical" : "");
+                   comm && rc == 0 ? " ranks identical" : "");
         }
     }
     if (bench) {
@@ -275,7 +324,7 @@ int main(int argc, char **argv) {
         uint64_t bytes = 0;
         int nb = 0;
         dlrt_session_comm_stats(s, &wait, &cms, &bytes, &nb);
-        if (is_dp) {
+        if (comm) {
             printf("comm: %d ranks, %d buckets, %llu bytes per step\n", world, nb,
                    (unsigned long long)bytes);
         }

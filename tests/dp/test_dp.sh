@@ -11,8 +11,8 @@
 #   - deterministic: one process of 2 chunks x 16 (dlrt_session_set_chunks) gives the 2 ranks'
 #     params and optimizer state byte for byte (Adam clipping at 5, SGD with momentum at 3), and
 #     without chunks (one batch of 32) they differ;
-#   - faults, each bounded: a rank that exits or hangs mid-run makes rank 0 fail within the
-#     timeout (3 s here) naming it; a rank with another artifact or another model is refused at
+#   - faults, each bounded: a rank that exits, hangs or runs out of memory mid-run makes rank 0
+#     fail within the timeout (3 s here) naming it; a rank with another artifact or another model is refused at
 #     binding, on every rank, before any step.
 # Exit 77 (skip) only when mpirun or the plugin is missing (tools/setup.sh installs Open MPI).
 # usage: test_dp.sh DLCC TEST_DP SOURCE_DIR
@@ -155,6 +155,21 @@ wall=$($py -c "print(round($t1 - $t0, 2))")
 check "... within 6 s (took ${secs:-?} s), the whole run ends within 60 s (took $wall s)" \
   $py -c "import sys; sys.exit(not (3.0 <= float('${secs:-0}') < 6.0 and $wall < 60))"
 echo "hang fault: rank 0 failed after ${secs:-?} s; mpirun returned after $wall s"
+# A rank that runs out of memory (its address space capped, a session it creates cannot get its
+# arena: DLRT_ERR_NOMEM) and exits on it: rank 0 fails within the timeout naming it.
+t0=$(date +%s.%N)
+runc env OMPI_MCA_orte_abort_on_non_zero_status=0 "${mpi[@]}" "$prog" train mlp16.so 5 o.bin \
+  --timeout 3 --fail-rank 1 --fail-step 2 --fail-mode oom
+t1=$(date +%s.%N)
+grep -E "^rank [01]: (out of memory|step)" "$err" | head -3
+check "a rank out of memory: it says so" grep -qE "^rank 1: out of memory: .*out of memory" "$err"
+check "... and rank 0 stops naming it" \
+  grep -qE "^rank 0: step 3 failed after [0-9.]+ s: .*no answer from rank 1 within 3 s" "$err"
+secs=$(sed -nE 's/^rank 0: step 3 failed after ([0-9.]+) s.*/\1/p' "$err")
+wall=$($py -c "print(round($t1 - $t0, 2))")
+check "... within 6 s (took ${secs:-?} s), the whole run ends within 60 s (took $wall s)" \
+  $py -c "import sys; sys.exit(not (3.0 <= float('${secs:-0}') < 6.0 and $wall < 60))"
+echo "out-of-memory fault: rank 0 failed after ${secs:-?} s; mpirun returned after $wall s"
 
 # Another artifact (batch 32) or another model (hidden width 128) on rank 1: refused at binding.
 mpmd() { timeout 120 mpirun --oversubscribe --bind-to none -np 1 "$prog" train "$1" 2 x.bin : \
