@@ -3,7 +3,7 @@
 # dlcc is missing (tools/setup.sh installs Open MPI, so CI runs them); Open MPI allowed as root;
 # LeakSanitizer off (the ASan build), since Open MPI keeps memory at exit in components it has
 # unloaded, which no suppression can name; $mpi (mpirun -np 2 on this machine, bounded); runc;
-# steps.
+# steps; cmp_ckpt.
 if ! command -v mpirun >/dev/null 2>&1; then
   echo "skip: mpirun is missing (tools/setup.sh installs openmpi-bin)"
   exit 77
@@ -25,4 +25,20 @@ runc() { # runc CMD...: captures stdout/stderr in $out/$err, sets $rc
 
 steps() { # steps FILE: test_dp's step lines without the ranks' verdict
   grep '^step ' "$1" | sed 's/ ranks identical$//'
+}
+
+cmp_ckpt() { # cmp_ckpt A B TOL: the params of two checkpoints agree within TOL (prints the max)
+  $py - "$@" <<'PY'
+import json, struct, sys, numpy as np
+def load(p):
+    b = open(p, 'rb').read()
+    n = struct.unpack('<Q', b[:8])[0]
+    h = json.loads(b[8:8 + n])
+    return {k: np.frombuffer(b[8 + n + v['data_offsets'][0]:8 + n + v['data_offsets'][1]], np.float32)
+            for k, v in h.items() if k != '__metadata__' and '.' not in k}
+a, b = load(sys.argv[1]), load(sys.argv[2])
+d = max(float(np.max(np.abs(a[k] - b[k]))) for k in a)
+print(f"params max |diff| = {d:.3g} ({', '.join(sorted(a))})")
+sys.exit(0 if set(a) == set(b) and d <= float(sys.argv[3]) else 1)
+PY
 }

@@ -129,6 +129,18 @@ runc "$prog" single acc16.so 1 x.bin --chunks 2 --accumulate
 check "chunks with accumulate = 2: refused" \
   grep -qF "a session of 2 chunks cannot accumulate gradients (accumulate = 2)" "$err"
 
+# fault_timing NAME T0 T1: rank 0 failed naming rank 1 at step 3, after the 3 s timeout and
+# within 6 s, and the whole run ended within 60 s; prints the timings.
+fault_timing() {
+  local secs wall
+  check "... and rank 0 stops naming it" \
+    grep -qE "^rank 0: step 3 failed after [0-9.]+ s: .*no answer from rank 1 within 3 s" "$err"
+  secs=$(sed -nE 's/^rank 0: step 3 failed after ([0-9.]+) s.*/\1/p' "$err")
+  wall=$($py -c "print(round($3 - $2, 2))")
+  check "... within 6 s (took ${secs:-?} s), the whole run ends within 60 s (took $wall s)" \
+    $py -c "import sys; sys.exit(not (3.0 <= float('${secs:-0}') < 6.0 and $wall < 60))"
+  echo "$1 fault: rank 0 failed after ${secs:-?} s; mpirun returned after $wall s"
+}
 # Faults. A rank that exits (no MPI_Finalize) before its 3rd step: rank 0 fails within the 3 s
 # timeout naming rank 1. Open MPI would kill rank 0 as soon as rank 1 exits; the MCA setting
 # lets it report, as a trainer on a cluster would.
@@ -136,25 +148,17 @@ t0=$(date +%s.%N)
 runc env OMPI_MCA_orte_abort_on_non_zero_status=0 "${mpi[@]}" "$prog" train mlp16.so 5 f.bin \
   --timeout 3 --fail-rank 1 --fail-step 2
 t1=$(date +%s.%N)
-cat "$err" | grep -E "rank [01]" | head -3
-check "a rank that exits: rank 0 stops naming it" \
+grep -E "rank [01]" "$err" | head -3
+check "a rank that exits: the communication error" \
   grep -qE "^rank 0: step 3 failed after [0-9.]+ s: data-parallel communication failed: rank 0: no answer from rank 1 within 3 s" "$err"
-secs=$(sed -nE 's/^rank 0: step 3 failed after ([0-9.]+) s.*/\1/p' "$err")
-check "... after the 3 s timeout, within 6 s (took ${secs:-?} s)" \
-  $py -c "import sys; sys.exit(not (3.0 <= float('${secs:-0}') < 6.0))"
-echo "exit fault: rank 0 failed after ${secs:-?} s; mpirun returned after $($py -c "print(round($t1 - $t0, 2))") s"
+fault_timing exit "$t0" "$t1"
 # A rank that hangs: the same, and mpirun ends the hung rank once rank 0 has failed.
 t0=$(date +%s.%N)
 runc "${mpi[@]}" "$prog" train mlp16.so 5 h.bin --timeout 3 --fail-rank 1 --fail-step 2 \
   --fail-mode hang
 t1=$(date +%s.%N)
-check "a rank that hangs: rank 0 stops naming it" \
-  grep -qE "^rank 0: step 3 failed after [0-9.]+ s: .*no answer from rank 1 within 3 s" "$err"
-secs=$(sed -nE 's/^rank 0: step 3 failed after ([0-9.]+) s.*/\1/p' "$err")
-wall=$($py -c "print(round($t1 - $t0, 2))")
-check "... within 6 s (took ${secs:-?} s), the whole run ends within 60 s (took $wall s)" \
-  $py -c "import sys; sys.exit(not (3.0 <= float('${secs:-0}') < 6.0 and $wall < 60))"
-echo "hang fault: rank 0 failed after ${secs:-?} s; mpirun returned after $wall s"
+check "a rank that hangs: it leaves" grep -qF "rank 1: leaving before step 3 (hang)" "$err"
+fault_timing hang "$t0" "$t1"
 # A rank that runs out of memory (its address space capped, a session it creates cannot get its
 # arena: DLRT_ERR_NOMEM) and exits on it: rank 0 fails within the timeout naming it.
 t0=$(date +%s.%N)
@@ -163,13 +167,7 @@ runc env OMPI_MCA_orte_abort_on_non_zero_status=0 "${mpi[@]}" "$prog" train mlp1
 t1=$(date +%s.%N)
 grep -E "^rank [01]: (out of memory|step)" "$err" | head -3
 check "a rank out of memory: it says so" grep -qE "^rank 1: out of memory: .*out of memory" "$err"
-check "... and rank 0 stops naming it" \
-  grep -qE "^rank 0: step 3 failed after [0-9.]+ s: .*no answer from rank 1 within 3 s" "$err"
-secs=$(sed -nE 's/^rank 0: step 3 failed after ([0-9.]+) s.*/\1/p' "$err")
-wall=$($py -c "print(round($t1 - $t0, 2))")
-check "... within 6 s (took ${secs:-?} s), the whole run ends within 60 s (took $wall s)" \
-  $py -c "import sys; sys.exit(not (3.0 <= float('${secs:-0}') < 6.0 and $wall < 60))"
-echo "out-of-memory fault: rank 0 failed after ${secs:-?} s; mpirun returned after $wall s"
+fault_timing out-of-memory "$t0" "$t1"
 
 # Another artifact (batch 32) or another model (hidden width 128) on rank 1: refused at binding.
 mpmd() { timeout 120 mpirun --oversubscribe --bind-to none -np 1 "$prog" train "$1" 2 x.bin : \
