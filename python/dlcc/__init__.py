@@ -549,6 +549,8 @@ def _load_lib():
         "dlrt_comm_broadcast": (S, [P, P, sz, S]),
         "dlrt_comm_barrier": (S, [P]),
         "dlrt_session_bind_comm": (S, [P, P, sz]),
+        "dlrt_session_set_chunks": (S, [P, S]),
+        "dlrt_session_chunks": (S, [P]),
         "dlrt_session_comm_stats": (
             None,
             [P, ctypes.POINTER(ctypes.c_double), ctypes.POINTER(ctypes.c_double),
@@ -1077,6 +1079,9 @@ class Session:
             )
             self._bound.pop(name, None)
             return
+        chunks = self._lib.dlrt_session_chunks(h)
+        if chunks > 1:  # a session of chunks: every chunk's batch at once, along the first dim
+            d = d._replace(shape=(d.shape[0] * chunks,) + d.shape[1:], nbytes=d.nbytes * chunks)
         a = _bindable(d, value, "input")
         start = a.ctypes.data
         end = start + a.nbytes
@@ -1226,6 +1231,18 @@ class Session:
         self._comm = comm
         if comm is not None:
             comm._sessions.add(self)
+
+    def set_chunks(self, n):
+        """Deterministic data parallelism in one process (dlrt_session_set_chunks): with n > 1
+        every train_step takes n batches at once (each input n times the model's first dim,
+        chunk r the r-th part, bound zero-copy: set_input's copy=True is refused at the step)
+        and gives the params of n data-parallel ranks bit for bit when rank r is given chunk r:
+        forward and backward once per chunk, their gradients and losses summed in chunk order
+        and scaled by 1/n as the all-reduce does, then one update. n = 1 turns it off (give the
+        inputs again). Not with bind_comm or gradient accumulation."""
+        n = _integer("set_chunks", n, 1, 4096)
+        _check(self._lib.dlrt_session_set_chunks(self._live(), n), "set_chunks")
+        self._bound.clear()  # the inputs must be given again, n batches each
 
     def comm_stats(self):
         """The last data-parallel step's communication: {"wait_ms": the time the step waited

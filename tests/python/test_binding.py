@@ -132,6 +132,26 @@ class Binding(unittest.TestCase):
         self.assertGreater(infos[0].grad_norm, 0.0)
         self.assertEqual(s.get_hparam("step"), 6.0)
 
+    def test_chunks(self):
+        # A session of 2 chunks (dlrt_session_set_chunks) given the same batch twice: the chunks'
+        # gradients sum to 2g and the all-reduce's scale 1/2 gives g back exactly, so its steps
+        # equal an ordinary session's bit for bit; one batch alone is refused.
+        x, y = batch(4)
+        a, b = self.model.session(threads=1), self.model.session(threads=2)
+        b.set_chunks(2)
+        for _ in range(3):
+            ia = a.train_step(x=x, y=y)
+            ib = b.train_step(x=np.concatenate([x, x]), y=np.concatenate([y, y]))
+            self.assertEqual((ia.loss, ia.grad_norm), (ib.loss, ib.grad_norm))
+        for n in ("w1", "b1", "w2", "b2"):
+            self.assertEqual(a.params[n].tobytes(), b.params[n].tobytes(), n)
+        with self.assertRaisesRegex(dlcc.Error, r"shape \[%d, 784\] given, \[%d, 784\]" % (N, 2 * N)):
+            b.train_step(x=x, y=y)
+        b.set_chunks(1)
+        b.train_step(x=x, y=y)  # one batch again
+        with self.assertRaises(dlcc.ArgumentError):
+            b.set_chunks(0)
+
     def test_params_round_trip(self):
         s = self.model.session(threads=1)
         p = s.params
