@@ -58,8 +58,9 @@
 
 #define DEFAULT_SPLIT_BYTES (64u * 1024u) // kernels touching fewer bytes run whole
 #define MIN_CHUNK_BYTES     (16u * 1024u) // a chunk covers at least this share of the arguments
-#define SPIN_WORK           2000          // polls for a ready chunk before sleeping
-#define SPIN_IDLE           5000          // polls for the next step before sleeping
+#define WORKER_STACK_BYTES  ((size_t)16 << 20) // each worker thread's stack
+#define SPIN_WORK           2000               // polls for a ready chunk before sleeping
+#define SPIN_IDLE           5000               // polls for the next step before sleeping
 
 typedef struct rt_kx {
     dlrt_kernel_fn fn;
@@ -598,17 +599,27 @@ dlrt_status rt__exec_create(dlrt_session *s, int requested, bool is_ftz) {
         return rt__fail(DLRT_ERR_NOMEM, "cannot create the thread pool's condition variable");
     }
     x->sync_made = true;
+    // Workers run kernels whose frames take up to ~1.2 MiB (the GEMM's packing buffers): their
+    // stack is set, not left to the default (2 MiB under an unlimited stack limit, less with
+    // other C libraries).
+    pthread_attr_t attr;
+    if (pthread_attr_init(&attr) != 0) {
+        return rt__fail(DLRT_ERR_NOMEM, "cannot create the worker threads' attributes");
+    }
+    (void)pthread_attr_setstacksize(&attr, WORKER_STACK_BYTES);
     for (int i = 1; i < n_threads; i++) {
         rt_worker *wk = &x->workers[i];
         wk->x = x;
         wk->id = i;
-        int rc = pthread_create(&wk->th, NULL, worker_main, wk);
+        int rc = pthread_create(&wk->th, &attr, worker_main, wk);
         if (rc != 0) {
+            pthread_attr_destroy(&attr);
             return rt__fail(DLRT_ERR_NOMEM, "cannot start worker thread %d of %d: %s", i + 1,
                             n_threads, strerror(rc));
         }
         wk->started = true;
     }
+    pthread_attr_destroy(&attr);
     return DLRT_OK;
 }
 

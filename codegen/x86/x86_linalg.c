@@ -33,7 +33,7 @@
 // 4 x 8 otherwise. KC keeps one B panel at 16 KiB (L1); MB = 8 MR, NC = 8 NR. Packing A makes
 // the microkernel's reads contiguous whatever A's strides (transA, power-of-two leading dims
 // that would alias in L1). The allocas are the kernel's whole state (AVX-512: ap 48 KiB,
-// scratch 96 KiB, bp 128 KiB per K block, at most 2 MiB when shared), private to one call, and
+// scratch 96 KiB, bp 128 KiB per K block, at most 1 MiB when shared), private to one call, and
 // every outer iteration writes only its own block of y, so any split of the range gives the
 // same bytes. Splitting the columns as well as the rows gives the threaded executor iterations
 // to balance; a product that would have fewer than MIN_UNITS of them with NC = 8 NR uses
@@ -934,13 +934,14 @@ static void for_panels(cg *c, fctx *f, LLVMValueRef n_sub, panel_fn fn) {
     cg_for_end(c, &ls);
 }
 
-// The block size that splits n into as many blocks as `blk` would, evenly: an equal share rounded
-// up to a multiple of `unit`, never above blk.
-// The largest packed B a kernel keeps for all its K blocks (on the stack: a worker's stack is
-// the 8 MiB default; the per-block buffers take about 250 KiB more).
-#define SHARE_B_BYTES (2 << 20)
+// The largest packed B a kernel keeps for all its K blocks. It is on the stack, with about
+// 150 KiB of per-block buffers: the frame stays under the 2 MiB glibc gives a thread when the
+// stack limit is unlimited (libdlrt's own workers get 16 MiB, runtime/rt_exec.c).
+#define SHARE_B_BYTES (1 << 20)
 #define MIN_UNITS     8 // outer iterations below which column groups are halved
 
+// The block size that splits n into as many blocks as `blk` would, evenly: an equal share rounded
+// up to a multiple of `unit`, never above blk.
 static int64_t even_block(int64_t n, int64_t blk, int64_t unit) {
     int64_t nb = (n + blk - 1) / blk;
     int64_t even = ((n + nb - 1) / nb + unit - 1) / unit * unit;
@@ -960,6 +961,13 @@ static dl_status emit_float(cg *c, const gemm_prob *p) {
     g.MB = even_block(M, g.MB, g.MR);
     if (p->nc_panels == 0 &&
         p->nb * ((M + g.MB - 1) / g.MB) * ((N + g.NC - 1) / g.NC) < MIN_UNITS) {
+        g.NC /= 2;
+    }
+    // Several row blocks whose packed B (all of K, NC wide) would not fit SHARE_B_BYTES: half as
+    // wide a group when that makes it fit (K = 2048), so that B is still packed once.
+    int64_t kpad = (K + g.KC - 1) / g.KC * g.KC;
+    if (p->nc_panels == 0 && M > g.MB && g.NC / 2 >= g.NR && kpad * g.NC * 4 > SHARE_B_BYTES &&
+        kpad * (g.NC / 2) * 4 <= SHARE_B_BYTES) {
         g.NC /= 2;
     }
     g.NC = even_block(N, g.NC, g.NR);

@@ -195,6 +195,9 @@ DL_TEST(matmul_shared_b) {
     DL_CHECK(mm("float", "300, 200", "200, 600", TOL_LONG_K));
     DL_CHECK(gemm("<transB = 1>", "250, 300", "530, 300", NULL, TOL_LONG_K));
     DL_CHECK(gemm("<transA = 1>", "140, 290", "140, 260", "260", TOL_LONG_K));
+    // all of K (1152 padded) in groups of 8 panels would pass the shared buffer's size: groups
+    // of 4 panels
+    DL_CHECK(mm("float", "400, 1100", "1100, 600", TOL_LONG_K));
 }
 
 // bfloat16 products of the blocked kernel (vdpbf16ps on a target with AVX512-BF16, k in pairs
