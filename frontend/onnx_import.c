@@ -2247,8 +2247,10 @@ static dl_status emit_folded(imp *im, dl_arena *a, size_t idx) {
 // nothing new: PRelu (Where(x < 0, x * slope, x)), InstanceNormalization (LayerNormalization
 // over the spatial axes, then the per-channel scale and bias), Resize (nearest: Gather of the
 // source indices; linear: the two neighbours' Gathers weighted, axis by axis), LSTM (forward,
-// unrolled over its static sequence length), a 1-D Conv (a 2-D Conv over [N, C, 1, L]) and a
-// 3-D Conv (one 2-D Conv over the depth windows, emit_conv3d).
+// unrolled over its static sequence length), a 1-D Conv or ConvTranspose (a 2-D
+// one over [N, C, 1, L]), a 3-D Conv (one 2-D Conv over the depth windows, emit_conv3d) and a
+// 3-D ConvTranspose (one 2-D ConvTranspose with the depth taps as channels, then the depth
+// overlap as a MatMul, emit_convt3d).
 // Intermediate values are named after the node's first output with a suffix.
 
 static const char *const decomposed_ops[] = {"PRelu", "InstanceNormalization", "Resize", "LSTM"};
@@ -2872,28 +2874,35 @@ static dl_status emit_decomposed(imp *im, size_t idx) {
     return DL_OK;
 }
 
-// A 1-D Conv (W [M, C/group, k]) as a 2-D one over [N, C, 1, L]: X and W unsqueezed at axis 2,
-// every spatial attribute given a leading 1 (pads a leading 0), the result squeezed.
-static dl_status emit_conv1d(imp *im, dl_arena *a, const Onnx__NodeProto *nd, const char *desc,
-                             dl_ir_attr *attrs, size_t n_attrs, dl_ir_value **ins, size_t n_ins,
-                             const char *out_id, dl_ir_value **out) {
+// A 1-D Conv (W [M, C/group, k]) or ConvTranspose (W [C, M/group, k]) as a 2-D one over
+// [N, C, 1, L]: X and W unsqueezed at axis 2, every spatial attribute given a leading entry for
+// the unit dim (kernel_shape, strides, dilations and output_shape 1; pads and output_padding 0),
+// the result squeezed. auto_pad passes through: on a unit dim with a unit kernel it pads nothing.
+static dl_status emit_conv1d(imp *im, dl_arena *a, dl_ir_op op, const Onnx__NodeProto *nd,
+                             const char *desc, dl_ir_attr *attrs, size_t n_attrs, dl_ir_value **ins,
+                             size_t n_ins, const char *out_id, dl_ir_value **out) {
+    static const char *const lifted[] = {"kernel_shape", "strides",        "dilations",
+                                         "output_shape", "output_padding", "pads"};
     int64_t ax2[1] = {2};
     dl_ir_attr ua = attr_ints("axes", ax2, 1);
     const char *base = nd->output[0];
+    const char *opn = dl_ir_op_get_info(op)->name;
     dl_ir_value *x2, *w2;
     DL_TRY(add_op(im, DL_IR_OP_UNSQUEEZE, &ins[0], 1, &ua, 1, base, "_2d", &x2));
     DL_TRY(add_op(im, DL_IR_OP_UNSQUEEZE, &ins[1], 1, &ua, 1, base, "_w2d", &w2));
     for (size_t k = 0; k < n_attrs; k++) {
         dl_ir_attr *at = &attrs[k];
-        bool pads = !strcmp(at->name, "pads");
-        if (at->kind != DL_IR_ATTR_INTS ||
-            (strcmp(at->name, "kernel_shape") && strcmp(at->name, "strides") &&
-             strcmp(at->name, "dilations") && !pads)) {
-            continue;
+        size_t li = 0;
+        while (li < DL_ARRAY_LEN(lifted) && strcmp(at->name, lifted[li])) {
+            li++;
         }
+        if (at->kind != DL_IR_ATTR_INTS || at->n == 0 || li == DL_ARRAY_LEN(lifted)) {
+            continue; // an empty list means the default, as for the 2-D op
+        }
+        bool pads = li == 5, zero_lead = li >= 4;
         if (at->n != (pads ? 2u : 1u)) {
-            err(im, "onnx: %s: attribute '%s' must have %d values for a 1-D Conv", desc, at->name,
-                pads ? 2 : 1);
+            err(im, "onnx: %s: attribute '%s' must have %d values for a 1-D %s, got %zu", desc,
+                at->name, pads ? 2 : 1, opn, at->n);
             return DL_ERR_UNSUPPORTED;
         }
         int64_t *v = DL_ARENA_NEWN(a, int64_t, 4);
@@ -2903,14 +2912,15 @@ static dl_status emit_conv1d(imp *im, dl_arena *a, const Onnx__NodeProto *nd, co
         if (pads) {
             v[0] = 0, v[1] = at->ints[0], v[2] = 0, v[3] = at->ints[1];
         } else {
-            v[0] = 1, v[1] = at->ints[0];
+            v[0] = zero_lead ? 0 : 1, v[1] = at->ints[0];
         }
         at->ints = v;
         at->n = pads ? 4 : 2;
         at->int_syms = NULL;
     }
     dl_ir_value *ci[3] = {x2, w2, n_ins > 2 ? ins[2] : NULL}, *y2;
-    DL_TRY(add_op(im, DL_IR_OP_CONV, ci, n_ins > 2 ? 3 : 2, attrs, n_attrs, base, "_conv2d", &y2));
+    DL_TRY(add_op(im, op, ci, n_ins > 2 ? 3 : 2, attrs, n_attrs, base,
+                  op == DL_IR_OP_CONV ? "_conv2d" : "_convt2d", &y2));
     dl_ir_value *y;
     DL_TRY(add_op(im, DL_IR_OP_SQUEEZE, &y2, 1, &ua, 1, out_id, "", &y));
     *out = y;
@@ -2918,23 +2928,42 @@ static dl_status emit_conv1d(imp *im, dl_arena *a, const Onnx__NodeProto *nd, co
 }
 
 // The INTS attribute `name` of a converted attribute list: its n values into v (n == want),
-// else `def` in every entry. False (with an error) for a list of another length.
+// else (absent or empty) `def` in every entry. False (with an error) for a list of another
+// length.
 static bool conv_ints(imp *im, const dl_ir_attr *attrs, size_t n_attrs, const char *name,
-                      size_t want, int64_t def, const char *desc, int64_t *v) {
+                      size_t want, int64_t def, const char *desc, const char *opn, int64_t *v) {
     for (size_t i = 0; i < want; i++) {
         v[i] = def;
     }
     for (size_t k = 0; k < n_attrs; k++) {
-        if (attrs[k].kind == DL_IR_ATTR_INTS && !strcmp(attrs[k].name, name)) {
+        if (attrs[k].kind == DL_IR_ATTR_INTS && attrs[k].n > 0 && !strcmp(attrs[k].name, name)) {
             if (attrs[k].n != want) {
-                err(im, "onnx: %s: attribute '%s' must have %zu values for a 3-D Conv", desc, name,
-                    want);
+                err(im, "onnx: %s: attribute '%s' must have %zu values for a 3-D %s, got %zu", desc,
+                    name, want, opn, attrs[k].n);
                 return false;
             }
             memcpy(v, attrs[k].ints, want * sizeof *v);
         }
     }
     return true;
+}
+
+// A 3-D Conv or ConvTranspose (`opn`) decomposes when X has rank 5 and its channels, depth,
+// height and width and W's first two dims are known at import (N may be a named dim).
+static dl_status conv3d_sizes_known(imp *im, const dl_ir_value *x, const dl_ir_value *w,
+                                    const char *desc, const char *opn) {
+    DL_TRY(known_type(im, x, desc, "input"));
+    DL_TRY(known_type(im, w, desc, "weight"));
+    const dl_ir_dim *xd = x->type.dims, *wd = w->type.dims;
+    if (x->type.rank != 5 || xd[1].sym >= 0 || xd[2].sym >= 0 || xd[3].sym >= 0 || xd[4].sym >= 0 ||
+        wd[0].sym >= 0 || wd[1].sym >= 0) {
+        err(im,
+            "onnx: %s: a 3-D %s needs X of rank 5 with its channels, depth, height and width "
+            "known at import",
+            desc, opn);
+        return DL_ERR_UNSUPPORTED;
+    }
+    return DL_OK;
 }
 
 // A 3-D Conv (X [N, C, D, H, W], W [M, C/group, KD, KH, KW]) as one 2-D Conv: the depth windows
@@ -2951,24 +2980,15 @@ static dl_status emit_conv3d(imp *im, const Onnx__NodeProto *nd, const char *des
                              const dl_ir_attr *attrs, size_t n_attrs, dl_ir_value **ins,
                              size_t n_ins, const char *out_id, dl_ir_value **out) {
     dl_ir_value *x = ins[0], *w = ins[1];
-    DL_TRY(known_type(im, x, desc, "input"));
-    DL_TRY(known_type(im, w, desc, "weight"));
+    DL_TRY(conv3d_sizes_known(im, x, w, desc, "Conv"));
     const dl_ir_dim *xd = x->type.dims, *wd = w->type.dims;
-    if (x->type.rank != 5 || xd[1].sym >= 0 || xd[2].sym >= 0 || xd[3].sym >= 0 || xd[4].sym >= 0 ||
-        wd[0].sym >= 0 || wd[1].sym >= 0) {
-        err(im,
-            "onnx: %s: a 3-D Conv needs X of rank 5 with its channels, depth, height and "
-            "width known at import",
-            desc);
-        return DL_ERR_UNSUPPORTED;
-    }
     int64_t C = xd[1].value, D = xd[2].value, H = xd[3].value, W = xd[4].value;
     int64_t M = wd[0].value, Cg = wd[1].value, K[3] = {wd[2].value, wd[3].value, wd[4].value};
     int64_t ks[3], st[3], dil[3], pads[6], group = 1;
-    if (!conv_ints(im, attrs, n_attrs, "kernel_shape", 3, 0, desc, ks) ||
-        !conv_ints(im, attrs, n_attrs, "strides", 3, 1, desc, st) ||
-        !conv_ints(im, attrs, n_attrs, "dilations", 3, 1, desc, dil) ||
-        !conv_ints(im, attrs, n_attrs, "pads", 6, 0, desc, pads)) {
+    if (!conv_ints(im, attrs, n_attrs, "kernel_shape", 3, 0, desc, "Conv", ks) ||
+        !conv_ints(im, attrs, n_attrs, "strides", 3, 1, desc, "Conv", st) ||
+        !conv_ints(im, attrs, n_attrs, "dilations", 3, 1, desc, "Conv", dil) ||
+        !conv_ints(im, attrs, n_attrs, "pads", 6, 0, desc, "Conv", pads)) {
         return DL_ERR_UNSUPPORTED;
     }
     const char *auto_pad = "NOTSET";
@@ -3055,6 +3075,170 @@ static dl_status emit_conv3d(imp *im, const Onnx__NodeProto *nd, const char *des
     return add_op(im, DL_IR_OP_TRANSPOSE, &y5, 1, &tb, 1, out_id, "", out);
 }
 
+// A 3-D ConvTranspose (X [N, C, D, H, W], W [C, M/group, KD, KH, KW], B [M]) as one 2-D
+// ConvTranspose over H and W whose output channels carry the depth taps, then the depth overlap
+// as a product with a constant 0/1 matrix:
+//   X -> Transpose [N, D, C, H, W] -> Reshape [N * D, C, H, W];
+//   W -> Reshape [C, M/group * KD, KH, KW] (W[c, m', kd] at channel m' * KD + kd: a group's
+//   channels stay contiguous, and output channel m * KD + kd);
+//   Z = ConvTranspose 2-D (the H and W strides, dilations, pads, output_padding, output_shape,
+//   group and auto_pad: as the 2-D op handles them) [N * D, M * KD, OH, OW];
+//   Z -> Reshape [N, D, M, KD, OH, OW] -> Transpose [N, M, OH, OW, D, KD] -> Reshape
+//   [N * M * OH * OW, D * KD] -> MatMul S [D * KD, OD] -> Reshape [N, M, OH, OW, OD] ->
+//   Transpose [N, M, OD, OH, OW], plus B unsqueezed to [M, 1, 1, 1];
+// where S[d * KD + kd, od] = 1 when od = d * sd + kd * dd - pad_begin (the scatter of ONNX's
+// definition). OD and pad_begin follow the evaluator's rule for a 2-D axis: explicit pads,
+// VALID, SAME_* (OD = D * sd) or output_shape, whose total padding
+// sd * (D - 1) + output_padding + (KD - 1) * dd + 1 - OD splits as SAME_UPPER: begin =
+// floor(total / 2), otherwise total - floor(total / 2). Every step has a gradient, so X, W and B
+// train (as for the 2-D op: explicit pads, and the weight only with group 1). C, D, H and W must
+// be known at import (N may be a named dim).
+static dl_status emit_convt3d(imp *im, const Onnx__NodeProto *nd, const char *desc,
+                              const dl_ir_attr *attrs, size_t n_attrs, dl_ir_value **ins,
+                              size_t n_ins, const char *out_id, dl_ir_value **out) {
+    dl_ir_value *x = ins[0], *w = ins[1], *b = n_ins > 2 ? ins[2] : NULL;
+    DL_TRY(conv3d_sizes_known(im, x, w, desc, "ConvTranspose"));
+    const dl_ir_dim *xd = x->type.dims, *wd = w->type.dims;
+    int64_t C = xd[1].value, D = xd[2].value, H = xd[3].value, W = xd[4].value;
+    int64_t Mg = wd[1].value, K[3] = {wd[2].value, wd[3].value, wd[4].value};
+    int64_t ks[3], st[3], dil[3], pads[6], opad[3], oshape[3], group = 1;
+    if (!conv_ints(im, attrs, n_attrs, "kernel_shape", 3, 0, desc, "ConvTranspose", ks) ||
+        !conv_ints(im, attrs, n_attrs, "strides", 3, 1, desc, "ConvTranspose", st) ||
+        !conv_ints(im, attrs, n_attrs, "dilations", 3, 1, desc, "ConvTranspose", dil) ||
+        !conv_ints(im, attrs, n_attrs, "pads", 6, 0, desc, "ConvTranspose", pads) ||
+        !conv_ints(im, attrs, n_attrs, "output_padding", 3, 0, desc, "ConvTranspose", opad) ||
+        !conv_ints(im, attrs, n_attrs, "output_shape", 3, 0, desc, "ConvTranspose", oshape)) {
+        return DL_ERR_UNSUPPORTED;
+    }
+    const char *auto_pad = "NOTSET";
+    bool has_os = false;
+    for (size_t k = 0; k < n_attrs; k++) {
+        if (!strcmp(attrs[k].name, "group") && attrs[k].kind == DL_IR_ATTR_INT) {
+            group = attrs[k].i;
+        } else if (!strcmp(attrs[k].name, "auto_pad") && attrs[k].kind == DL_IR_ATTR_STRING) {
+            auto_pad = attrs[k].s;
+        } else if (!strcmp(attrs[k].name, "output_shape") && attrs[k].n > 0) {
+            has_os = true;
+        }
+    }
+    for (int k = 0; k < 3; k++) {
+        if ((ks[k] && ks[k] != K[k]) || st[k] < 1 || dil[k] < 1) {
+            err(im,
+                "onnx: %s: attribute 'kernel_shape', 'strides' or 'dilations' does not fit W %s",
+                desc, "[C, M/group, KD, KH, KW]");
+            return DL_ERR_UNSUPPORTED;
+        }
+    }
+    if (group < 1 || C % group != 0 || wd[0].value != C) {
+        err(im, "onnx: %s: attribute 'group' %lld does not fit X's %lld channels and W's %lld",
+            desc, (long long)group, (long long)C, (long long)wd[0].value);
+        return DL_ERR_UNSUPPORTED;
+    }
+    if (opad[0] < 0 || (opad[0] >= st[0] && opad[0] >= dil[0])) {
+        err(im,
+            "onnx: %s: attribute 'output_padding' %lld (depth) must be >= 0 and smaller than the "
+            "stride %lld or the dilation %lld",
+            desc, (long long)opad[0], (long long)st[0], (long long)dil[0]);
+        return DL_ERR_UNSUPPORTED;
+    }
+    // Depth: the full output, then OD and the begin padding (negative: positions before the
+    // first tap, which get only the bias).
+    // Each limit keeps the products below int64's range: strides and dilations are any int64.
+    const int64_t lim = (int64_t)1 << 24;
+    bool big = D > lim || K[0] > lim || st[0] > lim || dil[0] > lim || Mg > lim || group > lim ||
+               pads[0] > lim || pads[3] > lim || oshape[0] > lim;
+    int64_t full = big ? 0 : st[0] * (D - 1) + opad[0] + (K[0] - 1) * dil[0] + 1, OD = 0, pb = 0;
+    bool same = !strcmp(auto_pad, "SAME_UPPER") || !strcmp(auto_pad, "SAME_LOWER");
+    if (big) {
+        OD = 0;
+    } else if (!strcmp(auto_pad, "VALID")) {
+        pb = 0, OD = full;
+    } else if (has_os || same) {
+        OD = has_os ? oshape[0] : D * st[0];
+        int64_t total = full - OD, half = total >= 0 ? total / 2 : -((-total + 1) / 2);
+        pb = !strcmp(auto_pad, "SAME_UPPER") ? half : total - half;
+    } else {
+        pb = pads[0], OD = full - pads[0] - pads[3];
+    }
+    // D * K[0] <= 2^48; the matrix's size only once both factors are at most 2^24.
+    int64_t M = Mg * group;
+    int64_t n_s = OD > 0 && OD <= lim && D * K[0] <= lim ? D * K[0] * OD : lim + 1;
+    if (OD < 1 || n_s > lim) {
+        err(im,
+            "onnx: %s: attributes 'pads', 'strides', 'dilations' and 'output_shape' give %lld "
+            "output depths from %lld (at most 2^24 depth taps and outputs)",
+            desc, (long long)OD, (long long)D);
+        return DL_ERR_UNSUPPORTED;
+    }
+    const char *base = nd->output[0];
+    dl_ir_value *xt, *x2, *w2, *z, *z6, *zt, *z2, *sm, *y2, *y5, *y;
+    int64_t p5[5] = {0, 2, 1, 3, 4}, p6[6] = {0, 2, 4, 5, 1, 3}, po[5] = {0, 1, 4, 2, 3};
+    dl_ir_attr ta = attr_ints("perm", p5, 5);
+    DL_TRY(add_op(im, DL_IR_OP_TRANSPOSE, &x, 1, &ta, 1, base, "_depth_first", &xt));
+    int64_t xs[4] = {-1, C, H, W}, ws[4] = {C, Mg * K[0], K[1], K[2]};
+    dl_ir_attr xa = attr_ints("shape", xs, 4), wa = attr_ints("shape", ws, 4);
+    DL_TRY(add_op(im, DL_IR_OP_RESHAPE, &xt, 1, &xa, 1, base, "_2d", &x2));
+    DL_TRY(add_op(im, DL_IR_OP_RESHAPE, &w, 1, &wa, 1, base, "_w2d", &w2));
+    // The 2-D op: the H and W entries of every spatial attribute, group and auto_pad.
+    int64_t k2[2] = {K[1], K[2]}, s2[2] = {st[1], st[2]}, d2[2] = {dil[1], dil[2]};
+    int64_t pd2[4] = {pads[1], pads[2], pads[4], pads[5]}, op2[2] = {opad[1], opad[2]};
+    int64_t os2[2] = {oshape[1], oshape[2]};
+    dl_ir_attr ca[8] = {attr_ints("kernel_shape", k2, 2),    attr_ints("strides", s2, 2),
+                        attr_ints("dilations", d2, 2),       attr_ints("pads", pd2, 4),
+                        attr_ints("output_padding", op2, 2), attr_int("group", group)};
+    size_t n_ca = 6;
+    if (strcmp(auto_pad, "NOTSET") != 0) {
+        ca[n_ca++] =
+            (dl_ir_attr){.name = "auto_pad", .kind = DL_IR_ATTR_STRING, .i_sym = -1, .s = auto_pad};
+    }
+    if (has_os) {
+        ca[n_ca++] = attr_ints("output_shape", os2, 2);
+    }
+    dl_ir_value *cin[2] = {x2, w2};
+    DL_TRY(add_op(im, DL_IR_OP_CONV_TRANSPOSE, cin, 2, ca, n_ca, base, "_convt2d", &z));
+    DL_TRY(known_type(im, z, desc, "the 2-D transposed convolution"));
+    int64_t OH = z->type.dims[2].value, OW = z->type.dims[3].value;
+    int64_t zs[6] = {-1, D, M, K[0], OH, OW}, z2s[2] = {-1, D * K[0]};
+    int64_t ys[5] = {-1, M, OH, OW, OD};
+    dl_ir_attr za = attr_ints("shape", zs, 6), tza = attr_ints("perm", p6, 6);
+    dl_ir_attr z2a = attr_ints("shape", z2s, 2), ya = attr_ints("shape", ys, 5);
+    dl_ir_attr toa = attr_ints("perm", po, 5);
+    DL_TRY(add_op(im, DL_IR_OP_RESHAPE, &z, 1, &za, 1, base, "_taps", &z6));
+    DL_TRY(add_op(im, DL_IR_OP_TRANSPOSE, &z6, 1, &tza, 1, base, "_taps_t", &zt));
+    DL_TRY(add_op(im, DL_IR_OP_RESHAPE, &zt, 1, &z2a, 1, base, "_taps_2d", &z2));
+    double *sv = dl_mem_calloc((size_t)n_s, sizeof *sv);
+    if (!sv) {
+        return DL_ERR_NOMEM;
+    }
+    for (int64_t d = 0; d < D; d++) {
+        for (int64_t kd = 0; kd < K[0]; kd++) {
+            int64_t od = d * st[0] + kd * dil[0] - pb;
+            if (od >= 0 && od < OD) {
+                sv[(d * K[0] + kd) * OD + od] = 1;
+            }
+        }
+    }
+    int64_t sdims[2] = {D * K[0], OD};
+    dl_status s = add_const(im, x->type.dtype, 2, sdims, sv, n_s, base, "_depth_scatter", &sm);
+    free(sv);
+    DL_TRY(s);
+    dl_ir_value *mi[2] = {z2, sm};
+    DL_TRY(add_op(im, DL_IR_OP_MATMUL, mi, 2, NULL, 0, base, "_depths", &y2));
+    DL_TRY(add_op(im, DL_IR_OP_RESHAPE, &y2, 1, &ya, 1, base, "_5d", &y5));
+    DL_TRY(
+        add_op(im, DL_IR_OP_TRANSPOSE, &y5, 1, &toa, 1, b ? base : out_id, b ? "_nobias" : "", &y));
+    if (!b) {
+        *out = y;
+        return DL_OK;
+    }
+    int64_t bax[3] = {1, 2, 3};
+    dl_ir_attr ba = attr_ints("axes", bax, 3);
+    dl_ir_value *b4;
+    DL_TRY(add_op(im, DL_IR_OP_UNSQUEEZE, &b, 1, &ba, 1, base, "_bias", &b4));
+    dl_ir_value *ai[2] = {y, b4};
+    return add_op(im, DL_IR_OP_ADD, ai, 2, NULL, 0, out_id, "", out);
+}
+
 // Emits one ONNX node (not a Constant) as an IR node.
 static dl_status emit_node(imp *im, dl_arena *a, size_t idx) {
     const Onnx__NodeProto *nd = im->g->node[idx];
@@ -3131,18 +3315,18 @@ static dl_status emit_node(imp *im, dl_arena *a, size_t idx) {
     while (n_ins > 0 && !ins[n_ins - 1]) {
         n_ins--; // trailing omitted optional inputs
     }
-    if (op == DL_IR_OP_CONV && n_ins >= 2 && ins[0] && ins[1] && nd->n_output == 1 &&
-        nd->output[0] && nd->output[0][0]) {
+    if ((op == DL_IR_OP_CONV || op == DL_IR_OP_CONV_TRANSPOSE) && n_ins >= 2 && ins[0] && ins[1] &&
+        nd->n_output == 1 && nd->output[0] && nd->output[0][0] &&
+        (ins[1]->type.rank == 3 || ins[1]->type.rank == 5)) {
+        sym *o = sym_find(im, nd->output[0]);
+        DL_ASSERT(o);
         if (ins[1]->type.rank == 3) {
-            sym *o = sym_find(im, nd->output[0]);
-            DL_ASSERT(o);
-            return emit_conv1d(im, a, nd, desc, attrs, n_attrs, ins, n_ins, nd->output[0], &o->v);
+            return emit_conv1d(im, a, op, nd, desc, attrs, n_attrs, ins, n_ins, nd->output[0],
+                               &o->v);
         }
-        if (ins[1]->type.rank == 5) {
-            sym *o = sym_find(im, nd->output[0]);
-            DL_ASSERT(o);
-            return emit_conv3d(im, nd, desc, attrs, n_attrs, ins, n_ins, nd->output[0], &o->v);
-        }
+        return op == DL_IR_OP_CONV
+                   ? emit_conv3d(im, nd, desc, attrs, n_attrs, ins, n_ins, nd->output[0], &o->v)
+                   : emit_convt3d(im, nd, desc, attrs, n_attrs, ins, n_ins, nd->output[0], &o->v);
     }
     size_t n_outs = nd->n_output;
     while (n_outs > 0 && !(nd->output[n_outs - 1] && nd->output[n_outs - 1][0])) {

@@ -6,8 +6,8 @@
 // == t, the canonical-layout promise). A model the importer refuses is fine (that refusal is the
 // importer's answer). One that imports but fails shape inference or the verifier is refused by
 // `dlcc import` itself, which runs that check before writing (listed as "check-refused": the
-// importer cannot know shapes, e.g. ConvTranspose on a rank-3 input). An accepted model whose
-// printed text does not parse back, or not to the same text, is a MISMATCH.
+// importer does not check shapes, e.g. an Add of shapes that do not broadcast). An accepted
+// model whose printed text does not parse back, or not to the same text, is a MISMATCH.
 //
 // Usage: onnx_import_check [--verbose] [DATA_DIR]; exit 1 on any mismatch, 77 when the data is
 // not installed. Last line: "N accepted, N refused, N check-refused, N mismatches".

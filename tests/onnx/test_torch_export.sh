@@ -4,12 +4,16 @@
 # with a dynamic batch axis (Shape -> Gather -> Unsqueeze -> Concat -> Reshape chains folded at
 # import, the batch a named dim), run by `dlcc run` on the cpu backend and the reference
 # evaluator at batch sizes other than the export's; PReLU, InstanceNorm2d, GroupNorm, Conv1d
-# with 1-D pools, Upsample (nearest, bilinear) and Conv3d (strides, pads, dilations, groups, a
-# dynamic batch, auto_pad SAME_*), decomposed at import; and gradients through them: three SGD
-# steps of an imported GroupNorm/PReLU/Upsample CNN, a 3-D CNN and an LSTM against torch. Tolerance from float32 rounding: |got - torch| <= K * 2^-23 *
-# (1 + |torch|), K the length of the longest sum on the path (a 128-wide matmul, LayerNorm over
-# 64) times 4. Also, without torch (onnx only): shape computations that depend on a named dim in
-# a way the graph format cannot say are refused, naming the dim. Exit 77 without onnx.
+# with 1-D pools, Upsample (nearest, bilinear), Conv3d (strides, pads, dilations, groups, a
+# dynamic batch, auto_pad SAME_*) and
+# ConvTranspose1d / ConvTranspose3d, decomposed at import; and gradients through them: three SGD
+# steps of an imported GroupNorm/PReLU/Upsample CNN, a 3-D CNN, 1-D and 3-D transposed
+# convolutions and an LSTM against torch. Tolerance from float32 rounding:
+# |got - torch| <= K * 2^-23 * (1 + |torch|), K the length of the longest sum on the path (a
+# 128-wide matmul, LayerNorm over 64) times 4. Also, without torch (onnx only): shape
+# computations that depend on a named dim in a way the graph format cannot say are refused,
+# naming the dim; 1-D and 3-D ConvTranspose models (auto_pad, output_shape) against numpy's
+# scatter form of ONNX's definition; refusals naming the attribute. Exit 77 without onnx.
 # usage: test_torch_export.sh DLCC SOURCE_DIR
 set -u
 if [ $# -ne 2 ]; then
@@ -24,6 +28,16 @@ if ! "$py" -c 'import onnx, numpy' 2>/dev/null; then
   echo "skip: onnx is not available to $py"
   exit 77
 fi
+
+# both M X WANT K WHAT: M.dlg runs on X.npy on the cpu backend and on the reference evaluator,
+# each computing WANT.npy within K (see close).
+both() {
+  expect 0 "... runs (cpu)" run $1.dlg --in x=$2.npy --out y=$1_y.npy
+  check "... computing $5" close $1_y.npy $3.npy $4
+  expect 0 "... runs (reference evaluator)" run $1.dlg --backend ref --in x=$2.npy \
+    --out y=$1_yr.npy
+  check "... computing $5" close $1_yr.npy $3.npy $4
+}
 
 # close GOT WANT K: the float32 tolerance above.
 close() {
@@ -79,6 +93,95 @@ expect_msg 1 "a dim that lost its name is caught by the second import" \
 expect 0 "a static Shape/Mul/Concat/ConstantOfShape chain folds" import static_chain.onnx \
   -o chain.dlg
 check "... to a constant-free Expand" grep -qF 'Expand <shape = [1, 4, 6]>' chain.dlg
+
+# 1-D and 3-D ConvTranspose (onnx.helper models) against numpy's scatter form of ONNX's
+# definition: strides, dilations, pads, output_padding, groups, a bias, auto_pad SAME_UPPER /
+# SAME_LOWER / VALID and output_shape (in depth one past the full output: negative padding, the
+# extra depth gets only the bias).
+"$py" - <<'PYEOF'
+import itertools, numpy as np, onnx
+from onnx import helper, numpy_helper, TensorProto as T
+def convt(x, w, b, strides, dils, pads, opad, oshape, auto_pad, group):
+    nsp, (N, C), Mg = x.ndim - 2, x.shape[:2], w.shape[1]
+    Cg, ks, ins = C // group, w.shape[2:], x.shape[2:]
+    full = [s * (i - 1) + o + (k - 1) * d + 1
+            for s, i, o, k, d in zip(strides, ins, opad, ks, dils)]
+    if oshape or auto_pad.startswith("SAME"):
+        out = oshape or [i * s for i, s in zip(ins, strides)]
+        tot = [f - o for f, o in zip(full, out)]
+        pb = [t // 2 if auto_pad == "SAME_UPPER" else t - t // 2 for t in tot]
+    elif auto_pad == "VALID":
+        out, pb = full, [0] * nsp
+    else:
+        out, pb = [f - pads[i] - pads[i + nsp] for i, f in enumerate(full)], pads[:nsp]
+    y = np.zeros((N, Mg * group) + tuple(out))
+    if b is not None:
+        y += b.reshape((-1,) + (1,) * nsp)
+    for k in itertools.product(*[range(n) for n in ks]):
+        iv = [[j for j in range(ins[i]) if 0 <= j * strides[i] + k[i] * dils[i] - pb[i] < out[i]]
+              for i in range(nsp)]
+        ov = [[j * strides[i] + k[i] * dils[i] - pb[i] for j in iv[i]] for i in range(nsp)]
+        if any(not v for v in iv):
+            continue
+        for g in range(group):
+            xs = x[np.ix_(range(N), range(g * Cg, (g + 1) * Cg), *iv)].astype(np.float64)
+            c = np.einsum("nc...,cm->nm...", xs, w[(slice(g * Cg, (g + 1) * Cg), slice(None)) + k])
+            y[np.ix_(range(N), range(g * Mg, (g + 1) * Mg), *ov)] += c
+    return y
+rng = np.random.default_rng(0)
+cases = {
+    "ct3_pads": ((2, 4, 3, 4, 3), (4, 3, 3, 2, 3), True,
+                 dict(strides=[2, 1, 2], dilations=[1, 2, 1], pads=[1, 0, 1, 0, 1, 2],
+                      output_padding=[1, 0, 1], group=2)),
+    # in depth a kernel shorter than the stride: total padding -1
+    "ct3_same_upper": ((1, 2, 3, 3, 4), (2, 3, 2, 3, 2), True,
+                       dict(auto_pad="SAME_UPPER", strides=[3, 2, 1])),
+    "ct3_same_lower": ((1, 2, 3, 3, 4), (2, 3, 2, 3, 2), False,
+                       dict(auto_pad="SAME_LOWER", strides=[3, 2, 1])),
+    "ct3_valid": ((1, 2, 2, 3, 2), (2, 2, 2, 2, 3), True,
+                  dict(auto_pad="VALID", strides=[3, 1, 2])),
+    "ct3_oshape": ((1, 2, 3, 3, 3), (2, 2, 3, 3, 2), True,
+                   dict(strides=[2, 2, 3], output_shape=[8, 6, 8])),
+    "ct1_pads": ((2, 4, 5), (4, 3, 3), True,
+                 dict(strides=[3], dilations=[2], pads=[2, 1], output_padding=[1], group=2)),
+    "ct1_same": ((1, 2, 5), (2, 3, 4), True, dict(auto_pad="SAME_UPPER", strides=[2])),
+}
+for name, (xs, ws, bias, at) in cases.items():
+    x = rng.standard_normal(xs).astype(np.float32)
+    w = rng.uniform(-1, 1, ws).astype(np.float32)
+    group = at.get("group", 1)
+    b = rng.uniform(-1, 1, ws[1] * group).astype(np.float32) if bias else None
+    nsp = len(xs) - 2
+    y = convt(x, w, b, at.get("strides", [1] * nsp), at.get("dilations", [1] * nsp),
+              at.get("pads", [0] * 2 * nsp), at.get("output_padding", [0] * nsp),
+              at.get("output_shape"), at.get("auto_pad", "NOTSET"), group)
+    inits = [numpy_helper.from_array(w, "w")] + ([numpy_helper.from_array(b, "b")] if bias else [])
+    node = helper.make_node("ConvTranspose", ["x", "w"] + (["b"] if bias else []), ["y"], **at)
+    g = helper.make_graph([node], name, [helper.make_tensor_value_info("x", T.FLOAT, xs)],
+                          [helper.make_tensor_value_info("y", T.FLOAT, None)], inits)
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), name + ".onnx")
+    np.save(name + "_x.npy", x)
+    np.save(name + "_want.npy", y)
+# Refusals name the node and the attribute.
+x = helper.make_tensor_value_info("x", T.FLOAT, [1, 1, 2, 3, 3])
+w = numpy_helper.from_array(np.ones((1, 1, 2, 2, 2), np.float32), "w")
+node = helper.make_node("ConvTranspose", ["x", "w"], ["y"], name="up", strides=[2, 1, 1],
+                        output_padding=[2, 0, 0])
+g = helper.make_graph([node], "bad_opad", [x], [helper.make_tensor_value_info("y", T.FLOAT, None)],
+                      [w])
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), "bad_opad.onnx")
+PYEOF
+for m in ct3_pads ct3_same_upper ct3_same_lower ct3_valid ct3_oshape ct1_pads ct1_same; do
+  expect 0 "ConvTranspose $m: imports" import $m.onnx -o $m.dlg
+  both $m ${m}_x ${m}_want 64 "ONNX's definition (numpy)"
+done
+check "a 3-D ConvTranspose is one 2-D ConvTranspose and a MatMul" \
+  test "$(grep -cE '= (ConvTranspose|MatMul) ' ct3_pads.dlg)" -eq 2
+check "a 1-D ConvTranspose is a 2-D one over [N, C, 1, L]" grep -qF 'strides = [1, 3]' \
+  ct1_pads.dlg
+expect_msg 1 "a depth output_padding not below the stride is refused, naming it" \
+  "node 0 'up' (ConvTranspose): attribute 'output_padding' 2 (depth) must be >= 0 and smaller" \
+  import bad_opad.onnx
 
 if ! "$py" -c 'import torch' 2>/dev/null; then
   echo "note: torch is not available to $py, the torch exports are skipped"
@@ -161,11 +264,11 @@ import numpy as np, torch
 nn = torch.nn
 torch.manual_seed(0)
 class Up(nn.Module):
-    def __init__(s, mode):
+    def __init__(s, mode, align_corners=False, size=None):
         super().__init__()
         s.c = nn.Conv2d(2, 3, 3, padding=1)
-        s.u = nn.Upsample(scale_factor=2, mode=mode,
-                          **({} if mode == "nearest" else {"align_corners": False}))
+        s.u = nn.Upsample(scale_factor=None if size else 2, size=size, mode=mode,
+                          **({} if mode == "nearest" else {"align_corners": align_corners}))
     def forward(s, x):
         return s.u(s.c(x))
 models = {
@@ -176,6 +279,16 @@ models = {
                              nn.MaxPool1d(2), nn.AvgPool1d(2)), (2, 3, 16)),
     "up_nearest": (Up("nearest"), (2, 2, 5, 4)),
     "up_bilinear": (Up("bilinear"), (2, 2, 5, 4)),
+    # transposed: strides, pads, output_padding, dilations, groups, a bias; then a stride
+    # longer than the kernel
+    "convt1d": (nn.Sequential(nn.ConvTranspose1d(4, 6, 3, stride=2, padding=1, output_padding=1,
+                                                 groups=2), nn.ReLU(),
+                              nn.ConvTranspose1d(6, 2, 2, dilation=2, bias=False)), (2, 4, 7)),
+    "convt3d": (nn.Sequential(nn.ConvTranspose3d(4, 6, (3, 2, 3), stride=(2, 1, 2),
+                                                 padding=(1, 0, 1), output_padding=(1, 0, 1),
+                                                 dilation=(1, 2, 1), groups=2), nn.ReLU(),
+                              nn.ConvTranspose3d(6, 2, (2, 1, 1), stride=(3, 1, 1), bias=False)),
+                (2, 4, 3, 4, 3)),
     # 3-D: depth stride, padding, dilation, groups and a bias, then a 1x1x1 without bias
     "conv3d": (nn.Sequential(nn.Conv3d(4, 6, (3, 2, 3), stride=(2, 1, 1), padding=(1, 0, 1),
                                        dilation=(1, 2, 1), groups=2), nn.ReLU(),
@@ -192,13 +305,10 @@ for name, (m, shape) in models.items():
     with torch.no_grad():
         np.save(name + "_torch.npy", m(x).numpy())
 PYEOF
-for m in prelu inorm gnorm conv1d up_nearest up_bilinear conv3d; do
+for m in prelu inorm gnorm conv1d up_nearest up_bilinear convt1d convt3d \
+  conv3d; do
   expect 0 "$m: the torch export imports" import $m.onnx -o $m.dlg
-  expect 0 "... runs (cpu)" run $m.dlg --in x=${m}_x.npy --out y=${m}_y.npy
-  check "... computing what torch computes" close ${m}_y.npy ${m}_torch.npy 256
-  expect 0 "... runs (reference evaluator)" run $m.dlg --backend ref --in x=${m}_x.npy \
-    --out y=${m}_yr.npy
-  check "... computing what torch computes" close ${m}_yr.npy ${m}_torch.npy 256
+  both $m ${m}_x ${m}_torch 256 "what torch computes"
 done
 check "PRelu is decomposed into Where" grep -q 'Where' prelu.dlg
 check "a 3-D Conv is one 2-D Conv over the depth windows" \
@@ -247,8 +357,9 @@ done
 check "a 1-D Conv is a 2-D one over [N, C, 1, L]" grep -qF 'kernel_shape = [1, 3]' conv1d.dlg
 
 # Gradients through the decompositions: GroupNorm (InstanceNormalization), PReLU, bilinear
-# Upsample, 3-D convolutions and an LSTM, and a transformer encoder layer, imported with --train-loss mse, three
-# SGD steps of dlcc give the params three torch steps give.
+# Upsample, 3-D convolutions, 1-D and 3-D transposed convolutions and an
+# LSTM, and a transformer encoder layer, imported with --train-loss mse, three SGD steps of dlcc
+# give the params three torch steps give.
 "$py" - <<'PYEOF' 2>/dev/null
 import json, numpy as np, onnx, onnx.numpy_helper, torch
 nn = torch.nn
@@ -284,8 +395,18 @@ class C3(nn.Module):  # two 3-D convolutions, strided and padded in depth
         s.o = nn.Conv3d(3, 1, (2, 1, 1))
     def forward(s, x):
         return s.o(torch.tanh(s.c(x)))
+class CT(nn.Module):  # a transposed convolution (1-D or 3-D), then a 1x1 convolution
+    def __init__(s, d):
+        super().__init__()
+        s.c = (nn.ConvTranspose1d if d == 1 else nn.ConvTranspose3d)(2, 3, 3, stride=2,
+                                                                     padding=1, output_padding=1)
+        s.o = (nn.Conv1d if d == 1 else nn.Conv3d)(3, 1, 1)
+    def forward(s, x):
+        return s.o(torch.tanh(s.c(x)))
 for name, m, shape, oshape in (("tgn", M(), (4, 2, 4, 4), (4, 1, 8, 8)),
                                ("tc3d", C3(), (2, 2, 5, 4, 4), (2, 1, 2, 4, 4)),
+                               ("tct1", CT(1), (4, 2, 5), (4, 1, 10)),
+                               ("tct3", CT(3), (2, 2, 3, 3, 3), (2, 1, 6, 6, 6)),
                                ("tlstm", L(), (4, 6, 3), (4, 6, 5)),
                                ("tenc", E(), (4, 5, 16), (4, 4))):
     for p in m.parameters():
@@ -343,7 +464,7 @@ bad = [k for k, v in want.items()
 print("compared", len(want), "params; differ:", bad)
 sys.exit(bool(bad) or not want)
 PYEOF
-for m in tgn tc3d tlstm tenc; do
+for m in tgn tc3d tct1 tct3 tlstm tenc; do
   expect 0 "$m: import --train-loss mse" import $m.onnx -o $m.dlg --train-loss mse \
     --optimizer sgd --lr 0.1
   expect 0 "... three SGD steps" run $m.dlg --entry train_step --steps 3 --in x=${m}_xs.npy \
