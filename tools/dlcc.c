@@ -224,14 +224,15 @@ static const cli_help helps[] = {
      "  --lr V               base learning rate (default: the model's optimizer lr)\n"
      "  --lr-schedule NAME   constant (default); step: x0.1 at 50% and again at 75% of the\n"
      "                       steps; cosine: lr/2 (1 + cos(pi t/T)); warmup-cosine: lr (t+1)/S\n"
-     "                       for the first S steps, then cosine; one-cycle: OneCycleLR's\n"
+     "                       for the first S steps, then cosine; one-cycle: PyTorch's\n"
+     "                       OneCycleLR with its defaults, V as its max_lr\n"
      "  --warmup-steps S     warm-up steps of warmup-cosine (default 5% of the steps)\n"
      "  --seed S             seed of the shuffling (default 0)\n"
      "  --loader-threads P   data loader producer threads, 1..256 (default 1: they only copy\n"
      "                       rows of the data read up front)\n"
      "  --prefetch K         batch slots of the loader's ring, 2..1024 (default 4): how many\n"
-     "                       batches are made ahead of the step\n"
-     "  --limit-train N      use only the first N training samples\n",
+     "                       batches are made ahead of the step\n",
+     "  --limit-train N      use only the first N training samples\n"
      "  --data NAME=FILE     input NAME's .npy [S, ...], S samples (one per input)\n"
      "  --test-data NAME=FILE  the test set, one per input\n"
      "  --normalize NAME[=per-channel|global]  standardise float input NAME (stored in the\n"

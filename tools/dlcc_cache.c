@@ -120,6 +120,7 @@ static void print_main_help(FILE *f) {
     fprintf(f, "usage: dlcc-cache COMMAND [--cache-dir DIR] [--json] [ARGS...]\n\ncommands:\n");
     cli_print_commands(f);
     fprintf(f, "\noptions:\n" COMMON_OPTS JSON_OPT "  -h, --help        show this help\n"
+               "  --version         show the version\n"
                "  -M SIZE           set the size limit (config max-size SIZE; 0: no limit)\n"
                "  -z                zero the statistics (stats -z)\n");
     fprintf(

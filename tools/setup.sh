@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # tools/setup.sh — installs everything dlcc needs from Debian 12's archive. Non-interactive and
 # idempotent: when every package is already installed it touches nothing.
+# usage: setup.sh [--test]. --test (tools/test.sh passes it) adds the packages that only tests
+# use (TEST_PKGS below); the main job (tools/main-job.sh) does not need them.
 set -euo pipefail
 
 PKGS=(
@@ -20,6 +22,18 @@ PKGS=(
   libopenmpi-dev openmpi-bin                        # data-parallel training (libdlrt_mpi.so, mpirun)
   python3-mpi4py                                    # MPI communicators passed to the Python binding
 )
+
+# Only the test suite needs these (all --no-install-recommends, as everything here).
+TEST_PKGS=(
+  groff-base mandoc          # man_pages_render: man/ rendered by groff -ww, linted by mandoc -Tlint
+  chromium-headless-shell    # train_cli_plot_render: dlcc plot's SVG screenshot in headless Chromium
+)                            # (with 29 dependencies: ~100 MB download, ~295 MiB; docs/training.md)
+
+case "${1:-}" in
+  "") ;;
+  --test) PKGS+=("${TEST_PKGS[@]}") ;;
+  *) echo "usage: $0 [--test]" >&2; exit 2 ;;
+esac
 
 missing=()
 for p in "${PKGS[@]}"; do

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# tools/test.sh — installs dependencies, builds and runs every test. This is the README's test
-# command and what CI runs (.ci/run). Three stages:
+# tools/test.sh — installs dependencies (with the test-only ones: tools/setup.sh --test), builds
+# and runs every test. This is the README's test command and what CI runs (.ci/run). Stages:
 #   1. gcc, RelWithDebInfo, -Werror: the whole ctest suite;
 #   2. clang-19 with AddressSanitizer + UndefinedBehaviorSanitizer, -Werror: the whole suite again;
 #   3. every libFuzzer target (clang-19), each run for DL_FUZZ_SECONDS (default 30).
@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 root=$PWD
 jobs=$(nproc 2>/dev/null || echo 2)
 
-bash tools/setup.sh || { echo "setup failed"; echo "0 passed, 1 failed"; exit 1; }
+bash tools/setup.sh --test || { echo "setup failed"; echo "0 passed, 1 failed"; exit 1; }
 export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/ccache}
 export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-2G}
 

@@ -2,9 +2,9 @@
 # tests/install/test_install.sh — dlcc installed as a user installs it, then used from outside
 # the tree: `cmake --install BUILD --prefix P`; the files; each public header compiling alone;
 # the libraries exporting only their API; the installed tools running with no environment
-# (RUNPATH); samples/train_fmnist.c built outside the tree with pkg-config and with
-# find_package(dlcc); the installed Python package finding its libraries by itself, from the
-# prefix and from `pip install ./python` in a venv.
+# (RUNPATH); the manual pages found by man; samples/train_fmnist.c built outside the tree with
+# pkg-config and with find_package(dlcc); the installed Python package finding its libraries by
+# itself, from the prefix and from `pip install ./python` in a venv.
 # usage: test_install.sh BUILD_DIR SOURCE_DIR
 set -u
 build=$(cd "$1" && pwd)
@@ -44,6 +44,38 @@ for h in dlrt.h libdlcc.h; do
   ok_cmd "$h compiles on its own (C11, -Wall -Wextra -Werror)" \
     cc -std=c11 -Wall -Wextra -Wpedantic -Werror -I"$p/include" -c "hdr_${h%.h}.c" -o /dev/null
 done
+
+# The manual pages, in P/share/man/manN: man-db finds them there for a user with P/bin on PATH
+# (it looks beside each PATH directory) and renders them; without man-db, groff renders them.
+# tests/man checks their contents.
+for f in share/man/man1/dlcc.1 share/man/man1/dlcc-cache.1 share/man/man5/dlcc-graph.5; do
+  check "installed: $f" test -s "$p/$f"
+done
+if command -v man >/dev/null 2>&1; then
+  for pg in "1 dlcc" "1 dlcc-cache" "5 dlcc-graph"; do
+    read -r sec name <<<"$pg"
+    ok_cmd "man -w $sec $name, P/bin on PATH, finds the installed page" \
+      env -u MANPATH PATH="$p/bin:/usr/bin:/bin" man -w "$sec" "$name"
+    check "... P/share/man/man$sec/$name.$sec" grep -qxF "$p/share/man/man$sec/$name.$sec" "$out"
+    ok_cmd "man -l renders $name($sec)" env -u MANPATH MANWIDTH=80 LC_ALL=C.UTF-8 \
+      man -l "$p/share/man/man$sec/$name.$sec"
+    check "... its NAME line" grep -qE "^ +$name - [a-z]" "$out"
+  done
+  env -u MANPATH MANWIDTH=80 LC_ALL=C.UTF-8 man -l "$p/share/man/man1/dlcc.1" >dlcc.txt 2>&1
+  missing=""
+  for c in check fmt compile run train plot explain import; do
+    grep -qE "^ +dlcc $c\$" dlcc.txt || missing+=" $c"
+  done
+  check "... dlcc(1) has a subsection for each command${missing:+ (missing:$missing)}" \
+    test -z "$missing"
+elif command -v groff >/dev/null 2>&1; then
+  for f in man1/dlcc.1 man1/dlcc-cache.1 man5/dlcc-graph.5; do
+    ok_cmd "groff renders the installed $f" groff -man -Tutf8 "$p/share/man/$f"
+    check "... its NAME line" grep -qE "^ +$(basename "${f%.*}") - [a-z]" "$out"
+  done
+else
+  echo "skip: rendering the installed manual pages (neither man nor groff is installed)"
+fi
 
 # The installed tools, with no environment: they find libdlrt through their RUNPATH.
 ok_cmd "installed dlcc --version, empty environment" "${clean_env[@]}" "$p/bin/dlcc" --version

@@ -30,7 +30,9 @@ add_test(NAME train_cli_watch
          COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_watch.sh $<TARGET_FILE:dlcc> ${CMAKE_SOURCE_DIR})
 set_tests_properties(train_cli_watch PROPERTIES LABELS unit TIMEOUT 300)
 # `dlcc plot`: the SVG parses as XML with one polyline point per logged step; errors name the
-# file and line. The render check in headless Chromium is skipped (77) without a Chromium.
+# file and line. train_cli_plot_render: a screenshot in headless Chromium draws the curves where
+# the SVG puts them (tools/setup.sh --test installs chromium-headless-shell; skipped (77)
+# without a Chromium).
 add_test(NAME train_cli_plot
          COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_plot.sh $<TARGET_FILE:dlcc> ${CMAKE_SOURCE_DIR})
 set_tests_properties(train_cli_plot PROPERTIES LABELS unit TIMEOUT 120)
