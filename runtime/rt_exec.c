@@ -17,6 +17,16 @@
 // predecessor counts under the pool mutex and queues those that reach zero (inter-op
 // parallelism). The step ends when every kernel has finished.
 //
+// Small steps. The pool's hand-offs (a queue under a mutex, a wake-up per kernel that becomes
+// ready) cost a few microseconds per kernel: more than a second thread saves on a step of tens
+// of microseconds (the CNN at batch 1 took 0.149 ms on 2 threads, 0.115 on 1). So a schedule
+// whose kernels cannot run concurrently at all (rt_sched.serial) runs on the calling thread
+// alone, and a multi-threaded session probes every other schedule during its first steps: a
+// pooled step of PROBE_SMALL_NS or more keeps the pool at once; a shorter one is timed
+// PROBE_PAIRS times each way, alternating, and the faster way stays for the session's life.
+// Either way computes the same bytes. DLRT_PROBE=0 (or an explicit DLRT_SPLIT_BYTES) keeps the
+// pool for every schedule.
+//
 // Data-parallel sessions (rt_dp.c) run the train step as two schedules around its all-reduce
 // point, RT_SCHED_TRAIN_A (the plan's train kernels before comm_at) and RT_SCHED_TRAIN_B (the
 // rest), built only when the plan has one; a done hook on A starts each gradient bucket's
@@ -28,7 +38,8 @@
 //   - Results do not depend on T: the kernel ABI guarantees any partition of [0, range) gives the
 //     same bytes, and the plan's dependencies cover every hazard between kernels.
 //   - T = 1 (and DLRT_DEBUG_SPLIT) runs the entry's kernels in plan order on the calling thread,
-//     touching no lock and no atomic.
+//     touching no lock and no atomic; so does an entry with no concurrency at all (no kernel cut,
+//     each kernel waiting for the one before: rt_sched.serial).
 //   - Memory ordering: a kernel's writes happen before its successors run (the chunk count is
 //     acq_rel, queueing goes through the mutex), and before the step returns (kernels_left is
 //     released by the finisher and acquired by worker 0).
@@ -61,6 +72,13 @@
 #define WORKER_STACK_BYTES  ((size_t)16 << 20) // each worker thread's stack
 #define SPIN_WORK           2000               // polls for a ready chunk before sleeping
 #define SPIN_IDLE           5000               // polls for the next step before sleeping
+// The probe of small steps (run_probed): PROBE_WARM untimed pooled steps, one timed pooled step
+// that ends the probe when it takes PROBE_SMALL_NS or more, then PROBE_PAIRS steps each way,
+// alternating.
+#define PROBE_WARM     2u
+#define PROBE_PAIRS    8u
+#define PROBE_SMALL_NS 500000
+#define PROBE_DONE     UINT32_MAX
 
 typedef struct rt_kx {
     dlrt_kernel_fn fn;
@@ -86,6 +104,16 @@ typedef struct rt_sched {
     uint32_t *preds_left;     // per step; guarded by the pool mutex
     atomic_uint *chunks_left; // per step
     uint32_t total_chunks;
+    // No kernel is cut and each kernel waits for the one before it: nothing can ever run at the
+    // same time as anything else, so the calling thread runs the entry alone (run_sequential)
+    // and a step never pays the pool's hand-offs (a 32^3 product took 2 us on 2 threads, 1 on 1).
+    bool serial;
+    // The probe (run_probed): a multi-threaded session times its first steps of the schedule in
+    // both ways; where the calling thread alone was faster (a step of tens of microseconds, whose
+    // hand-offs between threads cost more than they save), it keeps running it so.
+    uint32_t probe;         // steps of the probe run so far (PROBE_DONE: decided)
+    int64_t par_ns, seq_ns; // their wall times, summed per way
+    bool alone;             // the decision: run_sequential
 } rt_sched;
 
 typedef struct rt_task {
@@ -348,14 +376,44 @@ static void run_parallel(rt_exec *x, rt_sched *sc) {
     work(x, 0);
 }
 
+// One step of a schedule still being probed: PROBE_WARM pooled steps, one timed pooled step (at
+// PROBE_SMALL_NS or more the pool stays, undecided no longer), then sequential and pooled steps
+// in turn, PROBE_PAIRS each; the faster total wins. Either way computes the same bytes.
+static void run_probed(dlrt_session *s, rt_sched *sc) {
+    uint32_t i = sc->probe++;
+    if (i < PROBE_WARM) {
+        run_parallel(s->exec, sc);
+        return;
+    }
+    bool alone = i > PROBE_WARM && (i - PROBE_WARM) % 2 == 1;
+    int64_t t0 = rt__now_ns();
+    if (alone) {
+        run_sequential(s, sc);
+    } else {
+        run_parallel(s->exec, sc);
+    }
+    int64_t dt = rt__now_ns() - t0;
+    if (i == PROBE_WARM && dt >= PROBE_SMALL_NS) {
+        sc->probe = PROBE_DONE;
+        return;
+    }
+    *(alone ? &sc->seq_ns : &sc->par_ns) += dt;
+    if (i == PROBE_WARM + 2 * PROBE_PAIRS) { // PROBE_PAIRS + 1 pooled, PROBE_PAIRS alone
+        sc->alone = sc->seq_ns * (int64_t)(PROBE_PAIRS + 1) < sc->par_ns * (int64_t)PROBE_PAIRS;
+        sc->probe = PROBE_DONE;
+    }
+}
+
 static void run_sched(dlrt_session *s, rt_sched *sc) {
     rt_exec *x = s->exec;
     if (sc->n == 0) {
         return;
     }
     unsigned fp_mode = fp_mode_enter(x->is_ftz);
-    if (x->n_threads == 1 || s->debug_split > 1) {
+    if (x->n_threads == 1 || s->debug_split > 1 || sc->serial || sc->alone) {
         run_sequential(s, sc);
+    } else if (sc->probe != PROBE_DONE) {
+        run_probed(s, sc);
     } else {
         run_parallel(x, sc);
     }
@@ -423,13 +481,16 @@ static dlrt_status resolve_threads(int requested, int *out) {
     return DLRT_OK;
 }
 
-static size_t split_bytes_setting(void) {
-    // A testing and tuning aid: DLRT_SPLIT_BYTES=0 splits every kernel with range > 1.
+// A testing and tuning aid: DLRT_SPLIT_BYTES=0 splits every kernel with range > 1. *is_set: the
+// variable gave the value (the pool is then used as told: no probe).
+static size_t split_bytes_setting(bool *is_set) {
     const char *env = getenv("DLRT_SPLIT_BYTES");
+    *is_set = false;
     if (env && *env) {
         char *end = NULL;
         unsigned long long v = strtoull(env, &end, 10);
         if (!*end) {
+            *is_set = true;
             return (size_t)v;
         }
     }
@@ -536,6 +597,15 @@ static dlrt_status build_sched(rt_exec *x, int slot, uint32_t first, uint32_t n,
             sc->succ[p->first_succ + p->n_succ++] = i;
         }
     }
+    sc->serial = sc->total_chunks == n;
+    for (uint32_t i = 1; i < n && sc->serial; i++) {
+        const rt_kx *p = &sc->k[i - 1];
+        bool waits = false;
+        for (uint32_t j = 0; j < p->n_succ && !waits; j++) {
+            waits = sc->succ[p->first_succ + j] == i;
+        }
+        sc->serial = waits;
+    }
     return DLRT_OK;
 }
 
@@ -563,7 +633,10 @@ dlrt_status rt__exec_create(dlrt_session *s, int requested, bool is_ftz) {
     if (!pos) {
         return rt__fail(DLRT_ERR_NOMEM, "out of memory");
     }
-    size_t split_bytes = split_bytes_setting();
+    bool split_set = false;
+    size_t split_bytes = split_bytes_setting(&split_set);
+    const char *probe_env = getenv("DLRT_PROBE");
+    bool no_probe = split_set || (probe_env && strcmp(probe_env, "0") == 0);
     uint32_t max_chunks = 1;
     // The train step's phases around its all-reduce point (data-parallel sessions, rt_dp.c).
     uint32_t tf = h->entry_first[DLRT_ENTRY_TRAIN_STEP], tn = h->entry_count[DLRT_ENTRY_TRAIN_STEP];
@@ -578,6 +651,7 @@ dlrt_status rt__exec_create(dlrt_session *s, int requested, bool is_ftz) {
             n = tn - at;
         }
         st = build_sched(x, e, first, n, pos, split_bytes);
+        x->sched[e].probe = no_probe ? PROBE_DONE : 0;
         if (x->sched[e].total_chunks > max_chunks) {
             max_chunks = x->sched[e].total_chunks;
         }

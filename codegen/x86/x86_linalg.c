@@ -528,6 +528,8 @@ static void emit_pack_a_block(cg *c, const fctx *f, LLVMValueRef n_tiles, LLVMVa
 }
 
 static void emit_pack_b_im2col(cg *c, const fctx *f, int64_t nr);
+static bool im_rows_contiguous(cg *c, const fctx *f);
+static void emit_pack_b_im_rows(cg *c, const fctx *f, int64_t nr);
 static void emit_im_rows(cg *c, const fctx *f);
 
 // bp[sub][k][0..NR) = B[pc + k, j0 .. j0 + nr), zero past nr, for k in [0, kc).
@@ -546,7 +548,11 @@ static void emit_pack_b(cg *c, const fctx *f, int64_t nr) {
         return;
     }
     if (p->im) {
-        emit_pack_b_im2col(c, f, nr);
+        if (im_rows_contiguous(c, f)) {
+            emit_pack_b_im_rows(c, f, nr);
+        } else {
+            emit_pack_b_im2col(c, f, nr);
+        }
         return;
     }
     dl_dtype bt = p->b->type.dtype;
@@ -1047,8 +1053,8 @@ static dl_status emit_float(cg *c, const gemm_prob *p) {
     emit_pack_a_block(c, &f, n_tiles, is_last, tile_e, mr_e);
     cg_loop lm;
     LLVMValueRef tile;
-    if (p->im) {
-        emit_im_rows(c, &f);
+    if (p->im && !im_rows_contiguous(c, &f)) {
+        emit_im_rows(c, &f); // the gathered pack's row tables
     }
     f.bp = bp_all;
     if (share) {
@@ -1250,6 +1256,130 @@ static void emit_pack_b_im2col(cg *c, const fctx *f, int64_t nr) {
     }
     store_vec(c, v, fptr(c, f->bp, add(c, dst0, mul_c(c, kk, f->g.NR))), f->valign);
     cg_for_end(c, &lk);
+}
+
+// The weight gradient's B (positions by taps) when a tap's lanes over consecutive positions are
+// consecutive elements of x: unit strides, no stride division, and output rows as wide as the
+// image's (OW == W, a "same" convolution), so that position p = oh*OW + ow of image n reads
+// x[n*ns + p + toff(j)] with toff(j) = ci*cs + hs(j)*W + ws(j) the tap's offset, valid while
+// oh + hs(j) and ow + ws(j) stay inside the image. An image has at least a vector of positions
+// (a vector of them spans at most two images). The float32 wide-vector case only.
+static bool im_rows_contiguous(cg *c, const fctx *f) {
+    const dl_cg__im2col *im = f->p->im;
+    int64_t vw = c->target->vector_width(c, DL_DT_FLOAT);
+    return !f->bf && im->kind == DL_CG__IM2COL_POS_BY_TAPS && im->a[0] == 1 && im->a[1] == 1 &&
+           im->d[0] == 1 && im->d[1] == 1 && im->OW == im->W && im->OH * im->OW >= vw && vw >= 8 &&
+           vw <= MAX_NR && f->g.NR % vw == 0 && f->g.KC % vw == 0;
+}
+
+// bp[sub][k][l] for im_rows_contiguous: vw positions at a time, each column of the panel one
+// masked load of vw consecutive elements (two when the positions cross into the next image),
+// then vw x vw transposes (transpose_sq) and one store per k, as the transposed-B pack. Rows past
+// kc (up to the next multiple of vw, inside the panel) are zeros; so are columns past nr. The
+// packed values are the gather's (emit_pack_b_im2col): the same bytes, without a gather.
+static void emit_pack_b_im_rows(cg *c, const fctx *f, int64_t nr) {
+    const gemm_prob *p = f->p;
+    const dl_cg__im2col *im = p->im;
+    int64_t vw = c->target->vector_width(c, DL_DT_FLOAT), ohw = im->OH * im->OW;
+    unsigned n = (unsigned)vw;
+    LLVMTypeRef wt = LLVMVectorType(c->t_f32, n);
+    unsigned walign = (unsigned)(vw * 4 < 64 ? vw * 4 : 64);
+    // The panel's columns: tap offset in the image and the row / column shifts (i32 lanes).
+    LLVMValueRef toff[MAX_NR], hsv[MAX_NR], wsv[MAX_NR];
+    for (int64_t jj = 0; jj < nr; jj++) {
+        LLVMValueRef ci, kh, kw;
+        split3(c, add(c, f->j0, cg_i64(c, jj)), im->kH, im->kW, &ci, &kh, &kw);
+        LLVMValueRef hs = add(c, mul_c(c, kh, im->cc[0]), cg_i64(c, im->b[0]));
+        LLVMValueRef ws = add(c, mul_c(c, kw, im->cc[1]), cg_i64(c, im->b[1]));
+        toff[jj] = add(c, mul_c(c, ci, im->cs), add(c, mul_c(c, hs, im->W), ws));
+        hsv[jj] = ivec_splat(c, n, hs);
+        wsv[jj] = ivec_splat(c, n, ws);
+    }
+    LLVMValueRef lanes[MAX_NR];
+    for (unsigned l = 0; l < n; l++) {
+        lanes[l] = cg_i32(c, (int32_t)l);
+    }
+    LLVMValueRef lane = LLVMConstVector(lanes, n);
+    LLVMValueRef dst0 = mul_c(c, f->sub, f->g.KC * f->g.NR);
+    LLVMValueRef nq = LLVMBuildUDiv(c->b, add(c, f->kc, cg_i64(c, vw - 1)), cg_i64(c, vw), "");
+    cg_loop lq;
+    LLVMValueRef q = cg_for_begin(c, &lq, cg_i64(c, 0), nq, "pbr");
+    LLVMValueRef kk = mul_c(c, q, vw);
+    LLVMValueRef kq = add(c, f->pc, kk);
+    LLVMValueRef img = LLVMBuildUDiv(c->b, kq, cg_i64(c, ohw), "");
+    LLVMValueRef p0 = LLVMBuildURem(c->b, kq, cg_i64(c, ohw), "");
+    // Lanes l < left are image img's positions p0 + l, the others image img + 1's l - left.
+    LLVMValueRef left = LLVMBuildSub(c->b, cg_i64(c, ohw), p0, "");
+    LLVMValueRef lo =
+        LLVMBuildICmp(c->b, LLVMIntULT, lane, ivec_splat(c, n, min_c(c, left, cg_i64(c, vw))), "");
+    LLVMValueRef pos = LLVMBuildSelect(
+        c->b, lo, vadd(c, ivec_splat(c, n, p0), lane),
+        LLVMBuildSub(c->b, lane, ivec_splat(c, n, min_c(c, left, cg_i64(c, vw))), ""), "");
+    LLVMValueRef oh = LLVMBuildUDiv(c->b, pos, ivec_c(c, n, im->OW), "");
+    LLVMValueRef ow = LLVMBuildURem(c->b, pos, ivec_c(c, n, im->OW), "");
+    LLVMValueRef kmask = cg_lane_mask_rt(c, LLVMBuildSub(c->b, f->kc, kk, ""), vw);
+    LLVMValueRef base0 = add(c, f->b_off, add(c, mul_c(c, img, im->ns), p0));
+    LLVMValueRef base1 =
+        LLVMBuildSub(c->b, add(c, f->b_off, mul_c(c, add(c, img, cg_i64(c, 1)), im->ns)), left, "");
+    LLVMValueRef hi = LLVMBuildNot(c->b, lo, "");
+    LLVMValueRef straddle = LLVMBuildICmp(c->b, LLVMIntSLT, left, cg_i64(c, vw), "");
+    LLVMValueRef x[MAX_NR];
+    if_else ie;
+    LLVMValueRef xa[MAX_NR], xb[MAX_NR];
+    LLVMBasicBlockRef from_a, from_b;
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass == 0) {
+            if_else_begin(c, &ie, straddle);
+        } else {
+            if_else_mid(c, &ie);
+        }
+        LLVMValueRef *out = pass == 0 ? xb : xa; // pass 0: the straddling vector
+        for (int64_t jj = 0; jj < f->g.NR; jj++) {
+            if (jj >= nr) {
+                out[jj] = LLVMConstNull(wt);
+                continue;
+            }
+            LLVMValueRef rok =
+                LLVMBuildICmp(c->b, LLVMIntULT, vadd(c, oh, hsv[jj]), ivec_c(c, n, im->H), "");
+            LLVMValueRef cok =
+                LLVMBuildICmp(c->b, LLVMIntULT, vadd(c, ow, wsv[jj]), ivec_c(c, n, im->W), "");
+            LLVMValueRef m = LLVMBuildAnd(c->b, kmask, LLVMBuildAnd(c->b, rok, cok, ""), "");
+            // Masked-off lanes are not read: the first lane's address may lie outside x.
+            LLVMValueRef v0 = cg_masked_load(c, wt, fptr(c, f->k->ptr[2], add(c, base0, toff[jj])),
+                                             pass == 0 ? LLVMBuildAnd(c->b, m, lo, "") : m);
+            if (pass == 0) {
+                LLVMValueRef v1 =
+                    cg_masked_load(c, wt, fptr(c, f->k->ptr[2], add(c, base1, toff[jj])),
+                                   LLVMBuildAnd(c->b, m, hi, ""));
+                v0 = LLVMBuildSelect(c->b, lo, v0, v1, "");
+            }
+            out[jj] = v0;
+        }
+        if (pass == 0) {
+            from_b = LLVMGetInsertBlock(c->b);
+        } else {
+            from_a = LLVMGetInsertBlock(c->b);
+        }
+    }
+    if_else_end(c, &ie);
+    for (int64_t jj = 0; jj < f->g.NR; jj++) {
+        if (jj >= nr) {
+            x[jj] = LLVMConstNull(wt);
+            continue;
+        }
+        x[jj] = LLVMBuildPhi(c->b, wt, "imr");
+        LLVMValueRef in[2] = {xb[jj], xa[jj]};
+        LLVMBasicBlockRef from[2] = {from_b, from_a};
+        LLVMAddIncoming(x[jj], in, from, 2);
+    }
+    for (int64_t h = 0; h < f->g.NR / vw; h++) {
+        transpose_sq(c, x + h * vw, n);
+        for (int64_t k = 0; k < vw; k++) {
+            LLVMValueRef d = add(c, dst0, mul_c(c, add(c, kk, cg_i64(c, k)), f->g.NR));
+            store_vec(c, x[h * vw + k], fptr(c, f->bp, add(c, d, cg_i64(c, h * vw))), walign);
+        }
+    }
+    cg_for_end(c, &lq);
 }
 
 // Smallest products the implicit GEMM takes (below them the direct kernels win: a 1-channel

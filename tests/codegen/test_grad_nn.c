@@ -96,6 +96,11 @@ DL_TEST(grad_nn_conv_weight_implicit_gemm) {
     DL_CHECK(cgw(2, 6, 12, 15, 10, 12, 15,
                  "kernel_shape = [3, 3], dilations = [2, 2], pads = [2, 2, 2, 2]"));
     DL_CHECK(cgw(3, 7, 10, 9, 9, 10, 9, "kernel_shape = [3, 2], pads = [1, 0, 1, 1]"));
+    // "Same" rows (OW == W) pack B by contiguous loads: 49 positions per image, so vectors of
+    // positions cross into the next image at changing lanes, over 7 KC blocks and a short one;
+    // a 1-row image (every vector crosses several images: the gathered pack's path).
+    DL_CHECK(cgw(19, 16, 7, 7, 16, 7, 7, "kernel_shape = [3, 3], pads = [1, 1, 1, 1]"));
+    DL_CHECK(cgw(40, 8, 1, 5, 8, 1, 5, "kernel_shape = [1, 3], pads = [0, 1, 0, 1]"));
 }
 
 DL_TEST(grad_nn_conv_weight_lowp) {

@@ -4,7 +4,8 @@
 // Bit-identity: the same train steps at different thread counts must give byte-identical params,
 // optimizer state and infer outputs (memcmp, not a tolerance). The stress test runs 1000 steps of
 // a small MLP at 1, 2 and 8 threads with every kernel split across the threads
-// (DLRT_SPLIT_BYTES=0), the samples (CNN, transformer block) 20 steps at 1 vs 3 threads. Also:
+// (DLRT_SPLIT_BYTES=0), the samples (CNN, transformer block) 20 steps at 1 vs 3 threads, the
+// small MLP 40 steps at 1 vs 2 threads through the small-step probe. Also:
 // thread-count errors, dlrt_session_threads, the profiler's API (trace and summary written,
 // errors while off), and flush-to-zero (the session option flush_denormals).
 #include "dl_base.h"
@@ -230,6 +231,15 @@ DL_TEST(stress_mlp_1000_steps_1_2_8_threads) {
     int threads[] = {1, 2, 8};
     check_identical(dl_test_failed_, m, threads, 3, 1000, 5);
     unsetenv("DLRT_SPLIT_BYTES");
+    dlrt_model_release(m);
+}
+
+// Without DLRT_SPLIT_BYTES the session probes its small steps (runtime/rt_exec.c: pooled and
+// alone in turn, then the faster way): the same bytes through the probe and after its decision.
+DL_TEST(small_steps_probed_1_vs_2_threads) {
+    dlrt_model *m = compile_text("smlp.dlg", SMALL_MLP);
+    int threads[] = {1, 2};
+    check_identical(dl_test_failed_, m, threads, 2, 40, 5);
     dlrt_model_release(m);
 }
 
