@@ -863,30 +863,34 @@ static void emit_epilogue(cg *c, const fctx *f, int64_t nr) {
         // float32 y: the panel row as one vector (the same operations lane by lane as below);
         // a narrower last panel stores (and reads C) through a lane mask. An epilogue reading
         // no other tensor goes lane by lane (LLVM's vectoriser joins the lanes again).
+        // A last panel at most half as wide as NR goes as half a vector (its scratch has only
+        // those lanes when the microkernel ran at half width: emit_tiles).
+        int64_t vl = nr <= f->g.NR / 2 && !f->bf ? f->g.NR / 2 : f->g.NR;
+        LLVMTypeRef vt = LLVMVectorType(c->t_f32, (unsigned)vl);
         LLVMValueRef mask = NULL;
-        if (nr < f->g.NR) {
+        if (nr < vl) {
             LLVMValueRef m[MAX_NR];
-            for (int64_t l = 0; l < f->g.NR; l++) {
+            for (int64_t l = 0; l < vl; l++) {
                 m[l] = LLVMConstInt(c->t_i1, l < nr, 0);
             }
-            mask = LLVMConstVector(m, (unsigned)f->g.NR);
+            mask = LLVMConstVector(m, (unsigned)vl);
         }
-        LLVMValueRef v = load_vec(c, f->vt, fptr(c, f->scr, srow), f->valign);
+        LLVMValueRef v = load_vec(c, vt, fptr(c, f->scr, srow), f->valign);
         if (p->alpha != 1.0) {
-            v = LLVMBuildFMul(c->b, v, splat(c, f->vt, cg_f32(c, p->alpha)), "");
+            v = LLVMBuildFMul(c->b, v, splat(c, vt, cg_f32(c, p->alpha)), "");
         }
         if (bias) {
-            v = LLVMBuildFAdd(c->b, v, splat(c, f->vt, bias), "");
+            v = LLVMBuildFAdd(c->b, v, splat(c, vt, bias), "");
         }
         if (p->cv) {
             LLVMValueRef cvv;
             if (p->cs_n == 0) {
-                cvv = splat(c, f->vt, cg_load(c, f->k->ptr[3], DL_DT_FLOAT, crow));
+                cvv = splat(c, vt, cg_load(c, f->k->ptr[3], DL_DT_FLOAT, crow));
             } else {
-                cvv = cg_masked_load(c, f->vt, fptr(c, f->k->ptr[3], crow), mask);
+                cvv = cg_masked_load(c, vt, fptr(c, f->k->ptr[3], crow), mask);
             }
             if (p->beta != 1.0) {
-                cvv = LLVMBuildFMul(c->b, cvv, splat(c, f->vt, cg_f32(c, p->beta)), "");
+                cvv = LLVMBuildFMul(c->b, cvv, splat(c, vt, cg_f32(c, p->beta)), "");
             }
             v = LLVMBuildFAdd(c->b, v, cvv, "");
         }
@@ -911,6 +915,22 @@ static void emit_epilogue(cg *c, const fctx *f, int64_t nr) {
         cg_store(c, f->k->ptr[0], yt, add(c, yrow, cg_i64(c, j)), v);
     }
     cg_for_end(c, &lr);
+}
+
+// The microkernel over the block's tiles for panel f->sub: n_tiles full ones, then, in the last
+// block (is_last), tile tile_e of mr_e rows. f->vt is NR lanes wide, or NR / 2 for a last panel
+// that narrow (the packed panel is NR wide either way; the scratch gets only f->vt's lanes).
+static void emit_tiles(cg *c, const fctx *f, LLVMValueRef n_tiles, LLVMValueRef is_last,
+                       int64_t tile_e, int64_t mr_e) {
+    cg_loop lm;
+    LLVMValueRef tile = cg_for_begin(c, &lm, cg_i64(c, 0), n_tiles, "tile");
+    emit_micro(c, f, tile, f->g.MR);
+    cg_for_end(c, &lm);
+    if (mr_e) {
+        LLVMBasicBlockRef join = if_begin(c, is_last);
+        emit_micro(c, f, cg_i64(c, tile_e), mr_e);
+        if_end(c, join);
+    }
 }
 
 typedef void (*panel_fn)(cg *c, const fctx *f, int64_t nr);
@@ -1051,8 +1071,6 @@ static dl_status emit_float(cg *c, const gemm_prob *p) {
         emit_ka_rows(c, &f);
     }
     emit_pack_a_block(c, &f, n_tiles, is_last, tile_e, mr_e);
-    cg_loop lm;
-    LLVMValueRef tile;
     if (p->im && !im_rows_contiguous(c, &f)) {
         emit_im_rows(c, &f); // the gathered pack's row tables
     }
@@ -1067,13 +1085,21 @@ static dl_status emit_float(cg *c, const gemm_prob *p) {
     }
     cg_loop ls;
     f.sub = cg_for_begin(c, &ls, cg_i64(c, 0), n_sub, "sub");
-    tile = cg_for_begin(c, &lm, cg_i64(c, 0), n_tiles, "tile");
-    emit_micro(c, &f, tile, g.MR);
-    cg_for_end(c, &lm);
-    if (mr_e) {
-        LLVMBasicBlockRef join = if_begin(c, is_last);
-        emit_micro(c, &f, cg_i64(c, tile_e), mr_e);
-        if_end(c, join);
+    int64_t nr_e = N % g.NR;
+    if (nr_e > 0 && nr_e <= g.NR / 2 && !f.bf) {
+        // y's last panel is at most half full: its microkernel runs half as wide (N = 196, a
+        // convolution's 14 x 14 positions, computed 224 columns at full width, 208 so).
+        fctx fh = f;
+        fh.vt = LLVMVectorType(c->t_f32, (unsigned)(g.NR / 2));
+        LLVMValueRef j0 = add(c, f.c0, mul_c(c, f.sub, g.NR));
+        if_else ie;
+        if_else_begin(c, &ie, LLVMBuildICmp(c->b, LLVMIntSLT, j0, cg_i64(c, N - nr_e), ""));
+        emit_tiles(c, &f, n_tiles, is_last, tile_e, mr_e);
+        if_else_mid(c, &ie);
+        emit_tiles(c, &fh, n_tiles, is_last, tile_e, mr_e);
+        if_else_end(c, &ie);
+    } else {
+        emit_tiles(c, &f, n_tiles, is_last, tile_e, mr_e);
     }
     cg_for_end(c, &ls);
     cg_for_end(c, &lq);

@@ -200,6 +200,18 @@ DL_TEST(matmul_shared_b) {
     DL_CHECK(mm("float", "400, 1100", "1100, 600", TOL_LONG_K));
 }
 
+// A blocked product whose last panel is at most half full runs it at half width (the
+// microkernel and the vector epilogue): N = 70 (6 of 32 lanes), 196 (4), 48 (16, exactly half),
+// with a fused Relu reading nothing else, batches, C broadcasts (gemm_alpha_beta_c has more).
+DL_TEST(matmul_half_panel) {
+    DL_CHECK(mm("float", "100, 90", "90, 196", TOL_LONG_K));
+    DL_CHECK(mm("float", "2, 70, 150", "150, 48", TOL_LONG_K));
+    DL_CHECK(gemm("<alpha = 0.5, beta = 2.0>", "130, 70", "70, 33", "130, 1", CG_TOL_REDUCE));
+    CG_CHECK("model m\ninput x : float[90, 80]\ninput w : float[80, 70]\ninput b : float[70]\n"
+             "h = Gemm (x, w, b)\ny = Relu (h)\noutput y\n",
+             TOL_LONG_K);
+}
+
 // bfloat16 products of the blocked kernel (vdpbf16ps on a target with AVX512-BF16, k in pairs
 // with an odd last K block; the float32 path elsewhere). The result is rounded to bfloat16 once,
 // which bounds the error (2^-8 relative); the f32 sum of exact bf16 products adds far less.
