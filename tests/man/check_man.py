@@ -4,8 +4,10 @@
 For dlcc(1) and dlcc-cache(1) (man/*.1, man(7) source) against the built programs' help:
 - every command that `PROG --help` lists has a subsection `.SS "PROG COMMAND"`, and every option
   (`--long` or `-x`) that `PROG COMMAND --help` prints appears in that subsection;
-- every option a subsection describes (a `.TP` tag) is one that command's help prints (no
-  option documented that the program does not take, or under the wrong command);
+- every option that help describes (one starting a line of its option list) has a paragraph
+  of its own (a `.TP` tag) there, and every option a subsection describes is one that
+  command's help prints (no option documented that the program does not take, or under the
+  wrong command);
 - the program's own options (`PROG --help`) are in OPTIONS, and every OPTIONS tag is there;
 - every environment variable any help mentions ($DLCC_*, $DLRT_*, $XDG_*) is in ENVIRONMENT;
 - every exit status `PROG --help` lists is a tag of EXIT STATUS, and no other;
@@ -44,6 +46,16 @@ def run(*argv):
 
 def options(text):
     return set(LONG.findall(text)) | set(SHORT.findall(text))
+
+
+def described(text):
+    """The options a help text describes: those that start one of its option lines."""
+    found = set()
+    for line in text.split("\n"):
+        m = re.match(r"  (-[A-Za-z], )?(--?[A-Za-z][\w-]*)", line)
+        if m:
+            found |= options(m.group(0))
+    return found
 
 
 def plain(line):
@@ -127,8 +139,8 @@ def check_program(man_dir, prog_name, prog):
     check(f"{prog_name}.1: OPTIONS has {sorted(opts)}", opts <= options(secs["OPTIONS"]["text"]),
           f"missing {sorted(opts - options(secs['OPTIONS']['text']))}")
     tagged = set().union(*[options(t) for t in secs["OPTIONS"]["tags"]] or [set()])
-    check(f"{prog_name}.1: every OPTIONS tag is in '{prog_name} --help'", tagged <= opts,
-          f"not in the help: {sorted(tagged - opts)}")
+    check(f"{prog_name}.1: OPTIONS describes each option as '{prog_name} --help' does, and no "
+          "other", tagged == opts, f"help {sorted(opts)}, page {sorted(tagged)}")
     subs = secs["COMMANDS"]["subs"]
     cmds = help_sections(main)
     check(f"{prog_name}.1: '{prog_name} --help' lists commands", len(cmds) >= 5, str(cmds))
@@ -146,6 +158,9 @@ def check_program(man_dir, prog_name, prog):
         tagged = set().union(*[options(t) for t in doc["tags"]] or [set()])
         check(f"{prog_name}.1: every option '{title}' describes is one it takes",
               tagged <= want, f"not in '{prog_name} {cmd} --help': {sorted(tagged - want)}")
+        desc = described(h)
+        check(f"{prog_name}.1: '{title}' describes (.TP) each of the {len(desc)} options its "
+              "--help describes", desc <= tagged, f"not described: {sorted(desc - tagged)}")
     extra = set(subs) - {f"{prog_name} {c}" for c in cmds} - {f"{prog_name} help"}
     check(f"{prog_name}.1: no subsection for a command the program lacks", not extra,
           str(sorted(extra)))
