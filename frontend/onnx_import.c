@@ -2246,8 +2246,8 @@ static dl_status emit_folded(imp *im, dl_arena *a, size_t idx) {
 // written as those ops at import, so the reference evaluator, the backends and autodiff need
 // nothing new: PRelu (Where(x < 0, x * slope, x)), InstanceNormalization (LayerNormalization
 // over the spatial axes, then the per-channel scale and bias), Resize (nearest: Gather of the
-// source indices; linear: the two neighbours' Gathers weighted, axis by axis), LSTM (forward,
-// unrolled over its static sequence length), a 1-D Conv or ConvTranspose (a 2-D
+// source indices; linear and cubic: the two or four neighbours' Gathers weighted, axis by axis),
+// LSTM (forward, unrolled over its static sequence length), a 1-D Conv or ConvTranspose (a 2-D
 // one over [N, C, 1, L]), a 3-D Conv (one 2-D Conv over the depth windows, emit_conv3d) and a
 // 3-D ConvTranspose (one 2-D ConvTranspose with the depth taps as channels, then the depth
 // overlap as a MatMul, emit_convt3d).
@@ -2477,8 +2477,47 @@ static dl_status emit_instance_norm(imp *im, const Onnx__NodeProto *nd, const ch
     return add_op(im, DL_IR_OP_ADD, ai, 2, NULL, 0, out_name, "", out);
 }
 
-// Resize by Gathers along each resized axis: nearest takes one source index per output index;
-// linear weighs two neighbours (ONNX's reference: x0 = floor(x), both clamped to the edge).
+// The index of string attribute `name` of `nd` in choices[0..n) (its default `def` when absent),
+// or -1 with an error naming the node, the attribute, its value and the choices.
+static int attr_choice(imp *im, const Onnx__NodeProto *nd, const char *desc, const char *name,
+                       const char *def, const char *const *choices, int n) {
+    for (int k = 0; k < n; k++) {
+        if (onnx_attr_str_is(nd, name, def, choices[k])) {
+            return k;
+        }
+    }
+    const Onnx__AttributeProto *a = onnx_attr(nd, name);
+    char list[200] = "";
+    for (int k = 0; k < n; k++) {
+        size_t used = strlen(list);
+        snprintf(list + used, sizeof list - used, "%s%s", k ? ", " : "", choices[k]);
+    }
+    bool shown = a && a->s.data && a->s.len < 64;
+    err(im, "onnx: %s: attribute '%s' = '%.*s' is not supported (supported: %s)", desc, name,
+        shown ? (int)a->s.len : 0, shown ? (const char *)a->s.data : "", list);
+    return -1;
+}
+
+// The weights of Resize's cubic mode at distance r in (0, 1] from the left neighbour (ONNX's
+// reference, Keys' cubic with a = cubic_coeff_a) for the taps at -1, 0, 1 and 2.
+static void cubic_coeffs(double r, double a, double *c) {
+    double r1 = r + 1, q = 1 - r, q1 = q + 1;
+    c[0] = ((a * r1 - 5 * a) * r1 + 8 * a) * r1 - 4 * a;
+    c[1] = ((a + 2) * r - (a + 3)) * r * r + 1;
+    c[2] = ((a + 2) * q - (a + 3)) * q * q + 1;
+    c[3] = ((a * q1 - 5 * a) * q1 + 8 * a) * q1 - 4 * a;
+}
+
+#define RESIZE_MAX_TAPS 4
+
+// Resize by Gathers along each resized axis, following ONNX's reference per output index o:
+// its coordinate c in the input (coordinate_transformation_mode), then `taps` source indices
+// with weights. nearest: one index (nearest_mode), no weight. linear: floor(c) and floor(c) + 1
+// weighed 1 - (c - floor(c)) and c - floor(c). cubic: i - 1 .. i + 2 for i = ceil(c) - 1 (the
+// left neighbour, so r = c - i is in (0, 1]) weighed by cubic_coeffs(r, cubic_coeff_a). An index
+// outside the input reads the edge; with exclude_outside its weight is 0 and the others are
+// divided by their sum. Weights are computed in double and rounded once to X's dtype. The axis's
+// result is the sum over taps of Gather(cur, index) * weight; every op has a gradient.
 static dl_status emit_resize(imp *im, const Onnx__NodeProto *nd, const char *desc,
                              const char *out_name, dl_ir_value **out) {
     static const char *const allowed[] = {"coordinate_transformation_mode",
@@ -2495,33 +2534,33 @@ static dl_status emit_resize(imp *im, const Onnx__NodeProto *nd, const char *des
         return DL_ERR_UNSUPPORTED;
     }
     DL_TRY(known_type(im, x, desc, "X"));
-    bool nearest = onnx_attr_str_is(nd, "mode", "nearest", "nearest");
-    if (!nearest && !onnx_attr_str_is(nd, "mode", "nearest", "linear")) {
-        err(im, "onnx: %s: only modes 'nearest' and 'linear' are supported", desc);
-        return DL_ERR_UNSUPPORTED;
-    }
+    static const char *const modes[] = {"nearest", "linear", "cubic"};
     static const char *const ctms[] = {"half_pixel", "asymmetric", "align_corners",
                                        "pytorch_half_pixel", "tf_half_pixel_for_nn"};
-    int ctm = -1;
-    for (int k = 0; k < 5 && ctm < 0; k++) {
-        ctm =
-            onnx_attr_str_is(nd, "coordinate_transformation_mode", "half_pixel", ctms[k]) ? k : -1;
-    }
     static const char *const nms[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
-    int nm = -1;
-    for (int k = 0; k < 4 && nm < 0; k++) {
-        nm = onnx_attr_str_is(nd, "nearest_mode", "round_prefer_floor", nms[k]) ? k : -1;
-    }
-    if (ctm < 0 || nm < 0 || dl_fe__onnx_int_attr(nd, "antialias", 0) != 0 ||
-        dl_fe__onnx_int_attr(nd, "exclude_outside", 0) != 0 ||
-        !onnx_attr_str_is(nd, "keep_aspect_ratio_policy", "stretch", "stretch")) {
-        err(im,
-            "onnx: %s: unsupported Resize variant (supported: coordinate_transformation_mode "
-            "half_pixel, asymmetric, align_corners, pytorch_half_pixel, tf_half_pixel_for_nn; no "
-            "antialias, exclude_outside or aspect-ratio policy)",
-            desc);
+    static const char *const karps[] = {"stretch"};
+    int mode = attr_choice(im, nd, desc, "mode", "nearest", modes, 3);
+    int ctm = mode < 0 ? -1
+                       : attr_choice(im, nd, desc, "coordinate_transformation_mode", "half_pixel",
+                                     ctms, 5);
+    int nm = ctm < 0 ? -1 : attr_choice(im, nd, desc, "nearest_mode", "round_prefer_floor", nms, 4);
+    if (nm < 0 || attr_choice(im, nd, desc, "keep_aspect_ratio_policy", "stretch", karps, 1) < 0) {
         return DL_ERR_UNSUPPORTED;
     }
+    bool nearest = mode == 0, exclude = dl_fe__onnx_int_attr(nd, "exclude_outside", 0) != 0;
+    int64_t antialias = dl_fe__onnx_int_attr(nd, "antialias", 0);
+    if (antialias != 0) {
+        err(im, "onnx: %s: attribute 'antialias' = %lld is not supported (only 0)", desc,
+            (long long)antialias);
+        return DL_ERR_UNSUPPORTED;
+    }
+    if (exclude && nearest) {
+        err(im, "onnx: %s: attribute 'exclude_outside' is not supported in mode nearest", desc);
+        return DL_ERR_UNSUPPORTED;
+    }
+    const Onnx__AttributeProto *ca = onnx_attr(nd, "cubic_coeff_a");
+    double coeff_a = ca ? (double)ca->f : -0.75; // the float32 value, as ONNX's reference reads it
+    int taps = nearest ? 1 : mode == 1 ? 2 : 4;
     int32_t r = x->type.rank;
     const sym *ss =
         nd->n_input > 2 && nd->input[2] && nd->input[2][0] ? sym_find(im, nd->input[2]) : NULL;
@@ -2543,13 +2582,24 @@ static dl_status emit_resize(imp *im, const Onnx__NodeProto *nd, const char *des
     int32_t last = -1;
     for (int32_t ax = 0; ax < r; ax++) {
         int64_t len = x->type.dims[ax].value;
+        double ol;
         if (ss) {
             scales[ax] = dl_tensor_get(ss->cval, ax);
-            olens[ax] = (int64_t)floor((double)len * scales[ax]);
+            ol = floor((double)len * scales[ax]);
         } else {
-            olens[ax] = (int64_t)dl_tensor_get(zs->cval, ax);
-            scales[ax] = (double)olens[ax] / (double)len;
+            ol = dl_tensor_get(zs->cval, ax);
+            scales[ax] = ol / (double)len;
         }
+        // Not a size (NaN, negative, absurd): no int64 conversion of it. An axis left as it is
+        // may be empty.
+        bool same = ol == (double)len && scales[ax] == 1.0;
+        if (!same &&
+            (len < 1 || !(ol >= 1 && ol <= (double)((int64_t)1 << 24)) || !(scales[ax] > 0))) {
+            err(im, "onnx: %s: axis %d: input '%s' resizes %lld to %g", desc, (int)ax,
+                ss ? "scales" : "sizes", (long long)len, ol);
+            return DL_ERR_UNSUPPORTED;
+        }
+        olens[ax] = (int64_t)ol;
         last = olens[ax] == len && scales[ax] == 1.0 ? last : ax;
     }
     if (last < 0) {
@@ -2562,18 +2612,15 @@ static dl_status emit_resize(imp *im, const Onnx__NodeProto *nd, const char *des
         if (olen == len && scale == 1.0) {
             continue;
         }
-        if (x->type.dims[ax].sym >= 0 || olen <= 0 || olen > ((int64_t)1 << 24)) {
-            err(im, "onnx: %s: axis %d: cannot resize %lld to %lld%s", desc, (int)ax,
-                (long long)len, (long long)olen, x->type.dims[ax].sym >= 0 ? " (a named dim)" : "");
+        if (x->type.dims[ax].sym >= 0) {
+            err(im, "onnx: %s: axis %d: cannot resize %lld to %lld (a named dim)", desc, (int)ax,
+                (long long)len, (long long)olen);
             return DL_ERR_UNSUPPORTED;
         }
-        int64_t *i0 = dl_mem_alloc((size_t)olen * sizeof(int64_t));
-        int64_t *i1 = dl_mem_alloc((size_t)olen * sizeof(int64_t));
-        double *w0 = dl_mem_alloc((size_t)olen * sizeof(double));
-        double *w1 = dl_mem_alloc((size_t)olen * sizeof(double));
-        double *d0 = dl_mem_alloc((size_t)olen * sizeof(double));
-        double *d1 = dl_mem_alloc((size_t)olen * sizeof(double));
-        dl_status st = i0 && i1 && w0 && w1 && d0 && d1 ? DL_OK : DL_ERR_NOMEM;
+        // idx[t * olen + o], w[t * olen + o]: tap t of output index o.
+        double *idx = dl_mem_alloc((size_t)(taps * olen) * sizeof(double));
+        double *w = dl_mem_alloc((size_t)(taps * olen) * sizeof(double));
+        dl_status st = idx && w ? DL_OK : DL_ERR_NOMEM;
         for (int64_t o = 0; o < olen && st == DL_OK; o++) {
             double c; // the output index's coordinate in the input
             switch (ctm) {
@@ -2596,85 +2643,88 @@ static dl_status emit_resize(imp *im, const Onnx__NodeProto *nd, const char *des
                 c = ((double)o + 0.5) / scale;
                 break;
             }
+            int64_t src[RESIZE_MAX_TAPS]; // unclamped source indices
+            double cw[RESIZE_MAX_TAPS] = {1, 0, 0, 0};
+            double f = floor(c);
             if (nearest) {
-                double f = floor(c), fr = c - f;
-                double k = nm == 2     ? f
-                           : nm == 3   ? ceil(c)
-                           : fr == 0.5 ? (nm == 0 ? f : f + 1)
-                                       : floor(c + 0.5);
-                int64_t ki = (int64_t)k;
-                i0[o] = ki < 0 ? 0 : ki > len - 1 ? len - 1 : ki;
+                double fr = c - f;
+                src[0] = (int64_t)(nm == 2     ? f
+                                   : nm == 3   ? ceil(c)
+                                   : fr == 0.5 ? (nm == 0 ? f : f + 1)
+                                               : floor(c + 0.5));
+            } else if (taps == 2) {
+                src[0] = (int64_t)f, src[1] = (int64_t)f + 1;
+                cw[1] = c - f;
+                cw[0] = 1 - cw[1];
             } else {
-                double f = floor(c);
-                int64_t k0 = (int64_t)f;
-                w1[o] = c - f;
-                w0[o] = 1 - w1[o];
-                i0[o] = k0 < 0 ? 0 : k0 > len - 1 ? len - 1 : k0;
-                i1[o] = k0 + 1 < 0 ? 0 : k0 + 1 > len - 1 ? len - 1 : k0 + 1;
+                int64_t i = (int64_t)ceil(c) - 1;
+                cubic_coeffs(c - (double)i, coeff_a, cw);
+                // The reference takes the 4 indices nearest c from the input padded by 2 at
+                // each end: a window that would leave the padding is moved inside it.
+                int64_t t0 = i - 1 < -2 ? -2 : i - 1 > len - 2 ? len - 2 : i - 1;
+                for (int t = 0; t < 4; t++) {
+                    src[t] = t0 + t;
+                }
             }
-            d0[o] = (double)i0[o];
-            d1[o] = nearest ? 0 : (double)i1[o];
+            double sum = 0;
+            for (int t = 0; t < taps; t++) {
+                if (exclude && (src[t] < 0 || src[t] >= len)) {
+                    cw[t] = 0;
+                }
+                sum += cw[t];
+            }
+            for (int t = 0; t < taps; t++) {
+                int64_t k = src[t] < 0 ? 0 : src[t] > len - 1 ? len - 1 : src[t];
+                idx[t * olen + o] = (double)k;
+                w[t * olen + o] = exclude && sum != 0 ? cw[t] / sum : cw[t];
+            }
         }
-        char suf[48];
-        dl_ir_value *g0 = NULL, *g1 = NULL, *c0 = NULL, *c1 = NULL;
+        // [olen, 1, ...]: the weights broadcast over the axes after `ax`.
+        int64_t wd[DL_MAX_RANK];
+        int32_t wr = r - ax;
+        wd[0] = olen;
+        for (int32_t k = 1; k < wr; k++) {
+            wd[k] = 1;
+        }
         dl_ir_attr ga = attr_int("axis", ax);
-        if (st == DL_OK) {
-            snprintf(suf, sizeof suf, "_idx%d", (int)ax);
-            st = add_const(im, DL_DT_INT64, 1, &olen, d0, olen, out_name, suf, &c0);
+        dl_ir_value *acc = NULL;
+        for (int t = 0; t < taps && st == DL_OK; t++) {
+            char tap[16] = "", suf[48];
+            if (t > 0) {
+                snprintf(tap, sizeof tap, "_%d", t);
+            }
+            bool final = ax == last && t == taps - 1;
+            dl_ir_value *ci = NULL, *g = NULL, *wv = NULL, *m = NULL;
+            snprintf(suf, sizeof suf, "_idx%d%s", (int)ax, tap);
+            st = add_const(im, DL_DT_INT64, 1, &olen, idx + t * olen, olen, out_name, suf, &ci);
+            if (st == DL_OK) {
+                dl_ir_value *gi[2] = {cur, ci};
+                snprintf(suf, sizeof suf, "_axis%d%s", (int)ax, tap);
+                st = add_op(im, DL_IR_OP_GATHER, gi, 2, &ga, 1, out_name,
+                            final && nearest ? "" : suf, &g);
+            }
+            if (st != DL_OK || nearest) {
+                acc = g;
+                continue;
+            }
+            snprintf(suf, sizeof suf, "_w%d%s", (int)ax, tap);
+            st = add_const(im, x->type.dtype, wr, wd, w + t * olen, olen, out_name, suf, &wv);
+            if (st == DL_OK) {
+                dl_ir_value *p[2] = {g, wv};
+                snprintf(suf, sizeof suf, "_p%d%s", (int)ax, tap);
+                st = add_op(im, DL_IR_OP_MUL, p, 2, NULL, 0, out_name, suf, &m);
+            }
+            if (st == DL_OK && acc) {
+                dl_ir_value *s2[2] = {acc, m};
+                snprintf(suf, sizeof suf, "_sum%d%s", (int)ax, tap);
+                st = add_op(im, DL_IR_OP_ADD, s2, 2, NULL, 0, out_name, final ? "" : suf, &m);
+            }
+            acc = m;
         }
-        if (st == DL_OK) {
-            dl_ir_value *gi[2] = {cur, c0};
-            snprintf(suf, sizeof suf, "_axis%d", (int)ax);
-            st = add_op(im, DL_IR_OP_GATHER, gi, 2, &ga, 1, out_name,
-                        nearest && ax == last ? "" : suf, &g0);
-        }
-        if (st == DL_OK && !nearest) {
-            // [olen, 1, ...]: the weights broadcast over the axes after `ax`.
-            int64_t wd[DL_MAX_RANK];
-            int32_t wr = r - ax;
-            wd[0] = olen;
-            for (int32_t k = 1; k < wr; k++) {
-                wd[k] = 1;
-            }
-            dl_ir_value *wv0 = NULL, *wv1 = NULL, *m0 = NULL, *m1 = NULL;
-            snprintf(suf, sizeof suf, "_idx%d_hi", (int)ax);
-            st = add_const(im, DL_DT_INT64, 1, &olen, d1, olen, out_name, suf, &c1);
-            if (st == DL_OK) {
-                dl_ir_value *gi[2] = {cur, c1};
-                snprintf(suf, sizeof suf, "_axis%d_hi", (int)ax);
-                st = add_op(im, DL_IR_OP_GATHER, gi, 2, &ga, 1, out_name, suf, &g1);
-            }
-            if (st == DL_OK) {
-                snprintf(suf, sizeof suf, "_w%d", (int)ax);
-                st = add_const(im, x->type.dtype, wr, wd, w0, olen, out_name, suf, &wv0);
-            }
-            if (st == DL_OK) {
-                snprintf(suf, sizeof suf, "_w%d_hi", (int)ax);
-                st = add_const(im, x->type.dtype, wr, wd, w1, olen, out_name, suf, &wv1);
-            }
-            dl_ir_value *p0[2] = {g0, wv0}, *p1[2] = {g1, wv1};
-            if (st == DL_OK) {
-                snprintf(suf, sizeof suf, "_lo%d", (int)ax);
-                st = add_op(im, DL_IR_OP_MUL, p0, 2, NULL, 0, out_name, suf, &m0);
-            }
-            if (st == DL_OK) {
-                snprintf(suf, sizeof suf, "_hi%d", (int)ax);
-                st = add_op(im, DL_IR_OP_MUL, p1, 2, NULL, 0, out_name, suf, &m1);
-            }
-            if (st == DL_OK) {
-                dl_ir_value *s2[2] = {m0, m1};
-                snprintf(suf, sizeof suf, "_lerp%d", (int)ax);
-                st = add_op(im, DL_IR_OP_ADD, s2, 2, NULL, 0, out_name, ax == last ? "" : suf, &g0);
-            }
-        }
-        free(i0);
-        free(i1);
-        free(w0);
-        free(w1);
-        free(d0);
-        free(d1);
+        free(idx);
+        free(w);
         DL_TRY(st);
-        cur = g0;
+        cur = acc;
     }
     *out = cur;
     return DL_OK;

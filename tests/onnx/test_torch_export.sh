@@ -4,11 +4,11 @@
 # with a dynamic batch axis (Shape -> Gather -> Unsqueeze -> Concat -> Reshape chains folded at
 # import, the batch a named dim), run by `dlcc run` on the cpu backend and the reference
 # evaluator at batch sizes other than the export's; PReLU, InstanceNorm2d, GroupNorm, Conv1d
-# with 1-D pools, Upsample (nearest, bilinear), Conv3d (strides, pads, dilations, groups, a
-# dynamic batch, auto_pad SAME_*) and
+# with 1-D pools, Upsample (nearest, bilinear, bicubic with and without align_corners, by scale
+# and by size), Conv3d (strides, pads, dilations, groups, a dynamic batch, auto_pad SAME_*) and
 # ConvTranspose1d / ConvTranspose3d, decomposed at import; and gradients through them: three SGD
 # steps of an imported GroupNorm/PReLU/Upsample CNN, a 3-D CNN, 1-D and 3-D transposed
-# convolutions and an LSTM against torch. Tolerance from float32 rounding:
+# convolutions, a bicubic Upsample and an LSTM against torch. Tolerance from float32 rounding:
 # |got - torch| <= K * 2^-23 * (1 + |torch|), K the length of the longest sum on the path (a
 # 128-wide matmul, LayerNorm over 64) times 4. Also, without torch (onnx only): shape
 # computations that depend on a named dim in a way the graph format cannot say are refused,
@@ -170,6 +170,13 @@ node = helper.make_node("ConvTranspose", ["x", "w"], ["y"], name="up", strides=[
 g = helper.make_graph([node], "bad_opad", [x], [helper.make_tensor_value_info("y", T.FLOAT, None)],
                       [w])
 onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), "bad_opad.onnx")
+x = helper.make_tensor_value_info("x", T.FLOAT, [1, 1, 4, 4])
+sc = numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "sc")
+for name, at in (("bad_mode", dict(mode="area")), ("bad_aa", dict(mode="cubic", antialias=1))):
+    node = helper.make_node("Resize", ["x", "", "sc"], ["y"], name="rs", **at)
+    g = helper.make_graph([node], name, [x], [helper.make_tensor_value_info("y", T.FLOAT, None)],
+                          [sc])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)]), name + ".onnx")
 PYEOF
 for m in ct3_pads ct3_same_upper ct3_same_lower ct3_valid ct3_oshape ct1_pads ct1_same; do
   expect 0 "ConvTranspose $m: imports" import $m.onnx -o $m.dlg
@@ -182,6 +189,11 @@ check "a 1-D ConvTranspose is a 2-D one over [N, C, 1, L]" grep -qF 'strides = [
 expect_msg 1 "a depth output_padding not below the stride is refused, naming it" \
   "node 0 'up' (ConvTranspose): attribute 'output_padding' 2 (depth) must be >= 0 and smaller" \
   import bad_opad.onnx
+expect_msg 1 "a Resize mode we lack is refused, naming it" \
+  "attribute 'mode' = 'area' is not supported (supported: nearest, linear, cubic)" \
+  import bad_mode.onnx
+expect_msg 1 "an antialiased Resize is refused, naming the attribute" \
+  "attribute 'antialias' = 1 is not supported (only 0)" import bad_aa.onnx
 
 if ! "$py" -c 'import torch' 2>/dev/null; then
   echo "note: torch is not available to $py, the torch exports are skipped"
@@ -279,6 +291,9 @@ models = {
                              nn.MaxPool1d(2), nn.AvgPool1d(2)), (2, 3, 16)),
     "up_nearest": (Up("nearest"), (2, 2, 5, 4)),
     "up_bilinear": (Up("bilinear"), (2, 2, 5, 4)),
+    "up_bicubic": (Up("bicubic"), (2, 2, 5, 4)),
+    "up_bicubic_ac": (Up("bicubic", align_corners=True), (2, 2, 5, 4)),
+    "rs_bicubic": (Up("bicubic", size=(3, 7)), (2, 2, 5, 4)),  # H down, W up, by sizes
     # transposed: strides, pads, output_padding, dilations, groups, a bias; then a stride
     # longer than the kernel
     "convt1d": (nn.Sequential(nn.ConvTranspose1d(4, 6, 3, stride=2, padding=1, output_padding=1,
@@ -305,8 +320,8 @@ for name, (m, shape) in models.items():
     with torch.no_grad():
         np.save(name + "_torch.npy", m(x).numpy())
 PYEOF
-for m in prelu inorm gnorm conv1d up_nearest up_bilinear convt1d convt3d \
-  conv3d; do
+for m in prelu inorm gnorm conv1d up_nearest up_bilinear up_bicubic up_bicubic_ac rs_bicubic \
+  convt1d convt3d conv3d; do
   expect 0 "$m: the torch export imports" import $m.onnx -o $m.dlg
   both $m ${m}_x ${m}_torch 256 "what torch computes"
 done
@@ -357,7 +372,7 @@ done
 check "a 1-D Conv is a 2-D one over [N, C, 1, L]" grep -qF 'kernel_shape = [1, 3]' conv1d.dlg
 
 # Gradients through the decompositions: GroupNorm (InstanceNormalization), PReLU, bilinear
-# Upsample, 3-D convolutions, 1-D and 3-D transposed convolutions and an
+# Upsample, 3-D convolutions, 1-D and 3-D transposed convolutions, a bicubic Upsample and an
 # LSTM, and a transformer encoder layer, imported with --train-loss mse, three SGD steps of dlcc
 # give the params three torch steps give.
 "$py" - <<'PYEOF' 2>/dev/null
@@ -403,10 +418,19 @@ class CT(nn.Module):  # a transposed convolution (1-D or 3-D), then a 1x1 convol
         s.o = (nn.Conv1d if d == 1 else nn.Conv3d)(3, 1, 1)
     def forward(s, x):
         return s.o(torch.tanh(s.c(x)))
+class BC(nn.Module):  # a bicubic Upsample between two convolutions
+    def __init__(s):
+        super().__init__()
+        s.c = nn.Conv2d(2, 3, 3, padding=1)
+        s.u = nn.Upsample(scale_factor=2, mode="bicubic", align_corners=False)
+        s.o = nn.Conv2d(3, 1, 1)
+    def forward(s, x):
+        return s.o(s.u(torch.tanh(s.c(x))))
 for name, m, shape, oshape in (("tgn", M(), (4, 2, 4, 4), (4, 1, 8, 8)),
                                ("tc3d", C3(), (2, 2, 5, 4, 4), (2, 1, 2, 4, 4)),
                                ("tct1", CT(1), (4, 2, 5), (4, 1, 10)),
                                ("tct3", CT(3), (2, 2, 3, 3, 3), (2, 1, 6, 6, 6)),
+                               ("tbic", BC(), (4, 2, 4, 4), (4, 1, 8, 8)),
                                ("tlstm", L(), (4, 6, 3), (4, 6, 5)),
                                ("tenc", E(), (4, 5, 16), (4, 4))):
     for p in m.parameters():
@@ -464,7 +488,7 @@ bad = [k for k, v in want.items()
 print("compared", len(want), "params; differ:", bad)
 sys.exit(bool(bad) or not want)
 PYEOF
-for m in tgn tc3d tct1 tct3 tlstm tenc; do
+for m in tgn tc3d tct1 tct3 tbic tlstm tenc; do
   expect 0 "$m: import --train-loss mse" import $m.onnx -o $m.dlg --train-loss mse \
     --optimizer sgd --lr 0.1
   expect 0 "... three SGD steps" run $m.dlg --entry train_step --steps 3 --in x=${m}_xs.npy \
