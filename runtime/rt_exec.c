@@ -21,11 +21,12 @@
 // ready) cost a few microseconds per kernel: more than a second thread saves on a step of tens
 // of microseconds (the CNN at batch 1 took 0.149 ms on 2 threads, 0.115 on 1). So a schedule
 // whose kernels cannot run concurrently at all (rt_sched.serial) runs on the calling thread
-// alone, and a multi-threaded session probes every other schedule during its first steps: a
-// pooled step of PROBE_SMALL_NS or more keeps the pool at once; a shorter one is timed
-// PROBE_PAIRS times each way, alternating, and the faster way stays for the session's life.
-// Either way computes the same bytes. DLRT_PROBE=0 (or an explicit DLRT_SPLIT_BYTES) keeps the
-// pool for every schedule.
+// alone. With DLRT_PROBE=1 a multi-threaded session also probes its other schedules during
+// their first steps: a pooled step of PROBE_SMALL_NS or more keeps the pool at once; otherwise
+// blocks of steps run pooled and alone in turn, and the faster way stays for the session's life.
+// Either way computes the same bytes. The probe is off by default: the first steps of a session
+// are not its steady state, and in quiet runs it kept the lone way for a 256^3 product in 2 of
+// 5 sessions (0.32 ms per product instead of 0.17). An explicit DLRT_SPLIT_BYTES turns it off.
 //
 // Data-parallel sessions (rt_dp.c) run the train step as two schedules around its all-reduce
 // point, RT_SCHED_TRAIN_A (the plan's train kernels before comm_at) and RT_SCHED_TRAIN_B (the
@@ -72,11 +73,15 @@
 #define WORKER_STACK_BYTES  ((size_t)16 << 20) // each worker thread's stack
 #define SPIN_WORK           2000               // polls for a ready chunk before sleeping
 #define SPIN_IDLE           5000               // polls for the next step before sleeping
-// The probe of small steps (run_probed): PROBE_WARM untimed pooled steps, one timed pooled step
-// that ends the probe when it takes PROBE_SMALL_NS or more, then PROBE_PAIRS steps each way,
-// alternating.
+// The probe of small steps (run_probed): PROBE_WARM untimed pooled steps, then PROBE_BLOCKS
+// blocks of PROBE_BLOCK steps, pooled and alone in turn. The first step of a block is not timed:
+// after a block alone the workers have gone to sleep, and a pooled step that wakes them is not
+// what a run of pooled steps costs (timing single steps alternately made the small MLP's pooled
+// steps look slower than they are). The first timed pooled step ends the probe when it takes
+// PROBE_SMALL_NS or more.
 #define PROBE_WARM     2u
-#define PROBE_PAIRS    8u
+#define PROBE_BLOCK    4u
+#define PROBE_BLOCKS   4u
 #define PROBE_SMALL_NS 500000
 #define PROBE_DONE     UINT32_MAX
 
@@ -376,16 +381,17 @@ static void run_parallel(rt_exec *x, rt_sched *sc) {
     work(x, 0);
 }
 
-// One step of a schedule still being probed: PROBE_WARM pooled steps, one timed pooled step (at
-// PROBE_SMALL_NS or more the pool stays, undecided no longer), then sequential and pooled steps
-// in turn, PROBE_PAIRS each; the faster total wins. Either way computes the same bytes.
+// One step of a schedule still being probed (see PROBE_BLOCK): the faster of the pooled and
+// the lone blocks' timed steps wins, each way having the same number. Either way computes the
+// same bytes.
 static void run_probed(dlrt_session *s, rt_sched *sc) {
     uint32_t i = sc->probe++;
     if (i < PROBE_WARM) {
         run_parallel(s->exec, sc);
         return;
     }
-    bool alone = i > PROBE_WARM && (i - PROBE_WARM) % 2 == 1;
+    uint32_t j = i - PROBE_WARM, pos = j % PROBE_BLOCK;
+    bool alone = (j / PROBE_BLOCK) % 2 == 1;
     int64_t t0 = rt__now_ns();
     if (alone) {
         run_sequential(s, sc);
@@ -393,13 +399,16 @@ static void run_probed(dlrt_session *s, rt_sched *sc) {
         run_parallel(s->exec, sc);
     }
     int64_t dt = rt__now_ns() - t0;
-    if (i == PROBE_WARM && dt >= PROBE_SMALL_NS) {
+    if (pos == 0) {
+        return; // untimed: the block's first step
+    }
+    if (j == 1 && dt >= PROBE_SMALL_NS) {
         sc->probe = PROBE_DONE;
         return;
     }
     *(alone ? &sc->seq_ns : &sc->par_ns) += dt;
-    if (i == PROBE_WARM + 2 * PROBE_PAIRS) { // PROBE_PAIRS + 1 pooled, PROBE_PAIRS alone
-        sc->alone = sc->seq_ns * (int64_t)(PROBE_PAIRS + 1) < sc->par_ns * (int64_t)PROBE_PAIRS;
+    if (j == PROBE_BLOCKS * PROBE_BLOCK - 1) {
+        sc->alone = sc->seq_ns < sc->par_ns;
         sc->probe = PROBE_DONE;
     }
 }
@@ -636,7 +645,7 @@ dlrt_status rt__exec_create(dlrt_session *s, int requested, bool is_ftz) {
     bool split_set = false;
     size_t split_bytes = split_bytes_setting(&split_set);
     const char *probe_env = getenv("DLRT_PROBE");
-    bool no_probe = split_set || (probe_env && strcmp(probe_env, "0") == 0);
+    bool no_probe = split_set || !probe_env || strcmp(probe_env, "1") != 0;
     uint32_t max_chunks = 1;
     // The train step's phases around its all-reduce point (data-parallel sessions, rt_dp.c).
     uint32_t tf = h->entry_first[DLRT_ENTRY_TRAIN_STEP], tn = h->entry_count[DLRT_ENTRY_TRAIN_STEP];

@@ -234,12 +234,14 @@ DL_TEST(stress_mlp_1000_steps_1_2_8_threads) {
     dlrt_model_release(m);
 }
 
-// Without DLRT_SPLIT_BYTES the session probes its small steps (runtime/rt_exec.c: pooled and
+// With DLRT_PROBE=1 the session probes its small steps (runtime/rt_exec.c: pooled and
 // alone in turn, then the faster way): the same bytes through the probe and after its decision.
 DL_TEST(small_steps_probed_1_vs_2_threads) {
+    setenv("DLRT_PROBE", "1", 1);
     dlrt_model *m = compile_text("smlp.dlg", SMALL_MLP);
     int threads[] = {1, 2};
     check_identical(dl_test_failed_, m, threads, 2, 40, 5);
+    unsetenv("DLRT_PROBE");
     dlrt_model_release(m);
 }
 
