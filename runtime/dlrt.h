@@ -454,11 +454,17 @@ DLRT_API void dlrt_session_comm_stats(const dlrt_session *s, double *out_wait_ms
 // batch is refused at the step); a step runs forward and backward once per chunk, sums the
 // chunks' gradients and losses element by element in chunk order 0..N-1 and multiplies by
 // (float)(1 / N), exactly the all-reduce's operations, then clips, checks and updates once. A
-// data loader with shard_index DLRT_LOADER_ALL_SHARDS gives such batches. Not with a
-// communicator, not with gradient accumulation (DLRT_ERR_UNSUPPORTED at the step); CPU sessions
-// with float32 gradients only. Inference reads chunk 0. BatchNorm running statistics come from
-// chunk N-1 (rank 0's are its own chunk's). n_chunks = 1 turns it off (the inputs must then be
-// given again). Allocates the gradients' size once.
+// data loader with shard_index DLRT_LOADER_ALL_SHARDS gives such batches. With gradient
+// accumulation (accumulate = k > 1) each chunk keeps its own accumulators, as each rank does:
+// chunk r's backward adds into chunk r's, a boundary call sums the N accumulator sets (and the
+// losses) as above, and other calls sum the losses alone; between calls the session's
+// "PARAM.grad_accum" tensors hold chunk 0's (rank 0's), chunks 1..N-1's are kept inside the
+// session (start at zero; zeroed at every boundary; lost by set_chunks and by a checkpoint, so
+// change chunks and save to resume at a cycle boundary: accum_count 0). Not with a
+// communicator; CPU sessions with float32 gradients only. Inference reads chunk 0. BatchNorm
+// running statistics come from chunk N-1 (rank 0's are its own chunk's). n_chunks = 1 turns it
+// off (the inputs must then be given again). Allocates the gradients' size once (with
+// accumulation N times).
 DLRT_API dlrt_status dlrt_session_set_chunks(dlrt_session *s, int n_chunks);
 // The session's chunks (1 when off). Thread-safe with other readers.
 DLRT_API int dlrt_session_chunks(const dlrt_session *s);

@@ -22,7 +22,13 @@
 // Chunks: the first phase runs once per chunk (every input bound with N batches, chunk r at
 // byte r * its size); after chunk r the buffers are added into `sum` (chunk 0 copied, then
 // sum += chunk r, element by element), and at the end sum * (float)(1 / N) goes back into them:
-// the plugin's reduction (rt_comm.h: the sum in rank order 0..N-1, then the scale).
+// the plugin's reduction (rt_comm.h: the sum in rank order 0..N-1, then the scale). With
+// accumulation each chunk keeps its own accumulators, as each rank does: between calls the
+// accumulator buffers hold chunk 0's and `saved` chunks 1..N-1's; chunk r > 0 loads its copy
+// into the buffers before its first phase and stores it back after. A boundary call sums them
+// (with the loss) as above, and every copy is zeroed after the rest (which zeroes the buffers);
+// another call sums the loss alone and puts chunk 0's accumulators (kept in `sum`) back, so the
+// rest sees what rank 0 sees.
 //
 // Invariants: a gradient's buffer is not touched by any kernel of the first phase after the
 // last one counted for it (the memory plan keeps it live until train.gradsq, after comm_at), so
@@ -54,6 +60,8 @@ struct rt_dp {
     int chunks;      // > 1: a session of chunks (no communicator), else 0
     float *sum;      // OWNED (chunks): the pieces' floats, concatenated
     size_t n_sum;
+    float *saved; // OWNED (chunks, accumulation): chunks 1..N-1's accumulators, n_acc floats each
+    size_t n_acc; // the accumulators' floats (the pieces but the loss)
     uint8_t *in_chunked; // OWNED (chunks): per input (model order), bound with `chunks` batches
     float *loss;         // the float32 loss buffer (a piece), NULL when it is not reduced
     uint32_t n_pieces;
@@ -87,6 +95,7 @@ void rt__dp_destroy(dlrt_session *s) {
     }
     free(d->pieces);
     free(d->sum);
+    free(d->saved);
     free(d->in_chunked);
     free(d->b);
     free(d->k_first);
@@ -144,20 +153,29 @@ static dlrt_status is_boundary(dlrt_session *s, bool *out) {
     return st;
 }
 
+// Chunk r's saved accumulators (r >= 1) into the accumulator buffers (is_load), or back.
+static void chunk_accums(struct rt_dp *d, int r, bool is_load) {
+    float *c = d->saved + (size_t)(r - 1) * d->n_acc;
+    for (uint32_t p = 0; p < d->n_pieces; p++) {
+        float *g = d->pieces[p].data;
+        size_t n = d->pieces[p].n;
+        if (g != d->loss) {
+            memcpy(is_load ? g : c, is_load ? c : g, n * sizeof *g);
+            c += n;
+        }
+    }
+}
+
 // A session of chunks: the first phase once per chunk, the pieces summed in chunk order and
-// scaled as the plugin's all-reduce does (rt_comm_mpi.c, op_allreduce_f32), then the rest.
+// scaled as the plugin's all-reduce does (rt_comm_mpi.c, op_allreduce_f32), then the rest. With
+// accumulation, chunk r's first phase adds into its own accumulators, and a call that is no
+// boundary reduces the loss alone, as rt__dp_train_step does.
 static dlrt_status chunk_step(dlrt_session *s, struct rt_dp *d) {
     const dlrt_model *m = s->model;
-    double h[DLRT_HP_COUNT];
-    dlrt_status st = rt__buf_read(s, m->hdr->hyper_buffer, h);
+    bool boundary = true;
+    dlrt_status st = is_boundary(s, &boundary);
     if (st != DLRT_OK) {
         return st;
-    }
-    if (h[DLRT_HP_ACCUMULATE] > 1.0) {
-        return rt__fail(DLRT_ERR_UNSUPPORTED,
-                        "a session of %d chunks cannot accumulate gradients (accumulate = %g): "
-                        "compile the model without accumulate",
-                        d->chunks, h[DLRT_HP_ACCUMULATE]);
     }
     for (size_t i = 0; i < m->n_inputs; i++) {
         if (s->input_given && s->input_given[i] && !d->in_chunked[i]) {
@@ -178,19 +196,25 @@ static dlrt_status chunk_step(dlrt_session *s, struct rt_dp *d) {
                 rt__session_point_input(s, b, (uint8_t *)s->buf_ptr[b] + size);
             }
         }
+        if (d->saved && r > 0) {
+            chunk_accums(d, r, true);
+        }
         rt__run_sched(s, RT_SCHED_TRAIN_A);
         float *acc = d->sum;
         for (uint32_t p = 0; p < d->n_pieces; p++) {
             const float *g = d->pieces[p].data;
             size_t n = d->pieces[p].n;
-            if (r == 0) {
+            if (r == 0) { // off a boundary: chunk 0's accumulators, kept for the rest
                 memcpy(acc, g, n * sizeof *g);
-            } else {
+            } else if (boundary || g == d->loss) {
                 for (size_t i = 0; i < n; i++) {
                     acc[i] += g[i];
                 }
             }
             acc += n;
+        }
+        if (d->saved && r > 0) {
+            chunk_accums(d, r, false);
         }
     }
     for (size_t i = 0; i < m->n_inputs; i++) { // back to chunk 0
@@ -204,12 +228,16 @@ static dlrt_status chunk_step(dlrt_session *s, struct rt_dp *d) {
     const float *acc = d->sum;
     for (uint32_t p = 0; p < d->n_pieces; p++) {
         float *g = d->pieces[p].data;
+        bool reduced = boundary || g == d->loss;
         for (size_t i = 0; i < d->pieces[p].n; i++) {
-            g[i] = d->scale != 1.0f ? acc[i] * d->scale : acc[i];
+            g[i] = reduced && d->scale != 1.0f ? acc[i] * d->scale : acc[i];
         }
         acc += d->pieces[p].n;
     }
     rt__run_sched(s, RT_SCHED_TRAIN_B);
+    if (boundary && d->saved) { // the rest zeroed the buffers (skipped or not): the others too
+        memset(d->saved, 0, (size_t)(d->chunks - 1) * d->n_acc * sizeof *d->saved);
+    }
     if (s->prof) {
         rt__prof_step(s, DLRT_ENTRY_TRAIN_STEP, t0, rt__now_ns());
     }
@@ -656,6 +684,16 @@ dlrt_status dlrt_session_set_chunks(dlrt_session *s, int n_chunks) {
         d->sum = dl_mem_alloc(d->n_sum ? d->n_sum * sizeof(float) : 1);
         if (!d->pieces || !d->in_chunked || !d->sum) {
             st = rt__fail(DLRT_ERR_NOMEM, "out of memory (%zu floats of chunk sums)", d->n_sum);
+        }
+    }
+    double h[DLRT_HP_COUNT];
+    if (st == DLRT_OK && (st = rt__buf_read(s, s->model->hdr->hyper_buffer, h)) == DLRT_OK &&
+        h[DLRT_HP_ACCUMULATE] > 1.0) { // every chunk but 0 keeps its accumulators here
+        d->n_acc = d->n_sum - (d->loss ? 1 : 0);
+        size_t n = (size_t)(n_chunks - 1) * d->n_acc;
+        d->saved = dl_mem_calloc(n ? n : 1, sizeof *d->saved);
+        if (!d->saved) {
+            st = rt__fail(DLRT_ERR_NOMEM, "out of memory (%zu floats of chunk accumulators)", n);
         }
     }
     free(it);

@@ -4014,6 +4014,10 @@ typedef struct train_progress {
     const dlrt_loader *ld;  // the training loader (--data: the batch's arrays)
     const dlrt_meta_pair *norm_meta; // the normalisations' "dlcc.normalize.*" pairs
     size_t n_norm_meta;
+    bool dp_accum;     // data-parallel (ranks or chunks) with accumulate > 1: every rank (chunk)
+                       // has its own accumulators and a checkpoint holds rank 0's only, so
+                       // --save-every and Ctrl-C wait for the end of the cycle
+    bool save_pending; // a --save-every checkpoint due mid-cycle, written at the boundary
 } train_progress;
 
 // Writes a checkpoint of the run as it is after `step` steps: the session (params, optimizer
@@ -4030,7 +4034,8 @@ static dlrt_status train_save(const train_progress *p, const char *path, const t
 
 // After `step` steps (the epoch's sums so far: loss_sum, skipped): stops the run at a pending
 // signal (the checkpoint is written after the loop), or writes the --save-every checkpoint when
-// one is due. Returns non-zero to stop the run.
+// one is due; in a data-parallel run with accumulation both wait for the cycle's boundary.
+// Returns non-zero to stop the run.
 static int train_between_steps(train_progress *p, const dlrt_train_event *ev, int64_t step,
                                double loss_sum, int64_t skipped) {
     train_position at = p->pos;
@@ -4040,6 +4045,12 @@ static int train_between_steps(train_progress *p, const dlrt_train_event *ev, in
     at.guard = *ev->guard;
     at.time_s = p->pos.time_s + ev->run_s;
     p->last = at;
+    double count = 0;
+    if (p->dp_accum && dlrt_session_get_hparam(p->s, "accum_count", &count) == DLRT_OK &&
+        count != 0) { // mid-cycle: the other ranks' accumulators are in no checkpoint
+        p->save_pending |= p->ta->save_every > 0 && step % p->ta->save_every == 0;
+        return 0;
+    }
     int sig = p->signals ? train_signal_pending() : 0;
     if (sig) {
         p->interrupted = sig;
@@ -4047,7 +4058,7 @@ static int train_between_steps(train_progress *p, const dlrt_train_event *ev, in
         return 1;
     }
     const train_args *ta = p->ta;
-    bool due = (ta->save_every > 0 && step % ta->save_every == 0) ||
+    bool due = (ta->save_every > 0 && step % ta->save_every == 0) || p->save_pending ||
                (ta->save_every_s > 0 && ev->run_s - p->last_save_s >= ta->save_every_s);
     if (!due || p->quiet || step == ev->total_steps) { // the last one: after the test
         return 0;
@@ -4056,6 +4067,7 @@ static int train_between_steps(train_progress *p, const dlrt_train_event *ev, in
         return 1;
     }
     p->last_save_s = ev->run_s;
+    p->save_pending = false;
     if (ta->verbose) {
         fprintf(stderr, "%sdlcc: step %lld: wrote %s\n", p->tty ? "\r\033[K" : "", (long long)step,
                 ta->save);
@@ -4641,6 +4653,23 @@ static int cmd_train(int argc, char **argv) {
         rc = rt_fail(d, ta.file, rs);
         goto out;
     }
+    // Data-parallel with accumulation: each rank (chunk) sums its own micro-batches until the
+    // boundary, and a checkpoint holds rank 0's accumulators only (every rank sees the same
+    // accum_count: rank 0's step state was broadcast).
+    double accumulate = 1, accum_count = 0;
+    bool dp_accum = (dp.comm || chunks > 1) &&
+                    dlrt_session_get_hparam(s, "accumulate", &accumulate) == DLRT_OK &&
+                    accumulate > 1;
+    if (dp_accum && ta.resume &&
+        dlrt_session_get_hparam(s, "accum_count", &accum_count) == DLRT_OK && accum_count != 0) {
+        dl_diag(d, DL_SEV_ERROR, DL_NO_LOC,
+                "--resume %s: saved %g micro-steps into an accumulation cycle (accumulate = %g); "
+                "it holds rank 0's accumulators only, so a data-parallel run cannot go on from "
+                "it exactly (dlcc train writes its --save-every checkpoints at cycle boundaries)",
+                ta.resume, accum_count, accumulate);
+        rc = EXIT_INPUT;
+        goto out;
+    }
     if (!ta.has_lr && (rs = dlrt_session_get_hparam(s, "lr", &base_lr)) != DLRT_OK) {
         rc = rt_fail(d, ta.file, rs);
         goto out;
@@ -4684,6 +4713,7 @@ static int cmd_train(int argc, char **argv) {
     tp.ld = ld;
     tp.norm_meta = norm_meta;
     tp.n_norm_meta = n_norm_meta;
+    tp.dp_accum = dp_accum;
     to.lr = base_lr;
     to.max_skipped = ta.max_skipped;
     to.callback = train_event;

@@ -16,6 +16,9 @@
 //          micro-batch m of global step t is global batch k*t + m), --chunks C (single: a
 //          session of C chunks, dlrt_session_set_chunks, bound with the whole global batch of
 //          C x B rows: chunk r is what rank r of C reads),
+//          --state (the digest and OUT cover every state tensor too: optimizer slots and, with
+//          accumulation, the accumulators; the line names accum_count; without --accumulate
+//          an accumulating artifact then shows every call, mid-cycle ones included),
 //          --fail-rank R --fail-step K --fail-mode exit|hang|oom (rank R leaves before step K;
 //          oom: it first runs out of memory for real, its address space capped (RLIMIT_AS) at
 //          what it has mapped so that a second session's arena cannot be had, and exits as a
@@ -25,7 +28,7 @@
 // bound step reports on every rank, averaged over the micro-steps; D: FNV-1a of
 // every param's bytes). OUT receives rank 0's
 // params and the first step's Adam exp_avg (SGD: momentum_buffer) tensors (raw float32, param
-// order).
+// order); with --state its params and then every state tensor after the last step (model order).
 // Exit status: 0 ok, 1 usage or set-up failure, 2 a step failed (message on stderr), 3 the ranks'
 // params differ.
 #include "dlrt.h"
@@ -104,14 +107,16 @@ int main(int argc, char **argv) {
     const char *art = argv[2], *out_path = argv[4];
     int steps = atoi(argv[3]), threads = 1, fail_rank = -1, fail_step = -1, accumulate = 0;
     int chunks = 1;
-    int bench = 0;
+    int bench = 0, with_state = 0;
     size_t bucket = 0;
     double timeout = 0;
     const char *fail_mode = "exit", *plugin = NULL;
     for (int a = 5; a < argc; a++) {
-        if (strcmp(argv[a], "--accumulate") == 0 || strcmp(argv[a], "--bench") == 0) {
+        if (strcmp(argv[a], "--accumulate") == 0 || strcmp(argv[a], "--bench") == 0 ||
+            strcmp(argv[a], "--state") == 0) {
             accumulate |= argv[a][2] == 'a';
             bench |= argv[a][2] == 'b';
+            with_state |= argv[a][2] == 's';
             continue;
         }
         if (a + 1 >= argc) {
@@ -188,16 +193,23 @@ int main(int argc, char **argv) {
         return fail("set chunks");
     }
     int64_t R = B * chunks; // the rows this process gives a step
-    size_t np = dlrt_model_num_params(m), total = 0;
+    size_t np = dlrt_model_num_params(m), total = 0, n_state = 0, state_bytes = 0;
     for (size_t i = 0; i < np; i++) {
         dlrt_tensor_desc d;
         (void)dlrt_model_param(m, i, &d);
         total += d.nbytes;
     }
+    for (size_t i = 0; with_state && i < dlrt_model_num_state(m); i++) {
+        dlrt_tensor_desc d;
+        (void)dlrt_model_state(m, i, &d);
+        state_bytes += d.nbytes;
+        n_state++;
+    }
     unsigned char *mine = malloc(total), *root = malloc(total), *avg1 = malloc(total);
+    unsigned char *state = malloc(state_bytes ? state_bytes : 1);
     float *x = malloc((size_t)R * 784 * sizeof *x);
     int64_t *y = malloc((size_t)R * sizeof *y);
-    if (!mine || !root || !avg1 || !x || !y) {
+    if (!mine || !root || !avg1 || !state || !x || !y) {
         fprintf(stderr, "test_dp: out of memory\n");
         return 1;
     }
@@ -282,6 +294,20 @@ int main(int argc, char **argv) {
             }
             at += d.nbytes;
         }
+        // --state: every state tensor (the accumulators differ between ranks mid-cycle: each
+        // holds its own micro-batches' sum until the boundary's all-reduce).
+        for (size_t i = 0, sat = 0; i < n_state; i++) {
+            dlrt_tensor_desc d;
+            (void)dlrt_model_state(m, i, &d);
+            if (dlrt_session_get_param(s, d.name, state + sat, d.nbytes) != DLRT_OK) {
+                return fail("get state");
+            }
+            sat += d.nbytes;
+        }
+        double accum_count = 0;
+        if (with_state && accumulate == 0) {
+            (void)dlrt_session_get_hparam(s, "accum_count", &accum_count);
+        }
         if (comm) { // every rank's params against rank 0's, and the verdict to all
             memcpy(root, mine, total);
             float bad = 0;
@@ -298,7 +324,14 @@ int main(int argc, char **argv) {
                 rc = 3;
             }
         }
-        if (rank == 0) {
+        if (rank == 0 && with_state) {
+            printf("step %d loss %.9g grad_norm %.9g skipped %d accum_count %g digest %016llx "
+                   "state %016llx%s\n",
+                   t + 1, loss, info.grad_norm, info.skipped, accum_count,
+                   (unsigned long long)fnv(0xcbf29ce484222325ull, mine, total),
+                   (unsigned long long)fnv(0xcbf29ce484222325ull, state, state_bytes),
+                   comm && rc == 0 ? " ranks identical" : "");
+        } else if (rank == 0) {
             printf("step %d loss %.9g grad_norm %.9g skipped %d digest %016llx%s\n", t + 1, loss,
                    info.grad_norm, info.skipped,
                    (unsigned long long)fnv(0xcbf29ce484222325ull, mine, total),
@@ -329,7 +362,9 @@ int main(int argc, char **argv) {
                    (unsigned long long)bytes);
         }
         FILE *f = fopen(out_path, "wb");
-        if (!f || fwrite(mine, 1, total, f) != total || fwrite(avg1, 1, total, f) != total ||
+        const unsigned char *second = with_state ? state : avg1;
+        size_t n2 = with_state ? state_bytes : total;
+        if (!f || fwrite(mine, 1, total, f) != total || fwrite(second, 1, n2, f) != n2 ||
             fclose(f) != 0) {
             fprintf(stderr, "test_dp: cannot write %s\n", out_path);
             rc = 1;
@@ -341,6 +376,7 @@ int main(int argc, char **argv) {
     free(mine);
     free(root);
     free(avg1);
+    free(state);
     free(x);
     free(y);
     return rc;

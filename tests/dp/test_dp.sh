@@ -10,7 +10,10 @@
 #     float rounding, not bit-identity); with accumulate = 2 as well;
 #   - deterministic: one process of 2 chunks x 16 (dlrt_session_set_chunks) gives the 2 ranks'
 #     params and optimizer state byte for byte (Adam clipping at 5, SGD with momentum at 3), and
-#     without chunks (one batch of 32) they differ;
+#     without chunks (one batch of 32) they differ; with accumulate = 3 as well (each chunk keeps
+#     its own accumulators, as each rank does): after every call, boundary or not, params,
+#     Adam's slots and the accumulators byte for byte, over 8 calls (boundaries at 3 and 6, the
+#     run ending mid-cycle), and again without chunks they differ;
 #   - faults, each bounded: a rank that exits, hangs or runs out of memory mid-run makes rank 0
 #     fail within the timeout (3 s here) naming it; a rank with another artifact or another model is refused at
 #     binding, on every rank, before any step.
@@ -26,15 +29,17 @@ source "$src/tests/dp/lib.sh"
 
 mlp=$src/samples/mlp_fmnist.dlg
 sed 's/^  clip_norm = 5.0$/  clip_norm = 5.0\n  accumulate = 2/' "$mlp" > acc.dlg
+sed 's/^  clip_norm = 5.0$/  clip_norm = 5.0\n  accumulate = 3/' "$mlp" > acc3.dlg
 sed 's/256/128/g' "$mlp" > narrow.dlg
 sed -e 's/optimizer = adam <lr = 0.001>/optimizer = sgd <lr = 0.05, momentum = 0.9>/' -e 's/clip_norm = 5.0/clip_norm = 3.0/' "$mlp" > sgdm.dlg
 for spec in "mlp16:$mlp:16" "mlp32:$mlp:32" "acc16:acc.dlg:16" "acc32:acc.dlg:32" \
-            "narrow16:narrow.dlg:16" "sgdm16:sgdm.dlg:16" "sgdm32:sgdm.dlg:32"; do
+            "acc3_16:acc3.dlg:16" "acc3_32:acc3.dlg:32" "narrow16:narrow.dlg:16" "sgdm16:sgdm.dlg:16" "sgdm32:sgdm.dlg:32"; do
   IFS=: read -r name file n <<<"$spec"
   runc "$dlcc" compile --no-cache -D N="$n" "$file" -o "$name.so"
   check "compile $name" test "$rc" -eq 0
 done
 grep -q 'accumulate = 2' acc.dlg || fail "acc.dlg has accumulate = 2"
+grep -q 'accumulate = 3' acc3.dlg || fail "acc3.dlg has accumulate = 3"
 grep -q 'momentum = 0.9' sgdm.dlg || fail "sgdm.dlg has SGD with momentum"
 
 
@@ -124,10 +129,33 @@ for art in mlp sgdm; do
   check "negative control $art: without chunks the params differ ($(head -c 60 "$out"))" \
     test "$rc" -eq 1
 done
-# A session of chunks refuses an input given as one batch, and accumulation.
-runc "$prog" single acc16.so 1 x.bin --chunks 2 --accumulate
-check "chunks with accumulate = 2: refused" \
-  grep -qF "a session of 2 chunks cannot accumulate gradients (accumulate = 2)" "$err"
+# Deterministic with accumulate = 3, call by call (no --accumulate: one line per call, mid-cycle
+# ones included), --state: the digest and the file cover every state tensor (Adam's exp_avg and
+# exp_avg_sq, each param's grad_accum). 8 calls: boundaries at calls 3 and 6, the run ends 2
+# micro-steps into a cycle. Rank 0's accumulators mid-cycle are its own micro-batches' sum, and
+# so are chunk 0's; chunk 1's (rank 1's) show in the params of the next boundary.
+runc "${mpi[@]}" "$prog" train acc3_16.so 8 d_acc3.bin --state
+check "deterministic accumulate = 3: 2 ranks, 8 calls" \
+  test "$rc" -eq 0 -a "$(grep -c ' ranks identical$' "$out")" -eq 8
+steps "$out" > d_acc3.txt
+runc "$prog" single acc3_16.so 8 c_acc3.bin --state --chunks 2 --threads 2
+check "deterministic accumulate = 3: one process of 2 chunks" test "$rc" -eq 0
+steps "$out" > c_acc3.txt
+echo "deterministic accumulate = 3, 2 ranks x 16:"; cat d_acc3.txt
+echo "deterministic accumulate = 3, 1 process, 2 chunks x 16:"; cat c_acc3.txt
+check "deterministic accumulate = 3: boundaries at calls 3 and 6, the last call mid-cycle" \
+  test "$(grep -c ' accum_count 0 ' c_acc3.txt)" -eq 2 -a \
+  "$(sed -n '8s/.* accum_count \([0-9]*\) .*/\1/p' c_acc3.txt)" = 2
+check "deterministic accumulate = 3: 8 calls, the same losses, grad norms, param and state digests" \
+  test "$(wc -l < c_acc3.txt)" -eq 8 -a "$(cat c_acc3.txt)" = "$(cat d_acc3.txt)"
+check "deterministic accumulate = 3: params, optimizer slots and accumulators byte for byte" \
+  cmp d_acc3.bin c_acc3.bin
+runc "$prog" single acc3_32.so 8 n_acc3.bin --state
+steps "$out" > n_acc3.txt
+echo "negative control accumulate = 3, 1 process x 32 (no chunks):"; cat n_acc3.txt
+runc cmp d_acc3.bin n_acc3.bin
+check "negative control accumulate = 3: without chunks the state differs ($(head -c 60 "$out"))" \
+  test "$rc" -eq 1
 
 # fault_timing NAME T0 T1: rank 0 failed naming rank 1 at step 3, after the 3 s timeout and
 # within 6 s, and the whole run ended within 60 s; prints the timings.

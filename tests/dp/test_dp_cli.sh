@@ -5,7 +5,8 @@
 # with --batch 32 over the same epoch within float rounding; rank 0 alone prints the epoch and
 # test lines and writes the checkpoint; a checkpoint resumes with another world size;
 # --deterministic 2 in one process with --batch 32 writes the 2 ranks' checkpoint byte for byte
-# (and without it the params differ); a loss that is non-finite on one rank alone (finite
+# (and without it the params differ), with accumulate = 3 too (--save-every then writes at cycle
+# boundaries; a mid-cycle checkpoint does not resume data-parallel); a loss that is non-finite on one rank alone (finite
 # gradients: one sample's MSE overflows float) stops every rank at the same step, at once (the
 # loss is reduced with the gradients), not one rank now and the other at the timeout.
 # Exit 77 (skip) only when mpirun or the plugin is missing (tools/setup.sh installs Open MPI).
@@ -84,6 +85,38 @@ check "--deterministic 3 on 2 ranks is refused" \
 runc "$dlcc" train "$mlp" "${data[@]}" --batch 30 --deterministic 4
 check "--deterministic 4 with --batch 30 is refused" \
   grep -qF -- "--deterministic 4 in one process needs --batch, the global batch: a multiple of 4" "$err"
+
+# --deterministic with accumulate = 3: 32 steps (16 a epoch), --save-every 4. Every rank (chunk)
+# sums its own micro-batches until the boundary and a checkpoint holds rank 0's accumulators
+# only, so the --save-every checkpoints wait for the boundaries (due at 4, 8, ..., written at
+# 6, 9, 12, 18, 21, 24, 30); the final one, 2 micro-steps into a cycle, is byte for byte the
+# 2 ranks' (rank 0's accumulators = chunk 0's) and cannot be resumed data-parallel.
+sed 's/^  clip_norm = 5.0$/  clip_norm = 5.0\n  accumulate = 3/' "$mlp" > acc3.dlg
+grep -q 'accumulate = 3' acc3.dlg || fail "acc3.dlg has accumulate = 3"
+runc "${mpi[@]}" "$dlcc" train acc3.dlg "${data[@]}" --batch 16 --save dpa.safetensors \
+  --save-every 4 -v
+check "accumulate = 3 on 2 ranks: exit 0" test "$rc" -eq 0
+grep -oE "step [0-9]+: wrote" "$err" | tr '\n' ' ' > dpa.saves
+echo "2 ranks, accumulate = 3, --save-every 4: $(cat dpa.saves)"
+check "... --save-every writes at the cycle boundaries" \
+  test "$(cat dpa.saves)" = "step 6: wrote step 9: wrote step 12: wrote step 18: wrote step 21: wrote step 24: wrote step 30: wrote "
+runc "$dlcc" train acc3.dlg "${data[@]}" --batch 32 --deterministic 2 --save deta.safetensors \
+  --save-every 4 -v
+check "accumulate = 3, --deterministic 2: exit 0" test "$rc" -eq 0
+grep -oE "step [0-9]+: wrote" "$err" | tr '\n' ' ' > deta.saves
+check "... the same checkpoints" test "$(cat deta.saves)" = "$(cat dpa.saves)"
+runc same_tensors dpa.safetensors deta.safetensors
+echo "accumulate = 3: 2 ranks x 16 vs 1 process --deterministic 2 --batch 32: $(cat "$out")"
+check "accumulate = 3: --deterministic 2 = 2 ranks (params, slots, accumulators) byte for byte" \
+  test "$rc" -eq 0
+runc "$dlcc" train acc3.dlg "${data[@]}" --batch 32 --save spa.safetensors
+runc same_tensors dpa.safetensors spa.safetensors
+check "accumulate = 3, negative control: without --deterministic the tensors differ" \
+  test "$rc" -eq 1
+runc "$dlcc" train acc3.dlg "${data[@]}" --batch 32 --deterministic 2 --epochs 3 \
+  --resume deta.safetensors
+check "... a mid-cycle checkpoint does not resume data-parallel (exit 1)" test "$rc" -eq 1
+check "... saying why" grep -qF "saved 2 micro-steps into an accumulation cycle (accumulate = 3); it holds rank 0's accumulators only" "$err"
 
 # Resuming with another world size: the 2-rank checkpoint in one process, and the one-process
 # checkpoint on 2 ranks (rank 0 reads it; binding broadcasts it).
