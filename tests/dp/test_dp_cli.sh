@@ -117,6 +117,16 @@ runc "$dlcc" train acc3.dlg "${data[@]}" --batch 32 --deterministic 2 --epochs 3
   --resume deta.safetensors
 check "... a mid-cycle checkpoint does not resume data-parallel (exit 1)" test "$rc" -eq 1
 check "... saying why" grep -qF "saved 2 micro-steps into an accumulation cycle (accumulate = 3); it holds rank 0's accumulators only" "$err"
+# A checkpoint at a boundary (3 epochs: 48 steps) resumes exactly: 1 more epoch after it gives
+# the tensors of 4 epochs in one go (chunk 1's accumulators start again at zero, as they were).
+runc "$dlcc" train acc3.dlg "${data[@]}" --batch 32 --deterministic 2 --epochs 3 --save b3.safetensors
+runc "$dlcc" train acc3.dlg "${data[@]}" --batch 32 --deterministic 2 --epochs 4 \
+  --resume b3.safetensors --save b4r.safetensors
+check "... one saved at a boundary resumes (exit 0)" test "$rc" -eq 0
+runc "$dlcc" train acc3.dlg "${data[@]}" --batch 32 --deterministic 2 --epochs 4 --save b4.safetensors
+runc same_tensors b4.safetensors b4r.safetensors
+echo "accumulate = 3, --deterministic 2: 4 epochs vs 3 + resumed 1: $(cat "$out")"
+check "... and goes on exactly" test "$rc" -eq 0
 
 # Resuming with another world size: the 2-rank checkpoint in one process, and the one-process
 # checkpoint on 2 ranks (rank 0 reads it; binding broadcasts it).
