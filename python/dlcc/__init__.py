@@ -1238,8 +1238,10 @@ class Session:
         chunk r the r-th part, bound zero-copy: set_input's copy=True is refused at the step)
         and gives the params of n data-parallel ranks bit for bit when rank r is given chunk r:
         forward and backward once per chunk, their gradients and losses summed in chunk order
-        and scaled by 1/n as the all-reduce does, then one update. n = 1 turns it off (give the
-        inputs again). Not with bind_comm or gradient accumulation."""
+        and scaled by 1/n as the all-reduce does, then one update. With gradient accumulation
+        each chunk keeps its own accumulators as each rank does (the session's grad_accum
+        tensors hold chunk 0's). n = 1 turns it off (give the inputs again). Not with
+        bind_comm."""
         n = _integer("set_chunks", n, 1, 4096)
         _check(self._lib.dlrt_session_set_chunks(self._live(), n), "set_chunks")
         self._bound.clear()  # the inputs must be given again, n batches each

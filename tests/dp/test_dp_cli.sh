@@ -6,7 +6,8 @@
 # test lines and writes the checkpoint; a checkpoint resumes with another world size;
 # --deterministic 2 in one process with --batch 32 writes the 2 ranks' checkpoint byte for byte
 # (and without it the params differ), with accumulate = 3 too (--save-every then writes at cycle
-# boundaries; a mid-cycle checkpoint does not resume data-parallel); a loss that is non-finite on one rank alone (finite
+# boundaries, and so does Ctrl-C; a mid-cycle checkpoint does not resume data-parallel, one at a
+# boundary resumes exactly); a loss that is non-finite on one rank alone (finite
 # gradients: one sample's MSE overflows float) stops every rank at the same step, at once (the
 # loss is reduced with the gradients), not one rank now and the other at the timeout.
 # Exit 77 (skip) only when mpirun or the plugin is missing (tools/setup.sh installs Open MPI).
@@ -127,6 +128,30 @@ runc "$dlcc" train acc3.dlg "${data[@]}" --batch 32 --deterministic 2 --epochs 4
 runc same_tensors b4.safetensors b4r.safetensors
 echo "accumulate = 3, --deterministic 2: 4 epochs vs 3 + resumed 1: $(cat "$out")"
 check "... and goes on exactly" test "$rc" -eq 0
+# Ctrl-C in such a run waits for the cycle's end: sent once 100 steps are logged (step 100 is 1
+# micro-step into a cycle), the run stops at a multiple of 3, and the checkpoint resumes to the
+# tensors of the run never stopped (60 epochs: 960 steps).
+acc_long=(train acc3.dlg "${data[@]}" --batch 32 --deterministic 2 --epochs 60)
+runc "$dlcc" "${acc_long[@]}" --save ref60.safetensors
+"$dlcc" "${acc_long[@]}" --save cut.safetensors --log cut.jsonl >cut.out 2>cut.err &
+pid=$!
+for _ in $(seq 1 12000); do
+  if [ -f cut.jsonl ] && [ "$(wc -l < cut.jsonl)" -ge 100 ]; then break; fi
+  sleep 0.01
+done
+kill -INT "$pid"
+wait "$pid"
+rc=$?
+cut_at=$(sed -nE 's/^dlcc train: interrupted at step ([0-9]+) .*/\1/p' cut.err)
+echo "accumulate = 3, --deterministic 2, SIGINT after 100 logged steps: stopped at step ${cut_at:-?}"
+check "Ctrl-C with accumulate = 3: exit 130" test "$rc" -eq 130
+check "... at a cycle boundary (step ${cut_at:-?}, a multiple of 3, at least 100)" \
+  test "${cut_at:-0}" -ge 100 -a "$(( ${cut_at:-1} % 3 ))" -eq 0
+runc "$dlcc" "${acc_long[@]}" --resume cut.safetensors --save res60.safetensors
+check "... it resumes (exit 0)" test "$rc" -eq 0
+runc same_tensors ref60.safetensors res60.safetensors
+echo "accumulate = 3, --deterministic 2: 60 epochs vs interrupted + resumed: $(cat "$out")"
+check "... to the tensors of the run never stopped" test "$rc" -eq 0
 
 # Resuming with another world size: the 2-rank checkpoint in one process, and the one-process
 # checkpoint on 2 ranks (rank 0 reads it; binding broadcasts it).

@@ -1,7 +1,7 @@
 # tests/dp — synchronous data-parallel training over MPI. dp_mpi: `mpirun -np 2 --oversubscribe`
 # runs the small trainer test_dp.c on the MLP sample (bit-identical ranks and launches,
 # equivalence with one process over the same global batch, accumulation, one process of 2 chunks
-# bit-identical to 2 ranks, a rank that exits, hangs or runs out of memory, a mismatched artifact
+# bit-identical to 2 ranks (with accumulate = 3 too, call by call), a rank that exits, hangs or runs out of memory, a mismatched artifact
 # or model). test_dp links only libdlrt: the runtime loads the MPI
 # plugin.
 add_executable(test_dp ${CMAKE_CURRENT_LIST_DIR}/test_dp.c)
@@ -18,7 +18,7 @@ add_test(NAME dp_netns
 set_tests_properties(dp_netns PROPERTIES LABELS "unit;fault" TIMEOUT 300 SKIP_RETURN_CODE 77)
 # `mpirun -np 2 dlcc train` (--comm, auto-detected): sharded epochs, rank-0 output and checkpoint,
 # equivalence with one process at twice the batch, resuming at another world size,
-# --deterministic (byte for byte), one rank's non-finite loss stopping every rank at once.
+# --deterministic (byte for byte; with accumulation: checkpoints at cycle boundaries), one rank's non-finite loss stopping every rank at once.
 add_test(NAME dp_cli
          COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_dp_cli.sh $<TARGET_FILE:dlcc>
                  ${CMAKE_SOURCE_DIR})
