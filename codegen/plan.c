@@ -244,11 +244,12 @@ static void seg_map_fini(seg_map *sm) {
 // arena segment (sm), so buffers sharing memory through the memory plan count as the same memory.
 // A kernel waits for the last writer of every segment it touches (read-after-write,
 // write-after-write), for every reader since that write of each segment it writes
-// (write-after-read), and for the previous kernel of its node. Earlier accesses of a segment are
-// ordered before those through the chain of writers, so only the nearest ones are listed: the
-// lists stay linear in the graph (a chain of in-place kernels on one segment gets one dependency
-// each). Kernels never depend on another entry's kernels. Lists are appended to *all (each sorted
-// and unique); first/count are indexed by plan record.
+// (write-after-read), for the previous kernel of its node, and an AllReduceMean kernel for the
+// entry's previous one (format 7: every rank issues the all-reduces in one order). Earlier accesses
+// of a segment are ordered before those through the chain of writers, so only the nearest ones are
+// listed: the lists stay linear in the graph (a chain of in-place kernels on one segment gets one
+// dependency each). Kernels never depend on another entry's kernels. Lists are appended to *all
+// (each sorted and unique); first/count are indexed by plan record.
 static dl_status compute_deps(const cg_plan_in *c, const seg_map *sm, const uint32_t *seq,
                               size_t nk, uint32_t base, u32_vec *all, uint32_t *first,
                               uint32_t *count) {
@@ -264,6 +265,7 @@ static dl_status compute_deps(const cg_plan_in *c, const seg_map *sm, const uint
     for (size_t q = 0; q < sm->n_seg; q++) {
         last_writer[q] = -1;
     }
+    int64_t last_coll = -1; // the entry's latest AllReduceMean kernel
     for (size_t k = 0; k < nk && st == DL_OK; k++) {
         const cg_kernel_rec *r = &c->kernels.data[seq[k]];
         size_t start = all->len;
@@ -280,6 +282,12 @@ static dl_status compute_deps(const cg_plan_in *c, const seg_map *sm, const uint
     } while (0)
         if (k > 0 && r->node != UINT32_MAX && c->kernels.data[seq[k - 1]].node == r->node) {
             ADD_DEP(k - 1);
+        }
+        if (r->op == DL_IR_OP_ALL_REDUCE_MEAN) { // collectives in one order on every rank
+            if (last_coll >= 0) {
+                ADD_DEP(last_coll);
+            }
+            last_coll = (int64_t)k;
         }
         for (uint32_t a = 0; a < r->n_args; a++) {
             uint32_t b = c->args.data[r->first_arg + a];
@@ -494,14 +502,16 @@ static dl_status build_plan(const cg_plan_in *c, blob *out) {
     }
     for (size_t i = 0; i < nk; i++) {
         const cg_kernel_rec *r = &c->kernels.data[seq[i]];
-        ks[i] = (dlrt_plan_kernel){.fn = r->fn,
-                                   .first_arg = r->first_arg,
-                                   .n_args = r->n_args,
-                                   .n_out = r->n_out,
-                                   .range = r->range,
-                                   .src_line = r->src_line,
-                                   .first_dep = dep_first[i],
-                                   .n_deps = dep_count[i]};
+        ks[i] = (dlrt_plan_kernel){
+            .fn = r->fn,
+            .first_arg = r->first_arg,
+            .n_args = r->n_args,
+            .n_out = r->n_out,
+            .range = r->range,
+            .src_line = r->src_line,
+            .flags = r->op == DL_IR_OP_ALL_REDUCE_MEAN ? DLRT_KERNEL_F_ALLREDUCE_MEAN : 0,
+            .first_dep = dep_first[i],
+            .n_deps = dep_count[i]};
         ks[i].name_off = put_string(&pc, r->name, &ks[i].name_len);
         // Format 5: the op names as a string (the runtime never sees IR op ids); the train
         // step's own kernels come from no node.

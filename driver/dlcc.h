@@ -49,6 +49,10 @@ typedef struct dlcc_options {
     // themselves, and of the memory plan on long chains). Such a compile neither reads nor
     // writes the cache (its key does not say so).
     bool no_fusion;
+    // Sets the train block's sync_batchnorm = true (dlcc train --sync-bn): BatchNormalization
+    // in the train step uses the global batch's statistics across data-parallel ranks. Part of
+    // the key (through the canonical text). A model without a train block is an error.
+    bool sync_bn;
 } dlcc_options;
 
 void dlcc_options_init(dlcc_options *o);

@@ -118,6 +118,17 @@ static dl_status prepare_module(const char *path, dl_ir_module *m, const dlcc_op
             st = bs;
         }
     }
+    if (st == DL_OK && o->sync_bn) {
+        if (!m->train) {
+            dl_diag(d, DL_SEV_ERROR, DL_NO_LOC,
+                    "--sync-bn: model '%s' has no train block (%s): there is no train step to "
+                    "synchronise",
+                    m->name, path);
+            st = DL_ERR_INVALID_ARG;
+        } else {
+            m->train->sync_bn = true;
+        }
+    }
     if (st == DL_OK) {
         dl_pass_pipeline_opts po;
         pipeline_opts(o, &po);

@@ -1393,10 +1393,11 @@ enum {
     TK_LOSS_SCALE,
     TK_FREEZE,
     TK_ACCUMULATE,
+    TK_SYNC_BATCHNORM,
     TK_COUNT
 };
-static const char *const train_keys[TK_COUNT] = {"optimizer",  "clip_norm", "precision",
-                                                 "loss_scale", "freeze",    "accumulate"};
+static const char *const train_keys[TK_COUNT] = {
+    "optimizer", "clip_norm", "precision", "loss_scale", "freeze", "accumulate", "sync_batchnorm"};
 
 // The values a train block may give, checked where they are written (the attribute's value) with
 // the ranges dlrt_session_set_hparam enforces at run time (runtime/rt_train.c), which are
@@ -1670,6 +1671,19 @@ static bool parse_train_entry(parser *p, dl_ir_train *t, int key) {
         t->accumulate = v;
         return true;
     }
+    case TK_SYNC_BATCHNORM: {
+        const char *name = NULL;
+        dl_src_loc loc = DL_NO_LOC;
+        if (!expect_ident(p, "true or false for sync_batchnorm", &name, &loc)) {
+            return false;
+        }
+        if (strcmp(name, "true") != 0 && strcmp(name, "false") != 0) {
+            dl_fe__error(&p->cx, loc, "sync_batchnorm must be true or false, got '%s'", name);
+            return false;
+        }
+        t->sync_bn = strcmp(name, "true") == 0;
+        return true;
+    }
     default:
         break;
     }
@@ -1728,7 +1742,7 @@ static bool parse_train(parser *p) {
         if (k == TK_COUNT) {
             dl_fe__error(&p->cx, kloc,
                          "unknown train setting '%s' (valid: optimizer, clip_norm, precision, "
-                         "loss_scale, freeze, accumulate)",
+                         "loss_scale, freeze, accumulate, sync_batchnorm)",
                          key);
             return false;
         }

@@ -46,6 +46,7 @@ typedef enum dl_ir_kind {
     DL_IR_KIND_RANDOM,
     DL_IR_KIND_MOVEMENT,
     DL_IR_KIND_LOSS,
+    DL_IR_KIND_COLLECTIVE, // across data-parallel ranks (AllReduceMean)
     DL_IR_KIND_GRADIENT,
 } dl_ir_kind;
 
@@ -319,6 +320,9 @@ typedef struct dl_ir_train {
     dl_ir_value **freeze;
     bool has_accumulate;
     int64_t accumulate; // >= 1
+    // BatchNormalization in the train step normalises with the statistics of the global batch
+    // across data-parallel ranks (AllReduceMean, passes/autodiff.c); printed only when true.
+    bool sync_bn;
 } dl_ir_train;
 
 const char *dl_ir_optim_name(dl_ir_optim o); // "sgd", "adam", "adamw", "rmsprop"

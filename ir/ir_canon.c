@@ -435,6 +435,9 @@ static dl_status put_train(canon_ctx *c, const dl_ir_train *t, unsigned flags) {
     }
     free(fr);
     dl_strbuf_printf(b, "\naccumulate %" PRId64 "\n", t->has_accumulate ? t->accumulate : 1);
+    if (t->sync_bn) { // only when set: the keys of every other model stay as they were
+        dl_strbuf_puts(b, "sync_batchnorm 1\n");
+    }
     return DL_OK;
 }
 

@@ -445,6 +445,10 @@ static bool diff_train(dl_ir_diff *x, const dl_ir_train *a, const dl_ir_train *b
         ok = add_diff(x, "train: accumulate %lld vs %lld (" TRAIN_STRUCT_NOTE ")", (long long)ka,
                       (long long)kb);
     }
+    if (ok && a->sync_bn != b->sync_bn) {
+        ok = add_diff(x, "train: sync_batchnorm %s vs %s (" TRAIN_STRUCT_NOTE ")",
+                      a->sync_bn ? "true" : "false", b->sync_bn ? "true" : "false");
+    }
     if (ok && !same_freeze(a, b)) {
         ok = add_diff(x, "train: freeze lists differ (" TRAIN_STRUCT_NOTE ")");
     }

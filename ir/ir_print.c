@@ -347,8 +347,8 @@ static void measure(const dl_ir_module *m, const dl_ir_stmt *s, run_cols *c) {
 
 // train -> 'train' LOSS '{' NEWLINE (KEY '=' VALUE NEWLINE)* '}'
 // One entry per line in a fixed order (optimizer, clip_norm, precision, loss_scale, freeze,
-// accumulate), only those present; the author's entry order is not recorded by the IR. The
-// optimizer is always printed: the IR has no "absent" optimizer (the parser defaults it).
+// accumulate, sync_batchnorm), only those present; the author's entry order is not recorded by the
+// IR. The optimizer is always printed: the IR has no "absent" optimizer (the parser defaults it).
 static void put_train(dl_strbuf *b, const dl_ir_module *m, const dl_ir_train *t) {
     dl_strbuf_puts(b, "train ");
     dl_strbuf_puts(b, t->loss ? t->loss->name : "?");
@@ -388,6 +388,9 @@ static void put_train(dl_strbuf *b, const dl_ir_module *m, const dl_ir_train *t)
     }
     if (t->has_accumulate) {
         dl_strbuf_printf(b, "  accumulate = %" PRId64 "\n", t->accumulate);
+    }
+    if (t->sync_bn) {
+        dl_strbuf_puts(b, "  sync_batchnorm = true\n");
     }
     dl_strbuf_puts(b, "}");
 }

@@ -823,6 +823,12 @@ static void rule_identity(ad *a, const dl_ir_node *n, dl_ir_value *dy) {
     accumulate(a, n->inputs[0], dy);
 }
 
+// AllReduceMean is linear and the same map on every rank (y = (1/R) sum_r x_r), so its adjoint is
+// itself: each rank's x_r receives the mean over ranks of the dy the ranks computed.
+static void rule_all_reduce_mean(ad *a, const dl_ir_node *n, dl_ir_value *dy) {
+    accumulate(a, n->inputs[0], N1(a, DL_IR_OP_ALL_REDUCE_MEAN, dy));
+}
+
 static void rule_cast(ad *a, const dl_ir_node *n, dl_ir_value *dy) {
     if (dl_dtype_is_float(n->inputs[0]->type.dtype)) {
         accumulate(a, n->inputs[0],
@@ -920,6 +926,64 @@ static bool mode_dependent(const dl_ir_node *n) {
     return false;
 }
 
+// A BatchNormalization the train step computes with statistics synchronised across data-parallel
+// ranks (the train block's sync_batchnorm = true), whatever its training_mode.
+static bool sync_bn(const dl_ir_module *m, const dl_ir_node *n) {
+    return n->op == DL_IR_OP_BATCH_NORMALIZATION && m->train && m->train->sync_bn;
+}
+
+// The training clone of BatchNormalization with synchronised statistics (sync_batchnorm = true),
+// as the ops PyTorch's SyncBatchNorm computes, each rank on its own batch of the same size:
+//   mean = AllReduceMean(ReduceMean(x))            over every axis but the channel (axis 1)
+//   var  = AllReduceMean(ReduceMean((x - mean)^2)) the global batch's biased variance
+//   y    = (x - mean) * (scale / sqrt(var + eps)) + B
+// so every rank normalises with the global batch's statistics (the mean of equal-sized ranks'
+// means is the global mean; likewise the variance about the global mean). Autodiff then derives
+// the backward through the same ops: AllReduceMean's adjoint is itself, so the backward
+// reduces the per-channel sums of dy and dy * (x - mean) across ranks, as SyncBatchNorm's does.
+// In one process AllReduceMean is the identity and this is BatchNormalization's math. The running
+// statistics become mean*(1-momentum) + running*momentum (biased variance, as the fused op).
+static bool clone_sync_bn(ad *a, const dl_ir_node *n, dl_ir_value **ins, dl_ir_value **outs) {
+    dl_ir_value *x = ins[0], *scale = ins[1], *bias = ins[2];
+    const dl_ir_type *xt = &x->type;
+    if (xt->rank < 2 || !dl_dtype_is_float(xt->dtype)) {
+        ad_error(a, "sync_batchnorm needs a float input of rank >= 2 (got rank %d)", (int)xt->rank);
+        return false;
+    }
+    int64_t axes[DL_MAX_RANK], cdims[DL_MAX_RANK];
+    size_t n_axes = 0;
+    for (int32_t i = 0; i < xt->rank; i++) {
+        cdims[i] = i == 1 ? xt->dims[1].value : 1;
+        if (i != 1) {
+            axes[n_axes++] = i;
+        }
+    }
+    dl_ir_attr red[2] = {attr_ints("axes", axes, n_axes), attr_int("keepdims", 1)};
+    dl_ir_attr shp = attr_ints("shape", cdims, (size_t)xt->rank);
+    double eps = dl_ir_node_attr_float(n, "epsilon"), mom = dl_ir_node_attr_float(n, "momentum");
+    dl_ir_value *mean = N1(a, DL_IR_OP_ALL_REDUCE_MEAN, N1A(a, DL_IR_OP_REDUCE_MEAN, red, 2, x));
+    dl_ir_value *d = N1(a, DL_IR_OP_SUB, x, mean);
+    dl_ir_value *var =
+        N1(a, DL_IR_OP_ALL_REDUCE_MEAN, N1A(a, DL_IR_OP_REDUCE_MEAN, red, 2, mul(a, d, d)));
+    dl_ir_value *inv =
+        N1(a, DL_IR_OP_RECIPROCAL, N1(a, DL_IR_OP_SQRT, add(a, var, cscalar(a, eps, xt->dtype))));
+    dl_ir_value *g = mul(a, inv, N1A(a, DL_IR_OP_RESHAPE, &shp, 1, scale));
+    outs[0] = add(a, mul(a, d, g), N1A(a, DL_IR_OP_RESHAPE, &shp, 1, bias));
+    dl_ir_value *stats[2] = {mean, var};
+    for (int k = 0; k < 2 && a->st == DL_OK; k++) {
+        dl_ir_value *p = n->inputs[3 + k];
+        if (!p || p->kind != DL_IR_VAL_PARAM) {
+            continue;
+        }
+        dl_ir_value *now = reshape_to(a, stats[k], &ins[3 + k]->type);
+        dl_ir_value *run = add(a, mul_c(a, ins[3 + k], mom), mul_c(a, now, 1.0 - mom));
+        if (run && !DL_VEC_PUSH(&a->m->assigns, ((dl_ir_assign){p, run}))) {
+            fail(a, DL_ERR_NOMEM);
+        }
+    }
+    return a->st == DL_OK && outs[0];
+}
+
 // The int64 step counter the training-mode Dropout clones share (created on first use).
 static dl_ir_value *step_counter(ad *a) {
     if (!a->m->step_counter) {
@@ -937,6 +1001,9 @@ static bool clone_for_training(ad *a, const dl_ir_node *n, dl_ir_value **ins, dl
         if (strcmp(n->attrs[i].name, "training_mode") != 0) {
             at[na++] = n->attrs[i];
         }
+    }
+    if (sync_bn(a->m, n)) {
+        return clone_sync_bn(a, n, ins, outs);
     }
     if (n->op == DL_IR_OP_BATCH_NORMALIZATION && mode_dependent(n)) {
         at[na++] = attr_int("training_mode", 1);
@@ -1026,7 +1093,7 @@ dl_status dl_pass_autodiff(dl_ir_module *m, dl_diags *d) {
         if (!used) {
             continue;
         }
-        bool clone = mode_dependent(n);
+        bool clone = mode_dependent(n) || sync_bn(m, n);
         dl_ir_value *ins[64];
         for (size_t k = 0; k < n->n_inputs && k < 64; k++) {
             dl_ir_value *v = n->inputs[k];
@@ -1041,6 +1108,7 @@ dl_status dl_pass_autodiff(dl_ir_module *m, dl_diags *d) {
         }
         dl_ir_value *outs[64] = {NULL};
         a.n = n;
+        size_t made = m->nodes.len;
         if (n->n_inputs > 64 || n->n_outputs > 64 || !clone_for_training(&a, n, ins, outs)) {
             fail(&a, DL_ERR_UNSUPPORTED);
             break;
@@ -1048,8 +1116,11 @@ dl_status dl_pass_autodiff(dl_ir_module *m, dl_diags *d) {
         for (size_t k = 0; k < n->n_outputs; k++) {
             tmap[n->outputs[k]->id] = outs[k];
         }
-        if (!DL_VEC_PUSH(&seq, outs[0]->def)) {
-            fail(&a, DL_ERR_NOMEM);
+        // Every node the clone made (one, or the ops of a synchronised BatchNormalization).
+        for (size_t j = made; j < m->nodes.len && a.st == DL_OK; j++) {
+            if (!DL_VEC_PUSH(&seq, m->nodes.data[j])) {
+                fail(&a, DL_ERR_NOMEM);
+            }
         }
     }
     a.n = NULL;

@@ -435,7 +435,10 @@ DLRT_API dlrt_status dlrt_comm_barrier(dlrt_comm *c);
 // of its plan and of its param shapes): DLRT_ERR_INVALID_ARG naming the first rank that
 // differs from rank 0, before any step; then rank 0's params, optimizer state and step state
 // are broadcast to all (as DDP does at construction), so a checkpoint loaded on rank 0 alone is
-// enough. BatchNorm running statistics stay per rank between bindings. CPU sessions with float32
+// enough. BatchNorm running statistics stay per rank between bindings. An artifact with
+// AllReduceMean kernels (format 7, the train block's sync_batchnorm = true) all-reduces their
+// outputs inside the step, in plan order, and then starts the buckets after backward (no
+// overlap) so that every rank's operations come in one order. CPU sessions with float32
 // gradients only (else DLRT_ERR_UNSUPPORTED). `c` NULL unbinds (no collective call).
 DLRT_API dlrt_status dlrt_session_bind_comm(dlrt_session *s, dlrt_comm *c, size_t bucket_bytes);
 // What the last train step of a bound session spent on communication: *out_wait_ms the time the

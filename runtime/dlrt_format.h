@@ -27,6 +27,13 @@
 // its accumulator) and the point of the step's kernel list where they are final and nothing has
 // read them yet (dlrt_plan_hdr.comm_at).
 //
+// Format 7 gives kernel records flags (dlrt_plan_kernel.flags, zero before): a kernel flagged
+// DLRT_KERNEL_F_ALLREDUCE_MEAN (an IR AllReduceMean, made by the train block's
+// sync_batchnorm = true) copies its input to its float32 output, and a session bound to a
+// communicator then replaces the output with its mean over ranks before any kernel that waits
+// for it runs (runtime/rt_dp.c). Every flagged kernel of an entry waits for the flagged kernel
+// before it, so every rank issues those all-reduces in the same order; unbound, the copy is all.
+//
 // Kernel ABI, CPU (every kernel): void k(void *const *args, int64_t begin, int64_t end)
 //   args:  one pointer per argument buffer of the kernel (dlrt_plan_kernel.first_arg ...),
 //          outputs first, then inputs, in the order codegen chose;
@@ -63,7 +70,7 @@
 #include <stdint.h>
 
 #define DLRT_PLAN_MAGIC      "DLRTPLAN"
-#define DLRT_FORMAT_VERSION  6u
+#define DLRT_FORMAT_VERSION  7u
 #define DLRT_ARTIFACT_SYMBOL "dlcc_artifact_v1"
 #define DLRT_MAX_RANK        8
 #define DLRT_BUFFER_ALIGN    64u
@@ -304,11 +311,19 @@ typedef struct dlrt_plan_kernel {
     int64_t range;               // size of the outer parallel dimension (>= 1)
     uint32_t ops_off, ops_len;   // op names, in strings (may be empty)
     uint32_t src_line;           // .dlg line of the (first) node (0 = none)
-    uint32_t reserved;           // 0
+    uint32_t flags;              // format 7: DLRT_KERNEL_F_* (0: none)
     uint32_t name_off, name_len; // node name (first output), in strings
     uint32_t first_dep, n_deps;  // into deps
 } dlrt_plan_kernel;
 _Static_assert(sizeof(dlrt_plan_kernel) == 56, "abi: dlrt_plan_kernel");
+// dlrt_plan_kernel.flags (format 7).
+enum {
+    // An all-reduce follows the kernel: its first argument (a float32 buffer it writes) becomes
+    // the mean over data-parallel ranks (the sum in rank order times 1/ranks) before any kernel
+    // that depends on it runs. The kernel has n_out == 1 and a range of 1.. (its copy).
+    DLRT_KERNEL_F_ALLREDUCE_MEAN = 1u,
+};
+#define DLRT_KERNEL_F_ALL 1u
 
 // Format 4: the signature of kernel-table entry i, as compiled. The kernel's code reaches at
 // most extents[first_extent + a] bytes from argument pointer a and iterates over [0, range), so a

@@ -30,6 +30,14 @@
 // another call sums the loss alone and puts chunk 0's accumulators (kept in `sum`) back, so the
 // rest sees what rank 0 sees.
 //
+// Collectives inside the step (format 7, the train block's sync_batchnorm): a first-phase kernel
+// flagged DLRT_KERNEL_F_ALLREDUCE_MEAN (an AllReduceMean: BatchNorm statistics in forward, their
+// adjoint sums in backward) is followed, in the done hook and so before any kernel that waits for
+// it, by a blocking all-reduce of its output (the mean over ranks). The plan chains those kernels
+// (each waits for the one before), and with any of them the buckets start only after the first
+// phase (no overlap), so every rank issues the same operations in the same order. A session of
+// chunks refuses such a plan: chunk r's forward would need every chunk's statistics first.
+//
 // Invariants: a gradient's buffer is not touched by any kernel of the first phase after the
 // last one counted for it (the memory plan keeps it live until train.gradsq, after comm_at), so
 // the communicator may read and write it from then on; `next` and `ready` are guarded by `mu`.
@@ -70,6 +78,11 @@ struct rt_dp {
     rt_dp_bucket *b;
     uint32_t n_b;
     uint32_t *k_first, *k_n, *k_list; // per first-phase kernel: the buckets it counts for
+    float **coll;      // OWNED: per first-phase kernel, the AllReduceMean output (else NULL)
+    size_t *coll_n;    // OWNED: its floats
+    size_t coll_bytes; // all of them, per step
+    atomic_bool coll_failed;
+    _Atomic int64_t coll_ns; // the last step's time in those all-reduces
     pthread_mutex_t mu;
     bool mu_made;
     uint32_t next;   // guarded by mu: the next bucket to start
@@ -101,6 +114,8 @@ void rt__dp_destroy(dlrt_session *s) {
     free(d->k_first);
     free(d->k_n);
     free(d->k_list);
+    free(d->coll);
+    free(d->coll_n);
     free(d);
     s->dp = NULL;
 }
@@ -128,9 +143,21 @@ static void mark_ready(struct rt_dp *d, uint32_t bi) {
     pthread_mutex_unlock(&d->mu);
 }
 
-// The executor's done hook for first-phase kernel i.
+// The executor's done hook for first-phase kernel i: an AllReduceMean's all-reduce (before the
+// executor releases the kernels waiting for it), then the bucket counts.
 static void kernel_done(void *u, uint32_t i) {
     struct rt_dp *d = u;
+    if (d->coll && d->coll[i]) {
+        int64_t t0 = rt__now_ns();
+        // After a failure the communicator is broken and fails at once: the step reports it.
+        if (dlrt_comm_allreduce(d->comm, d->coll[i], d->coll_n[i], d->scale) != DLRT_OK) {
+            atomic_store_explicit(&d->coll_failed, true, memory_order_relaxed);
+        }
+        atomic_fetch_add_explicit(&d->coll_ns, rt__now_ns() - t0, memory_order_relaxed);
+    }
+    if (!d->overlap) {
+        return;
+    }
     for (uint32_t j = 0; j < d->k_n[i]; j++) {
         uint32_t bi = d->k_list[d->k_first[i] + j];
         // ordering: acq_rel, so the finisher that reaches zero sees every touching kernel's writes
@@ -139,6 +166,17 @@ static void kernel_done(void *u, uint32_t i) {
             mark_ready(d, bi);
         }
     }
+}
+
+// The step's verdict on its AllReduceMean all-reduces (run on worker threads): the
+// communicator's sticky error, reported again on this thread.
+static dlrt_status coll_status(struct rt_dp *d) {
+    if (!atomic_exchange_explicit(&d->coll_failed, false, memory_order_relaxed)) {
+        return DLRT_OK;
+    }
+    dlrt_status st = dlrt_comm_wait(d->comm, 0);
+    return st != DLRT_OK ? st
+                         : rt__fail(DLRT_ERR_IO, "an all-reduce of BatchNorm statistics failed");
 }
 
 // Whether this call communicates: always without accumulation; with accumulate = k only the
@@ -260,9 +298,11 @@ dlrt_status rt__dp_train_step(dlrt_session *s) {
         return rt__session_run(s, DLRT_ENTRY_TRAIN_STEP);
     }
     int64_t t0 = rt__now_ns();
+    atomic_store_explicit(&d->coll_ns, 0, memory_order_relaxed);
     if (!boundary) { // the loss alone (nothing else is due): every rank's guard sees the same
         rt__run_sched(s, RT_SCHED_TRAIN_A);
-        if (d->loss) {
+        st = coll_status(d);
+        if (d->loss && st == DLRT_OK) {
             int64_t tw = rt__now_ns();
             st = dlrt_comm_allreduce(d->comm, d->loss, 1, d->scale);
             d->wait_ms = (double)(rt__now_ns() - tw) * 1e-6;
@@ -290,6 +330,9 @@ dlrt_status rt__dp_train_step(dlrt_session *s) {
         pthread_mutex_unlock(&d->mu);
     }
     rt__run_sched(s, RT_SCHED_TRAIN_A);
+    if ((st = coll_status(d)) != DLRT_OK) {
+        return st;
+    }
     pthread_mutex_lock(&d->mu);
     for (uint32_t i = 0; i < d->n_b; i++) {
         d->b[i].ready = true; // every first-phase kernel has finished
@@ -311,6 +354,7 @@ dlrt_status rt__dp_train_step(dlrt_session *s) {
     for (uint32_t i = 0; i < d->n_b; i++) {
         d->comm_ms += d->b[i].comm_ms;
     }
+    d->comm_ms += (double)atomic_load_explicit(&d->coll_ns, memory_order_relaxed) * 1e-6;
     d->last_buckets = (int)d->n_b;
     rt__run_sched(s, RT_SCHED_TRAIN_B);
     if (s->prof) {
@@ -329,7 +373,7 @@ void dlrt_session_comm_stats(const dlrt_session *s, double *out_wait_ms, double 
         *out_comm_ms = d ? d->comm_ms : 0;
     }
     if (out_bytes) {
-        *out_bytes = d && d->last_buckets ? d->bytes : 0;
+        *out_bytes = d && d->last_buckets ? d->bytes + d->coll_bytes : 0;
     }
     if (out_buckets) {
         *out_buckets = d ? d->last_buckets : 0;
@@ -601,6 +645,54 @@ out:
     return st;
 }
 
+// Whether the train step has AllReduceMean kernels (format 7), and that they all lie in its
+// first phase (before comm_at) when *out_n is given: their count.
+static dlrt_status count_collectives(const dlrt_session *s, uint32_t *out_n) {
+    const dlrt_model *m = s->model;
+    const dlrt_plan_hdr *h = m->hdr;
+    uint32_t first = h->entry_first[DLRT_ENTRY_TRAIN_STEP], n = 0;
+    for (uint32_t i = 0; i < h->entry_count[DLRT_ENTRY_TRAIN_STEP]; i++) {
+        const dlrt_plan_kernel *k = &m->kernels[m->entry_kernels[first + i]];
+        if (!(k->flags & DLRT_KERNEL_F_ALLREDUCE_MEAN)) {
+            continue;
+        }
+        if (h->n_grads == 0 || i >= h->comm_at) {
+            return rt__fail(DLRT_ERR_CORRUPT,
+                            "the train step has an all-reduce kernel after its all-reduce point");
+        }
+        n++;
+    }
+    *out_n = n;
+    return DLRT_OK;
+}
+
+// The AllReduceMean outputs of the first phase, per kernel (NULL when it has none).
+static dlrt_status build_collectives(dlrt_session *s, struct rt_dp *d) {
+    const dlrt_model *m = s->model;
+    const dlrt_plan_hdr *h = m->hdr;
+    uint32_t n = 0, at = h->comm_at, first = h->entry_first[DLRT_ENTRY_TRAIN_STEP];
+    dlrt_status st = count_collectives(s, &n);
+    if (st != DLRT_OK || n == 0) {
+        return st;
+    }
+    d->coll = dl_mem_calloc(at, sizeof *d->coll);
+    d->coll_n = dl_mem_calloc(at, sizeof *d->coll_n);
+    if (!d->coll || !d->coll_n) {
+        return rt__fail(DLRT_ERR_NOMEM, "out of memory");
+    }
+    for (uint32_t i = 0; i < at; i++) {
+        const dlrt_plan_kernel *k = &m->kernels[m->entry_kernels[first + i]];
+        if (k->flags & DLRT_KERNEL_F_ALLREDUCE_MEAN) {
+            uint32_t b = m->args[k->first_arg];
+            d->coll[i] = (float *)s->buf_ptr[b];
+            d->coll_n[i] = (size_t)m->buffers[b].size / sizeof(float);
+            d->coll_bytes += (size_t)m->buffers[b].size;
+        }
+    }
+    d->overlap = false; // one order of operations on every rank (see the file's comment)
+    return DLRT_OK;
+}
+
 // What data-parallel steps (a communicator or chunks) need of the session.
 static dlrt_status check_parallel(const dlrt_session *s) {
     const dlrt_model *m = s->model;
@@ -664,7 +756,15 @@ dlrt_status dlrt_session_set_chunks(dlrt_session *s, int n_chunks) {
         return DLRT_OK;
     }
     struct rt_dp *d = NULL;
+    uint32_t n_coll = 0;
     dlrt_status st = check_parallel(s);
+    if (st == DLRT_OK && (st = count_collectives(s, &n_coll)) == DLRT_OK && n_coll > 0) {
+        st = rt__fail(DLRT_ERR_UNSUPPORTED,
+                      "dlrt_session_set_chunks: model '%s' synchronises BatchNorm statistics "
+                      "across ranks (sync_batchnorm: %u all-reduces inside the step), which a "
+                      "session of chunks run one after another cannot reproduce",
+                      s->model->name, n_coll);
+    }
     if (st == DLRT_OK) {
         st = dp_new(s, n_chunks, &d);
     }
@@ -738,11 +838,12 @@ dlrt_status dlrt_session_bind_comm(dlrt_session *s, dlrt_comm *c, size_t bucket_
         return rt__fail(DLRT_ERR_NOMEM, "cannot create a mutex");
     }
     d->mu_made = true;
-    if ((st = build_buckets(s, d, bucket_setting(bucket_bytes))) != DLRT_OK) {
+    if ((st = build_buckets(s, d, bucket_setting(bucket_bytes))) != DLRT_OK ||
+        (st = build_collectives(s, d)) != DLRT_OK) {
         rt__dp_destroy(s);
         return st;
     }
-    if (d->overlap) {
+    if (d->overlap || d->coll) {
         rt__exec_set_done_hook(s, RT_SCHED_TRAIN_A, kernel_done, d);
     }
     return DLRT_OK;

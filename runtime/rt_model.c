@@ -479,7 +479,11 @@ static dlrt_status validate(dlrt_model *m, uint64_t plan_size, uint32_t n_fns,
         if (k->fn >= h->n_fns || !fits(k->first_arg, k->n_args, h->n_args) || k->range < 1 ||
             k->n_out > k->n_args || !fits(k->first_dep, k->n_deps, h->n_deps) ||
             !name_ok(h, m->strings, k->name_off, k->name_len, true) ||
-            !name_ok(h, m->strings, k->ops_off, k->ops_len, true) || k->reserved != 0) {
+            !name_ok(h, m->strings, k->ops_off, k->ops_len, true) ||
+            (k->flags & ~DLRT_KERNEL_F_ALL) != 0 ||
+            ((k->flags & DLRT_KERNEL_F_ALLREDUCE_MEAN) &&
+             (k->n_out != 1 || m->args[k->first_arg] >= h->n_buffers ||
+              m->buffers[m->args[k->first_arg]].size % sizeof(float) != 0))) {
             return corrupt("bad kernel record");
         }
     }

@@ -168,7 +168,7 @@ static const cli_help helps[] = {
      "                  [--save CKPT] [--init CKPT [--map FILE]] [--lr V] [--lr-schedule NAME]\n"
      "                  [--warmup-steps S] [--seed S] [--limit-train N] [-D NAME=INT]...\n"
      "                  [--max-skipped-steps N] [--detect-anomaly] [--comm auto|mpi|none]\n"
-     "                  [--deterministic R]\n"
+     "                  [--deterministic R] [--sync-bn]\n"
      "                  [--log FILE.jsonl|FILE.csv] [--log-every N] [--save-every N|Ts|Tm|Th]\n"
      "                  [--resume CKPT] [--no-cache] [--cache-dir DIR] [--dry-run] [-v]\n"
      "       dlcc train MODEL.dlg --data NAME=FILE... [--test-data NAME=FILE...]\n"
@@ -269,6 +269,7 @@ static const cli_help helps[] = {
      "                       tests and writes --save; --init is read by rank 0 and sent to all\n"
      "  --deterministic R    one process, the params of R ranks bit for bit: --batch is the\n"
      "                       global batch, run as R chunks (under mpirun: checks R = ranks)\n"
+     "  --sync-bn            BatchNorm uses the global batch's statistics (sync_batchnorm)\n"
      "\n"
      "Divergence: a step is non-finite when its loss is NaN or Inf or its update was skipped\n"
      "(a non-finite gradient; params unchanged). The first one gets a warning naming its step,\n"
@@ -3818,6 +3819,8 @@ static int train_parse_args(int argc, char **argv, train_args *ta, dlcc_options 
             ta->dry_run = true;
         } else if (cli_take_flag(&a, NULL, "--detect-anomaly", false, NULL) == 1) {
             ta->detect_anomaly = true;
+        } else if (cli_take_flag(&a, NULL, "--sync-bn", false, NULL) == 1) {
+            copts->sync_bn = true;
         } else {
             return cli_usage_error("train", "unknown flag '%s'", arg);
         }
@@ -4567,6 +4570,17 @@ static int cmd_train(int argc, char **argv) {
                     "dlcc: data-parallel: %d ranks (MPI), a shard of %lld samples and batch %lld "
                     "each, global batch %lld\n",
                     dp.world, (long long)li.epoch_samples, (long long)B, (long long)B * dp.world);
+            if (copts.sync_bn || (m->train && m->train->sync_bn)) {
+                size_t n_bn = 0;
+                for (size_t i = 0; i < m->nodes.len; i++) {
+                    n_bn += m->nodes.data[i]->op == DL_IR_OP_BATCH_NORMALIZATION;
+                }
+                fprintf(f,
+                        "dlcc: data-parallel: BatchNorm statistics of the global batch "
+                        "(sync_batchnorm: %zu BatchNormalization%s, 4 all-reduces each per "
+                        "step)\n",
+                        n_bn, n_bn == 1 ? "" : "s");
+            }
         }
         if (chunks > 1) {
             fprintf(f,

@@ -217,12 +217,13 @@ static bool positive_domain(const char *op) {
     return strcmp(op, "Log") == 0 || strcmp(op, "Sqrt") == 0 || strcmp(op, "Reciprocal") == 0;
 }
 
-// Neg, Identity and every op differentiated through UnaryGrad (from the op table, so a new one
-// is checked as soon as its row exists), with default attributes.
+// Neg, Identity, AllReduceMean (one process) and every op differentiated through UnaryGrad (from
+// the op table, so a new one is checked as soon as its row exists), with default attributes.
 DL_TEST(fd_unary) {
     for (int i = 0; i < DL_IR_OP_COUNT; i++) {
         dl_ir_op op = (dl_ir_op)i;
-        if (!dl_ir_op_has_unary_grad(op) && op != DL_IR_OP_NEG && op != DL_IR_OP_IDENTITY) {
+        if (!dl_ir_op_has_unary_grad(op) && op != DL_IR_OP_NEG && op != DL_IR_OP_IDENTITY &&
+            op != DL_IR_OP_ALL_REDUCE_MEAN) {
             continue;
         }
         const char *name = dl_ir_op_get_info(op)->name;
@@ -411,6 +412,33 @@ DL_TEST(fd_training_mode_ops) {
         DL_CHECK(m->train_loss != m->train->loss); // the loss of the training-mode clone
         DL_CHECK(m->grads.data[3] == NULL && m->grads.data[4] == NULL);
         DL_CHECK(m->step_counter == NULL);
+        DL_CHECK(dl_ir_verify(m, d) == DL_OK);
+    }
+    dl_ir_module_destroy(m);
+    // sync_batchnorm = true: the same BatchNormalization as ops around AllReduceMean (the
+    // identity in one process), so the same gradients, and the same running-statistic assigns;
+    // 2-D (rank 4) and 1-D (rank 2) inputs.
+    static const char *sbn =
+        "model t\nparam x : float[4, 3, 2, 2] = zeros\nparam g : float[3] = zeros\n"
+        "param b : float[3] = zeros\nparam rm : float[3] = zeros\nparam pos_rv : float[3] = "
+        "zeros\ninput r : float[4, 3, 2, 2]\nparam h : float[5, 3] = zeros\n"
+        "y = BatchNormalization <epsilon = 0.001> (x, g, b, rm, pos_rv)\nyr = Mul (y, r)\n"
+        "z = BatchNormalization (h, g, b, rm, pos_rv)\nzt = Tanh (z)\n"
+        "l1 = ReduceSum <keepdims = 0> (yr)\nl2 = ReduceSum <keepdims = 0> (zt)\n"
+        "loss = Add (l1, l2)\ntrain loss { optimizer = sgd <lr = 0.1>\n sync_batchnorm = true }\n";
+    DL_CHECK(fd_check(sbn, 1e-5));
+    m = build(sbn, d);
+    DL_CHECK(m != NULL);
+    if (m) {
+        size_t n_ar = 0, n_bn = 0;
+        for (size_t i = m->n_fwd_nodes; i < m->nodes.len; i++) {
+            n_ar += m->nodes.data[i]->op == DL_IR_OP_ALL_REDUCE_MEAN;
+            n_bn += m->nodes.data[i]->op == DL_IR_OP_BATCH_NORMALIZATION ||
+                    m->nodes.data[i]->op == DL_IR_OP_BATCH_NORMALIZATION_GRAD;
+        }
+        DL_CHECK_EQ_I64((int64_t)n_ar, 8); // mean and variance per BN, and their adjoints
+        DL_CHECK_EQ_I64((int64_t)n_bn, 0);
+        DL_CHECK_EQ_I64((int64_t)m->assigns.len, 4);
         DL_CHECK(dl_ir_verify(m, d) == DL_OK);
     }
     dl_ir_module_destroy(m);

@@ -56,22 +56,6 @@ runc "$dlcc" train "$mlp" "${data[@]}" --batch 32 --deterministic 2 --save det.s
 check "dlcc train --batch 32 --deterministic 2: exit 0" test "$rc" -eq 0
 check "-v names the chunks" grep -qF "dlcc: deterministic: 2 chunks of batch 16 per step (global batch 32), the bits of 2 data-parallel ranks" "$err"
 cp "$out" det.out
-same_tensors() { # same_tensors A B: every tensor (params and optimizer state) byte for byte
-  $py - "$@" <<'PY'
-import json, struct, sys
-def load(p):
-    b = open(p, 'rb').read()
-    n = struct.unpack('<Q', b[:8])[0]
-    h = json.loads(b[8:8 + n])
-    return {k: b[8 + n + v['data_offsets'][0]:8 + n + v['data_offsets'][1]]
-            for k, v in h.items() if k != '__metadata__'}
-a, b = load(sys.argv[1]), load(sys.argv[2])
-diff = sorted(k for k in a if a[k] != b.get(k))
-print(f"{len(a)} tensors, {sum(map(len, a.values()))} bytes: "
-      f"{'identical' if not diff and set(a) == set(b) else 'differ: ' + ', '.join(diff)}")
-sys.exit(0 if not diff and set(a) == set(b) else 1)
-PY
-}
 runc same_tensors dp.safetensors det.safetensors
 echo "2 ranks x 16 vs 1 process --deterministic 2 --batch 32: $(cat "$out")"
 check "--deterministic 2 = 2 ranks, byte for byte" test "$rc" -eq 0

@@ -48,3 +48,10 @@ add_test(NAME dp_loop
          COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_dp_loop.sh $<TARGET_FILE:dlcc>
                  $<TARGET_FILE:test_dp> $<TARGET_FILE:dlrt_loop_plugin> ${CMAKE_SOURCE_DIR})
 set_tests_properties(dp_loop PROPERTIES LABELS "unit;fault" TIMEOUT 300)
+# Synchronised BatchNorm (sync_batchnorm = true, dlcc train --sync-bn) under `mpirun -np 2 dlcc
+# train`: 2 ranks x 16 = 1 process x 32 within rounding (per-rank statistics differ: negative
+# control), bit-identical launches and thread counts, with accumulation, --deterministic refused.
+add_test(NAME dp_syncbn
+         COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_dp_syncbn.sh $<TARGET_FILE:dlcc>
+                 ${CMAKE_SOURCE_DIR})
+set_tests_properties(dp_syncbn PROPERTIES LABELS "unit" TIMEOUT 300 SKIP_RETURN_CODE 77)

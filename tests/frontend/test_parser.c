@@ -583,11 +583,12 @@ DL_TEST(train_block_variants) {
     char src[2048];
     snprintf(src, sizeof(src),
              "%strain l { optimizer = adamw <lr = 3e-4, weight_decay = 0.01>, clip_norm = 1, "
-             "accumulate = 4 }\n",
+             "accumulate = 4, sync_batchnorm = true }\n",
              base);
     {
         PARSE_OK(r, src);
         const dl_ir_train *t = r.m->train;
+        DL_CHECK(t->sync_bn);
         DL_CHECK_EQ_I64(t->optimizer, DL_IR_OPTIM_ADAMW);
         DL_CHECK_EQ_I64(t->n_opt_attrs, 2);
         DL_CHECK_NEAR(t->clip_norm, 1.0, 0, 0);
@@ -651,7 +652,11 @@ DL_TEST(train_block_errors) {
               "weight_decay)");
     TRAIN_ERR("train l { optimizer = sgd, lr = 1 }\n", 5, 28,
               "unknown train setting 'lr' (valid: optimizer, clip_norm, precision, loss_scale, "
-              "freeze, accumulate)");
+              "freeze, accumulate, sync_batchnorm)");
+    TRAIN_ERR("train l { optimizer = sgd, sync_batchnorm = yes }\n", 5, 45,
+              "sync_batchnorm must be true or false, got 'yes'");
+    TRAIN_ERR("train l { optimizer = sgd, sync_batchnorm = 1 }\n", 5, 45,
+              "expected true or false for sync_batchnorm, found '1'");
     TRAIN_ERR("train l {\n optimizer = sgd\n clip_norm = 1\n clip_norm = 2\n}\n", 8, 2,
               "duplicate train setting 'clip_norm'");
     TRAIN_ERR("train l { optimizer = sgd, clip_norm = 0 }\n", 5, 40,

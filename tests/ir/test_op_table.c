@@ -103,6 +103,10 @@ DL_TEST(kinds_and_classes) {
         case DL_IR_KIND_ACTIVATION:
             DL_CHECK(o->is_elementwise);
             break;
+        case DL_IR_KIND_COLLECTIVE: // a kernel of its own (the runtime's all-reduce follows it)
+            DL_CHECK_EQ_I64(o->fuse, DL_IR_FUSE_NONE);
+            DL_CHECK(!o->is_elementwise && o->inplace == DL_IR_INPLACE_NO);
+            break;
         case DL_IR_KIND_POOL:
         case DL_IR_KIND_NORMALISATION:
         case DL_IR_KIND_RANDOM:

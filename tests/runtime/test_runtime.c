@@ -1280,7 +1280,7 @@ DL_TEST(rt_rejects_altered_plan) {
         {"op names outside the strings", kern + offsetof(dlrt_plan_kernel, ops_len), 4, 0xfffffff0u,
          DLRT_ERR_CORRUPT},
         {"NUL inside op names", h.off_strings + k0.ops_off, 1, 0, DLRT_ERR_CORRUPT},
-        {"kernel record reserved word", kern + offsetof(dlrt_plan_kernel, reserved), 4, 1,
+        {"kernel record unknown flag", kern + offsetof(dlrt_plan_kernel, flags), 4, 2,
          DLRT_ERR_CORRUPT},
     };
     // Param records: the first tensor with role PARAM.
@@ -1334,11 +1334,11 @@ DL_TEST(rt_rejects_altered_plan) {
     }
     // The version message names both versions and says what to do.
     memcpy(copy, f->art, f->art_len);
-    put32(copy + at + offsetof(dlrt_plan_hdr, version), 7);
+    put32(copy + at + offsetof(dlrt_plan_hdr, version), 8);
     DL_CHECK(dl_test_artifact_reseal(copy, f->art_len));
     dlrt_model *rm = NULL;
     DL_CHECK_EQ_I64(dlrt_model_load_memory(copy, f->art_len, &rm), DLRT_ERR_UNSUPPORTED);
-    DL_CHECK(strstr(dlrt_last_error(), "version 7") != NULL);
+    DL_CHECK(strstr(dlrt_last_error(), "version 8") != NULL);
     DL_CHECK(strstr(dlrt_last_error(), "recompile") != NULL);
     free(copy);
     DL_CHECK_EQ_I64(bad, 0);
@@ -1504,7 +1504,7 @@ static const char *plan_string(const uint8_t *plan, const dlrt_plan_hdr *h, uint
 // naming the op of the node it came from; and the runtime's view of it: the model's and the
 // session's device, each tensor's device, the copy-out functions agreeing with the borrowed
 // pointer.
-DL_TEST(rt_format6_round_trip) {
+DL_TEST(rt_format7_round_trip) {
     const fixture_state *f = fixture();
     DL_CHECK(f->ok);
     long at = find_plan(f->art, f->art_len);
@@ -1512,8 +1512,8 @@ DL_TEST(rt_format6_round_trip) {
     const uint8_t *plan = f->art + at;
     dlrt_plan_hdr h;
     memcpy(&h, plan, sizeof h);
-    DL_CHECK_EQ_I64(h.version, 6);
-    DL_CHECK_EQ_I64(DLRT_FORMAT_VERSION, 6);
+    DL_CHECK_EQ_I64(h.version, 7);
+    DL_CHECK_EQ_I64(DLRT_FORMAT_VERSION, 7);
     DL_CHECK_EQ_I64(h.device, DLRT_PLAN_DEVICE_CPU);
     DL_CHECK_EQ_I64(h.image_kind, DLRT_IMAGE_NONE);
     DL_CHECK_EQ_I64(h.size_image, 0);
@@ -1543,7 +1543,7 @@ DL_TEST(rt_format6_round_trip) {
     for (uint32_t i = 0; i < h.n_kernels; i++) {
         dlrt_plan_kernel k;
         memcpy(&k, plan + h.off_kernels + i * sizeof k, sizeof k);
-        DL_CHECK_EQ_I64(k.reserved, 0);
+        DL_CHECK_EQ_I64(k.flags, 0); // no AllReduceMean in this model
         char node[64], ops[64];
         plan_string(plan, &h, k.name_off, k.name_len, node, sizeof node);
         plan_string(plan, &h, k.ops_off, k.ops_len, ops, sizeof ops);
@@ -1619,7 +1619,7 @@ DL_TEST(rt_format4_artifact_is_refused) {
         DL_CHECK_EQ_I64(st, DLRT_ERR_UNSUPPORTED);
         DL_CHECK(rm == NULL);
         DL_CHECK(strstr(dlrt_last_error(), "format version 4") != NULL);
-        DL_CHECK(strstr(dlrt_last_error(), "reads version 6") != NULL);
+        DL_CHECK(strstr(dlrt_last_error(), "reads version 7") != NULL);
         DL_CHECK(strstr(dlrt_last_error(), "recompile") != NULL);
     }
     free(old);
