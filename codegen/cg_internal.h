@@ -177,6 +177,9 @@ DL_NODISCARD dl_status dl_cg__lower_fused(cg *c, const dl_ir_node *const *g, siz
 DL_NODISCARD dl_status dl_cg__lower_product_fused(cg *c, const dl_ir_node *const *g, size_t n);
 // A convolution g[0] with the rest as its epilogue, reading nothing else (x86/x86_nn.c):
 DL_NODISCARD dl_status dl_cg__lower_conv_fused(cg *c, const dl_ir_node *const *g, size_t n);
+// A MaxPoolGrad g[0] whose windows tile its input, the rest applied to each dx value; members
+// read other values of dx's dims at the same index (x86/x86_grad_nn.c):
+DL_NODISCARD dl_status dl_cg__lower_pool_grad_fused(cg *c, const dl_ir_node *const *g, size_t n);
 // Pieces for a lowering that computes a group's elementwise members itself (lower_elem.c):
 // whether member x can be; the values members g[first..n) read from outside the group; their
 // values at one element, in order, into val[] (val[0 .. first) given: the product's value).

@@ -6,16 +6,18 @@
 // headed by one product (Gemm or MatMul of float32 rank-2 operands, or a float32 2-D Conv)
 // whose value feeds it: the product's kernel then applies the group as its epilogue before
 // storing (a Linear layer's or a convolution's Relu, a residual Add, the backward's activation
-// gradient after dX = dY W^T). Such a group's values are all float32, its other members are
-// cheap (a few arithmetic or select instructions: no transcendental in a GEMM's store loop), it
-// reads at most 11 values and has at most 63 nodes; a convolution's group reads nothing but the
-// convolution's inputs (its epilogue is a function of the convolution's value alone). A node
-// joins the group of its consumer when: its one output's every use is an input of that one consumer
-// (Mul(a, a) counts), the value is no root of the module (output, train loss, gradient, assign
-// value), both have the output dims of the group, both are on the same side of the forward /
-// training split (the infer entry runs only forward nodes), the value's dtype computes in its
-// storage type (float, int32, int64, bool: no rounding on a store is skipped, so the
-// fused kernel gives the bytes the separate ones gave), and the merged group reads at most
+// gradient after dX = dY W^T), or by a MaxPoolGrad whose windows tile its input (the gradient of
+// the activation before the pooling, applied where dx is stored). Such a group's values are all
+// float32, its other members are cheap (a few arithmetic or select instructions: no transcendental
+// in a GEMM's store loop), it reads at most 11 values and has at most 63 nodes; a convolution's
+// group reads nothing but the convolution's inputs (its epilogue is a function of the convolution's
+// value alone), a MaxPoolGrad's members nothing but float32 values of its dims (read at the
+// element's index). A node joins the group of its consumer when: its one output's every use is an
+// input of that one consumer (Mul(a, a) counts), the value is no root of the module (output, train
+// loss, gradient, assign value), both have the output dims of the group, both are on the same side
+// of the forward / training split (the infer entry runs only forward nodes), the value's dtype
+// computes in its storage type (float, int32, int64, bool: no rounding on a store is skipped, so
+// the fused kernel gives the bytes the separate ones gave), and the merged group reads at most
 // DL_FUSION_MAX_INPUTS distinct values. External inputs may broadcast to the group's dims
 // (UnaryGrad's must have them: it is a flat loop).
 //
@@ -90,10 +92,51 @@ static bool is_conv_head(const dl_ir_node *n) {
            w->dtype == DL_DT_FLOAT && bias_ok && dl_ir_type_numel(y) > 0;
 }
 
+// Whether attribute `name` of n is absent or every entry equals want[i] (want NULL: v).
+static bool ints_are(const dl_ir_node *n, const char *name, const int64_t *want, int64_t v,
+                     size_t len) {
+    const dl_ir_attr *a = dl_ir_node_attr(n, name);
+    if (!a) {
+        return true;
+    }
+    if (a->n != len) {
+        return false;
+    }
+    for (size_t i = 0; i < len; i++) {
+        if (a->ints[i] != (want ? want[i] : v)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+// A MaxPoolGrad that can head a group (codegen/x86/x86_grad_nn.c, its fast path): float32, 2-D,
+// windows of at most 16 taps with strides equal to the kernel, no padding, no dilation, that
+// tile the input exactly, so that every dx element is written once, where the group's members
+// apply to it (the gradient of the Relu before a 2 x 2 pooling); OW <= 4096.
+static bool is_pool_grad_head(const dl_ir_node *n) {
+    if (n->op != DL_IR_OP_MAX_POOL_GRAD || n->n_outputs != 1 || n->n_inputs != 2 || !n->inputs[0] ||
+        !n->inputs[1]) {
+        return false;
+    }
+    const dl_ir_type *dx = &n->outputs[0]->type, *dy = &n->inputs[0]->type;
+    const dl_ir_attr *k = dl_ir_node_attr(n, "kernel_shape");
+    const char *pad = dl_ir_node_attr_string(n, "auto_pad");
+    if (dx->dtype != DL_DT_FLOAT || dy->dtype != DL_DT_FLOAT || dx->rank != 4 || dy->rank != 4 ||
+        dl_ir_type_numel(dx) <= 0 || !k || k->n != 2 || k->ints[0] * k->ints[1] > 16 ||
+        (pad && strcmp(pad, "NOTSET") != 0 && strcmp(pad, "VALID") != 0) ||
+        !ints_are(n, "strides", k->ints, 0, 2) || !ints_are(n, "pads", NULL, 0, 4) ||
+        !ints_are(n, "dilations", NULL, 1, 2)) {
+        return false;
+    }
+    return dy->dims[3].value <= 4096 && dy->dims[2].value * k->ints[0] == dx->dims[2].value &&
+           dy->dims[3].value * k->ints[1] == dx->dims[3].value;
+}
+
 // A product that can head a group, its elementwise epilogue after it: Gemm or MatMul of
 // float32 rank-2 operands (one [M, N] product), or a 2-D convolution (is_conv_head).
 static bool can_head(const dl_ir_node *n) {
-    if (is_conv_head(n)) {
+    if (is_conv_head(n) || is_pool_grad_head(n)) {
         return true;
     }
     if ((n->op != DL_IR_OP_GEMM && n->op != DL_IR_OP_MATMUL) || n->n_outputs != 1 ||
@@ -174,6 +217,29 @@ static bool members_closed(const dl_ir_module *m, size_t *root, size_t ga, size_
     return true;
 }
 
+// Whether every member of groups ga and gb together but a MaxPoolGrad head reads float32 values
+// of `t`'s dims from outside the union (the pooling gradient's kernel loads them at its own
+// element's index).
+static bool members_same_dims(const dl_ir_module *m, size_t *root, size_t ga, size_t gb,
+                              const dl_ir_type *t) {
+    for (size_t i = 0; i < m->nodes.len; i++) {
+        size_t g = find(root, i);
+        const dl_ir_node *x = m->nodes.data[i];
+        if ((g != ga && g != gb) || is_pool_grad_head(x)) {
+            continue;
+        }
+        for (size_t a = 0; a < x->n_inputs; a++) {
+            const dl_ir_value *v = x->inputs[a];
+            size_t gd = v->def ? find(root, v->def->id) : SIZE_MAX;
+            if (gd != ga && gd != gb &&
+                (v->type.dtype != DL_DT_FLOAT || !dl_ir_type_same_dims(&v->type, t))) {
+                return false;
+            }
+        }
+    }
+    return true;
+}
+
 // Nodes of groups ga and gb together, and whether every one has a float32 output and is cheap
 // or a product.
 static size_t union_nodes(const dl_ir_module *m, size_t *root, size_t ga, size_t gb,
@@ -208,7 +274,9 @@ dl_status dl_pass_fusion(dl_ir_module *m, dl_diags *d, dl_pass_fusion_stats *out
     bool *headed = calloc(nn ? nn : 1, sizeof *headed); // per group root: it has a product
     size_t *size = calloc(nn ? nn : 1, sizeof *size);   // per group root: its node count
     bool *conv = calloc(nn ? nn : 1, sizeof *conv);     // per group root: a convolution heads it
-    if (!consumer || !pinned || !root || !headed || !size || !conv) {
+    bool *pool = calloc(nn ? nn : 1, sizeof *pool);     // per group root: a MaxPoolGrad heads it
+    if (!consumer || !pinned || !root || !headed || !size || !conv || !pool) {
+        free(pool);
         free(consumer);
         free(pinned);
         free(root);
@@ -221,6 +289,7 @@ dl_status dl_pass_fusion(dl_ir_module *m, dl_diags *d, dl_pass_fusion_stats *out
         const dl_ir_node *n = m->nodes.data[i];
         root[i] = i;
         conv[i] = is_conv_head(n);
+        pool[i] = is_pool_grad_head(n);
         for (size_t a = 0; a < n->n_inputs; a++) {
             const dl_ir_value *v = n->inputs[a];
             if (!v) {
@@ -277,15 +346,17 @@ dl_status dl_pass_fusion(dl_ir_module *m, dl_diags *d, dl_pass_fusion_stats *out
         size_t nodes = union_nodes(m, root, gn, gc, &all_float);
         size_t inputs = external_inputs(m, root, gn, gc);
         bool headed_union = headed[gn] || headed[gc];
-        bool conv_union = conv[gn] || conv[gc];
+        bool conv_union = conv[gn] || conv[gc], pool_union = pool[gn] || pool[gc];
         if (headed_union ? !all_float || inputs > DL_FUSION_MAX_HEAD_INPUTS ||
                                nodes > DL_FUSION_MAX_HEAD_NODES ||
-                               (conv_union && !members_closed(m, root, gn, gc))
+                               (conv_union && !members_closed(m, root, gn, gc)) ||
+                               (pool_union && !members_same_dims(m, root, gn, gc, &v->type))
                          : inputs > DL_FUSION_MAX_INPUTS) {
             continue;
         }
         headed[gc] = headed_union;
         conv[gc] = conv_union;
+        pool[gc] = pool_union;
         root[gn] = gc; // gc is c's group, whose root is c or a later node
     }
     for (size_t i = 0; i < nn; i++) {
@@ -307,6 +378,7 @@ dl_status dl_pass_fusion(dl_ir_module *m, dl_diags *d, dl_pass_fusion_stats *out
     free(root);
     free(headed);
     free(conv);
+    free(pool);
     return DL_OK;
 }
 

@@ -19,7 +19,10 @@
 //
 // MaxPoolGrad / AveragePoolGrad: outer range N * C, one [n, c] plane per iteration: dx plane =
 // 0, then the output windows in order, each scattering into its own plane only (the forward's
-// argmax by lower_pool's rule, or dy / count over the in-image taps).
+// argmax by lower_pool's rule, or dy / count over the in-image taps). MaxPoolGrad over windows
+// that tile the input exactly may head a fusion group (dl_cg__lower_pool_grad_fused): the
+// members after it (the gradient of the activation before the pooling) apply to each dx value
+// before its one store, so dx itself is never written.
 //
 // BatchNormalizationGrad: outer range C; a channel's statistics, sums and dx are all inside its
 // iteration (f32 sums with 16-lane partials per contiguous run, runs added in batch order).
@@ -389,11 +392,52 @@ static void zero_rows(cg *c, const cg_kernel *kr, dl_dtype dt, LLVMValueRef star
     cg_for_end(c, &lz);
 }
 
+// A MaxPoolGrad kernel, fast path, and the fusion group it may head (passes/fusion.c: the
+// elementwise members after it, e.g. the gradient of the Relu before the pooling): members
+// grp[1 .. n_grp) are applied to every dx element before the store, their other inputs ext[e]
+// (dx's dims, kernel argument 3 + e) read at the element's own flat index.
+#define POOL_MAX_EPI 64
+#define POOL_MAX_EXT 10
+typedef struct pool_bwd {
+    dl_cg__pool_row row;
+    const dl_ir_node *const *grp; // NULL: MaxPoolGrad alone
+    size_t n_grp;
+    dl_ir_value *ext[POOL_MAX_EXT];
+    size_t n_ext;
+} pool_bwd;
+
+// v (lanes floats of dx from flat index xo; lanes 1: a scalar) through the group's members.
+static LLVMValueRef pool_bwd_epilogue(cg *c, const pool_bwd *b, LLVMValueRef v, LLVMValueRef xo,
+                                      unsigned lanes, LLVMValueRef mask) {
+    if (!b->grp) {
+        return v;
+    }
+    LLVMValueRef xv[POOL_MAX_EXT], val[POOL_MAX_EPI], xin[POOL_MAX_EXT];
+    LLVMTypeRef vt = LLVMVectorType(c->t_f32, lanes);
+    for (size_t e = 0; e < b->n_ext; e++) {
+        LLVMValueRef pe = b->row.k->ptr[3 + e];
+        xv[e] = lanes == 1
+                    ? cg_load(c, pe, DL_DT_FLOAT, xo)
+                    : cg_masked_load(c, vt, LLVMBuildGEP2(c->b, c->t_f32, pe, &xo, 1, ""), mask);
+    }
+    for (unsigned l = 0; l < lanes; l++) {
+        LLVMValueRef lane = cg_i32(c, (int32_t)l);
+        for (size_t e = 0; e < b->n_ext; e++) {
+            xin[e] = lanes == 1 ? xv[e] : LLVMBuildExtractElement(c->b, xv[e], lane, "");
+        }
+        val[0] = lanes == 1 ? v : LLVMBuildExtractElement(c->b, v, lane, "");
+        LLVMValueRef r = dl_cg__fused_values(c, b->grp, b->n_grp, 1, val, b->ext, xin, b->n_ext);
+        v = lanes == 1 ? r : LLVMBuildInsertElement(c->b, v, r, lane, "");
+    }
+    return v;
+}
+
 // The vector form of the two column loops (dl_cg__pool_vec_ok; k[1] = s[1] is 1 or 2): per chunk
 // of V windows the selected taps (dl_cg__pool_max_vec), then per tap row the dy lanes where
 // selected and 0 elsewhere, the k[1] columns interleaved into one store.
 static void pool_bwd_chunk(cg *c, void *ctx, LLVMValueRef ow0, LLVMValueRef nvalid) {
-    const dl_cg__pool_row *b = ctx;
+    const pool_bwd *pb = ctx;
+    const dl_cg__pool_row *b = &pb->row;
     const dl_cg__pool_geo *g = b->g;
     unsigned V = b->V, k1 = (unsigned)g->k[1];
     LLVMValueRef xb = iadd(c, b->xrow, imul(c, ow0, k1));
@@ -421,8 +465,9 @@ static void pool_bwd_chunk(cg *c, void *ctx, LLVMValueRef ow0, LLVMValueRef nval
             k1 == 1 ? col[0]
                     : LLVMBuildShuffleVector(c->b, col[0], col[1], LLVMConstVector(m, 2 * V), "");
         LLVMValueRef xo = iadd(c, xb, cg_i64(c, i * g->xd[1]));
-        cg_masked_store(c, row, LLVMBuildGEP2(c->b, c->t_f32, b->k->ptr[0], &xo, 1, ""),
-                        cg_lane_mask_rt(c, imul(c, nvalid, k1), k1 * V));
+        LLVMValueRef mask = cg_lane_mask_rt(c, imul(c, nvalid, k1), k1 * V);
+        row = pool_bwd_epilogue(c, pb, row, xo, k1 * V, mask);
+        cg_masked_store(c, row, LLVMBuildGEP2(c->b, c->t_f32, b->k->ptr[0], &xo, 1, ""), mask);
     }
 }
 
@@ -446,24 +491,29 @@ static void zero_uncovered(cg *c, const cg_kernel *kr, dl_dtype dt, const dl_cg_
     }
 }
 
+// pb: the fusion group (pb->grp, pb->ext) or none; the group's root value is written (dx).
 static dl_status lower_max_pool_grad_2d(cg *c, dl_ir_value *dx, dl_ir_value *dy, dl_ir_value *x,
-                                        const dl_cg__pool_geo *g) {
+                                        const dl_cg__pool_geo *g, pool_bwd *pb) {
     // x, dx: [N, C, H, W]; dy: [N, C, OH, OW]
     dl_dtype dt = x->type.dtype;
     int64_t NC = x->type.dims[0].value * x->type.dims[1].value;
     int64_t W = g->xd[1], OH = g->yd[0], OW = g->yd[1], k0 = g->k[0], k1 = g->k[1];
-    dl_ir_value *vals[3] = {dx, dy, x};
+    dl_ir_value *vals[3 + POOL_MAX_EXT] = {dx, dy, x};
+    for (size_t e = 0; e < pb->n_ext; e++) {
+        vals[3 + e] = pb->ext[e];
+    }
     cg_kernel kr;
-    DL_TRY(cg_kernel_begin(c, vals, 3, NC * OH, &kr));
+    DL_TRY(cg_kernel_begin(c, vals, 3 + pb->n_ext, NC * OH, &kr));
     cg_loop lit, low;
     LLVMValueRef it = cg_for_begin(c, &lit, kr.begin, kr.end, "it");
     LLVMValueRef oh = LLVMBuildSRem(c->b, it, cg_i64(c, OH), "oh");
     LLVMValueRef nc = LLVMBuildSDiv(c->b, it, cg_i64(c, OH), "nc");
     LLVMValueRef xrow = iadd(c, imul(c, nc, g->in_sp), imul(c, oh, k0 * W));
     LLVMValueRef yrow = imul(c, it, OW);
+    pb->row =
+        (dl_cg__pool_row){g, &kr, xrow, yrow, (unsigned)c->target->vector_width(c, DL_DT_FLOAT)};
     if (dl_cg__pool_vec_ok(c, g, dt) && k1 <= 2) {
-        dl_cg__pool_row b = {g, &kr, xrow, yrow, (unsigned)c->target->vector_width(c, DL_DT_FLOAT)};
-        dl_cg__pool_row_chunks(c, OW, b.V, pool_bwd_chunk, &b);
+        dl_cg__pool_row_chunks(c, OW, pb->row.V, pool_bwd_chunk, pb);
         zero_uncovered(c, &kr, dt, g, nc, oh, xrow);
         cg_for_end(c, &lit);
         return cg_kernel_end(c, &kr);
@@ -496,8 +546,9 @@ static dl_status lower_max_pool_grad_2d(cg *c, dl_ir_value *dx, dl_ir_value *dy,
     LLVMValueRef zero = cg_f32(c, 0);
     for (int64_t t = 0; t < k0 * k1; t++) {
         LLVMValueRef hit = LLVMBuildICmp(c->b, LLVMIntEQ, id2, cg_i32(c, (int32_t)t), "");
-        cg_store(c, kr.ptr[0], dt, iaddk(c, xb2, (t / k1) * W + t % k1),
-                 LLVMBuildSelect(c->b, hit, gy, zero, ""));
+        LLVMValueRef xo = iaddk(c, xb2, (t / k1) * W + t % k1);
+        cg_store(c, kr.ptr[0], dt, xo,
+                 pool_bwd_epilogue(c, pb, LLVMBuildSelect(c->b, hit, gy, zero, ""), xo, 1, NULL));
     }
     cg_for_end(c, &low2);
     zero_uncovered(c, &kr, dt, g, nc, oh, xrow);
@@ -518,7 +569,8 @@ static dl_status lower_pool_grad(cg *c, const dl_ir_node *n) {
         return DL_ERR_UNSUPPORTED;
     }
     if (is_max && max_pool_grad_fast_ok(&geo) && dl_ir_type_numel(xt) > 0) {
-        return lower_max_pool_grad_2d(c, dx, dy, x, &geo);
+        pool_bwd pb = {0};
+        return lower_max_pool_grad_2d(c, dx, dy, x, &geo, &pb);
     }
     int32_t nsp = geo.nsp;
     const int64_t *k = geo.k, *s = geo.s, *dil = geo.dil, *pb = geo.pb;
@@ -744,6 +796,41 @@ dl_status dl_cg__lower_conv_grad_weight(cg *c, const dl_ir_node *n) {
 
 dl_status dl_cg__lower_pool_grad(cg *c, const dl_ir_node *n) {
     return lower_pool_grad(c, n);
+}
+
+dl_status dl_cg__lower_pool_grad_fused(cg *c, const dl_ir_node *const *g, size_t n) {
+    const dl_ir_node *h = g[0];
+    dl_ir_value *dy = h->inputs[0], *x = h->inputs[1], *out = g[n - 1]->outputs[0];
+    const dl_ir_type *xt = &x->type;
+    dl_cg__pool_geo geo;
+    const dl_ir_node *root = c->node;
+    c->node = h; // the geometry reads the pooling's attributes from c->node
+    bool geo_ok = dl_cg__pool_geometry(c, xt, &dy->type, &geo);
+    c->node = root;
+    bool ok = h->op == DL_IR_OP_MAX_POOL_GRAD && n <= POOL_MAX_EPI && xt->rank == 4 &&
+              xt->dtype == DL_DT_FLOAT && out->type.dtype == DL_DT_FLOAT &&
+              dl_ir_type_same_dims(&out->type, xt) && dl_ir_type_numel(xt) > 0 && geo_ok &&
+              max_pool_grad_fast_ok(&geo) && geo.yd[0] * geo.k[0] == geo.xd[0] &&
+              geo.yd[1] * geo.k[1] == geo.xd[1];
+    if (!ok) {
+        cg_error(c,
+                 "a fused MaxPoolGrad is float32, 2-D, with at most %d members, and its "
+                 "windows tile the input",
+                 POOL_MAX_EPI - 1);
+        return DL_ERR_UNSUPPORTED;
+    }
+    pool_bwd pb = {.grp = g, .n_grp = n};
+    DL_TRY(dl_cg__fused_inputs(c, g, n, 1, pb.ext, POOL_MAX_EXT, &pb.n_ext));
+    for (size_t e = 0; e < pb.n_ext; e++) {
+        if (pb.ext[e]->type.dtype != DL_DT_FLOAT || !dl_ir_type_same_dims(&pb.ext[e]->type, xt)) {
+            cg_error(c,
+                     "a fused MaxPoolGrad's members read float32 values of its dims ('%s' is "
+                     "not one)",
+                     pb.ext[e]->name);
+            return DL_ERR_UNSUPPORTED;
+        }
+    }
+    return lower_max_pool_grad_2d(c, out, dy, x, &geo, &pb);
 }
 
 dl_status dl_cg__lower_batch_norm_grad(cg *c, const dl_ir_node *n) {

@@ -182,6 +182,48 @@ DL_TEST(products_that_stay_alone) {
                         0, 0));
 }
 
+DL_TEST(pooling_gradient_epilogues) {
+    // MaxPoolGrad over 2 x 2 windows that tile x, then the gradient of the Relu before the
+    // pooling (reading r at dx's index): one kernel. The vector path (two chunks of windows per
+    // row and a masked last one), then 2 x 3 windows (the scalar path), and a longer chain with
+    // a Mul reading the pooling's input x itself.
+    FUSES("model m\ninput dy : float[2, 3, 4, 21]\ninput x : float[2, 3, 8, 42]\n"
+          "input r : float[2, 3, 8, 42]\n"
+          "g = MaxPoolGrad <kernel_shape = [2, 2], strides = [2, 2]> (dy, x)\n"
+          "y = UnaryGrad <op = \"Relu\"> (g, r)\noutput y\n",
+          1, 2, CG_TOL_EXACT);
+    FUSES("model m\ninput dy : float[1, 2, 3, 4]\ninput x : float[1, 2, 6, 12]\n"
+          "input r : float[1, 2, 6, 12]\n"
+          "g = MaxPoolGrad <kernel_shape = [2, 3], strides = [2, 3]> (dy, x)\n"
+          "y = UnaryGrad <op = \"Relu\"> (g, r)\noutput y\n",
+          1, 2, CG_TOL_EXACT);
+    FUSES("model m\ninput dy : float[2, 2, 3, 5]\ninput x : float[2, 2, 6, 10]\n"
+          "g = MaxPoolGrad <kernel_shape = [2, 2], strides = [2, 2]> (dy, x)\n"
+          "h = Mul (g, x)\nk = Neg (h)\ny = UnaryGrad <op = \"Relu\"> (k, x)\noutput y\n",
+          1, 4, CG_TOL_ARITH);
+    // Not fused: windows that leave a bottom row uncovered, overlapping windows, a member
+    // reading a value of other dims (broadcast), a MaxPoolGrad whose dx is also an output.
+    DL_CHECK(groups_are("model m\ninput dy : float[1, 2, 4, 5]\ninput x : float[1, 2, 9, 10]\n"
+                        "input r : float[1, 2, 9, 10]\n"
+                        "g = MaxPoolGrad <kernel_shape = [2, 2], strides = [2, 2]> (dy, x)\n"
+                        "y = UnaryGrad <op = \"Relu\"> (g, r)\noutput y\n",
+                        0, 0));
+    DL_CHECK(groups_are("model m\ninput dy : float[1, 2, 7, 9]\ninput x : float[1, 2, 8, 10]\n"
+                        "input r : float[1, 2, 8, 10]\n"
+                        "g = MaxPoolGrad <kernel_shape = [2, 2]> (dy, x)\n"
+                        "y = UnaryGrad <op = \"Relu\"> (g, r)\noutput y\n",
+                        0, 0));
+    DL_CHECK(groups_are("model m\ninput dy : float[1, 2, 4, 5]\ninput x : float[1, 2, 8, 10]\n"
+                        "input s : float[10]\n"
+                        "g = MaxPoolGrad <kernel_shape = [2, 2], strides = [2, 2]> (dy, x)\n"
+                        "y = Mul (g, s)\noutput y\n",
+                        0, 0));
+    DL_CHECK(groups_are("model m\ninput dy : float[1, 2, 4, 5]\ninput x : float[1, 2, 8, 10]\n"
+                        "g = MaxPoolGrad <kernel_shape = [2, 2], strides = [2, 2]> (dy, x)\n"
+                        "y = Neg (g)\noutput g\noutput y\n",
+                        0, 0));
+}
+
 DL_TEST(convolution_epilogues) {
     // Conv + Relu (implicit GEMM: 16 channels x 64 positions x 72 taps) and Conv + LeakyRelu +
     // Mul (a member reading a member twice; the direct kernel: one input channel) are one kernel.
