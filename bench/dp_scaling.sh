@@ -3,7 +3,7 @@
 # 2 processes x 1 thread (mpirun, runtime/rt_dp.c) at the same global batch, for the MLP sample
 # (global batch 256) and the CNN sample (global batch 64), and the share of each step the
 # processes wait for the gradient all-reduce, with buckets overlapping backward and without
-# (DLRT_COMM_OVERLAP=0). Results and the projection to 8 and 64 machines: docs/performance.md.
+# (DLRT_COMM_OVERLAP=0); then the CNN with a BatchNormalization, per-rank and synchronised. Results and the projection to 8 and 64 machines: docs/performance.md.
 #
 # usage: bash bench/dp_scaling.sh [BUILD] [STEPS] [REPEAT]   (defaults: build, 30, 3)
 #
@@ -33,14 +33,23 @@ if [ "$(id -u)" -eq 0 ]; then
     export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 fi
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) cores"
-for spec in mlp:mlp_fmnist:N:256 cnn:cnn_fmnist:N:64; do
+# The CNN sample with a BatchNormalization after its convolution, its statistics per rank (bn)
+# or synchronised across the ranks (bnsync: sync_batchnorm = true, 4 all-reduces of 32 floats
+# inside every step, and no bucket overlap).
+sed -e 's/^r = Relu (c)$/n = BatchNormalization (c, g1, e1, m1, v1)\nr = Relu (n)/' \
+    -e 's/^param  c1  : float\[32\] .*$/&\nparam  g1 : float[32] = ones\nparam  e1 : float[32] = zeros\nparam  m1 : float[32] = zeros\nparam  v1 : float[32] = ones/' \
+    "$root/samples/cnn_fmnist.dlg" >"$tmp/cnn_bn.dlg"
+sed 's/^  optimizer = .*$/&\n  sync_batchnorm = true/' "$tmp/cnn_bn.dlg" >"$tmp/cnn_bnsync.dlg"
+grep -q BatchNormalization "$tmp/cnn_bn.dlg" && grep -q sync_batchnorm "$tmp/cnn_bnsync.dlg" ||
+    { echo "dp_scaling.sh: could not derive the BatchNorm CNN" >&2; exit 1; }
+for spec in mlp:$root/samples/mlp_fmnist.dlg:N:256 cnn:$root/samples/cnn_fmnist.dlg:N:64 \
+    bn:$tmp/cnn_bn.dlg:N:64 bnsync:$tmp/cnn_bnsync.dlg:N:64; do
     IFS=: read -r name file dim global <<<"$spec"
-    "$build/dlcc" compile --no-cache -D "$dim=$global" "$root/samples/$file.dlg" -o "$tmp/${name}1.so"
-    "$build/dlcc" compile --no-cache -D "$dim=$((global / 2))" "$root/samples/$file.dlg" \
-        -o "$tmp/${name}2.so"
+    "$build/dlcc" compile --no-cache -D "$dim=$global" "$file" -o "$tmp/${name}1.so"
+    "$build/dlcc" compile --no-cache -D "$dim=$((global / 2))" "$file" -o "$tmp/${name}2.so"
 done
 best() { sort -t: -k2 -g | head -1 | cut -d: -f3-; }
-for name in mlp cnn; do
+for name in mlp cnn bn bnsync; do
     : >"$tmp/a" ; : >"$tmp/b"; : >"$tmp/c"
     for _ in $(seq "$repeat"); do
         "$build/tests/test_dp" single "$tmp/${name}1.so" "$steps" /dev/null --bench --threads 2 |
