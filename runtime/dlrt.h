@@ -464,7 +464,8 @@ DLRT_API void dlrt_session_comm_stats(const dlrt_session *s, double *out_wait_ms
 // "PARAM.grad_accum" tensors hold chunk 0's (rank 0's), chunks 1..N-1's are kept inside the
 // session (start at zero; zeroed at every boundary; lost by set_chunks and by a checkpoint, so
 // change chunks and save to resume at a cycle boundary: accum_count 0). Not with a
-// communicator; CPU sessions with float32 gradients only. Inference reads chunk 0. BatchNorm
+// communicator, nor with an artifact that all-reduces inside the step (sync_batchnorm:
+// DLRT_ERR_UNSUPPORTED); CPU sessions with float32 gradients only. Inference reads chunk 0. BatchNorm
 // running statistics come from chunk N-1 (rank 0's are its own chunk's). n_chunks = 1 turns it
 // off (the inputs must then be given again). Allocates the gradients' size once (with
 // accumulation N times).
