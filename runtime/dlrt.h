@@ -465,9 +465,9 @@ DLRT_API void dlrt_session_comm_stats(const dlrt_session *s, double *out_wait_ms
 // session (start at zero; zeroed at every boundary; lost by set_chunks and by a checkpoint, so
 // change chunks and save to resume at a cycle boundary: accum_count 0). Not with a
 // communicator, nor with an artifact that all-reduces inside the step (sync_batchnorm:
-// DLRT_ERR_UNSUPPORTED); CPU sessions with float32 gradients only. Inference reads chunk 0. BatchNorm
-// running statistics come from chunk N-1 (rank 0's are its own chunk's). n_chunks = 1 turns it
-// off (the inputs must then be given again). Allocates the gradients' size once (with
+// DLRT_ERR_UNSUPPORTED); CPU sessions with float32 gradients only. Inference reads chunk 0.
+// BatchNorm running statistics come from chunk N-1 (rank 0's are its own chunk's). n_chunks = 1
+// turns it off (the inputs must then be given again). Allocates the gradients' size once (with
 // accumulation N times).
 DLRT_API dlrt_status dlrt_session_set_chunks(dlrt_session *s, int n_chunks);
 // The session's chunks (1 when off). Thread-safe with other readers.
