@@ -197,42 +197,23 @@ static size_t external_inputs(const dl_ir_module *m, size_t *root, size_t ga, si
     return n;
 }
 
-// Whether every member of groups ga and gb together but a convolution head reads only values
-// made in the union.
-static bool members_closed(const dl_ir_module *m, size_t *root, size_t ga, size_t gb) {
+// Whether every member of groups ga and gb together but its head (a convolution or a
+// MaxPoolGrad) reads only values made in the union (t NULL: a convolution's kernels have no index
+// to load another value at) or, from outside it, float32 values of t's dims (the pooling
+// gradient's kernel loads them at its own element's index).
+static bool members_read_ok(const dl_ir_module *m, size_t *root, size_t ga, size_t gb,
+                            const dl_ir_type *t) {
     for (size_t i = 0; i < m->nodes.len; i++) {
         size_t g = find(root, i);
         const dl_ir_node *x = m->nodes.data[i];
-        if ((g != ga && g != gb) || is_conv_head(x)) {
-            continue;
-        }
-        for (size_t a = 0; a < x->n_inputs; a++) {
-            const dl_ir_value *v = x->inputs[a];
-            size_t gd = v->def ? find(root, v->def->id) : SIZE_MAX;
-            if (gd != ga && gd != gb) {
-                return false;
-            }
-        }
-    }
-    return true;
-}
-
-// Whether every member of groups ga and gb together but a MaxPoolGrad head reads float32 values
-// of `t`'s dims from outside the union (the pooling gradient's kernel loads them at its own
-// element's index).
-static bool members_same_dims(const dl_ir_module *m, size_t *root, size_t ga, size_t gb,
-                              const dl_ir_type *t) {
-    for (size_t i = 0; i < m->nodes.len; i++) {
-        size_t g = find(root, i);
-        const dl_ir_node *x = m->nodes.data[i];
-        if ((g != ga && g != gb) || is_pool_grad_head(x)) {
+        if ((g != ga && g != gb) || is_conv_head(x) || is_pool_grad_head(x)) {
             continue;
         }
         for (size_t a = 0; a < x->n_inputs; a++) {
             const dl_ir_value *v = x->inputs[a];
             size_t gd = v->def ? find(root, v->def->id) : SIZE_MAX;
             if (gd != ga && gd != gb &&
-                (v->type.dtype != DL_DT_FLOAT || !dl_ir_type_same_dims(&v->type, t))) {
+                (!t || v->type.dtype != DL_DT_FLOAT || !dl_ir_type_same_dims(&v->type, t))) {
                 return false;
             }
         }
@@ -349,8 +330,8 @@ dl_status dl_pass_fusion(dl_ir_module *m, dl_diags *d, dl_pass_fusion_stats *out
         bool conv_union = conv[gn] || conv[gc], pool_union = pool[gn] || pool[gc];
         if (headed_union ? !all_float || inputs > DL_FUSION_MAX_HEAD_INPUTS ||
                                nodes > DL_FUSION_MAX_HEAD_NODES ||
-                               (conv_union && !members_closed(m, root, gn, gc)) ||
-                               (pool_union && !members_same_dims(m, root, gn, gc, &v->type))
+                               (conv_union && !members_read_ok(m, root, gn, gc, NULL)) ||
+                               (pool_union && !members_read_ok(m, root, gn, gc, &v->type))
                          : inputs > DL_FUSION_MAX_INPUTS) {
             continue;
         }
