@@ -3,8 +3,9 @@
 // usage: fma_peak THREADS...      prints `isa ISA threads T gflops G` per thread count
 //
 // The widest vector ISA the CPU has (AVX-512F, else AVX2 + FMA, else none: exit 1) runs a loop
-// of 16 independent fused multiply-adds per iteration (16 accumulator registers: more than
-// latency x FMA units on current x86 cores, so the loop is bound by FMA throughput alone) on T
+// of independent fused multiply-adds per iteration (AVX-512: 16 accumulators, AVX2: 12, so that
+// they and the two operands fit the ISA's 32 or 16 vector registers without a spill; both more
+// than latency x FMA units on current x86 cores, so the loop is bound by FMA throughput alone) on T
 // threads at once, each for ~0.3 s after a warm-up; the sum over the threads of 2 x lanes x FMAs
 // per second is the peak. Best of 3 runs per thread count. Compiled with -O2 (no -march): the
 // kernels carry their own target attributes and are only called when the CPU has them.
@@ -26,38 +27,40 @@ static double wall(void) {
 
 static volatile float sink;
 
-// One kernel per ISA: 16 accumulator chains of FMAs with distinct starting values, every
-// accumulator passed through an empty asm each iteration, so the compiler can neither merge the
-// chains nor shorten the loop. Returns the flop done.
-#define DEFINE_RUN(NAME, TARGET, VEC, SET1, FMA, ADD, C)                                           \
+// One kernel per ISA: NCH accumulator chains of FMAs with distinct starting values, every
+// accumulator passed through an empty asm each iteration (the chains past the eighth through
+// the second asm, whose operands are the macro's last arguments), so the compiler can neither
+// merge the chains nor shorten the loop. Returns the flop done.
+#define DEFINE_RUN(NAME, TARGET, VEC, SET1, FMA, ADD, C, NCH, ...)                                 \
     __attribute__((target(TARGET))) static double NAME(long iters) {                               \
-        VEC x = SET1(0.999999f), y = SET1(1e-7f), a[16];                                           \
-        _Pragma("GCC unroll 16") for (int i = 0; i < 16; i++) {                                    \
+        VEC x = SET1(0.999999f), y = SET1(1e-7f), a[NCH];                                          \
+        _Pragma("GCC unroll 16") for (int i = 0; i < NCH; i++) {                                   \
             a[i] = SET1(1.0f + 0.01f * (float)i);                                                  \
         }                                                                                          \
         for (long i = 0; i < iters; i++) {                                                         \
-            _Pragma("GCC unroll 16") for (int j = 0; j < 16; j++) {                                \
+            _Pragma("GCC unroll 16") for (int j = 0; j < NCH; j++) {                               \
                 a[j] = FMA(a[j], x, y);                                                            \
             }                                                                                      \
             __asm__ volatile(""                                                                    \
                              : "+" C(a[0]), "+" C(a[1]), "+" C(a[2]), "+" C(a[3]), "+" C(a[4]),    \
                                "+" C(a[5]), "+" C(a[6]), "+" C(a[7]));                             \
-            __asm__ volatile(""                                                                    \
-                             : "+" C(a[8]), "+" C(a[9]), "+" C(a[10]), "+" C(a[11]), "+" C(a[12]), \
-                               "+" C(a[13]), "+" C(a[14]), "+" C(a[15]));                          \
+            __asm__ volatile("" : __VA_ARGS__);                                                    \
         }                                                                                          \
         VEC s = a[0];                                                                              \
-        _Pragma("GCC unroll 16") for (int i = 1; i < 16; i++) {                                    \
+        _Pragma("GCC unroll 16") for (int i = 1; i < NCH; i++) {                                   \
             s = ADD(s, a[i]);                                                                      \
         }                                                                                          \
         float v[sizeof(VEC) / sizeof(float)];                                                      \
         memcpy(v, &s, sizeof v);                                                                   \
         sink = v[0];                                                                               \
-        return (double)iters * 16 * 2 * (double)(sizeof(VEC) / sizeof(float));                     \
+        return (double)iters * NCH * 2 * (double)(sizeof(VEC) / sizeof(float));                    \
     }
 
-DEFINE_RUN(run512, "avx512f", __m512, _mm512_set1_ps, _mm512_fmadd_ps, _mm512_add_ps, "v")
-DEFINE_RUN(run256, "avx2,fma", __m256, _mm256_set1_ps, _mm256_fmadd_ps, _mm256_add_ps, "x")
+DEFINE_RUN(run512, "avx512f", __m512, _mm512_set1_ps, _mm512_fmadd_ps, _mm512_add_ps, "v", 16,
+           "+v"(a[8]), "+v"(a[9]), "+v"(a[10]), "+v"(a[11]), "+v"(a[12]), "+v"(a[13]), "+v"(a[14]),
+           "+v"(a[15]))
+DEFINE_RUN(run256, "avx2,fma", __m256, _mm256_set1_ps, _mm256_fmadd_ps, _mm256_add_ps, "x", 12,
+           "+x"(a[8]), "+x"(a[9]), "+x"(a[10]), "+x"(a[11]))
 
 static int use512;
 

@@ -200,6 +200,16 @@ DL_TEST(matmul_shared_b) {
     DL_CHECK(mm("float", "400, 1100", "1100, 600", TOL_LONG_K));
 }
 
+// Packing A whole K blocks at a time (K = 512: two blocks of 256 with the AVX2 tiles, four of
+// 128 with AVX-512's), several tiles and row blocks, a ragged last tile: where a tile's packed
+// rows are stored in pieces (AVX2: 6 lanes as 4 + 2), nothing may spill into the next k or the
+// next tile (the last k of a tile sits just before the next tile's first).
+DL_TEST(matmul_pack_a_whole_k_blocks) {
+    DL_CHECK(gemm("<transA = 1>", "512, 100", "512, 40", NULL, TOL_LONG_K));
+    DL_CHECK(mm("float", "101, 512", "512, 40", TOL_LONG_K));
+    DL_CHECK(gemm("<transA = 1, transB = 1>", "256, 203", "70, 256", NULL, TOL_LONG_K));
+}
+
 // A blocked product whose last panel is at most half full runs it at half width (the
 // microkernel and the vector epilogue): N = 70 (6 of 32 lanes), 196 (4), 48 (16, exactly half),
 // with a fused Relu reading nothing else, batches, C broadcasts (gemm_alpha_beta_c has more).
