@@ -532,6 +532,7 @@ static void emit_pack_a_block(cg *c, const fctx *f, LLVMValueRef n_tiles, LLVMVa
 }
 
 static void emit_pack_b_im2col(cg *c, const fctx *f, int64_t nr);
+static bool im_taps_contiguous(const fctx *f);
 static bool im_rows_contiguous(cg *c, const fctx *f);
 static void emit_pack_b_im_rows(cg *c, const fctx *f, int64_t nr);
 static void emit_im_rows(cg *c, const fctx *f);
@@ -968,6 +969,10 @@ static void for_panels(cg *c, fctx *f, LLVMValueRef n_sub, panel_fn fn) {
 // 150 KiB of per-block buffers: the frame stays under the 2 MiB glibc gives a thread when the
 // stack limit is unlimited (libdlrt's own workers get 16 MiB, runtime/rt_exec.c).
 #define SHARE_B_BYTES (1 << 20)
+// The largest packed A (all row blocks and K blocks) a kernel keeps across its outer
+// iterations (a convolution's weights, packed once per thread instead of once per image and
+// column group).
+#define SHARE_A_BYTES (256 << 10)
 #define MIN_UNITS     8 // outer iterations below which column groups are halved
 
 // The block size that splits n into as many blocks as `blk` would, evenly: an equal share rounded
@@ -1019,8 +1024,18 @@ static dl_status emit_float(cg *c, const gemm_prob *p) {
     f.vt = LLVMVectorType(c->t_f32, (unsigned)g.NR);
     f.valign = (unsigned)(g.NR * 4 < 64 ? g.NR * 4 : 64);
     f.bf = use_bf16_dot(c, p, &g);
-    f.ap = entry_alloca(c, g.MB * g.KC);  // ap: [MB / MR, KC, MR]
-    f.scr = entry_alloca(c, g.MB * g.NC); // scratch: [MB, NC]
+    // Shared A: when the packed A of every row block and K block fits SHARE_A_BYTES and some
+    // row block is visited more than once (several column groups or batches), ap_all keeps it:
+    // [nblk][n_kblk][MB * KC]; apk[ib] holds the A offset (batch) whose row block ib it has
+    // (-1: none yet), so a row block is packed again only when A moves (a batched A).
+    bool share_a = (n_groups > 1 || p->nb > 1) && nblk * n_kblk * g.MB * g.KC * 4 <= SHARE_A_BYTES;
+    LLVMValueRef ap_all = NULL, apk = NULL;
+    if (share_a) {
+        ap_all = entry_alloca(c, nblk * n_kblk * g.MB * g.KC);
+        apk = cg_entry_alloca(c, &k, c->t_i64, (size_t)nblk);
+    }
+    f.ap = share_a ? NULL : entry_alloca(c, g.MB * g.KC); // ap: [MB / MR, KC, MR]
+    f.scr = entry_alloca(c, g.MB * g.NC);                 // scratch: [MB, NC]
     // Shared B: a thread's consecutive row blocks of one column group use the same packed B, so
     // when the whole group fits (K x NC floats, at most SHARE_B_BYTES) every K block of it is
     // packed once, by the first of those row blocks, into bp_all: [n_kblk][NC / NR, KC, NR].
@@ -1041,6 +1056,12 @@ static dl_status emit_float(cg *c, const gemm_prob *p) {
         f.tab_b = cg_entry_alloca(c, &k, c->t_i64, g.KC);
     }
 
+    if (share_a) { // after every alloca: the loop leaves the entry block
+        cg_loop li;
+        LLVMValueRef ii = cg_for_begin(c, &li, cg_i64(c, 0), cg_i64(c, nblk), "apk");
+        LLVMBuildStore(c->b, cg_i64(c, -1), LLVMBuildInBoundsGEP2(c->b, c->t_i64, apk, &ii, 1, ""));
+        cg_for_end(c, &li);
+    }
     // t: [batch, n_groups, nblk] (a chunk of t takes whole runs of one group's row blocks)
     cg_loop lt;
     LLVMValueRef t = cg_for_begin(c, &lt, k.begin, k.end, "t");
@@ -1055,6 +1076,13 @@ static dl_status emit_float(cg *c, const gemm_prob *p) {
         LLVMBuildStore(c->b, bg, packed);
     }
     batch_offsets(c, p, bi, &f.a_off, &f.b_off, &f.bias_off);
+    LLVMValueRef need_a = NULL;
+    if (share_a) {
+        LLVMValueRef slot = LLVMBuildInBoundsGEP2(c->b, c->t_i64, apk, &ib, 1, "");
+        LLVMValueRef have = LLVMBuildLoad2(c->b, c->t_i64, slot, "");
+        need_a = LLVMBuildICmp(c->b, LLVMIntNE, have, f.a_off, "");
+        LLVMBuildStore(c->b, f.a_off, slot);
+    }
     f.y_off = mul_c(c, bi, M * N);
     f.i0 = mul_c(c, ib, g.MB);
     f.rows = min_c(c, cg_i64(c, g.MB), LLVMBuildSub(c->b, cg_i64(c, M), f.i0, ""));
@@ -1074,8 +1102,15 @@ static dl_status emit_float(cg *c, const gemm_prob *p) {
     if (p->ka_in > 0) {
         emit_ka_rows(c, &f);
     }
-    emit_pack_a_block(c, &f, n_tiles, is_last, tile_e, mr_e);
-    if (p->im && !im_rows_contiguous(c, &f)) {
+    if (share_a) {
+        f.ap = fptr(c, ap_all, mul_c(c, add(c, mul_c(c, ib, n_kblk), q), g.MB * g.KC));
+        LLVMBasicBlockRef join = if_begin(c, need_a);
+        emit_pack_a_block(c, &f, n_tiles, is_last, tile_e, mr_e);
+        if_end(c, join);
+    } else {
+        emit_pack_a_block(c, &f, n_tiles, is_last, tile_e, mr_e);
+    }
+    if (p->im && !im_rows_contiguous(c, &f) && !im_taps_contiguous(&f)) {
         emit_im_rows(c, &f); // the gathered pack's row tables
     }
     f.bp = bp_all;
@@ -1201,12 +1236,82 @@ static void emit_im_rows(cg *c, const fctx *f) {
     cg_for_end(c, &lk);
 }
 
+// A convolution's B (taps by positions) whose tap rows are consecutive elements of x: unit
+// strides and dilations, output rows as wide as the image's (a stride-1 "same" convolution).
+static bool im_taps_contiguous(const fctx *f) {
+    const dl_cg__im2col *im = f->p->im;
+    return im && !f->bf && im->kind == DL_CG__IM2COL_TAPS_BY_POS && im->a[0] == 1 &&
+           im->a[1] == 1 && im->d[0] == 1 && im->d[1] == 1 && im->OW == im->W;
+}
+
+// bp[sub][k][l] for im_taps_contiguous, tap by tap: row k = ci*T + t (T = kH*kW taps) of the
+// panel reads x[n, ci] at j0 + l shifted by the tap's (hs, ws), valid where the shifted position
+// stays inside the image. The valid lanes and the shift depend on the tap alone, so they are
+// computed once per tap (not once per row: T times fewer vector compares, the bulk of a row's
+// work), then each of the tap's rows in the K block is one masked load (at +ci*cs) and one
+// store. The same values land in the same places as emit_pack_b_im2col's rows.
+static void emit_pack_b_im_taps(cg *c, const fctx *f, int64_t nr) {
+    const dl_cg__im2col *im = f->p->im;
+    unsigned n = (unsigned)f->g.NR;
+    int64_t T = im->kH * im->kW;
+    LLVMValueRef lanes[MAX_NR], lmask[MAX_NR];
+    for (unsigned l = 0; l < n; l++) {
+        lanes[l] = cg_i32(c, (int32_t)l);
+        lmask[l] = LLVMConstInt(c->t_i1, (int64_t)l < nr, 0);
+    }
+    LLVMValueRef jv = vadd(c, ivec_splat(c, n, f->j0), LLVMConstVector(lanes, n));
+    LLVMValueRef hv =
+        vadd(c, LLVMBuildUDiv(c->b, jv, ivec_c(c, n, im->OW), ""), ivec_c(c, n, im->b[0]));
+    LLVMValueRef wv =
+        vadd(c, LLVMBuildURem(c->b, jv, ivec_c(c, n, im->OW), ""), ivec_c(c, n, im->b[1]));
+    LLVMValueRef dst0 = mul_c(c, f->sub, f->g.KC * f->g.NR);
+    LLVMValueRef kend = add(c, f->pc, f->kc); // rows [pc, kend) of B in this block
+    cg_loop lt, lc;
+    LLVMValueRef t = cg_for_begin(c, &lt, cg_i64(c, 0), cg_i64(c, T), "tap");
+    LLVMValueRef hs = mul_c(c, LLVMBuildUDiv(c->b, t, cg_i64(c, im->kW), ""), im->cc[0]);
+    LLVMValueRef ws = mul_c(c, LLVMBuildURem(c->b, t, cg_i64(c, im->kW), ""), im->cc[1]);
+    LLVMValueRef valid = LLVMConstVector(lmask, n);
+    (void)im_dim(c, im, 0, vadd(c, ivec_splat(c, n, hs), hv), n, &valid);
+    (void)im_dim(c, im, 1, vadd(c, ivec_splat(c, n, ws), wv), n, &valid);
+    // x offset of lane l on row (ci, t): b_off + ci*cs + (j0 + l) + (b0 + hs)*W + b1 + ws. The
+    // first lane's pointer may lie outside x (only valid lanes are read): no inbounds.
+    LLVMValueRef o0 =
+        add(c, add(c, f->b_off, f->j0),
+            add(c, mul_c(c, hs, im->W), add(c, ws, cg_i64(c, im->b[0] * im->W + im->b[1]))));
+    // the tap's rows in the block: ci from ceil((pc - t) / T) (0 when pc <= t) while
+    // ci*T + t < kend
+    LLVMValueRef after = LLVMBuildICmp(c->b, LLVMIntUGT, f->pc, t, "");
+    LLVMValueRef ci_lo = LLVMBuildSelect(
+        c->b, after,
+        LLVMBuildUDiv(c->b, add(c, LLVMBuildSub(c->b, f->pc, t, ""), cg_i64(c, T - 1)),
+                      cg_i64(c, T), ""),
+        cg_i64(c, 0), "");
+    LLVMValueRef within = LLVMBuildICmp(c->b, LLVMIntUGT, kend, t, "");
+    LLVMValueRef ci_hi = LLVMBuildSelect(
+        c->b, within,
+        LLVMBuildUDiv(c->b, add(c, LLVMBuildSub(c->b, kend, t, ""), cg_i64(c, T - 1)), cg_i64(c, T),
+                      ""),
+        cg_i64(c, 0), "");
+    LLVMValueRef ci = cg_for_begin(c, &lc, ci_lo, ci_hi, "tap_ci");
+    LLVMValueRef o = add(c, o0, mul_c(c, ci, im->cs));
+    LLVMValueRef v =
+        cg_masked_load(c, f->vt, LLVMBuildGEP2(c->b, c->t_f32, f->k->ptr[2], &o, 1, ""), valid);
+    LLVMValueRef kk = LLVMBuildSub(c->b, add(c, mul_c(c, ci, T), t), f->pc, "");
+    store_vec(c, v, fptr(c, f->bp, add(c, dst0, mul_c(c, kk, f->g.NR))), f->valign);
+    cg_for_end(c, &lc);
+    cg_for_end(c, &lt);
+}
+
 // bp[sub][k][l] = B[pc + k, j0 + l] gathered from the image (zero outside it and for l >= nr),
 // k in [0, kc). Row k contributes scalars (its tap or position), column j0 + l the lanes: each
 // row is one masked gather of NR lanes, offsets in i32 inside an image (dl_cg__conv_gemm_ok).
 static void emit_pack_b_im2col(cg *c, const fctx *f, int64_t nr) {
     const gemm_prob *p = f->p;
     const dl_cg__im2col *im = p->im;
+    if (im_taps_contiguous(f)) {
+        emit_pack_b_im_taps(c, f, nr);
+        return;
+    }
     unsigned n = (unsigned)f->g.NR;
     bool taps_by_pos = im->kind == DL_CG__IM2COL_TAPS_BY_POS;
     // Column lanes: j = j0 + l.
@@ -1235,10 +1340,6 @@ static void emit_pack_b_im2col(cg *c, const fctx *f, int64_t nr) {
     if (im->d[0] == 1 && im->d[1] == 1) {
         offv = vadd(c, basev, vadd(c, vmul_c(c, hv, im->W), wv));
     }
-    // Stride-1 "same" geometry: the lanes of a tap row are consecutive elements of x, read by
-    // one masked load (else one masked gather).
-    bool contiguous = taps_by_pos && im->a[0] == 1 && im->a[1] == 1 && im->d[0] == 1 &&
-                      im->d[1] == 1 && im->OW == im->W;
     static const char gname[] = "llvm.masked.gather";
     unsigned gid = LLVMLookupIntrinsicID(gname, sizeof gname - 1);
     LLVMTypeRef gtys[2] = {f->vt, LLVMVectorType(c->t_ptr, n)};
@@ -1255,35 +1356,26 @@ static void emit_pack_b_im2col(cg *c, const fctx *f, int64_t nr) {
     LLVMValueRef iw = im_dim(c, im, 1, vadd(c, ivec_splat(c, n, ws), wv), n, &valid);
     LLVMValueRef v;
     LLVMValueRef base = add(c, f->b_off, bases);
-    if (contiguous) {
-        // x offset of lane l = base + (j0 + l) + (b0 + hs) * W + b1 + ws: one masked load. The
-        // pointer of the first lane may lie outside x (only valid lanes are read), so no inbounds.
-        LLVMValueRef o =
-            add(c, add(c, base, f->j0),
-                add(c, mul_c(c, hs, im->W), add(c, ws, cg_i64(c, im->b[0] * im->W + im->b[1]))));
-        v = cg_masked_load(c, f->vt, LLVMBuildGEP2(c->b, c->t_f32, f->k->ptr[2], &o, 1, ""), valid);
-    } else {
-        // Masked-off lanes are not read; their offsets are plain arithmetic (no inbounds). With
-        // no stride division the lane offsets are the panel's (offv), the row adds a scalar.
-        LLVMValueRef off;
-        if (offv) {
-            // The row's in-image part joins the lanes in i32 (the backend then gathers with
-            // 32-bit indices); only the image offset stays in the scalar base.
-            LLVMValueRef rs = add(c, mul_c(c, hs, im->W), ws);
-            if (taps_by_pos) {
-                rs = add(c, rs, bases);
-                base = f->b_off;
-            }
-            off = vadd(c, offv, ivec_splat(c, n, rs));
-        } else {
-            off = vadd(c, basev, vadd(c, vmul_c(c, ih, im->W), iw));
+    // Masked-off lanes are not read; their offsets are plain arithmetic (no inbounds). With
+    // no stride division the lane offsets are the panel's (offv), the row adds a scalar.
+    LLVMValueRef off;
+    if (offv) {
+        // The row's in-image part joins the lanes in i32 (the backend then gathers with
+        // 32-bit indices); only the image offset stays in the scalar base.
+        LLVMValueRef rs = add(c, mul_c(c, hs, im->W), ws);
+        if (taps_by_pos) {
+            rs = add(c, rs, bases);
+            base = f->b_off;
         }
-        LLVMValueRef ptrs = LLVMBuildGEP2(c->b, c->t_f32, fptr(c, f->k->ptr[2], base), &off, 1, "");
-        LLVMValueRef args[4] = {ptrs, cg_i32(c, 4), valid, LLVMConstNull(f->vt)};
-        LLVMValueRef gfn = LLVMGetIntrinsicDeclaration(c->mod, gid, gtys, 2);
-        LLVMTypeRef gfty = LLVMIntrinsicGetType(c->ctx, gid, gtys, 2);
-        v = LLVMBuildCall2(c->b, gfty, gfn, args, 4, "");
+        off = vadd(c, offv, ivec_splat(c, n, rs));
+    } else {
+        off = vadd(c, basev, vadd(c, vmul_c(c, ih, im->W), iw));
     }
+    LLVMValueRef ptrs = LLVMBuildGEP2(c->b, c->t_f32, fptr(c, f->k->ptr[2], base), &off, 1, "");
+    LLVMValueRef args[4] = {ptrs, cg_i32(c, 4), valid, LLVMConstNull(f->vt)};
+    LLVMValueRef gfn = LLVMGetIntrinsicDeclaration(c->mod, gid, gtys, 2);
+    LLVMTypeRef gfty = LLVMIntrinsicGetType(c->ctx, gid, gtys, 2);
+    v = LLVMBuildCall2(c->b, gfty, gfn, args, 4, "");
     store_vec(c, v, fptr(c, f->bp, add(c, dst0, mul_c(c, kk, f->g.NR))), f->valign);
     cg_for_end(c, &lk);
 }
