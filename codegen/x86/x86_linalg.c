@@ -1006,9 +1006,15 @@ static dl_status emit_float(cg *c, const gemm_prob *p) {
         g.NC /= 2;
     }
     g.NC = even_block(N, g.NC, g.NR);
+    int64_t n_kblk = (K + g.KC - 1) / g.KC;
+    // Row blocks that cannot share a packed B (all of K, NC wide, past SHARE_B_BYTES) pack it
+    // once each: at most 16 tiles of rows (AVX2: 96) go in one block instead (a convolution's
+    // weight gradient, 64 x 288 x 12544, packs its gathered image once, not twice).
+    if (M > g.MB && M <= 16 * g.MR && n_kblk * g.KC * g.NC * 4 > SHARE_B_BYTES) {
+        g.MB = (M + g.MR - 1) / g.MR * g.MR;
+    }
     int64_t nblk = (M + g.MB - 1) / g.MB;
     int64_t n_groups = (N + g.NC - 1) / g.NC;
-    int64_t n_kblk = (K + g.KC - 1) / g.KC;
     int64_t mr_e = M % g.MR;                   // rows of the last, partial tile
     int64_t last_rows = M - (nblk - 1) * g.MB; // rows of the last block
     int64_t tile_e = last_rows / g.MR;         // index of its partial tile
