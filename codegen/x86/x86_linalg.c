@@ -30,8 +30,9 @@
 //
 // MR x NR follows the target's f32 vector width (c->target->vector_width, cg_target.h):
 // 6 x 16 with AVX2+FMA (12 ymm accumulators, two for B, one broadcast), 12 x 32 with AVX-512F,
-// 4 x 8 otherwise. KC keeps one B panel at 16 KiB (L1); MB = 8 MR, NC = 256 columns (8 NR with
-// AVX-512, 16 NR with AVX2), 8 NR otherwise. Packing A makes
+// 4 x 8 otherwise. KC keeps one B panel at 16 KiB (L1); MB = 8 MR (up to 16 MR in one block when
+// B cannot be shared across blocks), NC = 256 columns (8 NR with AVX-512, 16 NR with AVX2), 8 NR
+// otherwise. Packing A makes
 // the microkernel's reads contiguous whatever A's strides (transA, power-of-two leading dims
 // that would alias in L1). The allocas are the kernel's whole state (AVX-512: ap 48 KiB,
 // scratch 96 KiB, bp 128 KiB per K block, at most 1 MiB when shared), private to one call, and
