@@ -1243,6 +1243,18 @@ static void emit_im_rows(cg *c, const fctx *f) {
     cg_for_end(c, &lk);
 }
 
+// The panel's column lanes j0 + l (i32), and in *live the constant mask of the lanes l < nr.
+static LLVMValueRef panel_lanes(cg *c, const fctx *f, int64_t nr, LLVMValueRef *live) {
+    unsigned n = (unsigned)f->g.NR;
+    LLVMValueRef lanes[MAX_NR], lmask[MAX_NR];
+    for (unsigned l = 0; l < n; l++) {
+        lanes[l] = cg_i32(c, (int32_t)l);
+        lmask[l] = LLVMConstInt(c->t_i1, (int64_t)l < nr, 0);
+    }
+    *live = LLVMConstVector(lmask, n);
+    return vadd(c, ivec_splat(c, n, f->j0), LLVMConstVector(lanes, n));
+}
+
 // A convolution's B (taps by positions) whose tap rows are consecutive elements of x: unit
 // strides and dilations, output rows as wide as the image's (a stride-1 "same" convolution).
 static bool im_taps_contiguous(const fctx *f) {
@@ -1261,12 +1273,8 @@ static void emit_pack_b_im_taps(cg *c, const fctx *f, int64_t nr) {
     const dl_cg__im2col *im = f->p->im;
     unsigned n = (unsigned)f->g.NR;
     int64_t T = im->kH * im->kW;
-    LLVMValueRef lanes[MAX_NR], lmask[MAX_NR];
-    for (unsigned l = 0; l < n; l++) {
-        lanes[l] = cg_i32(c, (int32_t)l);
-        lmask[l] = LLVMConstInt(c->t_i1, (int64_t)l < nr, 0);
-    }
-    LLVMValueRef jv = vadd(c, ivec_splat(c, n, f->j0), LLVMConstVector(lanes, n));
+    LLVMValueRef live;
+    LLVMValueRef jv = panel_lanes(c, f, nr, &live);
     LLVMValueRef hv =
         vadd(c, LLVMBuildUDiv(c->b, jv, ivec_c(c, n, im->OW), ""), ivec_c(c, n, im->b[0]));
     LLVMValueRef wv =
@@ -1277,7 +1285,7 @@ static void emit_pack_b_im_taps(cg *c, const fctx *f, int64_t nr) {
     LLVMValueRef t = cg_for_begin(c, &lt, cg_i64(c, 0), cg_i64(c, T), "tap");
     LLVMValueRef hs = mul_c(c, LLVMBuildUDiv(c->b, t, cg_i64(c, im->kW), ""), im->cc[0]);
     LLVMValueRef ws = mul_c(c, LLVMBuildURem(c->b, t, cg_i64(c, im->kW), ""), im->cc[1]);
-    LLVMValueRef valid = LLVMConstVector(lmask, n);
+    LLVMValueRef valid = live;
     (void)im_dim(c, im, 0, vadd(c, ivec_splat(c, n, hs), hv), n, &valid);
     (void)im_dim(c, im, 1, vadd(c, ivec_splat(c, n, ws), wv), n, &valid);
     // x offset of lane l on row (ci, t): b_off + ci*cs + (j0 + l) + (b0 + hs)*W + b1 + ws. The
@@ -1322,12 +1330,8 @@ static void emit_pack_b_im2col(cg *c, const fctx *f, int64_t nr) {
     unsigned n = (unsigned)f->g.NR;
     bool taps_by_pos = im->kind == DL_CG__IM2COL_TAPS_BY_POS;
     // Column lanes: j = j0 + l.
-    LLVMValueRef lanes[MAX_NR], lmask[MAX_NR];
-    for (unsigned l = 0; l < n; l++) {
-        lanes[l] = cg_i32(c, (int32_t)l);
-        lmask[l] = LLVMConstInt(c->t_i1, (int64_t)l < nr, 0);
-    }
-    LLVMValueRef jv = vadd(c, ivec_splat(c, n, f->j0), LLVMConstVector(lanes, n));
+    LLVMValueRef live;
+    LLVMValueRef jv = panel_lanes(c, f, nr, &live);
     LLVMValueRef hv, wv, basev; // per-lane parts of the tap row, column and channel offset
     if (taps_by_pos) {          // j = oh*OW + ow
         LLVMValueRef oh = LLVMBuildUDiv(c->b, jv, ivec_c(c, n, im->OW), "");
@@ -1358,7 +1362,7 @@ static void emit_pack_b_im2col(cg *c, const fctx *f, int64_t nr) {
     LLVMValueRef ws = LLVMBuildSExt(
         c->b, LLVMBuildLoad2(c->b, c->t_i32, iptr(c, c->t_i32, f->tab_w, kk), ""), c->t_i64, "");
     LLVMValueRef bases = LLVMBuildLoad2(c->b, c->t_i64, iptr(c, c->t_i64, f->tab_b, kk), "");
-    LLVMValueRef valid = LLVMConstVector(lmask, n);
+    LLVMValueRef valid = live;
     LLVMValueRef ih = im_dim(c, im, 0, vadd(c, ivec_splat(c, n, hs), hv), n, &valid);
     LLVMValueRef iw = im_dim(c, im, 1, vadd(c, ivec_splat(c, n, ws), wv), n, &valid);
     LLVMValueRef v;
