@@ -123,6 +123,9 @@ typedef struct dl_cg__conv_gemm {
     // y (the group's output; epi[0] is the convolution), reading no other value. NULL: none.
     const dl_ir_node *const *epi;
     size_t n_epi;
+    // The group ends with a 2 x 2 / stride 2 MaxPool: y is [batch, M, OH / 2, OW / 2] (Conv's
+    // TAPS_BY_POS only, im.OH x im.OW positions).
+    bool pool;
 } dl_cg__conv_gemm;
 
 // The static selection rule: true when the implicit GEMM is the kernel to use for this
@@ -179,6 +182,12 @@ typedef struct dl_cg__pool_row {
     unsigned V;
 } dl_cg__pool_row;
 // body(ow0, nvalid) over a row of OW outputs in chunks of V (the last one partial).
+// One pooled row of a 2 x 2 / stride 2 max pooling by MaxPool's rule (dl_cg__max_takes, taps in
+// row-major order): yp[yo + pw] = the max of the float32 window src[xb + 2 pw + {0, 1}] and
+// src[xb + rs + 2 pw + {0, 1}] for pw < PW (yp float32). Vectors of the target's width (>= 8),
+// else one window at a time.
+void dl_cg__pool2_row(cg *c, LLVMValueRef src, LLVMValueRef xb, int64_t rs, LLVMValueRef yp,
+                      LLVMValueRef yo, int64_t PW);
 typedef void (*dl_cg__pool_chunk_fn)(cg *c, void *ctx, LLVMValueRef ow0, LLVMValueRef nvalid);
 void dl_cg__pool_row_chunks(cg *c, int64_t OW, unsigned V, dl_cg__pool_chunk_fn body, void *ctx);
 

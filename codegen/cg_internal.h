@@ -121,6 +121,9 @@ LLVMValueRef cg_load(cg *c, LLVMValueRef base, dl_dtype t, LLVMValueRef idx);
 LLVMValueRef cg_masked_load(cg *c, LLVMTypeRef vt, LLVMValueRef p, LLVMValueRef mask);
 void cg_masked_store(cg *c, LLVMValueRef v, LLVMValueRef p, LLVMValueRef mask);
 LLVMValueRef cg_lane_mask_rt(cg *c, LLVMValueRef rem, int64_t n);
+// A read prefetch of the cache line holding `p` into the second-level cache (llvm.prefetch,
+// locality 2): a hint, never a fault.
+void cg_prefetch(cg *c, LLVMValueRef p);
 // Stores a compute-type value as element `idx` of a buffer of dtype `t`.
 void cg_store(cg *c, LLVMValueRef base, dl_dtype t, LLVMValueRef idx, LLVMValueRef v);
 // Converts a compute value of dtype `from` to the compute type of `to` (Cast semantics:

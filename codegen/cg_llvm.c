@@ -201,6 +201,18 @@ LLVMValueRef cg_intrinsic1(cg *c, const char *name, LLVMTypeRef ty, LLVMValueRef
     return LLVMBuildCall2(c->b, fty, fn, &a, 1, "");
 }
 
+void cg_prefetch(cg *c, LLVMValueRef p) {
+    static const char name[] = "llvm.prefetch";
+    unsigned id = LLVMLookupIntrinsicID(name, sizeof name - 1);
+    DL_ASSERT(id != 0);
+    LLVMTypeRef pt = LLVMTypeOf(p);
+    LLVMValueRef fn = LLVMGetIntrinsicDeclaration(c->mod, id, &pt, 1);
+    LLVMTypeRef fty = LLVMIntrinsicGetType(c->ctx, id, &pt, 1);
+    // rw 0 (read), locality 2 (L2: used by the next block, not this one), data cache
+    LLVMValueRef args[4] = {p, cg_i32(c, 0), cg_i32(c, 2), cg_i32(c, 1)};
+    LLVMBuildCall2(c->b, fty, fn, args, 4, "");
+}
+
 LLVMValueRef cg_intrinsic2(cg *c, const char *name, LLVMTypeRef ty, LLVMValueRef a,
                            LLVMValueRef b) {
     unsigned id = LLVMLookupIntrinsicID(name, strlen(name));

@@ -12,7 +12,10 @@
 // in a GEMM's store loop), it reads at most 11 values and has at most 63 nodes; a convolution's
 // group reads nothing but the convolution's inputs (its epilogue is a function of the convolution's
 // value alone), a MaxPoolGrad's members nothing but float32 values of its dims (read at the
-// element's index). A node joins the group of its consumer when: its one output's every use is an
+// element's index). A convolution's group whose value only a 2 x 2 / stride 2 MaxPool reads ends
+// with that pooling (is_pool_tail): the group's output is then the pooled value (an inference
+// CNN's Conv+Relu+MaxPool; in training the pooling's gradient reads the activation, so it stays
+// apart). A node joins the group of its consumer when: its one output's every use is an
 // input of that one consumer (Mul(a, a) counts), the value is no root of the module (output, train
 // loss, gradient, assign value), both have the output dims of the group, both are on the same side
 // of the forward / training split (the infer entry runs only forward nodes), the value's dtype
@@ -131,6 +134,29 @@ static bool is_pool_grad_head(const dl_ir_node *n) {
     }
     return dy->dims[3].value <= 4096 && dy->dims[2].value * k->ints[0] == dx->dims[2].value &&
            dy->dims[3].value * k->ints[1] == dx->dims[3].value;
+}
+
+// A MaxPool that can end a convolution's group (codegen pools where the convolution's kernel
+// stores, so the convolution's full-size value is never written): float32, 2-D, 2 x 2 windows
+// with strides 2, no padding, no dilation, floor rounding, no Indices output, an input at most
+// 128 columns wide (a row pair fits the implicit GEMM's column group of 256).
+static bool is_pool_tail(const dl_ir_node *n) {
+    static const int64_t two[2] = {2, 2};
+    if (n->op != DL_IR_OP_MAX_POOL || n->n_inputs != 1 || !n->inputs[0] || n->n_outputs < 1 ||
+        !n->outputs[0] || (n->n_outputs > 1 && n->outputs[1])) {
+        return false;
+    }
+    const dl_ir_type *x = &n->inputs[0]->type, *y = &n->outputs[0]->type;
+    const dl_ir_attr *k = dl_ir_node_attr(n, "kernel_shape");
+    const dl_ir_attr *st = dl_ir_node_attr(n, "strides");
+    const char *pad = dl_ir_node_attr_string(n, "auto_pad");
+    return x->dtype == DL_DT_FLOAT && y->dtype == DL_DT_FLOAT && x->rank == 4 && y->rank == 4 &&
+           dl_ir_type_numel(y) > 0 && x->dims[3].value <= 128 && k && st &&
+           ints_are(n, "kernel_shape", two, 0, 2) && ints_are(n, "strides", two, 0, 2) &&
+           (!pad || strcmp(pad, "NOTSET") == 0 || strcmp(pad, "VALID") == 0) &&
+           ints_are(n, "pads", NULL, 0, 4) && ints_are(n, "dilations", NULL, 1, 2) &&
+           dl_ir_node_attr_int(n, "ceil_mode") == 0 && y->dims[2].value == x->dims[2].value / 2 &&
+           y->dims[3].value == x->dims[3].value / 2;
 }
 
 // A product that can head a group, its elementwise epilogue after it: Gemm or MatMul of
@@ -339,6 +365,27 @@ dl_status dl_pass_fusion(dl_ir_module *m, dl_diags *d, dl_pass_fusion_stats *out
         conv[gc] = conv_union;
         pool[gc] = pool_union;
         root[gn] = gc; // gc is c's group, whose root is c or a later node
+    }
+    // A convolution's group (or a lone convolution) whose value only a 2 x 2 MaxPool reads
+    // takes the pooling as its root: the pooled value is the group's output.
+    for (size_t i = 0; i < nn; i++) {
+        const dl_ir_node *n = m->nodes.data[i];
+        if (!is_pool_tail(n)) {
+            continue;
+        }
+        const dl_ir_value *v = n->inputs[0];
+        if (!v->def || pinned[v->id] || v->is_output || consumer[v->id] != n ||
+            (v->def->id < n_fwd) != (i < n_fwd)) {
+            continue;
+        }
+        size_t gv = find(root, v->def->id);
+        bool all_float = false;
+        if (gv != v->def->id || !conv[gv] ||
+            union_nodes(m, root, gv, i, &all_float) > DL_FUSION_MAX_HEAD_NODES) {
+            continue;
+        }
+        headed[i] = conv[i] = true;
+        root[gv] = i;
     }
     for (size_t i = 0; i < nn; i++) {
         size_t g = find(root, i);

@@ -86,6 +86,10 @@ typedef struct gemm_prob {
     dl_ir_value *bias;
     int64_t bis[DL_MAX_RANK]; // per batch dim: element stride of the bias
     int64_t nc_panels;        // > 0: NR panels per column group (instead of the blocking's)
+    // A convolution whose group ends with a 2 x 2 / stride 2 MaxPool (im->OW <= 128: fusion.c):
+    // column groups of whole row pairs, the epilogue's values stay in the scratch and y is their
+    // pooling, [batch, M, OH / 2, OW / 2].
+    bool pool;
     // A fusion group whose head this product is (passes/fusion.c), NULL otherwise: y is the
     // group root's output and every element goes through the members epi[1 .. n_epi) before it
     // is stored; they read ext[] (kernel arguments after A, B and C) at (i, j) with strides
@@ -364,7 +368,11 @@ typedef struct fctx {
     LLVMValueRef c0;           // first column of the NC group
     LLVMValueRef j0;           // first column of the NR panel
     LLVMValueRef sub;          // panel index inside the group
-    LLVMValueRef pc, kc;       // K block start and length
+    // Pooled (p->pool): the group's columns (runtime) and whether it is the last group; the
+    // partial panel's width in the other groups and in the last (0: none).
+    LLVMValueRef ncols, last_group;
+    int64_t nr_mid, nr_last;
+    LLVMValueRef pc, kc; // K block start and length
     // Gathered B (p->im): per k row of the K block, its scalar parts (tap row / column offsets
     // and the channel or image offset), computed once per K block for all panels.
     LLVMValueRef tab_h, tab_w, tab_b; // [KC] i32, [KC] i32, [KC] i64
@@ -909,7 +917,7 @@ static void emit_epilogue(cg *c, const fctx *f, int64_t nr) {
                 v = LLVMBuildInsertElement(c->b, v, e, lane, "");
             }
         }
-        cg_masked_store(c, v, fptr(c, f->k->ptr[0], yrow), mask);
+        cg_masked_store(c, v, p->pool ? fptr(c, f->scr, srow) : fptr(c, f->k->ptr[0], yrow), mask);
         cg_for_end(c, &lr);
         return;
     }
@@ -918,7 +926,11 @@ static void emit_epilogue(cg *c, const fctx *f, int64_t nr) {
             LLVMBuildLoad2(c->b, c->t_f32, fptr(c, f->scr, add(c, srow, cg_i64(c, j))), "");
         v = finish_elem(c, p, f->k, v, bias, p->cv ? add(c, crow, cg_i64(c, j * p->cs_n)) : NULL, i,
                         add(c, f->j0, cg_i64(c, j)));
-        cg_store(c, f->k->ptr[0], yt, add(c, yrow, cg_i64(c, j)), v);
+        if (p->pool) {
+            LLVMBuildStore(c->b, v, fptr(c, f->scr, add(c, srow, cg_i64(c, j))));
+        } else {
+            cg_store(c, f->k->ptr[0], yt, add(c, yrow, cg_i64(c, j)), v);
+        }
     }
     cg_for_end(c, &lr);
 }
@@ -949,7 +961,25 @@ static void for_panels(cg *c, fctx *f, LLVMValueRef n_sub, panel_fn fn) {
     cg_loop ls;
     f->sub = cg_for_begin(c, &ls, cg_i64(c, 0), n_sub, "sub");
     f->j0 = add(c, f->c0, mul_c(c, f->sub, f->g.NR));
-    if (nr_e == 0) {
+    if (p->pool && (f->nr_mid > 0 || f->nr_last > 0)) {
+        // Pooled groups end where a row pair ends: any group's last panel may be partial
+        if_else ie;
+        LLVMValueRef end = mul_c(c, add(c, f->sub, cg_i64(c, 1)), f->g.NR);
+        if_else_begin(c, &ie, LLVMBuildICmp(c->b, LLVMIntSLE, end, f->ncols, ""));
+        fn(c, f, f->g.NR);
+        if_else_mid(c, &ie);
+        if (f->nr_mid == 0 || f->nr_last == 0 || f->nr_mid == f->nr_last) {
+            fn(c, f, f->nr_mid > 0 ? f->nr_mid : f->nr_last);
+        } else {
+            if_else il;
+            if_else_begin(c, &il, f->last_group);
+            fn(c, f, f->nr_last);
+            if_else_mid(c, &il);
+            fn(c, f, f->nr_mid);
+            if_else_end(c, &il);
+        }
+        if_else_end(c, &ie);
+    } else if (p->pool || nr_e == 0) {
         fn(c, f, f->g.NR);
     } else if (n_full == 0) {
         fn(c, f, nr_e);
@@ -975,6 +1005,10 @@ static void for_panels(cg *c, fctx *f, LLVMValueRef n_sub, panel_fn fn) {
 // column group).
 #define SHARE_A_BYTES (256 << 10)
 #define MIN_UNITS     8 // outer iterations below which column groups are halved
+// The largest packed B (one K block) plus scratch of a product whose chunk of column groups
+// runs as one (emit_float's merged groups), sized for all its groups: with the other buffers the
+// frame stays under the 2 MiB above.
+#define MERGE_BYTES (768 << 10)
 
 // The block size that splits n into as many blocks as `blk` would, evenly: an equal share rounded
 // up to a multiple of `unit`, never above blk.
@@ -982,6 +1016,71 @@ static int64_t even_block(int64_t n, int64_t blk, int64_t unit) {
     int64_t nb = (n + blk - 1) / blk;
     int64_t even = ((n + nb - 1) / nb + unit - 1) / unit * unit;
     return even < blk ? even : blk;
+}
+
+// Prefetches the elements k in [k0, k1) (k1 - k0 <= max_len) of `rows` rows laid out in runs of
+// `run` consecutive floats per image: element (r, k) at base + r * row_stride +
+// (k / run) * img_stride + k % run; one prefetch per 16 floats (a cache line) of each run.
+static void prefetch_runs(cg *c, LLVMValueRef ptr, LLVMValueRef base, LLVMValueRef rows,
+                          int64_t row_stride, LLVMValueRef k0, LLVMValueRef k1, int64_t max_len,
+                          int64_t run, int64_t img_stride) {
+    // The segments, one per image the range touches: at most max_len / run + 2 of them, the
+    // ones past k1 empty.
+    ploop ls;
+    LLVMValueRef init = k0;
+    ploop_begin(c, &ls, cg_i64(c, 0), cg_i64(c, max_len / run + 2), &init, 1);
+    LLVMValueRef k = ls.v[0];
+    LLVMValueRef img = LLVMBuildUDiv(c->b, k, cg_i64(c, run), "");
+    LLVMValueRef pos = LLVMBuildURem(c->b, k, cg_i64(c, run), "");
+    LLVMValueRef left = LLVMBuildSub(c->b, k1, k, "");
+    LLVMValueRef len =
+        min_c(c, LLVMBuildSub(c->b, cg_i64(c, run), pos, ""),
+              LLVMBuildSelect(c->b, LLVMBuildICmp(c->b, LLVMIntSGT, left, cg_i64(c, 0), ""), left,
+                              cg_i64(c, 0), ""));
+    LLVMValueRef seg = add(c, base, add(c, mul_c(c, img, img_stride), pos));
+    LLVMValueRef nl = LLVMBuildUDiv(c->b, add(c, len, cg_i64(c, 15)), cg_i64(c, 16), "");
+    cg_loop lr, ll;
+    LLVMValueRef r = cg_for_begin(c, &lr, cg_i64(c, 0), rows, "pfr");
+    LLVMValueRef rb = add(c, seg, mul_c(c, r, row_stride));
+    LLVMValueRef l = cg_for_begin(c, &ll, cg_i64(c, 0), nl, "pfl");
+    cg_prefetch(c, fptr(c, ptr, add(c, rb, mul_c(c, l, 16))));
+    cg_for_end(c, &ll);
+    cg_for_end(c, &lr);
+    LLVMValueRef next = add(c, k, len);
+    ploop_end(c, &ls, &next);
+}
+
+// Software prefetch of the next K block's sources where the hardware prefetchers see only
+// short streams (runs of one image's positions, rows or channel planes apart): the weight
+// gradient's split-k dy (A) and its image (B, gathered by im_rows_contiguous's pack). Issued
+// at the start of block q for block q + 1, whose packing then finds them in L2.
+static void emit_prefetch_next(cg *c, const fctx *f, LLVMValueRef q, int64_t n_kblk,
+                               LLVMValueRef ncols) {
+    const gemm_prob *p = f->p;
+    bool pf_a = p->ka_in >= 16 && p->sa_k2 == 1 && p->a->type.dtype == DL_DT_FLOAT;
+    bool pf_b = p->im && im_rows_contiguous(c, f);
+    if (n_kblk < 2 || (!pf_a && !pf_b)) {
+        return;
+    }
+    LLVMBasicBlockRef join =
+        if_begin(c, LLVMBuildICmp(c->b, LLVMIntSLT, q, cg_i64(c, n_kblk - 1), ""));
+    LLVMValueRef k0 = add(c, f->pc, cg_i64(c, f->g.KC));
+    LLVMValueRef k1 = min_c(c, add(c, k0, cg_i64(c, f->g.KC)), cg_i64(c, p->K));
+    if (pf_a) {
+        LLVMValueRef base = add(c, f->a_off, mul_c(c, f->i0, p->sa_m));
+        prefetch_runs(c, f->k->ptr[1], base, f->rows, p->sa_m, k0, k1, f->g.KC, p->ka_in, p->sa_k);
+    }
+    if (pf_b) { // the channel planes of the group's columns (ci, kh, kw)
+        const dl_cg__im2col *im = p->im;
+        int64_t kk = im->kH * im->kW;
+        LLVMValueRef ci0 = LLVMBuildUDiv(c->b, f->c0, cg_i64(c, kk), "");
+        LLVMValueRef ci1 = LLVMBuildUDiv(
+            c->b, LLVMBuildSub(c->b, add(c, f->c0, ncols), cg_i64(c, 1), ""), cg_i64(c, kk), "");
+        LLVMValueRef nch = add(c, LLVMBuildSub(c->b, ci1, ci0, ""), cg_i64(c, 1));
+        LLVMValueRef base = add(c, f->b_off, mul_c(c, ci0, im->cs));
+        prefetch_runs(c, f->k->ptr[2], base, nch, im->cs, k0, k1, f->g.KC, im->OH * im->OW, im->ns);
+    }
+    if_end(c, join);
 }
 
 static dl_status emit_float(cg *c, const gemm_prob *p) {
@@ -1007,6 +1106,15 @@ static dl_status emit_float(cg *c, const gemm_prob *p) {
         g.NC /= 2;
     }
     g.NC = even_block(N, g.NC, g.NR);
+    // Pooled: groups of gcols columns, whole row pairs of the image (as many as fit 256 columns,
+    // at least one), so that each pooling window lies in one group; NC covers one group.
+    int64_t gcols = g.NC;
+    if (p->pool) {
+        int64_t pair = 2 * p->im->OW;
+        gcols = pair * (256 / pair > 1 ? 256 / pair : 1);
+        gcols = gcols < N ? gcols : N;
+        g.NC = (gcols + g.NR - 1) / g.NR * g.NR;
+    }
     int64_t n_kblk = (K + g.KC - 1) / g.KC;
     // Row blocks that cannot share a packed B (all of K, NC wide, past SHARE_B_BYTES) pack it
     // once each: at most 16 tiles of rows (AVX2: 96) go in one block instead (a convolution's
@@ -1015,7 +1123,7 @@ static dl_status emit_float(cg *c, const gemm_prob *p) {
         g.MB = (M + g.MR - 1) / g.MR * g.MR;
     }
     int64_t nblk = (M + g.MB - 1) / g.MB;
-    int64_t n_groups = (N + g.NC - 1) / g.NC;
+    int64_t n_groups = (N + gcols - 1) / gcols;
     int64_t mr_e = M % g.MR;                   // rows of the last, partial tile
     int64_t last_rows = M - (nblk - 1) * g.MB; // rows of the last block
     int64_t tile_e = last_rows / g.MR;         // index of its partial tile
@@ -1035,7 +1143,20 @@ static dl_status emit_float(cg *c, const gemm_prob *p) {
     // row block is visited more than once (several column groups or batches), ap_all keeps it:
     // [nblk][n_kblk][MB * KC]; apk[ib] holds the A offset (batch) whose row block ib it has
     // (-1: none yet), so a row block is packed again only when A moves (a batched A).
-    bool share_a = (n_groups > 1 || p->nb > 1) && nblk * n_kblk * g.MB * g.KC * 4 <= SHARE_A_BYTES;
+    // Merged groups: one batch and one row block, so a chunk [begin, end) of the outer range is
+    // a run of column groups; it runs as one group of their columns (A, all of K, is packed once
+    // per chunk instead of once per group: one thread takes every group in one chunk). The same
+    // sums in the same order: only the packing is shared.
+    int64_t ncw = n_groups * g.NC;
+    bool merge = !p->pool && p->nb == 1 && nblk == 1 && n_groups > 1 &&
+                 ncw * (g.KC + g.MB) * 4 <= MERGE_BYTES;
+    int64_t nc_group = gcols; // columns per outer iteration
+    if (merge) {
+        g.NC = ncw; // the scratch and packed B hold a chunk's columns
+        f.g = g;
+    }
+    bool share_a =
+        !merge && (n_groups > 1 || p->nb > 1) && nblk * n_kblk * g.MB * g.KC * 4 <= SHARE_A_BYTES;
     LLVMValueRef ap_all = NULL, apk = NULL;
     if (share_a) {
         ap_all = entry_alloca(c, nblk * n_kblk * g.MB * g.KC);
@@ -1071,7 +1192,8 @@ static dl_status emit_float(cg *c, const gemm_prob *p) {
     }
     // t: [batch, n_groups, nblk] (a chunk of t takes whole runs of one group's row blocks)
     cg_loop lt;
-    LLVMValueRef t = cg_for_begin(c, &lt, k.begin, k.end, "t");
+    LLVMValueRef t = cg_for_begin(
+        c, &lt, k.begin, merge ? min_c(c, k.end, add(c, k.begin, cg_i64(c, 1))) : k.end, "t");
     LLVMValueRef bg = LLVMBuildUDiv(c->b, t, cg_i64(c, nblk), "");
     LLVMValueRef bi = LLVMBuildUDiv(c->b, bg, cg_i64(c, n_groups), "");
     LLVMValueRef jg = LLVMBuildURem(c->b, bg, cg_i64(c, n_groups), "");
@@ -1090,15 +1212,23 @@ static dl_status emit_float(cg *c, const gemm_prob *p) {
         need_a = LLVMBuildICmp(c->b, LLVMIntNE, have, f.a_off, "");
         LLVMBuildStore(c->b, f.a_off, slot);
     }
-    f.y_off = mul_c(c, bi, M * N);
+    int64_t PH = p->pool ? p->im->OH / 2 : 0, PW = p->pool ? p->im->OW / 2 : 0;
+    f.y_off = mul_c(c, bi, p->pool ? M * PH * PW : M * N);
     f.i0 = mul_c(c, ib, g.MB);
     f.rows = min_c(c, cg_i64(c, g.MB), LLVMBuildSub(c->b, cg_i64(c, M), f.i0, ""));
     LLVMValueRef n_tiles = LLVMBuildUDiv(c->b, f.rows, cg_i64(c, g.MR), "");
     LLVMValueRef is_last = LLVMBuildICmp(c->b, LLVMIntEQ, ib, cg_i64(c, nblk - 1), "");
 
     // The NC column group jg
-    f.c0 = mul_c(c, jg, g.NC);
-    LLVMValueRef ncols = min_c(c, cg_i64(c, g.NC), LLVMBuildSub(c->b, cg_i64(c, N), f.c0, ""));
+    f.c0 = mul_c(c, jg, nc_group);
+    LLVMValueRef ncols = min_c(c, cg_i64(c, nc_group), LLVMBuildSub(c->b, cg_i64(c, N), f.c0, ""));
+    if (merge) { // groups begin .. end - 1 (jg = t = begin)
+        ncols = LLVMBuildSub(c->b, min_c(c, mul_c(c, k.end, nc_group), cg_i64(c, N)), f.c0, "");
+    }
+    f.ncols = ncols;
+    f.last_group = LLVMBuildICmp(c->b, LLVMIntEQ, jg, cg_i64(c, n_groups - 1), "");
+    f.nr_mid = gcols % g.NR;
+    f.nr_last = (N - (n_groups - 1) * gcols) % g.NR;
     LLVMValueRef n_sub =
         LLVMBuildUDiv(c->b, add(c, ncols, cg_i64(c, g.NR - 1)), cg_i64(c, g.NR), "");
     // K blocks
@@ -1109,6 +1239,7 @@ static dl_status emit_float(cg *c, const gemm_prob *p) {
     if (p->ka_in > 0) {
         emit_ka_rows(c, &f);
     }
+    emit_prefetch_next(c, &f, q, n_kblk, ncols);
     if (share_a) {
         f.ap = fptr(c, ap_all, mul_c(c, add(c, mul_c(c, ib, n_kblk), q), g.MB * g.KC));
         LLVMBasicBlockRef join = if_begin(c, need_a);
@@ -1132,7 +1263,7 @@ static dl_status emit_float(cg *c, const gemm_prob *p) {
     cg_loop ls;
     f.sub = cg_for_begin(c, &ls, cg_i64(c, 0), n_sub, "sub");
     int64_t nr_e = N % g.NR;
-    if (nr_e > 0 && nr_e <= g.NR / 2 && !f.bf) {
+    if (nr_e > 0 && nr_e <= g.NR / 2 && !f.bf && !p->pool) {
         // y's last panel is at most half full: its microkernel runs half as wide (N = 196, a
         // convolution's 14 x 14 positions, computed 224 columns at full width, 208 so).
         fctx fh = f;
@@ -1150,6 +1281,21 @@ static dl_status emit_float(cg *c, const gemm_prob *p) {
     cg_for_end(c, &ls);
     cg_for_end(c, &lq);
     for_panels(c, &f, n_sub, emit_epilogue);
+    if (p->pool) { // the group's pooled rows of the block's rows, from the scratch into y
+        int64_t pair = 2 * p->im->OW;
+        LLVMValueRef ph0 = LLVMBuildUDiv(c->b, f.c0, cg_i64(c, pair), "");
+        LLVMValueRef ph1 =
+            min_c(c, LLVMBuildUDiv(c->b, add(c, f.c0, ncols), cg_i64(c, pair), ""), cg_i64(c, PH));
+        cg_loop lr, lh;
+        LLVMValueRef r = cg_for_begin(c, &lr, cg_i64(c, 0), f.rows, "prow");
+        LLVMValueRef yr = add(c, f.y_off, mul_c(c, add(c, f.i0, r), PH * PW));
+        LLVMValueRef ph = cg_for_begin(c, &lh, ph0, ph1, "ph");
+        LLVMValueRef sc = LLVMBuildSub(c->b, mul_c(c, ph, pair), f.c0, ""); // group column
+        dl_cg__pool2_row(c, f.scr, add(c, mul_c(c, r, g.NC), sc), p->im->OW, k.ptr[0],
+                         add(c, yr, mul_c(c, ph, PW)), PW);
+        cg_for_end(c, &lh);
+        cg_for_end(c, &lr);
+    }
     cg_for_end(c, &lt);
     return cg_kernel_end(c, &k);
 }
@@ -1569,6 +1715,7 @@ dl_status dl_cg__emit_conv_gemm(cg *c, const dl_cg__conv_gemm *cp) {
     p.im = &cp->im;
     p.epi = cp->epi;
     p.n_epi = cp->n_epi;
+    p.pool = cp->pool;
     if (p.nb * p.M * p.N == 0) {
         return DL_OK;
     }
@@ -1576,11 +1723,13 @@ dl_status dl_cg__emit_conv_gemm(cg *c, const dl_cg__conv_gemm *cp) {
     // is then packed once per image, not once per 4 panels); the weight gradient (one batch per
     // group, a few thousand k) in two groups, so two threads share it evenly.
     int64_t nr = choose_blocking(c).NR, panels = (p.N + nr - 1) / nr;
-    if (cp->im.kind == DL_CG__IM2COL_TAPS_BY_POS) {
+    if (cp->pool) {
+        p.nc_panels = 0; // emit_float's pooled groups
+    } else if (cp->im.kind == DL_CG__IM2COL_TAPS_BY_POS) {
         p.nc_panels = panels < 8 ? panels : 8;
     } else {
         p.nc_panels = panels < 2 ? 1 : (panels + 1) / 2;
-        p.nc_panels = p.nc_panels < 8 ? p.nc_panels : 8;
+        p.nc_panels = p.nc_panels < 16 ? p.nc_panels : 16;
     }
     return emit_float(c, &p);
 }

@@ -13,9 +13,15 @@
 // iterations write the same element. Inside, output channels go in register blocks of MB and
 // output columns in vector tiles of TW floats: TW * MB accumulators live in registers, each input
 // vector is reused for MB channels and each weight (broadcast) for TW columns, the bias is added
-// in the epilogue. Columns whose taps all fall inside the input (computed at compile time) use
-// unchecked vector loads; the few edge columns use a scalar, masked path. A row whose interior
-// is not a multiple of TW ends with one overlapping tile (same iteration, same values).
+// in the epilogue. Float32 rows with unit column stride (on wide-vector targets) first copy
+// their tap rows into a zero-padded buffer, so every tile, the edges included, reads whole
+// vectors unchecked and a ragged row end is one masked store (conv_pad). Otherwise columns whose
+// taps all fall inside the input (computed at compile time) use unchecked vector loads, the few
+// edge columns a scalar, masked path, and a row whose interior is not a multiple of TW ends with
+// one overlapping tile (same iteration, same values). A group ending with a 2 x 2 / stride 2
+// MaxPool (passes/fusion.c) iterates over pooled rows instead: the two output rows of a window
+// go to a row buffer and their pooling to y, so the full-size output is never written (the
+// implicit GEMM pools from its scratch).
 //
 // Pools, GlobalAveragePool and the norms are loop nests over [N*C(, first output dim)] or the
 // leading dims, with float sums accumulated in f32 (vector partial sums for the long ones).
@@ -195,8 +201,9 @@ bool dl_cg__attr_ints(cg *c, const char *name, int32_t n, int64_t def, int64_t *
 // ---------------------------------------------------------------------------------------------
 // Direct convolution (Conv and ConvTranspose)
 
-#define CONV_MAX_MB  8
-#define CONV_MAX_EPI 64 // nodes of a fused group with the convolution
+#define CONV_MAX_MB     8
+#define CONV_PAD_FLOATS 8192 // padded tap rows (emit_conv) at most this many floats (32 KiB)
+#define CONV_MAX_EPI    64   // nodes of a fused group with the convolution
 
 // Geometry of a 2-D (de)convolution as a gather: output position o of spatial dim i (0 = H,
 // 1 = W) and tap k read input position (o*a + b + k*cc) / d when that is exact and in range.
@@ -211,6 +218,9 @@ typedef struct conv_geo {
     const dl_ir_node *const *epi;
     size_t n_epi;
     dl_ir_value *y;
+    // The group ends with a 2 x 2 / stride 2 MaxPool (passes/fusion.c, is_pool_tail): y is
+    // [N, M, OH / 2, OW / 2], the max of each window of the values the convolution would store.
+    bool pool;
 } conv_geo;
 
 // Per-output-row state of the conv kernel.
@@ -218,6 +228,10 @@ typedef struct conv_row {
     const conv_geo *g;
     cg_kernel *k;
     LLVMValueRef oh, xbase, ybase, wbase, bbase; // xbase: x[n, g*Cg], ybase: y[n, g*Mg, oh]
+    // Pooled (g->pool): the tile stores go to ybuf[j][dr][0 .. OW) (j: the channel in the
+    // block, dr: the row of the pooling window) instead of y.
+    LLVMValueRef ybuf;
+    int64_t dr;
 } conv_row;
 
 // Valid flag and input index of output position `o` and tap `kk` along dim i.
@@ -237,20 +251,50 @@ static LLVMValueRef conv_pos(cg *c, const conv_geo *g, int i, LLVMValueRef o, LL
     return LLVMBuildSDiv(c->b, num, cg_i64(c, g->d[i]), "");
 }
 
+// The weights' offset of channel m0 (local to the group), input channel ci, tap row kh: w[g,
+// m0, ci, kh, 0] (or the transposed layout's).
+static LLVMValueRef conv_wrow(cg *c, const conv_row *r, LLVMValueRef m0, LLVMValueRef ci,
+                              LLVMValueRef kh) {
+    const conv_geo *g = r->g;
+    return iadd(c, iadd(c, r->wbase, imul(c, m0, g->wsm)),
+                iadd(c, imul(c, ci, g->wsc), imul(c, kh, g->kW)));
+}
+
+// acc[j] = 0 for j < mb: vectors of type vt in entry-block allocas (promoted to registers).
+static void conv_acc_init(cg *c, LLVMTypeRef vt, unsigned mb, LLVMValueRef *acc) {
+    for (unsigned j = 0; j < mb; j++) {
+        acc[j] = dl_cg__entry_alloca(c, vt);
+        st(c, LLVMConstNull(vt), acc[j]);
+    }
+}
+
+// acc[j] += w[wi + j*wsm] * xv for j < mb: one tap's weight of each channel of the block,
+// broadcast over the tile's tw columns.
+static void conv_acc_fma(cg *c, const conv_row *r, LLVMValueRef wi, LLVMValueRef xv, unsigned mb,
+                         unsigned tw, const LLVMValueRef *acc) {
+    const conv_geo *g = r->g;
+    LLVMTypeRef vt = vty(c, tw);
+    for (unsigned j = 0; j < mb; j++) {
+        LLVMValueRef wv = cg_load(c, r->k->ptr[2], g->dt, iaddk(c, wi, (int64_t)j * g->wsm));
+        LLVMValueRef a = ld(c, vt, acc[j]);
+        st(c, dl_cg__fmuladd(c, splat(c, wv, tw), xv, a), acc[j]);
+    }
+}
+
 // One tile: output channels [m0, m0 + mb) (local to the group) x output columns
 // [ow0, ow0 + tw). `checked`: tw == 1 and every tap is masked; otherwise every tap of every lane
 // lies inside the input (d[1] == 1) and loads are unchecked.
 //   acc[j][l] = sum_{kh valid, ci, kw} x[n, g*Cg+ci, ih, iw(ow0+l, kw)] * w[g, m0+j, ci, kh, kw]
+static void conv_store(cg *c, const conv_row *r, LLVMValueRef m0, unsigned mb, LLVMValueRef ow0,
+                       unsigned tw, unsigned nl, const LLVMValueRef *acc);
+
 static void conv_tile(cg *c, const conv_row *r, LLVMValueRef m0, unsigned mb, LLVMValueRef ow0,
                       unsigned tw, bool checked) {
     const conv_geo *g = r->g;
     const cg_kernel *k = r->k;
     LLVMTypeRef vt = vty(c, tw);
     LLVMValueRef acc[CONV_MAX_MB];
-    for (unsigned j = 0; j < mb; j++) {
-        acc[j] = dl_cg__entry_alloca(c, vt);
-        st(c, LLVMConstNull(vt), acc[j]);
-    }
+    conv_acc_init(c, vt, mb, acc);
     // kh outermost so the row check is made once per tile and tap row.
     cg_loop lkh, lci, lkw;
     LLVMValueRef kh = cg_for_begin(c, &lkh, cg_i64(c, 0), cg_i64(c, g->kH), "kh");
@@ -261,8 +305,7 @@ static void conv_tile(cg *c, const conv_row *r, LLVMValueRef m0, unsigned mb, LL
     LLVMValueRef ci = cg_for_begin(c, &lci, cg_i64(c, 0), cg_i64(c, g->Cg), "ci");
     // x row: x[n, g*Cg + ci, ih, :]; weights w[g, m0 + j, ci, kh, :] (or the transposed layout)
     LLVMValueRef xrow = iadd(c, r->xbase, iadd(c, imul(c, ci, g->H * g->W), imul(c, ih, g->W)));
-    LLVMValueRef wrow = iadd(c, iadd(c, r->wbase, imul(c, m0, g->wsm)),
-                             iadd(c, imul(c, ci, g->wsc), imul(c, kh, g->kW)));
+    LLVMValueRef wrow = conv_wrow(c, r, m0, ci, kh);
     LLVMValueRef kw = cg_for_begin(c, &lkw, cg_i64(c, 0), cg_i64(c, g->kW), "kw");
     LLVMValueRef xv;
     if (checked) {
@@ -293,17 +336,21 @@ static void conv_tile(cg *c, const conv_row *r, LLVMValueRef m0, unsigned mb, LL
             }
         }
     }
-    for (unsigned j = 0; j < mb; j++) {
-        LLVMValueRef wv = cg_load(c, k->ptr[2], g->dt,
-                                  iadd(c, iadd(c, wrow, kw), cg_i64(c, (int64_t)j * g->wsm)));
-        LLVMValueRef a = ld(c, vt, acc[j]);
-        st(c, dl_cg__fmuladd(c, splat(c, wv, tw), xv, a), acc[j]);
-    }
+    conv_acc_fma(c, r, iadd(c, wrow, kw), xv, mb, tw, acc);
     cg_for_end(c, &lkw);
     cg_for_end(c, &lci);
     dl_cg__if_end(c, &fh);
     cg_for_end(c, &lkh);
-    // Epilogue: bias, the fused members lane by lane, store y[n, g*Mg + m0 + j, oh, ow0 + l].
+    conv_store(c, r, m0, mb, ow0, tw, tw, acc);
+}
+
+// The tile's epilogue: bias, the fused members lane by lane, store y[n, g*Mg + m0 + j, oh,
+// ow0 + l] for l < nl (a float32 y's last tile may have nl < tw lanes: a masked store).
+static void conv_store(cg *c, const conv_row *r, LLVMValueRef m0, unsigned mb, LLVMValueRef ow0,
+                       unsigned tw, unsigned nl, const LLVMValueRef *acc) {
+    const conv_geo *g = r->g;
+    const cg_kernel *k = r->k;
+    LLVMTypeRef vt = vty(c, tw);
     for (unsigned j = 0; j < mb; j++) {
         LLVMValueRef v = ld(c, vt, acc[j]);
         LLVMValueRef mj = iaddk(c, m0, (int64_t)j);
@@ -319,8 +366,23 @@ static void conv_tile(cg *c, const conv_row *r, LLVMValueRef m0, unsigned mb, LL
                 v = tw == 1 ? e : LLVMBuildInsertElement(c->b, v, e, cg_i32(c, (int32_t)l), "");
             }
         }
-        LLVMValueRef yi = iadd(c, iadd(c, r->ybase, imul(c, mj, g->OH * g->OW)), ow0);
-        vstore(c, k->ptr[0], g->dt, yi, v, tw);
+        LLVMValueRef yp = k->ptr[0], yi;
+        if (r->ybuf) {
+            yp = r->ybuf;
+            yi = iaddk(c, ow0, ((int64_t)j * 2 + r->dr) * g->OW);
+        } else {
+            yi = iadd(c, iadd(c, r->ybase, imul(c, mj, g->OH * g->OW)), ow0);
+        }
+        if (nl < tw) {
+            LLVMValueRef m[CG_MAX_LANES];
+            for (unsigned l = 0; l < tw; l++) {
+                m[l] = LLVMConstInt(c->t_i1, l < nl, 0);
+            }
+            cg_masked_store(c, v, LLVMBuildInBoundsGEP2(c->b, c->t_f32, yp, &yi, 1, ""),
+                            LLVMConstVector(m, tw));
+        } else {
+            vstore(c, yp, r->ybuf ? DL_DT_FLOAT : g->dt, yi, v, tw);
+        }
     }
 }
 
@@ -354,6 +416,108 @@ static void conv_row_cols(cg *c, const conv_row *r, LLVMValueRef m0, unsigned mb
         conv_tile(c, r, m0, mb, cg_i64(c, in_hi - (int64_t)tw), tw, false);
     }
     conv_cols_checked(c, r, m0, mb, in_hi, g->OW);
+}
+
+// Padded rows (float32, unit column stride and divisor: pad_row_width): per output row, the
+// tap rows of every input channel of the group are copied once into buf[ci][kh][0 .. wb), a
+// row of zeros where the tap row falls outside the input, the input's columns shifted by umin
+// (the leftmost tap offset) and zeros around them. Every tile then reads whole vectors from buf
+// with no checks, the edge columns included; a row whose width is not a multiple of TW ends
+// with a masked store. The sums are those of conv_tile (kh, ci, kw ascending; the edges' absent
+// taps add zeros).
+typedef struct conv_pad {
+    LLVMValueRef buf; // [Cg][kH][wb] floats
+    int64_t wb, umin;
+} conv_pad;
+
+// The padded row width for tiles of tw columns, or 0 when the padded path does not apply.
+static int64_t pad_row_width(const conv_geo *g, unsigned tw, int64_t *umin) {
+    if (g->dt != DL_DT_FLOAT || g->a[1] != 1 || g->d[1] != 1 || tw < 4) {
+        return 0;
+    }
+    int64_t span = (g->kW - 1) * g->cc[1];
+    *umin = g->b[1] + (span < 0 ? span : 0);
+    int64_t owp = (g->OW + (int64_t)tw - 1) / (int64_t)tw * (int64_t)tw;
+    int64_t wb = (owp + (span < 0 ? -span : span) + 15) / 16 * 16; // whole fill vectors
+    return g->Cg * g->kH * wb <= CONV_PAD_FLOATS ? wb : 0;
+}
+
+// Fills buf for output row r->oh: buf[ci][kh][u] = x[n, g*Cg + ci, ih(kh), u + umin] (0 outside
+// the input), vw columns at a time through masked loads (the masked-off lanes are not read).
+static void conv_pad_fill(cg *c, const conv_row *r, const conv_pad *pd, unsigned vw) {
+    const conv_geo *g = r->g;
+    LLVMTypeRef vt = vty(c, vw);
+    cg_loop lkh, lci, lu;
+    LLVMValueRef kh = cg_for_begin(c, &lkh, cg_i64(c, 0), cg_i64(c, g->kH), "pkh");
+    LLVMValueRef hvalid;
+    LLVMValueRef ih = conv_pos(c, g, 0, r->oh, kh, &hvalid);
+    ih = LLVMBuildSelect(c->b, hvalid, ih, cg_i64(c, 0), "");
+    LLVMValueRef ci = cg_for_begin(c, &lci, cg_i64(c, 0), cg_i64(c, g->Cg), "pci");
+    LLVMValueRef xrow = iadd(c, r->xbase, iadd(c, imul(c, ci, g->H * g->W), imul(c, ih, g->W)));
+    LLVMValueRef brow = imul(c, iadd(c, imul(c, ci, g->kH), kh), pd->wb);
+    LLVMValueRef u = cg_for_begin(c, &lu, cg_i64(c, 0), cg_i64(c, pd->wb / vw), "pu");
+    LLVMValueRef u0 = imul(c, u, (int64_t)vw);
+    // lanes lo <= l < hi: 0 <= iw0 + l < W, none when the tap row is outside the input
+    LLVMValueRef iw0 = iaddk(c, u0, pd->umin);
+    LLVMValueRef zero = cg_i64(c, 0);
+    LLVMValueRef neg = LLVMBuildSub(c->b, zero, iw0, "");
+    LLVMValueRef lo =
+        LLVMBuildSelect(c->b, LLVMBuildICmp(c->b, LLVMIntSGT, neg, zero, ""), neg, zero, "");
+    LLVMValueRef hi = LLVMBuildSub(c->b, cg_i64(c, g->W), iw0, "");
+    hi = LLVMBuildSelect(c->b, iand(c, hvalid, LLVMBuildICmp(c->b, LLVMIntSGT, hi, zero, "")), hi,
+                         zero, "");
+    LLVMValueRef ok =
+        iand(c, cg_lane_mask_rt(c, hi, vw), LLVMBuildNot(c->b, cg_lane_mask_rt(c, lo, vw), ""));
+    // x + xrow + iw0 may lie before x's first element: a plain (not inbounds) GEP
+    LLVMValueRef xi = iadd(c, xrow, iw0);
+    LLVMValueRef src = LLVMBuildGEP2(c->b, c->t_f32, r->k->ptr[1], &xi, 1, "");
+    LLVMValueRef v = cg_masked_load(c, vt, src, ok);
+    LLVMValueRef bi = iadd(c, brow, u0);
+    LLVMValueRef dst = LLVMBuildInBoundsGEP2(c->b, c->t_f32, pd->buf, &bi, 1, "");
+    LLVMValueRef s = LLVMBuildStore(c->b, v, dst);
+    LLVMSetAlignment(s, 4);
+    cg_for_end(c, &lu);
+    cg_for_end(c, &lci);
+    cg_for_end(c, &lkh);
+}
+
+// One tile of channels [m0, m0 + mb) x columns [ow0, ow0 + tw) read from the padded rows; nl of
+// its lanes are stored.
+static void conv_tile_padded(cg *c, const conv_row *r, const conv_pad *pd, LLVMValueRef m0,
+                             unsigned mb, LLVMValueRef ow0, unsigned tw, unsigned nl) {
+    const conv_geo *g = r->g;
+    LLVMTypeRef vt = vty(c, tw);
+    LLVMValueRef acc[CONV_MAX_MB];
+    conv_acc_init(c, vt, mb, acc);
+    cg_loop lkh, lci, lkw;
+    LLVMValueRef kh = cg_for_begin(c, &lkh, cg_i64(c, 0), cg_i64(c, g->kH), "kh");
+    LLVMValueRef ci = cg_for_begin(c, &lci, cg_i64(c, 0), cg_i64(c, g->Cg), "ci");
+    LLVMValueRef brow = imul(c, iadd(c, imul(c, ci, g->kH), kh), pd->wb);
+    LLVMValueRef wrow = conv_wrow(c, r, m0, ci, kh);
+    LLVMValueRef kw = cg_for_begin(c, &lkw, cg_i64(c, 0), cg_i64(c, g->kW), "kw");
+    // column ow0 + l, tap kw: input column ow0 + l + b + kw*cc, at buf column that - umin
+    LLVMValueRef bi =
+        iadd(c, iadd(c, brow, ow0), iaddk(c, imul(c, kw, g->cc[1]), g->b[1] - pd->umin));
+    LLVMValueRef xv = ld(c, vt, LLVMBuildInBoundsGEP2(c->b, c->t_f32, pd->buf, &bi, 1, ""));
+    LLVMSetAlignment(LLVMGetLastInstruction(LLVMGetInsertBlock(c->b)), 4);
+    conv_acc_fma(c, r, iadd(c, wrow, kw), xv, mb, tw, acc);
+    cg_for_end(c, &lkw);
+    cg_for_end(c, &lci);
+    cg_for_end(c, &lkh);
+    conv_store(c, r, m0, mb, ow0, tw, nl, acc);
+}
+
+// All columns of one output row for channels [m0, m0 + mb), from the padded rows.
+static void conv_row_padded(cg *c, const conv_row *r, const conv_pad *pd, LLVMValueRef m0,
+                            unsigned mb, unsigned tw) {
+    int64_t n_full = r->g->OW / (int64_t)tw, rest = r->g->OW % (int64_t)tw;
+    cg_loop l;
+    LLVMValueRef t = cg_for_begin(c, &l, cg_i64(c, 0), cg_i64(c, n_full), "ptile");
+    conv_tile_padded(c, r, pd, m0, mb, imul(c, t, (int64_t)tw), tw, tw);
+    cg_for_end(c, &l);
+    if (rest > 0) {
+        conv_tile_padded(c, r, pd, m0, mb, cg_i64(c, n_full * (int64_t)tw), tw, (unsigned)rest);
+    }
 }
 
 // The implicit GEMM of a (de)convolution, per image n and group grp:
@@ -402,6 +566,42 @@ static void conv_gemm_desc(const dl_ir_node *n, const conv_geo *g, dl_cg__conv_g
     im->cs = g->H * g->W;
 }
 
+// One outer row of the direct kernel for a block of channels.
+typedef struct conv_blocks {
+    conv_row *r;
+    const conv_pad *pd; // [2]: pd[0].wb == 0 when the padded rows do not apply
+    LLVMValueRef mbase; // n * M + grp * Mg
+    LLVMValueRef row;   // output row, or pooled row
+    int64_t in_lo, in_hi;
+    unsigned tw;
+} conv_blocks;
+
+// Channels [m0, m0 + mb) of the outer row: the output row, or the two rows of the pooling
+// window into the row buffer and then their pooled row into y.
+static void conv_block(cg *c, conv_blocks *b, LLVMValueRef m0, unsigned mb) {
+    conv_row *r = b->r;
+    const conv_geo *g = r->g;
+    for (int d = 0; d < (g->pool ? 2 : 1); d++) {
+        r->oh = g->pool ? iaddk(c, imul(c, b->row, 2), d) : b->row;
+        r->dr = d;
+        if (b->pd[0].wb > 0) {
+            conv_row_padded(c, r, &b->pd[d], m0, mb, b->tw);
+        } else {
+            conv_row_cols(c, r, m0, mb, b->in_lo, b->in_hi, b->tw);
+        }
+    }
+    if (!g->pool) {
+        return;
+    }
+    int64_t PH = g->OH / 2, PW = g->OW / 2;
+    for (unsigned j = 0; j < mb; j++) {
+        LLVMValueRef ch = iadd(c, b->mbase, iaddk(c, m0, (int64_t)j));
+        LLVMValueRef yo = iadd(c, imul(c, ch, PH * PW), imul(c, b->row, PW));
+        dl_cg__pool2_row(c, r->ybuf, cg_i64(c, (int64_t)j * 2 * g->OW), g->OW, r->k->ptr[0], yo,
+                         PW);
+    }
+}
+
 // y: [N, M, OH, OW] from x: [N, C, H, W], w, b?: [M]; the implicit GEMM where
 // dl_cg__conv_gemm_ok takes it, else the direct kernel (outer range N * G * OH).
 static dl_status emit_conv(cg *c, const dl_ir_node *n, const conv_geo *g) {
@@ -412,9 +612,12 @@ static dl_status emit_conv(cg *c, const dl_ir_node *n, const conv_geo *g) {
     }
     dl_cg__conv_gemm cgp;
     conv_gemm_desc(n, g, &cgp);
+    cgp.pool = g->pool;
     if (dl_cg__conv_gemm_ok(c, &cgp)) {
-        if (g->epi) {
+        if (g->epi || g->pool) {
             cgp.y = g->y;
+        }
+        if (g->epi) {
             cgp.epi = g->epi;
             cgp.n_epi = g->n_epi;
         }
@@ -431,34 +634,61 @@ static dl_status emit_conv(cg *c, const dl_ir_node *n, const conv_geo *g) {
     in_hi = in_hi > g->OW ? g->OW : in_hi;
     int64_t width = g->d[1] == 1 && in_hi > in_lo ? in_hi - in_lo : 0;
     unsigned tw = width >= 16 ? 16 : width >= 8 ? 8 : width >= 4 ? 4 : 0;
+    // Padded rows where they apply (wide-vector targets): the whole row in vector tiles
+    // (OW >= 12: tiles of 16). A pooled group fills one set per row of the pooling window.
+    conv_pad pd[2] = {{NULL, 0, 0}, {NULL, 0, 0}};
+    unsigned ptw = g->OW >= 12 ? 16 : g->OW >= 6 ? 8 : 4;
+    unsigned vw = (unsigned)c->target->vector_width(c, DL_DT_FLOAT);
+    if (vw >= 8) {
+        pd[0].wb = pad_row_width(g, ptw, &pd[0].umin);
+    }
+    if (pd[0].wb > 0) {
+        tw = ptw;
+        pd[1] = pd[0];
+    }
     // Register tile: tw * mb accumulators (16 x 6 = 12 of the 16 ymm registers on AVX2; 6 beat 4
     // and 8 on a 64->64 3x3 conv, see the report).
     unsigned mb_full = tw == 16 ? 6 : 8;
+    // Outer rows: output rows, or pooled rows (two output rows each)
+    int64_t rows = g->pool ? g->OH / 2 : g->OH;
 
     cg_kernel k;
-    DL_TRY(cg_kernel_begin(c, vals, g->has_bias ? 4 : 3, g->N * g->G * g->OH, &k));
+    DL_TRY(cg_kernel_begin(c, vals, g->has_bias ? 4 : 3, g->N * g->G * rows, &k));
+    for (int d = 0; d < (g->pool ? 2 : 1) && pd[0].wb > 0; d++) {
+        pd[d].buf =
+            dl_cg__entry_alloca(c, LLVMArrayType2(c->t_f32, (uint64_t)(g->Cg * g->kH * pd[d].wb)));
+    }
+    LLVMValueRef ybuf = NULL;
+    if (g->pool) {
+        ybuf = dl_cg__entry_alloca(c, LLVMArrayType2(c->t_f32, (uint64_t)(mb_full * 2 * g->OW)));
+    }
     cg_loop lit;
     LLVMValueRef it = cg_for_begin(c, &lit, k.begin, k.end, "it");
-    // it = (n * G + grp) * OH + oh
-    LLVMValueRef oh = LLVMBuildSRem(c->b, it, cg_i64(c, g->OH), "oh");
-    LLVMValueRef ng = LLVMBuildSDiv(c->b, it, cg_i64(c, g->OH), "");
+    // it = (n * G + grp) * rows + row
+    LLVMValueRef row = LLVMBuildSRem(c->b, it, cg_i64(c, rows), "oh");
+    LLVMValueRef ng = LLVMBuildSDiv(c->b, it, cg_i64(c, rows), "");
     LLVMValueRef grp = LLVMBuildSRem(c->b, ng, cg_i64(c, g->G), "grp");
     LLVMValueRef nn = LLVMBuildSDiv(c->b, ng, cg_i64(c, g->G), "n");
-    conv_row r = {g, &k, oh, NULL, NULL, NULL, NULL};
+    conv_row r = {g, &k, row, NULL, NULL, NULL, NULL, ybuf, 0};
     r.xbase = imul(c, iadd(c, imul(c, nn, g->C), imul(c, grp, g->Cg)), g->H * g->W);
     LLVMValueRef mbase = iadd(c, imul(c, nn, g->M), imul(c, grp, g->Mg));
-    r.ybase = iadd(c, imul(c, mbase, g->OH * g->OW), imul(c, oh, g->OW));
+    r.ybase = iadd(c, imul(c, mbase, g->OH * g->OW), imul(c, row, g->OW));
     r.wbase = imul(c, grp, g->wsg);
     r.bbase = imul(c, grp, g->Mg);
+    for (int d = 0; d < (g->pool ? 2 : 1) && pd[0].wb > 0; d++) {
+        r.oh = g->pool ? iaddk(c, imul(c, row, 2), d) : row;
+        conv_pad_fill(c, &r, &pd[d], vw >= 16 ? 16 : 8);
+    }
+    conv_blocks cb = {&r, pd, mbase, row, in_lo, in_hi, tw};
     int64_t n_blocks = g->Mg / mb_full, tail = g->Mg % mb_full;
     if (n_blocks > 0) {
         cg_loop lmb;
         LLVMValueRef mbi = cg_for_begin(c, &lmb, cg_i64(c, 0), cg_i64(c, n_blocks), "mb");
-        conv_row_cols(c, &r, imul(c, mbi, mb_full), mb_full, in_lo, in_hi, tw);
+        conv_block(c, &cb, imul(c, mbi, mb_full), mb_full);
         cg_for_end(c, &lmb);
     }
     if (tail > 0) {
-        conv_row_cols(c, &r, cg_i64(c, n_blocks * mb_full), (unsigned)tail, in_lo, in_hi, tw);
+        conv_block(c, &cb, cg_i64(c, n_blocks * mb_full), (unsigned)tail);
     }
     cg_for_end(c, &lit);
     return cg_kernel_end(c, &k);
@@ -499,14 +729,18 @@ static dl_status conv_dims(cg *c, const dl_ir_node *n, conv_geo *g) {
 
 // Conv: x: [N, C, H, W], w: [M, C/group, kH, kW], b: [M] -> y: [N, M, OH, OW]; with a fusion
 // group's members epi[1 .. n_epi) applied before y (then the group's output) is stored.
-static dl_status lower_conv(cg *c, const dl_ir_node *n, const dl_ir_node *const *epi,
-                            size_t n_epi) {
+static dl_status lower_conv(cg *c, const dl_ir_node *n, const dl_ir_node *const *epi, size_t n_epi,
+                            const dl_ir_node *pool) {
     conv_geo g;
     DL_TRY(conv_dims(c, n, &g));
     if (epi) {
         g.epi = epi;
         g.n_epi = n_epi;
         g.y = epi[n_epi - 1]->outputs[0];
+    }
+    if (pool) {
+        g.pool = true;
+        g.y = pool->outputs[0];
     }
     int64_t s[2], dil[2], pads[4];
     // n's attributes: the node being lowered (c->node) is the group's root when fused
@@ -758,6 +992,43 @@ LLVMValueRef dl_cg__pool_max_vec(cg *c, LLVMValueRef xp, LLVMValueRef xb, const 
         *idx = id;
     }
     return acc;
+}
+
+typedef struct pool2_ctx {
+    LLVMValueRef src, xb, yp, yo;
+    dl_cg__pool_geo pg;
+    unsigned V;
+} pool2_ctx;
+
+static void pool2_chunk(cg *c, void *ctx, LLVMValueRef pw0, LLVMValueRef nvalid) {
+    const pool2_ctx *q = ctx;
+    LLVMValueRef v =
+        dl_cg__pool_max_vec(c, q->src, iadd(c, q->xb, imul(c, pw0, 2)), &q->pg, q->V, nvalid, NULL);
+    LLVMValueRef yi = iadd(c, q->yo, pw0);
+    cg_masked_store(c, v, LLVMBuildInBoundsGEP2(c->b, c->t_f32, q->yp, &yi, 1, ""),
+                    cg_lane_mask_rt(c, nvalid, q->V));
+}
+
+void dl_cg__pool2_row(cg *c, LLVMValueRef src, LLVMValueRef xb, int64_t rs, LLVMValueRef yp,
+                      LLVMValueRef yo, int64_t PW) {
+    unsigned vw = (unsigned)c->target->vector_width(c, DL_DT_FLOAT);
+    if (vw >= 8) {
+        pool2_ctx q = {src, xb, yp, yo, {0}, vw};
+        q.pg.nsp = 2;
+        q.pg.k[0] = q.pg.k[1] = q.pg.s[0] = q.pg.s[1] = 2;
+        q.pg.xd[1] = rs;
+        dl_cg__pool_row_chunks(c, PW, vw, pool2_chunk, &q);
+        return;
+    }
+    cg_loop l; // one window at a time, taps in row-major order
+    LLVMValueRef pw = cg_for_begin(c, &l, cg_i64(c, 0), cg_i64(c, PW), "pw");
+    LLVMValueRef x0 = iadd(c, xb, imul(c, pw, 2)), acc = NULL;
+    for (int64_t t = 0; t < 4; t++) {
+        LLVMValueRef v = cg_load(c, src, DL_DT_FLOAT, iaddk(c, x0, (t / 2) * rs + t % 2));
+        acc = acc ? LLVMBuildSelect(c->b, dl_cg__max_takes(c, v, acc), v, acc, "") : v;
+    }
+    cg_store(c, yp, DL_DT_FLOAT, iadd(c, yo, pw), acc);
+    cg_for_end(c, &l);
 }
 
 // The row loop of the vector pool kernels: body(ow0, nvalid) for the full chunks of V outputs,
@@ -1230,12 +1501,25 @@ static dl_status lower_layer_norm(cg *c, const dl_ir_node *n) {
 // Hooks of lower.c's table.
 
 dl_status dl_cg__lower_conv(cg *c, const dl_ir_node *n) {
-    return lower_conv(c, n, NULL, 0);
+    return lower_conv(c, n, NULL, 0, NULL);
 }
 
 dl_status dl_cg__lower_conv_fused(cg *c, const dl_ir_node *const *g, size_t n) {
-    const dl_ir_type *y = &g[n - 1]->outputs[0]->type, *v = &g[0]->outputs[0]->type;
-    if (n > CONV_MAX_EPI || y->dtype != DL_DT_FLOAT || !dl_ir_type_same_dims(y, v)) {
+    // A trailing MaxPool (passes/fusion.c: 2 x 2, stride 2, no padding) pools the stored values
+    const dl_ir_node *pool = n > 1 && g[n - 1]->op == DL_IR_OP_MAX_POOL ? g[n - 1] : NULL;
+    size_t n_epi = pool ? n - 1 : n;
+    const dl_ir_type *y = &g[n_epi - 1]->outputs[0]->type, *v = &g[0]->outputs[0]->type;
+    if (pool) {
+        const dl_ir_type *py = &pool->outputs[0]->type;
+        if (py->dtype != DL_DT_FLOAT || py->rank != 4 || v->rank != 4 ||
+            py->dims[0].value != v->dims[0].value || py->dims[1].value != v->dims[1].value ||
+            py->dims[2].value != v->dims[2].value / 2 ||
+            py->dims[3].value != v->dims[3].value / 2) {
+            cg_error(c, "a fused convolution's pooling is a 2 x 2 / stride 2 MaxPool of its value");
+            return DL_ERR_UNSUPPORTED;
+        }
+    }
+    if (n_epi > CONV_MAX_EPI || y->dtype != DL_DT_FLOAT || !dl_ir_type_same_dims(y, v)) {
         cg_error(c,
                  "a fused convolution epilogue has at most %d float32 nodes of the "
                  "convolution's dims",
@@ -1244,13 +1528,13 @@ dl_status dl_cg__lower_conv_fused(cg *c, const dl_ir_node *const *g, size_t n) {
     }
     dl_ir_value *ext[1];
     size_t n_ext = 0;
-    DL_TRY(dl_cg__fused_inputs(c, g, n, 1, ext, 1, &n_ext));
+    DL_TRY(dl_cg__fused_inputs(c, g, n_epi, 1, ext, 1, &n_ext));
     if (n_ext > 0) { // the kernels have no index to load another value at
         cg_error(c, "a fused convolution epilogue reads only the group's values ('%s' is another)",
                  ext[0]->name);
         return DL_ERR_UNSUPPORTED;
     }
-    return lower_conv(c, g[0], g, n);
+    return lower_conv(c, g[0], n_epi > 1 ? g : NULL, n_epi, pool);
 }
 
 dl_status dl_cg__lower_conv_transpose(cg *c, const dl_ir_node *n) {

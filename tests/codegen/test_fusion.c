@@ -246,3 +246,63 @@ DL_TEST(convolution_epilogues) {
                         "s = Add (r, x)\noutput s\n",
                         1, 2));
 }
+
+DL_TEST(convolution_pooling) {
+    // Conv (+ Relu) + a 2 x 2 / stride 2 MaxPool: one kernel that stores only the pooled value.
+    // The implicit GEMM (one column group per image; odd rows and columns: floor, the last
+    // ones dropped), the direct kernel (one input channel, the CNN benchmark's first layer:
+    // 28 columns in padded tiles), a lone Conv, and images larger than one column group
+    // (groups of whole row pairs, 240 + 240 + 96 columns; 13 columns: groups of 234 + 104,
+    // each ending in a partial panel).
+    FUSES("model m\ninput x : float[2, 8, 10, 12]\ninput w : float[16, 8, 3, 3]\n"
+          "input b : float[16]\nv = Conv <pads = [1, 1, 1, 1]> (x, w, b)\nr = Relu (v)\n"
+          "y = MaxPool <kernel_shape = [2, 2], strides = [2, 2]> (r)\noutput y\n",
+          1, 3, CG_TOL_REDUCE);
+    FUSES("model m\ninput x : float[1, 8, 9, 11]\ninput w : float[12, 8, 3, 3]\n"
+          "v = Conv <pads = [1, 1, 1, 1]> (x, w)\nr = Relu (v)\n"
+          "y = MaxPool <kernel_shape = [2, 2], strides = [2, 2]> (r)\noutput y\n",
+          1, 3, CG_TOL_REDUCE);
+    FUSES("model m\ninput x : float[2, 1, 28, 28]\ninput w : float[32, 1, 3, 3]\n"
+          "input b : float[32]\nv = Conv <pads = [1, 1, 1, 1]> (x, w, b)\nr = Relu (v)\n"
+          "y = MaxPool <kernel_shape = [2, 2], strides = [2, 2]> (r)\noutput y\n",
+          1, 3, CG_TOL_REDUCE);
+    FUSES("model m\ninput x : float[1, 1, 7, 13]\ninput w : float[5, 1, 2, 2]\n"
+          "v = Conv (x, w)\ny = MaxPool <kernel_shape = [2, 2], strides = [2, 2]> (v)\n"
+          "output y\n",
+          1, 2, CG_TOL_REDUCE);
+    FUSES("model m\ninput x : float[1, 8, 26, 13]\ninput w : float[10, 8, 3, 3]\n"
+          "input b : float[10]\nv = Conv <pads = [1, 1, 1, 1]> (x, w, b)\nr = Relu (v)\n"
+          "y = MaxPool <kernel_shape = [2, 2], strides = [2, 2]> (r)\noutput y\n",
+          1, 3, CG_TOL_REDUCE);
+    FUSES("model m\ninput x : float[1, 16, 24, 24]\ninput w : float[8, 16, 3, 3]\n"
+          "input b : float[8]\nv = Conv <pads = [1, 1, 1, 1]> (x, w, b)\nr = Relu (v)\n"
+          "y = MaxPool <kernel_shape = [2, 2], strides = [2, 2]> (r)\noutput y\n",
+          1, 3, CG_TOL_REDUCE);
+    // Not pooled in the kernel: the activation is also an output (a training step's MaxPoolGrad
+    // reads it the same way), overlapping windows, stride 1, padding, ceil_mode, Indices.
+    static const char *const pools[] = {
+        "kernel_shape = [3, 3], strides = [2, 2]",
+        "kernel_shape = [2, 2]",
+        "kernel_shape = [2, 2], strides = [2, 2], pads = [1, 1, 1, 1]",
+        "kernel_shape = [2, 2], strides = [2, 2], ceil_mode = 1",
+    };
+    for (size_t i = 0; i < DL_ARRAY_LEN(pools); i++) {
+        char text[512];
+        snprintf(text, sizeof text,
+                 "model m\ninput x : float[1, 4, 9, 9]\ninput w : float[8, 4, 3, 3]\n"
+                 "v = Conv <pads = [1, 1, 1, 1]> (x, w)\nr = Relu (v)\n"
+                 "y = MaxPool <%s> (r)\noutput y\n",
+                 pools[i]);
+        DL_CHECK(groups_are(text, 1, 2));
+    }
+    DL_CHECK(groups_are("model m\ninput x : float[1, 4, 8, 8]\ninput w : float[8, 4, 3, 3]\n"
+                        "v = Conv <pads = [1, 1, 1, 1]> (x, w)\nr = Relu (v)\n"
+                        "y = MaxPool <kernel_shape = [2, 2], strides = [2, 2]> (r)\n"
+                        "output r\noutput y\n",
+                        1, 2));
+    DL_CHECK(groups_are("model m\ninput x : float[1, 4, 8, 8]\ninput w : float[8, 4, 3, 3]\n"
+                        "v = Conv <pads = [1, 1, 1, 1]> (x, w)\nr = Relu (v)\n"
+                        "y, i = MaxPool <kernel_shape = [2, 2], strides = [2, 2]> (r)\n"
+                        "output y\noutput i\n",
+                        1, 2));
+}

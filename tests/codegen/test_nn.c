@@ -64,6 +64,23 @@ DL_TEST(nn_conv_channels_groups) {
            "y = Conv <dilations = [2, 1], pads = [2, 0, 1, 1]> (x, w, b)", CG_TOL_REDUCE);
 }
 
+DL_TEST(nn_conv_padded_rows) {
+    // The direct kernel's padded tap rows (float32, unit column stride): the CNN benchmark's
+    // first layer (1 channel, 28 columns: a tile of 16 and a masked one of 12) alone and with
+    // its fused ReLU, a row narrower than a tile, dilated columns reaching past both pads, and
+    // ConvTranspose with stride 1 (its taps step left).
+    CHECK1("input x : float[3, 1, 28, 28]\ninput w : float[32, 1, 3, 3]\ninput b : float[32]\n",
+           "y = Conv <pads = [1, 1, 1, 1]> (x, w, b)", CG_TOL_REDUCE);
+    CHECK1("input x : float[2, 1, 28, 28]\ninput w : float[32, 1, 3, 3]\ninput b : float[32]\n",
+           "v = Conv <pads = [1, 1, 1, 1]> (x, w, b)\ny = Relu (v)", CG_TOL_REDUCE);
+    CHECK1("input x : float[2, 1, 9, 5]\ninput w : float[7, 1, 3, 3]\n",
+           "y = Conv <pads = [1, 2, 1, 2]> (x, w)", CG_TOL_REDUCE);
+    CHECK1("input x : float[1, 2, 12, 40]\ninput w : float[3, 2, 3, 3]\ninput b : float[3]\n",
+           "y = Conv <dilations = [1, 4], pads = [1, 3, 1, 5]> (x, w, b)", CG_TOL_REDUCE);
+    CHECK1("input x : float[2, 1, 10, 19]\ninput w : float[1, 6, 3, 4]\n",
+           "y = ConvTranspose <pads = [1, 1, 1, 2]> (x, w)", CG_TOL_REDUCE);
+}
+
 DL_TEST(nn_conv_lowp) {
     CHECK1("input x : float16[1, 3, 6, 20]\ninput w : float16[5, 3, 3, 3]\n"
            "input b : float16[5]\n",
