@@ -1,11 +1,12 @@
 // bench/conv_grad_weight_bench.c — times dlcc's compiled ConvGradWeight (the weight gradient of
 // a 2-D convolution, in every CNN training step).
 //
-// usage: conv_grad_weight_bench ARTIFACT.so N C H W M KH KW PAD
+// usage: conv_grad_weight_bench ARTIFACT.so N C H W M KH KW PAD [THREADS]
 // The artifact is a compiled `dw = ConvGradWeight <kernel_shape = [KH, KW], pads = [PAD x4]>
 // (dy, x)` with dy: float[N, M, H, W] and x: float[N, C, H, W] (stride 1, "same" size; bench/
-// conv_grad_weight.sh writes and compiles it). Runs dlrt_session_infer on the calling thread
-// (libdlrt's default), 2 warm-up runs, then best of 5 wall-clock (CLOCK_MONOTONIC) runs. The
+// conv_grad_weight.sh writes and compiles it). Runs dlrt_session_infer on THREADS threads
+// (default 1: the calling thread alone; libdlrt's own default would be every CPU), 2 warm-up
+// runs, then best of 5 wall-clock (CLOCK_MONOTONIC) runs. The
 // result is checked against a naive double-precision loop so a fast wrong kernel cannot pass.
 #include "dlrt.h"
 
@@ -27,10 +28,12 @@ static int die(const char *what, dlrt_status st) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 10) {
-        fprintf(stderr, "usage: conv_grad_weight_bench ARTIFACT.so N C H W M KH KW PAD\n");
+    if (argc != 10 && argc != 11) {
+        fprintf(stderr,
+                "usage: conv_grad_weight_bench ARTIFACT.so N C H W M KH KW PAD [THREADS]\n");
         return 2;
     }
+    int threads = argc == 11 ? atoi(argv[10]) : 1;
     long N = atol(argv[2]), C = atol(argv[3]), H = atol(argv[4]), W = atol(argv[5]);
     long M = atol(argv[6]), KH = atol(argv[7]), KW = atol(argv[8]), P = atol(argv[9]);
     size_t nx = (size_t)(N * C * H * W), ny = (size_t)(N * M * H * W),
@@ -55,7 +58,10 @@ int main(int argc, char **argv) {
     if ((st = dlrt_model_load_file(argv[1], &m)) != DLRT_OK) {
         return die("load", st);
     }
-    if ((st = dlrt_session_create(m, &se)) != DLRT_OK) {
+    dlrt_session_options o;
+    dlrt_session_options_init(&o);
+    o.threads = threads;
+    if ((st = dlrt_session_create_ex(m, &o, &se)) != DLRT_OK) {
         return die("session", st);
     }
     if ((st = dlrt_session_set_input(se, "dy", dy, ny * sizeof *dy)) != DLRT_OK ||
