@@ -432,7 +432,7 @@ typedef struct conv_pad {
 
 // The padded row width for tiles of tw columns, or 0 when the padded path does not apply.
 static int64_t pad_row_width(const conv_geo *g, unsigned tw, int64_t *umin) {
-    if (g->dt != DL_DT_FLOAT || g->a[1] != 1 || g->d[1] != 1 || tw < 4) {
+    if (g->dt != DL_DT_FLOAT || g->a[1] != 1 || g->d[1] != 1) {
         return 0;
     }
     int64_t span = (g->kW - 1) * g->cc[1];
@@ -567,6 +567,11 @@ static void conv_gemm_desc(const dl_ir_node *n, const conv_geo *g, dl_cg__conv_g
 }
 
 // One outer row of the direct kernel for a block of channels.
+// Output row d (0 or 1) of outer row `row`: the row itself, or row d of pooled row `row`'s window.
+static LLVMValueRef window_row(cg *c, const conv_geo *g, LLVMValueRef row, int d) {
+    return g->pool ? iaddk(c, imul(c, row, 2), d) : row;
+}
+
 typedef struct conv_blocks {
     conv_row *r;
     const conv_pad *pd; // [2]: pd[0].wb == 0 when the padded rows do not apply
@@ -582,7 +587,7 @@ static void conv_block(cg *c, conv_blocks *b, LLVMValueRef m0, unsigned mb) {
     conv_row *r = b->r;
     const conv_geo *g = r->g;
     for (int d = 0; d < (g->pool ? 2 : 1); d++) {
-        r->oh = g->pool ? iaddk(c, imul(c, b->row, 2), d) : b->row;
+        r->oh = window_row(c, g, b->row, d);
         r->dr = d;
         if (b->pd[0].wb > 0) {
             conv_row_padded(c, r, &b->pd[d], m0, mb, b->tw);
@@ -676,7 +681,7 @@ static dl_status emit_conv(cg *c, const dl_ir_node *n, const conv_geo *g) {
     r.wbase = imul(c, grp, g->wsg);
     r.bbase = imul(c, grp, g->Mg);
     for (int d = 0; d < (g->pool ? 2 : 1) && pd[0].wb > 0; d++) {
-        r.oh = g->pool ? iaddk(c, imul(c, row, 2), d) : row;
+        r.oh = window_row(c, g, row, d);
         conv_pad_fill(c, &r, &pd[d], vw >= 16 ? 16 : 8);
     }
     conv_blocks cb = {&r, pd, mbase, row, in_lo, in_hi, tw};
