@@ -1,18 +1,20 @@
 #!/usr/bin/env bash
 # bench/bf16_step.sh — the train step in float32 and with `precision = bfloat16` (the products
-# in bfloat16 with float32 accumulation: vdpbf16ps where the CPU has AVX512-BF16, the float32
-# kernels on converted operands elsewhere), at 1 and 2 threads, and the speed-up. Results:
-# docs/performance.md.
+# in bfloat16 with float32 accumulation: AMX tiles (tdpbf16ps) where the CPU has AMX-BF16,
+# vdpbf16ps where it has AVX512-BF16, the float32 kernels on converted operands elsewhere), at 1
+# and 2 threads, and the speed-up. On a CPU with AMX a third artifact is compiled with the host's
+# features less amx-tile and amx-bf16, so the table also shows the vdpbf16ps step on the same
+# machine. Results: docs/performance.md.
 #
 # usage: bash bench/bf16_step.sh [BUILD] [REPEAT]   (BUILD default: build; REPEAT default: 3)
 #
 # For the benchmark models bench/models/mlp_1024_adam.dlg (784-1024x3-10 at batch 256, Adam)
 # and transformer.dlg (nn.TransformerEncoderLayer, [8, 128, 256], Adam) writes a bfloat16 copy
-# (the train block with `precision = bfloat16` added), random inputs (python3 + numpy), and runs
-# `BUILD/dlcc run MODEL --entry train_step --steps K --threads T -v` REPEAT times per
-# configuration, alternating float32 and bfloat16, keeping the best mean step time of each (the
-# time inside dlrt_session_train_step, as -v prints it; compiling happens once, through a
-# temporary cache). The CPU's bf16 support is printed first; load distorts the figures.
+# (the train block with `precision = bfloat16` added), random inputs (python3 + numpy), compiles
+# each with `BUILD/dlcc compile` and runs `BUILD/dlcc run ART.so --entry train_step --steps K
+# --threads T -v` REPEAT times per configuration, alternating them, keeping the best mean step
+# time of each (the time inside dlrt_session_train_step, as -v prints it). The CPU's bf16 support
+# is printed first; load distorts the figures.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-build}
@@ -56,7 +58,7 @@ for m in "${models[@]}"; do
     }
 done
 
-# mean_ms FILE INPUTS STEPS THREADS: one run's mean step time in ms.
+# mean_ms ART INPUTS STEPS THREADS: one run's mean step time in ms.
 mean_ms() {
     local args=() i list
     IFS=, read -ra list <<<"$2"
@@ -65,25 +67,58 @@ mean_ms() {
         2>&1 >/dev/null | sed -n 's/^dlcc: .* mean \([0-9.]*\) ms per step.*/\1/p'
 }
 
-bf=no
+best() { /usr/bin/python3 -c "print(min(float(x) for x in '$*'.split()))"; }
+
+bf=no amx=no
 grep -qw avx512_bf16 /proc/cpuinfo && bf=yes
+grep -qw amx_bf16 /proc/cpuinfo && grep -qw amx_tile /proc/cpuinfo && amx=yes
+noamx=""
+if [ $amx = yes ]; then
+    # the host's LLVM features with AMX off (dlcc's --features replaces the host's list)
+    noamx=$(/usr/bin/python3 - <<'PYEOF'
+import ctypes
+llvm = ctypes.CDLL("/usr/lib/llvm-19/lib/libLLVM.so.1")
+llvm.LLVMGetHostCPUFeatures.restype = ctypes.c_char_p
+f = llvm.LLVMGetHostCPUFeatures().decode().split(",")
+print(",".join("-" + x[1:] if x[1:] in ("amx-tile", "amx-bf16", "amx-int8") else x for x in f))
+PYEOF
+)
+fi
 echo "bf16_step.sh: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')," \
-    "avx512_bf16: $bf, $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)," \
-    "best of $repeat runs"
-printf '%-12s %7s %14s %14s %9s\n' model threads "float32 ms" "bfloat16 ms" speed-up
+    "avx512_bf16: $bf, amx_bf16: $amx, $(nproc) cores," \
+    "load average $(cut -d' ' -f1-3 /proc/loadavg), best of $repeat runs"
+if [ $amx = yes ]; then
+    printf '%-12s %7s %12s %14s %9s %16s %9s\n' model threads "float32 ms" "bf16 AMX ms" speed-up \
+        "bf16 no-AMX ms" speed-up
+else
+    printf '%-12s %7s %12s %14s %9s\n' model threads "float32 ms" "bfloat16 ms" speed-up
+fi
 for m in "${models[@]}"; do
     read -r name file ins steps <<<"$m"
+    "$dlcc" compile "$tmp/f32_$file" -o "$tmp/f32_$name.so"
+    "$dlcc" compile "$tmp/bf16_$file" -o "$tmp/bf16_$name.so"
+    arts=("f32_$name.so" "bf16_$name.so")
+    if [ $amx = yes ]; then
+        "$dlcc" compile "$tmp/bf16_$file" --features "$noamx" -o "$tmp/bf16v_$name.so"
+        arts+=("bf16v_$name.so")
+    fi
     for t in 1 2; do
-        mean_ms "f32_$file" "$ins" 2 "$t" >/dev/null # compile once (cache)
-        mean_ms "bf16_$file" "$ins" 2 "$t" >/dev/null
-        b32="" b16=""
+        declare -A runs=()
+        for a in "${arts[@]}"; do mean_ms "$a" "$ins" 2 "$t" >/dev/null; done # warm
         for ((i = 0; i < repeat; i++)); do
-            x=$(mean_ms "f32_$file" "$ins" "$steps" "$t")
-            y=$(mean_ms "bf16_$file" "$ins" "$steps" "$t")
-            b32=$(/usr/bin/python3 -c "print(min(x for x in [$x, ${b32:-1e9}]))")
-            b16=$(/usr/bin/python3 -c "print(min(x for x in [$y, ${b16:-1e9}]))")
+            for a in "${arts[@]}"; do runs[$a]="${runs[$a]:-} $(mean_ms "$a" "$ins" "$steps" "$t")"; done
         done
-        printf '%-12s %7s %14.3f %14.3f %8.2fx\n' "$name" "$t" "$b32" "$b16" \
-            "$(/usr/bin/python3 -c "print($b32 / $b16)")"
+        b32=$(best "${runs[f32_$name.so]}")
+        b16=$(best "${runs[bf16_$name.so]}")
+        if [ $amx = yes ]; then
+            bv=$(best "${runs[bf16v_$name.so]}")
+            printf '%-12s %7s %12.3f %14.3f %8.2fx %16.3f %8.2fx\n' "$name" "$t" "$b32" "$b16" \
+                "$(/usr/bin/python3 -c "print($b32 / $b16)")" "$bv" \
+                "$(/usr/bin/python3 -c "print($b32 / $bv)")"
+        else
+            printf '%-12s %7s %12.3f %14.3f %8.2fx\n' "$name" "$t" "$b32" "$b16" \
+                "$(/usr/bin/python3 -c "print($b32 / $b16)")"
+        fi
+        unset runs
     done
 done

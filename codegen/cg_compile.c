@@ -106,7 +106,7 @@ static dl_status plan_build(cg *c, const char *target, uint8_t **out, size_t *ou
         .seed_init = c->seed_init,
         .comm_grads = {c->comm_grads.data, c->comm_grads.len},
         .comm_at = c->comm_at,
-        .isa = c->isa,
+        .isa = (c->isa & ~(uint32_t)DLRT_ISA_ON_USE) | c->isa_used,
         .memplan = memplan_cb,
         .memplan_ctx = c,
     };

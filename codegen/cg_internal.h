@@ -62,6 +62,7 @@ typedef struct cg {
     const dl_ir_node *node_first; // and its first node (the kernel's source line), else NULL
     DL_VEC(char *) strs;          // strings the kernel records point at (owned)
     uint32_t isa;                 // DLRT_ISA_* enabled by the target features
+    uint32_t isa_used;            // DLRT_ISA_ON_USE bits a kernel used (the artifact records them)
 } cg;
 
 // A kernel under construction.
@@ -119,6 +120,9 @@ LLVMValueRef cg_load(cg *c, LLVMValueRef base, dl_dtype t, LLVMValueRef idx);
 // with lane l set when l < rem (an i64, unsigned compare; n <= CG_MAX_LANES).
 #define CG_MAX_LANES 64
 LLVMValueRef cg_masked_load(cg *c, LLVMTypeRef vt, LLVMValueRef p, LLVMValueRef mask);
+// The same for elements aligned to `align` bytes only (bfloat16 / float16: 2).
+LLVMValueRef cg_masked_load_align(cg *c, LLVMTypeRef vt, LLVMValueRef p, LLVMValueRef mask,
+                                  unsigned align);
 void cg_masked_store(cg *c, LLVMValueRef v, LLVMValueRef p, LLVMValueRef mask);
 LLVMValueRef cg_lane_mask_rt(cg *c, LLVMValueRef rem, int64_t n);
 // A read prefetch of the cache line holding `p` into the second-level cache (llvm.prefetch,
@@ -129,6 +133,8 @@ void cg_store(cg *c, LLVMValueRef base, dl_dtype t, LLVMValueRef idx, LLVMValueR
 // Converts a compute value of dtype `from` to the compute type of `to` (Cast semantics:
 // float->int truncates toward zero, saturating; ->bool is != 0; bool->x is 0/1).
 LLVMValueRef cg_convert(cg *c, LLVMValueRef v, dl_dtype from, dl_dtype to);
+// f32 (or <n x float>) -> bfloat16 bits (i16 or <n x i16>): round to nearest even, NaN quiet.
+LLVMValueRef cg_f32_to_bf16(cg *c, LLVMValueRef v);
 
 // Calls an LLVM intrinsic overloaded on one type (e.g. "llvm.exp", f32).
 LLVMValueRef cg_intrinsic1(cg *c, const char *name, LLVMTypeRef ty, LLVMValueRef a);

@@ -121,18 +121,43 @@ LLVMValueRef cg_load(cg *c, LLVMValueRef base, dl_dtype t, LLVMValueRef idx) {
     DL_UNREACHABLE();
 }
 
-// f32 -> bfloat16 bits, round to nearest even; NaN stays a quiet NaN (as dl_f32_to_bf16).
-static LLVMValueRef f32_to_bf16(cg *c, LLVMValueRef v) {
-    LLVMValueRef x = LLVMBuildBitCast(c->b, v, c->t_i32, "");
-    LLVMValueRef lsb =
-        LLVMBuildAnd(c->b, LLVMBuildLShr(c->b, x, cg_i32(c, 16), ""), cg_i32(c, 1), "");
-    LLVMValueRef r = LLVMBuildAdd(c->b, x, LLVMBuildAdd(c->b, cg_i32(c, 0x7fff), lsb, ""), "");
-    LLVMValueRef rounded = LLVMBuildLShr(c->b, r, cg_i32(c, 16), "");
+// A constant i32 of the shape of t (i32 or <n x i32>).
+static LLVMValueRef i32_like(cg *c, LLVMTypeRef t, int32_t k) {
+    LLVMValueRef s = cg_i32(c, k);
+    if (LLVMGetTypeKind(t) != LLVMVectorTypeKind) {
+        return s;
+    }
+    LLVMValueRef e[CG_MAX_LANES];
+    unsigned n = LLVMGetVectorSize(t);
+    DL_ASSERT(n <= CG_MAX_LANES);
+    for (unsigned l = 0; l < n; l++) {
+        e[l] = s;
+    }
+    return LLVMConstVector(e, n);
+}
+
+// f32 -> bfloat16 bits, round to nearest even; NaN stays a quiet NaN (as dl_f32_to_bf16). A
+// float or a vector of floats (then <n x i16>, lane by lane the same bits).
+LLVMValueRef cg_f32_to_bf16(cg *c, LLVMValueRef v) {
+    LLVMTypeRef ft = LLVMTypeOf(v);
+    bool vec = LLVMGetTypeKind(ft) == LLVMVectorTypeKind;
+    LLVMTypeRef it = vec ? LLVMVectorType(c->t_i32, LLVMGetVectorSize(ft)) : c->t_i32;
+    LLVMTypeRef ht = vec ? LLVMVectorType(c->t_i16, LLVMGetVectorSize(ft)) : c->t_i16;
+    LLVMValueRef x = LLVMBuildBitCast(c->b, v, it, "");
+    LLVMValueRef k16 = i32_like(c, it, 16);
+    LLVMValueRef lsb = LLVMBuildAnd(c->b, LLVMBuildLShr(c->b, x, k16, ""), i32_like(c, it, 1), "");
+    LLVMValueRef r =
+        LLVMBuildAdd(c->b, x, LLVMBuildAdd(c->b, i32_like(c, it, 0x7fff), lsb, ""), "");
+    LLVMValueRef rounded = LLVMBuildLShr(c->b, r, k16, "");
     LLVMValueRef qnan =
-        LLVMBuildOr(c->b, LLVMBuildLShr(c->b, x, cg_i32(c, 16), ""), cg_i32(c, 0x40), "");
+        LLVMBuildOr(c->b, LLVMBuildLShr(c->b, x, k16, ""), i32_like(c, it, 0x40), "");
     LLVMValueRef is_nan = LLVMBuildFCmp(c->b, LLVMRealUNO, v, v, "");
     LLVMValueRef w = LLVMBuildSelect(c->b, is_nan, qnan, rounded, "");
-    return LLVMBuildTrunc(c->b, w, c->t_i16, "");
+    return LLVMBuildTrunc(c->b, w, ht, "");
+}
+
+static LLVMValueRef f32_to_bf16(cg *c, LLVMValueRef v) {
+    return cg_f32_to_bf16(c, v);
 }
 
 void cg_store(cg *c, LLVMValueRef base, dl_dtype t, LLVMValueRef idx, LLVMValueRef v) {
@@ -402,9 +427,14 @@ void cg_for_end(cg *c, cg_loop *l) {
 // Masked vector memory access (x86: AVX-512 masks, AVX2 vmaskmov)
 
 LLVMValueRef cg_masked_load(cg *c, LLVMTypeRef vt, LLVMValueRef p, LLVMValueRef mask) {
+    return cg_masked_load_align(c, vt, p, mask, 4);
+}
+
+LLVMValueRef cg_masked_load_align(cg *c, LLVMTypeRef vt, LLVMValueRef p, LLVMValueRef mask,
+                                  unsigned align) {
     if (!mask) {
         LLVMValueRef v = LLVMBuildLoad2(c->b, vt, p, "");
-        LLVMSetAlignment(v, 4);
+        LLVMSetAlignment(v, align);
         return v;
     }
     static const char name[] = "llvm.masked.load";
@@ -412,7 +442,7 @@ LLVMValueRef cg_masked_load(cg *c, LLVMTypeRef vt, LLVMValueRef p, LLVMValueRef 
     LLVMTypeRef tys[2] = {vt, c->t_ptr};
     LLVMValueRef fn = LLVMGetIntrinsicDeclaration(c->mod, id, tys, 2);
     LLVMTypeRef fty = LLVMIntrinsicGetType(c->ctx, id, tys, 2);
-    LLVMValueRef args[4] = {p, cg_i32(c, 4), mask, LLVMConstNull(vt)};
+    LLVMValueRef args[4] = {p, cg_i32(c, (int32_t)align), mask, LLVMConstNull(vt)};
     return LLVMBuildCall2(c->b, fty, fn, args, 4, "");
 }
 

@@ -132,7 +132,13 @@ enum {
     DLRT_ISA_AVX512VL = 1u << 7,
     DLRT_ISA_BMI2 = 1u << 8,
     DLRT_ISA_AVX512BF16 = 1u << 9, // vdpbf16ps: bfloat16 products (x86_linalg.c)
-    DLRT_ISA_KNOWN = (1u << 10) - 1,
+    DLRT_ISA_AMXTILE = 1u << 10,   // AMX tile registers (x86_linalg.c's bfloat16 tile kernel)
+    DLRT_ISA_AMXBF16 = 1u << 11,   // tdpbf16ps
+    DLRT_ISA_KNOWN = (1u << 12) - 1,
+    // Bits an artifact records only when one of its kernels uses them (AMX: a CPU that has it
+    // runs every other kernel of an artifact compiled for it; the runtime asks the OS for the
+    // tile state only for those that use it).
+    DLRT_ISA_ON_USE = DLRT_ISA_AMXTILE | DLRT_ISA_AMXBF16,
 };
 
 // Format 5: the kind of device an artifact's code runs on (dlrt_plan_hdr.device). The values

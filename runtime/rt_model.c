@@ -10,6 +10,7 @@
 #include "dl_base.h"
 #include "rt_internal.h"
 
+#include <cpuid.h>
 #include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
@@ -19,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 static _Thread_local char last_error[1024];
@@ -73,6 +75,36 @@ static dlrt_status wrong_version(const char *what, uint32_t version) {
                     what, version, DLRT_FORMAT_VERSION);
 }
 
+// AMX from CPUID leaf 7 (EDX bit 24: the tile registers, bit 22: tdpbf16ps). Whether the OS
+// lets this process use them is amx_permit's question.
+static int cpu_has_amx(uint32_t bit) {
+    unsigned a, b, c, d;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) {
+        return 0;
+    }
+    return bit == DLRT_ISA_AMXTILE ? (d >> 24) & 1 : (d >> 22) & 1;
+}
+
+// Linux hands a process the AMX tile state (8 KiB more per thread's saved state) only when it
+// asks (arch_prctl ARCH_REQ_XCOMP_PERM, Linux 5.16); the first tile instruction of a process
+// that did not ask dies of SIGILL. The permission is the process's, for all its threads, and
+// asking again is harmless.
+#define DLRT_ARCH_REQ_XCOMP_PERM 0x1023
+#define DLRT_XFEATURE_XTILEDATA  18
+
+static dlrt_status amx_permit(const char *target, size_t target_len) {
+    if (syscall(SYS_arch_prctl, DLRT_ARCH_REQ_XCOMP_PERM, DLRT_XFEATURE_XTILEDATA) != 0) {
+        int e = errno;
+        return rt__fail(DLRT_ERR_UNSUPPORTED,
+                        "the artifact was compiled for %.*s and uses AMX tiles, which the kernel "
+                        "does not grant this process (arch_prctl ARCH_REQ_XCOMP_PERM: %s; Linux "
+                        "5.16 or later is needed); recompile it with --cpu and --features that "
+                        "leave out amx-tile",
+                        (int)target_len, target, strerror(e));
+    }
+    return DLRT_OK;
+}
+
 // Refuses an artifact whose code needs instructions this CPU lacks (it would die of SIGILL).
 static dlrt_status check_isa(const dlrt_plan_hdr *h, const char *target, size_t target_len) {
     static const struct isa_name {
@@ -84,6 +116,7 @@ static dlrt_status check_isa(const dlrt_plan_hdr *h, const char *target, size_t 
         {DLRT_ISA_AVX512F, "avx512f"},   {DLRT_ISA_AVX512BW, "avx512bw"},
         {DLRT_ISA_AVX512DQ, "avx512dq"}, {DLRT_ISA_AVX512VL, "avx512vl"},
         {DLRT_ISA_BMI2, "bmi2"},         {DLRT_ISA_AVX512BF16, "avx512bf16"},
+        {DLRT_ISA_AMXTILE, "amx-tile"},  {DLRT_ISA_AMXBF16, "amx-bf16"},
     };
     const struct isa_name *p;
     if (h->isa & ~(uint32_t)DLRT_ISA_KNOWN) {
@@ -131,6 +164,10 @@ static dlrt_status check_isa(const dlrt_plan_hdr *h, const char *target, size_t 
         case DLRT_ISA_AVX512BF16:
             have = __builtin_cpu_supports("avx512bf16");
             break;
+        case DLRT_ISA_AMXTILE:
+        case DLRT_ISA_AMXBF16:
+            have = cpu_has_amx(p->bit);
+            break;
         default:
             break;
         }
@@ -140,6 +177,9 @@ static dlrt_status check_isa(const dlrt_plan_hdr *h, const char *target, size_t 
                             "recompile it on this machine (or with --cpu/--features it supports)",
                             (int)target_len, target, p->name);
         }
+    }
+    if (h->isa & DLRT_ISA_AMXTILE) {
+        return amx_permit(target, target_len);
     }
     return DLRT_OK;
 }

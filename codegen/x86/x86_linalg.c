@@ -44,6 +44,10 @@
 // once when y is stored); the order of the sum over k is fixed (k ascending, in KC blocks),
 // independent of the split.
 //
+// bfloat16 A and B take one of two other microkernels where the target has them: AMX tiles
+// (tdpbf16ps; 32 x 32 blocks in four tiles over all of K up to 1024, packs in tile order) or
+// AVX512-BF16's vdpbf16ps (k pairs); see their sections below.
+//
 // Convolutions reuse the blocked kernel as implicit GEMMs (dl_cg__emit_conv_gemm, cg_geometry.h):
 // per image and group, y = A x im2col(x) where the B panel is packed straight from the image
 // (one masked gather per k row, or one masked load when a stride-1 "same" row is contiguous;
@@ -381,6 +385,9 @@ typedef struct fctx {
     // ap: [MB / MR][KC / 2][MR] and bp: [NC / NR][KC / 2][NR] of i32 (bf16 of k even | bf16 of
     // k odd << 16, zero past K), and the microkernel is vdpbf16ps.
     bool bf;
+    // bfloat16 on AMX tiles (use_amx): ap and bp hold i32 pairs in tile order (emit_pack_a_amx,
+    // amx_store_b_row), zero past kc to the next multiple of 32; the microkernel is tdpbf16ps.
+    bool amx;
 } fctx;
 
 // Split k (p->ka_in > 0): tab_a[k] = ((pc + k) / ka_in) * sa_k + ((pc + k) % ka_in) * sa_k2 for
@@ -444,8 +451,14 @@ static void transpose_sq(cg *c, LLVMValueRef *x, unsigned n) {
 // (transA: emit_pack_a_block.)
 static void emit_pack_a_bf(cg *c, const fctx *f, LLVMValueRef tile, int64_t mr);
 
+static void emit_pack_a_amx(cg *c, const fctx *f, LLVMValueRef tile, int64_t mr);
+
 static void emit_pack_a(cg *c, const fctx *f, LLVMValueRef tile, int64_t mr) {
     const gemm_prob *p = f->p;
+    if (f->amx) {
+        emit_pack_a_amx(c, f, tile, mr);
+        return;
+    }
     if (f->bf) {
         emit_pack_a_bf(c, f, tile, mr);
         return;
@@ -555,8 +568,13 @@ static void emit_im_rows(cg *c, const fctx *f);
 // vector load per k; every other layout or dtype goes element by element.
 static void emit_pack_b_bf(cg *c, const fctx *f, int64_t nr);
 
+static void emit_pack_b_amx(cg *c, const fctx *f, int64_t nr);
 static void emit_pack_b(cg *c, const fctx *f, int64_t nr) {
     const gemm_prob *p = f->p;
+    if (f->amx) {
+        emit_pack_b_amx(c, f, nr);
+        return;
+    }
     if (f->bf) {
         emit_pack_b_bf(c, f, nr);
         return;
@@ -797,10 +815,326 @@ static void micro_step_bf(cg *c, const fctx *f, LLVMValueRef abase, LLVMValueRef
     }
 }
 
+// ---------------------------------------------------------------------------------------------
+// bfloat16 products on AMX tiles (amx-tile + amx-bf16: Intel Sapphire Rapids and later).
+// tdpbf16ps adds to a 16 x 16 float32 tile C the products of a tile A (16 rows of 32 bf16 along
+// k) and a tile B (16 k pairs x 16 columns, each row 16 pairs B[2 k2, j] | B[2 k2 + 1, j] << 16):
+// 16 x 16 x 32 products, sixteen vdpbf16ps' worth, in one instruction. The microkernel takes a
+// 32 x 32 block of y as four C tiles (tmm0-3: rows 0-15 / 16-31 x columns 0-15 / 16-31) and, per
+// 32 k, two A tiles (tmm4-5) and two B tiles (tmm6-7).
+//
+// Packing (fctx.amx): i32 pairs in tile order, every tile 1 KiB of contiguous memory (rows 64
+// bytes apart), so that the k loop reads two sequential streams the hardware prefetchers follow
+// (rows a K block apart made the tile loads miss L1 on every row): ap[tile][k2 / 16][r][k2 % 16]
+// and bp[sub][k2 / 16][half][k2 % 16][16]; both are zero past kc up to the next multiple of 32,
+// so every k step is whole, and a tile's rows past mr are zero. The K block is all of K up to
+// AMX_KC: the C tiles start from zero (or from the scratch in a later K block) and are stored
+// to the scratch once, after the k loop (a tile store followed by a load of the same lines
+// stalls: four K blocks of 256 cost more than the products). Each block of y is computed by the
+// same instructions in the same order whichever thread runs it. Every tile has 16 rows of 64
+// bytes: one configuration, loaded at the kernel's start and released at its end.
+
+#define AMX_K  32   // bf16 k per tile step
+#define AMX_KC 1024 // the largest K block
+
+static bool use_amx(cg *c, const gemm_prob *p) {
+    return (c->isa & DLRT_ISA_AMXTILE) && (c->isa & DLRT_ISA_AMXBF16) &&
+           p->a->type.dtype == DL_DT_BFLOAT16 && p->b->type.dtype == DL_DT_BFLOAT16 && !p->im &&
+           p->ka_in == 0 && !p->pool;
+}
+
+// A call of the AMX intrinsic `name` (no overloads, no result).
+static void amx_op(cg *c, const char *name, LLVMValueRef *args, unsigned n) {
+    unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+    DL_ASSERT(id != 0);
+    LLVMValueRef fn = LLVMGetIntrinsicDeclaration(c->mod, id, NULL, 0);
+    LLVMTypeRef fty = LLVMIntrinsicGetType(c->ctx, id, NULL, 0);
+    LLVMBuildCall2(c->b, fty, fn, args, n, "");
+}
+
+static LLVMValueRef tmm(cg *c, int t) {
+    return LLVMConstInt(c->t_i8, (unsigned long long)t, 0);
+}
+
+// Tile t = rows of 64 bytes at p, `stride` bytes apart.
+static void amx_load(cg *c, int t, LLVMValueRef p, int64_t stride) {
+    LLVMValueRef a[3] = {tmm(c, t), p, cg_i64(c, stride)};
+    amx_op(c, "llvm.x86.tileloadd64", a, 3);
+}
+
+static void amx_store(cg *c, int t, LLVMValueRef p, int64_t stride) {
+    LLVMValueRef a[3] = {tmm(c, t), p, cg_i64(c, stride)};
+    amx_op(c, "llvm.x86.tilestored64", a, 3);
+}
+
+// ldtilecfg of palette 1 with tiles 0-7 of 16 rows x 64 bytes (a constant of the module).
+static void amx_config(cg *c) {
+    static const char name[] = "dl_amx_tilecfg";
+    LLVMValueRef g = LLVMGetNamedGlobal(c->mod, name);
+    if (!g) {
+        uint8_t cfg[64] = {0};
+        cfg[0] = 1; // palette
+        for (int t = 0; t < 8; t++) {
+            cfg[16 + 2 * t] = 64; // colsb (little-endian u16)
+            cfg[48 + t] = 16;     // rows
+        }
+        LLVMValueRef e[64];
+        for (int i = 0; i < 64; i++) {
+            e[i] = LLVMConstInt(c->t_i8, cfg[i], 0);
+        }
+        LLVMTypeRef at = LLVMArrayType2(c->t_i8, 64);
+        g = LLVMAddGlobal(c->mod, at, name);
+        LLVMSetInitializer(g, LLVMConstArray2(c->t_i8, e, 64));
+        LLVMSetGlobalConstant(g, 1);
+        LLVMSetLinkage(g, LLVMPrivateLinkage);
+        LLVMSetAlignment(g, 64);
+    }
+    amx_op(c, "llvm.x86.ldtilecfg", &g, 1);
+}
+
+static void amx_release(cg *c) {
+    amx_op(c, "llvm.x86.tilerelease", NULL, 0);
+}
+
+// k steps of the K block: ceil(kc / 32) (runtime).
+static LLVMValueRef amx_steps(cg *c, const fctx *f) {
+    return LLVMBuildUDiv(c->b, add(c, f->kc, cg_i64(c, AMX_K - 1)), cg_i64(c, AMX_K), "");
+}
+
+// <n x i1> mask (runtime) of the lanes l < rem, none when rem <= 0.
+static LLVMValueRef mask_upto(cg *c, LLVMValueRef rem, int64_t n) {
+    LLVMValueRef pos = LLVMBuildICmp(c->b, LLVMIntSGT, rem, cg_i64(c, 0), "");
+    return cg_lane_mask_rt(c, LLVMBuildSelect(c->b, pos, rem, cg_i64(c, 0), ""), n);
+}
+
+// A masked load of <n x i16> bf16 at element idx of base (lanes off: 0; alignment 2).
+static LLVMValueRef load_h(cg *c, LLVMValueRef base, LLVMValueRef idx, unsigned n,
+                           LLVMValueRef mask) {
+    LLVMValueRef p = LLVMBuildInBoundsGEP2(c->b, c->t_i16, base, &idx, 1, "");
+    return cg_masked_load_align(c, LLVMVectorType(c->t_i16, n), p, mask, 2);
+}
+
+// <16 x i32> pairs lo[l] | hi[l] << 16 of two <16 x i16>.
+static LLVMValueRef interleave16(cg *c, LLVMValueRef lo, LLVMValueRef hi) {
+    LLVMValueRef m[32];
+    for (int j = 0; j < 16; j++) {
+        m[2 * j] = cg_i32(c, j);
+        m[2 * j + 1] = cg_i32(c, 16 + j);
+    }
+    LLVMValueRef v = LLVMBuildShuffleVector(c->b, lo, hi, LLVMConstVector(m, 32), "");
+    return LLVMBuildBitCast(c->b, v, LLVMVectorType(c->t_i32, 16), "");
+}
+
+// ap[tile][k2 / 16][r][k2 % 16] for r < MR (rows past mr zero), k2 < 16 * amx_steps: each A
+// tile (16 rows x 16 k pairs) is 1 KiB of contiguous memory.
+static void emit_pack_a_amx(cg *c, const fctx *f, LLVMValueRef tile, int64_t mr) {
+    const gemm_prob *p = f->p;
+    LLVMValueRef a = f->k->ptr[1];
+    int64_t kc2 = f->g.KC / 2;
+    LLVMTypeRef v16 = LLVMVectorType(c->t_i32, 16);
+    LLVMValueRef row0 = add(c, f->i0, mul_c(c, tile, f->g.MR));
+    LLVMValueRef src0 = add(c, f->a_off, add(c, mul_c(c, row0, p->sa_m), mul_c(c, f->pc, p->sa_k)));
+    LLVMValueRef dst0 = mul_c(c, tile, f->g.MR * kc2);
+    LLVMValueRef nq = amx_steps(c, f);
+    if (p->sa_m == 1 && p->sa_k != 1) {
+        // transposed A (a weight gradient's X^T): 16 rows are contiguous per k. Per 16 rows and
+        // 16 k pairs: 32 masked loads (rows past mr and k past kc load zeros), interleaved into
+        // 16 <16 x i32> of pairs (lane = row), transposed in registers (lane = k pair).
+        for (int64_t h = 0; h < f->g.MR / 16; h++) {
+            LLVMValueRef rmask = lane_mask(c, mr - h * 16, 16);
+            if (mr - h * 16 <= 0) {
+                rmask = LLVMConstNull(LLVMVectorType(c->t_i1, 16));
+            } else if (!rmask) {
+                rmask = LLVMConstAllOnes(LLVMVectorType(c->t_i1, 16));
+            }
+            cg_loop lq;
+            LLVMValueRef q = cg_for_begin(c, &lq, cg_i64(c, 0), nq, "pax");
+            LLVMValueRef x[16];
+            for (int64_t j = 0; j < 16; j++) {
+                LLVMValueRef kk = add(c, mul_c(c, q, AMX_K), cg_i64(c, 2 * j));
+                LLVMValueRef hv[2];
+                for (int s = 0; s < 2; s++) {
+                    LLVMValueRef ks = add(c, kk, cg_i64(c, s));
+                    LLVMValueRef ok = LLVMBuildICmp(c->b, LLVMIntSLT, ks, f->kc, "");
+                    LLVMValueRef m =
+                        LLVMBuildSelect(c->b, ok, rmask, LLVMConstNull(LLVMTypeOf(rmask)), "");
+                    LLVMValueRef e = add(c, src0, add(c, mul_c(c, ks, p->sa_k), cg_i64(c, h * 16)));
+                    hv[s] = load_h(c, a, e, 16, m);
+                }
+                x[j] = interleave16(c, hv[0], hv[1]);
+            }
+            transpose_sq(c, x, 16);
+            for (int64_t r = 0; r < 16; r++) {
+                LLVMValueRef d =
+                    add(c, dst0, add(c, mul_c(c, q, 512), cg_i64(c, (h * 16 + r) * 16)));
+                store_vec(c, x[r], fptr(c, f->ap, d), 64);
+            }
+            cg_for_end(c, &lq);
+        }
+        return;
+    }
+    cg_loop lr, lq;
+    LLVMValueRef r = cg_for_begin(c, &lr, cg_i64(c, 0), cg_i64(c, f->g.MR), "par");
+    LLVMValueRef live = LLVMBuildICmp(c->b, LLVMIntSLT, r, cg_i64(c, mr), "");
+    LLVMValueRef src = add(c, src0, mul_c(c, r, p->sa_m));
+    LLVMValueRef dst = add(c, dst0, mul_c(c, r, 16));
+    LLVMValueRef q = cg_for_begin(c, &lq, cg_i64(c, 0), nq, "paq");
+    LLVMValueRef kk = mul_c(c, q, AMX_K);
+    LLVMValueRef v;
+    if (p->sa_k == 1) { // one masked load of 32 bf16 (zero past kc and in dead rows)
+        LLVMValueRef rem =
+            LLVMBuildSelect(c->b, live, LLVMBuildSub(c->b, f->kc, kk, ""), cg_i64(c, 0), "");
+        v = LLVMBuildBitCast(c->b, load_h(c, a, add(c, src, kk), 32, mask_upto(c, rem, 32)), v16,
+                             "");
+    } else { // any other strides: pair by pair, guarded
+        v = LLVMConstNull(v16);
+        for (int64_t j = 0; j < 16; j++) {
+            LLVMValueRef k0 = add(c, kk, cg_i64(c, 2 * j));
+            LLVMValueRef k1 = add(c, k0, cg_i64(c, 1));
+            LLVMValueRef ok0 =
+                LLVMBuildAnd(c->b, live, LLVMBuildICmp(c->b, LLVMIntSLT, k0, f->kc, ""), "");
+            LLVMValueRef ok1 =
+                LLVMBuildAnd(c->b, live, LLVMBuildICmp(c->b, LLVMIntSLT, k1, f->kc, ""), "");
+            // guarded element loads: an index past the block reads element 0 (in bounds), masked
+            LLVMValueRef e0 =
+                LLVMBuildSelect(c->b, ok0, add(c, src, mul_c(c, k0, p->sa_k)), cg_i64(c, 0), "");
+            LLVMValueRef e1 =
+                LLVMBuildSelect(c->b, ok1, add(c, src, mul_c(c, k1, p->sa_k)), cg_i64(c, 0), "");
+            LLVMValueRef x0 = LLVMBuildSelect(c->b, ok0, ld16(c, a, e0), cg_i32(c, 0), "");
+            LLVMValueRef x1 = LLVMBuildSelect(c->b, ok1, ld16(c, a, e1), cg_i32(c, 0), "");
+            v = LLVMBuildInsertElement(c->b, v, pair32(c, x0, x1), cg_i32(c, (int32_t)j), "");
+        }
+    }
+    store_vec(c, v, fptr(c, f->ap, add(c, dst, mul_c(c, q, 512))), 64);
+    cg_for_end(c, &lq);
+    cg_for_end(c, &lr);
+}
+
+// Row k2 of panel (dst0) of the AMX pack, v (<NR x i32>) split into its two 16-column halves:
+// bp[sub][k2 / 16][half][k2 % 16][16], so that each B tile (16 k pairs x 16 columns) is 1 KiB of
+// contiguous memory.
+static void amx_store_b_row(cg *c, const fctx *f, LLVMValueRef dst0, LLVMValueRef k2,
+                            LLVMValueRef v) {
+    LLVMValueRef slot = add(c, dst0,
+                            add(c, mul_c(c, LLVMBuildUDiv(c->b, k2, cg_i64(c, 16), ""), 512),
+                                mul_c(c, LLVMBuildURem(c->b, k2, cg_i64(c, 16), ""), 16)));
+    LLVMValueRef m[16];
+    for (int h = 0; h < 2; h++) {
+        for (int l = 0; l < 16; l++) {
+            m[l] = cg_i32(c, h * 16 + l);
+        }
+        LLVMValueRef half = LLVMBuildShuffleVector(c->b, v, LLVMGetPoison(LLVMTypeOf(v)),
+                                                   LLVMConstVector(m, 16), "");
+        store_vec(c, half, fptr(c, f->bp, add(c, slot, cg_i64(c, h * 256))), 64);
+    }
+}
+
+// bp[sub] for k2 < 16 * amx_steps (amx_store_b_row's layout): pack_b_pair's rows, zero rows to
+// the step boundary; transposed B (sb_k == 1: a backward product's W^T) by 16 x 16 register
+// transposes.
+static void emit_pack_b_amx(cg *c, const fctx *f, int64_t nr) {
+    const gemm_prob *p = f->p;
+    int64_t kc2 = f->g.KC / 2;
+    LLVMValueRef dst0 = mul_c(c, f->sub, kc2 * f->g.NR);
+    LLVMValueRef nq = amx_steps(c, f);
+    LLVMTypeRef v16 = LLVMVectorType(c->t_i32, 16);
+    if (p->sb_k == 1 && p->sb_n != 1) {
+        // column j's k run is contiguous: one masked load of 32 bf16 per column and 32 k gives
+        // its 16 pairs (lane = k pair); 16 columns transposed give 16 rows of the panel half.
+        LLVMValueRef b = f->k->ptr[2];
+        cg_loop lq;
+        LLVMValueRef q = cg_for_begin(c, &lq, cg_i64(c, 0), nq, "pbx");
+        LLVMValueRef kk = mul_c(c, q, AMX_K);
+        LLVMValueRef kmask = mask_upto(c, LLVMBuildSub(c->b, f->kc, kk, ""), 32);
+        LLVMValueRef src0 = add(c, f->b_off, add(c, add(c, f->pc, kk), mul_c(c, f->j0, p->sb_n)));
+        for (int64_t h = 0; h < f->g.NR / 16; h++) {
+            LLVMValueRef x[16];
+            for (int64_t j = 0; j < 16; j++) {
+                int64_t col = h * 16 + j;
+                x[j] =
+                    col < nr
+                        ? LLVMBuildBitCast(
+                              c->b, load_h(c, b, add(c, src0, cg_i64(c, col * p->sb_n)), 32, kmask),
+                              v16, "")
+                        : LLVMConstNull(v16);
+            }
+            transpose_sq(c, x, 16);
+            for (int64_t k2 = 0; k2 < 16; k2++) {
+                LLVMValueRef d =
+                    add(c, dst0, add(c, mul_c(c, q, 512), cg_i64(c, h * 256 + k2 * 16)));
+                store_vec(c, x[k2], fptr(c, f->bp, d), 64);
+            }
+        }
+        cg_for_end(c, &lq);
+        return;
+    }
+    // k2 < kc / 2: pack_b_pair's rows; an odd kc's last pair with a zero; zeros to 16 * nq
+    LLVMValueRef whole = LLVMBuildUDiv(c->b, f->kc, cg_i64(c, 2), "");
+    LLVMValueRef np = LLVMBuildUDiv(c->b, add(c, f->kc, cg_i64(c, 1)), cg_i64(c, 2), "");
+    cg_loop lk;
+    LLVMValueRef k2 = cg_for_begin(c, &lk, cg_i64(c, 0), whole, "pbk");
+    amx_store_b_row(c, f, dst0, k2, pack_b_pair(c, f, add(c, f->pc, mul_c(c, k2, 2)), true, nr));
+    cg_for_end(c, &lk);
+    LLVMBasicBlockRef join = if_begin(c, LLVMBuildICmp(c->b, LLVMIntULT, whole, np, ""));
+    amx_store_b_row(c, f, dst0, whole,
+                    pack_b_pair(c, f, add(c, f->pc, mul_c(c, whole, 2)), false, nr));
+    if_end(c, join);
+    cg_loop lz;
+    k2 = cg_for_begin(c, &lz, np, mul_c(c, nq, 16), "pbz");
+    amx_store_b_row(c, f, dst0, k2, LLVMConstNull(LLVMVectorType(c->t_i32, (unsigned)f->g.NR)));
+    cg_for_end(c, &lz);
+}
+
+// The AMX microkernel on tile `tile` of the block and panel `sub` (MR = NR = 32): scratch rows
+// [tile * 32, +32) x panel columns += ap[tile] . bp[sub] over the K block.
+static void emit_micro_amx(cg *c, const fctx *f, LLVMValueRef tile) {
+    int64_t kc2 = f->g.KC / 2, NR = f->g.NR, NC = f->g.NC;
+    DL_ASSERT(f->g.MR == 32 && NR == 32);
+    LLVMValueRef srow = add(c, mul_c(c, tile, f->g.MR * NC), mul_c(c, f->sub, NR));
+    LLVMValueRef cp[4];
+    for (int t = 0; t < 4; t++) { // C tile t: rows (t / 2) * 16, columns (t % 2) * 16
+        cp[t] = fptr(c, f->scr, add(c, srow, cg_i64(c, (t / 2) * 16 * NC + (t % 2) * 16)));
+    }
+    if_else ie;
+    if_else_begin(c, &ie, LLVMBuildICmp(c->b, LLVMIntEQ, f->pc, cg_i64(c, 0), ""));
+    for (int t = 0; t < 4; t++) {
+        LLVMValueRef tz = tmm(c, t);
+        amx_op(c, "llvm.x86.tilezero", &tz, 1);
+    }
+    if_else_mid(c, &ie);
+    for (int t = 0; t < 4; t++) {
+        amx_load(c, t, cp[t], NC * 4);
+    }
+    if_else_end(c, &ie);
+    LLVMValueRef abase = mul_c(c, tile, f->g.MR * kc2);
+    LLVMValueRef bbase = mul_c(c, f->sub, kc2 * NR);
+    cg_loop lq;
+    LLVMValueRef q = cg_for_begin(c, &lq, cg_i64(c, 0), amx_steps(c, f), "amx");
+    LLVMValueRef a0 = add(c, abase, mul_c(c, q, 512));
+    LLVMValueRef b0 = add(c, bbase, mul_c(c, q, 512));
+    amx_load(c, 4, fptr(c, f->ap, a0), 64);
+    amx_load(c, 5, fptr(c, f->ap, add(c, a0, cg_i64(c, 256))), 64);
+    amx_load(c, 6, fptr(c, f->bp, b0), 64);
+    amx_load(c, 7, fptr(c, f->bp, add(c, b0, cg_i64(c, 256))), 64);
+    static const int dp[4][3] = {{0, 4, 6}, {1, 4, 7}, {2, 5, 6}, {3, 5, 7}};
+    for (int t = 0; t < 4; t++) {
+        LLVMValueRef args[3] = {tmm(c, dp[t][0]), tmm(c, dp[t][1]), tmm(c, dp[t][2])};
+        amx_op(c, "llvm.x86.tdpbf16ps", args, 3);
+    }
+    cg_for_end(c, &lq);
+    for (int t = 0; t < 4; t++) {
+        amx_store(c, t, cp[t], NC * 4);
+    }
+}
+
 // The microkernel on rows [tile * MR, tile * MR + mr) of the block and panel `sub`:
 // scratch[row][sub * NR ..] += sum over k in [0, kc) of ap[tile][k][r] * bp[sub][k].
 #define UNROLL 4
 static void emit_micro(cg *c, const fctx *f, LLVMValueRef tile, int64_t mr) {
+    if (f->amx) { // whole tiles: the pack zeroed the rows past mr
+        emit_micro_amx(c, f, tile);
+        return;
+    }
     LLVMValueRef acc[MAX_MR];
     // srow: scratch index of [tile * MR][sub * NR]
     LLVMValueRef srow = add(c, mul_c(c, tile, f->g.MR * f->g.NC), mul_c(c, f->sub, f->g.NR));
@@ -872,8 +1206,12 @@ static void emit_epilogue(cg *c, const fctx *f, int64_t nr) {
         bias = cg_load(c, f->k->ptr[3], p->bias->type.dtype, add(c, f->bias_off, i));
     }
     bool is_wide = c->target->vector_width(c, DL_DT_FLOAT) >= 8; // x86 (masked ops in hardware)
-    if (is_wide && yt == DL_DT_FLOAT && (!p->epi || p->n_ext == 0) &&
-        (!p->cv || (p->cv->type.dtype == DL_DT_FLOAT && p->cs_n <= 1))) {
+    // bfloat16 y (mixed precision's products) too: rounded lane by lane as cg_store rounds, C
+    // read as bfloat16 or float32.
+    bool bf_y = yt == DL_DT_BFLOAT16 && !p->epi && !p->pool;
+    dl_dtype ct = p->cv ? p->cv->type.dtype : DL_DT_FLOAT;
+    if (is_wide && (yt == DL_DT_FLOAT || bf_y) && (!p->epi || p->n_ext == 0) &&
+        (!p->cv || ((ct == DL_DT_FLOAT || ct == DL_DT_BFLOAT16) && p->cs_n <= 1))) {
         // float32 y: the panel row as one vector (the same operations lane by lane as below);
         // a narrower last panel stores (and reads C) through a lane mask. An epilogue reading
         // no other tensor goes lane by lane (LLVM's vectoriser joins the lanes again).
@@ -899,7 +1237,15 @@ static void emit_epilogue(cg *c, const fctx *f, int64_t nr) {
         if (p->cv) {
             LLVMValueRef cvv;
             if (p->cs_n == 0) {
-                cvv = splat(c, vt, cg_load(c, f->k->ptr[3], DL_DT_FLOAT, crow));
+                cvv = splat(c, vt, cg_load(c, f->k->ptr[3], ct, crow));
+            } else if (ct == DL_DT_BFLOAT16) { // bf16 bits in the high half of f32 lanes
+                LLVMValueRef m =
+                    mask ? mask : LLVMConstAllOnes(LLVMVectorType(c->t_i1, (unsigned)vl));
+                LLVMValueRef h = load_h(c, f->k->ptr[3], crow, (unsigned)vl, m);
+                LLVMTypeRef it = LLVMVectorType(c->t_i32, (unsigned)vl);
+                LLVMValueRef w = LLVMBuildShl(c->b, LLVMBuildZExt(c->b, h, it, ""),
+                                              splat(c, it, cg_i32(c, 16)), "");
+                cvv = LLVMBuildBitCast(c->b, w, vt, "");
             } else {
                 cvv = cg_masked_load(c, vt, fptr(c, f->k->ptr[3], crow), mask);
             }
@@ -917,7 +1263,14 @@ static void emit_epilogue(cg *c, const fctx *f, int64_t nr) {
                 v = LLVMBuildInsertElement(c->b, v, e, lane, "");
             }
         }
-        cg_masked_store(c, v, p->pool ? fptr(c, f->scr, srow) : fptr(c, f->k->ptr[0], yrow), mask);
+        if (bf_y) {
+            LLVMValueRef h = cg_f32_to_bf16(c, v);
+            LLVMValueRef yp = LLVMBuildInBoundsGEP2(c->b, c->t_i16, f->k->ptr[0], &yrow, 1, "");
+            cg_masked_store(c, h, yp, mask);
+        } else {
+            cg_masked_store(c, v, p->pool ? fptr(c, f->scr, srow) : fptr(c, f->k->ptr[0], yrow),
+                            mask);
+        }
         cg_for_end(c, &lr);
         return;
     }
@@ -1085,6 +1438,15 @@ static void emit_prefetch_next(cg *c, const fctx *f, LLVMValueRef q, int64_t n_k
 
 static dl_status emit_float(cg *c, const gemm_prob *p) {
     gemm_blk g = choose_blocking(c);
+    bool amx = use_amx(c, p);
+    if (amx) {
+        // AMX: 32 x 32 tiles (four C tiles), all of K in one block up to AMX_KC (packed A of
+        // a block 256 KiB, B of a group 512 KiB at most, in L2), four tiles of rows a block,
+        // 256 columns a group.
+        int64_t kc = (p->K + AMX_K - 1) / AMX_K * AMX_K;
+        g = (gemm_blk){32, 32, kc < AMX_KC ? kc : AMX_KC, 4 * 32, 8 * 32};
+        c->isa_used |= DLRT_ISA_AMXTILE | DLRT_ISA_AMXBF16;
+    }
     if (p->nc_panels > 0) {
         g.NC = p->nc_panels * g.NR;
     }
@@ -1138,7 +1500,8 @@ static dl_status emit_float(cg *c, const gemm_prob *p) {
     f.k = &k;
     f.vt = LLVMVectorType(c->t_f32, (unsigned)g.NR);
     f.valign = (unsigned)(g.NR * 4 < 64 ? g.NR * 4 : 64);
-    f.bf = use_bf16_dot(c, p, &g);
+    f.amx = amx;
+    f.bf = !amx && use_bf16_dot(c, p, &g);
     // Shared A: when the packed A of every row block and K block fits SHARE_A_BYTES and some
     // row block is visited more than once (several column groups or batches), ap_all keeps it:
     // [nblk][n_kblk][MB * KC]; apk[ib] holds the A offset (batch) whose row block ib it has
@@ -1184,6 +1547,9 @@ static dl_status emit_float(cg *c, const gemm_prob *p) {
         f.tab_b = cg_entry_alloca(c, &k, c->t_i64, g.KC);
     }
 
+    if (amx) {
+        amx_config(c);
+    }
     if (share_a) { // after every alloca: the loop leaves the entry block
         cg_loop li;
         LLVMValueRef ii = cg_for_begin(c, &li, cg_i64(c, 0), cg_i64(c, nblk), "apk");
@@ -1263,7 +1629,7 @@ static dl_status emit_float(cg *c, const gemm_prob *p) {
     cg_loop ls;
     f.sub = cg_for_begin(c, &ls, cg_i64(c, 0), n_sub, "sub");
     int64_t nr_e = N % g.NR;
-    if (nr_e > 0 && nr_e <= g.NR / 2 && !f.bf && !p->pool) {
+    if (nr_e > 0 && nr_e <= g.NR / 2 && !f.bf && !f.amx && !p->pool) {
         // y's last panel is at most half full: its microkernel runs half as wide (N = 196, a
         // convolution's 14 x 14 positions, computed 224 columns at full width, 208 so).
         fctx fh = f;
@@ -1297,6 +1663,9 @@ static dl_status emit_float(cg *c, const gemm_prob *p) {
         cg_for_end(c, &lr);
     }
     cg_for_end(c, &lt);
+    if (amx) {
+        amx_release(c);
+    }
     return cg_kernel_end(c, &k);
 }
 

@@ -144,7 +144,8 @@ static uint32_t isa_of_features(const char *f) {
                 {"fma", DLRT_ISA_FMA},           {"f16c", DLRT_ISA_F16C},
                 {"avx512f", DLRT_ISA_AVX512F},   {"avx512bw", DLRT_ISA_AVX512BW},
                 {"avx512dq", DLRT_ISA_AVX512DQ}, {"avx512vl", DLRT_ISA_AVX512VL},
-                {"bmi2", DLRT_ISA_BMI2},         {"avx512bf16", DLRT_ISA_AVX512BF16}};
+                {"bmi2", DLRT_ISA_BMI2},         {"avx512bf16", DLRT_ISA_AVX512BF16},
+                {"amx-tile", DLRT_ISA_AMXTILE},  {"amx-bf16", DLRT_ISA_AMXBF16}};
     uint32_t isa = 0;
     while (*f) {
         const char *e = strchr(f, ',');

@@ -10,6 +10,7 @@
 #include "dlrt.h"
 #include "ptxas_run.h"
 
+#include <cpuid.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,8 +28,12 @@
 #define ISA_V4_FEATURES ISA_V3_FEATURES ",+avx512f,+avx512bw,+avx512cd,+avx512dq,+avx512vl,+evex512"
 
 typedef struct isa_level {
-    const char *name, *features;
+    const char *name, *cpu, *features;           // cpu: the LLVM CPU name dl_cg_compile gets
     int (*host_has)(char *missing, size_t size); // 1 when the host runs the level
+    // The level's extensions beyond its CPU are recorded in an artifact only when a kernel uses
+    // them (AMX, runtime/dlrt_format.h's DLRT_ISA_ON_USE): a host without them may still load
+    // the artifacts of the cases that do not.
+    bool on_use;
 } isa_level;
 
 // __builtin_cpu_supports takes string literals only (and checks the OS enabled the registers).
@@ -62,11 +67,34 @@ static int host_has_v4(char *missing, size_t size) {
     return missing[0] == '\0';
 }
 
+static int host_has_v4_bf16(char *missing, size_t size) {
+    host_has_v4(missing, size);
+    NEED("avx512bf16");
+    return missing[0] == '\0';
+}
+
+// AMX from CPUID leaf 7, EDX bits 24 (tiles) and 22 (bf16); the OS's grant is libdlrt's to ask
+// for (runtime/rt_model.c), and a kernel too old to grant it fails every case loudly.
+static int host_has_v4_amx(char *missing, size_t size) {
+    host_has_v4_bf16(missing, size);
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    __get_cpuid_count(7, 0, &a, &b, &c, &d);
+    if (!((d >> 24) & 1) || !((d >> 22) & 1)) {
+        size_t used = strlen(missing);
+        snprintf(missing + used, size - used, "%samx-tile, amx-bf16", used ? ", " : "");
+    }
+    return missing[0] == '\0';
+}
+
 #undef NEED
 
 static const isa_level isa_levels[] = {
-    {"x86-64-v3", ISA_V3_FEATURES, host_has_v3},
-    {"x86-64-v4", ISA_V4_FEATURES, host_has_v4},
+    {"x86-64-v3", "x86-64-v3", ISA_V3_FEATURES, host_has_v3, false},
+    {"x86-64-v4", "x86-64-v4", ISA_V4_FEATURES, host_has_v4, false},
+    // AVX512-BF16 (vdpbf16ps products) and AMX (tdpbf16ps tiles) on top of v4
+    {"x86-64-v4-bf16", "x86-64-v4", ISA_V4_FEATURES ",+avx512bf16", host_has_v4_bf16, false},
+    {"x86-64-v4-amx", "x86-64-v4", ISA_V4_FEATURES ",+avx512bf16,+amx-tile,+amx-bf16",
+     host_has_v4_amx, true},
 };
 
 static struct {
@@ -145,13 +173,15 @@ int cg_isa_setup(void) {
             }
         }
         if (!isa.level) {
-            fprintf(stderr, "DLCC_TEST_CPU=%s: unknown ISA level (native, x86-64-v3, x86-64-v4)\n",
+            fprintf(stderr,
+                    "DLCC_TEST_CPU=%s: unknown ISA level (native, x86-64-v3, x86-64-v4, "
+                    "x86-64-v4-bf16, x86-64-v4-amx)\n",
                     cpu);
             return 2;
         }
         dl_cg_options o;
         dl_cg_options_init(&o);
-        o.cpu = isa.level->name;
+        o.cpu = isa.level->cpu;
         o.features = isa.level->features;
         char err[256];
         if (dl_cg_options_check(&o, err, sizeof err) != DL_OK) {
@@ -198,7 +228,8 @@ static bool check_artifact_only(const uint8_t *art, size_t len, const char *text
     }
     dlrt_model *rm = NULL;
     dlrt_status st = dlrt_model_load_memory(art, len, &rm);
-    bool ok = isa.host_runs ? st == DLRT_OK : st == DLRT_ERR_UNSUPPORTED;
+    bool ok = isa.host_runs ? st == DLRT_OK
+                            : st == DLRT_ERR_UNSUPPORTED || (isa.level->on_use && st == DLRT_OK);
     if (!ok) {
         fprintf(stderr, "cg_check: loading the %s artifact gave status %d (%s); expected %s:\n%s\n",
                 isa.level ? isa.level->name : "native", (int)st,
@@ -530,7 +561,7 @@ bool cg_check_io(const char *text, cg_tol tol, const cg_want *want, size_t n_wan
         snprintf(gpu_target, sizeof gpu_target, "cuda:%s", isa.sm);
         co.target = gpu_target;
     } else if (isa.level) {
-        co.cpu = isa.level->name;
+        co.cpu = isa.level->cpu;
         co.features = isa.level->features;
     }
     if (dl_cg_compile(m, &co, d, &art, &art_len) != DL_OK) {

@@ -4,7 +4,10 @@
 //   DLCC_TEST_CPU=<level>   which code the cases are compiled to:
 //       unset, "" or "native"  the host CPU and its features (dlcc's default);
 //       "x86-64-v3"            AVX2, FMA, F16C, BMI1/2 (codegen's AVX2 tiles, 256-bit vectors);
-//       "x86-64-v4"            v3 plus AVX-512 F/BW/CD/DQ/VL (codegen's AVX-512 tiles).
+//       "x86-64-v4"            v3 plus AVX-512 F/BW/CD/DQ/VL (codegen's AVX-512 tiles);
+//       "x86-64-v4-bf16"       v4 plus AVX512-BF16 (bfloat16 products with vdpbf16ps);
+//       "x86-64-v4-amx"        v4-bf16 plus AMX-TILE and AMX-BF16 (bfloat16 products on tiles;
+//                              an artifact records AMX only when a kernel uses it).
 //     A forced level passes the CPU name AND the level's explicit feature list to dl_cg_compile:
 //     codegen reads the feature string (GEMM tiles, the artifact's ISA bits), and a bare CPU
 //     name would leave it empty.
@@ -19,7 +22,8 @@
 // cg_isa_setup() reads both at the start of main. When the host cannot run the level (and
 // compile-only is off) it prints why and returns 77, ctest's SKIP_RETURN_CODE. ctest runs the
 // codegen cases once per level: codegen_ops (host), codegen_ops_v3, codegen_ops_v4 and
-// codegen_ops_v4_compile (tests/codegen/tests.cmake). No codegen path keys off AMX.
+// codegen_ops_v4_compile, and the bfloat16 cases once more per bf16 level
+// (tests/codegen/tests.cmake).
 //
 // cg_check(text, tol) parses a .dlg text, infers shapes, fills every input with deterministic
 // pseudo-random data (floats uniform in [-2, 2) unless the input's name starts with "pos_"

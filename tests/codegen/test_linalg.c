@@ -238,3 +238,31 @@ DL_TEST(matmul_bf16_blocked) {
              "y = Gemm <transB = 1> (a, b)\noutput y\n",
              tbf);
 }
+
+// The bfloat16 tile kernel's edges (AMX where the level has it: 32 x 32 blocks of four 16 x 16
+// tiles, 32 k a step, K blocks of 256; packs zero-padded past K and past the last rows): K past
+// several blocks with a ragged last step, K inside one step (odd), exactly one step, a last row
+// tile of 1 row and of 2 rows past 48, a last panel of 13 columns, transposed A (the register
+// transpose pack) and B (likewise), batches, Gemm's C and alpha/beta, a fused epilogue. Each
+// shape is above the small-product kernels' size, so the blocked kernel runs it.
+DL_TEST(matmul_bf16_tiles) {
+    cg_tol tbf = {2e-2, 1e-2, 0, 0};
+    DL_CHECK(mm("bfloat16", "33, 1000", "1000, 17", tbf));
+    DL_CHECK(mm("bfloat16", "300, 17", "17, 100", tbf));
+    DL_CHECK(mm("bfloat16", "96, 32", "32, 96", tbf));
+    DL_CHECK(mm("bfloat16", "3, 40, 170", "170, 48", tbf));
+    DL_CHECK(mm("bfloat16", "2, 50, 90", "2, 90, 77", tbf));
+    CG_CHECK("model m\ninput a : bfloat16[75, 50]\ninput b : bfloat16[75, 90]\n"
+             "y = Gemm <transA = 1> (a, b)\noutput y\n",
+             tbf);
+    CG_CHECK("model m\ninput a : bfloat16[40, 257]\ninput b : bfloat16[45, 257]\n"
+             "y = Gemm <transB = 1> (a, b)\noutput y\n",
+             tbf);
+    CG_CHECK("model m\ninput a : bfloat16[300, 70]\ninput b : bfloat16[61, 300]\n"
+             "input c : bfloat16[70, 61]\n"
+             "y = Gemm <alpha = 0.5, beta = 2.0, transA = 1, transB = 1> (a, b, c)\noutput y\n",
+             tbf);
+    CG_CHECK("model m\ninput x : bfloat16[90, 280]\ninput w : bfloat16[280, 70]\n"
+             "input b : bfloat16[70]\nh = Gemm (x, w, b)\ny = Relu (h)\noutput y\n",
+             tbf);
+}

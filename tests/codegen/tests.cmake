@@ -30,6 +30,19 @@ endif()
 add_test(NAME codegen_ops_v4_compile COMMAND test_codegen)
 set_tests_properties(codegen_ops_v4_compile PROPERTIES LABELS numeric
                      ENVIRONMENT "DLCC_TEST_CPU=x86-64-v4;DLCC_TEST_COMPILE_ONLY=1")
+# The bfloat16 product cases (names with "bf16") once per bf16 level: vdpbf16ps (AVX512-BF16)
+# and AMX tiles, each run where the host has it (else skipped, 77) and compiled and checked on
+# every machine.
+foreach(level bf16 amx)
+  if(NOT DL_SANITIZE)
+    add_test(NAME codegen_bf16_${level} COMMAND test_codegen bf16)
+    set_tests_properties(codegen_bf16_${level} PROPERTIES LABELS numeric SKIP_RETURN_CODE 77
+                         ENVIRONMENT DLCC_TEST_CPU=x86-64-v4-${level})
+  endif()
+  add_test(NAME codegen_bf16_${level}_compile COMMAND test_codegen bf16)
+  set_tests_properties(codegen_bf16_${level}_compile PROPERTIES LABELS numeric
+                       ENVIRONMENT "DLCC_TEST_CPU=x86-64-v4-${level};DLCC_TEST_COMPILE_ONLY=1")
+endforeach()
 # The target seam: elementwise kernels lowered through codegen/nvptx/ by the shared lowering,
 # emitted as PTX for sm_80 and assembled by ptxas (no GPU needed; exits 77 without ptxas).
 add_executable(test_nvptx_ptxas ${CMAKE_CURRENT_LIST_DIR}/nvptx_ptxas.c
