@@ -716,6 +716,17 @@ static void emit_pack_a_bf(cg *c, const fctx *f, LLVMValueRef tile, int64_t mr) 
     if_end(c, join);
 }
 
+// <n x i32> pairs lo[l] | hi[l] << 16 of two <n x i16> (n <= MAX_NR).
+static LLVMValueRef interleave_pairs(cg *c, LLVMValueRef lo, LLVMValueRef hi, unsigned n) {
+    LLVMValueRef m[2 * MAX_NR];
+    for (unsigned j = 0; j < n; j++) {
+        m[2 * j] = cg_i32(c, (int32_t)j);
+        m[2 * j + 1] = cg_i32(c, (int32_t)(n + j));
+    }
+    LLVMValueRef v = LLVMBuildShuffleVector(c->b, lo, hi, LLVMConstVector(m, 2 * n), "");
+    return LLVMBuildBitCast(c->b, v, LLVMVectorType(c->t_i32, n), "");
+}
+
 // One k pair of the panel: <NR x i32> of B[k, j0 + j] | B[k + 1, j0 + j] << 16 (hi_ok false:
 // the k + 1 half is zero), zero past nr.
 static LLVMValueRef pack_b_pair(cg *c, const fctx *f, LLVMValueRef k, bool hi_ok, int64_t nr) {
@@ -735,13 +746,7 @@ static LLVMValueRef pack_b_pair(cg *c, const fctx *f, LLVMValueRef k, bool hi_ok
             r1 = LLVMBuildLoad2(c->b, rt, LLVMBuildInBoundsGEP2(c->b, c->t_i16, b, &s1, 1, ""), "");
             LLVMSetAlignment(r1, 2);
         }
-        LLVMValueRef m[2 * MAX_NR];
-        for (unsigned j = 0; j < n; j++) {
-            m[2 * j] = cg_i32(c, (int32_t)j);
-            m[2 * j + 1] = cg_i32(c, (int32_t)(n + j));
-        }
-        LLVMValueRef v = LLVMBuildShuffleVector(c->b, r0, r1, LLVMConstVector(m, 2 * n), "");
-        return LLVMBuildBitCast(c->b, v, LLVMVectorType(c->t_i32, n), "");
+        return interleave_pairs(c, r0, r1, n);
     }
     LLVMValueRef v = LLVMConstNull(LLVMVectorType(c->t_i32, n));
     for (int64_t j = 0; j < nr; j++) {
@@ -914,17 +919,6 @@ static LLVMValueRef load_h(cg *c, LLVMValueRef base, LLVMValueRef idx, unsigned 
     return cg_masked_load_align(c, LLVMVectorType(c->t_i16, n), p, mask, 2);
 }
 
-// <16 x i32> pairs lo[l] | hi[l] << 16 of two <16 x i16>.
-static LLVMValueRef interleave16(cg *c, LLVMValueRef lo, LLVMValueRef hi) {
-    LLVMValueRef m[32];
-    for (int j = 0; j < 16; j++) {
-        m[2 * j] = cg_i32(c, j);
-        m[2 * j + 1] = cg_i32(c, 16 + j);
-    }
-    LLVMValueRef v = LLVMBuildShuffleVector(c->b, lo, hi, LLVMConstVector(m, 32), "");
-    return LLVMBuildBitCast(c->b, v, LLVMVectorType(c->t_i32, 16), "");
-}
-
 // ap[tile][k2 / 16][r][k2 % 16] for r < MR (rows past mr zero), k2 < 16 * amx_steps: each A
 // tile (16 rows x 16 k pairs) is 1 KiB of contiguous memory.
 static void emit_pack_a_amx(cg *c, const fctx *f, LLVMValueRef tile, int64_t mr) {
@@ -961,7 +955,7 @@ static void emit_pack_a_amx(cg *c, const fctx *f, LLVMValueRef tile, int64_t mr)
                     LLVMValueRef e = add(c, src0, add(c, mul_c(c, ks, p->sa_k), cg_i64(c, h * 16)));
                     hv[s] = load_h(c, a, e, 16, m);
                 }
-                x[j] = interleave16(c, hv[0], hv[1]);
+                x[j] = interleave_pairs(c, hv[0], hv[1], 16);
             }
             transpose_sq(c, x, 16);
             for (int64_t r = 0; r < 16; r++) {
