@@ -372,6 +372,8 @@ def main():
     ap.add_argument("--ort", help="the onnxruntime-node package directory (omit: no ONNX Runtime rows)")
     ap.add_argument("--quick", action="store_true", help="1 round, few steps: a smoke test")
     ap.add_argument("--rounds", type=int)
+    ap.add_argument("--openblas-note", default="core as detected",
+                    help="how compare.sh chose OpenBLAS's kernels (printed in the header)")
     ap.add_argument("--ftz", action="store_true", help="flush denormals to zero in every system")
     args = ap.parse_args()
     if args.torch_worker:
@@ -391,7 +393,8 @@ def main():
     if args.ort:
         with open(os.path.join(args.ort, "package.json")) as f:
             ort_version = "npm onnxruntime-node " + json.load(f)["version"]
-    print(f"PyTorch {torch.__version__} (eager), OpenBLAS (Debian libopenblas), ONNX Runtime: {ort_version}")
+    print(f"PyTorch {torch.__version__} (eager), OpenBLAS (Debian libopenblas, {args.openblas_note}), "
+          f"ONNX Runtime: {ort_version}")
     peak = {}
 
     def measure_peak():
