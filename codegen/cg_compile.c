@@ -129,6 +129,7 @@ static void cg_fini(cg *c) {
         LLVMContextDispose(c->ctx);
     }
     free(c->value_buf);
+    free(c->tr_fold);
     free(c->fns.data);
     free(c->kernels.data);
     free(c->args.data);
@@ -231,6 +232,24 @@ static dl_status package_device_artifact(const cg *dev, const dl_cg_options *o, 
 // Lowers node `r` (c->node): through the target's hook, or, as the root of a fusion group,
 // the group's nodes (in order, `r` last) as one kernel named by their ops joined by '+': a map
 // over the elements, or a product (Gemm, MatMul, Conv) with the others as its epilogue.
+// The Transposes folded into product node x (dl_cg__transpose_folds) that no earlier kernel
+// named, as "Transpose+" each, into `ops`; they are marked named (c->tr_fold 2), so each is
+// counted once, in the first product that reads it.
+static size_t name_folded(cg *c, const dl_ir_node *x, dl_strbuf *ops) {
+    size_t n = 0;
+    for (size_t a = 0; c->tr_fold && x->op == DL_IR_OP_MATMUL && a < x->n_inputs; a++) {
+        for (const dl_ir_value *v = x->inputs[a]; v && v->def && c->tr_fold[v->def->id];
+             v = v->def->inputs[0]) {
+            if (c->tr_fold[v->def->id] == 1) {
+                c->tr_fold[v->def->id] = 2;
+                dl_strbuf_printf(ops, "Transpose+");
+                n++;
+            }
+        }
+    }
+    return n;
+}
+
 static dl_status lower_group(cg *c, size_t r) {
     const dl_ir_module *m = c->m;
     const dl_ir_node *root = m->nodes.data[r];
@@ -238,18 +257,22 @@ static dl_status lower_group(cg *c, size_t r) {
     for (size_t i = 0; i < r; i++) {
         n += m->nodes.data[i]->fuse_root == root;
     }
-    if (n == 0) {
+    dl_strbuf ops = {0};
+    if (n == 0 && name_folded(c, root, &ops) == 0) {
         return c->target->lower_node(c, root);
     }
     const dl_ir_node **g = dl_mem_alloc((n + 1) * sizeof *g);
-    dl_strbuf ops = {0};
     if (!g) {
+        dl_strbuf_fini(&ops);
         return DL_ERR_NOMEM;
     }
     n = 0;
     for (size_t i = 0; i <= r; i++) {
         const dl_ir_node *x = m->nodes.data[i];
         if (x == root || x->fuse_root == root) {
+            if (n == 0 && x != root) {
+                (void)name_folded(c, x, &ops);
+            }
             g[n++] = x;
             dl_strbuf_printf(&ops, "%s%s", n > 1 ? "+" : "", dl_ir_op_get_info(x->op)->name);
         }
@@ -257,6 +280,11 @@ static dl_status lower_group(cg *c, size_t r) {
     dl_status st = ops.oom || !DL_VEC_PUSH(&c->strs, ops.data) ? DL_ERR_NOMEM : DL_OK;
     if (st != DL_OK) {
         dl_strbuf_fini(&ops);
+    } else if (n == 1) { // a product alone, named with the Transposes it reads
+        c->node_ops = ops.data;
+        c->node_ops_elementwise = false;
+        st = c->target->lower_node(c, root);
+        c->node_ops = NULL;
     } else {
         c->node_ops = ops.data;
         c->node_ops_elementwise = g[0]->op != DL_IR_OP_GEMM && g[0]->op != DL_IR_OP_MATMUL &&
@@ -316,12 +344,17 @@ static dl_status compile(const cg_target *t, const dl_ir_module *m, const dl_cg_
     // (lower_train.c) reuses the LLVM functions of the forward nodes it needs.
     // A fusion group (passes/fusion.c) is lowered at its root as one kernel; its other members
     // get none (an empty kernel range).
+    // A Transpose folded into the products that read it (dl_cg__transpose_folds) gets none
+    // either.
     size_t n_fwd = m->has_backward ? m->n_fwd_nodes : m->nodes.len;
+    if ((st = dl_cg__transpose_folds(&c)) != DL_OK) {
+        goto out;
+    }
     for (size_t i = 0; i < m->nodes.len && st == DL_OK; i++) {
         c.node = m->nodes.data[i];
         DL_ASSERT(c.node->id == i);
         c.node_k0[i] = (uint32_t)c.kernels.len;
-        if (!c.node->fuse_root) {
+        if (!c.node->fuse_root && !(c.tr_fold && c.tr_fold[i])) {
             st = lower_group(&c, i);
         }
         c.node_k1[i] = (uint32_t)c.kernels.len;

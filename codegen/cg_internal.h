@@ -63,6 +63,10 @@ typedef struct cg {
     DL_VEC(char *) strs;          // strings the kernel records point at (owned)
     uint32_t isa;                 // DLRT_ISA_* enabled by the target features
     uint32_t isa_used;            // DLRT_ISA_ON_USE bits a kernel used (the artifact records them)
+    // Per node id: nonzero for a Transpose read through strides by the products that consume it
+    // (dl_cg__transpose_folds); it gets no kernel. 2 once a product's kernel is named with it
+    // (cg_compile.c). NULL: none.
+    uint8_t *tr_fold;
 } cg;
 
 // A kernel under construction.
@@ -208,6 +212,14 @@ DL_CG__LOWER_HOOK(arg_max);
 DL_CG__LOWER_HOOK(softmax);
 // x86/x86_linalg.c
 DL_CG__LOWER_HOOK(matmul);
+// Decides c->tr_fold before lowering: a float32 Transpose of rank >= 2 whose output is no root
+// of the module and whose every use is a float32 MatMul operand, directly or through other such
+// Transposes, is never materialised: the MatMul reads the first materialised value before it
+// with the composed permutation's strides (attention's K^T and V, the backward's B^T).
+DL_NODISCARD dl_status dl_cg__transpose_folds(cg *c);
+// The Transpose's permutation, perm[i] = the input dim of output dim i (default: reversed);
+// false when the attribute is no permutation of the input's axes.
+bool dl_cg__transpose_perm(const dl_ir_node *n, int32_t *perm);
 DL_CG__LOWER_HOOK(gemm);
 // x86/x86_nn.c
 DL_CG__LOWER_HOOK(conv);

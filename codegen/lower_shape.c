@@ -245,27 +245,44 @@ static dl_status lower_flat_copy(cg *c, const dl_ir_node *n) {
     return emit_copy(c, out, in, p);
 }
 
-// Transpose <perm> (x): y dim i is x dim perm[i] (default: reversed).
-static dl_status lower_transpose(cg *c, const dl_ir_node *n) {
-    dl_ir_value *out = n->outputs[0], *in = n->inputs[0];
-    const dl_ir_type *xt = &in->type;
-    int32_t r = xt->rank;
-    int32_t perm[DL_MAX_RANK];
+bool dl_cg__transpose_perm(const dl_ir_node *n, int32_t *perm) {
+    int32_t r = n->inputs[0]->type.rank;
+    if (r < 0 || r > DL_MAX_RANK) {
+        return false;
+    }
     for (int32_t i = 0; i < r; i++) {
         perm[i] = r - 1 - i;
     }
     const dl_ir_attr *a = dl_ir_node_attr(n, "perm");
     if (a && a->n > 0) {
         if ((int32_t)a->n != r) {
-            cg_error(c, "perm has %zu entries for rank %d", a->n, (int)r);
-            return DL_ERR_UNSUPPORTED;
+            return false;
         }
         for (int32_t i = 0; i < r; i++) {
             if (!norm_axis(a->ints[i], r, &perm[i])) {
-                cg_error(c, "perm entry %lld is out of range", (long long)a->ints[i]);
-                return DL_ERR_UNSUPPORTED;
+                return false;
             }
         }
+    }
+    bool seen[DL_MAX_RANK] = {false};
+    for (int32_t i = 0; i < r; i++) {
+        if (seen[perm[i]]) {
+            return false;
+        }
+        seen[perm[i]] = true;
+    }
+    return true;
+}
+
+// Transpose <perm> (x): y dim i is x dim perm[i] (default: reversed).
+static dl_status lower_transpose(cg *c, const dl_ir_node *n) {
+    dl_ir_value *out = n->outputs[0], *in = n->inputs[0];
+    const dl_ir_type *xt = &in->type;
+    int32_t r = xt->rank;
+    int32_t perm[DL_MAX_RANK];
+    if (!dl_cg__transpose_perm(n, perm)) {
+        cg_error(c, "perm is not a permutation of the %d axes", (int)r);
+        return DL_ERR_UNSUPPORTED;
     }
     // x: [d_0 .. d_{r-1}] -> y: [d_perm[0] .. d_perm[r-1]]
     copy_plan p;

@@ -456,6 +456,10 @@ DL_NODISCARD dl_status dl_ir_module_remove_nodes(dl_ir_module *m, const uint8_t 
 // compute them read, transitively. Which inputs an output needs is live[input->id].
 void dl_ir_module_mark_deps(const dl_ir_module *m, const dl_ir_value *const *roots, size_t n_roots,
                             uint8_t *live);
+// Sets mark[v->id] = 1 (m->values.len bytes) for every value the module itself reads or hands
+// out, which a pass may not fold away or keep only in registers: the outputs, the train loss,
+// the gradient seed, the step counter, the gradients and the assigns' values and params.
+void dl_ir_module_mark_roots(const dl_ir_module *m, uint8_t *mark);
 // Keeps only the outputs whose values are `keep` (each must be an output of m) and what they
 // need: the other outputs stop being outputs, the train block goes (the module becomes an
 // inference model), and every node none of the kept outputs depends on is removed

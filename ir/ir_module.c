@@ -712,6 +712,28 @@ void dl_ir_conv_pads(const char *auto_pad, int64_t in, int64_t out, int64_t k, i
     }
 }
 
+static void mark_root(uint8_t *mark, const dl_ir_value *v) {
+    if (v) {
+        mark[v->id] = 1;
+    }
+}
+
+void dl_ir_module_mark_roots(const dl_ir_module *m, uint8_t *mark) {
+    for (size_t i = 0; i < m->outputs.len; i++) {
+        mark_root(mark, m->outputs.data[i]);
+    }
+    mark_root(mark, m->train_loss);
+    mark_root(mark, m->grad_seed);
+    mark_root(mark, m->step_counter);
+    for (size_t i = 0; i < m->grads.len; i++) {
+        mark_root(mark, m->grads.data[i]);
+    }
+    for (size_t i = 0; i < m->assigns.len; i++) {
+        mark_root(mark, m->assigns.data[i].value);
+        mark_root(mark, m->assigns.data[i].param);
+    }
+}
+
 void dl_ir_module_mark_deps(const dl_ir_module *m, const dl_ir_value *const *roots, size_t n_roots,
                             uint8_t *live) {
     for (size_t i = 0; i < n_roots; i++) {

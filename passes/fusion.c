@@ -276,7 +276,7 @@ dl_status dl_pass_fusion(dl_ir_module *m, dl_diags *d, dl_pass_fusion_stats *out
     }
     // Per value: its one consumer node (NULL with none), whether another node or a root uses it.
     const dl_ir_node **consumer = calloc(nv ? nv : 1, sizeof *consumer);
-    bool *pinned = calloc(nv ? nv : 1, sizeof *pinned);
+    uint8_t *pinned = calloc(nv ? nv : 1, sizeof *pinned);
     size_t *root = malloc((nn ? nn : 1) * sizeof *root);
     bool *headed = calloc(nn ? nn : 1, sizeof *headed); // per group root: it has a product
     size_t *size = calloc(nn ? nn : 1, sizeof *size);   // per group root: its node count
@@ -308,26 +308,7 @@ dl_status dl_pass_fusion(dl_ir_module *m, dl_diags *d, dl_pass_fusion_stats *out
             consumer[v->id] = n;
         }
     }
-#define PIN(v)                                                                                     \
-    do {                                                                                           \
-        if (v) {                                                                                   \
-            pinned[(v)->id] = true;                                                                \
-        }                                                                                          \
-    } while (0)
-    for (size_t i = 0; i < m->outputs.len; i++) {
-        PIN(m->outputs.data[i]);
-    }
-    PIN(m->train_loss);
-    PIN(m->grad_seed);
-    PIN(m->step_counter);
-    for (size_t i = 0; i < m->grads.len; i++) {
-        PIN(m->grads.data[i]);
-    }
-    for (size_t i = 0; i < m->assigns.len; i++) {
-        PIN(m->assigns.data[i].value);
-        PIN(m->assigns.data[i].param);
-    }
-#undef PIN
+    dl_ir_module_mark_roots(m, pinned);
     size_t n_fwd = m->has_backward ? m->n_fwd_nodes : nn;
     // In topological order a node's own group is complete when it is reached: it joins its
     // consumer's group (a later node) or stays a root.

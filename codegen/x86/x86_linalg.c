@@ -62,6 +62,7 @@
 #include "cg_geometry.h"
 #include "cg_internal.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #define MAX_MR       16 // accumulator rows of the widest microkernel
@@ -2525,6 +2526,87 @@ static dl_status emit_prob(cg *c, const gemm_prob *p, bool is_gemm) {
     return DL_ERR_UNSUPPORTED;
 }
 
+// ---------------------------------------------------------------------------------------------
+// Transposes read through strides
+//
+// Every kernel here reads A and B through element strides (sa_m, sa_k, sb_k, sb_n and one per
+// batch dim), so a Transpose whose only readers are MatMul operands need not be materialised:
+// the MatMul reads the Transpose's input with the permuted strides. Attention's K^T
+// (Transpose <perm = [0, 2, 3, 1]> of the heads' view) and V, and the backward's B^T and A^T of
+// a batched product (autodiff writes Transpose <perm = [.., -1, -2]>), each a copy of a
+// [B, heads, T, d] tensor per step, become views. The packs move the same values either way
+// (each has a fast path for a unit stride along k or along the rows, and an element-by-element
+// one for any other layout), so the bytes of y do not change.
+
+dl_status dl_cg__transpose_folds(cg *c) {
+    const dl_ir_module *m = c->m;
+    size_t nn = m->nodes.len, nv = m->values.len;
+    c->tr_fold = dl_mem_calloc(nn ? nn : 1, 1);
+    // bad[v]: v has a use that needs it materialised (or is a root of the module); used[v]: some
+    // node reads it.
+    uint8_t *bad = dl_mem_calloc(nv ? nv : 1, 1), *used = dl_mem_calloc(nv ? nv : 1, 1);
+    if (!c->tr_fold || !bad || !used) {
+        free(bad);
+        free(used);
+        return DL_ERR_NOMEM;
+    }
+    dl_ir_module_mark_roots(m, bad);
+    // In reverse topological order every use of a node's output is known when it is reached.
+    for (size_t i = nn; i-- > 0;) {
+        const dl_ir_node *n = m->nodes.data[i];
+        int32_t perm[DL_MAX_RANK];
+        const dl_ir_value *v = n->n_outputs == 1 ? n->outputs[0] : NULL;
+        bool fold = n->op == DL_IR_OP_TRANSPOSE && v && n->n_inputs == 1 && n->inputs[0] &&
+                    used[v->id] && !bad[v->id] && !v->is_output && v->type.rank >= 2 &&
+                    v->type.dtype == DL_DT_FLOAT && n->inputs[0]->type.dtype == DL_DT_FLOAT &&
+                    dl_ir_type_numel(&v->type) > 0 && dl_cg__transpose_perm(n, perm);
+        c->tr_fold[i] = fold;
+        bool product = n->op == DL_IR_OP_MATMUL && n->n_inputs == 2 && n->inputs[0] &&
+                       n->inputs[1] && n->inputs[0]->type.dtype == DL_DT_FLOAT &&
+                       n->inputs[1]->type.dtype == DL_DT_FLOAT && v && v->type.dtype == DL_DT_FLOAT;
+        for (size_t a = 0; a < n->n_inputs; a++) {
+            const dl_ir_value *x = n->inputs[a];
+            if (!x) {
+                continue;
+            }
+            used[x->id] = 1;
+            if (!fold && !(product && x->type.rank >= 2)) {
+                bad[x->id] = 1;
+            }
+        }
+    }
+    free(bad);
+    free(used);
+    return DL_OK;
+}
+
+// The value a MatMul operand v is read from and v's element strides st[] in it: through the
+// Transposes folded into their readers (c->tr_fold) to the first materialised value, which is
+// contiguous.
+static dl_ir_value *operand_view(const cg *c, dl_ir_value *v, int64_t *st) {
+    int32_t r = v->type.rank, map[DL_MAX_RANK], perm[DL_MAX_RANK];
+    for (int32_t i = 0; i < r; i++) {
+        map[i] = i; // dim i of v is dim map[i] of `base`
+    }
+    dl_ir_value *base = v;
+    while (c->tr_fold && base->def && c->tr_fold[base->def->id]) {
+        const dl_ir_node *t = base->def;
+        bool ok = dl_cg__transpose_perm(t, perm); // checked by dl_cg__transpose_folds
+        DL_ASSERT(ok);
+        (void)ok;
+        for (int32_t i = 0; i < r; i++) {
+            map[i] = perm[map[i]];
+        }
+        base = t->inputs[0];
+    }
+    int64_t cs[DL_MAX_RANK];
+    cg_strides(&base->type, cs);
+    for (int32_t i = 0; i < r; i++) {
+        st[i] = cs[map[i]];
+    }
+    return base;
+}
+
 // x: [batch_a..., M, K] (or [K]); w: [batch_b..., K, N] (or [K]); y: [batch..., M, N] minus the
 // dims dropped by 1-D promotion.
 static dl_status matmul_setup(cg *c, const dl_ir_node *n, gemm_prob *pp) {
@@ -2543,15 +2625,17 @@ static dl_status matmul_setup(cg *c, const dl_ir_node *n, gemm_prob *pp) {
     p.M = ra == 1 ? 1 : at->dims[ra - 2].value;
     p.K = at->dims[ra - 1].value;
     p.N = rb == 1 ? 1 : bt->dims[rb - 1].value;
-    p.sa_k = 1;
-    p.sa_m = p.K;
-    p.sb_n = 1;
-    p.sb_k = rb == 1 ? 1 : p.N;
+    // Element strides of a and b (contiguous, or through folded Transposes: operand_view).
+    int64_t sta[DL_MAX_RANK], stb[DL_MAX_RANK];
+    p.a = operand_view(c, p.a, sta);
+    p.b = operand_view(c, p.b, stb);
+    p.sa_k = sta[ra - 1];
+    p.sa_m = ra == 1 ? p.K : sta[ra - 2];
+    p.sb_n = rb == 1 ? 1 : stb[rb - 1];
+    p.sb_k = rb == 1 ? stb[0] : stb[rb - 2];
     // Batch dims: numpy broadcast of a's and b's leading dims.
     int32_t bra = ra > 2 ? ra - 2 : 0, brb = rb > 2 ? rb - 2 : 0;
     p.br = bra > brb ? bra : brb;
-    int64_t a_mat = p.M * p.K, b_mat = p.K * p.N;
-    int64_t sa = a_mat, sb = b_mat;
     p.nb = 1;
     for (int32_t d = p.br - 1; d >= 0; d--) {
         int32_t ia = d - (p.br - bra), ib = d - (p.br - brb);
@@ -2561,10 +2645,8 @@ static dl_status matmul_setup(cg *c, const dl_ir_node *n, gemm_prob *pp) {
             return DL_ERR_UNSUPPORTED;
         }
         p.bd[d] = da == 1 ? db : da;
-        p.abs_[d] = da == 1 ? 0 : sa;
-        p.bbs[d] = db == 1 ? 0 : sb;
-        sa *= da;
-        sb *= db;
+        p.abs_[d] = da == 1 ? 0 : sta[ia];
+        p.bbs[d] = db == 1 ? 0 : stb[ib];
         p.nb *= p.bd[d];
     }
     if (p.nb * p.M * p.N != dl_ir_type_numel(&p.y->type)) {

@@ -8,9 +8,16 @@
 // like sqrt(K) * 4 * 2^-24 * |terms|, i.e. ~1e-4 absolute at K = 600.
 #include "cg_check.h"
 #include "dl_base.h"
+#include "dl_cg.h"
+#include "dl_fe.h"
+#include "dl_ir.h"
+#include "dl_pass.h"
 #include "dl_test.h"
+#include "dlrt.h"
 
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 // Looser absolute tolerance for long float32 dot products (see the file comment).
 #define TOL_LONG_K ((cg_tol){5e-4, 1e-4, 0, 0})
@@ -265,4 +272,105 @@ DL_TEST(matmul_bf16_tiles) {
     CG_CHECK("model m\ninput x : bfloat16[90, 280]\ninput w : bfloat16[280, 70]\n"
              "input b : bfloat16[70]\nh = Gemm (x, w, b)\ny = Relu (h)\noutput y\n",
              tbf);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Transposes read through strides (dl_cg__transpose_folds): a Transpose whose every reader is a
+// float32 MatMul operand (directly or through another such Transpose) gets no kernel; the
+// MatMul reads its input with the permuted strides.
+
+// The infer entry's kernel count of `text` compiled for this machine; -1 when it does not
+// compile.
+static long infer_kernels(const char *text) {
+    dl_diags *d = NULL;
+    dl_ir_module *m = NULL;
+    uint8_t *art = NULL;
+    size_t len = 0;
+    dlrt_model *rm = NULL;
+    long n = -1;
+    dl_cg_options co;
+    dl_cg_options_init(&co);
+    if (dl_diags_create(&d) == DL_OK &&
+        dl_fe_parse("fold.dlg", text, strlen(text), d, &m) == DL_OK &&
+        dl_pass_shape(m, d) == DL_OK && dl_cg_compile(m, &co, d, &art, &len) == DL_OK &&
+        dlrt_model_load_memory(art, len, &rm) == DLRT_OK) {
+        uint32_t nk = 0, nf = 0, nops = 0;
+        dlrt_model_kernels(rm, 0, &nk, &nf, &nops);
+        n = (long)nk;
+    }
+    dlrt_model_release(rm);
+    free(art);
+    dl_ir_module_destroy(m);
+    dl_diags_destroy(d);
+    return n;
+}
+
+// Each case against the reference evaluator, and its kernel count: `kernels` of them.
+static bool folds(const char *text, long kernels, cg_tol tol) {
+    long n = infer_kernels(text);
+    if (n != kernels) {
+        fprintf(stderr, "transpose folds: %ld kernels, want %ld:\n%s\n", n, kernels, text);
+        return false;
+    }
+    return cg_check(text, tol);
+}
+
+DL_TEST(matmul_reads_transposes) {
+    // Attention's heads: q, k and v [B, T, H, D] viewed as [B, H, T, D] and K^T as [B, H, D, T]:
+    // two products, no copies. Small (the register-tiled kernels) and past one block (T = 130:
+    // the blocked kernel, K^T read along k, V along rows with a stride of H * D).
+    DL_CHECK(folds("model m\ninput q : float[2, 7, 3, 8]\ninput k : float[2, 7, 3, 8]\n"
+                   "input v : float[2, 7, 3, 8]\n"
+                   "qh = Transpose <perm = [0, 2, 1, 3]> (q)\n"
+                   "kh = Transpose <perm = [0, 2, 3, 1]> (k)\n"
+                   "vh = Transpose <perm = [0, 2, 1, 3]> (v)\n"
+                   "s = MatMul (qh, kh)\nc = MatMul (s, vh)\noutput c\n",
+                   2, CG_TOL_REDUCE));
+    DL_CHECK(folds("model m\ninput q : float[1, 130, 2, 64]\ninput k : float[1, 130, 2, 64]\n"
+                   "input v : float[1, 130, 2, 64]\n"
+                   "qh = Transpose <perm = [0, 2, 1, 3]> (q)\n"
+                   "kh = Transpose <perm = [0, 2, 3, 1]> (k)\n"
+                   "vh = Transpose <perm = [0, 2, 1, 3]> (v)\n"
+                   "s = MatMul (qh, kh)\nc = MatMul (s, vh)\noutput c\n",
+                   2, TOL_LONG_K));
+    // A transposed A in the blocked kernel (its rows are the stored columns: sa_m = 1), with a
+    // batch dim that moved: a [300, 2, 50] read as [2, 50, 300].
+    DL_CHECK(folds("model m\ninput a : float[300, 2, 50]\ninput b : float[300, 40]\n"
+                   "t = Transpose <perm = [1, 2, 0]> (a)\ny = MatMul (t, b)\noutput y\n",
+                   1, TOL_LONG_K));
+    // Two Transposes in a chain compose; the default perm (reversed axes).
+    DL_CHECK(folds("model m\ninput a : float[5, 3, 2]\ninput b : float[3, 5, 6]\n"
+                   "t1 = Transpose <perm = [0, 2, 1]> (a)\nt2 = Transpose <perm = [2, 1, 0]> (t1)\n"
+                   "y = MatMul (t2, b)\noutput y\n",
+                   1, CG_TOL_REDUCE));
+    DL_CHECK(folds("model m\ninput a : float[9, 4]\ninput b : float[7, 9]\n"
+                   "t = Transpose (a)\nu = Transpose (b)\ny = MatMul (t, u)\noutput y\n",
+                   1, CG_TOL_REDUCE));
+    // Broadcast batch dims; a matrix-vector product (one row of A); the same view read twice.
+    DL_CHECK(
+        folds("model m\ninput a : float[3, 1, 6, 5]\ninput b : float[1, 2, 4, 6]\n"
+              "t = Transpose <perm = [0, 1, 3, 2]> (a)\nu = Transpose <perm = [0, 1, 3, 2]> (b)\n"
+              "y = MatMul (t, u)\noutput y\n",
+              1, CG_TOL_REDUCE));
+    DL_CHECK(folds("model m\ninput x : float[64, 1]\ninput w : float[48, 64]\n"
+                   "t = Transpose (x)\nu = Transpose (w)\ny = MatMul (t, u)\noutput y\n",
+                   1, CG_TOL_REDUCE));
+    DL_CHECK(
+        folds("model m\ninput a : float[6, 6]\nt = Transpose (a)\ny = MatMul (t, t)\noutput y\n", 1,
+              CG_TOL_REDUCE));
+    // Kept: a Transpose another op reads (Relu), one that is an output, one of int64 (MatMul's
+    // integer kernel is not taught the strides), and a chain whose first link another op reads.
+    DL_CHECK(folds("model m\ninput a : float[4, 6]\ninput b : float[4, 3]\n"
+                   "t = Transpose (a)\ny = MatMul (t, b)\nr = Relu (t)\noutput y\noutput r\n",
+                   3, CG_TOL_REDUCE));
+    DL_CHECK(folds("model m\ninput a : float[4, 6]\ninput b : float[4, 3]\n"
+                   "t = Transpose (a)\ny = MatMul (t, b)\noutput y\noutput t\n",
+                   2, CG_TOL_REDUCE));
+    DL_CHECK(folds("model m\ninput a : int64[4, 6]\ninput b : int64[4, 3]\n"
+                   "t = Transpose (a)\ny = MatMul (t, b)\noutput y\n",
+                   2, CG_TOL_EXACT));
+    DL_CHECK(folds("model m\ninput a : float[4, 6, 2]\ninput b : float[2, 6, 5]\n"
+                   "t1 = Transpose <perm = [2, 1, 0]> (a)\nt2 = Transpose <perm = [0, 2, 1]> (t1)\n"
+                   "y = MatMul (t2, b)\nr = Neg (t1)\noutput y\noutput r\n",
+                   3, CG_TOL_REDUCE));
 }
