@@ -229,9 +229,6 @@ static dl_status package_device_artifact(const cg *dev, const dl_cg_options *o, 
     return st;
 }
 
-// Lowers node `r` (c->node): through the target's hook, or, as the root of a fusion group,
-// the group's nodes (in order, `r` last) as one kernel named by their ops joined by '+': a map
-// over the elements, or a product (Gemm, MatMul, Conv) with the others as its epilogue.
 // The Transposes folded into product node x (dl_cg__transpose_folds) that no earlier kernel
 // named, as "Transpose+" each, into `ops`; they are marked named (c->tr_fold 2), so each is
 // counted once, in the first product that reads it.
@@ -250,6 +247,10 @@ static size_t name_folded(cg *c, const dl_ir_node *x, dl_strbuf *ops) {
     return n;
 }
 
+// Lowers node `r` (c->node): through the target's hook, or, as the root of a fusion group,
+// the group's nodes (in order, `r` last) as one kernel named by their ops joined by '+': a map
+// over the elements, or a product (Gemm, MatMul, Conv) with the others as its epilogue. A
+// product that reads folded Transposes is named with them too ("Transpose+MatMul").
 static dl_status lower_group(cg *c, size_t r) {
     const dl_ir_module *m = c->m;
     const dl_ir_node *root = m->nodes.data[r];

@@ -2557,7 +2557,7 @@ dl_status dl_cg__transpose_folds(cg *c) {
         int32_t perm[DL_MAX_RANK];
         const dl_ir_value *v = n->n_outputs == 1 ? n->outputs[0] : NULL;
         bool fold = n->op == DL_IR_OP_TRANSPOSE && v && n->n_inputs == 1 && n->inputs[0] &&
-                    used[v->id] && !bad[v->id] && !v->is_output && v->type.rank >= 2 &&
+                    used[v->id] && !bad[v->id] && v->type.rank >= 2 &&
                     v->type.dtype == DL_DT_FLOAT && n->inputs[0]->type.dtype == DL_DT_FLOAT &&
                     dl_ir_type_numel(&v->type) > 0 && dl_cg__transpose_perm(n, perm);
         c->tr_fold[i] = fold;
