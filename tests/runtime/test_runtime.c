@@ -781,6 +781,114 @@ DL_TEST(rt_two_sessions_are_independent) {
     dlrt_model_release(rm);
 }
 
+// The "Cpus_allowed_list:" value of /proc/self/status or /proc/self/task/TID/status ("" when
+// it cannot be read).
+static void allowed_list(const char *status_path, char *out, size_t cap) {
+    out[0] = '\0';
+    FILE *f = fopen(status_path, "r");
+    char line[512];
+    while (f && fgets(line, sizeof line, f)) {
+        if (strncmp(line, "Cpus_allowed_list:", 18) == 0) {
+            const char *v = line + 18 + strspn(line + 18, " \t");
+            snprintf(out, cap, "%.*s", (int)strcspn(v, "\n"), v);
+            break;
+        }
+    }
+    if (f) {
+        fclose(f);
+    }
+}
+
+// CPUs in a list such as "0-3,6".
+static int list_cpus(const char *list) {
+    int n = 0;
+    while (*list) {
+        char *end = NULL;
+        long a = strtol(list, &end, 10), b = a;
+        if (end == list) {
+            return -1;
+        }
+        if (*end == '-') {
+            b = strtol(end + 1, &end, 10);
+        }
+        n += (int)(b - a + 1);
+        list = *end == ',' ? end + 1 : end;
+    }
+    return n;
+}
+
+// Threads of this process whose allowed CPUs are not the process's (pinned by someone), -1 when
+// /proc cannot be read.
+static int threads_pinned(const char *proc_list) {
+    DIR *d = opendir("/proc/self/task");
+    if (!d) {
+        return -1;
+    }
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.') {
+            continue;
+        }
+        char path[300], list[256];
+        snprintf(path, sizeof path, "/proc/self/task/%s/status", e->d_name);
+        allowed_list(path, list, sizeof list);
+        n += list[0] && strcmp(list, proc_list) != 0;
+    }
+    closedir(d);
+    return n;
+}
+
+// Placement of the workers (runtime/rt_exec.c, worker_cpus): a session whose threads fit the
+// CPUs the process may run on pins each worker to its own CPU (never the calling thread); more
+// threads than CPUs, or DLRT_AFFINITY=0, leave placement to the kernel. The pinned session
+// computes what the reference evaluator does.
+DL_TEST(rt_workers_pinned_when_threads_fit) {
+    const fixture_state *f = fixture();
+    DL_CHECK(f->ok);
+    char proc_list[256];
+    allowed_list("/proc/self/status", proc_list, sizeof proc_list);
+    int ncpu = list_cpus(proc_list);
+    if (ncpu < 1 || threads_pinned(proc_list) != 0) {
+        printf("skipped: /proc/self/status unreadable or threads already pinned\n");
+        return;
+    }
+    dlrt_model *rm = NULL;
+    DL_CHECK_OK(dlrt_model_load_memory(f->art, f->art_len, &rm));
+    struct {
+        int threads;
+        const char *affinity; // DLRT_AFFINITY, NULL: unset
+        int pinned;
+    } cases[] = {
+        {2, NULL, ncpu >= 2 ? 1 : 0},
+        {ncpu, NULL, ncpu >= 2 ? ncpu - 1 : 0},
+        {ncpu + 1, NULL, 0},
+        {2, "0", 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        if (cases[i].threads > DLRT_MAX_THREADS) {
+            continue;
+        }
+        if (cases[i].affinity) {
+            setenv("DLRT_AFFINITY", cases[i].affinity, 1);
+        }
+        dlrt_session_options o;
+        dlrt_session_options_init(&o);
+        o.threads = cases[i].threads;
+        dlrt_session *s = NULL;
+        DL_CHECK_OK(dlrt_session_create_ex(rm, &o, &s));
+        unsetenv("DLRT_AFFINITY");
+        if (!s) {
+            continue;
+        }
+        DL_CHECK_EQ_I64(threads_pinned(proc_list), cases[i].pinned);
+        DL_CHECK_EQ_I64(infer_vs_reference(s, 31 + i, NULL), 0);
+        dlrt_session_destroy(s);
+        DL_CHECK_EQ_I64(threads_pinned(proc_list), 0);
+    }
+    dlrt_model_release(rm);
+}
+
 DL_TEST(rt_release_model_before_session) {
     const fixture_state *f = fixture();
     DL_CHECK(f->ok);
