@@ -161,10 +161,25 @@ static dl_status emit_copy(cg *c, dl_ir_value *out, dl_ir_value *in, copy_plan p
     // Contiguous innermost run on both sides: memcpy it whole.
     bool inner_memcpy = p.ost[R - 1] == 1 && p.ist[R - 1] == 1;
     if (inner_memcpy && R == 1) {
-        // out[obase + begin .. obase + end) = in[ibase + begin ..]
+        // out[obase + begin .. obase + end) = in[ibase + begin ..]. A flat copy whose output the
+        // memory plan put in its input's place (Reshape, Flatten, Squeeze, Unsqueeze: the op
+        // table's FLAT in-place column) has nothing to move.
+        LLVMBasicBlockRef join = NULL;
+        if (p.obase == p.ibase) {
+            LLVMValueRef fn = LLVMGetBasicBlockParent(LLVMGetInsertBlock(c->b));
+            LLVMBasicBlockRef copy = LLVMAppendBasicBlockInContext(c->ctx, fn, "copy");
+            join = LLVMAppendBasicBlockInContext(c->ctx, fn, "copied");
+            LLVMBuildCondBr(c->b, LLVMBuildICmp(c->b, LLVMIntEQ, k.ptr[0], k.ptr[1], ""), join,
+                            copy);
+            LLVMPositionBuilderAtEnd(c->b, copy);
+        }
         LLVMValueRef n = LLVMBuildSub(c->b, k.end, k.begin, "");
         raw_memcpy(c, dt, k.ptr[0], LLVMBuildAdd(c->b, k.begin, cg_i64(c, p.obase), ""), k.ptr[1],
                    LLVMBuildAdd(c->b, k.begin, cg_i64(c, p.ibase), ""), n);
+        if (join) {
+            LLVMBuildBr(c->b, join);
+            LLVMPositionBuilderAtEnd(c->b, join);
+        }
         return cg_kernel_end(c, &k);
     }
     // Tiling: writes are contiguous along the innermost dim q; if reads are contiguous along

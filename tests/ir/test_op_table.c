@@ -36,9 +36,11 @@ DL_TEST(elementwise_and_inplace) {
         DL_CHECK_EQ_I64(o->is_elementwise, dl_ir_op_is_elementwise(op));
         DL_CHECK_EQ_I64(o->inplace, dl_ir_op_inplace(op));
         DL_CHECK_EQ_I64(dl_ir_op_inplace_ok(op), o->inplace != DL_IR_INPLACE_NO);
-        // In-place implies elementwise, with one output.
+        // In-place implies one output, and elementwise or a flat copy (Reshape and the like:
+        // element i of the output is element i of the input).
         if (dl_ir_op_inplace_ok(op)) {
-            DL_CHECK(dl_ir_op_is_elementwise(op));
+            DL_CHECK(dl_ir_op_is_elementwise(op) ||
+                     (o->inplace == DL_IR_INPLACE_FLAT && is(o->lower_hook, "copy")));
             DL_CHECK_EQ_I64(o->max_outputs, 1);
         }
         // Every op lowered by the generic map has a scalar (emitter and evaluator), every op with

@@ -813,4 +813,65 @@ DL_TEST(memplan_chain_dependencies_are_linear) {
     free(text);
 }
 
+// The kernel of node `name` (its first output): whether its first output and first input share
+// their offset. -1: no such kernel.
+static int out_over_in(const plan *pl, const char *name) {
+    const char *strs = (const char *)pl->p + pl->h->off_strings;
+    for (uint32_t k = 0; k < pl->h->n_kernels; k++) {
+        const dlrt_plan_kernel *r = &pl->ks[k];
+        if (r->name_len == strlen(name) && memcmp(strs + r->name_off, name, r->name_len) == 0 &&
+            r->n_args >= 2) {
+            uint32_t o = pl->args[r->first_arg], i = pl->args[r->first_arg + r->n_out];
+            return pl->bufs[o].offset == pl->bufs[i].offset;
+        }
+    }
+    return -1;
+}
+
+// Reshape, Flatten, Squeeze and Unsqueeze of a value whose last reader they are take its memory
+// (the op table's FLAT in-place column; their kernel then copies nothing); a reshape of a value
+// read later, or of a model input, copies. Both against the reference evaluator, the plan
+// checked for overlaps, and the arena poisoned.
+DL_TEST(memplan_reshapes_are_views) {
+    static const char *const views = "model v\ninput x : float[64, 64]\na = Relu (x)\n"
+                                     "b = Reshape <shape = [4096]> (a)\n"
+                                     "c = Unsqueeze <axes = [0]> (b)\nd = Squeeze (c)\n"
+                                     "f = Reshape <shape = [64, 8, 8]> (d)\ng = Flatten (f)\n"
+                                     "e = Neg (g)\noutput e\n";
+    static const char *const copies = "model c\ninput x : float[64, 64]\na = Relu (x)\n"
+                                      "b = Reshape <shape = [4096]> (a)\nc = Neg (b)\n"
+                                      "d = Reshape <shape = [64, 64]> (c)\ne = Add (d, a)\n"
+                                      "r = Reshape <shape = [4096]> (x)\noutput e\noutput r\n";
+    const char *texts[2] = {views, copies};
+    for (int t = 0; t < 2; t++) {
+        uint8_t *art = NULL;
+        size_t len = 0;
+        plan pl = {0};
+        check_stats st = {0};
+        uint64_t arena = 0, sum = 0;
+        DL_CHECK(compile("views.dlg", texts[t], 1, &art, &len));
+        DL_CHECK(art && plan_from_artifact(art, len, &pl));
+        if (!art || !pl.p) {
+            free(art);
+            continue;
+        }
+        DL_CHECK(check_plan(&pl, &st));
+        DL_CHECK(run_poisoned(art, len, &arena, &sum));
+        DL_CHECK(cg_check(texts[t], CG_TOL_EXACT));
+        if (t == 0) {
+            static const char *const viewed[] = {"b", "c", "d", "f", "g", "e"};
+            for (size_t i = 0; i < sizeof viewed / sizeof viewed[0]; i++) {
+                DL_CHECK_EQ_I64(out_over_in(&pl, viewed[i]), 1);
+            }
+            DL_CHECK_EQ_I64(out_over_in(&pl, "a"), 0); // x is the caller's
+        } else {
+            DL_CHECK_EQ_I64(out_over_in(&pl, "b"), 0); // a is read again by e
+            DL_CHECK_EQ_I64(out_over_in(&pl, "d"), 1);
+            DL_CHECK_EQ_I64(out_over_in(&pl, "r"), 0); // a model input
+        }
+        free(pl.p);
+        free(art);
+    }
+}
+
 DL_TEST_MAIN()
