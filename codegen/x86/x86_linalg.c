@@ -39,7 +39,8 @@
 // every outer iteration writes only its own block of y, so any split of the range gives the
 // same bytes. Splitting the columns as well as the rows gives the threaded executor iterations
 // to balance; a product that would have fewer than MIN_UNITS of them uses groups half as wide
-// (AVX-512: a 256 x 256 x 784 product has 6, not 3). Accumulation
+// (AVX-512: a 256 x 256 x 784 product has 6, not 3), and one of a single row block whose
+// columns fit one group gets two (64 x 128 x 3136: each thread packs A once). Accumulation
 // is in f32 for every float dtype (float16 and bfloat16 are converted when packed and rounded
 // once when y is stored); the order of the sum over k is fixed (k ascending, in KC blocks),
 // independent of the split.
@@ -1463,6 +1464,12 @@ static dl_status emit_float(cg *c, const gemm_prob *p) {
         g.NC /= 2;
     }
     g.NC = even_block(N, g.NC, g.NR);
+    // One row block of one batch in one column group: two groups, so that a second thread has
+    // work (the CNN's fc1, 64 x 128 x 3136, ran whole on one thread). A thread that takes both
+    // runs them as one (merged groups, below): one thread packs A once, as before.
+    if (p->nc_panels == 0 && !p->pool && p->nb == 1 && M <= g.MB && N <= g.NC && N >= 2 * g.NR) {
+        g.NC = ((N + 1) / 2 + g.NR - 1) / g.NR * g.NR;
+    }
     // Pooled: groups of gcols columns, whole row pairs of the image (as many as fit 256 columns,
     // at least one), so that each pooling window lies in one group; NC covers one group.
     int64_t gcols = g.NC;

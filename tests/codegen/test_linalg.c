@@ -207,6 +207,17 @@ DL_TEST(matmul_shared_b) {
     DL_CHECK(mm("float", "400, 1100", "1100, 600", TOL_LONG_K));
 }
 
+// One row block of one batch, its columns in one group at most: two column groups, merged into
+// one when one thread runs both (the CNN's fc1, 64 x 128 x 3136 with its Relu; N = 70 leaves a
+// partial last panel in the second group; AVX2's 6 x 16 tiles make other splits).
+DL_TEST(matmul_one_row_block_two_groups) {
+    CG_CHECK("model m\ninput x : float[64, 3136]\ninput w : float[3136, 128]\n"
+             "input b : float[128]\nh = Gemm (x, w, b)\ny = Relu (h)\noutput y\n",
+             TOL_LONG_K);
+    DL_CHECK(mm("float", "20, 300", "300, 70", TOL_LONG_K));
+    DL_CHECK(gemm("<transB = 1>", "30, 200", "250, 200", NULL, TOL_LONG_K));
+}
+
 // Packing A whole K blocks at a time (K = 512: two blocks of 256 with the AVX2 tiles, four of
 // 128 with AVX-512's), several tiles and row blocks, a ragged last tile: where a tile's packed
 // rows are stored in pieces (AVX2: 6 lanes as 4 + 2), nothing may spill into the next k or the
