@@ -309,8 +309,8 @@ DLRT_API dlrt_status dlrt_session_load_with(dlrt_session *s, const char *path,
 typedef struct dlrt_session_options {
     int threads; // threads including the caller: 1..DLRT_MAX_THREADS, or 0 (the default):
                  // $DLRT_THREADS if set, else the number of cores this process may run on.
-                 // When they fit those cores, each worker is pinned to one of them other than
-                 // the creating thread's ($DLRT_AFFINITY=0: none is; docs/runtime.md)
+                 // When it is that number, each worker is pinned to one of those cores other
+                 // than the creating thread's ($DLRT_AFFINITY=0: none is; docs/runtime.md)
     const char *profile_path; // non-NULL: profile from creation on and write the Chrome trace
                               // here at dlrt_session_destroy (NULL, the default: $DLRT_PROFILE
                               // if set, else no profiling). Copied.

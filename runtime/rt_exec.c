@@ -4,17 +4,17 @@
 //
 // Structure. At session creation rt__exec_create resolves the thread count T (the options,
 // else $DLRT_THREADS, else the online cores), builds one schedule per entry point and starts
-// T - 1 workers, each pinned to a CPU of its own when the T threads fit the process's CPUs
-// (worker_cpus); the thread that calls a step is worker 0. A schedule is the entry's kernel DAG
-// in CSR form (each kernel's predecessor count inside the entry and its list of successors)
-// plus preallocated per-step counters, and each kernel's chunks: a kernel whose arguments total
-// at least `split_bytes` is cut into chunks of its outer range (intra-op parallelism), smaller
-// kernels run whole. The cut is guided: each chunk takes 1/(2T) of the iterations still left,
-// but at least MIN_CHUNK_BYTES worth of arguments (or one iteration), so the first chunks are
-// large (little overhead) and the last ones small (the threads finish together: a GEMM of 24
-// iterations of ~70 us becomes 6, 5, 4, 3, 2, 1, 1, 1, 1). A step resets the counters, queues every
-// chunk of the kernels with no predecessor and then every thread pops chunks from one FIFO; the
-// thread that finishes a kernel's last chunk (an atomic count) decrements its successors'
+// T - 1 workers, each pinned to a CPU of its own when T is the number of CPUs the creating
+// thread may run on (worker_cpus); the thread that calls a step is worker 0. A schedule is the
+// entry's kernel DAG in CSR form (each kernel's predecessor count inside the entry and its list of
+// successors) plus preallocated per-step counters, and each kernel's chunks: a kernel whose
+// arguments total at least `split_bytes` is cut into chunks of its outer range (intra-op
+// parallelism), smaller kernels run whole. The cut is guided: each chunk takes 1/(2T) of the
+// iterations still left, but at least MIN_CHUNK_BYTES worth of arguments (or one iteration), so the
+// first chunks are large (little overhead) and the last ones small (the threads finish together: a
+// GEMM of 24 iterations of ~70 us becomes 6, 5, 4, 3, 2, 1, 1, 1, 1). A step resets the counters,
+// queues every chunk of the kernels with no predecessor and then every thread pops chunks from one
+// FIFO; the thread that finishes a kernel's last chunk (an atomic count) decrements its successors'
 // predecessor counts under the pool mutex and queues those that reach zero (inter-op
 // parallelism). The step ends when every kernel has finished.
 //
@@ -469,11 +469,13 @@ static int online_cores(void) {
 // the CPU of the thread that woke it (the caller), so that both share one CPU while the other
 // idles until the load balancer moves one, milliseconds later: a 256^3 product took 0.34 ms on
 // 2 threads and 0.32 on 1, and 0.15 with the worker pinned (2 vCPUs, Xeon family 6 model 207).
-// So when the session's threads fit the CPUs this process may run on, worker i (1 .. T-1) is
-// pinned to the i-th of those CPUs other than the one the creating thread is on; the calling
-// thread is never pinned (it is the application's), and the scheduler moves it off a pinned
-// worker's CPU. Not when the session has more threads than those CPUs (oversubscribed: the
-// kernel's balancing is all there is), nor with DLRT_AFFINITY=0. Fills cpus[1 .. T).
+// So when the session has exactly as many threads as the CPUs the creating thread may run on
+// (the default thread count), worker i (1 .. T-1) is pinned to the i-th of those CPUs other
+// than the one the creating thread is on; the calling thread is never pinned (it is the
+// application's), and the scheduler moves it off a pinned worker's CPU. Not with fewer threads
+// (always pinning to the lowest CPUs would pile the workers of several processes onto them
+// while other CPUs idle), nor with more (oversubscribed: the kernel's balancing is all there
+// is), nor with DLRT_AFFINITY=0. Fills cpus[1 .. T).
 static bool worker_cpus(int n_threads, int *cpus) {
     const char *env = getenv("DLRT_AFFINITY");
     if (n_threads < 2 || (env && strcmp(env, "0") == 0)) {
@@ -481,7 +483,7 @@ static bool worker_cpus(int n_threads, int *cpus) {
     }
     cpu_set_t set;
     CPU_ZERO(&set);
-    if (sched_getaffinity(0, sizeof set, &set) != 0 || CPU_COUNT(&set) < n_threads) {
+    if (sched_getaffinity(0, sizeof set, &set) != 0 || CPU_COUNT(&set) != n_threads) {
         return false;
     }
     int self = sched_getcpu(), n = 1;
