@@ -455,11 +455,17 @@ uint32_t rt__sched_size(const dlrt_session *s, int sched) {
 // ---------------------------------------------------------------------------------------------
 // Creation
 
+// The CPUs the calling thread may run on, into *set; their count, 0 when unknown.
+static int allowed_cpus(cpu_set_t *set) {
+    CPU_ZERO(set);
+    return sched_getaffinity(0, sizeof *set, set) == 0 ? CPU_COUNT(set) : 0;
+}
+
 static int online_cores(void) {
     cpu_set_t set;
-    CPU_ZERO(&set);
-    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) {
-        return CPU_COUNT(&set);
+    int n_set = allowed_cpus(&set);
+    if (n_set > 0) {
+        return n_set;
     }
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     return n > 0 ? (int)(n < DLRT_MAX_THREADS ? n : DLRT_MAX_THREADS) : 1;
@@ -482,8 +488,7 @@ static bool worker_cpus(int n_threads, int *cpus) {
         return false;
     }
     cpu_set_t set;
-    CPU_ZERO(&set);
-    if (sched_getaffinity(0, sizeof set, &set) != 0 || CPU_COUNT(&set) != n_threads) {
+    if (allowed_cpus(&set) != n_threads) {
         return false;
     }
     int self = sched_getcpu(), n = 1;
