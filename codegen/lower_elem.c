@@ -892,6 +892,26 @@ bool dl_cg__fusible_member(cg *c, const dl_ir_node *x) {
     return true;
 }
 
+// Adds the values v[0 .. nv) not yet in ext[0 .. *n_ext) (at most `max` in all).
+static dl_status ext_merge(cg *c, dl_ir_value **ext, size_t *n_ext, size_t max,
+                           dl_ir_value *const *v, size_t nv) {
+    for (size_t i = 0; i < nv; i++) {
+        bool seen = false;
+        for (size_t e = 0; e < *n_ext && !seen; e++) {
+            seen = ext[e] == v[i];
+        }
+        if (seen) {
+            continue;
+        }
+        if (*n_ext >= max) {
+            cg_error(c, "a fused kernel reads at most %zu values", max);
+            return DL_ERR_UNSUPPORTED;
+        }
+        ext[(*n_ext)++] = v[i];
+    }
+    return DL_OK;
+}
+
 // The values members g[first..n) of a fusion group read that no group node makes, each once,
 // into ext[0 .. *n_ext) (at most `max`); every member checked by dl_cg__fusible_member.
 dl_status dl_cg__fused_inputs(cg *c, const dl_ir_node *const *g, size_t n, size_t first,
@@ -903,21 +923,13 @@ dl_status dl_cg__fused_inputs(cg *c, const dl_ir_node *const *g, size_t n, size_
         }
         for (size_t a = 0; a < g[i]->n_inputs; a++) {
             dl_ir_value *v = g[i]->inputs[a];
-            bool seen = false;
-            for (size_t q = 0; q < n && !seen; q++) {
-                seen = v->def == g[q];
+            bool made = false;
+            for (size_t q = 0; q < n && !made; q++) {
+                made = v->def == g[q];
             }
-            for (size_t e = 0; e < *n_ext && !seen; e++) {
-                seen = ext[e] == v;
+            if (!made) {
+                DL_TRY(ext_merge(c, ext, n_ext, max, &v, 1));
             }
-            if (seen) {
-                continue;
-            }
-            if (*n_ext >= max) {
-                cg_error(c, "a fused kernel reads at most %zu values", max);
-                return DL_ERR_UNSUPPORTED;
-            }
-            ext[(*n_ext)++] = v;
         }
     }
     return DL_OK;
@@ -945,8 +957,184 @@ static LLVMValueRef f_fused(cg *c, const map_args *a, LLVMValueRef *in) {
     return dl_cg__fused_values(c, fm->g, fm->n, 0, fm->val, fm->ext, in, fm->n_ext);
 }
 
+// A fusion group around a row reduction g[ri] (passes/fusion.c: ReduceSum or ReduceMean of
+// float32 over the last axis of its input, dims D = [rows, L] flattened, keepdims). The members
+// it depends on (P) compute at its input's elements; the others (Q) read its result broadcast
+// along the row. One kernel over the rows (its parallel range); per row, pass 1 computes the
+// P members at each of the L elements and sums the reduction's input in f32 (reassociation
+// allowed on that add only, as codegen's ReduceSum: a vectorised sum whose order depends on L
+// alone, so any split of the rows gives the same bytes), ReduceMean divides by L; pass 2
+// computes the Q members at each element with that result and stores the root. The row is
+// read twice, the second time from L1 or L2. A root that is the reduction stores the result.
+// The output may share the memory of an input of its dims (the memory plan's elementwise rule:
+// pass 1 reads the whole row before pass 2 writes it, and pass 2 reads each element where it
+// writes it); as emit_map_ex, one version of the loops per such input.
+static dl_status lower_row_fused(cg *c, const dl_ir_node *const *g, size_t n, size_t ri) {
+    const dl_ir_node *rr = g[ri];
+    const dl_ir_type *dt = &rr->inputs[0]->type;
+    int32_t rank = dt->rank;
+    int64_t L = dt->dims[rank - 1].value, rows = dl_ir_type_numel(dt) / L;
+    dl_ir_value *out = g[n - 1]->outputs[0];
+    bool root_rr = ri == n - 1;
+    const dl_ir_node **pl = dl_mem_calloc(2 * n + 1, sizeof *pl), **ql = pl + n;
+    bool *isp = dl_mem_calloc(n, sizeof *isp);
+    LLVMValueRef *pv = dl_mem_calloc(2 * n + 1, sizeof *pv), *qv = pv + n;
+    if (!pl || !isp || !pv) {
+        free(pl);
+        free(isp);
+        free(pv);
+        return DL_ERR_NOMEM;
+    }
+    // P: the members whose value the reduction reads, directly or through other P members.
+    for (size_t i = ri; i-- > 0;) {
+        for (size_t j = i + 1; j <= ri && !isp[i]; j++) {
+            for (size_t a = 0; (j == ri || isp[j]) && a < g[j]->n_inputs; a++) {
+                isp[i] = isp[i] || g[j]->inputs[a] == g[i]->outputs[0];
+            }
+        }
+    }
+    size_t np = 0, nq = 1;
+    ql[0] = rr;
+    for (size_t i = 0; i < n; i++) {
+        if (isp[i]) {
+            pl[np++] = g[i];
+        } else if (i != ri) {
+            ql[nq++] = g[i];
+        }
+    }
+    // The values read from outside: the P members', the reduction's input when no P member
+    // makes it, the Q members'.
+    dl_ir_value *ext[MAX_OPS], *part[MAX_OPS];
+    size_t n_ext = 0, n_part = 0;
+    size_t max = MAX_OPS - 1;
+    dl_status st = dl_cg__fused_inputs(c, pl, np, 0, ext, max, &n_ext);
+    if (st == DL_OK && np == 0) {
+        st = ext_merge(c, ext, &n_ext, max, &rr->inputs[0], 1);
+    }
+    if (st == DL_OK) {
+        st = dl_cg__fused_inputs(c, ql, nq, 1, part, max, &n_part);
+    }
+    if (st == DL_OK) {
+        st = ext_merge(c, ext, &n_ext, max, part, n_part);
+    }
+    if (st != DL_OK) {
+        free(pl);
+        free(isp);
+        free(pv);
+        return st;
+    }
+    size_t r_in = 0; // without P, the reduction's input is ext[r_in]
+    while (r_in < n_ext && ext[r_in] != rr->inputs[0]) {
+        r_in++;
+    }
+    DL_ASSERT(np > 0 || r_in < n_ext);
+    // Element strides over D (0 on broadcast dims).
+    int64_t est[MAX_OPS][DL_MAX_RANK];
+    for (size_t e = 0; e < n_ext; e++) {
+        cg_broadcast_strides(&ext[e]->type, dt, est[e]);
+    }
+    dl_ir_value *vals[MAX_OPS];
+    vals[0] = out;
+    memcpy(vals + 1, ext, n_ext * sizeof *ext);
+    cg_kernel k;
+    st = cg_kernel_begin(c, vals, n_ext + 1, rows, &k);
+    if (st != DL_OK) {
+        free(pl);
+        free(isp);
+        free(pv);
+        return st;
+    }
+    LLVMValueRef acc = cg_entry_alloca(c, &k, c->t_f32, 1);
+    size_t cand[MAX_OPS], n_cand = 0;
+    for (size_t e = 0; !root_rr && e < n_ext; e++) {
+        cand[n_cand] = e + 1;
+        n_cand += dl_ir_type_same_dims(&ext[e]->type, &out->type) &&
+                  dl_dtype_size(ext[e]->type.dtype) == dl_dtype_size(out->type.dtype);
+    }
+    LLVMBasicBlockRef blocks[MAX_OPS + 1], done;
+    inplace_dispatch(c, &k, cand, n_cand, blocks, &done);
+    for (size_t ver = 0; ver <= n_cand; ver++) {
+        LLVMPositionBuilderAtEnd(c->b, blocks[ver]);
+        LLVMValueRef out_ptr = k.ptr[ver < n_cand ? cand[ver] : 0];
+        cg_loop lr, l1, l2;
+        LLVMValueRef r = cg_for_begin(c, &lr, k.begin, k.end, "row");
+        // Each input's offset of the row's first element: r's index over D's leading dims.
+        LLVMValueRef base[MAX_OPS], rem = r;
+        for (size_t e = 0; e < n_ext; e++) {
+            base[e] = cg_i64(c, 0);
+        }
+        for (int32_t d = rank - 2; d >= 0; d--) {
+            int64_t ext_d = dt->dims[d].value;
+            if (ext_d == 1) {
+                continue;
+            }
+            LLVMValueRef idx = LLVMBuildURem(c->b, rem, cg_i64(c, ext_d), "");
+            rem = LLVMBuildUDiv(c->b, rem, cg_i64(c, ext_d), "");
+            for (size_t e = 0; e < n_ext; e++) {
+                if (est[e][d] != 0) {
+                    base[e] = LLVMBuildAdd(c->b, base[e],
+                                           LLVMBuildMul(c->b, idx, cg_i64(c, est[e][d]), ""), "");
+                }
+            }
+        }
+        for (int pass = 0; pass < (root_rr ? 1 : 2); pass++) {
+            if (pass == 0) {
+                LLVMBuildStore(c->b, cg_f32(c, 0), acc);
+            }
+            LLVMValueRef j =
+                cg_for_begin(c, pass == 0 ? &l1 : &l2, cg_i64(c, 0), cg_i64(c, L), "j");
+            LLVMValueRef xin[MAX_OPS];
+            for (size_t e = 0; e < n_ext; e++) {
+                int64_t sl = est[e][rank - 1];
+                LLVMValueRef off =
+                    sl == 0
+                        ? base[e]
+                        : LLVMBuildAdd(c->b, base[e],
+                                       sl == 1 ? j : LLVMBuildMul(c->b, j, cg_i64(c, sl), ""), "");
+                xin[e] = cg_load(c, k.ptr[e + 1], ext[e]->type.dtype, off);
+            }
+            if (pass == 0) {
+                // P's last member is the one the reduction reads (P is a tree below it); with
+                // no P the reduction reads an input.
+                LLVMValueRef v =
+                    np ? dl_cg__fused_values(c, pl, np, 0, pv, ext, xin, n_ext) : xin[r_in];
+                LLVMBuildStore(c->b, cg_fadd_reassoc(c, LLVMBuildLoad2(c->b, c->t_f32, acc, ""), v),
+                               acc);
+            } else {
+                LLVMValueRef idx =
+                    LLVMBuildAdd(c->b, LLVMBuildMul(c->b, r, cg_i64(c, L), ""), j, "");
+                cg_store(c, out_ptr, out->type.dtype, idx,
+                         dl_cg__fused_values(c, ql, nq, 1, qv, ext, xin, n_ext));
+            }
+            cg_for_end(c, pass == 0 ? &l1 : &l2);
+            if (pass == 0) {
+                LLVMValueRef s = LLVMBuildLoad2(c->b, c->t_f32, acc, "");
+                if (rr->op == DL_IR_OP_REDUCE_MEAN) {
+                    s = LLVMBuildFDiv(c->b, s, cg_f32(c, (double)L), "");
+                }
+                if (root_rr) {
+                    cg_store(c, out_ptr, DL_DT_FLOAT, r, s);
+                }
+                qv[0] = s;
+            }
+        }
+        cg_for_end(c, &lr);
+        LLVMBuildBr(c->b, done);
+    }
+    LLVMPositionBuilderAtEnd(c->b, done);
+    free(pl);
+    free(isp);
+    free(pv);
+    return cg_kernel_end(c, &k);
+}
+
 dl_status dl_cg__lower_fused(cg *c, const dl_ir_node *const *g, size_t n) {
     DL_ASSERT(n >= 2);
+    for (size_t i = 0; i < n; i++) {
+        if (g[i]->op == DL_IR_OP_REDUCE_SUM || g[i]->op == DL_IR_OP_REDUCE_MEAN) {
+            return lower_row_fused(c, g, n, i); // the fusion pass admits only row reductions
+        }
+    }
     dl_ir_value *out = g[n - 1]->outputs[0];
     dl_ir_value *ext[MAX_OPS];
     size_t n_ext = 0;

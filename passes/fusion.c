@@ -24,6 +24,17 @@
 // DL_FUSION_MAX_INPUTS distinct values. External inputs may broadcast to the group's dims
 // (UnaryGrad's must have them: it is a flat loop).
 //
+// A row reduction (is_row_reduce: ReduceSum or ReduceMean of a float32 value over its last axis
+// only, keeping it) joins groups too, one per group and never with a product: the members whose
+// values it reduces (the producers: they join it as they would an elementwise consumer, at its
+// input's dims) and the members that read its result, broadcast along the reduced axis (the
+// consumers: it joins its one consumer when that has its input's dims). Codegen computes such a
+// group per row in two passes over the row (dl_cg__lower_fused): the producers and the sum, then
+// the consumers; autodiff's Softmax gradient y * (dy - sum(dy * y)) and LogSoftmax's
+// dy - exp(y) * sum(dy) each become one kernel instead of three. Its sum's order is the fused
+// loop's own (fixed by the static shapes, never by the thread count), so its bytes may differ
+// from those of the unfused kernels in the last bits.
+//
 // Result: dl_ir_node.fuse_root of every non-root member points at its group's root; nothing else
 // in the module changes (dumps parse back; a module that is not lowered is unaffected).
 // Codegen (codegen/lower_elem.c, dl_cg__lower_fused) emits one loop nest over the group's dims
@@ -93,6 +104,24 @@ static bool is_conv_head(const dl_ir_node *n) {
     bool bias_ok = n->n_inputs < 3 || !n->inputs[2] || n->inputs[2]->type.dtype == DL_DT_FLOAT;
     return y->dtype == DL_DT_FLOAT && y->rank == 4 && x->dtype == DL_DT_FLOAT && x->rank == 4 &&
            w->dtype == DL_DT_FLOAT && bias_ok && dl_ir_type_numel(y) > 0;
+}
+
+// A reduction that can join a group: ReduceSum or ReduceMean of float32 over exactly the last axis
+// of a non-empty value of rank >= 1, keepdims (its result broadcasts back over the row).
+bool dl_pass_fusion_is_row_reduce(const dl_ir_node *n) {
+    if ((n->op != DL_IR_OP_REDUCE_SUM && n->op != DL_IR_OP_REDUCE_MEAN) || n->n_outputs != 1 ||
+        n->n_inputs != 1 || !n->inputs[0]) {
+        return false;
+    }
+    const dl_ir_type *x = &n->inputs[0]->type, *y = &n->outputs[0]->type;
+    const dl_ir_attr *ax = dl_ir_node_attr(n, "axes");
+    if (x->dtype != DL_DT_FLOAT || y->dtype != DL_DT_FLOAT || x->rank < 1 || y->rank != x->rank ||
+        dl_ir_type_numel(x) <= 0 || dl_ir_node_attr_int(n, "keepdims") != 1 || !ax ||
+        ax->kind != DL_IR_ATTR_INTS || ax->n != 1) {
+        return false;
+    }
+    int64_t a = ax->ints[0] < 0 ? ax->ints[0] + x->rank : ax->ints[0];
+    return a == x->rank - 1;
 }
 
 // Whether attribute `name` of n is absent or every entry equals want[i] (want NULL: v).
@@ -282,7 +311,9 @@ dl_status dl_pass_fusion(dl_ir_module *m, dl_diags *d, dl_pass_fusion_stats *out
     size_t *size = calloc(nn ? nn : 1, sizeof *size);   // per group root: its node count
     bool *conv = calloc(nn ? nn : 1, sizeof *conv);     // per group root: a convolution heads it
     bool *pool = calloc(nn ? nn : 1, sizeof *pool);     // per group root: a MaxPoolGrad heads it
-    if (!consumer || !pinned || !root || !headed || !size || !conv || !pool) {
+    bool *red = calloc(nn ? nn : 1, sizeof *red);       // per group root: a row reduction in it
+    if (!consumer || !pinned || !root || !headed || !size || !conv || !pool || !red) {
+        free(red);
         free(pool);
         free(consumer);
         free(pinned);
@@ -297,6 +328,7 @@ dl_status dl_pass_fusion(dl_ir_module *m, dl_diags *d, dl_pass_fusion_stats *out
         root[i] = i;
         conv[i] = is_conv_head(n);
         pool[i] = is_pool_grad_head(n);
+        red[i] = dl_pass_fusion_is_row_reduce(n);
         for (size_t a = 0; a < n->n_inputs; a++) {
             const dl_ir_value *v = n->inputs[a];
             if (!v) {
@@ -314,21 +346,26 @@ dl_status dl_pass_fusion(dl_ir_module *m, dl_diags *d, dl_pass_fusion_stats *out
     // consumer's group (a later node) or stays a root.
     for (size_t i = 0; i < nn; i++) {
         const dl_ir_node *n = m->nodes.data[i];
-        bool head = can_head(n);
-        if (!fusible(n) && !head) {
+        bool head = can_head(n), rr = dl_pass_fusion_is_row_reduce(n);
+        if (!fusible(n) && !head && !rr) {
             continue;
         }
         const dl_ir_value *v = n->outputs[0];
         const dl_ir_node *c = consumer[v->id];
-        if (!c || pinned[v->id] || v->is_output || !fusible(c) || !exact_dtype(v->type.dtype) ||
-            !dl_ir_type_same_dims(&v->type, &c->outputs[0]->type) ||
+        // The dims both compute at: a row reduction's input dims (its producers' and consumers')
+        bool into_rr = c && dl_pass_fusion_is_row_reduce(c);
+        if (!c || pinned[v->id] || v->is_output || !(fusible(c) || into_rr) ||
+            !exact_dtype(v->type.dtype) ||
+            !dl_ir_type_same_dims(rr ? &n->inputs[0]->type : &v->type,
+                                  into_rr ? &c->inputs[0]->type : &c->outputs[0]->type) ||
             (i < n_fwd) != (c->id < n_fwd)) {
             continue;
         }
         size_t gn = find(root, i), gc = find(root, c->id);
         headed[gn] = headed[gn] || head;
-        if (headed[gn] && headed[gc]) {
-            continue; // one product per group
+        if ((headed[gn] && headed[gc]) || (red[gn] && red[gc]) ||
+            ((headed[gn] || headed[gc]) && (red[gn] || red[gc]))) {
+            continue; // one product or one reduction per group, never both
         }
         bool all_float = false; // and cheap
         size_t nodes = union_nodes(m, root, gn, gc, &all_float);
@@ -343,6 +380,7 @@ dl_status dl_pass_fusion(dl_ir_module *m, dl_diags *d, dl_pass_fusion_stats *out
             continue;
         }
         headed[gc] = headed_union;
+        red[gc] = red[gn] || red[gc];
         conv[gc] = conv_union;
         pool[gc] = pool_union;
         root[gn] = gc; // gc is c's group, whose root is c or a later node
@@ -379,8 +417,10 @@ dl_status dl_pass_fusion(dl_ir_module *m, dl_diags *d, dl_pass_fusion_stats *out
         if (size[i] > 1) {
             out->groups++;
             out->fused_nodes += size[i];
+            out->reduce_groups += red[i];
         }
     }
+    free(red);
     free(size);
     free(consumer);
     free(pinned);

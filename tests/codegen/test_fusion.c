@@ -15,7 +15,7 @@
 static bool groups_are(const char *text, size_t groups, size_t fused_nodes) {
     dl_diags *d = NULL;
     dl_ir_module *m = NULL;
-    dl_pass_fusion_stats st = {0, 0};
+    dl_pass_fusion_stats st = {0};
     bool ok = dl_diags_create(&d) == DL_OK &&
               dl_fe_parse("fusion.dlg", text, strlen(text), d, &m) == DL_OK &&
               dl_pass_shape(m, d) == DL_OK && dl_pass_fusion(m, d, &st) == DL_OK;
@@ -109,9 +109,62 @@ DL_TEST(unary_grad_in_a_group) {
 
 DL_TEST(single_nodes_are_left_alone) {
     DL_CHECK(groups_are("model m\ninput a : float[3]\nb = Exp (a)\noutput b\n", 0, 0));
-    // A reduction between two maps: neither map has another map to join.
+    // A reduction over a leading axis joins no map.
+    DL_CHECK(groups_are("model m\ninput a : float[3, 4]\nb = Exp (a)\n"
+                        "c = ReduceSum <axes = [0], keepdims = 1> (b)\nd = Log (c)\noutput d\n",
+                        0, 0));
+}
+
+// A row reduction (ReduceSum / ReduceMean over the last axis, keepdims) with the maps that make
+// its input and those that read its result broadcast along the row: one kernel, two passes per
+// row (codegen/lower_elem.c, lower_row_fused).
+DL_TEST(row_reductions) {
+    // autodiff's Softmax gradient, dx = y * (dy - sum(dy * y)): four nodes, one kernel
+    FUSES("model m\ninput dy : float[6, 4, 37]\ninput y : float[6, 4, 37]\n"
+          "p = Mul (dy, y)\ns = ReduceSum <axes = [-1], keepdims = 1> (p)\nd = Sub (dy, s)\n"
+          "dx = Mul (y, d)\noutput dx\n",
+          1, 4, CG_TOL_REDUCE);
+    // LogSoftmax's, dx = dy - exp(y) * sum(dy): the reduction reads an input
+    FUSES("model m\ninput dy : float[5, 130]\ninput y : float[5, 130]\n"
+          "s = ReduceSum <axes = [1], keepdims = 1> (dy)\ne = Exp (y)\nm = Mul (e, s)\n"
+          "dx = Sub (dy, m)\noutput dx\n",
+          1, 4, CG_TOL_MATH);
+    // the reduction as the root (a mean of squares), and with the producer of its input only
+    FUSES("model m\ninput a : float[9, 50]\ninput b : float[9, 50]\n"
+          "t = Sub (a, b)\nq = Mul (t, t)\nv = ReduceMean <axes = [1], keepdims = 1> (q)\n"
+          "output v\n",
+          1, 3, CG_TOL_REDUCE);
     DL_CHECK(groups_are("model m\ninput a : float[3, 4]\nb = Exp (a)\n"
                         "c = ReduceSum <axes = [1], keepdims = 1> (b)\nd = Log (c)\noutput d\n",
+                        1, 2));
+    // inputs broadcast along the row (w), across rows (c) and a scalar, rank 3, a row of 1
+    FUSES("model m\ninput a : float[5, 3, 20]\ninput w : float[20]\ninput c : float[5, 1, 1]\n"
+          "const h : float[] = 0.5\n"
+          "p = Mul (a, w)\ns = ReduceSum <axes = [2], keepdims = 1> (p)\nd = Sub (a, s)\n"
+          "e = Mul (d, c)\nf = Mul (e, h)\noutput f\n",
+          1, 5, CG_TOL_REDUCE);
+    FUSES("model m\ninput a : float[4, 1]\ninput b : float[4, 1]\n"
+          "p = Mul (a, b)\ns = ReduceSum <axes = [-1], keepdims = 1> (p)\nd = Sub (a, s)\n"
+          "output d\n",
+          1, 3, CG_TOL_REDUCE);
+    // Two reductions (a normalisation written by hand): one per group. t has two uses, so it
+    // ends the first group; the second gathers Mul (t, t), its sum and the Div.
+    FUSES("model m\ninput a : float[7, 33]\n"
+          "s1 = ReduceMean <axes = [-1], keepdims = 1> (a)\nt = Sub (a, s1)\nq = Mul (t, t)\n"
+          "s2 = ReduceSum <axes = [-1], keepdims = 1> (q)\nu = Div (t, s2)\noutput u\n",
+          2, 5, CG_TOL_REDUCE);
+    // Not a row group: keepdims 0, a product's epilogue (Gemm + Relu group; the sum stays
+    // apart), a sum whose result is also an output.
+    DL_CHECK(groups_are("model m\ninput a : float[3, 4]\nb = Exp (a)\n"
+                        "c = ReduceSum <axes = [1], keepdims = 0> (b)\noutput c\n",
+                        0, 0));
+    DL_CHECK(groups_are("model m\ninput x : float[6, 8]\ninput w : float[8, 5]\n"
+                        "h = Gemm (x, w)\nr = Relu (h)\n"
+                        "s = ReduceSum <axes = [1], keepdims = 1> (r)\noutput s\n",
+                        1, 2));
+    DL_CHECK(groups_are("model m\ninput a : float[3, 4]\n"
+                        "s = ReduceSum <axes = [1], keepdims = 1> (a)\nd = Sub (a, s)\n"
+                        "output s\noutput d\n",
                         0, 0));
 }
 
