@@ -107,20 +107,20 @@ DL_NODISCARD dl_status dl_pass_simplify(dl_ir_module *m, dl_diags *d, size_t *ou
 // Operator fusion (passes/fusion.c): groups of elementwise nodes that codegen lowers as one
 // kernel, recorded in dl_ir_node.fuse_root (every other field of the module is unchanged, so
 // the text form is too). A group is a tree of elementwise nodes (the op table's `map` ops and
-// UnaryGrad) of one output shape whose inner values have no use outside the group and are no
-// root (output, loss, gradient, assign), possibly headed by one Gemm / MatMul whose epilogue it
-// becomes, or gathered around one row reduction (dl_pass_fusion_is_row_reduce) with the maps
-// that make its input and those that read its result. Clears any earlier grouping first.
+// UnaryGrad) of one output shape (a row reduction's root excepted) whose inner values have no use
+// outside the group and are no root (output, loss, gradient, assign), possibly headed by one Gemm /
+// MatMul whose epilogue it becomes, or gathered around one row reduction
+// (dl_pass_fusion_is_row_reduce) with the maps that make its input and those that read its result.
+// Clears any earlier grouping first.
 typedef struct dl_pass_fusion_stats {
-    size_t groups;        // groups of two or more nodes
-    size_t fused_nodes;   // nodes in those groups (each group saves fused_nodes - 1 kernels)
-    size_t reduce_groups; // of those, groups around a row reduction (computed per row)
+    size_t groups;      // groups of two or more nodes
+    size_t fused_nodes; // nodes in those groups (each group saves fused_nodes - 1 kernels)
 } dl_pass_fusion_stats;
 DL_NODISCARD dl_status dl_pass_fusion(dl_ir_module *m, dl_diags *d, dl_pass_fusion_stats *out);
 // Writes one comment line per fusion group of `m` to `b`: "# fusion: ROOT = OP a, OP b, ...".
 void dl_pass_fusion_describe(const dl_ir_module *m, dl_strbuf *b);
 // Whether n is a reduction that may join a fusion group (ReduceSum / ReduceMean of float32 over
-// exactly its last axis, keepdims): codegen computes such a group per row.
+// exactly its last axis, keepdims, at least 16 rows): codegen computes such a group per row.
 bool dl_pass_fusion_is_row_reduce(const dl_ir_node *n);
 
 // ---------------------------------------------------------------------------------------------

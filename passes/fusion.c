@@ -3,8 +3,9 @@
 //
 // A group is a tree of elementwise nodes (the op table's fusibility class ELEMENTWISE lowered by
 // the generic map, and UnaryGrad) whose root is its last node in topological order, possibly
-// headed by one product (Gemm or MatMul of float32 rank-2 operands, or a float32 2-D Conv)
-// whose value feeds it: the product's kernel then applies the group as its epilogue before
+// headed by one product (Gemm or MatMul of float32 rank-2 operands, a batched float32 MatMul
+// whose other members then read only single-element values from outside, or a float32 2-D
+// Conv) whose value feeds it: the product's kernel then applies the group as its epilogue before
 // storing (a Linear layer's or a convolution's Relu, a residual Add, the backward's activation
 // gradient after dX = dY W^T), or by a MaxPoolGrad whose windows tile its input (the gradient of
 // the activation before the pooling, applied where dx is stored). Such a group's values are all
@@ -52,6 +53,10 @@
 #define DL_FUSION_MAX_INPUTS      15
 #define DL_FUSION_MAX_HEAD_INPUTS 11
 #define DL_FUSION_MAX_HEAD_NODES  63
+// Rows a row reduction's group needs: its kernel's parallel range is the rows, where the
+// separate maps split every element, so with fewer rows than threads the fused maps would run on
+// fewer threads.
+#define DL_FUSION_MIN_ROWS 16
 
 // Computes in the storage type (cg_internal.h: float16 and bfloat16 compute in f32).
 static bool exact_dtype(dl_dtype t) {
@@ -107,7 +112,8 @@ static bool is_conv_head(const dl_ir_node *n) {
 }
 
 // A reduction that can join a group: ReduceSum or ReduceMean of float32 over exactly the last axis
-// of a non-empty value of rank >= 1, keepdims (its result broadcasts back over the row).
+// of a non-empty value of rank >= 1 with at least DL_FUSION_MIN_ROWS rows, keepdims (its result
+// broadcasts back over the row).
 bool dl_pass_fusion_is_row_reduce(const dl_ir_node *n) {
     if ((n->op != DL_IR_OP_REDUCE_SUM && n->op != DL_IR_OP_REDUCE_MEAN) || n->n_outputs != 1 ||
         n->n_inputs != 1 || !n->inputs[0]) {
@@ -121,7 +127,8 @@ bool dl_pass_fusion_is_row_reduce(const dl_ir_node *n) {
         return false;
     }
     int64_t a = ax->ints[0] < 0 ? ax->ints[0] + x->rank : ax->ints[0];
-    return a == x->rank - 1;
+    int64_t rows = dl_ir_type_numel(x) / x->dims[x->rank - 1].value;
+    return a == x->rank - 1 && rows >= DL_FUSION_MIN_ROWS;
 }
 
 // Whether attribute `name` of n is absent or every entry equals want[i] (want NULL: v).
@@ -188,10 +195,25 @@ static bool is_pool_tail(const dl_ir_node *n) {
            y->dims[3].value == x->dims[3].value / 2;
 }
 
+// A batched MatMul that can head a group: float32 operands and a float32 output of rank >= 3
+// (attention's scores and their gradients). Its kernels' epilogue knows an element's row and
+// column in its batch, not the batch, so the group's other members read nothing from outside
+// but single-element values (a scale: the scores' 1 / sqrt(d)).
+static bool is_batched_head(const dl_ir_node *n) {
+    if (n->op != DL_IR_OP_MATMUL || n->n_outputs != 1 || n->n_inputs != 2 || !n->inputs[0] ||
+        !n->inputs[1]) {
+        return false;
+    }
+    const dl_ir_type *y = &n->outputs[0]->type, *a = &n->inputs[0]->type, *b = &n->inputs[1]->type;
+    return y->dtype == DL_DT_FLOAT && y->rank >= 3 && a->dtype == DL_DT_FLOAT && a->rank >= 2 &&
+           b->dtype == DL_DT_FLOAT && b->rank >= 2 && dl_ir_type_numel(y) > 0;
+}
+
 // A product that can head a group, its elementwise epilogue after it: Gemm or MatMul of
-// float32 rank-2 operands (one [M, N] product), or a 2-D convolution (is_conv_head).
+// float32 rank-2 operands (one [M, N] product), a batched MatMul (is_batched_head), or a 2-D
+// convolution (is_conv_head).
 static bool can_head(const dl_ir_node *n) {
-    if (is_conv_head(n) || is_pool_grad_head(n)) {
+    if (is_conv_head(n) || is_pool_grad_head(n) || is_batched_head(n)) {
         return true;
     }
     if ((n->op != DL_IR_OP_GEMM && n->op != DL_IR_OP_MATMUL) || n->n_outputs != 1 ||
@@ -252,22 +274,23 @@ static size_t external_inputs(const dl_ir_module *m, size_t *root, size_t ga, si
     return n;
 }
 
-// Whether every member of groups ga and gb together but its head (a convolution or a
-// MaxPoolGrad) reads only values made in the union (t NULL: a convolution's kernels have no index
-// to load another value at) or, from outside it, float32 values of t's dims (the pooling
-// gradient's kernel loads them at its own element's index).
+// Whether every member of groups ga and gb together but its head (a convolution, a MaxPoolGrad
+// or a batched MatMul) reads only values made in the union (t NULL: a convolution's kernels have
+// no index to load another value at), single-element values when `scalars` (a batched
+// product's epilogue loads them at offset 0) or, from outside it, float32 values of t's dims
+// (the pooling gradient's kernel loads them at its own element's index).
 static bool members_read_ok(const dl_ir_module *m, size_t *root, size_t ga, size_t gb,
-                            const dl_ir_type *t) {
+                            const dl_ir_type *t, bool scalars) {
     for (size_t i = 0; i < m->nodes.len; i++) {
         size_t g = find(root, i);
         const dl_ir_node *x = m->nodes.data[i];
-        if ((g != ga && g != gb) || is_conv_head(x) || is_pool_grad_head(x)) {
+        if ((g != ga && g != gb) || is_conv_head(x) || is_pool_grad_head(x) || is_batched_head(x)) {
             continue;
         }
         for (size_t a = 0; a < x->n_inputs; a++) {
             const dl_ir_value *v = x->inputs[a];
             size_t gd = v->def ? find(root, v->def->id) : SIZE_MAX;
-            if (gd != ga && gd != gb &&
+            if (gd != ga && gd != gb && !(scalars && dl_ir_type_numel(&v->type) == 1) &&
                 (!t || v->type.dtype != DL_DT_FLOAT || !dl_ir_type_same_dims(&v->type, t))) {
                 return false;
             }
@@ -312,7 +335,9 @@ dl_status dl_pass_fusion(dl_ir_module *m, dl_diags *d, dl_pass_fusion_stats *out
     bool *conv = calloc(nn ? nn : 1, sizeof *conv);     // per group root: a convolution heads it
     bool *pool = calloc(nn ? nn : 1, sizeof *pool);     // per group root: a MaxPoolGrad heads it
     bool *red = calloc(nn ? nn : 1, sizeof *red);       // per group root: a row reduction in it
-    if (!consumer || !pinned || !root || !headed || !size || !conv || !pool || !red) {
+    bool *bat = calloc(nn ? nn : 1, sizeof *bat);       // per group root: a batched MatMul heads it
+    if (!consumer || !pinned || !root || !headed || !size || !conv || !pool || !red || !bat) {
+        free(bat);
         free(red);
         free(pool);
         free(consumer);
@@ -329,6 +354,7 @@ dl_status dl_pass_fusion(dl_ir_module *m, dl_diags *d, dl_pass_fusion_stats *out
         conv[i] = is_conv_head(n);
         pool[i] = is_pool_grad_head(n);
         red[i] = dl_pass_fusion_is_row_reduce(n);
+        bat[i] = is_batched_head(n);
         for (size_t a = 0; a < n->n_inputs; a++) {
             const dl_ir_value *v = n->inputs[a];
             if (!v) {
@@ -372,14 +398,17 @@ dl_status dl_pass_fusion(dl_ir_module *m, dl_diags *d, dl_pass_fusion_stats *out
         size_t inputs = external_inputs(m, root, gn, gc);
         bool headed_union = headed[gn] || headed[gc];
         bool conv_union = conv[gn] || conv[gc], pool_union = pool[gn] || pool[gc];
+        bool bat_union = bat[gn] || bat[gc];
         if (headed_union ? !all_float || inputs > DL_FUSION_MAX_HEAD_INPUTS ||
                                nodes > DL_FUSION_MAX_HEAD_NODES ||
-                               (conv_union && !members_read_ok(m, root, gn, gc, NULL)) ||
-                               (pool_union && !members_read_ok(m, root, gn, gc, &v->type))
+                               (conv_union && !members_read_ok(m, root, gn, gc, NULL, false)) ||
+                               (pool_union && !members_read_ok(m, root, gn, gc, &v->type, false)) ||
+                               (bat_union && !members_read_ok(m, root, gn, gc, NULL, true))
                          : inputs > DL_FUSION_MAX_INPUTS) {
             continue;
         }
         headed[gc] = headed_union;
+        bat[gc] = bat_union;
         red[gc] = red[gn] || red[gc];
         conv[gc] = conv_union;
         pool[gc] = pool_union;
@@ -417,9 +446,9 @@ dl_status dl_pass_fusion(dl_ir_module *m, dl_diags *d, dl_pass_fusion_stats *out
         if (size[i] > 1) {
             out->groups++;
             out->fused_nodes += size[i];
-            out->reduce_groups += red[i];
         }
     }
+    free(bat);
     free(red);
     free(size);
     free(consumer);

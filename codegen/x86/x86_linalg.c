@@ -99,7 +99,8 @@ typedef struct gemm_prob {
     // A fusion group whose head this product is (passes/fusion.c), NULL otherwise: y is the
     // group root's output and every element goes through the members epi[1 .. n_epi) before it
     // is stored; they read ext[] (kernel arguments after A, B and C) at (i, j) with strides
-    // ext_sm, ext_sn over [M, N]. One batch only.
+    // ext_sm, ext_sn over [M, N] (the same offsets in every batch: a batched product's ext are
+    // single elements).
     const dl_ir_node *const *epi;
     size_t n_epi;
     dl_ir_value *ext[GEMM_MAX_EXT];
@@ -123,6 +124,11 @@ static size_t prob_vals(const gemm_prob *p, dl_ir_value **vals) {
     return n;
 }
 
+// The kernel argument of the epilogue's first input (prob_vals' order).
+static size_t ext_arg0(const gemm_prob *p) {
+    return p->cv || p->bias ? 4 : 3;
+}
+
 // The value stored at y[i, j] (i, j: i64) for the product's value v there (f32): v itself, or
 // v through the fused epilogue.
 static LLVMValueRef epilogue_apply(cg *c, const gemm_prob *p, const cg_kernel *k, LLVMValueRef v,
@@ -130,7 +136,7 @@ static LLVMValueRef epilogue_apply(cg *c, const gemm_prob *p, const cg_kernel *k
     if (!p->epi) {
         return v;
     }
-    size_t base = p->cv || p->bias ? 4 : 3;
+    size_t base = ext_arg0(p);
     LLVMValueRef xin[GEMM_MAX_EXT], val[GEMM_MAX_EPI];
     for (size_t e = 0; e < p->n_ext; e++) {
         LLVMValueRef off = LLVMBuildAdd(c->b, LLVMBuildMul(c->b, i, cg_i64(c, p->ext_sm[e]), ""),
@@ -1206,11 +1212,16 @@ static void emit_epilogue(cg *c, const fctx *f, int64_t nr) {
     // read as bfloat16 or float32.
     bool bf_y = yt == DL_DT_BFLOAT16 && !p->epi && !p->pool;
     dl_dtype ct = p->cv ? p->cv->type.dtype : DL_DT_FLOAT;
-    if (is_wide && (yt == DL_DT_FLOAT || bf_y) && (!p->epi || p->n_ext == 0) &&
+    bool ext_fixed = true; // every value the epilogue reads is one element (a scale)
+    for (size_t e = 0; e < p->n_ext; e++) {
+        ext_fixed = ext_fixed && p->ext_sm[e] == 0 && p->ext_sn[e] == 0;
+    }
+    if (is_wide && (yt == DL_DT_FLOAT || bf_y) && (!p->epi || ext_fixed) &&
         (!p->cv || ((ct == DL_DT_FLOAT || ct == DL_DT_BFLOAT16) && p->cs_n <= 1))) {
         // float32 y: the panel row as one vector (the same operations lane by lane as below);
         // a narrower last panel stores (and reads C) through a lane mask. An epilogue reading
-        // no other tensor goes lane by lane (LLVM's vectoriser joins the lanes again).
+        // no other tensor (or single elements, loaded once) goes lane by lane (LLVM's
+        // vectoriser joins the lanes again).
         // A last panel at most half as wide as NR goes as half a vector (its scratch has only
         // those lanes when the microkernel ran at half width: emit_tiles).
         int64_t vl = nr <= f->g.NR / 2 && !f->bf ? f->g.NR / 2 : f->g.NR;
@@ -1251,11 +1262,16 @@ static void emit_epilogue(cg *c, const fctx *f, int64_t nr) {
             v = LLVMBuildFAdd(c->b, v, cvv, "");
         }
         if (p->epi) {
-            LLVMValueRef val[GEMM_MAX_EPI];
+            LLVMValueRef val[GEMM_MAX_EPI], xin[GEMM_MAX_EXT];
+            size_t base = ext_arg0(p);
+            for (size_t e = 0; e < p->n_ext; e++) {
+                xin[e] = cg_load(c, f->k->ptr[base + e], p->ext[e]->type.dtype, cg_i64(c, 0));
+            }
             for (int64_t l = 0; l < nr; l++) {
                 LLVMValueRef lane = cg_i32(c, (int32_t)l);
                 val[0] = LLVMBuildExtractElement(c->b, v, lane, "");
-                LLVMValueRef e = dl_cg__fused_values(c, p->epi, p->n_epi, 1, val, p->ext, NULL, 0);
+                LLVMValueRef e =
+                    dl_cg__fused_values(c, p->epi, p->n_epi, 1, val, p->ext, xin, p->n_ext);
                 v = LLVMBuildInsertElement(c->b, v, e, lane, "");
             }
         }
@@ -2730,31 +2746,38 @@ static dl_status lower_gemm(cg *c, const dl_ir_node *n) {
     return emit_prob(c, &p, true);
 }
 
-// A fusion group headed by a Gemm or MatMul of one [M, N] float32 product (passes/fusion.c):
-// the product's kernel with the other members as its epilogue, storing only the root's output.
+// A fusion group headed by a Gemm or MatMul of float32 (passes/fusion.c): the product's kernel
+// with the other members as its epilogue, storing only the root's output. The epilogue loads
+// an outside value at the element's row and column in its batch, so a batched product's
+// members may read only single-element values (offset 0 in every batch).
 dl_status dl_cg__lower_product_fused(cg *c, const dl_ir_node *const *g, size_t n) {
     const dl_ir_node *head = g[0];
     dl_ir_value *y = g[n - 1]->outputs[0];
     gemm_prob p;
-    if (n > GEMM_MAX_EPI || y->type.rank != 2) {
-        cg_error(c, "a fused product epilogue has at most %d nodes and a rank-2 output",
+    if (n > GEMM_MAX_EPI || y->type.rank < 2) {
+        cg_error(c, "a fused product epilogue has at most %d nodes and an output of rank >= 2",
                  GEMM_MAX_EPI - 1);
         return DL_ERR_UNSUPPORTED;
     }
     DL_TRY(head->op == DL_IR_OP_GEMM ? gemm_setup(c, head, &p) : matmul_setup(c, head, &p));
-    if (p.nb != 1 || !dl_ir_type_same_dims(&y->type, &p.y->type)) {
-        cg_error(c, "a fused product epilogue needs one batch and the product's dims");
+    if (!dl_ir_type_same_dims(&y->type, &p.y->type)) {
+        cg_error(c, "a fused product epilogue needs the product's dims");
         return DL_ERR_UNSUPPORTED;
     }
     p.y = y;
     p.epi = g;
     p.n_epi = n;
     DL_TRY(dl_cg__fused_inputs(c, g, n, 1, p.ext, GEMM_MAX_EXT, &p.n_ext));
+    int32_t r = y->type.rank;
     for (size_t e = 0; e < p.n_ext; e++) {
+        if ((p.nb != 1 || r != 2) && dl_ir_type_numel(&p.ext[e]->type) != 1) {
+            cg_error(c, "a batched product's fused epilogue reads only single-element values");
+            return DL_ERR_UNSUPPORTED;
+        }
         int64_t st[DL_MAX_RANK];
         cg_broadcast_strides(&p.ext[e]->type, &y->type, st);
-        p.ext_sm[e] = st[0];
-        p.ext_sn[e] = st[1];
+        p.ext_sm[e] = st[r - 2];
+        p.ext_sn[e] = st[r - 1];
     }
     return emit_prob(c, &p, head->op == DL_IR_OP_GEMM);
 }

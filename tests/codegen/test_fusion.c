@@ -125,44 +125,48 @@ DL_TEST(row_reductions) {
           "dx = Mul (y, d)\noutput dx\n",
           1, 4, CG_TOL_REDUCE);
     // LogSoftmax's, dx = dy - exp(y) * sum(dy): the reduction reads an input
-    FUSES("model m\ninput dy : float[5, 130]\ninput y : float[5, 130]\n"
+    FUSES("model m\ninput dy : float[17, 130]\ninput y : float[17, 130]\n"
           "s = ReduceSum <axes = [1], keepdims = 1> (dy)\ne = Exp (y)\nm = Mul (e, s)\n"
           "dx = Sub (dy, m)\noutput dx\n",
           1, 4, CG_TOL_MATH);
     // the reduction as the root (a mean of squares), and with the producer of its input only
-    FUSES("model m\ninput a : float[9, 50]\ninput b : float[9, 50]\n"
+    FUSES("model m\ninput a : float[19, 50]\ninput b : float[19, 50]\n"
           "t = Sub (a, b)\nq = Mul (t, t)\nv = ReduceMean <axes = [1], keepdims = 1> (q)\n"
           "output v\n",
           1, 3, CG_TOL_REDUCE);
-    DL_CHECK(groups_are("model m\ninput a : float[3, 4]\nb = Exp (a)\n"
+    DL_CHECK(groups_are("model m\ninput a : float[16, 4]\nb = Exp (a)\n"
                         "c = ReduceSum <axes = [1], keepdims = 1> (b)\nd = Log (c)\noutput d\n",
                         1, 2));
     // inputs broadcast along the row (w), across rows (c) and a scalar, rank 3, a row of 1
-    FUSES("model m\ninput a : float[5, 3, 20]\ninput w : float[20]\ninput c : float[5, 1, 1]\n"
+    FUSES("model m\ninput a : float[6, 3, 20]\ninput w : float[20]\ninput c : float[6, 1, 1]\n"
           "const h : float[] = 0.5\n"
           "p = Mul (a, w)\ns = ReduceSum <axes = [2], keepdims = 1> (p)\nd = Sub (a, s)\n"
           "e = Mul (d, c)\nf = Mul (e, h)\noutput f\n",
           1, 5, CG_TOL_REDUCE);
-    FUSES("model m\ninput a : float[4, 1]\ninput b : float[4, 1]\n"
+    FUSES("model m\ninput a : float[40, 1]\ninput b : float[40, 1]\n"
           "p = Mul (a, b)\ns = ReduceSum <axes = [-1], keepdims = 1> (p)\nd = Sub (a, s)\n"
           "output d\n",
           1, 3, CG_TOL_REDUCE);
     // Two reductions (a normalisation written by hand): one per group. t has two uses, so it
     // ends the first group; the second gathers Mul (t, t), its sum and the Div.
-    FUSES("model m\ninput a : float[7, 33]\n"
+    FUSES("model m\ninput a : float[17, 33]\n"
           "s1 = ReduceMean <axes = [-1], keepdims = 1> (a)\nt = Sub (a, s1)\nq = Mul (t, t)\n"
           "s2 = ReduceSum <axes = [-1], keepdims = 1> (q)\nu = Div (t, s2)\noutput u\n",
           2, 5, CG_TOL_REDUCE);
-    // Not a row group: keepdims 0, a product's epilogue (Gemm + Relu group; the sum stays
-    // apart), a sum whose result is also an output.
-    DL_CHECK(groups_are("model m\ninput a : float[3, 4]\nb = Exp (a)\n"
+    // Not a row group: fewer than 16 rows (the separate maps split every element across the
+    // threads), keepdims 0, a product's epilogue (Gemm + Relu group; the sum stays apart), a sum
+    // whose result is also an output.
+    DL_CHECK(groups_are("model m\ninput a : float[15, 64]\nb = Exp (a)\n"
+                        "c = ReduceSum <axes = [1], keepdims = 1> (b)\nd = Sub (a, c)\noutput d\n",
+                        0, 0));
+    DL_CHECK(groups_are("model m\ninput a : float[16, 4]\nb = Exp (a)\n"
                         "c = ReduceSum <axes = [1], keepdims = 0> (b)\noutput c\n",
                         0, 0));
-    DL_CHECK(groups_are("model m\ninput x : float[6, 8]\ninput w : float[8, 5]\n"
+    DL_CHECK(groups_are("model m\ninput x : float[20, 8]\ninput w : float[8, 5]\n"
                         "h = Gemm (x, w)\nr = Relu (h)\n"
                         "s = ReduceSum <axes = [1], keepdims = 1> (r)\noutput s\n",
                         1, 2));
-    DL_CHECK(groups_are("model m\ninput a : float[3, 4]\n"
+    DL_CHECK(groups_are("model m\ninput a : float[16, 4]\n"
                         "s = ReduceSum <axes = [1], keepdims = 1> (a)\nd = Sub (a, s)\n"
                         "output s\noutput d\n",
                         0, 0));
@@ -219,19 +223,45 @@ DL_TEST(products_that_stay_alone) {
                         "input x : float[6, 5]\ndx = Gemm <transB = 1> (dy, w)\n"
                         "g = UnaryGrad <op = \"Gelu\", approximate = \"none\"> (dx, x)\noutput g\n",
                         0, 0));
-    // A product whose value has a second use, an integer product, a batched MatMul and a
-    // float16 product head nothing.
+    // A product whose value has a second use, an integer product and a float16 product head
+    // nothing.
     DL_CHECK(groups_are("model m\ninput x : float[6, 8]\ninput w : float[8, 5]\n"
                         "p = MatMul (x, w)\nr = Relu (p)\ns = Add (p, r)\noutput s\n",
                         1, 2)); // r and s only
     DL_CHECK(groups_are("model m\ninput x : int32[6, 8]\ninput w : int32[8, 5]\n"
                         "p = MatMul (x, w)\nr = Neg (p)\noutput r\n",
                         0, 0));
-    DL_CHECK(groups_are("model m\ninput x : float[2, 6, 8]\ninput w : float[8, 5]\n"
-                        "p = MatMul (x, w)\nr = Relu (p)\noutput r\n",
-                        0, 0));
     DL_CHECK(groups_are("model m\ninput x : float16[6, 8]\ninput w : float16[8, 5]\n"
                         "p = MatMul (x, w)\nr = Relu (p)\noutput r\n",
+                        0, 0));
+}
+
+// A batched MatMul heads a group whose members read only the group's values and
+// single-element values (its epilogue knows the row and column in a batch, not the batch):
+// attention's scaled scores, on every GEMM path, with broadcast and transposed operands.
+DL_TEST(batched_product_epilogues) {
+    FUSES("model m\ninput x : float[2, 6, 8]\ninput w : float[8, 5]\n"
+          "p = MatMul (x, w)\nr = Relu (p)\noutput r\n",
+          1, 2, CG_TOL_REDUCE);
+    FUSES("model m\ninput q : float[2, 3, 70, 40]\ninput k : float[2, 3, 130, 40]\n"
+          "const s : float[] = 0.15811388\n"
+          "kt = Transpose <perm = [0, 1, 3, 2]> (k)\nt = MatMul (q, kt)\nu = Mul (t, s)\n"
+          "v = LeakyRelu <alpha = 0.1> (u)\noutput v\n",
+          1, 3, CG_TOL_REDUCE);
+    FUSES("model m\ninput a : float[4, 1, 40]\ninput b : float[4, 40, 300]\n"
+          "input d : float[1]\np = MatMul (a, b)\nr = Div (p, d)\noutput r\n",
+          1, 2, CG_TOL_REDUCE);
+    FUSES("model m\ninput a : float[3, 5, 7]\ninput b : float[3, 7, 9]\n"
+          "const h : float[1, 1, 1] = [[[0.5]]]\np = MatMul (a, b)\nr = Mul (h, p)\nn = Neg (r)\n"
+          "output n\n",
+          1, 3, CG_TOL_REDUCE);
+    // Not fused: a member reading a tensor (a mask over the scores) or a non-cheap member.
+    DL_CHECK(groups_are("model m\ninput q : float[2, 4, 8]\ninput k : float[2, 8, 4]\n"
+                        "input mask : float[4, 4]\np = MatMul (q, k)\nr = Add (p, mask)\n"
+                        "output r\n",
+                        0, 0));
+    DL_CHECK(groups_are("model m\ninput q : float[2, 4, 8]\ninput k : float[2, 8, 4]\n"
+                        "p = MatMul (q, k)\nr = Exp (p)\noutput r\n",
                         0, 0));
 }
 
