@@ -64,39 +64,11 @@ cc "${cflags[@]}" "$root/bench/gemm_bench.c" -o "$work/gemm_bench" -L"$build" \
     -Wl,-rpath,"$build" -ldlrt -lopenblas -lm
 cc -O2 -std=c17 "$root/bench/fma_peak.c" -o "$work/fma_peak" -lpthread
 
-# OpenBLAS (and Debian's PyTorch, whose products run in it) picks its kernels by CPU model, and a
-# model newer than the library falls back to a generic core: 0.3.21 runs Prescott's SSE3 kernels
-# on Intel family 6 model 207 (Emerald Rapids), 15-18 GFLOP/s where SkylakeX's reach ~110. A
-# comparison against a crippled competitor is worthless, so where the detected core is such a
-# fallback and the CPU has wider vectors, every competitor process gets the best core this
-# OpenBLAS has for them (OPENBLAS_CORETYPE, read when the library loads). A caller's own
-# OPENBLAS_CORETYPE is kept.
-printf '%s\n' 'char *openblas_get_corename(void);' '#include <stdio.h>' \
-    'int main(void) { puts(openblas_get_corename()); return 0; }' >"$work/ob_core.c"
-cc -O2 "$work/ob_core.c" -o "$work/ob_core" -lopenblas
-ob_detected=$(env -u OPENBLAS_CORETYPE "$work/ob_core")
-if [ -n "${OPENBLAS_CORETYPE:-}" ]; then
-    ob_note="core $("$work/ob_core"), OPENBLAS_CORETYPE=$OPENBLAS_CORETYPE from the caller (detected: $ob_detected)"
-else
-    ob_best=
-    case $ob_detected in
-    Prescott | Nehalem | Core2 | Penryn | Dunnington | Katmai | Coppermine | Northwood | Banias | Atom)
-        flags=$(grep -m1 '^flags' /proc/cpuinfo)
-        case " $flags " in
-        *" avx512_bf16 "*) ob_best=Cooperlake ;;
-        *" avx512f "*) ob_best=SkylakeX ;;
-        *" avx2 "*) ob_best=Haswell ;;
-        esac
-        ;;
-    esac
-    if [ -n "$ob_best" ]; then
-        export OPENBLAS_CORETYPE=$ob_best
-        ob_note="core $("$work/ob_core"): OPENBLAS_CORETYPE=$ob_best set by compare.sh, the library detected $ob_detected on this CPU"
-    else
-        ob_note="core $ob_detected (as detected)"
-    fi
-fi
-py_args+=(--openblas-note "$ob_note")
+# OpenBLAS gets its best kernels for this CPU (bench/openblas_core.sh: a CPU newer than the
+# library would run its generic SSE3 core).
+. "$root/bench/openblas_core.sh"
+openblas_core "$work"
+py_args+=(--openblas-note "$OB_NOTE")
 
 if [ $use_ort = 1 ]; then
     npm_dir=$build/bench-npm

@@ -42,7 +42,12 @@ cc -O2 -std=c17 -D_POSIX_C_SOURCE=200809L -I"$root/runtime" -I/usr/include/x86_6
     -L"$build" -Wl,-rpath,"$build" -ldlrt -lopenblas -lm
 
 export OPENBLAS_NUM_THREADS=1 DLRT_THREADS=1 # both on one thread: the driver times the calling thread's CPU time
+# OpenBLAS's best kernels for this CPU (bench/openblas_core.sh: 0.3.21 would run its generic
+# SSE3 core on a newer Intel model, and the ratios would flatter dlcc five times over).
+. "$root/bench/openblas_core.sh"
+openblas_core "$tmp"
 echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
+echo "OpenBLAS: $OB_NOTE"
 echo "             shape  dlcc GFLOP/s  OpenBLAS GFLOP/s  ratio"
 status=0
 for n in "${sizes[@]}"; do
