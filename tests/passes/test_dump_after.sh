@@ -47,10 +47,12 @@ for p in $passes; do
   cat "$out" >>concat
 done
 check "--dump-after=all is every single dump in pipeline order" cmp -s concat mlp_fmnist.all
-check "transformer_block: the dump after fusion names its two groups" \
-  [ "$(grep -c '^# fusion: .* = one kernel: ' transformer_block.fusion.dlg)" -eq 2 ]
+check "transformer_block: the dump after fusion names its three groups" \
+  [ "$(grep -c '^# fusion: .* = one kernel: ' transformer_block.fusion.dlg)" -eq 3 ]
+check "transformer_block: the scaled scores are their product's epilogue" \
+  grep -q '^# fusion: ss = one kernel: MatMul s, Mul ss$' transformer_block.fusion.dlg
 check "transformer_block: the groups stay in the dumps after fusion" \
-  [ "$(grep -c '^# fusion: ' transformer_block.schedule.dlg)" -eq 2 ]
+  [ "$(grep -c '^# fusion: ' transformer_block.schedule.dlg)" -eq 3 ]
 check "mlp_fmnist: Gemm and Relu share a kernel, in training too" \
   grep -q '^# fusion: a = one kernel: Gemm h, Relu a$' mlp_fmnist.fusion.dlg
 # The training graph is in the dump after autodiff: the gradient ops are printed and read back.
