@@ -2,7 +2,7 @@
 # tests/passes/test_dump_after.sh — `dlcc compile --dump-after` on every sample: the IR after each
 # pass of the pipeline (passes/pipeline.c) is .dlg text that `dlcc check --verify-each` accepts,
 # `--dump-after=all` is the single dumps one after another, fusion changes the text only by its
-# comment lines naming the groups (the transformer block has two), the back-end passes leave the IR as they got it, dumps do not change the artifact, and
+# comment lines naming the groups (the transformer block has three), the back-end passes leave the IR as they got it, dumps do not change the artifact, and
 # an unknown pass is a usage error.
 # usage: test_dump_after.sh DLCC SOURCE_DIR
 set -u
