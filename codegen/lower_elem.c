@@ -976,15 +976,17 @@ static dl_status lower_row_fused(cg *c, const dl_ir_node *const *g, size_t n, si
     int64_t L = dt->dims[rank - 1].value, rows = dl_ir_type_numel(dt) / L;
     dl_ir_value *out = g[n - 1]->outputs[0];
     bool root_rr = ri == n - 1;
-    const dl_ir_node **pl = dl_mem_calloc(2 * n + 1, sizeof *pl), **ql = pl + n;
+    const dl_ir_node **pl = dl_mem_calloc(2 * n + 1, sizeof *pl);
     bool *isp = dl_mem_calloc(n, sizeof *isp);
-    LLVMValueRef *pv = dl_mem_calloc(2 * n + 1, sizeof *pv), *qv = pv + n;
+    LLVMValueRef *pv = dl_mem_calloc(2 * n + 1, sizeof *pv);
     if (!pl || !isp || !pv) {
         free(pl);
         free(isp);
         free(pv);
         return DL_ERR_NOMEM;
     }
+    const dl_ir_node **ql = pl + n; // P's members, then the reduction and Q's
+    LLVMValueRef *qv = pv + n;      // their values at one element
     // P: the members whose value the reduction reads, directly or through other P members.
     for (size_t i = ri; i-- > 0;) {
         for (size_t j = i + 1; j <= ri && !isp[i]; j++) {
