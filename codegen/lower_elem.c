@@ -1133,8 +1133,9 @@ static dl_status lower_row_fused(cg *c, const dl_ir_node *const *g, size_t n, si
 dl_status dl_cg__lower_fused(cg *c, const dl_ir_node *const *g, size_t n) {
     DL_ASSERT(n >= 2);
     for (size_t i = 0; i < n; i++) {
-        if (g[i]->op == DL_IR_OP_REDUCE_SUM || g[i]->op == DL_IR_OP_REDUCE_MEAN) {
-            return lower_row_fused(c, g, n, i); // the fusion pass admits only row reductions
+        if (dl_ir_op_fuse_class(g[i]->op) == DL_IR_FUSE_REDUCTION) {
+            // the fusion pass admits only row ReduceSum / ReduceMean (is_row_reduce)
+            return lower_row_fused(c, g, n, i);
         }
     }
     dl_ir_value *out = g[n - 1]->outputs[0];
