@@ -152,11 +152,13 @@ DL_TEST(matmul_empty_k) {
 
 DL_TEST(matrix_vector_products) {
     // One row of A against [K, N] weights: the matrix-vector kernels (codegen/x86/x86_linalg.c,
-    // blocks of 256 columns, K in steps of 4). N past one block with a ragged last block, K with
+    // blocks of 256 columns, a chunk of them in spans of at most 4096, K in steps of 4). N past
+    // one block with a ragged last block, N past one span, K with
     // a remainder of 1..3 and none, a bias broadcast from [N], [1, N], [] and [1, 1], alpha and
     // beta, a transposed A ([K, 1]), a 1-D A, and a model of Linear layers at batch 1.
     DL_CHECK(gemm("", "1, 784", "784, 600", "600", TOL_LONG_K));
     DL_CHECK(gemm("", "1, 13", "13, 257", "1, 257", CG_TOL_REDUCE));
+    DL_CHECK(gemm("", "1, 9", "9, 8500", "8500", CG_TOL_REDUCE));
     DL_CHECK(gemm("<alpha = 0.5, beta = -1.5>", "1, 6", "6, 40", "", CG_TOL_REDUCE));
     DL_CHECK(gemm("<alpha = 2.0>", "1, 7", "7, 512", "1, 1", CG_TOL_REDUCE));
     DL_CHECK(gemm("<transA = 1>", "301, 1", "301, 100", NULL, TOL_LONG_K));
