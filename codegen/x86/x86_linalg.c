@@ -1493,6 +1493,11 @@ static dl_status emit_float(cg *c, const gemm_prob *p) {
         int64_t pair = 2 * p->im->OW;
         gcols = pair * (256 / pair > 1 ? 256 / pair : 1);
         gcols = gcols < N ? gcols : N;
+        // One image in one group and one row block (conv2 of the CNN at batch 1: 64 x 196 x
+        // 288): half its row pairs a group, so that a second thread has work.
+        if (p->nb == 1 && M <= g.MB && gcols >= N && N >= 2 * pair) {
+            gcols = pair * ((N / pair + 1) / 2);
+        }
         g.NC = (gcols + g.NR - 1) / g.NR * g.NR;
     }
     int64_t n_kblk = (K + g.KC - 1) / g.KC;
@@ -2374,7 +2379,9 @@ static dl_status emit_float_small_tiled(cg *c, const gemm_prob *p) {
 // contiguous (sb_n == 1, weights stored [in, out]), all float32. The blocked kernel would pack
 // the whole of B on every call to use each element once; this kernel streams B once:
 //
-//   outer parallel range: ceil(N / GV_NB) column blocks; a call's chunk [begin, end) of them is
+//   outer parallel range: ceil(N / nb) column blocks of nb = gv_block(N) columns (half of N
+//   rounded up to 16, at most GV_NB: two blocks up to N = 1024, so that two threads each stream
+//   half of every row and a 128-wide layer still splits); a call's chunk [begin, end) of them is
 //   the columns j_lo .. j_hi, done in spans j0 .. j0 + nb of at most GV_SPAN columns:
 //     acc[nb] = 0                                    (an alloca: 16 KiB at most, in L1)
 //     for k in steps of 4: acc[j] = fma(a[k+3], B[k+3, j], ... fma(a[k], B[k, j], acc[j]))
@@ -2386,18 +2393,24 @@ static dl_status emit_float_small_tiled(cg *c, const gemm_prob *p) {
 // split of the range gives the same bytes. The span is the whole chunk, not one block: a thread
 // that owns all the columns of a 1024-wide layer reads B's rows k .. k + 3 as one 16 KiB run,
 // which the hardware prefetcher follows, where 256-column blocks read 1 KiB from each of four
-// pages and leave it a new stream every 16 lines (Xeon 8480-class, batch-1 MLP: 19 GB/s).
-#define GV_NB   256  // columns per block of the parallel range
+// pages and leave it a new stream every 16 lines (Xeon family 6 model 207, batch-1 MLP
+// 784-1024x3-10: 19 GB/s that way, 26 GB/s, the core's streaming read rate, this way).
+#define GV_NB   512  // columns per block of the parallel range
 #define GV_SPAN 4096 // most columns accumulated at once (acc: 16 KiB)
 
 static bool is_gemv(cg *c, const gemm_prob *p) {
-    return p->M == 1 && p->nb == 1 && p->sb_n == 1 && p->N >= 2 * GV_NB / 16 &&
+    return p->M == 1 && p->nb == 1 && p->sb_n == 1 && p->N >= 32 &&
            c->target->vector_width(c, DL_DT_FLOAT) >= 8 && p->a->type.dtype == DL_DT_FLOAT &&
            p->b->type.dtype == DL_DT_FLOAT && p->y->type.dtype == DL_DT_FLOAT;
 }
 
+static int64_t gv_block(int64_t N) {
+    int64_t half = ((N + 1) / 2 + 15) / 16 * 16;
+    return half < 16 ? 16 : half > GV_NB ? GV_NB : half;
+}
+
 static dl_status emit_float_gemv(cg *c, const gemm_prob *p) {
-    int64_t N = p->N, K = p->K, nblk = (N + GV_NB - 1) / GV_NB;
+    int64_t N = p->N, K = p->K, unit = gv_block(N), nblk = (N + unit - 1) / unit;
     dl_ir_value *vals[4 + GEMM_MAX_EXT];
     size_t nv = prob_vals(p, vals);
     cg_kernel k;
@@ -2406,8 +2419,8 @@ static dl_status emit_float_gemv(cg *c, const gemm_prob *p) {
     LLVMValueRef acc = cg_entry_alloca(c, &k, c->t_f32, span);
     LLVMValueRef ap = k.ptr[1], bp = k.ptr[2];
     cg_loop lb, lz, lk, lj, lr, lj2, le;
-    LLVMValueRef j_lo = mul_c(c, k.begin, GV_NB);
-    LLVMValueRef j_hi = min_c(c, mul_c(c, k.end, GV_NB), cg_i64(c, N));
+    LLVMValueRef j_lo = mul_c(c, k.begin, unit);
+    LLVMValueRef j_hi = min_c(c, mul_c(c, k.end, unit), cg_i64(c, N));
     LLVMValueRef cols = LLVMBuildSub(c->b, j_hi, j_lo, "");
     LLVMValueRef nspan =
         LLVMBuildUDiv(c->b, add(c, cols, cg_i64(c, span - 1)), cg_i64(c, span), "");

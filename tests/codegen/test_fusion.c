@@ -336,7 +336,8 @@ DL_TEST(convolution_pooling) {
     // ones dropped), the direct kernel (one input channel, the CNN benchmark's first layer:
     // 28 columns in padded tiles), a lone Conv, and images larger than one column group
     // (groups of whole row pairs, 240 + 240 + 96 columns; 13 columns: groups of 234 + 104,
-    // each ending in a partial panel).
+    // each ending in a partial panel). One image whose every row pair fits one group is cut
+    // into two groups of half its row pairs (9 rows: 2 + 2 pairs and the odd row; 24 rows: 6 + 6).
     FUSES("model m\ninput x : float[2, 8, 10, 12]\ninput w : float[16, 8, 3, 3]\n"
           "input b : float[16]\nv = Conv <pads = [1, 1, 1, 1]> (x, w, b)\nr = Relu (v)\n"
           "y = MaxPool <kernel_shape = [2, 2], strides = [2, 2]> (r)\noutput y\n",
