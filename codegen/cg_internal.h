@@ -105,9 +105,14 @@ DL_NODISCARD dl_status cg_kernel_end(cg *c, cg_kernel *k);
 typedef struct cg_loop {
     LLVMBasicBlockRef header, body, exit;
     LLVMValueRef iv;
+    LLVMValueRef backedge; // the latch's branch (set by cg_for_end)
 } cg_loop;
 LLVMValueRef cg_for_begin(cg *c, cg_loop *l, LLVMValueRef lo, LLVMValueRef hi, const char *name);
 void cg_for_end(cg *c, cg_loop *l);
+// Asks LLVM's loop vectoriser to interleave the closed loop `l` `count` times (llvm.loop
+// metadata on its back edge): independent vector iterations in flight for a body that is one
+// long dependency chain.
+void cg_loop_interleave(cg *c, const cg_loop *l, unsigned count);
 
 // Constants.
 LLVMValueRef cg_i64(cg *c, int64_t v);

@@ -8,6 +8,7 @@
 #include "cg_internal.h"
 
 #include <llvm-c/Core.h>
+#include <llvm-c/DebugInfo.h>
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -418,9 +419,25 @@ LLVMValueRef cg_for_begin(cg *c, cg_loop *l, LLVMValueRef lo, LLVMValueRef hi, c
 void cg_for_end(cg *c, cg_loop *l) {
     LLVMBasicBlockRef latch = LLVMGetInsertBlock(c->b);
     LLVMValueRef next = LLVMBuildAdd(c->b, l->iv, cg_i64(c, 1), "");
-    LLVMBuildBr(c->b, l->header);
+    l->backedge = LLVMBuildBr(c->b, l->header);
     LLVMAddIncoming(l->iv, &next, &latch, 1);
     LLVMPositionBuilderAtEnd(c->b, l->exit);
+}
+
+void cg_loop_interleave(cg *c, const cg_loop *l, unsigned count) {
+    // !{!self, !{"llvm.loop.interleave.count", i32 count}}: a loop ID refers to itself, made
+    // through a temporary node replaced by the finished one.
+    static const char key[] = "llvm.loop.interleave.count";
+    LLVMMetadataRef opt[2] = {
+        LLVMMDStringInContext2(c->ctx, key, sizeof key - 1),
+        LLVMValueAsMetadata(LLVMConstInt(LLVMInt32TypeInContext(c->ctx), count, 0))};
+    LLVMMetadataRef tmp = LLVMTemporaryMDNode(c->ctx, NULL, 0);
+    LLVMMetadataRef ops[2] = {tmp, LLVMMDNodeInContext2(c->ctx, opt, 2)};
+    LLVMMetadataRef id = LLVMMDNodeInContext2(c->ctx, ops, 2);
+    LLVMMetadataReplaceAllUsesWith(tmp, id);
+    static const char kind[] = "llvm.loop";
+    LLVMSetMetadata(l->backedge, LLVMGetMDKindIDInContext(c->ctx, kind, sizeof kind - 1),
+                    LLVMMetadataAsValue(c->ctx, id));
 }
 
 // ---------------------------------------------------------------------------------------------
