@@ -113,6 +113,9 @@ void cg_for_end(cg *c, cg_loop *l);
 // metadata on its back edge): independent vector iterations in flight for a body that is one
 // long dependency chain.
 void cg_loop_interleave(cg *c, const cg_loop *l, unsigned count);
+// cg_loop_interleave with the target's count when the closed innermost loop `l` has a long
+// body (an exp or erf per element); nothing otherwise, and nothing on targets without vectors.
+void cg_loop_interleave_long(cg *c, const cg_loop *l);
 
 // Constants.
 LLVMValueRef cg_i64(cg *c, int64_t v);

@@ -54,34 +54,6 @@ static void inplace_dispatch(cg *c, const cg_kernel *k, const size_t *cand, size
     }
 }
 
-// A closed innermost loop whose body is long (an erf, an exp: one dependency chain of tens of
-// 4-cycle operations per element) is interleaved: LLVM's vectoriser keeps such a loop at one
-// vector per iteration, and an out-of-order core then waits on the chain instead of running
-// the next vector's (Gelu over [1024, 1024], AVX-512, Xeon family 6 model 207: 1.05-1.48 ->
-// 0.93-0.99 ms with 4; AVX2's 16 registers take 2). Vector targets only: NVPTX runs a lane per
-// thread.
-#define LONG_BODY_INSTRS 32
-
-static void interleave_long_body(cg *c, const cg_loop *l) {
-    int64_t vw = c->target->vector_width(c, DL_DT_FLOAT);
-    if (vw < 8) {
-        return;
-    }
-    LLVMBasicBlockRef latch = LLVMGetInstructionParent(l->backedge);
-    size_t n = 0;
-    for (LLVMBasicBlockRef bb = l->body; bb; bb = LLVMGetNextBasicBlock(bb)) {
-        for (LLVMValueRef in = LLVMGetFirstInstruction(bb); in; in = LLVMGetNextInstruction(in)) {
-            n++;
-        }
-        if (bb == latch) {
-            break;
-        }
-    }
-    if (n >= LONG_BODY_INSTRS) {
-        cg_loop_interleave(c, l, vw >= 16 ? 4 : 2);
-    }
-}
-
 // out[...] = f(in[0][...], ..., in[n_in-1][...]) over out's shape. `ins` may contain values of
 // any shape broadcastable to out's.
 static dl_status emit_map_ex(cg *c, dl_ir_value *out, dl_ir_value *const *ins, size_t n_in,
@@ -186,7 +158,7 @@ static dl_status emit_map_ex(cg *c, dl_ir_value *out, dl_ir_value *const *ins, s
         for (int32_t j = R - 1; j >= 0; j--) {
             cg_for_end(c, &loops[j]);
         }
-        interleave_long_body(c, &loops[R - 1]);
+        cg_loop_interleave_long(c, &loops[R - 1]);
         LLVMBuildBr(c->b, done);
     }
     LLVMPositionBuilderAtEnd(c->b, done);
@@ -863,7 +835,7 @@ dl_status dl_cg__lower_unary_grad(cg *c, const dl_ir_node *n) {
         LLVMValueRef out_ptr = k.ptr[ver < n_cand ? cand[ver] : 0];
         cg_store(c, out_ptr, dx->type.dtype, i, df(c, n, vdy, vx));
         cg_for_end(c, &l);
-        interleave_long_body(c, &l);
+        cg_loop_interleave_long(c, &l);
         LLVMBuildBr(c->b, done);
     }
     LLVMPositionBuilderAtEnd(c->b, done);
