@@ -201,7 +201,7 @@ bool dl_cg__attr_ints(cg *c, const char *name, int32_t n, int64_t def, int64_t *
 // ---------------------------------------------------------------------------------------------
 // Direct convolution (Conv and ConvTranspose)
 
-#define CONV_MAX_MB     8
+#define CONV_MAX_MB     16
 #define CONV_PAD_FLOATS 8192 // padded tap rows (emit_conv) at most this many floats (32 KiB)
 #define CONV_MAX_EPI    64   // nodes of a fused group with the convolution
 
@@ -652,8 +652,12 @@ static dl_status emit_conv(cg *c, const dl_ir_node *n, const conv_geo *g) {
         pd[1] = pd[0];
     }
     // Register tile: tw * mb accumulators (16 x 6 = 12 of the 16 ymm registers on AVX2; 6 beat 4
-    // and 8 on a 64->64 3x3 conv, see the report).
-    unsigned mb_full = tw == 16 ? 6 : 8;
+    // and 8 on a 64->64 3x3 conv, see the report). A pooled row with AVX-512 takes 12 channels
+    // (12 of the 32 zmm registers: 12 independent FMA chains per input vector instead of 6) when
+    // its row buffer stays small (12 x 2 rows of OW <= 512: 48 KiB): the CNN's first layer with
+    // its pooling, 1 -> 32 channels at batch 256, 2.67-3.18 -> 2.24-2.36 ms on a Xeon of family 6
+    // model 207 (8: no better than 6; 16: 2.32-2.54).
+    unsigned mb_full = tw == 16 ? (g->pool && vw >= 16 && g->OW <= 512 ? 12 : 6) : 8;
     // Outer rows: output rows, or pooled rows (two output rows each)
     int64_t rows = g->pool ? g->OH / 2 : g->OH;
 
