@@ -358,6 +358,12 @@ DL_TEST(convolution_pooling) {
           "input b : float[10]\nv = Conv <pads = [1, 1, 1, 1]> (x, w, b)\nr = Relu (v)\n"
           "y = MaxPool <kernel_shape = [2, 2], strides = [2, 2]> (r)\noutput y\n",
           1, 3, CG_TOL_REDUCE);
+    // 14 x 14 images (the CNN's conv2): each 196-column group ends in a 4-column panel, run at
+    // half width, as do the 12- and 11-column ones of the 9 x 11 image above.
+    FUSES("model m\ninput x : float[2, 16, 14, 14]\ninput w : float[20, 16, 3, 3]\n"
+          "input b : float[20]\nv = Conv <pads = [1, 1, 1, 1]> (x, w, b)\nr = Relu (v)\n"
+          "y = MaxPool <kernel_shape = [2, 2], strides = [2, 2]> (r)\noutput y\n",
+          1, 3, CG_TOL_REDUCE);
     FUSES("model m\ninput x : float[1, 16, 24, 24]\ninput w : float[8, 16, 3, 3]\n"
           "input b : float[8]\nv = Conv <pads = [1, 1, 1, 1]> (x, w, b)\nr = Relu (v)\n"
           "y = MaxPool <kernel_shape = [2, 2], strides = [2, 2]> (r)\noutput y\n",
