@@ -464,7 +464,42 @@ dl_status dl_read_file(const char *path, char **out, size_t *out_len) {
     return dl_read_file_max(path, DL_READ_LIMIT_DEFAULT, out, out_len, NULL, 0);
 }
 
+bool dl_path_is_stream(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
+}
+
+bool dl_write_fd_all(int fd, const void *data, size_t len) {
+    const unsigned char *p = data;
+    while (len > 0) {
+        ssize_t w = write(fd, p, len);
+        if (w < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            return false;
+        }
+        p += w;
+        len -= (size_t)w;
+    }
+    return true;
+}
+
 dl_status dl_write_file_atomic(const char *path, const void *data, size_t len) {
+    if (dl_path_is_stream(path)) {
+        int fd = open(path, O_WRONLY | O_CLOEXEC);
+        if (fd < 0) {
+            return DL_ERR_IO;
+        }
+        bool ok = dl_write_fd_all(fd, data, len);
+        int saved = errno;
+        if (close(fd) != 0 && ok) {
+            ok = false;
+            saved = errno;
+        }
+        errno = saved;
+        return ok ? DL_OK : DL_ERR_IO;
+    }
     size_t plen = strlen(path);
     char *tmp = dl_mem_alloc(plen + 16);
     if (!tmp) {
@@ -477,21 +512,7 @@ dl_status dl_write_file_atomic(const char *path, const void *data, size_t len) {
         free(tmp);
         return DL_ERR_IO;
     }
-    const unsigned char *p = data;
-    size_t left = len;
-    bool ok = true;
-    while (left > 0) {
-        ssize_t w = write(fd, p, left);
-        if (w < 0) {
-            if (errno == EINTR) {
-                continue;
-            }
-            ok = false;
-            break;
-        }
-        p += w;
-        left -= (size_t)w;
-    }
+    bool ok = dl_write_fd_all(fd, data, len);
     // mkstemp creates 0600; give the file the usual permissions (umask applies).
     mode_t mask = umask(0);
     umask(mask);

@@ -222,8 +222,16 @@ DL_NODISCARD dl_status dl_fopen_regular(const char *path, size_t max_len, FILE *
 DL_NODISCARD dl_status dl_read_file_max(const char *path, size_t max_len, char **out,
                                         size_t *out_len, char *why, size_t why_size);
 // Writes `len` bytes to `path` atomically: a temporary file in the same directory, fsync'd and
-// renamed over the target; on failure no file (partial or temporary) is left behind.
+// renamed over the target; on failure no file (partial or temporary) is left behind. A target
+// that is a stream (dl_path_is_stream: /dev/null, a FIFO) is written in place instead: renaming
+// over it would replace the device node with a regular file (as root, /dev/null itself).
 DL_NODISCARD dl_status dl_write_file_atomic(const char *path, const void *data, size_t len);
+// True when `path` exists and is neither a regular file nor a directory: a character or block
+// device, a FIFO or a socket, which writers open and write where they stand.
+bool dl_path_is_stream(const char *path);
+// Writes all of data[0 .. len) to fd, resuming after EINTR and short writes; false (errno set)
+// on an error.
+bool dl_write_fd_all(int fd, const void *data, size_t len);
 
 // ---------------------------------------------------------------------------------------------
 // Half precision (IEEE binary16 and bfloat16), round to nearest even; NaN stays NaN.

@@ -320,22 +320,6 @@ dl_status dl_st_writer_serialize(const dl_st_writer *w, unsigned char **out, siz
     return DL_OK;
 }
 
-static bool write_all(int fd, const void *data, size_t len) {
-    const unsigned char *p = data;
-    while (len > 0) {
-        ssize_t n = write(fd, p, len);
-        if (n < 0) {
-            if (errno == EINTR) {
-                continue;
-            }
-            return false;
-        }
-        p += n;
-        len -= (size_t)n;
-    }
-    return true;
-}
-
 dl_status dl_st_write_file(const dl_st_writer *w, const char *path) {
     dl_strbuf h = {0};
     dl_status st = build_header(w, &h);
@@ -344,16 +328,19 @@ dl_status dl_st_write_file(const dl_st_writer *w, const char *path) {
         return st;
     }
     // Same protocol as dl_write_file_atomic, streamed so a multi-GiB checkpoint is not copied
-    // into one buffer first.
+    // into one buffer first; a stream target (/dev/null, a FIFO) is written in place, as there.
+    bool stream = dl_path_is_stream(path);
     size_t plen = strlen(path);
-    char *tmp = dl_mem_alloc(plen + 16);
-    if (!tmp) {
+    char *tmp = stream ? NULL : dl_mem_alloc(plen + 16);
+    if (!stream && !tmp) {
         dl_strbuf_fini(&h);
         return DL_ERR_NOMEM;
     }
-    memcpy(tmp, path, plen);
-    memcpy(tmp + plen, ".tmp.XXXXXX", 12);
-    int fd = mkstemp(tmp);
+    if (tmp) {
+        memcpy(tmp, path, plen);
+        memcpy(tmp + plen, ".tmp.XXXXXX", 12);
+    }
+    int fd = stream ? open(path, O_WRONLY | O_CLOEXEC) : mkstemp(tmp);
     if (fd < 0) {
         int saved = errno;
         free(tmp);
@@ -361,20 +348,20 @@ dl_status dl_st_write_file(const dl_st_writer *w, const char *path) {
         errno = saved;
         return DL_ERR_IO;
     }
-    bool ok = write_all(fd, h.data, h.len);
+    bool ok = dl_write_fd_all(fd, h.data, h.len);
     for (size_t i = 0; ok && i < w->tensors.len; i++) {
         const st_wtensor *e = &w->tensors.data[i];
         if (e->nbytes) {
-            ok = write_all(fd, e->t.data, (size_t)e->nbytes);
+            ok = dl_write_fd_all(fd, e->t.data, (size_t)e->nbytes);
         }
     }
     // mkstemp creates 0600; give the file the usual permissions (umask applies).
     mode_t mask = umask(0);
     umask(mask);
-    if (ok && fchmod(fd, 0666 & ~mask) != 0) {
+    if (ok && !stream && fchmod(fd, 0666 & ~mask) != 0) {
         ok = false;
     }
-    if (ok && fsync(fd) != 0) {
+    if (ok && !stream && fsync(fd) != 0) {
         ok = false;
     }
     int saved = errno;
@@ -384,11 +371,11 @@ dl_status dl_st_write_file(const dl_st_writer *w, const char *path) {
         }
         ok = false;
     }
-    if (ok && rename(tmp, path) != 0) {
+    if (ok && !stream && rename(tmp, path) != 0) {
         ok = false;
         saved = errno;
     }
-    if (!ok) {
+    if (!ok && !stream) {
         unlink(tmp);
     }
     free(tmp);

@@ -281,6 +281,16 @@ dlrt_status dlrt_session_profile_write(dlrt_session *s, const char *path) {
         return rt__fail(DLRT_ERR_INVALID_ARG,
                         "profiling is off (call dlrt_session_profile_begin first)");
     }
+    if (dl_path_is_stream(path)) { // /dev/null, a FIFO: written in place, not replaced
+        FILE *f = fopen(path, "w");
+        if (!f) {
+            return rt__fail(DLRT_ERR_IO, "cannot write profile %s", path);
+        }
+        write_trace(s, f);
+        bool ok = !ferror(f);
+        ok = fclose(f) == 0 && ok;
+        return ok ? DLRT_OK : rt__fail(DLRT_ERR_IO, "cannot write profile %s", path);
+    }
     size_t n = strlen(path);
     char *tmp = dl_mem_alloc(n + 32);
     if (!tmp) {

@@ -2084,6 +2084,9 @@ static int run_write_outputs(const run_opts *o, run_state *rn) {
         while (strcmp(rn->out_io[j].name, o->outs.data[k].name) != 0) {
             j++;
         }
+        if (dl_path_is_stream(o->outs.data[k].path)) {
+            continue; // /dev/null, a FIFO: written in place below, after every other output
+        }
         size_t plen = strlen(o->outs.data[k].path);
         tmp_paths[k] = dl_mem_alloc(plen + 32);
         if (!tmp_paths[k]) {
@@ -2102,6 +2105,19 @@ static int run_write_outputs(const run_opts *o, run_state *rn) {
         }
     }
     for (size_t k = 0; k < o->outs.len && rc == EXIT_OK; k++) {
+        if (!tmp_paths[k]) { // a stream
+            size_t j = 0;
+            while (strcmp(rn->out_io[j].name, o->outs.data[k].name) != 0) {
+                j++;
+            }
+            st = dl_npy_write(o->outs.data[k].path, &rn->out_t[j]);
+            if (st != DL_OK) {
+                file_diag(rn->d, o->outs.data[k].path, "cannot write: %s",
+                          st == DL_ERR_IO ? strerror(errno) : dl_status_str(st));
+                rc = cli_status_exit(st);
+            }
+            continue;
+        }
         if (rename(tmp_paths[k], o->outs.data[k].path) != 0) {
             file_diag(rn->d, o->outs.data[k].path, "cannot write: %s", strerror(errno));
             rc = EXIT_INPUT;

@@ -3,7 +3,8 @@
 # artifacts: default and -o output paths, byte-identical artifacts for the same model, failed
 # compiles that write nothing (and leave an existing OUT alone), usage errors (exit 2), artifacts
 # that run and agree with the reference evaluator, a .so that is not an artifact (exit 1), -v,
-# and no leftover dlcc-link-* directory in $TMPDIR.
+# outputs that are FIFOs (written in place, not replaced), and no leftover dlcc-link-* directory
+# in $TMPDIR.
 # usage: test_compile.sh DLCC SOURCE_DIR LIBDLRT
 #
 # Inputs are made with /usr/bin/python3 + numpy. Every case prints "ok" or "FAIL" with the
@@ -288,6 +289,20 @@ family_case() { # family_case NAME INPUTS... -- OUTPUTS...: compile + run vs ref
 }
 family_case fam_mlp x=x.npy lab=lab.npy -- p lp s mx am t loss
 family_case fam_cnn img=img.npy -- f cc
+
+# An output that is a stream (a FIFO here; /dev/null alike) is written where it stands: renaming
+# a temporary file over it would replace the node with a regular file (as root, /dev/null).
+mkfifo art_fifo out_fifo
+timeout 60 cat art_fifo >from_art_fifo & # bounded: a regression would leave cat waiting
+expect 0 "compile -o FIFO" compile fam_mlp.dlg -o art_fifo
+wait
+check "the FIFO is still a FIFO after compile -o" test -p art_fifo
+check "the artifact came through the FIFO" cmp from_art_fifo fam_mlp.so
+timeout 60 cat out_fifo >from_out_fifo &
+expect 0 "run --out NAME=FIFO" run fam_mlp.so --in x=x.npy --in lab=lab.npy --out p=out_fifo
+wait
+check "the FIFO is still a FIFO after run --out" test -p out_fifo
+check "the output came through the FIFO" cmp from_out_fifo got_fam_mlp/p.npy
 
 # Target options: unknown names are usage errors, never an LLVM abort; an artifact that needs
 # instructions this CPU lacks is refused with a message instead of dying of SIGILL.
