@@ -485,57 +485,70 @@ bool dl_write_fd_all(int fd, const void *data, size_t len) {
     return true;
 }
 
-dl_status dl_write_file_atomic(const char *path, const void *data, size_t len) {
+dl_status dl_out_open(const char *path, dl_out *o) {
+    o->path = path;
+    o->tmp = NULL;
     if (dl_path_is_stream(path)) {
-        int fd = open(path, O_WRONLY | O_CLOEXEC);
-        if (fd < 0) {
-            return DL_ERR_IO;
-        }
-        bool ok = dl_write_fd_all(fd, data, len);
+        o->fd = open(path, O_WRONLY | O_CLOEXEC);
+        return o->fd < 0 ? DL_ERR_IO : DL_OK;
+    }
+    size_t plen = strlen(path);
+    o->tmp = dl_mem_alloc(plen + 16);
+    if (!o->tmp) {
+        o->fd = -1;
+        return DL_ERR_NOMEM;
+    }
+    memcpy(o->tmp, path, plen);
+    memcpy(o->tmp + plen, ".tmp.XXXXXX", 12);
+    o->fd = mkstemp(o->tmp);
+    if (o->fd < 0) {
         int saved = errno;
-        if (close(fd) != 0 && ok) {
+        free(o->tmp);
+        o->tmp = NULL;
+        errno = saved;
+        return DL_ERR_IO;
+    }
+    return DL_OK;
+}
+
+dl_status dl_out_close(dl_out *o, bool ok) {
+    int saved = errno;
+    if (o->tmp) {
+        // mkstemp creates 0600; give the file the usual permissions (umask applies).
+        mode_t mask = umask(0);
+        umask(mask);
+        if (ok && (fchmod(o->fd, 0666 & ~mask) != 0 || fsync(o->fd) != 0)) {
             ok = false;
             saved = errno;
         }
-        errno = saved;
-        return ok ? DL_OK : DL_ERR_IO;
     }
-    size_t plen = strlen(path);
-    char *tmp = dl_mem_alloc(plen + 16);
-    if (!tmp) {
-        return DL_ERR_NOMEM;
-    }
-    memcpy(tmp, path, plen);
-    memcpy(tmp + plen, ".tmp.XXXXXX", 12);
-    int fd = mkstemp(tmp);
-    if (fd < 0) {
-        free(tmp);
-        return DL_ERR_IO;
-    }
-    bool ok = dl_write_fd_all(fd, data, len);
-    // mkstemp creates 0600; give the file the usual permissions (umask applies).
-    mode_t mask = umask(0);
-    umask(mask);
-    if (ok && fchmod(fd, 0666 & ~mask) != 0) {
-        ok = false;
-    }
-    if (ok && fsync(fd) != 0) {
-        ok = false;
-    }
-    int saved = errno;
-    if (close(fd) != 0) {
-        ok = false;
-    }
-    if (ok && rename(tmp, path) != 0) {
+    if (close(o->fd) != 0 && ok) {
         ok = false;
         saved = errno;
     }
-    if (!ok) {
-        unlink(tmp);
-        errno = saved;
+    if (o->tmp) {
+        if (ok && rename(o->tmp, o->path) != 0) {
+            ok = false;
+            saved = errno;
+        }
+        if (!ok) {
+            unlink(o->tmp);
+        }
+        free(o->tmp);
+        o->tmp = NULL;
     }
-    free(tmp);
+    o->fd = -1;
+    errno = saved;
     return ok ? DL_OK : DL_ERR_IO;
+}
+
+dl_status dl_write_file_atomic(const char *path, const void *data, size_t len) {
+    dl_out o;
+    dl_status st = dl_out_open(path, &o);
+    if (st != DL_OK) {
+        return st;
+    }
+    return dl_out_close(&o, dl_write_fd_all(o.fd, data, len));
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -221,10 +221,20 @@ DL_NODISCARD dl_status dl_fopen_regular(const char *path, size_t max_len, FILE *
 // "out of memory" with DL_ERR_NOMEM).
 DL_NODISCARD dl_status dl_read_file_max(const char *path, size_t max_len, char **out,
                                         size_t *out_len, char *why, size_t why_size);
-// Writes `len` bytes to `path` atomically: a temporary file in the same directory, fsync'd and
-// renamed over the target; on failure no file (partial or temporary) is left behind. A target
-// that is a stream (dl_path_is_stream: /dev/null, a FIFO) is written in place instead: renaming
-// over it would replace the device node with a regular file (as root, /dev/null itself).
+// An output file written atomically: dl_out_open opens a temporary file in the target's
+// directory (fd), dl_out_close(ok) gives it the usual permissions, fsyncs it and renames it over
+// the target, or when !ok (or any step fails) removes it, so no file, partial or temporary, is
+// left behind. A target that is a stream (dl_path_is_stream: /dev/null, a FIFO) is opened and
+// written in place instead (tmp NULL): renaming over it would replace the device node with a
+// regular file (as root, /dev/null itself). dl_out_close keeps errno of the first failure.
+typedef struct dl_out {
+    int fd;
+    char *tmp; // OWNED: the temporary file's path; NULL for a stream
+    const char *path;
+} dl_out;
+DL_NODISCARD dl_status dl_out_open(const char *path, dl_out *o);
+DL_NODISCARD dl_status dl_out_close(dl_out *o, bool ok);
+// Writes `len` bytes to `path` atomically (dl_out_open, dl_out_close).
 DL_NODISCARD dl_status dl_write_file_atomic(const char *path, const void *data, size_t len);
 // True when `path` exists and is neither a regular file nor a directory: a character or block
 // device, a FIFO or a socket, which writers open and write where they stand.

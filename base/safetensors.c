@@ -327,61 +327,28 @@ dl_status dl_st_write_file(const dl_st_writer *w, const char *path) {
         dl_strbuf_fini(&h);
         return st;
     }
-    // Same protocol as dl_write_file_atomic, streamed so a multi-GiB checkpoint is not copied
-    // into one buffer first; a stream target (/dev/null, a FIFO) is written in place, as there.
-    bool stream = dl_path_is_stream(path);
-    size_t plen = strlen(path);
-    char *tmp = stream ? NULL : dl_mem_alloc(plen + 16);
-    if (!stream && !tmp) {
-        dl_strbuf_fini(&h);
-        return DL_ERR_NOMEM;
-    }
-    if (tmp) {
-        memcpy(tmp, path, plen);
-        memcpy(tmp + plen, ".tmp.XXXXXX", 12);
-    }
-    int fd = stream ? open(path, O_WRONLY | O_CLOEXEC) : mkstemp(tmp);
-    if (fd < 0) {
+    // Written as dl_write_file_atomic writes, streamed so that a multi-GiB checkpoint is not
+    // copied into one buffer first.
+    dl_out o;
+    st = dl_out_open(path, &o);
+    if (st != DL_OK) {
         int saved = errno;
-        free(tmp);
         dl_strbuf_fini(&h);
         errno = saved;
-        return DL_ERR_IO;
+        return st;
     }
-    bool ok = dl_write_fd_all(fd, h.data, h.len);
+    bool ok = dl_write_fd_all(o.fd, h.data, h.len);
     for (size_t i = 0; ok && i < w->tensors.len; i++) {
         const st_wtensor *e = &w->tensors.data[i];
         if (e->nbytes) {
-            ok = dl_write_fd_all(fd, e->t.data, (size_t)e->nbytes);
+            ok = dl_write_fd_all(o.fd, e->t.data, (size_t)e->nbytes);
         }
     }
-    // mkstemp creates 0600; give the file the usual permissions (umask applies).
-    mode_t mask = umask(0);
-    umask(mask);
-    if (ok && !stream && fchmod(fd, 0666 & ~mask) != 0) {
-        ok = false;
-    }
-    if (ok && !stream && fsync(fd) != 0) {
-        ok = false;
-    }
+    st = dl_out_close(&o, ok);
     int saved = errno;
-    if (close(fd) != 0) {
-        if (ok) {
-            saved = errno;
-        }
-        ok = false;
-    }
-    if (ok && !stream && rename(tmp, path) != 0) {
-        ok = false;
-        saved = errno;
-    }
-    if (!ok && !stream) {
-        unlink(tmp);
-    }
-    free(tmp);
     dl_strbuf_fini(&h);
     errno = saved;
-    return ok ? DL_OK : DL_ERR_IO;
+    return st;
 }
 
 // ---------------------------------------------------------------------------------------------

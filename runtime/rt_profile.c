@@ -281,36 +281,26 @@ dlrt_status dlrt_session_profile_write(dlrt_session *s, const char *path) {
         return rt__fail(DLRT_ERR_INVALID_ARG,
                         "profiling is off (call dlrt_session_profile_begin first)");
     }
-    if (dl_path_is_stream(path)) { // /dev/null, a FIFO: written in place, not replaced
-        FILE *f = fopen(path, "w");
-        if (!f) {
-            return rt__fail(DLRT_ERR_IO, "cannot write profile %s", path);
-        }
+    // dl_out: a temporary file renamed over the target, or a stream written in place. The trace
+    // goes through stdio on a duplicate of its descriptor, which dl_out_close then finishes.
+    dl_out o;
+    if (dl_out_open(path, &o) != DL_OK) {
+        return rt__fail(DLRT_ERR_IO, "cannot write profile %s", path);
+    }
+    int dup_fd = dup(o.fd);
+    FILE *f = dup_fd >= 0 ? fdopen(dup_fd, "w") : NULL;
+    if (!f && dup_fd >= 0) {
+        close(dup_fd);
+    }
+    bool ok = f != NULL;
+    if (f) {
         write_trace(s, f);
-        bool ok = !ferror(f);
+        ok = !ferror(f);
         ok = fclose(f) == 0 && ok;
-        return ok ? DLRT_OK : rt__fail(DLRT_ERR_IO, "cannot write profile %s", path);
     }
-    size_t n = strlen(path);
-    char *tmp = dl_mem_alloc(n + 32);
-    if (!tmp) {
-        return rt__fail(DLRT_ERR_NOMEM, "out of memory");
-    }
-    snprintf(tmp, n + 32, "%s.tmp.%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "w");
-    if (!f) {
-        free(tmp);
+    if (dl_out_close(&o, ok) != DL_OK) {
         return rt__fail(DLRT_ERR_IO, "cannot write profile %s", path);
     }
-    write_trace(s, f);
-    bool ok = !ferror(f);
-    ok = fclose(f) == 0 && ok;
-    if (!ok || rename(tmp, path) != 0) {
-        remove(tmp);
-        free(tmp);
-        return rt__fail(DLRT_ERR_IO, "cannot write profile %s", path);
-    }
-    free(tmp);
     return DLRT_OK;
 }
 

@@ -2084,18 +2084,19 @@ static int run_write_outputs(const run_opts *o, run_state *rn) {
         while (strcmp(rn->out_io[j].name, o->outs.data[k].name) != 0) {
             j++;
         }
-        if (dl_path_is_stream(o->outs.data[k].path)) {
-            continue; // /dev/null, a FIFO: written in place below, after every other output
+        // A stream (/dev/null, a FIFO) cannot be left untouched nor replaced: written in place,
+        // with no temporary file (dl_npy_write writes it where it stands).
+        if (!dl_path_is_stream(o->outs.data[k].path)) {
+            size_t plen = strlen(o->outs.data[k].path);
+            tmp_paths[k] = dl_mem_alloc(plen + 32);
+            if (!tmp_paths[k]) {
+                rc = EXIT_INTERNAL;
+                break;
+            }
+            snprintf(tmp_paths[k], plen + 32, "%s.dlcc-%ld-%zu.tmp", o->outs.data[k].path,
+                     (long)getpid(), k);
         }
-        size_t plen = strlen(o->outs.data[k].path);
-        tmp_paths[k] = dl_mem_alloc(plen + 32);
-        if (!tmp_paths[k]) {
-            rc = EXIT_INTERNAL;
-            break;
-        }
-        snprintf(tmp_paths[k], plen + 32, "%s.dlcc-%ld-%zu.tmp", o->outs.data[k].path,
-                 (long)getpid(), k);
-        st = dl_npy_write(tmp_paths[k], &rn->out_t[j]);
+        st = dl_npy_write(tmp_paths[k] ? tmp_paths[k] : o->outs.data[k].path, &rn->out_t[j]);
         if (st != DL_OK) {
             file_diag(rn->d, o->outs.data[k].path, "cannot write: %s",
                       st == DL_ERR_IO ? strerror(errno) : dl_status_str(st));
@@ -2105,17 +2106,7 @@ static int run_write_outputs(const run_opts *o, run_state *rn) {
         }
     }
     for (size_t k = 0; k < o->outs.len && rc == EXIT_OK; k++) {
-        if (!tmp_paths[k]) { // a stream
-            size_t j = 0;
-            while (strcmp(rn->out_io[j].name, o->outs.data[k].name) != 0) {
-                j++;
-            }
-            st = dl_npy_write(o->outs.data[k].path, &rn->out_t[j]);
-            if (st != DL_OK) {
-                file_diag(rn->d, o->outs.data[k].path, "cannot write: %s",
-                          st == DL_ERR_IO ? strerror(errno) : dl_status_str(st));
-                rc = cli_status_exit(st);
-            }
+        if (!tmp_paths[k]) { // a stream, written already
             continue;
         }
         if (rename(tmp_paths[k], o->outs.data[k].path) != 0) {

@@ -1652,28 +1652,25 @@ static dl_status emit_float(cg *c, const gemm_prob *p) {
     cg_loop ls;
     f.sub = cg_for_begin(c, &ls, cg_i64(c, 0), n_sub, "sub");
     int64_t nr_e = N % g.NR;
-    // Pooled groups whose partial last panels (nr_mid, nr_last) are all at most half full: such a
-    // panel's microkernel runs half as wide too (conv2 of the CNN, 14 x 14: 196 columns a group).
-    bool pool_half = p->pool && !f.bf && !f.amx && (f.nr_mid > 0 || f.nr_last > 0) &&
-                     f.nr_mid <= g.NR / 2 && f.nr_last <= g.NR / 2;
-    if (pool_half) {
-        fctx fh = f;
-        fh.vt = LLVMVectorType(c->t_f32, (unsigned)(g.NR / 2));
+    // A partial panel at most half full runs its microkernel half as wide. `full` (NULL: every
+    // panel at full width) tells the others apart: y's last panel (N = 196, a convolution's 14 x
+    // 14 positions, computed 224 columns at full width, 208 so), or in a pooled product a
+    // group's last panel when every partial one (nr_mid, nr_last) is at most half full (conv2 of
+    // the CNN, 196 columns a group).
+    LLVMValueRef full = NULL;
+    if (!f.bf && !f.amx && p->pool && (f.nr_mid > 0 || f.nr_last > 0) && f.nr_mid <= g.NR / 2 &&
+        f.nr_last <= g.NR / 2) {
         LLVMValueRef end = mul_c(c, add(c, f.sub, cg_i64(c, 1)), g.NR);
-        if_else ie;
-        if_else_begin(c, &ie, LLVMBuildICmp(c->b, LLVMIntSLE, end, f.ncols, ""));
-        emit_tiles(c, &f, n_tiles, is_last, tile_e, mr_e);
-        if_else_mid(c, &ie);
-        emit_tiles(c, &fh, n_tiles, is_last, tile_e, mr_e);
-        if_else_end(c, &ie);
-    } else if (nr_e > 0 && nr_e <= g.NR / 2 && !f.bf && !f.amx && !p->pool) {
-        // y's last panel is at most half full: its microkernel runs half as wide (N = 196, a
-        // convolution's 14 x 14 positions, computed 224 columns at full width, 208 so).
+        full = LLVMBuildICmp(c->b, LLVMIntSLE, end, f.ncols, "");
+    } else if (!f.bf && !f.amx && !p->pool && nr_e > 0 && nr_e <= g.NR / 2) {
+        LLVMValueRef j0 = add(c, f.c0, mul_c(c, f.sub, g.NR));
+        full = LLVMBuildICmp(c->b, LLVMIntSLT, j0, cg_i64(c, N - nr_e), "");
+    }
+    if (full) {
         fctx fh = f;
         fh.vt = LLVMVectorType(c->t_f32, (unsigned)(g.NR / 2));
-        LLVMValueRef j0 = add(c, f.c0, mul_c(c, f.sub, g.NR));
         if_else ie;
-        if_else_begin(c, &ie, LLVMBuildICmp(c->b, LLVMIntSLT, j0, cg_i64(c, N - nr_e), ""));
+        if_else_begin(c, &ie, full);
         emit_tiles(c, &f, n_tiles, is_last, tile_e, mr_e);
         if_else_mid(c, &ie);
         emit_tiles(c, &fh, n_tiles, is_last, tile_e, mr_e);
