@@ -49,13 +49,18 @@ static LLVMValueRef fabs_f32(cg *c, LLVMValueRef x) {
 
 // Cephes expf: x = n ln2 + r (Cody-Waite; the products are exact since n has <= 8 bits), e^r by
 // a degree-7 polynomial on |r| <= ln2 / 2, then the scale 2^n applied in two halves so that
-// results down to the denormals and up to FLT_MAX come out right. x is clamped to [-104, 88.8]
-// first (e^-104 rounds to 0, e^88.8 to +inf) by compares that keep a NaN: NaN gives NaN (its
-// scale is 1), -inf gives 0, +inf gives +inf.
+// results down to the denormals and up to FLT_MAX come out right. x is clamped to at most 88.8
+// first (e^88.8 rounds to +inf) by a compare that keeps a NaN: NaN gives NaN (its scale is 1),
+// +inf gives +inf. Below -104 (e^-104 rounds to 0; -inf too) the result is 0, selected after
+// computing e^0 for those lanes: scaling down to 0 would underflow, and on Intel every
+// underflowing multiply without flush-to-zero costs a microcode assist of ~100 cycles (a causal
+// attention mask of -1e9 or -inf made half of a Softmax's exponentials that slow: 3x the
+// kernel's time). The bytes are those of computing from -104, which rounds to 0.
 LLVMValueRef dl_cg__exp_f32(cg *c, LLVMValueRef x) {
     LLVMBuilderRef b = c->b;
-    LLVMValueRef lo = cg_f32(c, -104.0), hi = cg_f32(c, 88.8);
-    x = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOLT, x, lo, ""), lo, x, "");
+    LLVMValueRef hi = cg_f32(c, 88.8), zero = cg_f32(c, 0);
+    LLVMValueRef tiny = LLVMBuildFCmp(b, LLVMRealOLT, x, cg_f32(c, -104.0), "");
+    x = LLVMBuildSelect(b, tiny, zero, x, "");
     x = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOGT, x, hi, ""), hi, x, "");
     LLVMValueRef xl = LLVMBuildFMul(b, x, cg_f32(c, 1.44269504088896341), "");
     LLVMValueRef kn = cg_intrinsic1(c, "llvm.rint", c->t_f32, xl);
@@ -79,7 +84,8 @@ LLVMValueRef dl_cg__exp_f32(cg *c, LLVMValueRef x) {
     LLVMValueRef e1 = LLVMBuildShl(b, LLVMBuildAdd(b, n1, cg_i32(c, 127), ""), cg_i32(c, 23), "");
     LLVMValueRef e2 = LLVMBuildShl(b, LLVMBuildAdd(b, n2, cg_i32(c, 127), ""), cg_i32(c, 23), "");
     y = LLVMBuildFMul(b, y, LLVMBuildBitCast(b, e1, c->t_f32, ""), "");
-    return LLVMBuildFMul(b, y, LLVMBuildBitCast(b, e2, c->t_f32, ""), "");
+    y = LLVMBuildFMul(b, y, LLVMBuildBitCast(b, e2, c->t_f32, ""), "");
+    return LLVMBuildSelect(b, tiny, zero, y, "");
 }
 
 // ---------------------------------------------------------------------------------------------
