@@ -11,6 +11,7 @@
 // undefined behaviour: integer division by zero gives 0 and INT_MIN / -1 wraps.
 #include "cg_internal.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -959,25 +960,54 @@ static LLVMValueRef f_fused(cg *c, const map_args *a, LLVMValueRef *in) {
     return dl_cg__fused_values(c, fm->g, fm->n, 0, fm->val, fm->ext, in, fm->n_ext);
 }
 
-// A fusion group around a row reduction g[ri] (passes/fusion.c: ReduceSum or ReduceMean of
-// float32 over the last axis of its input, dims D = [rows, L] flattened, keepdims). The members
-// it depends on (P) compute at its input's elements; the others (Q) read its result broadcast
-// along the row. One kernel over the rows (its parallel range); per row, pass 1 computes the
-// P members at each of the L elements and sums the reduction's input in f32 (reassociation
-// allowed on that add only, as codegen's ReduceSum: a vectorised sum whose order depends on L
-// alone, so any split of the rows gives the same bytes), ReduceMean divides by L; pass 2
-// computes the Q members at each element with that result and stores the root. The row is
-// read twice, the second time from L1 or L2. A root that is the reduction stores the result.
-// The output may share the memory of an input of its dims (the memory plan's elementwise rule:
-// pass 1 reads the whole row before pass 2 writes it, and pass 2 reads each element where it
-// writes it); as emit_map_ex, one version of the loops per such input.
+// The row node of a row group (passes/fusion.c, dl_pass_fusion_is_row_node).
+typedef enum row_kind { ROW_NONE, ROW_SUM, ROW_SOFTMAX, ROW_LOG_SOFTMAX, ROW_LAYER_NORM } row_kind;
+
+static row_kind row_kind_of(const dl_ir_node *n) {
+    return n->op == DL_IR_OP_REDUCE_SUM || n->op == DL_IR_OP_REDUCE_MEAN ? ROW_SUM
+           : n->op == DL_IR_OP_SOFTMAX                                   ? ROW_SOFTMAX
+           : n->op == DL_IR_OP_LOG_SOFTMAX                               ? ROW_LOG_SOFTMAX
+           : n->op == DL_IR_OP_LAYER_NORMALIZATION                       ? ROW_LAYER_NORM
+                                                                         : ROW_NONE;
+}
+
+// Index of v in ext[0..n) (n when absent).
+static size_t ext_index(dl_ir_value *const *ext, size_t n, const dl_ir_value *v) {
+    size_t i = 0;
+    while (i < n && ext[i] != v) {
+        i++;
+    }
+    return i;
+}
+
+// A fusion group around a row node g[ri] (passes/fusion.c, dl_pass_fusion_is_row_node: ReduceSum
+// or ReduceMean over the last axis, keepdims; Softmax, LogSoftmax or LayerNormalization over the
+// last axis; float32, dims D = [rows, L] flattened). The members it depends on (P) compute at its
+// input's elements; the others (Q) read its result: a reduction's broadcast along the row, a row
+// operation's at their own element. One kernel over the rows (its parallel range); per row, the
+// passes over the row's L elements recompute P at each element (from L1 or L2 after the first):
+//   reduction: pass 1 sums P's value in f32 (reassociation allowed on that add only, as
+//     codegen's ReduceSum: a vectorised sum whose order depends on L alone, so any split of the
+//     rows gives the same bytes), ReduceMean divides by L; pass 2 computes Q with that result
+//     and stores the root (a root that is the reduction stores the result after pass 1);
+//   Softmax / LogSoftmax (the standalone kernel's formulas, x86_reduce.c): pass 1 the max m,
+//     pass 2 s = sum exp(x - m), pass 3 y = exp(x - m) * (1 / s) or (x - m) - log(s), then Q;
+//     Softmax's pass 2 keeps exp(x - m) in the output row when the output is float32 and shares
+//     no input's memory, and pass 3 rescales it;
+//   LayerNormalization (x86_nn.c's formulas): pass 1 the mean, pass 2 the biased variance of
+//     x - mean, pass 3 y = (x - mean) * (1 / sqrt(var + epsilon)) * scale + bias, then Q.
+// The sums' order is the fused loop's own, so the bytes may differ in the last bits from the
+// unfused kernels'. The output may share the memory of an input of its dims (the memory plan's
+// elementwise rule: only the last pass writes, and it reads each element where it writes it);
+// as emit_map_ex, one version of the loops per such input.
 static dl_status lower_row_fused(cg *c, const dl_ir_node *const *g, size_t n, size_t ri) {
     const dl_ir_node *rr = g[ri];
+    row_kind kind = row_kind_of(rr);
     const dl_ir_type *dt = &rr->inputs[0]->type;
     int32_t rank = dt->rank;
     int64_t L = dt->dims[rank - 1].value, rows = dl_ir_type_numel(dt) / L;
     dl_ir_value *out = g[n - 1]->outputs[0];
-    bool root_rr = ri == n - 1;
+    bool root_rr = kind == ROW_SUM && ri == n - 1; // the group stores the reduction's result
     const dl_ir_node **pl = dl_mem_calloc(2 * n + 1, sizeof *pl);
     bool *isp = dl_mem_calloc(n, sizeof *isp);
     LLVMValueRef *pv = dl_mem_calloc(2 * n + 1, sizeof *pv);
@@ -987,9 +1017,9 @@ static dl_status lower_row_fused(cg *c, const dl_ir_node *const *g, size_t n, si
         free(pv);
         return DL_ERR_NOMEM;
     }
-    const dl_ir_node **ql = pl + n; // P's members, then the reduction and Q's
+    const dl_ir_node **ql = pl + n; // P's members, then the row node and Q's
     LLVMValueRef *qv = pv + n;      // their values at one element
-    // P: the members whose value the reduction reads, directly or through other P members.
+    // P: the members whose value the row node reads, directly or through other P members.
     for (size_t i = ri; i-- > 0;) {
         for (size_t j = i + 1; j <= ri && !isp[i]; j++) {
             for (size_t a = 0; (j == ri || isp[j]) && a < g[j]->n_inputs; a++) {
@@ -1006,14 +1036,18 @@ static dl_status lower_row_fused(cg *c, const dl_ir_node *const *g, size_t n, si
             ql[nq++] = g[i];
         }
     }
-    // The values read from outside: the P members', the reduction's input when no P member
-    // makes it, the Q members'.
+    // The values read from outside: the P members', the row node's input when no P member
+    // makes it, a LayerNormalization's scale and bias, the Q members'.
     dl_ir_value *ext[MAX_OPS], *part[MAX_OPS];
     size_t n_ext = 0, n_part = 0;
     size_t max = MAX_OPS - 1;
     dl_status st = dl_cg__fused_inputs(c, pl, np, 0, ext, max, &n_ext);
     if (st == DL_OK && np == 0) {
         st = ext_merge(c, ext, &n_ext, max, &rr->inputs[0], 1);
+    }
+    if (st == DL_OK && kind == ROW_LAYER_NORM) {
+        st = ext_merge(c, ext, &n_ext, max, &rr->inputs[1],
+                       rr->n_inputs > 2 && rr->inputs[2] ? 2 : 1);
     }
     if (st == DL_OK) {
         st = dl_cg__fused_inputs(c, ql, nq, 1, part, max, &n_part);
@@ -1027,11 +1061,13 @@ static dl_status lower_row_fused(cg *c, const dl_ir_node *const *g, size_t n, si
         free(pv);
         return st;
     }
-    size_t r_in = 0; // without P, the reduction's input is ext[r_in]
-    while (r_in < n_ext && ext[r_in] != rr->inputs[0]) {
-        r_in++;
-    }
+    size_t r_in = ext_index(ext, n_ext, rr->inputs[0]); // without P, the row node's input
     DL_ASSERT(np > 0 || r_in < n_ext);
+    size_t r_sc = n_ext, r_bi = n_ext; // a LayerNormalization's scale and bias
+    if (kind == ROW_LAYER_NORM) {
+        r_sc = ext_index(ext, n_ext, rr->inputs[1]);
+        r_bi = rr->n_inputs > 2 && rr->inputs[2] ? ext_index(ext, n_ext, rr->inputs[2]) : n_ext;
+    }
     // Element strides over D (0 on broadcast dims).
     int64_t est[MAX_OPS][DL_MAX_RANK];
     for (size_t e = 0; e < n_ext; e++) {
@@ -1048,19 +1084,23 @@ static dl_status lower_row_fused(cg *c, const dl_ir_node *const *g, size_t n, si
         free(pv);
         return st;
     }
-    LLVMValueRef acc = cg_entry_alloca(c, &k, c->t_f32, 1);
+    LLVMTypeRef f32 = c->t_f32;
+    LLVMValueRef acc = cg_entry_alloca(c, &k, f32, 1);
     size_t cand[MAX_OPS], n_cand = 0;
     for (size_t e = 0; !root_rr && e < n_ext; e++) {
         cand[n_cand] = e + 1;
         n_cand += dl_ir_type_same_dims(&ext[e]->type, &out->type) &&
                   dl_dtype_size(ext[e]->type.dtype) == dl_dtype_size(out->type.dtype);
     }
+    int passes = kind == ROW_SUM ? (root_rr ? 1 : 2) : 3;
     LLVMBasicBlockRef blocks[MAX_OPS + 1], done;
     inplace_dispatch(c, &k, cand, n_cand, blocks, &done);
     for (size_t ver = 0; ver <= n_cand; ver++) {
         LLVMPositionBuilderAtEnd(c->b, blocks[ver]);
         LLVMValueRef out_ptr = k.ptr[ver < n_cand ? cand[ver] : 0];
-        cg_loop lr, l1, l2;
+        // Softmax keeps exp(x - m) in its float32 output row, unless the row is an input's.
+        bool keep_e = kind == ROW_SOFTMAX && ver == n_cand && out->type.dtype == DL_DT_FLOAT;
+        cg_loop lr, lj;
         LLVMValueRef r = cg_for_begin(c, &lr, k.begin, k.end, "row");
         // Each input's offset of the row's first element: r's index over D's leading dims.
         LLVMValueRef base[MAX_OPS], rem = r;
@@ -1081,12 +1121,17 @@ static dl_status lower_row_fused(cg *c, const dl_ir_node *const *g, size_t n, si
                 }
             }
         }
-        for (int pass = 0; pass < (root_rr ? 1 : 2); pass++) {
-            if (pass == 0) {
-                LLVMBuildStore(c->b, cg_f32(c, 0), acc);
-            }
-            LLVMValueRef j =
-                cg_for_begin(c, pass == 0 ? &l1 : &l2, cg_i64(c, 0), cg_i64(c, L), "j");
+        // s1: the row's first statistic (sum, mean or max), s2: the second (1 / s, log(s) or
+        // 1 / sqrt(var + epsilon)).
+        LLVMValueRef s1 = NULL, s2 = NULL;
+        for (int pass = 0; pass < passes; pass++) {
+            bool last = pass == passes - 1;
+            LLVMBuildStore(c->b,
+                           cg_f32(c, kind == ROW_SOFTMAX || kind == ROW_LOG_SOFTMAX
+                                         ? (pass == 0 ? -INFINITY : 0.0)
+                                         : 0.0),
+                           acc);
+            LLVMValueRef j = cg_for_begin(c, &lj, cg_i64(c, 0), cg_i64(c, L), "j");
             LLVMValueRef xin[MAX_OPS];
             for (size_t e = 0; e < n_ext; e++) {
                 int64_t sl = est[e][rank - 1];
@@ -1097,29 +1142,68 @@ static dl_status lower_row_fused(cg *c, const dl_ir_node *const *g, size_t n, si
                                        sl == 1 ? j : LLVMBuildMul(c->b, j, cg_i64(c, sl), ""), "");
                 xin[e] = cg_load(c, k.ptr[e + 1], ext[e]->type.dtype, off);
             }
-            if (pass == 0) {
-                // P's last member is the one the reduction reads (P is a tree below it); with
-                // no P the reduction reads an input.
-                LLVMValueRef v =
-                    np ? dl_cg__fused_values(c, pl, np, 0, pv, ext, xin, n_ext) : xin[r_in];
-                LLVMBuildStore(c->b, cg_fadd_reassoc(c, LLVMBuildLoad2(c->b, c->t_f32, acc, ""), v),
+            LLVMValueRef idx = LLVMBuildAdd(c->b, LLVMBuildMul(c->b, r, cg_i64(c, L), ""), j, "");
+            // P's last member is the one the row node reads (P is a tree below it); with no P
+            // the row node reads an input. Unused in Softmax's rescaling pass (and dropped).
+            LLVMValueRef x =
+                np ? dl_cg__fused_values(c, pl, np, 0, pv, ext, xin, n_ext) : xin[r_in];
+            LLVMValueRef a = LLVMBuildLoad2(c->b, f32, acc, "");
+            if (pass == 0) { // a sum or the max (a reduction as the root: its only pass)
+                bool is_max = kind == ROW_SOFTMAX || kind == ROW_LOG_SOFTMAX;
+                LLVMBuildStore(c->b,
+                               is_max ? cg_intrinsic2(c, "llvm.maximum", f32, a, x)
+                                      : cg_fadd_reassoc(c, a, x),
                                acc);
+            } else if (!last) {
+                LLVMValueRef d = LLVMBuildFSub(c->b, x, s1, "");
+                LLVMValueRef t =
+                    kind == ROW_LAYER_NORM ? LLVMBuildFMul(c->b, d, d, "") : dl_cg__exp_f32(c, d);
+                if (keep_e) {
+                    cg_store(c, out_ptr, DL_DT_FLOAT, idx, t);
+                }
+                LLVMBuildStore(c->b, cg_fadd_reassoc(c, a, t), acc);
             } else {
-                LLVMValueRef idx =
-                    LLVMBuildAdd(c->b, LLVMBuildMul(c->b, r, cg_i64(c, L), ""), j, "");
+                LLVMValueRef y = s1; // the reduction's result
+                if (kind == ROW_SOFTMAX) {
+                    LLVMValueRef e = keep_e ? cg_load(c, out_ptr, DL_DT_FLOAT, idx)
+                                            : dl_cg__exp_f32(c, LLVMBuildFSub(c->b, x, s1, ""));
+                    y = LLVMBuildFMul(c->b, e, s2, "");
+                } else if (kind == ROW_LOG_SOFTMAX) {
+                    y = LLVMBuildFSub(c->b, LLVMBuildFSub(c->b, x, s1, ""), s2, "");
+                } else if (kind == ROW_LAYER_NORM) {
+                    y = LLVMBuildFMul(c->b, LLVMBuildFSub(c->b, x, s1, ""), s2, "");
+                    y = LLVMBuildFMul(c->b, y, xin[r_sc], "");
+                    if (r_bi < n_ext) {
+                        y = LLVMBuildFAdd(c->b, y, xin[r_bi], "");
+                    }
+                }
+                qv[0] = y;
                 cg_store(c, out_ptr, out->type.dtype, idx,
                          dl_cg__fused_values(c, ql, nq, 1, qv, ext, xin, n_ext));
             }
-            cg_for_end(c, pass == 0 ? &l1 : &l2);
+            cg_for_end(c, &lj);
+            LLVMValueRef a_row = LLVMBuildLoad2(c->b, f32, acc, "");
+            LLVMValueRef fl = cg_f32(c, (double)L);
             if (pass == 0) {
-                LLVMValueRef s = LLVMBuildLoad2(c->b, c->t_f32, acc, "");
-                if (rr->op == DL_IR_OP_REDUCE_MEAN) {
-                    s = LLVMBuildFDiv(c->b, s, cg_f32(c, (double)L), "");
+                s1 = a_row;
+                if (rr->op == DL_IR_OP_REDUCE_MEAN || kind == ROW_LAYER_NORM) {
+                    s1 = LLVMBuildFDiv(c->b, s1, fl, "");
                 }
                 if (root_rr) {
-                    cg_store(c, out_ptr, DL_DT_FLOAT, r, s);
+                    cg_store(c, out_ptr, DL_DT_FLOAT, r, s1);
                 }
-                qv[0] = s;
+            } else if (!last) {
+                if (kind == ROW_SOFTMAX) {
+                    s2 = LLVMBuildFDiv(c->b, cg_f32(c, 1), a_row, "");
+                } else if (kind == ROW_LOG_SOFTMAX) {
+                    s2 = cg_intrinsic1(c, "llvm.log", f32, a_row);
+                } else {
+                    LLVMValueRef var = LLVMBuildFDiv(c->b, a_row, fl, "");
+                    LLVMValueRef eps = cg_f32(c, dl_ir_node_attr_float(rr, "epsilon"));
+                    LLVMValueRef sd =
+                        cg_intrinsic1(c, "llvm.sqrt", f32, LLVMBuildFAdd(c->b, var, eps, ""));
+                    s2 = LLVMBuildFDiv(c->b, cg_f32(c, 1), sd, "");
+                }
             }
         }
         cg_for_end(c, &lr);
@@ -1135,8 +1219,7 @@ static dl_status lower_row_fused(cg *c, const dl_ir_node *const *g, size_t n, si
 dl_status dl_cg__lower_fused(cg *c, const dl_ir_node *const *g, size_t n) {
     DL_ASSERT(n >= 2);
     for (size_t i = 0; i < n; i++) {
-        if (dl_ir_op_fuse_class(g[i]->op) == DL_IR_FUSE_REDUCTION) {
-            // the fusion pass admits only row ReduceSum / ReduceMean (is_row_reduce)
+        if (row_kind_of(g[i]) != ROW_NONE) { // the pass admits only row nodes of its rules
             return lower_row_fused(c, g, n, i);
         }
     }

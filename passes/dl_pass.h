@@ -122,6 +122,10 @@ void dl_pass_fusion_describe(const dl_ir_module *m, dl_strbuf *b);
 // Whether n is a reduction that may join a fusion group (ReduceSum / ReduceMean of float32 over
 // exactly its last axis, keepdims, at least 16 rows): codegen computes such a group per row.
 bool dl_pass_fusion_is_row_reduce(const dl_ir_node *n);
+// Whether n is a row node of a fusion group: such a reduction, or Softmax / LogSoftmax /
+// LayerNormalization (one output) of float32 over the last axis with at least 16 rows, which
+// codegen computes per row with the producers of its input and the consumers of its output.
+bool dl_pass_fusion_is_row_node(const dl_ir_node *n);
 
 // ---------------------------------------------------------------------------------------------
 // The memory plan (passes/memplan.c): a neutral description of lowered kernels and their buffers,

@@ -32,9 +32,13 @@
 // consumers: it joins its one consumer when that has its input's dims). Codegen computes such a
 // group per row in two passes over the row (dl_cg__lower_fused): the producers and the sum, then
 // the consumers; autodiff's Softmax gradient y * (dy - sum(dy * y)) and LogSoftmax's
-// dy - exp(y) * sum(dy) each become one kernel instead of three. Its sum's order is the fused
-// loop's own (fixed by the static shapes, never by the thread count), so its bytes may differ
-// from those of the unfused kernels in the last bits.
+// dy - exp(y) * sum(dy) each become one kernel instead of three. A row operation (is_row_op:
+// Softmax, LogSoftmax or LayerNormalization of float32 over the last axis, one output) takes
+// the place of the reduction the same way: the maps that make its input X join it, and it joins
+// its one consumer, which reads its output at the consumer's own element (a masked, scaled
+// Softmax; the LayerNormalization of a residual sum); codegen then runs three passes per row.
+// Its sum's order is the fused loop's own (fixed by the static shapes, never by the thread
+// count), so its bytes may differ from those of the unfused kernels in the last bits.
 //
 // Result: dl_ir_node.fuse_root of every non-root member points at its group's root; nothing else
 // in the module changes (dumps parse back; a module that is not lowered is unaffected).
@@ -129,6 +133,53 @@ bool dl_pass_fusion_is_row_reduce(const dl_ir_node *n) {
     int64_t a = ax->ints[0] < 0 ? ax->ints[0] + x->rank : ax->ints[0];
     int64_t rows = dl_ir_type_numel(x) / x->dims[x->rank - 1].value;
     return a == x->rank - 1 && rows >= DL_FUSION_MIN_ROWS;
+}
+
+// A row operation that can join a group as a row reduction does: Softmax or LogSoftmax over the
+// last axis, or LayerNormalization over the last axis with its one output Y (no Mean or
+// InvStdDev), of float32 values (scale and bias too), at least DL_FUSION_MIN_ROWS rows. Its
+// producers make its input X (never its scale or bias); its consumers read Y at their own
+// element, as any map's.
+static bool is_row_op(const dl_ir_node *n) {
+    bool ln = n->op == DL_IR_OP_LAYER_NORMALIZATION;
+    if ((n->op != DL_IR_OP_SOFTMAX && n->op != DL_IR_OP_LOG_SOFTMAX && !ln) || n->n_outputs < 1 ||
+        !n->outputs[0] || n->n_inputs < 1 || !n->inputs[0]) {
+        return false;
+    }
+    for (size_t o = 1; o < n->n_outputs; o++) {
+        if (n->outputs[o]) {
+            return false;
+        }
+    }
+    for (size_t i = 0; i < n->n_inputs; i++) {
+        const dl_ir_value *v = n->inputs[i];
+        if (v ? v->type.dtype != DL_DT_FLOAT : i < (ln ? 2u : 1u)) {
+            return false;
+        }
+    }
+    const dl_ir_type *x = &n->inputs[0]->type, *y = &n->outputs[0]->type;
+    if (y->dtype != DL_DT_FLOAT || x->rank < 1 || !dl_ir_type_same_dims(x, y) ||
+        dl_ir_type_numel(x) <= 0) {
+        return false;
+    }
+    int64_t a = dl_ir_node_attr_int(n, "axis");
+    int64_t rows = dl_ir_type_numel(x) / x->dims[x->rank - 1].value;
+    return (a == -1 || a == x->rank - 1) && rows >= DL_FUSION_MIN_ROWS;
+}
+
+bool dl_pass_fusion_is_row_node(const dl_ir_node *n) {
+    return dl_pass_fusion_is_row_reduce(n) || is_row_op(n);
+}
+
+// Whether value v is the row node r's input X and no other input of it (a LayerNormalization's
+// scale or bias is read along the row, not made at its element).
+static bool feeds_only_x(const dl_ir_node *r, const dl_ir_value *v) {
+    for (size_t i = 1; i < r->n_inputs; i++) {
+        if (r->inputs[i] == v) {
+            return false;
+        }
+    }
+    return r->inputs[0] == v;
 }
 
 // Whether attribute `name` of n is absent or every entry equals want[i] (want NULL: v).
@@ -353,7 +404,7 @@ dl_status dl_pass_fusion(dl_ir_module *m, dl_diags *d, dl_pass_fusion_stats *out
         root[i] = i;
         conv[i] = is_conv_head(n);
         pool[i] = is_pool_grad_head(n);
-        red[i] = dl_pass_fusion_is_row_reduce(n);
+        red[i] = dl_pass_fusion_is_row_node(n);
         bat[i] = is_batched_head(n);
         for (size_t a = 0; a < n->n_inputs; a++) {
             const dl_ir_value *v = n->inputs[a];
@@ -372,16 +423,16 @@ dl_status dl_pass_fusion(dl_ir_module *m, dl_diags *d, dl_pass_fusion_stats *out
     // consumer's group (a later node) or stays a root.
     for (size_t i = 0; i < nn; i++) {
         const dl_ir_node *n = m->nodes.data[i];
-        bool head = can_head(n), rr = dl_pass_fusion_is_row_reduce(n);
+        bool head = can_head(n), rr = dl_pass_fusion_is_row_node(n);
         if (!fusible(n) && !head && !rr) {
             continue;
         }
         const dl_ir_value *v = n->outputs[0];
         const dl_ir_node *c = consumer[v->id];
-        // The dims both compute at: a row reduction's input dims (its producers' and consumers')
-        bool into_rr = c && dl_pass_fusion_is_row_reduce(c);
+        // The dims both compute at: a row node's input dims (its producers' and consumers')
+        bool into_rr = c && dl_pass_fusion_is_row_node(c);
         if (!c || pinned[v->id] || v->is_output || !(fusible(c) || into_rr) ||
-            !exact_dtype(v->type.dtype) ||
+            (into_rr && !feeds_only_x(c, v)) || !exact_dtype(v->type.dtype) ||
             !dl_ir_type_same_dims(rr ? &n->inputs[0]->type : &v->type,
                                   into_rr ? &c->inputs[0]->type : &c->outputs[0]->type) ||
             (i < n_fwd) != (c->id < n_fwd)) {

@@ -391,16 +391,17 @@ static bool check_wants(const char *who, const char *name, const dl_tensor *t, c
     return ok;
 }
 
-// Whether v is computed after a row reduction that the fusion pass grouped (a ReduceSum or
-// ReduceMean with a fuse_root, or the root of other members): such a group sums in its own
-// loop's order. seen: one byte per node of m, zero on the first call.
+// Whether v is computed after a row node that the fusion pass grouped (a ReduceSum, ReduceMean,
+// Softmax, LogSoftmax or LayerNormalization with a fuse_root, or the root of other members):
+// such a group sums in its own loop's order. seen: one byte per node of m, zero on the first
+// call.
 static bool after_row_group(const dl_ir_module *m, const dl_ir_value *v, uint8_t *seen) {
     const dl_ir_node *x = v ? v->def : NULL;
     if (!x || seen[x->id]) {
         return false;
     }
     seen[x->id] = 1;
-    if (x->op == DL_IR_OP_REDUCE_SUM || x->op == DL_IR_OP_REDUCE_MEAN) {
+    if (dl_pass_fusion_is_row_node(x)) {
         bool grouped = x->fuse_root != NULL;
         for (size_t i = 0; i < m->nodes.len && !grouped; i++) {
             grouped = m->nodes.data[i]->fuse_root == x;
@@ -420,7 +421,7 @@ static bool after_row_group(const dl_ir_module *m, const dl_ir_value *v, uint8_t
 // A model with fusion groups (passes/fusion.c) compiled again without them must give the same
 // bytes for every output as the fused session `fused` (which has run infer): a fused kernel
 // keeps its inner values in registers in their own dtype, and nothing else changes. A group
-// around a row reduction sums in its own loop's order: a float32 output computed after one
+// around a row node sums in its own loop's order: a float32 output computed after one
 // agrees within the case's tolerance `tol` instead.
 static bool same_unfused(dl_ir_module *m, const dl_cg_options *co, const dl_tensor *ins,
                          dlrt_session *fused, const char *text, cg_tol tol) {

@@ -172,6 +172,67 @@ DL_TEST(row_reductions) {
                         0, 0));
 }
 
+// Softmax, LogSoftmax and LayerNormalization over the last axis are row nodes too: the maps
+// that make their input X and those that read their output join them, one kernel of three
+// passes per row (codegen/lower_elem.c, lower_row_fused).
+DL_TEST(row_operations) {
+    // attention's scaled, masked scores: Softmax (s * h + mask), its producers; a scalar and a
+    // mask broadcast across the batch and heads
+    FUSES("model m\ninput s : float[2, 3, 8, 40]\ninput mask : float[8, 40]\n"
+          "const h : float[] = 0.125\n"
+          "t = Mul (s, h)\nu = Add (t, mask)\np = Softmax <axis = -1> (u)\noutput p\n",
+          1, 3, CG_TOL_MATH);
+    // a consumer too (Dropout-like scaling), and Softmax with no producer
+    FUSES("model m\ninput a : float[17, 130]\ninput k : float[17, 130]\n"
+          "p = Softmax <axis = 1> (a)\nq = Mul (p, k)\nr = Sqrt (q)\noutput r\n",
+          1, 3, CG_TOL_MATH);
+    // LogSoftmax between a producer and a consumer; a row of 1
+    FUSES("model m\ninput a : float[24, 33]\ninput b : float[33]\n"
+          "t = Sub (a, b)\nl = LogSoftmax <axis = -1> (t)\nn = Neg (l)\noutput n\n",
+          1, 3, CG_TOL_MATH);
+    FUSES("model m\ninput a : float[20, 1]\ninput b : float[20, 1]\n"
+          "t = Add (a, b)\nl = LogSoftmax <axis = 1> (t)\noutput l\n",
+          1, 2, CG_TOL_MATH);
+    // LayerNormalization of a residual sum, with and without a bias, then a Relu; rank 3
+    FUSES("model m\ninput x : float[4, 6, 64]\ninput y : float[4, 6, 64]\n"
+          "input g : float[64]\ninput b : float[64]\n"
+          "r = Add (x, y)\nn = LayerNormalization <axis = -1, epsilon = 1e-5> (r, g, b)\n"
+          "o = Relu (n)\noutput o\n",
+          1, 3, CG_TOL_MATH);
+    FUSES("model m\ninput x : float[16, 50]\ninput g : float[50]\n"
+          "t = Tanh (x)\nn = LayerNormalization <axis = 1> (t, g)\noutput n\n",
+          1, 2, CG_TOL_MATH);
+    // the output in the memory of an input the group reads in every pass (e: its own kernel,
+    // two readers, the last of them the group): the in-place versions recompute exp(x - m)
+    FUSES("model m\ninput a : float[32, 72]\ninput b : float[72]\n"
+          "e = Exp (a)\nt = Add (e, b)\np = Softmax <axis = -1> (t)\nq = Mul (p, e)\noutput q\n",
+          1, 3, CG_TOL_MATH);
+    FUSES("model m\ninput a : float[32, 72]\ninput g : float[72]\n"
+          "e = Exp (a)\nt = Neg (e)\nn = LayerNormalization <axis = -1> (t, g)\n"
+          "l = LogSoftmax <axis = -1> (e)\nq = Mul (n, e)\nr = Add (q, l)\noutput r\n",
+          2, 5, CG_TOL_MATH);
+    // Not row nodes: fewer than 16 rows, an axis that is not the last, LayerNormalization's
+    // Mean output asked for, a producer that is also the scale (read along the row), and a
+    // second row node (the first one's value ends its group: Softmax of a Softmax)
+    DL_CHECK(groups_are("model m\ninput a : float[15, 8]\nb = Exp (a)\n"
+                        "p = Softmax <axis = -1> (b)\noutput p\n",
+                        0, 0));
+    DL_CHECK(groups_are("model m\ninput a : float[16, 8, 4]\nb = Exp (a)\n"
+                        "p = Softmax <axis = 1> (b)\noutput p\n",
+                        0, 0));
+    DL_CHECK(groups_are("model m\ninput x : float[16, 8]\ninput g : float[8]\n"
+                        "t = Exp (x)\nn, mu = LayerNormalization <axis = -1> (t, g)\n"
+                        "output n\noutput mu\n",
+                        0, 0));
+    DL_CHECK(groups_are("model m\ninput x : float[16, 8]\ninput g : float[8]\n"
+                        "s = Exp (g)\nn = LayerNormalization <axis = -1> (x, s)\noutput n\n",
+                        0, 0));
+    FUSES("model m\ninput a : float[16, 24]\ninput b : float[16, 24]\n"
+          "t = Add (a, b)\np = Softmax <axis = -1> (t)\nq = Softmax <axis = -1> (p)\n"
+          "r = Neg (q)\noutput r\n",
+          2, 4, CG_TOL_MATH);
+}
+
 // A product (Gemm, MatMul) heads a group: its elementwise consumers become its epilogue, on
 // every GEMM path (matrix-vector, small, blocked) and with broadcast epilogue inputs.
 DL_TEST(product_epilogues) {
