@@ -24,9 +24,14 @@
 //         microkernel: MR accumulators of <NR x float> in registers; per k one B vector from
 //         bp and, per row, fmuladd(broadcast(ap[tile][k][r]), B, acc[r]); the accumulators
 //         start from zero in the first K block and from scratch in the others, and are stored
-//         to scratch after the k loop (unrolled by 4)
+//         to scratch after the k loop (unrolled by 4); in the last K block, where the
+//         epilogue goes a row at a time as one vector (epi_is_vec: x86, no pooling, no bf16
+//         dot or AMX tiles), the microkernel applies it to its accumulators and stores them
+//         to y itself (y's last panel through a constant lane mask)
 //     epilogue: y = alpha * scratch (+ beta * C), converted to y's dtype (the last panel of y
-//     may be narrower than NR: static width nr_e)
+//     may be narrower than NR: static width nr_e), for the products that do not store from
+//     the microkernel (a separate pass over the scratch: with K = 64 (attention's scores) it
+//     was 14 % of the kernel's time, the scratch of 96 KiB read back from L2)
 //
 // MR x NR follows the target's f32 vector width (c->target->vector_width, cg_target.h):
 // 6 x 16 with AVX2+FMA (12 ymm accumulators, two for B, one broadcast), 12 x 32 with AVX-512F,
@@ -396,6 +401,9 @@ typedef struct fctx {
     // bfloat16 on AMX tiles (use_amx): ap and bp hold i32 pairs in tile order (emit_pack_a_amx,
     // amx_store_b_row), zero past kc to the next multiple of 32; the microkernel is tdpbf16ps.
     bool amx;
+    // The microkernel of the last K block applies the epilogue to its accumulators and stores
+    // them to y itself (epi_vec), instead of the scratch and emit_epilogue's pass over it.
+    bool direct;
 } fctx;
 
 // Split k (p->ka_in > 0): tab_a[k] = ((pc + k) / ka_in) * sa_k + ((pc + k) % ka_in) * sa_k2 for
@@ -1129,6 +1137,84 @@ static void emit_micro_amx(cg *c, const fctx *f, LLVMValueRef tile) {
     }
 }
 
+// Whether the epilogue goes a row of a panel at a time as one vector (x86's masked operations;
+// float32 or bfloat16 y; an epilogue group reading no other tensor but single elements; a C of
+// float32 or bfloat16 read along its rows or broadcast along them).
+static bool epi_is_vec(cg *c, const gemm_prob *p) {
+    dl_dtype yt = p->y->type.dtype;
+    bool bf_y = yt == DL_DT_BFLOAT16 && !p->epi && !p->pool;
+    dl_dtype ct = p->cv ? p->cv->type.dtype : DL_DT_FLOAT;
+    bool ext_fixed = true; // every value the epilogue reads is one element (a scale)
+    for (size_t e = 0; e < p->n_ext; e++) {
+        ext_fixed = ext_fixed && p->ext_sm[e] == 0 && p->ext_sn[e] == 0;
+    }
+    return c->target->vector_width(c, DL_DT_FLOAT) >= 8 && (yt == DL_DT_FLOAT || bf_y) &&
+           (!p->epi || ext_fixed) &&
+           (!p->cv || ((ct == DL_DT_FLOAT || ct == DL_DT_BFLOAT16) && p->cs_n <= 1));
+}
+
+// The vector epilogue of row i, columns j0 .. j0 + vl of y (epi_is_vec): v, the row's f32 sums
+// (vl lanes), becomes alpha * v (+ bias[i]) (+ beta * C[i, j0 ..]) and goes through the fused
+// members lane by lane (the first `lanes`; LLVM's vectoriser joins them again), then is stored
+// to y (rounded to bfloat16 for a bfloat16 y) or, pooled, to `scr_dst`, through `mask` (NULL:
+// every lane; a constant prefix: see cg_masked_store).
+static void epi_vec(cg *c, const fctx *f, LLVMValueRef v, int64_t lanes, LLVMValueRef i,
+                    LLVMValueRef j0, LLVMValueRef mask, LLVMValueRef scr_dst) {
+    const gemm_prob *p = f->p;
+    LLVMTypeRef vt = LLVMTypeOf(v);
+    unsigned vl = LLVMGetVectorSize(vt);
+    dl_dtype ct = p->cv ? p->cv->type.dtype : DL_DT_FLOAT;
+    if (p->alpha != 1.0) {
+        v = LLVMBuildFMul(c->b, v, splat(c, vt, cg_f32(c, p->alpha)), "");
+    }
+    if (p->bias) {
+        LLVMValueRef bias = cg_load(c, f->k->ptr[3], p->bias->type.dtype, add(c, f->bias_off, i));
+        v = LLVMBuildFAdd(c->b, v, splat(c, vt, bias), "");
+    }
+    if (p->cv) {
+        LLVMValueRef crow = add(c, mul_c(c, i, p->cs_m), mul_c(c, j0, p->cs_n));
+        LLVMValueRef cvv;
+        if (p->cs_n == 0) {
+            cvv = splat(c, vt, cg_load(c, f->k->ptr[3], ct, crow));
+        } else if (ct == DL_DT_BFLOAT16) { // bf16 bits in the high half of f32 lanes
+            LLVMValueRef m = mask ? mask : LLVMConstAllOnes(LLVMVectorType(c->t_i1, vl));
+            LLVMValueRef h = load_h(c, f->k->ptr[3], crow, vl, m);
+            LLVMTypeRef it = LLVMVectorType(c->t_i32, vl);
+            LLVMValueRef w =
+                LLVMBuildShl(c->b, LLVMBuildZExt(c->b, h, it, ""), splat(c, it, cg_i32(c, 16)), "");
+            cvv = LLVMBuildBitCast(c->b, w, vt, "");
+        } else {
+            cvv = cg_masked_load(c, vt, fptr(c, f->k->ptr[3], crow), mask);
+        }
+        if (p->beta != 1.0) {
+            cvv = LLVMBuildFMul(c->b, cvv, splat(c, vt, cg_f32(c, p->beta)), "");
+        }
+        v = LLVMBuildFAdd(c->b, v, cvv, "");
+    }
+    if (p->epi) {
+        LLVMValueRef val[GEMM_MAX_EPI], xin[GEMM_MAX_EXT];
+        size_t base = ext_arg0(p);
+        for (size_t e = 0; e < p->n_ext; e++) {
+            xin[e] = cg_load(c, f->k->ptr[base + e], p->ext[e]->type.dtype, cg_i64(c, 0));
+        }
+        for (int64_t l = 0; l < lanes; l++) {
+            LLVMValueRef lane = cg_i32(c, (int32_t)l);
+            val[0] = LLVMBuildExtractElement(c->b, v, lane, "");
+            LLVMValueRef e =
+                dl_cg__fused_values(c, p->epi, p->n_epi, 1, val, p->ext, xin, p->n_ext);
+            v = LLVMBuildInsertElement(c->b, v, e, lane, "");
+        }
+    }
+    LLVMValueRef yrow = add(c, f->y_off, add(c, mul_c(c, i, p->N), j0));
+    if (p->y->type.dtype == DL_DT_BFLOAT16) {
+        LLVMValueRef h = cg_f32_to_bf16(c, v);
+        LLVMValueRef yp = LLVMBuildInBoundsGEP2(c->b, c->t_i16, f->k->ptr[0], &yrow, 1, "");
+        cg_masked_store(c, h, yp, mask);
+    } else {
+        cg_masked_store(c, v, scr_dst ? scr_dst : fptr(c, f->k->ptr[0], yrow), mask);
+    }
+}
+
 // The microkernel on rows [tile * MR, tile * MR + mr) of the block and panel `sub`:
 // scratch[row][sub * NR ..] += sum over k in [0, kc) of ap[tile][k][r] * bp[sub][k].
 #define UNROLL 4
@@ -1184,8 +1270,39 @@ static void emit_micro(cg *c, const fctx *f, LLVMValueRef tile, int64_t mr) {
     memcpy(next, l2.v, sizeof(LLVMValueRef) * (size_t)mr);
     step(c, f, abase, bbase, l2.iv, mr, next);
     ploop_end(c, &l2, next);
+    if_else il;
+    if (f->direct) { // the last K block: the epilogue here and y, a row at a time
+        const gemm_prob *p = f->p;
+        int64_t vl = LLVMGetVectorSize(f->vt), nr_e = p->N % f->g.NR;
+        if_else_begin(c, &il,
+                      LLVMBuildICmp(c->b, LLVMIntEQ, add(c, f->pc, f->kc), cg_i64(c, p->K), ""));
+        LLVMValueRef j0 = add(c, f->c0, mul_c(c, f->sub, f->g.NR));
+        LLVMValueRef i0 = add(c, f->i0, mul_c(c, tile, f->g.MR));
+        // y's last panel, nr_e columns, when partial (only it can be: groups are whole panels)
+        if_else ip;
+        if (nr_e > 0) {
+            if_else_begin(
+                c, &ip,
+                LLVMBuildICmp(c->b, LLVMIntSLE, add(c, j0, cg_i64(c, vl)), cg_i64(c, p->N), ""));
+        }
+        for (int64_t r = 0; r < mr; r++) {
+            epi_vec(c, f, l2.v[r], vl, add(c, i0, cg_i64(c, r)), j0, NULL, NULL);
+        }
+        if (nr_e > 0) {
+            if_else_mid(c, &ip);
+            for (int64_t r = 0; r < mr; r++) {
+                epi_vec(c, f, l2.v[r], nr_e < vl ? nr_e : vl, add(c, i0, cg_i64(c, r)), j0,
+                        lane_mask(c, nr_e, vl), NULL);
+            }
+            if_else_end(c, &ip);
+        }
+        if_else_mid(c, &il);
+    }
     for (int64_t r = 0; r < mr; r++) {
         store_vec(c, l2.v[r], fptr(c, f->scr, add(c, srow, cg_i64(c, r * f->g.NC))), f->valign);
+    }
+    if (f->direct) {
+        if_else_end(c, &il);
     }
 }
 
@@ -1197,94 +1314,28 @@ static void emit_epilogue(cg *c, const fctx *f, int64_t nr) {
     cg_loop lr;
     LLVMValueRef r = cg_for_begin(c, &lr, cg_i64(c, 0), f->rows, "er");
     LLVMValueRef i = add(c, f->i0, r);
+    LLVMValueRef srow = add(c, mul_c(c, r, f->g.NC), mul_c(c, f->sub, f->g.NR));
+    if (epi_is_vec(c, p)) {
+        // The panel row as one vector (the same operations lane by lane as below); a narrower
+        // last panel stores (and reads C) through a lane mask. A last panel at most half as
+        // wide as NR goes as half a vector (its scratch has only those lanes when the
+        // microkernel ran at half width: emit_tiles).
+        int64_t vl = nr <= f->g.NR / 2 && !f->bf ? f->g.NR / 2 : f->g.NR;
+        LLVMTypeRef vt = LLVMVectorType(c->t_f32, (unsigned)vl);
+        LLVMValueRef v = load_vec(c, vt, fptr(c, f->scr, srow), f->valign);
+        epi_vec(c, f, v, nr, i, f->j0, lane_mask(c, nr, vl),
+                p->pool ? fptr(c, f->scr, srow) : NULL);
+        cg_for_end(c, &lr);
+        return;
+    }
     LLVMValueRef yrow = add(c, f->y_off, add(c, mul_c(c, i, p->N), f->j0));
     LLVMValueRef crow = NULL;
     if (p->cv) {
         crow = add(c, mul_c(c, i, p->cs_m), mul_c(c, f->j0, p->cs_n));
     }
-    LLVMValueRef srow = add(c, mul_c(c, r, f->g.NC), mul_c(c, f->sub, f->g.NR));
     LLVMValueRef bias = NULL;
     if (p->bias) {
         bias = cg_load(c, f->k->ptr[3], p->bias->type.dtype, add(c, f->bias_off, i));
-    }
-    bool is_wide = c->target->vector_width(c, DL_DT_FLOAT) >= 8; // x86 (masked ops in hardware)
-    // bfloat16 y (mixed precision's products) too: rounded lane by lane as cg_store rounds, C
-    // read as bfloat16 or float32.
-    bool bf_y = yt == DL_DT_BFLOAT16 && !p->epi && !p->pool;
-    dl_dtype ct = p->cv ? p->cv->type.dtype : DL_DT_FLOAT;
-    bool ext_fixed = true; // every value the epilogue reads is one element (a scale)
-    for (size_t e = 0; e < p->n_ext; e++) {
-        ext_fixed = ext_fixed && p->ext_sm[e] == 0 && p->ext_sn[e] == 0;
-    }
-    if (is_wide && (yt == DL_DT_FLOAT || bf_y) && (!p->epi || ext_fixed) &&
-        (!p->cv || ((ct == DL_DT_FLOAT || ct == DL_DT_BFLOAT16) && p->cs_n <= 1))) {
-        // float32 y: the panel row as one vector (the same operations lane by lane as below);
-        // a narrower last panel stores (and reads C) through a lane mask. An epilogue reading
-        // no other tensor (or single elements, loaded once) goes lane by lane (LLVM's
-        // vectoriser joins the lanes again).
-        // A last panel at most half as wide as NR goes as half a vector (its scratch has only
-        // those lanes when the microkernel ran at half width: emit_tiles).
-        int64_t vl = nr <= f->g.NR / 2 && !f->bf ? f->g.NR / 2 : f->g.NR;
-        LLVMTypeRef vt = LLVMVectorType(c->t_f32, (unsigned)vl);
-        LLVMValueRef mask = NULL;
-        if (nr < vl) {
-            LLVMValueRef m[MAX_NR];
-            for (int64_t l = 0; l < vl; l++) {
-                m[l] = LLVMConstInt(c->t_i1, l < nr, 0);
-            }
-            mask = LLVMConstVector(m, (unsigned)vl);
-        }
-        LLVMValueRef v = load_vec(c, vt, fptr(c, f->scr, srow), f->valign);
-        if (p->alpha != 1.0) {
-            v = LLVMBuildFMul(c->b, v, splat(c, vt, cg_f32(c, p->alpha)), "");
-        }
-        if (bias) {
-            v = LLVMBuildFAdd(c->b, v, splat(c, vt, bias), "");
-        }
-        if (p->cv) {
-            LLVMValueRef cvv;
-            if (p->cs_n == 0) {
-                cvv = splat(c, vt, cg_load(c, f->k->ptr[3], ct, crow));
-            } else if (ct == DL_DT_BFLOAT16) { // bf16 bits in the high half of f32 lanes
-                LLVMValueRef m =
-                    mask ? mask : LLVMConstAllOnes(LLVMVectorType(c->t_i1, (unsigned)vl));
-                LLVMValueRef h = load_h(c, f->k->ptr[3], crow, (unsigned)vl, m);
-                LLVMTypeRef it = LLVMVectorType(c->t_i32, (unsigned)vl);
-                LLVMValueRef w = LLVMBuildShl(c->b, LLVMBuildZExt(c->b, h, it, ""),
-                                              splat(c, it, cg_i32(c, 16)), "");
-                cvv = LLVMBuildBitCast(c->b, w, vt, "");
-            } else {
-                cvv = cg_masked_load(c, vt, fptr(c, f->k->ptr[3], crow), mask);
-            }
-            if (p->beta != 1.0) {
-                cvv = LLVMBuildFMul(c->b, cvv, splat(c, vt, cg_f32(c, p->beta)), "");
-            }
-            v = LLVMBuildFAdd(c->b, v, cvv, "");
-        }
-        if (p->epi) {
-            LLVMValueRef val[GEMM_MAX_EPI], xin[GEMM_MAX_EXT];
-            size_t base = ext_arg0(p);
-            for (size_t e = 0; e < p->n_ext; e++) {
-                xin[e] = cg_load(c, f->k->ptr[base + e], p->ext[e]->type.dtype, cg_i64(c, 0));
-            }
-            for (int64_t l = 0; l < nr; l++) {
-                LLVMValueRef lane = cg_i32(c, (int32_t)l);
-                val[0] = LLVMBuildExtractElement(c->b, v, lane, "");
-                LLVMValueRef e =
-                    dl_cg__fused_values(c, p->epi, p->n_epi, 1, val, p->ext, xin, p->n_ext);
-                v = LLVMBuildInsertElement(c->b, v, e, lane, "");
-            }
-        }
-        if (bf_y) {
-            LLVMValueRef h = cg_f32_to_bf16(c, v);
-            LLVMValueRef yp = LLVMBuildInBoundsGEP2(c->b, c->t_i16, f->k->ptr[0], &yrow, 1, "");
-            cg_masked_store(c, h, yp, mask);
-        } else {
-            cg_masked_store(c, v, p->pool ? fptr(c, f->scr, srow) : fptr(c, f->k->ptr[0], yrow),
-                            mask);
-        }
-        cg_for_end(c, &lr);
-        return;
     }
     for (int64_t j = 0; j < nr; j++) {
         LLVMValueRef v =
@@ -1525,6 +1576,7 @@ static dl_status emit_float(cg *c, const gemm_prob *p) {
     f.valign = (unsigned)(g.NR * 4 < 64 ? g.NR * 4 : 64);
     f.amx = amx;
     f.bf = !amx && use_bf16_dot(c, p, &g);
+    f.direct = !amx && !f.bf && !p->pool && epi_is_vec(c, p);
     // Shared A: when the packed A of every row block and K block fits SHARE_A_BYTES and some
     // row block is visited more than once (several column groups or batches), ap_all keeps it:
     // [nblk][n_kblk][MB * KC]; apk[ib] holds the A offset (batch) whose row block ib it has
@@ -1680,7 +1732,9 @@ static dl_status emit_float(cg *c, const gemm_prob *p) {
     }
     cg_for_end(c, &ls);
     cg_for_end(c, &lq);
-    for_panels(c, &f, n_sub, emit_epilogue);
+    if (!f.direct) {
+        for_panels(c, &f, n_sub, emit_epilogue);
+    }
     if (p->pool) { // the group's pooled rows of the block's rows, from the scratch into y
         int64_t pair = 2 * p->im->OW;
         LLVMValueRef ph0 = LLVMBuildUDiv(c->b, f.c0, cg_i64(c, pair), "");
