@@ -34,9 +34,10 @@
 // the consumers; autodiff's Softmax gradient y * (dy - sum(dy * y)) and LogSoftmax's
 // dy - exp(y) * sum(dy) each become one kernel instead of three. A row operation (is_row_op:
 // Softmax, LogSoftmax or LayerNormalization of float32 over the last axis, one output) takes
-// the place of the reduction the same way: the maps that make its input X join it, and it joins
-// its one consumer, which reads its output at the consumer's own element (a masked, scaled
-// Softmax; the LayerNormalization of a residual sum); codegen then runs three passes per row.
+// the place of the reduction the same way: the cheap maps that make its input X join it
+// (codegen recomputes them in each of its three passes per row), and it joins its one
+// consumer, which reads its output at the consumer's own element (a masked, scaled Softmax; the
+// LayerNormalization of a residual sum).
 // Its sum's order is the fused loop's own (fixed by the static shapes, never by the thread
 // count), so its bytes may differ from those of the unfused kernels in the last bits.
 //
@@ -445,6 +446,12 @@ dl_status dl_pass_fusion(dl_ir_module *m, dl_diags *d, dl_pass_fusion_stats *out
             continue; // one product or one reduction per group, never both
         }
         bool all_float = false; // and cheap
+        // A row operation recomputes its producers in each of its three passes over the row:
+        // only cheap ones join it (LayerNormalization (Tanh (x)) would evaluate Tanh three times).
+        bool p_cheap = true;
+        if (into_rr && is_row_op(c) && union_nodes(m, root, gn, gn, &p_cheap) > 0 && !p_cheap) {
+            continue;
+        }
         size_t nodes = union_nodes(m, root, gn, gc, &all_float);
         size_t inputs = external_inputs(m, root, gn, gc);
         bool headed_union = headed[gn] || headed[gc];

@@ -199,8 +199,24 @@ DL_TEST(row_operations) {
           "r = Add (x, y)\nn = LayerNormalization <axis = -1, epsilon = 1e-5> (r, g, b)\n"
           "o = Relu (n)\noutput o\n",
           1, 3, CG_TOL_MATH);
+    // a scale that also scales the producer; a scale and bias of one element; dims of 1
     FUSES("model m\ninput x : float[16, 50]\ninput g : float[50]\n"
-          "t = Tanh (x)\nn = LayerNormalization <axis = 1> (t, g)\noutput n\n",
+          "t = Mul (x, g)\nn = LayerNormalization <axis = 1> (t, g)\noutput n\n",
+          1, 2, CG_TOL_MATH);
+    FUSES("model m\ninput x : float[1, 18, 1, 24]\ninput y : float[1, 18, 1, 24]\n"
+          "input g : float[1]\ninput b : float[1]\n"
+          "t = Sub (x, y)\nn = LayerNormalization <axis = -1> (t, g, b)\noutput n\n",
+          1, 2, CG_TOL_MATH);
+    // rows masked with -inf (Log of a 0/1 mask, folded to a constant): a whole row of them gives
+    // NaN, as the evaluator's; and a bool root (no exponentials kept in the output row)
+    FUSES("model m\ninput s : float[16, 4]\n"
+          "const k : float[16, 4] = [[1, 1, 1, 1], [1, 0, 0, 0], [0, 0, 0, 0], [1, 1, 0, 0],\n"
+          "  [1, 1, 1, 1], [1, 0, 1, 0], [0, 0, 0, 1], [1, 1, 1, 0], [1, 1, 1, 1], [1, 1, 1, 1],\n"
+          "  [1, 1, 1, 1], [0, 1, 1, 1], [1, 1, 1, 1], [1, 1, 1, 1], [1, 1, 1, 1], [1, 1, 1, 1]]\n"
+          "lk = Log (k)\nt = Add (s, lk)\np = Softmax <axis = -1> (t)\noutput p\n",
+          1, 2, CG_TOL_MATH);
+    FUSES("model m\ninput a : float[20, 30]\nconst h : float[] = 0.05\n"
+          "p = Softmax <axis = -1> (a)\nq = Greater (p, h)\noutput q\n",
           1, 2, CG_TOL_MATH);
     // the output in the memory of an input the group reads in every pass (e: its own kernel,
     // two readers, the last of them the group): the in-place versions recompute exp(x - m)
@@ -211,6 +227,16 @@ DL_TEST(row_operations) {
           "e = Exp (a)\nt = Neg (e)\nn = LayerNormalization <axis = -1> (t, g)\n"
           "l = LogSoftmax <axis = -1> (e)\nq = Mul (n, e)\nr = Add (q, l)\noutput r\n",
           2, 5, CG_TOL_MATH);
+    // in place on the row operation's own input (Softmax, no producer) and on its producer's
+    // (LayerNormalization): e has a reader before the group, which is its last
+    FUSES("model m\ninput a : float[24, 40]\n"
+          "e = Exp (a)\nu = Abs (e)\np = Softmax <axis = -1> (e)\nq = Mul (p, p)\n"
+          "s = ReduceSum <axes = [0], keepdims = 1> (q)\noutput u\noutput s\n",
+          1, 2, CG_TOL_MATH);
+    FUSES("model m\ninput a : float[24, 40]\ninput g : float[40]\n"
+          "e = Exp (a)\nu = Abs (e)\nt = Neg (e)\nn = LayerNormalization <axis = -1> (t, g)\n"
+          "q = Relu (n)\ns = ReduceSum <axes = [0], keepdims = 1> (q)\noutput u\noutput s\n",
+          1, 3, CG_TOL_MATH);
     // Not row nodes: fewer than 16 rows, an axis that is not the last, LayerNormalization's
     // Mean output asked for, a producer that is also the scale (read along the row), and a
     // second row node (the first one's value ends its group: Softmax of a Softmax)
@@ -227,6 +253,13 @@ DL_TEST(row_operations) {
     DL_CHECK(groups_are("model m\ninput x : float[16, 8]\ninput g : float[8]\n"
                         "s = Exp (g)\nn = LayerNormalization <axis = -1> (x, s)\noutput n\n",
                         0, 0));
+    // a producer that is not cheap (recomputed in each pass: it stays a kernel of its own)
+    DL_CHECK(groups_are("model m\ninput x : float[16, 50]\ninput g : float[50]\n"
+                        "t = Tanh (x)\nn = LayerNormalization <axis = 1> (t, g)\noutput n\n",
+                        0, 0));
+    DL_CHECK(groups_are("model m\ninput x : float[16, 50]\ninput y : float[16, 50]\n"
+                        "t = Exp (x)\nu = Add (t, y)\np = Softmax <axis = 1> (u)\noutput p\n",
+                        1, 2));
     FUSES("model m\ninput a : float[16, 24]\ninput b : float[16, 24]\n"
           "t = Add (a, b)\np = Softmax <axis = -1> (t)\nq = Softmax <axis = -1> (p)\n"
           "r = Neg (q)\noutput r\n",
