@@ -355,17 +355,19 @@ static dl_status compile(const cg_target *t, const dl_ir_module *m, const dl_cg_
         c.node = m->nodes.data[i];
         DL_ASSERT(c.node->id == i);
         c.node_k0[i] = (uint32_t)c.kernels.len;
+        c.prepack = !o->no_prepack && i < n_fwd;
         if (!c.node->fuse_root && !(c.tr_fold && c.tr_fold[i])) {
             st = lower_group(&c, i);
         }
         c.node_k1[i] = (uint32_t)c.kernels.len;
         for (uint32_t k = c.node_k0[i]; st == DL_OK && i < n_fwd && k < c.node_k1[i]; k++) {
-            if (!DL_VEC_PUSH(&c.infer_kernels, k)) {
+            if (c.kernels.data[k].only != CG_ENTRY_TRAIN && !DL_VEC_PUSH(&c.infer_kernels, k)) {
                 st = DL_ERR_NOMEM;
             }
         }
     }
     c.node = NULL;
+    c.prepack = false;
     if (st == DL_OK && m->has_backward && m->train) {
         st = dl_cg__lower_train(&c);
     }

@@ -67,7 +67,15 @@ typedef struct cg {
     // (dl_cg__transpose_folds); it gets no kernel. 2 once a product's kernel is named with it
     // (cg_compile.c). NULL: none.
     uint8_t *tr_fold;
+    // Lowering a forward node whose products may read prepacked weights (dl_cg_options.prepack:
+    // an infer-only kernel packs a param B once per change, docs/codegen.md "Prepacked weights").
+    bool prepack;
 } cg;
+
+// Which entry points may run a kernel of a node lowering (cg_kernel.only): both (the default),
+// or only one of them: a product whose infer kernel reads prepacked weights has a second kernel
+// for the train step, which packs them itself (its params change every step).
+enum { CG_ENTRY_BOTH = 0, CG_ENTRY_INFER = 1, CG_ENTRY_TRAIN = 2 };
 
 // A kernel under construction.
 typedef struct cg_kernel {
@@ -81,6 +89,9 @@ typedef struct cg_kernel {
     uint32_t first_arg;
     LLVMValueRef args; // the kernel's args parameter (cg_kernel_arg loads from it)
     const char *name;  // record name for a kernel of no node ("train.update.adam"), else NULL
+    uint32_t flags;    // DLRT_KERNEL_F_* the plan gives it (set before cg_kernel_end)
+    uint8_t only;      // CG_ENTRY_* (set before cg_kernel_end)
+    const char *ops;   // ops string of a kernel of no node (NULL: "TrainStep")
 } cg_kernel;
 
 // Opens a kernel over `vals` (outputs first, then inputs; NULL entries are not allowed) whose
@@ -95,6 +106,12 @@ DL_NODISCARD dl_status cg_kernel_begin_bufs(cg *c, const uint32_t *bufs, size_t 
                                             size_t n_out, int64_t range, const char *name,
                                             cg_kernel *k);
 LLVMValueRef cg_kernel_arg(cg *c, const cg_kernel *k, size_t i);
+// Appends buffer `buf` (no IR value: an extra buffer, read only) as the kernel's next argument
+// and loads its pointer into k->ptr; call it right after cg_kernel_begin.
+DL_NODISCARD dl_status cg_kernel_add_buf(cg *c, cg_kernel *k, uint32_t buf);
+// A buffer that is no IR value (cg_extra_buf), of `size` bytes and plan kind `kind`, zeroed at
+// session creation or by its kernels; its id into *id.
+DL_NODISCARD dl_status cg_extra_buffer(cg *c, uint64_t size, uint32_t kind, uint32_t *id);
 // Closes the kernel (ret void) and adds it to the kernel table. The compile driver assigns the
 // kernels of node lowerings to entry points; cg_kernel_begin_bufs kernels go to the train step.
 DL_NODISCARD dl_status cg_kernel_end(cg *c, cg_kernel *k);

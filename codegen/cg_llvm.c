@@ -378,6 +378,23 @@ LLVMValueRef cg_kernel_arg(cg *c, const cg_kernel *k, size_t i) {
     return LLVMBuildLoad2(c->b, c->t_ptr, slot, "");
 }
 
+dl_status cg_kernel_add_buf(cg *c, cg_kernel *k, uint32_t buf) {
+    DL_ASSERT(k->n_args < DL_ARRAY_LEN(k->ptr) && k->first_arg + k->n_args == c->args.len);
+    LLVMValueRef idx = cg_i64(c, (int64_t)k->n_args);
+    LLVMValueRef slot = LLVMBuildInBoundsGEP2(c->b, c->t_ptr, k->args, &idx, 1, "");
+    k->ptr[k->n_args++] = LLVMBuildLoad2(c->b, c->t_ptr, slot, "extra");
+    return DL_VEC_PUSH(&c->args, buf) ? DL_OK : DL_ERR_NOMEM;
+}
+
+dl_status cg_extra_buffer(cg *c, uint64_t size, uint32_t kind, uint32_t *id) {
+    cg_extra_buf e = {size, kind, 0u, NULL};
+    if (!DL_VEC_PUSH(&c->extra, e)) {
+        return DL_ERR_NOMEM;
+    }
+    *id = (uint32_t)(c->m->values.len + c->extra.len - 1);
+    return DL_OK;
+}
+
 dl_status cg_kernel_end(cg *c, cg_kernel *k) {
     c->target->kernel_end(c, k);
     const dl_ir_node *n = k->name ? NULL : c->node;
@@ -392,8 +409,10 @@ dl_status cg_kernel_end(cg *c, cg_kernel *k) {
                        k->name             ? k->name
                        : n && n->n_outputs ? n->outputs[0]->name
                                            : "",
-                       n ? c->node_ops : NULL,
-                       n && c->node_ops && c->node_ops_elementwise};
+                       n ? c->node_ops : k->ops,
+                       n && c->node_ops && c->node_ops_elementwise,
+                       k->flags,
+                       k->only};
     if (!DL_VEC_PUSH(&c->fns, k->fn) || !DL_VEC_PUSH(&c->kernels, r)) {
         return DL_ERR_NOMEM;
     }

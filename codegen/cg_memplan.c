@@ -32,6 +32,7 @@ static dl_pass_mem_kind kind_of(uint32_t buf_kind) {
     case DLRT_BUF_PARAM:
         return DL_PASS_MEM_PARAM;
     case DLRT_BUF_STATE:
+    case DLRT_BUF_PACKED: // persists between infer calls: never shared
         return DL_PASS_MEM_STATE;
     case DLRT_BUF_INPUT:
         return DL_PASS_MEM_INPUT;

@@ -19,6 +19,8 @@ typedef struct cg_kernel_rec {
     const char *name;
     const char *ops;      // a fused kernel's ops joined by '+' (c->strs owns it); NULL: op's name
     bool ops_elementwise; // with ops: every op of the kernel is elementwise
+    uint32_t flags;       // DLRT_KERNEL_F_* besides the all-reduce (from the op)
+    uint8_t only;         // CG_ENTRY_*: the entry points that run it
 } cg_kernel_rec;
 
 // A buffer that is no IR value (ids after the values'): the train step's hyper buffer, its

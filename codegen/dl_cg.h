@@ -14,6 +14,11 @@ typedef struct dl_cg_options {
                           // when cpu is the host, else the CPU's defaults
     int opt_level;        // 0..3; LLVM's default<On> pipeline
     const char *linker;   // NULL: $DLCC_LD, else ld.lld-19, ld.lld, cc found on PATH
+    // No prepacked weights. By default a CPU product whose B is a param or constant reads it,
+    // in `infer`, from a buffer of its packed panels that an infer-only kernel fills once per
+    // change of the params (artifact format 8), instead of packing it at every call. Costs
+    // that buffer (about the weight's size) in the session's arena; true packs at every call.
+    bool no_prepack;
 } dl_cg_options;
 
 // Fills *o with the defaults: host CPU and features, -O3, linker looked up.

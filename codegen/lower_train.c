@@ -908,7 +908,7 @@ static dl_status collect_node_kernels(cg *c) {
     dl_status st = DL_OK;
     for (size_t i = 0; i < nn && st == DL_OK; i++) {
         for (uint32_t k = c->node_k0[i]; need[i] && k < c->node_k1[i]; k++) {
-            if (!DL_VEC_PUSH(&c->train_kernels, k)) {
+            if (c->kernels.data[k].only != CG_ENTRY_INFER && !DL_VEC_PUSH(&c->train_kernels, k)) {
                 st = DL_ERR_NOMEM;
                 break;
             }

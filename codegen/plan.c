@@ -509,7 +509,8 @@ static dl_status build_plan(const cg_plan_in *c, blob *out) {
             .n_out = r->n_out,
             .range = r->range,
             .src_line = r->src_line,
-            .flags = r->op == DL_IR_OP_ALL_REDUCE_MEAN ? DLRT_KERNEL_F_ALLREDUCE_MEAN : 0,
+            .flags =
+                r->flags | (r->op == DL_IR_OP_ALL_REDUCE_MEAN ? DLRT_KERNEL_F_ALLREDUCE_MEAN : 0),
             .first_dep = dep_first[i],
             .n_deps = dep_count[i]};
         ks[i].name_off = put_string(&pc, r->name, &ks[i].name_len);

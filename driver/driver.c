@@ -218,10 +218,12 @@ static dl_status encode_part(size_t idx, const dl_ir_module *m, const dlcc_optio
             put_u64(b, (uint64_t)m->dims.data[i].value);
         }
         return DL_OK;
-    case 2: { // options that change code: opt level, and the linker when chosen explicitly
+    case 2: { // options that change code: opt level, prepacking, and the linker when chosen
+              // explicitly
         // (--linker, else $DLCC_LD, as codegen picks it): another linker lays the shared object
         // out differently, and a broken one must fail rather than be skipped by a hit.
         put_u32(b, (uint32_t)o->cg.opt_level);
+        put_u32(b, o->cg.no_prepack ? 1u : 0u);
         const char *ld = o->cg.linker && o->cg.linker[0] ? o->cg.linker : getenv("DLCC_LD");
         put_str(b, ld && ld[0] ? ld : NULL);
         return DL_OK;

@@ -157,6 +157,9 @@ DLRT_API dlrt_status dlrt_session_bind_input(dlrt_session *s, const char *name, 
 // Runs the `infer` entry point on the current inputs and params. DLRT_ERR_INVALID_ARG (naming
 // it) when an input the entry point reads was never set or bound since the session was made
 // (it would otherwise read zeros). dlrt_session_train_step checks its inputs the same way.
+// Weights the artifact prepacks (format 8: a GEMM's packed layout) are packed by the first call
+// and by the first after anything that changed a param (dlrt_session_set_param, a checkpoint
+// load, a train step), which take that much longer; the other calls reuse them.
 DLRT_API dlrt_status dlrt_session_infer(dlrt_session *s);
 // Gives a BORROWED pointer to output `name` in the session's memory and, when `desc` is
 // non-NULL, its description (desc->device says where the pointer points), valid and holding
@@ -483,8 +486,15 @@ DLRT_API int dlrt_session_chunks(const dlrt_session *s);
 // kernels (several IR ops in one: their ops string, as the profiler shows it, joins them with
 // '+'), *n_ops how many IR ops they compute together (the train step's own kernels, which come
 // from no op, count one each). Any pointer may be NULL; a NULL model gives zeros. Thread-safe.
+// The prepack kernels of infer (dlrt_model_prepack) are not counted: they do not run per call.
 DLRT_API void dlrt_model_kernels(const dlrt_model *m, int train_step, uint32_t *n_kernels,
                                  uint32_t *n_fused, uint32_t *n_ops);
+
+// Prepacked weights (artifact format 8): how many kernels of infer pack weights into the GEMM's
+// layout (they run in the first infer and in the first after a param may have changed), and the
+// bytes of the buffers they fill (*packed_bytes, part of the session's arena; may be NULL). A NULL
+// model gives 0. Thread-safe.
+DLRT_API uint32_t dlrt_model_prepack(const dlrt_model *m, uint64_t *packed_bytes);
 
 // The memory plan of `m`: *arena_bytes is the size of the one arena a session allocates for
 // every buffer (params, optimizer state, inputs, constants and intermediates, the intermediates

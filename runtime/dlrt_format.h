@@ -12,7 +12,7 @@
 // or buggy plan is caught by the runtime's validation of the plan, which must make every kernel
 // stay inside the session arena whatever the plan says (see dlrt_plan_fn).
 //
-// Format 5 (this one) makes the plan device-neutral: the header names the device kind the code
+// Format 5 makes the plan device-neutral: the header names the device kind the code
 // was compiled for (DLRT_PLAN_DEVICE_*); every kernel-table entry carries its kernel's symbol name
 // (what a CUDA device looks up with cuModuleGetFunction in the device image; the CPU keeps its
 // function-pointer table, entry i being the function named by entry i) and its launch data; the
@@ -33,6 +33,17 @@
 // communicator then replaces the output with its mean over ranks before any kernel that waits
 // for it runs (runtime/rt_dp.c). Every flagged kernel of an entry waits for the flagged kernel
 // before it, so every rank issues those all-reduces in the same order; unbound, the copy is all.
+//
+// Format 8 adds prepacked weights: a DLRT_BUF_PACKED buffer holds a param (or constant) in the
+// layout a product's kernel reads it in (the CPU GEMM's packed B panels), and the kernels that
+// fill them are flagged DLRT_KERNEL_F_PREPACK. They appear only in the infer entry, write only
+// PACKED buffers and read only PARAM and CONST buffers; a PACKED buffer is written by exactly one
+// of them and touched by no train kernel. A session runs them in the first infer and in the
+// first infer after anything that may have changed a param (dlrt_session_set_param, a checkpoint
+// load, a train step, a data-parallel broadcast); any other infer runs the entry without them,
+// its other kernels reading the PACKED buffers as the last run left them (a dependency on a
+// skipped kernel counts as satisfied). Weights are thus packed once per change, not once per
+// call, as ONNX Runtime's MLAS prepacks constant initialisers.
 //
 // Kernel ABI, CPU (every kernel): void k(void *const *args, int64_t begin, int64_t end)
 //   args:  one pointer per argument buffer of the kernel (dlrt_plan_kernel.first_arg ...),
@@ -70,7 +81,7 @@
 #include <stdint.h>
 
 #define DLRT_PLAN_MAGIC      "DLRTPLAN"
-#define DLRT_FORMAT_VERSION  7u
+#define DLRT_FORMAT_VERSION  8u
 #define DLRT_ARTIFACT_SYMBOL "dlcc_artifact_v1"
 #define DLRT_MAX_RANK        8
 #define DLRT_BUFFER_ALIGN    64u
@@ -88,14 +99,17 @@ enum {
 
 // What a buffer holds.
 enum {
-    DLRT_BUF_INPUT = 0, // fed by the caller before a step
-    DLRT_BUF_PARAM = 1, // trainable state, initialised at session creation
-    DLRT_BUF_CONST = 2, // filled from data[data_off, data_off + size) at session creation
-    DLRT_BUF_TEMP = 3,  // written by kernels
-    DLRT_BUF_STATE = 4, // persistent training state (optimizer slots, the hyper buffer, the loss
-                        // seed): initialised at session creation from data[data_off, +size) when
-                        // flags has DLRT_BUF_F_INIT_DATA, else zeros; then only kernels and the
-                        // checkpoint / hparam API change it
+    DLRT_BUF_INPUT = 0,  // fed by the caller before a step
+    DLRT_BUF_PARAM = 1,  // trainable state, initialised at session creation
+    DLRT_BUF_CONST = 2,  // filled from data[data_off, data_off + size) at session creation
+    DLRT_BUF_TEMP = 3,   // written by kernels
+    DLRT_BUF_STATE = 4,  // persistent training state (optimizer slots, the hyper buffer, the loss
+                         // seed): initialised at session creation from data[data_off, +size) when
+                         // flags has DLRT_BUF_F_INIT_DATA, else zeros; then only kernels and the
+                         // checkpoint / hparam API change it
+    DLRT_BUF_PACKED = 5, // format 8: a param or constant in a kernel's layout (prepacked
+                         // weights), persistent like STATE but never saved, broadcast or set: only
+                         // its DLRT_KERNEL_F_PREPACK kernel writes it (undefined until it has run)
 };
 
 // dlrt_plan_buffer.flags
@@ -328,8 +342,12 @@ enum {
     // the mean over data-parallel ranks (the sum in rank order times 1/ranks) before any kernel
     // that depends on it runs. The kernel has n_out == 1 and a range of 1.. (its copy).
     DLRT_KERNEL_F_ALLREDUCE_MEAN = 1u,
+    // Format 8: the kernel fills PACKED buffers from params (see the header comment): infer
+    // entry only, outputs all PACKED, inputs all PARAM or CONST; the session skips it while the
+    // params are unchanged since its last run.
+    DLRT_KERNEL_F_PREPACK = 2u,
 };
-#define DLRT_KERNEL_F_ALL 1u
+#define DLRT_KERNEL_F_ALL 3u
 
 // Format 4: the signature of kernel-table entry i, as compiled. The kernel's code reaches at
 // most extents[first_extent + a] bytes from argument pointer a and iterates over [0, range), so a

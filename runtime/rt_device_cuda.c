@@ -398,7 +398,9 @@ static dlrt_status cuda_launch_grid(rt_device *d, uint32_t kernel) {
 }
 
 // Every kernel of the entry point in plan order on the stream (the plan's order satisfies its
-// dependencies; the stream keeps it).
+// dependencies; the stream keeps it). Format 8's prepack kernels run in every infer here (codegen
+// makes none for CUDA): packing again is always right, only slower, so the session's
+// packed_stale is neither read nor cleared.
 static dlrt_status cuda_run(rt_device *d, int entry) {
     rt_cuda *c;
     TRY(cuda_state(d, &c));

@@ -462,8 +462,11 @@ static dlrt_status check_identity(dlrt_session *s, dlrt_comm *c) {
 }
 
 // Rank 0's params, optimizer state and step state, to every rank (DDP's initial broadcast).
+// PACKED buffers are not sent (each rank makes its own from the params it receives): the
+// broadcast marks them stale instead.
 static dlrt_status broadcast_state(dlrt_session *s, dlrt_comm *c) {
     const dlrt_model *m = s->model;
+    s->packed_stale = true;
     for (uint32_t i = 0; i < m->hdr->n_buffers; i++) {
         const dlrt_plan_buffer *b = &m->buffers[i];
         if ((b->kind != DLRT_BUF_PARAM && b->kind != DLRT_BUF_STATE) || b->size == 0) {

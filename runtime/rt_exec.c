@@ -34,6 +34,14 @@
 // rest), built only when the plan has one; a done hook on A starts each gradient bucket's
 // all-reduce as soon as the last kernel touching it has finished.
 //
+// Prepacked weights (format 8). When the infer entry has kernels flagged DLRT_KERNEL_F_PREPACK
+// (they copy params into PACKED buffers in a GEMM's layout), a third extra schedule,
+// RT_SCHED_INFER_PACKED, is the entry without them, a dependency on one of them counting as
+// satisfied. rt__run_entry runs the whole entry when the session's packed_stale is set (at
+// creation, and after anything that may have changed a param: rt_internal.h) and clears it, and
+// the packed schedule otherwise, so weights are packed once per change instead of once per call;
+// the profiler's step is an infer step either way.
+//
 // Invariants.
 //   - A step allocates nothing and creates no thread: queue, counters and schedules are sized at
 //     creation (every chunk is queued exactly once per step, so the queue never wraps).
@@ -430,15 +438,37 @@ static void run_sched(dlrt_session *s, rt_sched *sc) {
     fp_mode_leave(x->is_ftz, fp_mode);
 }
 
+// The train step's schedules write params: whatever runs them, the packs are stale after (the
+// API's train step says so too; this keeps the executor right on its own).
+static void note_params_written(dlrt_session *s, int sched) {
+    if (sched != DLRT_ENTRY_INFER && sched != RT_SCHED_INFER_PACKED) {
+        s->packed_stale = true;
+    }
+}
+
 void rt__run_entry(dlrt_session *s, int entry) {
     int64_t t0 = s->prof ? rt__now_ns() : 0;
-    run_sched(s, &s->exec->sched[entry]);
+    int sched = entry;
+    bool is_packing = false;
+    if (entry == DLRT_ENTRY_INFER && s->model->n_prepack > 0) {
+        // Format 8: the prepack kernels run only when the params may have changed since they
+        // last ran (the session's packed_stale); else the PACKED buffers still hold their bytes
+        // (no other kernel writes them, and the memory plan shares them with nothing).
+        is_packing = s->packed_stale;
+        sched = is_packing ? DLRT_ENTRY_INFER : RT_SCHED_INFER_PACKED;
+    }
+    note_params_written(s, sched);
+    run_sched(s, &s->exec->sched[sched]);
+    if (is_packing) {
+        s->packed_stale = false;
+    }
     if (s->prof) {
         rt__prof_step(s, entry, t0, rt__now_ns());
     }
 }
 
 void rt__run_sched(dlrt_session *s, int sched) {
+    note_params_written(s, sched);
     run_sched(s, &s->exec->sched[sched]);
 }
 
@@ -542,11 +572,14 @@ static size_t split_bytes_setting(bool *is_set) {
     return DEFAULT_SPLIT_BYTES;
 }
 
-// Schedule `slot` over the kernels entry_kernels[first, first + n) (an entry point, or one phase
-// of one: a dependency on a kernel outside the range counts as satisfied, which is right for
-// the train step's second phase since the first has finished before it starts).
-static dlrt_status build_sched(rt_exec *x, int slot, uint32_t first, uint32_t n, uint32_t *pos,
-                               size_t split_bytes) {
+// Schedule `slot` over the kernels kids[0, n) (plan kernel ids in increasing order: an entry
+// point, one phase of one, or the infer entry without its prepack kernels). A dependency on a
+// kernel outside the list counts as satisfied: right for the train step's second phase since
+// the first has finished before it starts, and for the skipped prepack kernels since their
+// PACKED buffers still hold what they wrote last (the validator makes prepack kernels wait for
+// prepack kernels only, so no order between the others went through them).
+static dlrt_status build_sched(rt_exec *x, int slot, const uint32_t *kids, uint32_t n,
+                               uint32_t *pos, size_t split_bytes) {
     dlrt_session *s = x->s;
     const dlrt_model *m = s->model;
     const dlrt_plan_hdr *h = m->hdr;
@@ -566,7 +599,7 @@ static dlrt_status build_sched(rt_exec *x, int slot, uint32_t first, uint32_t n,
         pos[i] = UINT32_MAX;
     }
     for (uint32_t i = 0; i < n; i++) {
-        uint32_t kid = m->entry_kernels[first + i];
+        uint32_t kid = kids[i];
         if (pos[kid] != UINT32_MAX) {
             return rt__fail(DLRT_ERR_CORRUPT,
                             "corrupt artifact: kernel %u listed twice in an "
@@ -578,7 +611,7 @@ static dlrt_status build_sched(rt_exec *x, int slot, uint32_t first, uint32_t n,
     // Predecessor counts and successor counts (a dependency outside the entry is satisfied).
     uint32_t n_edges = 0;
     for (uint32_t i = 0; i < n; i++) {
-        uint32_t kid = m->entry_kernels[first + i];
+        uint32_t kid = kids[i];
         const dlrt_plan_kernel *pk = &m->kernels[kid];
         rt_kx *k = &sc->k[i];
         k->fn = m->desc->fns[pk->fn];
@@ -673,10 +706,22 @@ dlrt_status rt__exec_create(dlrt_session *s, int requested, bool is_ftz) {
     x->s = s;
     x->n_threads = n_threads;
     x->is_ftz = is_ftz;
-    const dlrt_plan_hdr *h = s->model->hdr;
+    const dlrt_model *m = s->model;
+    const dlrt_plan_hdr *h = m->hdr;
     uint32_t *pos = dl_mem_calloc(h->n_kernels ? h->n_kernels : 1, sizeof *pos);
-    if (!pos) {
+    // The infer entry's kernels but the prepack ones (format 8), for RT_SCHED_INFER_PACKED.
+    uint32_t n_inf = h->entry_count[DLRT_ENTRY_INFER], n_packed = 0;
+    uint32_t *packed = dl_mem_calloc(n_inf ? n_inf : 1, sizeof *packed);
+    if (!pos || !packed) {
+        free(pos);
+        free(packed);
         return rt__fail(DLRT_ERR_NOMEM, "out of memory");
+    }
+    for (uint32_t i = 0; m->n_prepack > 0 && i < n_inf; i++) {
+        uint32_t kid = m->entry_kernels[h->entry_first[DLRT_ENTRY_INFER] + i];
+        if (!(m->kernels[kid].flags & DLRT_KERNEL_F_PREPACK)) {
+            packed[n_packed++] = kid;
+        }
     }
     bool split_set = false;
     size_t split_bytes = split_bytes_setting(&split_set);
@@ -687,21 +732,25 @@ dlrt_status rt__exec_create(dlrt_session *s, int requested, bool is_ftz) {
     uint32_t tf = h->entry_first[DLRT_ENTRY_TRAIN_STEP], tn = h->entry_count[DLRT_ENTRY_TRAIN_STEP];
     uint32_t at = h->n_grads > 0 ? h->comm_at : 0;
     for (int e = 0; e < RT_SCHED_COUNT && st == DLRT_OK; e++) {
-        uint32_t first = e < DLRT_ENTRY_COUNT ? h->entry_first[e] : tf;
+        const uint32_t *kids = m->entry_kernels + (e < DLRT_ENTRY_COUNT ? h->entry_first[e] : tf);
         uint32_t n = e < DLRT_ENTRY_COUNT ? h->entry_count[e] : 0;
         if (e == RT_SCHED_TRAIN_A && at > 0) {
             n = at;
         } else if (e == RT_SCHED_TRAIN_B && at > 0) {
-            first = tf + at;
+            kids = m->entry_kernels + tf + at;
             n = tn - at;
+        } else if (e == RT_SCHED_INFER_PACKED) {
+            kids = packed; // empty without prepack kernels (rt__run_entry never runs it then)
+            n = n_packed;
         }
-        st = build_sched(x, e, first, n, pos, split_bytes);
+        st = build_sched(x, e, kids, n, pos, split_bytes);
         x->sched[e].probe = no_probe ? PROBE_DONE : 0;
         if (x->sched[e].total_chunks > max_chunks) {
             max_chunks = x->sched[e].total_chunks;
         }
     }
     free(pos);
+    free(packed);
     if (st != DLRT_OK || n_threads == 1) {
         return st;
     }

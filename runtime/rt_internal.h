@@ -34,6 +34,7 @@ struct dlrt_model {
     const dlrt_plan_hparam *hparams;                            // n = hdr->n_hparams
     const dlrt_plan_grad *grads;                                // n = hdr->n_grads (format 6)
     char **hparam_names;                                        // NUL-terminated copies (OWNED)
+    uint32_t n_prepack; // format 8: kernels flagged DLRT_KERNEL_F_PREPACK (all in the infer entry)
 };
 
 struct dlrt_session {
@@ -56,6 +57,13 @@ struct dlrt_session {
                           // first set / bind (rt_session.c's input functions)
     struct rt_dp *dp;     // OWNED: the data-parallel state while a communicator is bound
                           // (rt_dp.c), else NULL
+    // Format 8: the PACKED buffers may no longer match the params (true at creation). The
+    // contract: whatever writes the bytes of a PARAM buffer, or may have, sets it first
+    // (dlrt_session_set_param, checkpoint loads, every train step, the data-parallel broadcast);
+    // the CPU executor's infer then runs the entry's DLRT_KERNEL_F_PREPACK kernels and clears it,
+    // and any infer while it is clear runs the entry without them (rt__run_entry). A path that
+    // changes a param without setting it makes infer compute with the old weights, silently.
+    bool packed_stale;
 };
 
 // The largest kernel range a plan may give (a kernel's outer dimension; far above any tensor).
@@ -88,11 +96,18 @@ dlrt_status rt__session_run(dlrt_session *s, int entry) __attribute__((warn_unus
 dlrt_status rt__fail(dlrt_status st, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 size_t rt__dtype_size(uint32_t dtype);
 // The CPU device's executor (rt_exec.c). Runs entry point `entry` (DLRT_ENTRY_*): sequentially
-// with one thread, else on the pool by dependency counting. Allocates nothing.
+// with one thread, else on the pool by dependency counting; the infer entry of a plan with
+// prepack kernels without them unless s->packed_stale (which it clears). Allocates nothing.
 void rt__run_entry(dlrt_session *s, int entry);
 // The executor's schedules: one per entry point (DLRT_ENTRY_*), then the train step's two phases
-// around its all-reduce point (the plan's comm_at; empty when the plan has none).
-enum { RT_SCHED_TRAIN_A = DLRT_ENTRY_COUNT, RT_SCHED_TRAIN_B, RT_SCHED_COUNT };
+// around its all-reduce point (the plan's comm_at; empty when the plan has none), then the infer
+// entry without its prepack kernels (format 8; empty when the plan has none: see packed_stale).
+enum {
+    RT_SCHED_TRAIN_A = DLRT_ENTRY_COUNT,
+    RT_SCHED_TRAIN_B,
+    RT_SCHED_INFER_PACKED,
+    RT_SCHED_COUNT
+};
 // Runs schedule `sched` (RT_SCHED_*) like rt__run_entry, without a profiler step event.
 void rt__run_sched(dlrt_session *s, int sched);
 // The kernels of schedule `sched`, and a hook called once per step when its kernel i (0-based in

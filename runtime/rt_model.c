@@ -4,8 +4,10 @@
 // sessions and steps can index without checks. Format 5 (dlrt_format.h) adds what a device needs
 // to find and launch kernels: the plan's device kind, a device image section, kernel symbol
 // names (non-empty, unique) and launch data, each checked against the device kind; and op names
-// as strings, which the runtime only shows. Any other format version is refused with a message
-// that says to recompile.
+// as strings, which the runtime only shows. Format 8's prepacked weights (PACKED buffers and the
+// prepack kernels that fill them) are held to the rules that let a session skip those kernels
+// (validate_kernels). Any other format version is refused with a message that says to
+// recompile.
 #define _GNU_SOURCE // memfd_create
 #include "dl_base.h"
 #include "rt_internal.h"
@@ -272,11 +274,12 @@ static int cmp_arena_span(const void *a, const void *b) {
 }
 
 // Format 3: the memory plan. Every buffer lies inside the arena at an aligned offset, and INPUT,
-// PARAM, CONST and STATE buffers overlap no other buffer (TEMP buffers may share memory with each
-// other: the compiler's liveness analysis decided it, and a wrong decision gives wrong numbers,
-// never an access outside the arena). Buffers sorted by offset: an exclusive buffer must start at
-// or after the end of every earlier one, any buffer at or after the end of every earlier
-// exclusive one.
+// PARAM, CONST, STATE and (format 8) PACKED buffers overlap no other buffer (TEMP buffers may
+// share memory with each other: the compiler's liveness analysis decided it, and a wrong decision
+// gives wrong numbers, never an access outside the arena). A PACKED buffer must keep its bytes
+// between the infers that skip its prepack kernel, so no other buffer may ever write over it.
+// Buffers sorted by offset: an exclusive buffer must start at or after the end of every earlier
+// one, any buffer at or after the end of every earlier exclusive one.
 static dlrt_status validate_arena(const dlrt_model *m) {
     const dlrt_plan_hdr *h = m->hdr;
     if (h->arena_size > (UINT64_C(1) << 48)) {
@@ -302,7 +305,8 @@ static dlrt_status validate_arena(const dlrt_model *m) {
     uint64_t end_all = 0, end_excl = 0;
     for (size_t i = 0; i < n; i++) {
         if (sp[i].off < end_excl || (sp[i].exclusive && sp[i].off < end_all)) {
-            st = corrupt("an input, param, constant or state buffer overlaps another buffer");
+            st = corrupt("an input, param, constant, state or packed buffer overlaps another "
+                         "buffer");
             goto out;
         }
         end_all = sp[i].end > end_all ? sp[i].end : end_all;
@@ -385,13 +389,71 @@ static dlrt_status validate_device(const dlrt_plan_hdr *h) {
     return DLRT_OK;
 }
 
+// Format 8: kernel `i`, flagged DLRT_KERNEL_F_PREPACK, which the session skips in most infers
+// (rt_exec.c): it is in the infer entry and no other, writes something, and waits only for other
+// prepack kernels, so it can run first and skipping it drops no order between the kernels that
+// do run. `entries`: the entry points it is in (bit 1 << DLRT_ENTRY_*).
+static dlrt_status check_prepack_kernel(const dlrt_model *m, uint32_t i, unsigned entries) {
+    const dlrt_plan_kernel *k = &m->kernels[i];
+    const uint32_t *deps = (const uint32_t *)(m->plan + m->hdr->off_deps);
+    if (entries & (1u << DLRT_ENTRY_TRAIN_STEP)) {
+        return corrupt("a prepack kernel is in the train step");
+    }
+    if (!(entries & (1u << DLRT_ENTRY_INFER))) {
+        return corrupt("a prepack kernel is not in the infer entry");
+    }
+    if (k->n_out == 0) {
+        return corrupt("a prepack kernel writes nothing");
+    }
+    for (uint32_t j = 0; j < k->n_deps; j++) {
+        if (!(m->kernels[deps[k->first_dep + j]].flags & DLRT_KERNEL_F_PREPACK)) {
+            return corrupt("a prepack kernel waits for a kernel that is not a prepack kernel");
+        }
+    }
+    return DLRT_OK;
+}
+
+// Format 8: argument `a` (buffer `bid`) of kernel `i`, when the kernel is a prepack kernel or the
+// buffer a PACKED one. A prepack kernel writes PACKED buffers only and reads PARAM and CONST
+// buffers only; a PACKED buffer is written by one kernel, a prepack one (its bytes then change
+// only when the session runs that kernel), and no train step kernel touches it (the train step
+// runs between infers that skip the prepack kernels). writer[b]: the kernel that writes PACKED
+// buffer b (UINT32_MAX: none so far).
+static dlrt_status check_packed_arg(const dlrt_model *m, uint32_t i, uint32_t a, uint32_t bid,
+                                    unsigned entries, uint32_t *writer) {
+    const dlrt_plan_kernel *k = &m->kernels[i];
+    bool is_prepack = (k->flags & DLRT_KERNEL_F_PREPACK) != 0, is_out = a < k->n_out;
+    uint32_t kind = m->buffers[bid].kind;
+    if (kind == DLRT_BUF_PACKED && (entries & (1u << DLRT_ENTRY_TRAIN_STEP))) {
+        return corrupt("a train step kernel reads or writes a packed buffer");
+    }
+    if (is_out && kind != DLRT_BUF_PACKED) {
+        return corrupt("a prepack kernel writes a buffer that is not a packed buffer");
+    }
+    if (is_out && !is_prepack) {
+        return corrupt("a kernel that is not a prepack kernel writes a packed buffer");
+    }
+    if (is_out) {
+        if (writer[bid] != UINT32_MAX && writer[bid] != i) {
+            return corrupt("two kernels write one packed buffer");
+        }
+        writer[bid] = i;
+        return DLRT_OK;
+    }
+    if (is_prepack && kind != DLRT_BUF_PARAM && kind != DLRT_BUF_CONST) {
+        return corrupt("a prepack kernel reads a buffer that is not a param or constant");
+    }
+    return DLRT_OK;
+}
+
 // Format 4: the kernel table's signatures, and every kernel record against its signature. The
 // code of kernel-table entry f iterates over [0, fns[f].range) and reaches at most extents[a]
 // bytes from argument a (codegen records them): a record must use it with the same range and
 // argument counts, and give every argument a buffer at least that large (buffers lie inside the
 // arena: validate_arena), so no kernel touches memory outside the arena. A kernel writes only
-// TEMP buffers, and in the train step also PARAM and STATE ones: never an INPUT (which may be
-// caller memory, bound zero-copy) or a CONST.
+// TEMP buffers, in the train step also PARAM and STATE ones, and a prepack kernel of the infer
+// entry PACKED ones only (format 8: check_prepack_kernel, check_packed_arg): never an INPUT
+// (which may be caller memory, bound zero-copy) or a CONST.
 static dlrt_status validate_kernels(const dlrt_model *m, const dlrt_kernel_fn *fns) {
     const dlrt_plan_hdr *h = m->hdr;
     if (!table_ok(h, h->off_fns, h->n_fns, sizeof(dlrt_plan_fn)) ||
@@ -421,37 +483,64 @@ static dlrt_status validate_kernels(const dlrt_model *m, const dlrt_kernel_fn *f
             return corrupt("kernel argument names no buffer");
         }
     }
-    // Kernels of the infer entry point (they may write TEMP buffers only).
-    uint8_t *in_infer = dl_mem_calloc(h->n_kernels ? h->n_kernels : 1, 1);
-    if (!in_infer) {
+    // The entry points each kernel is in (bit 1 << DLRT_ENTRY_*; an infer kernel may write TEMP
+    // buffers only, a prepack one PACKED ones only), and each PACKED buffer's writer.
+    uint8_t *in_entry = dl_mem_calloc(h->n_kernels ? h->n_kernels : 1, 1);
+    uint32_t *writer = dl_mem_alloc((h->n_buffers ? h->n_buffers : 1) * sizeof *writer);
+    if (!in_entry || !writer) {
+        free(in_entry);
+        free(writer);
         return rt__fail(DLRT_ERR_NOMEM, "out of memory");
     }
+    for (uint32_t b = 0; b < h->n_buffers; b++) {
+        writer[b] = UINT32_MAX;
+    }
     dlrt_status st = DLRT_OK;
-    for (uint32_t j = 0; j < h->entry_count[DLRT_ENTRY_INFER]; j++) {
-        in_infer[m->entry_kernels[h->entry_first[DLRT_ENTRY_INFER] + j]] = 1;
+    for (int e = 0; e < DLRT_ENTRY_COUNT; e++) {
+        for (uint32_t j = 0; j < h->entry_count[e]; j++) {
+            in_entry[m->entry_kernels[h->entry_first[e] + j]] |= (uint8_t)(1u << e);
+        }
     }
     for (uint32_t i = 0; i < h->n_kernels && st == DLRT_OK; i++) {
         const dlrt_plan_kernel *k = &m->kernels[i];
         const dlrt_plan_fn *g = &sig[k->fn];
+        bool is_infer = (in_entry[i] & (1u << DLRT_ENTRY_INFER)) != 0;
+        bool is_prepack = (k->flags & DLRT_KERNEL_F_PREPACK) != 0;
         if (k->n_args != g->n_args || k->n_out != g->n_out || k->range != g->range) {
             st = corrupt("a kernel record disagrees with its compiled kernel (arguments or range)");
             break;
         }
+        if (is_prepack && (st = check_prepack_kernel(m, i, in_entry[i])) != DLRT_OK) {
+            break;
+        }
         for (uint32_t a = 0; a < k->n_args; a++) {
-            const dlrt_plan_buffer *b = &m->buffers[m->args[k->first_arg + a]];
+            uint32_t bid = m->args[k->first_arg + a];
+            const dlrt_plan_buffer *b = &m->buffers[bid];
             if (b->size < ext[g->first_extent + a]) {
                 st = corrupt("a kernel argument's buffer is smaller than the kernel reaches");
                 break;
             }
+            if (is_prepack || b->kind == DLRT_BUF_PACKED) {
+                if ((st = check_packed_arg(m, i, a, bid, in_entry[i], writer)) != DLRT_OK) {
+                    break;
+                }
+                continue;
+            }
             if (a < k->n_out && b->kind != DLRT_BUF_TEMP &&
-                (in_infer[i] || (b->kind != DLRT_BUF_PARAM && b->kind != DLRT_BUF_STATE))) {
+                (is_infer || (b->kind != DLRT_BUF_PARAM && b->kind != DLRT_BUF_STATE))) {
                 st = corrupt("a kernel writes an input, constant, param or state buffer it must "
                              "not write");
                 break;
             }
         }
     }
-    free(in_infer);
+    for (uint32_t b = 0; b < h->n_buffers && st == DLRT_OK; b++) {
+        if (m->buffers[b].kind == DLRT_BUF_PACKED && writer[b] == UINT32_MAX) {
+            st = corrupt("no prepack kernel writes a packed buffer");
+        }
+    }
+    free(in_entry);
+    free(writer);
     return st;
 }
 
@@ -500,10 +589,12 @@ static dlrt_status validate(dlrt_model *m, uint64_t plan_size, uint32_t n_fns,
     m->data = m->plan + h->off_data;
     for (uint32_t i = 0; i < h->n_buffers; i++) {
         const dlrt_plan_buffer *b = &m->buffers[i];
-        if (b->kind > DLRT_BUF_STATE || b->size > (UINT64_C(1) << 48) ||
-            (b->flags & ~(uint32_t)DLRT_BUF_F_INIT_DATA) != 0 ||
-            (b->flags != 0 && b->kind != DLRT_BUF_STATE)) {
+        if (b->kind > DLRT_BUF_PACKED || b->size > (UINT64_C(1) << 48) ||
+            (b->flags & ~(uint32_t)DLRT_BUF_F_INIT_DATA) != 0) {
             return corrupt("bad buffer");
+        }
+        if (b->flags != 0 && b->kind != DLRT_BUF_STATE) {
+            return corrupt(b->kind == DLRT_BUF_PACKED ? "a packed buffer has flags" : "bad buffer");
         }
         if ((b->kind == DLRT_BUF_CONST || (b->flags & DLRT_BUF_F_INIT_DATA)) &&
             !fits(b->data_off, b->size, h->size_data)) {
@@ -526,6 +617,10 @@ static dlrt_status validate(dlrt_model *m, uint64_t plan_size, uint32_t n_fns,
               m->buffers[m->args[k->first_arg]].size % sizeof(float) != 0))) {
             return corrupt("bad kernel record");
         }
+        if ((k->flags & DLRT_KERNEL_F_PREPACK) && (k->flags & DLRT_KERNEL_F_ALLREDUCE_MEAN)) {
+            return corrupt("a prepack kernel is also flagged for an all-reduce");
+        }
+        m->n_prepack += (k->flags & DLRT_KERNEL_F_PREPACK) != 0;
     }
     const uint32_t *deps = (const uint32_t *)(m->plan + h->off_deps);
     for (uint32_t i = 0; i < h->n_kernels; i++) {
@@ -989,6 +1084,9 @@ void dlrt_model_kernels(const dlrt_model *m, int train_step, uint32_t *n_kernels
     for (uint32_t i = 0; m && i < m->hdr->entry_count[e]; i++) {
         // Validated at load: entry_kernels and every kernel's strings are in bounds.
         const dlrt_plan_kernel *k = &m->kernels[m->entry_kernels[m->hdr->entry_first[e] + i]];
+        if (k->flags & DLRT_KERNEL_F_PREPACK) {
+            continue; // not run per call
+        }
         uint32_t ops = 1;
         for (uint32_t j = 0; j < k->ops_len; j++) {
             ops += m->strings[k->ops_off + j] == DLRT_OPS_SEPARATOR;
@@ -1006,6 +1104,17 @@ void dlrt_model_kernels(const dlrt_model *m, int train_step, uint32_t *n_kernels
     if (n_ops) {
         *n_ops = no;
     }
+}
+
+uint32_t dlrt_model_prepack(const dlrt_model *m, uint64_t *packed_bytes) {
+    uint64_t bytes = 0;
+    for (uint32_t i = 0; m && i < m->hdr->n_buffers; i++) {
+        bytes += m->buffers[i].kind == DLRT_BUF_PACKED ? m->buffers[i].size : 0;
+    }
+    if (packed_bytes) {
+        *packed_bytes = bytes;
+    }
+    return m ? m->n_prepack : 0;
 }
 
 void dlrt_model_memory(const dlrt_model *m, uint64_t *arena_bytes, uint64_t *buffers_bytes) {

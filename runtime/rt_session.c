@@ -171,7 +171,8 @@ dlrt_status dlrt_session_create_ex(dlrt_model *m, const dlrt_session_options *op
     }
     s->dev.ops = dev;
     s->dev.s = s;
-    dlrt_model_retain(m); // released by dlrt_session_destroy, also on the failures below
+    s->packed_stale = true; // nothing is packed yet: the first infer runs the prepack kernels
+    dlrt_model_retain(m);   // released by dlrt_session_destroy, also on the failures below
     s->model = m;
     s->buf_ptr = dl_mem_calloc(h->n_buffers ? h->n_buffers : 1, sizeof(void *));
     s->kargs = dl_mem_calloc(h->n_args ? h->n_args : 1, sizeof(void *));
@@ -520,6 +521,8 @@ dlrt_status dlrt_session_set_param(dlrt_session *s, const char *name, const void
         return rt__fail(DLRT_ERR_INVALID_ARG, "param '%s': data is NULL", name);
     }
     if (st == DLRT_OK && size) {
+        // A param (or an optimizer slot: harmless) changes: the packs must be made again.
+        s->packed_stale = true;
         st = rt__buf_write(s, t->buffer, data);
     }
     return st;

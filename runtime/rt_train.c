@@ -182,6 +182,10 @@ dlrt_status dlrt_session_train_step(dlrt_session *s, dlrt_step_info *info) {
     if (st != DLRT_OK) {
         return st;
     }
+    // Every train step (data-parallel or not, the training loop's too) comes through here and
+    // may update the params: the next infer makes the packs again (failed steps too: a step that
+    // fails part way may have updated some).
+    s->packed_stale = true;
     st = s->dp ? rt__dp_train_step(s) : rt__session_run(s, DLRT_ENTRY_TRAIN_STEP);
     if (st == DLRT_OK && info) {
         double h[DLRT_HP_COUNT];
@@ -534,7 +538,8 @@ dlrt_status dlrt_session_load_with(dlrt_session *s, const char *path, const dlrt
     }
     if (st == DLRT_OK) {
         // Commit: nothing below fails but the device's copies (never on the CPU; a device error
-        // on a GPU leaves the session unusable anyway).
+        // on a GPU leaves the session unusable anyway). The params change: the packs with them.
+        s->packed_stale = true;
         for (size_t k = 0; k < n_ten && st == DLRT_OK; k++) {
             const dlrt_plan_tensor *pt = &m->tensors[m->first_param + k];
             if (staged[k]) {

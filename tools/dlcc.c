@@ -68,7 +68,7 @@ static const cli_help helps[] = {
     {"compile", "compile a model to a native artifact (.so)",
      "dlcc compile FILE [-D NAME=INT]... [-o OUT.so] [--target NAME] [--cpu NAME]\n"
      "                    [--features F] [-O N] [--no-cache] [--cache-dir DIR]\n"
-     "                    [--dump-after PASS|all] [--verify-each] [-v]\n"
+     "                    [--dump-after PASS|all] [--verify-each] [--no-prepack] [-v]\n"
      "dlcc compile --target [list]",
      "Compiles FILE (its infer entry point, and train_step when it has a train block) to\n"
      "native code for this machine through LLVM and\n"
@@ -95,6 +95,8 @@ static const cli_help helps[] = {
      "                     'all', to stdout as .dlg text that 'dlcc check' reads back; the\n"
      "                     cache is not looked up (docs/passes.md)\n"
      "  --verify-each      verify the IR after every pass (always on in debug builds)\n"
+     "  --no-prepack       pack weights at every infer call instead of once per change of\n"
+     "                     the params (saves a copy of the packed weights per session)\n"
      "  -v, --verbose      print 'cache hit|miss KEY (N.N ms)', the target, sizes and times\n",
      NULL},
     {"run", "run a model's infer or train_step entry point",
@@ -2283,6 +2285,8 @@ static int cmd_compile(int argc, char **argv) {
             verbose = true;
         } else if (cli_take_flag(&a, NULL, "--verify-each", false, NULL) == 1) {
             o.verify_each = true;
+        } else if (cli_take_flag(&a, NULL, "--no-prepack", false, NULL) == 1) {
+            o.cg.no_prepack = true;
         } else {
             rc = cli_usage_error("compile", "unknown flag '%s'", arg);
             goto out;
@@ -2395,6 +2399,14 @@ static int cmd_compile(int argc, char **argv) {
                 dlrt_model_kernels(rm, e, &nk, &nf, &nops);
                 fprintf(stderr, "dlcc: %s: %u kernels for %u ops (%u fused kernels)\n",
                         e ? "train_step" : "infer", nk, nops, nf);
+            }
+            uint64_t packed = 0;
+            uint32_t n_pack = dlrt_model_prepack(rm, &packed);
+            if (n_pack > 0) {
+                fprintf(stderr,
+                        "dlcc: infer: weights prepacked by %u kernels into %llu bytes (when the "
+                        "params change)\n",
+                        n_pack, (unsigned long long)packed);
             }
             dlrt_model_release(rm);
         }

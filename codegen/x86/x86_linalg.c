@@ -404,6 +404,9 @@ typedef struct fctx {
     // The microkernel of the last K block applies the epilogue to its accumulators and stores
     // them to y itself (epi_vec), instead of the scratch and emit_epilogue's pass over it.
     bool direct;
+    // Prepacked B (emit_prepack): the kernel's last argument holds every panel of B,
+    // [n_kblk][ceil(N / NR)][KC][NR], and bp points into it instead of being packed; NULL: none.
+    LLVMValueRef pb;
 } fctx;
 
 // Split k (p->ka_in > 0): tab_a[k] = ((pc + k) / ka_in) * sa_k + ((pc + k) % ka_in) * sa_k2 for
@@ -1499,7 +1502,18 @@ static void emit_prefetch_next(cg *c, const fctx *f, LLVMValueRef q, int64_t n_k
     if_end(c, join);
 }
 
-static dl_status emit_float(cg *c, const gemm_prob *p) {
+// The K block of a prepacked product: KC, or all of a shorter K rounded up to 16 (the transposing
+// pack's step), so that the packed buffer holds no rows that no K block reads (the sample
+// transformer block's K = 64 weights would be half empty with AVX-512's KC of 128, three
+// quarters with AVX2's 256). One K block either way: the sums are the same.
+static int64_t prepack_kc(const gemm_blk *g, int64_t K) {
+    int64_t k16 = (K + 15) / 16 * 16;
+    return k16 < g->KC ? k16 : g->KC;
+}
+
+// The blocked kernel of `p`; with pbuf != UINT32_MAX it reads B's panels from that PACKED
+// buffer (emit_prepack's layout) and runs only in the entry points `only` names.
+static dl_status emit_float_k(cg *c, const gemm_prob *p, uint32_t pbuf, uint8_t only) {
     gemm_blk g = choose_blocking(c);
     bool amx = use_amx(c, p);
     if (amx) {
@@ -1512,6 +1526,9 @@ static dl_status emit_float(cg *c, const gemm_prob *p) {
     }
     if (p->nc_panels > 0) {
         g.NC = p->nc_panels * g.NR;
+    }
+    if (pbuf != UINT32_MAX) {
+        g.KC = prepack_kc(&g, p->K);
     }
     int64_t M = p->M, N = p->N, K = p->K;
     // Even blocks: as many row blocks (column groups) as MB (NC) needs, each as large as an even
@@ -1567,8 +1584,13 @@ static dl_status emit_float(cg *c, const gemm_prob *p) {
     size_t nv = prob_vals(p, vals);
     cg_kernel k;
     DL_TRY(cg_kernel_begin(c, vals, nv, p->nb * nblk * n_groups, &k));
+    k.only = only;
     fctx f;
     memset(&f, 0, sizeof f);
+    if (pbuf != UINT32_MAX) {
+        DL_TRY(cg_kernel_add_buf(c, &k, pbuf));
+        f.pb = k.ptr[k.n_args - 1];
+    }
     f.p = p;
     f.g = g;
     f.k = &k;
@@ -1593,8 +1615,11 @@ static dl_status emit_float(cg *c, const gemm_prob *p) {
         g.NC = ncw; // the scratch and packed B hold a chunk's columns
         f.g = g;
     }
+    // With prepacked B the stack has no bp_all: A may take its room too (M = 256, K = 1024:
+    // 1.1 MiB, packed once per thread instead of once per column group).
+    int64_t share_a_max = f.pb ? SHARE_A_BYTES + SHARE_B_BYTES : SHARE_A_BYTES;
     bool share_a =
-        !merge && (n_groups > 1 || p->nb > 1) && nblk * n_kblk * g.MB * g.KC * 4 <= SHARE_A_BYTES;
+        !merge && (n_groups > 1 || p->nb > 1) && nblk * n_kblk * g.MB * g.KC * 4 <= share_a_max;
     LLVMValueRef ap_all = NULL, apk = NULL;
     if (share_a) {
         ap_all = entry_alloca(c, nblk * n_kblk * g.MB * g.KC);
@@ -1606,8 +1631,8 @@ static dl_status emit_float(cg *c, const gemm_prob *p) {
     // when the whole group fits (K x NC floats, at most SHARE_B_BYTES) every K block of it is
     // packed once, by the first of those row blocks, into bp_all: [n_kblk][NC / NR, KC, NR].
     // `packed` holds the (batch, group) whose panels bp_all has (-1: none yet).
-    bool share = nblk > 1 && n_kblk * g.KC * g.NC * 4 <= SHARE_B_BYTES;
-    LLVMValueRef bp_all = entry_alloca(c, (share ? n_kblk : 1) * g.NC * g.KC);
+    bool share = !f.pb && nblk > 1 && n_kblk * g.KC * g.NC * 4 <= SHARE_B_BYTES;
+    LLVMValueRef bp_all = f.pb ? NULL : entry_alloca(c, (share ? n_kblk : 1) * g.NC * g.KC);
     LLVMValueRef packed = NULL;
     if (share) {
         packed = cg_entry_alloca(c, &k, c->t_i64, 1);
@@ -1693,7 +1718,11 @@ static dl_status emit_float(cg *c, const gemm_prob *p) {
         emit_im_rows(c, &f); // the gathered pack's row tables
     }
     f.bp = bp_all;
-    if (share) {
+    if (f.pb) { // the group's panels of K block q, packed by emit_prepack
+        int64_t n_pan = (N + g.NR - 1) / g.NR;
+        LLVMValueRef pan = LLVMBuildUDiv(c->b, f.c0, cg_i64(c, g.NR), "");
+        f.bp = fptr(c, f.pb, mul_c(c, add(c, mul_c(c, q, n_pan), pan), g.KC * g.NR));
+    } else if (share) {
         f.bp = fptr(c, bp_all, mul_c(c, q, g.KC * g.NC));
         LLVMBasicBlockRef join = if_begin(c, need_pack);
         for_panels(c, &f, n_sub, emit_pack_b);
@@ -1755,6 +1784,95 @@ static dl_status emit_float(cg *c, const gemm_prob *p) {
         amx_release(c);
     }
     return cg_kernel_end(c, &k);
+}
+
+// Prepacked weights (artifact format 8). A product whose B is a param or constant packs the
+// same panels at every call; in the infer entry it instead reads them from a PACKED buffer that
+// emit_prepack's kernel (flagged DLRT_KERNEL_F_PREPACK) fills, and that the runtime runs only when
+// the params may have changed since it last did (MLAS prepacks constant weights so): the batch-256
+// MLP's inference spent 12-13 % of its time packing its weights. The train step keeps the kernel
+// that packs (its params change every step). The panels are emit_pack_b's, so y's bytes are the
+// same either way.
+static bool prepack_b(cg *c, const gemm_prob *p) {
+    gemm_blk g = choose_blocking(c);
+    bool one_b = true; // every batch reads the same B (broadcast)
+    for (int32_t d = 0; d < p->br; d++) {
+        one_b = one_b && p->bbs[d] == 0;
+    }
+    return c->prepack && !p->im && !p->pool && one_b && !use_amx(c, p) && !use_bf16_dot(c, p, &g) &&
+           (p->b->kind == DL_IR_VAL_PARAM || p->b->kind == DL_IR_VAL_CONST);
+}
+
+// The prepack kernel of p's B into buffer pbuf: [n_kblk][ceil(N / NR)][KC][NR], one iteration
+// per panel of a K block (emit_pack_b's panel: zero past N; rows past a short last block's kc
+// are not read).
+static dl_status emit_prepack(cg *c, const gemm_prob *p, uint32_t pbuf) {
+    gemm_blk g = choose_blocking(c);
+    g.KC = prepack_kc(&g, p->K);
+    int64_t n_pan = (p->N + g.NR - 1) / g.NR, n_kblk = (p->K + g.KC - 1) / g.KC;
+    int64_t nr_e = p->N % g.NR;
+    dl_strbuf name = {0};
+    dl_strbuf_printf(&name, "%s.prepack", p->b->name);
+    if (name.oom || !DL_VEC_PUSH(&c->strs, name.data)) {
+        dl_strbuf_fini(&name);
+        return DL_ERR_NOMEM;
+    }
+    uint32_t bufs[2] = {pbuf, c->value_buf[p->b->id]};
+    cg_kernel k;
+    DL_TRY(cg_kernel_begin_bufs(c, bufs, 2, 1, n_kblk * n_pan, name.data, &k));
+    k.flags = DLRT_KERNEL_F_PREPACK;
+    k.only = CG_ENTRY_INFER;
+    k.ops = "Prepack";
+    k.ptr[0] = cg_kernel_arg(c, &k, 0);
+    k.ptr[2] = cg_kernel_arg(c, &k, 1); // emit_pack_b reads B where a product's kernel has it
+    fctx f;
+    memset(&f, 0, sizeof f);
+    f.p = p;
+    f.g = g;
+    f.k = &k;
+    f.vt = LLVMVectorType(c->t_f32, (unsigned)g.NR);
+    f.valign = (unsigned)(g.NR * 4 < 64 ? g.NR * 4 : 64);
+    f.b_off = cg_i64(c, 0);
+    f.sub = cg_i64(c, 0);
+    cg_loop lt;
+    LLVMValueRef t = cg_for_begin(c, &lt, k.begin, k.end, "t");
+    LLVMValueRef pan = LLVMBuildURem(c->b, t, cg_i64(c, n_pan), "");
+    f.pc = mul_c(c, LLVMBuildUDiv(c->b, t, cg_i64(c, n_pan), ""), g.KC);
+    f.kc = min_c(c, cg_i64(c, g.KC), LLVMBuildSub(c->b, cg_i64(c, p->K), f.pc, ""));
+    f.j0 = mul_c(c, pan, g.NR);
+    f.bp = fptr(c, k.ptr[0], mul_c(c, t, g.KC * g.NR));
+    if (nr_e == 0) {
+        emit_pack_b(c, &f, g.NR);
+    } else if (n_pan == 1) {
+        emit_pack_b(c, &f, nr_e);
+    } else {
+        if_else ie;
+        if_else_begin(c, &ie, LLVMBuildICmp(c->b, LLVMIntSLT, pan, cg_i64(c, n_pan - 1), ""));
+        emit_pack_b(c, &f, g.NR);
+        if_else_mid(c, &ie);
+        emit_pack_b(c, &f, nr_e);
+        if_else_end(c, &ie);
+    }
+    cg_for_end(c, &lt);
+    return cg_kernel_end(c, &k);
+}
+
+// The blocked kernel of `p`: with prepacked B, the prepack kernel and the infer kernel that reads
+// its buffer, then (a model with a train step) the train step's own kernel.
+static dl_status emit_float(cg *c, const gemm_prob *p) {
+    if (!prepack_b(c, p)) {
+        return emit_float_k(c, p, UINT32_MAX, CG_ENTRY_BOTH);
+    }
+    gemm_blk g = choose_blocking(c);
+    g.KC = prepack_kc(&g, p->K);
+    uint64_t bytes = (uint64_t)((p->K + g.KC - 1) / g.KC) * (uint64_t)((p->N + g.NR - 1) / g.NR) *
+                     (uint64_t)(g.KC * g.NR) * sizeof(float);
+    uint32_t pbuf;
+    DL_TRY(cg_extra_buffer(c, bytes, DLRT_BUF_PACKED, &pbuf));
+    DL_TRY(emit_prepack(c, p, pbuf));
+    DL_TRY(emit_float_k(c, p, pbuf, CG_ENTRY_INFER));
+    return c->m->has_backward && c->m->train ? emit_float_k(c, p, UINT32_MAX, CG_ENTRY_TRAIN)
+                                             : DL_OK;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -501,6 +501,102 @@ out:
     return ok;
 }
 
+// Runs infer in both sessions and compares every output byte for byte.
+static bool same_outputs(const dl_ir_module *m, dlrt_session *a, dlrt_session *b) {
+    if (dlrt_session_infer(a) != DLRT_OK || dlrt_session_infer(b) != DLRT_OK) {
+        fprintf(stderr, "cg_check: infer: %s\n", dlrt_last_error());
+        return false;
+    }
+    bool ok = true;
+    for (size_t j = 0; j < m->outputs.len && ok; j++) {
+        const char *name = m->outputs.data[j]->name;
+        int64_t nel = 0, nbytes = 0;
+        ok = dl_ir_type_size(&m->outputs.data[j]->type, &nel, &nbytes);
+        size_t n = (size_t)nbytes;
+        uint8_t *x = malloc(n ? n : 1), *y = malloc(n ? n : 1);
+        ok = ok && x && y && dlrt_session_output_copy(a, name, x, n) == DLRT_OK &&
+             dlrt_session_output_copy(b, name, y, n) == DLRT_OK && memcmp(x, y, n) == 0;
+        free(x);
+        free(y);
+        if (!ok) {
+            fprintf(stderr, "cg_check: output '%s' with prepacked weights differs: ", name);
+        }
+    }
+    return ok;
+}
+
+// Sets every param of session s (and of u, when not NULL) to s's values in reverse order.
+static bool reverse_params(const dl_ir_module *m, dlrt_session *s, dlrt_session *u) {
+    bool ok = true;
+    for (size_t i = 0; i < m->params.len && ok; i++) {
+        const dl_ir_value *p = m->params.data[i];
+        int64_t nel = 0, nbytes = 0;
+        ok = dl_ir_type_size(&p->type, &nel, &nbytes);
+        size_t n = (size_t)nbytes, es = dl_dtype_size(p->type.dtype);
+        uint8_t *v = malloc(n ? n : 1), *r = malloc(n ? n : 1);
+        ok = ok && v && r && dlrt_session_get_param(s, p->name, v, n) == DLRT_OK;
+        for (size_t e = 0; ok && e < (size_t)nel; e++) {
+            memcpy(r + e * es, v + ((size_t)nel - 1 - e) * es, es);
+        }
+        ok = ok && dlrt_session_set_param(s, p->name, r, n) == DLRT_OK &&
+             (!u || dlrt_session_set_param(u, p->name, r, n) == DLRT_OK);
+        free(v);
+        free(r);
+    }
+    return ok;
+}
+
+// Prepacked weights (codegen/x86/x86_linalg.c, artifact format 8): the model compiled without
+// them (--no-prepack: every call packs) gives the same bytes, and again after every param has
+// been set to new values (its elements in reverse order), which must run the prepack kernels
+// again: a stale pack would keep computing with the old weights.
+static bool same_unpacked(const dl_ir_module *m, const dl_cg_options *co, const dl_tensor *ins,
+                          dlrt_session *s, const char *text) {
+    if (m->params.len == 0 || isa.sm) {
+        return true;
+    }
+    dl_cg_options o = *co;
+    o.no_prepack = true;
+    dl_diags *d = NULL;
+    uint8_t *art = NULL;
+    size_t len = 0;
+    dlrt_model *rm = NULL;
+    dlrt_session *u = NULL;
+    bool ok = false;
+    if (dl_diags_create(&d) != DL_OK || dl_cg_compile(m, &o, d, &art, &len) != DL_OK ||
+        dlrt_model_load_memory(art, len, &rm) != DLRT_OK ||
+        dlrt_session_create(rm, &u) != DLRT_OK) {
+        fprintf(stderr, "cg_check: the --no-prepack compile failed:\n%s\n", text);
+        print_diags(d);
+        goto out;
+    }
+    for (size_t i = 0; i < m->inputs.len; i++) {
+        if (dlrt_session_set_input(u, m->inputs.data[i]->name, ins[i].data,
+                                   dl_tensor_nbytes(&ins[i])) != DLRT_OK) {
+            fprintf(stderr, "cg_check: --no-prepack input: %s\n", dlrt_last_error());
+            goto out;
+        }
+    }
+    ok = same_outputs(m, s, u);
+    const char *when = "at the first infer";
+    if (ok) {
+        when = "after every param was set";
+        ok = reverse_params(m, s, u) && same_outputs(m, s, u);
+    }
+    // Reversed again: s has its params back (same_unfused compares it with a fresh session).
+    ok = ok && reverse_params(m, s, NULL);
+    ok = ok && dlrt_session_infer(s) == DLRT_OK;
+    if (!ok) {
+        fprintf(stderr, "%s (vs --no-prepack)\n%s\n", when, text);
+    }
+out:
+    dlrt_session_destroy(u);
+    dlrt_model_release(rm);
+    free(art);
+    dl_diags_destroy(d);
+    return ok;
+}
+
 bool cg_check(const char *text, cg_tol tol) {
     return cg_check_io(text, tol, NULL, 0, NULL, 0, NULL);
 }
@@ -694,6 +790,9 @@ bool cg_check_io(const char *text, cg_tol tol, const cg_want *want, size_t n_wan
             got_out[j][i] = dl_tensor_get(&got, i);
         }
         free(data);
+    }
+    if (ok && !same_unpacked(m, &co, ins, s, text)) {
+        ok = false;
     }
     if (ok && fs.groups > 0 && !same_unfused(m, &co, ins, s, text, tol)) {
         ok = false;

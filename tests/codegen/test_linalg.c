@@ -387,3 +387,48 @@ DL_TEST(matmul_reads_transposes) {
                    "y = MatMul (t2, b)\nr = Neg (t1)\noutput y\noutput r\n",
                    3, CG_TOL_REDUCE));
 }
+
+// Prepacked weights (artifact format 8): a blocked product whose B is a param reads, in infer,
+// the panels an infer-only prepack kernel packed once. cg_check compares each case with the
+// reference and, byte for byte, with the same model compiled --no-prepack, before and after
+// every param is set to new values (the packs must be redone). Shapes around the blocking: a
+// short last K block, a partial last panel (N = 70: 6 lanes of 32, 6 of 16 on AVX2), several row
+// blocks, several column groups, one row block whose groups merge, transB (packed through
+// register transposes), a transposed param read through strides, float16 weights (converted
+// when packed), a fused epilogue, one param read by two products (one of them batched: every
+// batch reads the same panels), and a batched param B (not prepacked).
+DL_TEST(matmul_prepacked_weights) {
+    CG_CHECK("model m\ninput x : float[200, 300]\nparam w : float[300, 70] = uniform(-2, 2, "
+             "seed = 1)\ny = MatMul (x, w)\noutput y\n",
+             TOL_LONG_K);
+    CG_CHECK("model m\ninput x : float[300, 200]\nparam w : float[200, 600] = uniform(-2, 2, "
+             "seed = 2)\ny = MatMul (x, w)\noutput y\n",
+             TOL_LONG_K);
+    CG_CHECK("model m\ninput x : float[64, 300]\nparam w : float[300, 600] = uniform(-2, 2, "
+             "seed = 3)\nparam b : float[600] = uniform(-1, 1, seed = 4)\n"
+             "h = Gemm (x, w, b)\ny = Relu (h)\noutput y\n",
+             TOL_LONG_K);
+    CG_CHECK("model m\ninput x : float[130, 260]\nparam w : float[45, 260] = uniform(-2, 2, "
+             "seed = 5)\nparam c : float[45] = uniform(-1, 1, seed = 6)\n"
+             "y = Gemm <transB = 1, alpha = 0.5> (x, w, c)\noutput y\n",
+             TOL_LONG_K);
+    CG_CHECK("model m\ninput x : float[100, 90]\nparam w : float[196, 90] = uniform(-2, 2, "
+             "seed = 7)\nt = Transpose (w)\ny = MatMul (x, t)\noutput y\n",
+             TOL_LONG_K);
+    CG_CHECK("model m\ninput x : float16[70, 140]\nparam w : float16[140, 40] = uniform(-1, 1, "
+             "seed = 8)\ny = MatMul (x, w)\noutput y\n",
+             ((cg_tol){2e-2, 2e-3, 0, 0}));
+    CG_CHECK("model m\ninput x : float[120, 150]\ninput z : float[2, 120, 150]\n"
+             "param w : float[150, 100] = uniform(-2, 2, seed = 9)\n"
+             "param v : float[2, 150, 100] = uniform(-2, 2, seed = 10)\n"
+             "y = MatMul (x, w)\nu = MatMul (z, w)\nr = MatMul (z, v)\noutput y\noutput u\n"
+             "output r\n",
+             TOL_LONG_K);
+    // K shorter than a K block: one block of K rounded up to 16 (K = 40: 48), also transB.
+    CG_CHECK("model m\ninput x : float[150, 40]\nparam w : float[40, 100] = uniform(-2, 2, "
+             "seed = 11)\ny = MatMul (x, w)\noutput y\n",
+             CG_TOL_REDUCE);
+    CG_CHECK("model m\ninput x : float[130, 40]\nparam w : float[70, 40] = uniform(-2, 2, "
+             "seed = 12)\ny = Gemm <transB = 1> (x, w)\noutput y\n",
+             CG_TOL_REDUCE);
+}

@@ -12,14 +12,15 @@
 // at least as large as its compiled extent, no kernel writing an INPUT or CONST buffer,
 // dependencies pointing backwards, entry lists increasing, names without NUL; format 5: a known
 // device kind, an image exactly when the device needs one, inside the plan, kernel symbol names
-// non-empty and unique, launch data zero on the CPU, op strings inside the strings), and the
-// introspection API is walked. A broken guarantee aborts (a finding).
+// non-empty and unique, launch data zero on the CPU, op strings inside the strings; format 8:
+// the rules of prepack kernels and PACKED buffers), and the introspection API is walked. A
+// broken guarantee aborts (a finding).
 //
 // Built with DL_FUZZ_REPLAY_MAIN it is a plain program feeding every file of the given
 // directories to the same entry point: the ctest over tests/fuzz_artifact/corpus, and the way to
 // replay a crash file without libFuzzer. In replay mode, corpus files whose names start with
 // "valid-" must be accepted (they are real plans, compiled for a baseline x86-64 CPU), and those
-// whose names start with "formatN-" (real plans of an older artifact format N: 4, 5) must be
+// whose names start with "formatN-" (real plans of an older artifact format N: 4 to 7) must be
 // refused as unsupported with a message that names version N and says to recompile.
 #include "dl_base.h"
 #include "rt_internal.h"
@@ -43,6 +44,62 @@ static bool fits(uint64_t a, uint64_t b, uint64_t limit) {
             abort();                                                                               \
         }                                                                                          \
     } while (0)
+
+// Format 8: what the executor relies on when it skips the prepack kernels of an infer. A prepack
+// kernel is in the infer entry only, writes PACKED buffers only (at least one), reads PARAM and
+// CONST buffers only and waits for prepack kernels only; a PACKED buffer is written by exactly
+// one kernel, a prepack one, and no train step kernel touches it.
+static void check_prepack(const dlrt_model *m) {
+    const dlrt_plan_hdr *h = m->hdr;
+    const uint32_t *deps = (const uint32_t *)(m->plan + h->off_deps);
+    uint32_t n_prepack = 0;
+    for (uint32_t i = 0; i < h->n_kernels; i++) {
+        const dlrt_plan_kernel *k = &m->kernels[i];
+        bool in_entry[DLRT_ENTRY_COUNT] = {false};
+        for (int e = 0; e < DLRT_ENTRY_COUNT; e++) {
+            for (uint32_t j = 0; j < h->entry_count[e]; j++) {
+                in_entry[e] = in_entry[e] || m->entry_kernels[h->entry_first[e] + j] == i;
+            }
+        }
+        bool is_prepack = (k->flags & DLRT_KERNEL_F_PREPACK) != 0;
+        n_prepack += is_prepack;
+        if (is_prepack) {
+            ENSURE(in_entry[DLRT_ENTRY_INFER] && !in_entry[DLRT_ENTRY_TRAIN_STEP]);
+            ENSURE(k->n_out >= 1 && !(k->flags & DLRT_KERNEL_F_ALLREDUCE_MEAN));
+            for (uint32_t j = 0; j < k->n_deps; j++) {
+                ENSURE(m->kernels[deps[k->first_dep + j]].flags & DLRT_KERNEL_F_PREPACK);
+            }
+        }
+        for (uint32_t a = 0; a < k->n_args; a++) {
+            uint32_t kind = m->buffers[m->args[k->first_arg + a]].kind;
+            if (is_prepack) {
+                ENSURE(a < k->n_out ? kind == DLRT_BUF_PACKED
+                                    : kind == DLRT_BUF_PARAM || kind == DLRT_BUF_CONST);
+            }
+            if (kind == DLRT_BUF_PACKED) {
+                ENSURE(!in_entry[DLRT_ENTRY_TRAIN_STEP] && (a >= k->n_out || is_prepack));
+            }
+        }
+    }
+    ENSURE(n_prepack == m->n_prepack);
+    for (uint32_t b = 0; b < h->n_buffers; b++) {
+        if (m->buffers[b].kind != DLRT_BUF_PACKED) {
+            continue;
+        }
+        ENSURE(m->buffers[b].flags == 0);
+        uint32_t writer = UINT32_MAX;
+        for (uint32_t i = 0; i < h->n_kernels; i++) {
+            const dlrt_plan_kernel *k = &m->kernels[i];
+            for (uint32_t a = 0; a < k->n_out; a++) {
+                if (m->args[k->first_arg + a] == b) {
+                    ENSURE(writer == UINT32_MAX || writer == i);
+                    writer = i;
+                }
+            }
+        }
+        ENSURE(writer != UINT32_MAX);
+    }
+}
 
 // The guarantees of an accepted plan (see the file comment).
 static void check_accepted(const dlrt_model *m) {
@@ -105,6 +162,7 @@ static void check_accepted(const dlrt_model *m) {
     for (uint32_t i = 0; i < h->n_kernels; i++) {
         ENSURE(fits(m->kernels[i].ops_off, m->kernels[i].ops_len, h->size_strings));
     }
+    check_prepack(m);
     // The introspection API over the validated model.
     size_t n_in = dlrt_model_num_inputs(m), n_out = dlrt_model_num_outputs(m);
     size_t n_par = dlrt_model_num_params(m);

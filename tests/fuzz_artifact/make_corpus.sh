@@ -28,6 +28,17 @@ output b
 DLG
 "$dlcc" compile --no-cache --cpu x86-64 "$work/small.dlg" -o "$work/small.so"
 "$dlcc" compile --no-cache --cpu x86-64 -D N=4 "$root/samples/mlp_fmnist.dlg" -o "$work/mlp.so"
+# A product of the blocked GEMM on a param: format 8's prepack kernel and PACKED buffer.
+cat >"$work/prepack.dlg" <<'DLG'
+model prepack
+input x : float[100, 200]
+param w : float[200, 70] = uniform(-1, 1, seed = 1)
+param b : float[70] = zeros
+h = Gemm (x, w, b)
+y = Relu (h)
+output y
+DLG
+"$dlcc" compile --no-cache --cpu x86-64 "$work/prepack.dlg" -o "$work/prepack.so"
 extract() { # extract ARTIFACT OUT: the plan blob
   python3 - "$1" "$2" <<'PY'
 import struct, sys
@@ -40,4 +51,6 @@ PY
 }
 extract "$work/small.so" "$out/valid-small.plan"
 extract "$work/mlp.so" "$out/valid-mlp-train.plan"
+extract "$work/prepack.so" "$out/valid-prepack.plan"
+grep -q prepack "$out/valid-prepack.plan" || { echo "valid-prepack.plan has no prepack kernel" >&2; exit 1; }
 ls -l "$out"/valid-*.plan

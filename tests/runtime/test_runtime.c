@@ -24,6 +24,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1408,8 +1409,8 @@ DL_TEST(rt_rejects_altered_plan) {
         {"op names outside the strings", kern + offsetof(dlrt_plan_kernel, ops_len), 4, 0xfffffff0u,
          DLRT_ERR_CORRUPT},
         {"NUL inside op names", h.off_strings + k0.ops_off, 1, 0, DLRT_ERR_CORRUPT},
-        {"kernel record unknown flag", kern + offsetof(dlrt_plan_kernel, flags), 4, 2,
-         DLRT_ERR_CORRUPT},
+        {"kernel record unknown flag", kern + offsetof(dlrt_plan_kernel, flags), 4,
+         DLRT_KERNEL_F_ALL + 1, DLRT_ERR_CORRUPT},
     };
     // Param records: the first tensor with role PARAM.
     uint64_t ptens = 0;
@@ -1460,13 +1461,15 @@ DL_TEST(rt_rejects_altered_plan) {
         }
         dlrt_model_release(rm);
     }
-    // The version message names both versions and says what to do.
+    // The version message names both versions and says what to do: format 7 (the one before
+    // prepacked weights) is refused like any other.
     memcpy(copy, f->art, f->art_len);
-    put32(copy + at + offsetof(dlrt_plan_hdr, version), 8);
+    put32(copy + at + offsetof(dlrt_plan_hdr, version), 7);
     DL_CHECK(dl_test_artifact_reseal(copy, f->art_len));
     dlrt_model *rm = NULL;
     DL_CHECK_EQ_I64(dlrt_model_load_memory(copy, f->art_len, &rm), DLRT_ERR_UNSUPPORTED);
-    DL_CHECK(strstr(dlrt_last_error(), "version 8") != NULL);
+    DL_CHECK(strstr(dlrt_last_error(), "version 7") != NULL);
+    DL_CHECK(strstr(dlrt_last_error(), "reads version 8") != NULL);
     DL_CHECK(strstr(dlrt_last_error(), "recompile") != NULL);
     free(copy);
     DL_CHECK_EQ_I64(bad, 0);
@@ -1632,7 +1635,7 @@ static const char *plan_string(const uint8_t *plan, const dlrt_plan_hdr *h, uint
 // naming the op of the node it came from; and the runtime's view of it: the model's and the
 // session's device, each tensor's device, the copy-out functions agreeing with the borrowed
 // pointer.
-DL_TEST(rt_format7_round_trip) {
+DL_TEST(rt_format8_round_trip) {
     const fixture_state *f = fixture();
     DL_CHECK(f->ok);
     long at = find_plan(f->art, f->art_len);
@@ -1640,8 +1643,8 @@ DL_TEST(rt_format7_round_trip) {
     const uint8_t *plan = f->art + at;
     dlrt_plan_hdr h;
     memcpy(&h, plan, sizeof h);
-    DL_CHECK_EQ_I64(h.version, 7);
-    DL_CHECK_EQ_I64(DLRT_FORMAT_VERSION, 7);
+    DL_CHECK_EQ_I64(h.version, 8);
+    DL_CHECK_EQ_I64(DLRT_FORMAT_VERSION, 8);
     DL_CHECK_EQ_I64(h.device, DLRT_PLAN_DEVICE_CPU);
     DL_CHECK_EQ_I64(h.image_kind, DLRT_IMAGE_NONE);
     DL_CHECK_EQ_I64(h.size_image, 0);
@@ -1671,7 +1674,7 @@ DL_TEST(rt_format7_round_trip) {
     for (uint32_t i = 0; i < h.n_kernels; i++) {
         dlrt_plan_kernel k;
         memcpy(&k, plan + h.off_kernels + i * sizeof k, sizeof k);
-        DL_CHECK_EQ_I64(k.flags, 0); // no AllReduceMean in this model
+        DL_CHECK_EQ_I64(k.flags, 0); // no AllReduceMean, nothing packed in this model
         char node[64], ops[64];
         plan_string(plan, &h, k.name_off, k.name_len, node, sizeof node);
         plan_string(plan, &h, k.ops_off, k.ops_len, ops, sizeof ops);
@@ -1731,6 +1734,424 @@ DL_TEST(rt_format7_round_trip) {
     dlrt_model_release(rm);
 }
 
+// ---------------------------------------------------------------------------------------------
+// Format 8: prepacked weights (PACKED buffers, DLRT_KERNEL_F_PREPACK kernels)
+//
+// Codegen makes no prepack kernel yet, so these tests forge them into a compiled plan: in the
+// model below wn and wa are made of the param w alone, so their kernels may be flagged prepack
+// and their buffers made PACKED (moved to the end of the arena, where nothing shares them). The
+// forged plan loads and runs, the prepack kernels running only in infers after a change of w;
+// each broken rule is refused as corrupt, with a message naming it.
+
+static const char prepack_model[] = "model pk\n"
+                                    "input x : float[4]\n"
+                                    "param w : float[4] = [1, -2, 3, -4]\n"
+                                    "wn = Neg (w)\n"
+                                    "wa = Abs (w)\n"
+                                    "u = Mul (x, wn)\n"
+                                    "y = Add (u, wa)\n"
+                                    "t = Mul (x, w)\n"
+                                    "loss = ReduceSum <keepdims = 0> (t)\n"
+                                    "output y\n"
+                                    "train loss { optimizer = sgd <lr = 0.5> }\n";
+
+// compile_text with the gradients of the train block (dl_pass_autodiff).
+static bool compile_train_text(const char *text, uint8_t **art, size_t *len) {
+    dl_diags *d = NULL;
+    dl_ir_module *m = NULL;
+    bool ok = false;
+    if (dl_diags_create(&d) != DL_OK) {
+        return false;
+    }
+    if (dl_fe_parse("rt.dlg", text, strlen(text), d, &m) == DL_OK && dl_pass_shape(m, d) == DL_OK &&
+        dl_pass_autodiff(m, d) == DL_OK && dl_ir_verify(m, d) == DL_OK &&
+        dl_cg_compile(m, NULL, d, art, len) == DL_OK) {
+        ok = true;
+    } else {
+        print_diags(d);
+    }
+    dl_ir_module_destroy(m);
+    dl_diags_destroy(d);
+    return ok;
+}
+
+// The compiled prepack_model and where its parts are.
+typedef struct pk_art {
+    uint8_t *art;
+    size_t len;
+    long at; // the plan's offset in art
+    dlrt_plan_hdr h;
+    uint32_t k_wn, k_wa, k_u, k_y, k_t_train; // plan kernel ids (t: its train step record)
+    uint32_t b_wn, b_wa, b_w, b_x;            // buffer ids
+    // Indices into the plan's args: wa's and wn's outputs, wn's input w, and the train step's
+    // t's argument w.
+    uint32_t a_wa_out, a_wn_out, a_wn_in, a_t_w;
+} pk_art;
+
+static uint32_t plan_u32(const pk_art *p, uint64_t off) {
+    uint32_t v;
+    memcpy(&v, p->art + p->at + off, 4);
+    return v;
+}
+
+// Plan kernel `kid`.
+static dlrt_plan_kernel pk_kernel(const pk_art *p, uint32_t kid) {
+    dlrt_plan_kernel k;
+    memcpy(&k, p->art + p->at + p->h.off_kernels + kid * sizeof k, sizeof k);
+    return k;
+}
+
+// The kernel of entry point `e` named `name` (its node's first output), UINT32_MAX if none.
+static uint32_t pk_kernel_named(const pk_art *p, int e, const char *name) {
+    for (uint32_t i = 0; i < p->h.entry_count[e]; i++) {
+        uint32_t kid = plan_u32(p, p->h.off_entry_kernels + 4ull * (p->h.entry_first[e] + i));
+        dlrt_plan_kernel k = pk_kernel(p, kid);
+        if (k.name_len == strlen(name) &&
+            memcmp(p->art + p->at + p->h.off_strings + k.name_off, name, k.name_len) == 0) {
+            return kid;
+        }
+    }
+    return UINT32_MAX;
+}
+
+static bool pk_compile(pk_art *p) {
+    memset(p, 0, sizeof *p);
+    if (!compile_train_text(prepack_model, &p->art, &p->len) ||
+        (p->at = find_plan(p->art, p->len)) < 0) {
+        return false;
+    }
+    memcpy(&p->h, p->art + p->at, sizeof p->h);
+    p->k_wn = pk_kernel_named(p, DLRT_ENTRY_INFER, "wn");
+    p->k_wa = pk_kernel_named(p, DLRT_ENTRY_INFER, "wa");
+    p->k_u = pk_kernel_named(p, DLRT_ENTRY_INFER, "u");
+    p->k_y = pk_kernel_named(p, DLRT_ENTRY_INFER, "y");
+    p->k_t_train = pk_kernel_named(p, DLRT_ENTRY_TRAIN_STEP, "t");
+    if (p->k_wn == UINT32_MAX || p->k_wa == UINT32_MAX || p->k_u == UINT32_MAX ||
+        p->k_y == UINT32_MAX || p->k_t_train == UINT32_MAX) {
+        fprintf(stderr, "prepack model: kernels wn %u wa %u u %u t %u\n", p->k_wn, p->k_wa, p->k_u,
+                p->k_t_train);
+        return false;
+    }
+    dlrt_plan_kernel wn = pk_kernel(p, p->k_wn), wa = pk_kernel(p, p->k_wa);
+    dlrt_plan_kernel u = pk_kernel(p, p->k_u), t = pk_kernel(p, p->k_t_train);
+    if (wn.n_args != 2 || wn.n_out != 1 || wa.n_args != 2 || wa.n_out != 1 || u.n_args != 3 ||
+        t.n_args != 3 || wn.n_deps != 0 || wa.n_deps != 0) {
+        fprintf(stderr, "prepack model: unexpected kernel records\n");
+        return false;
+    }
+    p->a_wa_out = wa.first_arg;
+    p->a_wn_out = wn.first_arg;
+    p->a_wn_in = wn.first_arg + 1;
+    p->b_wn = plan_u32(p, p->h.off_args + 4ull * wn.first_arg);
+    p->b_wa = plan_u32(p, p->h.off_args + 4ull * p->a_wa_out);
+    p->b_w = plan_u32(p, p->h.off_args + 4ull * p->a_wn_in);
+    // u = Mul (x, wn): x is the input among its arguments.
+    for (uint32_t a = 1; a < u.n_args; a++) {
+        uint32_t b = plan_u32(p, p->h.off_args + 4ull * (u.first_arg + a));
+        if (b != p->b_wn) {
+            p->b_x = b;
+        }
+    }
+    // t = Mul (x, w) in the train step: the argument that is w.
+    p->a_t_w = UINT32_MAX;
+    for (uint32_t a = 1; a < t.n_args; a++) {
+        if (plan_u32(p, p->h.off_args + 4ull * (t.first_arg + a)) == p->b_w) {
+            p->a_t_w = t.first_arg + a;
+        }
+    }
+    return p->a_t_w != UINT32_MAX && p->b_wn != p->b_wa && p->b_w != p->b_x;
+}
+
+// An alteration of the plan: `width` bytes at plan offset `off` become `val`.
+typedef struct plan_edit {
+    uint64_t off;
+    int width;
+    uint64_t val;
+} plan_edit;
+
+#define PK_MAX_EDITS 12
+
+typedef struct pk_forgery {
+    const char *what;
+    const char *msg; // in the error message
+    plan_edit e[PK_MAX_EDITS];
+    size_t n;
+} pk_forgery;
+
+static void pk_add(pk_forgery *f, uint64_t off, int width, uint64_t val) {
+    if (f->n < PK_MAX_EDITS) {
+        f->e[f->n++] = (plan_edit){off, width, val};
+    }
+}
+
+static uint64_t pk_buf_field(const pk_art *p, uint32_t b, size_t field) {
+    return p->h.off_buffers + (uint64_t)b * sizeof(dlrt_plan_buffer) + field;
+}
+
+static void pk_flag(pk_forgery *f, const pk_art *p, uint32_t kid, uint32_t flags) {
+    pk_add(f,
+           p->h.off_kernels + (uint64_t)kid * sizeof(dlrt_plan_kernel) +
+               offsetof(dlrt_plan_kernel, flags),
+           4, flags);
+}
+
+// Buffers bufs[0, n) become PACKED, laid out after the end of the arena (the arena grows).
+static void pk_pack(pk_forgery *f, const pk_art *p, const uint32_t *bufs, size_t n) {
+    uint64_t end = (p->h.arena_size + 63) / 64 * 64;
+    for (size_t i = 0; i < n; i++) {
+        dlrt_plan_buffer b;
+        memcpy(&b, p->art + p->at + pk_buf_field(p, bufs[i], 0), sizeof b);
+        pk_add(f, pk_buf_field(p, bufs[i], offsetof(dlrt_plan_buffer, kind)), 4, DLRT_BUF_PACKED);
+        pk_add(f, pk_buf_field(p, bufs[i], offsetof(dlrt_plan_buffer, offset)), 8, end);
+        end += (b.size + 63) / 64 * 64;
+    }
+    pk_add(f, offsetof(dlrt_plan_hdr, arena_size), 8, end);
+}
+
+// The valid forgery: wn and wa packed by their kernels, flagged prepack.
+static void pk_valid(pk_forgery *f, const pk_art *p) {
+    const uint32_t bufs[2] = {p->b_wn, p->b_wa};
+    pk_pack(f, p, bufs, 2);
+    pk_flag(f, p, p->k_wn, DLRT_KERNEL_F_PREPACK);
+    pk_flag(f, p, p->k_wa, DLRT_KERNEL_F_PREPACK);
+}
+
+// A copy of the artifact with f's edits, resealed (NULL on failure).
+static uint8_t *pk_forge(const pk_art *p, const pk_forgery *f) {
+    uint8_t *c = malloc(p->len);
+    if (!c) {
+        return NULL;
+    }
+    memcpy(c, p->art, p->len);
+    for (size_t i = 0; i < f->n; i++) {
+        uint8_t *q = c + p->at + f->e[i].off;
+        if (f->e[i].width == 4) {
+            put32(q, (uint32_t)f->e[i].val);
+        } else {
+            put64(q, f->e[i].val);
+        }
+    }
+    if (!dl_test_artifact_reseal(c, p->len)) {
+        free(c);
+        return NULL;
+    }
+    return c;
+}
+
+// Each broken rule of format 8, forged into the compiled model: refused (in a child first, so a
+// crash fails the case), DLRT_ERR_CORRUPT, naming what is wrong.
+DL_TEST(rt_rejects_forged_prepack_plan) {
+    pk_art p;
+    bool ok = pk_compile(&p);
+    DL_CHECK(ok);
+    if (!ok) {
+        free(p.art);
+        return;
+    }
+    const uint32_t wn_only[1] = {p.b_wn};
+    enum { N = 12 };
+    pk_forgery fs[N];
+    memset(fs, 0, sizeof fs);
+    size_t n = 0;
+    // The rules on kernels.
+    fs[n] = (pk_forgery){.what = "a train step kernel flagged prepack",
+                         .msg = "a prepack kernel is in the train step"};
+    pk_flag(&fs[n++], &p, p.k_t_train, DLRT_KERNEL_F_PREPACK);
+    fs[n] = (pk_forgery){.what = "a prepack kernel writing a temporary",
+                         .msg = "a prepack kernel writes a buffer that is not a packed buffer"};
+    pk_flag(&fs[n++], &p, p.k_wn, DLRT_KERNEL_F_PREPACK);
+    fs[n] = (pk_forgery){.what = "a prepack kernel also flagged for an all-reduce",
+                         .msg = "a prepack kernel is also flagged for an all-reduce"};
+    pk_pack(&fs[n], &p, wn_only, 1);
+    pk_flag(&fs[n++], &p, p.k_wn, DLRT_KERNEL_F_PREPACK | DLRT_KERNEL_F_ALLREDUCE_MEAN);
+    fs[n] = (pk_forgery){.what = "a prepack kernel reading an input",
+                         .msg = "a prepack kernel reads a buffer that is not a param or constant"};
+    pk_valid(&fs[n], &p);
+    pk_add(&fs[n++], p.h.off_args + 4ull * p.a_wn_in, 4, p.b_x);
+    fs[n] = (pk_forgery){.what = "a prepack kernel waiting for an ordinary kernel",
+                         .msg = "a prepack kernel waits for a kernel that is not a prepack kernel"};
+    pk_valid(&fs[n], &p);
+    pk_flag(&fs[n++], &p, p.k_y, DLRT_KERNEL_F_PREPACK); // y = Add (u, wa) waits for u
+    // The rules on PACKED buffers.
+    fs[n] = (pk_forgery){.what = "a packed buffer an ordinary kernel writes",
+                         .msg = "a kernel that is not a prepack kernel writes a packed buffer"};
+    pk_pack(&fs[n++], &p, wn_only, 1);
+    fs[n] = (pk_forgery){.what = "a packed buffer with flags", .msg = "a packed buffer has flags"};
+    pk_valid(&fs[n], &p);
+    pk_add(&fs[n++], pk_buf_field(&p, p.b_wn, offsetof(dlrt_plan_buffer, flags)), 4,
+           DLRT_BUF_F_INIT_DATA);
+    fs[n] = (pk_forgery){.what = "a packed buffer two prepack kernels write",
+                         .msg = "two kernels write one packed buffer"};
+    pk_valid(&fs[n], &p);
+    pk_add(&fs[n++], p.h.off_args + 4ull * p.a_wa_out, 4, p.b_wn);
+    fs[n] = (pk_forgery){.what = "a packed buffer no kernel writes",
+                         .msg = "no prepack kernel writes a packed buffer"};
+    pk_pack(&fs[n], &p, wn_only, 1); // and wn's kernel writes wa's buffer instead
+    pk_add(&fs[n++], p.h.off_args + 4ull * p.a_wn_out, 4, p.b_wa);
+    fs[n] = (pk_forgery){.what = "a packed buffer a train step kernel reads",
+                         .msg = "a train step kernel reads or writes a packed buffer"};
+    pk_valid(&fs[n], &p);
+    pk_add(&fs[n++], p.h.off_args + 4ull * p.a_t_w, 4, p.b_wn);
+    fs[n] = (pk_forgery){.what = "a packed buffer sharing memory with another buffer",
+                         .msg = "packed buffer overlaps another buffer"};
+    pk_valid(&fs[n], &p);
+    dlrt_plan_buffer bwa;
+    memcpy(&bwa, p.art + p.at + pk_buf_field(&p, p.b_wa, 0), sizeof bwa);
+    pk_add(&fs[n++], pk_buf_field(&p, p.b_wn, offsetof(dlrt_plan_buffer, offset)), 8, bwa.offset);
+    fs[n] = (pk_forgery){.what = "an unknown buffer kind", .msg = "bad buffer"};
+    pk_add(&fs[n++], pk_buf_field(&p, p.b_wn, offsetof(dlrt_plan_buffer, kind)), 4,
+           DLRT_BUF_PACKED + 1);
+    DL_CHECK_EQ_I64(n, N);
+    int bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint8_t *copy = pk_forge(&p, &fs[i]);
+        DL_CHECK(copy != NULL);
+        if (!copy) {
+            continue;
+        }
+        printf("  forged: %s\n", fs[i].what);
+        bad_load b = {copy, p.len, false, NULL};
+        int rc = in_child(bad_load_child, &b);
+        dlrt_model *rm = NULL;
+        dlrt_status st = rc == 0 ? dlrt_model_load_memory(copy, p.len, &rm) : DLRT_OK;
+        if (rc != 0 || st != DLRT_ERR_CORRUPT || !strstr(dlrt_last_error(), fs[i].msg)) {
+            fprintf(stderr, "  forged plan (%s): %s, status %s (%s), want \"%s\"\n", fs[i].what,
+                    child_outcome(rc), dlrt_status_str(st), dlrt_last_error(), fs[i].msg);
+            bad++;
+        }
+        dlrt_model_release(rm);
+        free(copy);
+    }
+    DL_CHECK_EQ_I64(bad, 0);
+    // The valid forgery loads (the cases above each break one rule of it).
+    pk_forgery v = {.what = "valid"};
+    pk_valid(&v, &p);
+    uint8_t *copy = pk_forge(&p, &v);
+    dlrt_model *rm = NULL;
+    DL_CHECK(copy != NULL);
+    if (copy) {
+        DL_CHECK_OK(dlrt_model_load_memory(copy, p.len, &rm));
+    }
+    dlrt_model_release(rm);
+    free(copy);
+    free(p.art);
+}
+
+// y = x * -w + |w| (prepack_model's infer) against the session's output, for the session's w.
+static bool pk_y_right(dlrt_session *s, const float x[4]) {
+    float w[4], y[4];
+    if (dlrt_session_get_param(s, "w", w, sizeof w) != DLRT_OK ||
+        dlrt_session_output_copy(s, "y", y, sizeof y) != DLRT_OK) {
+        return false;
+    }
+    for (int i = 0; i < 4; i++) {
+        if (y[i] != x[i] * -w[i] + fabsf(w[i])) {
+            fprintf(stderr, "  y[%d] = %g, want %g (w %g)\n", i, y[i], x[i] * -w[i] + fabsf(w[i]),
+                    w[i]);
+            return false;
+        }
+    }
+    return true;
+}
+
+// Occurrences of `what` in the text s.
+static int count_in(const char *s, const char *what) {
+    int n = 0;
+    for (const char *q = s; (q = strstr(q, what)) != NULL; q += strlen(what)) {
+        n++;
+    }
+    return n;
+}
+
+// The forged prepack plan runs: the prepack kernels run in the first infer and in the first
+// infer after each change of w (dlrt_session_set_param, a checkpoint load, a train step), and
+// in no other; every infer computes with the current w. On one thread and on two.
+DL_TEST(rt_prepack_kernels_run_only_after_a_param_change) {
+    const fixture_state *fxs = fixture();
+    DL_CHECK(fxs->ok);
+    pk_art p;
+    bool ok = pk_compile(&p);
+    DL_CHECK(ok);
+    pk_forgery v = {.what = "valid"};
+    uint8_t *copy = ok ? (pk_valid(&v, &p), pk_forge(&p, &v)) : NULL;
+    dlrt_model *rm = NULL;
+    DL_CHECK(copy != NULL);
+    if (!copy || dlrt_model_load_memory(copy, p.len, &rm) != DLRT_OK) {
+        DL_CHECK(!"the forged prepack plan loads");
+        free(copy);
+        free(p.art);
+        return;
+    }
+    char trace[600], ckpt[600];
+    snprintf(trace, sizeof trace, "%s/prepack-trace.json", fxs->dir);
+    snprintf(ckpt, sizeof ckpt, "%s/prepack.safetensors", fxs->dir);
+    const float x[4] = {2, 2, 0.5f, -1};
+    for (int threads = 1; threads <= 2; threads++) {
+        dlrt_session_options o;
+        dlrt_session_options_init(&o);
+        o.threads = threads;
+        dlrt_session *s = NULL;
+        DL_CHECK_OK(dlrt_session_create_ex(rm, &o, &s));
+        if (!s) {
+            break;
+        }
+        DL_CHECK_OK(dlrt_session_profile_begin(s));
+        DL_CHECK_OK(dlrt_session_set_input(s, "x", x, sizeof x));
+        int infers = 0;
+        // Packs (at creation's params), then not.
+        for (int i = 0; i < 2; i++, infers++) {
+            DL_CHECK_OK(dlrt_session_infer(s));
+            DL_CHECK(pk_y_right(s, x));
+        }
+        // set_param: packs again, then not.
+        const float w2[4] = {-3, 0.25f, 7, 8}, w3[4] = {5, 5, -5, 5};
+        DL_CHECK_OK(dlrt_session_set_param(s, "w", w2, sizeof w2));
+        for (int i = 0; i < 2; i++, infers++) {
+            DL_CHECK_OK(dlrt_session_infer(s));
+            DL_CHECK(pk_y_right(s, x));
+        }
+        // A checkpoint load: packs again (saving changes nothing).
+        DL_CHECK_OK(dlrt_session_save(s, ckpt));
+        DL_CHECK_OK(dlrt_session_set_param(s, "w", w3, sizeof w3));
+        DL_CHECK_OK(dlrt_session_infer(s));
+        DL_CHECK(pk_y_right(s, x));
+        DL_CHECK_OK(dlrt_session_load(s, ckpt));
+        DL_CHECK_OK(dlrt_session_infer(s));
+        DL_CHECK(pk_y_right(s, x));
+        infers += 2;
+        float w_back[4];
+        DL_CHECK_OK(dlrt_session_get_param(s, "w", w_back, sizeof w_back));
+        DL_CHECK(memcmp(w_back, w2, sizeof w2) == 0);
+        // A train step changes w (by -lr * x): packs again, then not.
+        dlrt_step_info info;
+        DL_CHECK_OK(dlrt_session_train_step(s, &info));
+        DL_CHECK_OK(dlrt_session_get_param(s, "w", w_back, sizeof w_back));
+        DL_CHECK(memcmp(w_back, w2, sizeof w2) != 0);
+        for (int i = 0; i < 2; i++, infers++) {
+            DL_CHECK_OK(dlrt_session_infer(s));
+            DL_CHECK(pk_y_right(s, x));
+        }
+        DL_CHECK_OK(dlrt_session_profile_write(s, trace));
+        dlrt_session_destroy(s);
+        size_t tn = 0;
+        char *t = (char *)read_file(trace, &tn);
+        DL_CHECK(t != NULL);
+        if (t) {
+            // 5 of the 8 infers packed: after creation, two set_params, the load, the step.
+            DL_CHECK_EQ_I64(count_in(t, "\"name\":\"Neg wn\""), 5);
+            DL_CHECK_EQ_I64(count_in(t, "\"name\":\"Abs wa\""), 5);
+            DL_CHECK_EQ_I64(count_in(t, "\"name\":\"Add y\""), infers);
+            DL_CHECK_EQ_I64(infers, 8);
+        }
+        free(t);
+        remove(trace);
+        remove(ckpt);
+    }
+    dlrt_model_release(rm);
+    free(copy);
+    free(p.art);
+}
+
 // A real artifact of format 4 (tests/runtime/data/format4-small.so, compiled from
 // format4-small.dlg by the dlcc before format 5) is refused, from a file and from memory, as
 // unsupported, with a message naming both versions and saying to recompile.
@@ -1747,7 +2168,7 @@ DL_TEST(rt_format4_artifact_is_refused) {
         DL_CHECK_EQ_I64(st, DLRT_ERR_UNSUPPORTED);
         DL_CHECK(rm == NULL);
         DL_CHECK(strstr(dlrt_last_error(), "format version 4") != NULL);
-        DL_CHECK(strstr(dlrt_last_error(), "reads version 7") != NULL);
+        DL_CHECK(strstr(dlrt_last_error(), "reads version 8") != NULL);
         DL_CHECK(strstr(dlrt_last_error(), "recompile") != NULL);
     }
     free(old);

@@ -7,6 +7,7 @@
 // named g_PARAM (any value of the param's shape), the loss a float scalar named "loss", and an
 // optional const "seed" multiplies the gradients like the backward seed would (so loss scaling is
 // exercised); the autodiff fields of the module are filled here.
+#define _GNU_SOURCE // memmem
 #include "artifact_seal.h"
 #include "dl_base.h"
 #include "dl_cg.h"
@@ -75,6 +76,7 @@ typedef struct fix {
 // `n_fwd` >= 0: nodes from that index on are the training graph (else every node is forward);
 // AUTODIFF: the module's gradients come from dl_pass_autodiff.
 #define AUTODIFF (-2)
+static bool build_no_prepack; // compile with dl_cg_options.no_prepack
 static bool build_text(const char *text, long n_fwd, fix *f) {
     memset(f, 0, sizeof *f);
     dl_diags *d = NULL;
@@ -107,8 +109,11 @@ static bool build_text(const char *text, long n_fwd, fix *f) {
             goto out;
         }
     }
-compile:
-    if (dl_cg_compile(m, NULL, d, &f->art, &f->art_len) != DL_OK) {
+compile:;
+    dl_cg_options co;
+    dl_cg_options_init(&co);
+    co.no_prepack = build_no_prepack;
+    if (dl_cg_compile(m, &co, d, &f->art, &f->art_len) != DL_OK) {
         fprintf(stderr, "compile failed:\n");
         goto out;
     }
@@ -962,6 +967,96 @@ DL_TEST(train_mlp_with_autodiff_matches_reference) {
                  opts[i]);
         DL_CHECK_EQ_I64(run_case_text(text, text, AUTODIFF, 5, 0), 0);
     }
+}
+
+// Copies output `name` of both sessions and compares them byte for byte.
+static bool same_output(dlrt_session *a, dlrt_session *b, const char *name, size_t n) {
+    uint8_t *x = malloc(n), *y = malloc(n);
+    bool ok = x && y && dlrt_session_output_copy(a, name, x, n) == DLRT_OK &&
+              dlrt_session_output_copy(b, name, y, n) == DLRT_OK && memcmp(x, y, n) == 0;
+    free(x);
+    free(y);
+    return ok;
+}
+
+// Prepacked weights (artifact format 8): infer reads its products' weights from buffers that
+// prepack kernels fill when the params may have changed. Every way a param changes (train
+// steps, set_param, a checkpoint load) must be seen by the next infer: the session compiled with
+// them computes, infer after infer, the very bytes of one compiled --no-prepack (which packs at
+// every call).
+DL_TEST(train_infer_sees_every_param_change) {
+    const char *text = "model mlp\n"
+                       "input x : float[100, 200]\n"
+                       "input y : int64[100]\n"
+                       "param w1 : float[200, 70] = glorot_uniform(seed = 1)\n"
+                       "param b1 : float[70] = zeros\n"
+                       "param w2 : float[70, 40] = glorot_uniform(seed = 2)\n"
+                       "param b2 : float[40] = zeros\n"
+                       "h = Gemm (x, w1, b1)\n"
+                       "a = Relu (h)\n"
+                       "logits = Gemm (a, w2, b2)\n"
+                       "loss = SoftmaxCrossEntropyLoss (logits, y)\n"
+                       "output logits\n"
+                       "train loss {\n optimizer = sgd <lr = 0.5, momentum = 0.9>\n}\n";
+    fix fp, fu;
+    build_no_prepack = false;
+    DL_CHECK(build_text(text, AUTODIFF, &fp));
+    build_no_prepack = true;
+    bool built = build_text(text, AUTODIFF, &fu);
+    build_no_prepack = false;
+    DL_CHECK(built);
+    if (!fp.rm || !fu.rm) {
+        fix_free(&fp);
+        fix_free(&fu);
+        return;
+    }
+    // The test means something only if the first has prepack kernels and the second none.
+    DL_CHECK(memmem(fp.art, fp.art_len, "w1.prepack", 10) != NULL);
+    DL_CHECK(memmem(fu.art, fu.art_len, "w1.prepack", 10) == NULL);
+    dlrt_session *a = NULL, *b = NULL, *c = NULL;
+    DL_CHECK_EQ_I64(dlrt_session_create(fp.rm, &a), DLRT_OK);
+    DL_CHECK_EQ_I64(dlrt_session_create(fu.rm, &b), DLRT_OK);
+    DL_CHECK_EQ_I64(dlrt_session_create(fp.rm, &c), DLRT_OK);
+    dl_tensor ins[2] = {{0}}, other[2] = {{0}};
+    const size_t n_out = 100 * 40 * sizeof(float);
+    DL_CHECK(set_inputs(&fp, a, ins, 1, -1) && set_inputs(&fu, b, ins, 1, -1));
+    DL_CHECK(dlrt_session_infer(a) == DLRT_OK && dlrt_session_infer(b) == DLRT_OK);
+    DL_CHECK(same_output(a, b, "logits", n_out));
+    for (int k = 0; k < 3; k++) { // a step, then infer twice (the second one without packing)
+        DL_CHECK(set_inputs(&fp, a, ins, 2 + (uint64_t)k, -1) &&
+                 set_inputs(&fu, b, ins, 2 + (uint64_t)k, -1));
+        DL_CHECK(dlrt_session_train_step(a, NULL) == DLRT_OK &&
+                 dlrt_session_train_step(b, NULL) == DLRT_OK);
+        for (int r = 0; r < 2; r++) {
+            DL_CHECK(dlrt_session_infer(a) == DLRT_OK && dlrt_session_infer(b) == DLRT_OK);
+            DL_CHECK(same_output(a, b, "logits", n_out));
+        }
+    }
+    // set_param: w1 from a session that was never trained.
+    float *w1 = malloc(200 * 70 * sizeof(float));
+    DL_CHECK(w1 && dlrt_session_get_param(c, "w1", w1, 200 * 70 * sizeof(float)) == DLRT_OK);
+    DL_CHECK(dlrt_session_set_param(a, "w1", w1, 200 * 70 * sizeof(float)) == DLRT_OK &&
+             dlrt_session_set_param(b, "w1", w1, 200 * 70 * sizeof(float)) == DLRT_OK);
+    DL_CHECK(dlrt_session_infer(a) == DLRT_OK && dlrt_session_infer(b) == DLRT_OK);
+    DL_CHECK(same_output(a, b, "logits", n_out));
+    free(w1);
+    // A checkpoint of a session trained on other data.
+    DL_CHECK(set_inputs(&fp, c, other, 9, -1));
+    DL_CHECK(dlrt_session_train_step(c, NULL) == DLRT_OK);
+    char path[512];
+    tmp_path(path, sizeof path, "prepack");
+    DL_CHECK_EQ_I64(dlrt_session_save(c, path), DLRT_OK);
+    DL_CHECK(dlrt_session_load(a, path) == DLRT_OK && dlrt_session_load(b, path) == DLRT_OK);
+    DL_CHECK(dlrt_session_infer(a) == DLRT_OK && dlrt_session_infer(b) == DLRT_OK);
+    DL_CHECK(same_output(a, b, "logits", n_out));
+    unlink(path);
+    free_ins(&fp, ins);
+    free_ins(&fp, other);
+    dlrt_session_destroy(a);
+    dlrt_session_destroy(b);
+    dlrt_session_destroy(c);
+    fix_free(&fp);
+    fix_free(&fu);
 }
 
 // The infer entry runs forward kernels only; the train entry runs the forward nodes its roots
