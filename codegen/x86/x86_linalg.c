@@ -1541,10 +1541,12 @@ static dl_status emit_float_k(cg *c, const gemm_prob *p, uint32_t pbuf, uint8_t 
         g.NC /= 2;
     }
     // Several row blocks whose packed B (all of K, NC wide) would not fit SHARE_B_BYTES: half as
-    // wide a group when that makes it fit (K = 2048), so that B is still packed once.
+    // wide a group when that makes it fit (K = 2048), so that B is still packed once. (Prepacked
+    // B is packed by no row block.)
+    bool packs_b = pbuf == UINT32_MAX;
     int64_t kpad = (K + g.KC - 1) / g.KC * g.KC;
-    if (p->nc_panels == 0 && M > g.MB && g.NC / 2 >= g.NR && kpad * g.NC * 4 > SHARE_B_BYTES &&
-        kpad * (g.NC / 2) * 4 <= SHARE_B_BYTES) {
+    if (packs_b && p->nc_panels == 0 && M > g.MB && g.NC / 2 >= g.NR &&
+        kpad * g.NC * 4 > SHARE_B_BYTES && kpad * (g.NC / 2) * 4 <= SHARE_B_BYTES) {
         g.NC /= 2;
     }
     g.NC = even_block(N, g.NC, g.NR);
@@ -1568,11 +1570,13 @@ static dl_status emit_float_k(cg *c, const gemm_prob *p, uint32_t pbuf, uint8_t 
         }
         g.NC = (gcols + g.NR - 1) / g.NR * g.NR;
     }
-    int64_t n_kblk = (K + g.KC - 1) / g.KC;
+    // K = 0: one empty K block, whose microkernel stores its zero accumulators through the
+    // epilogue (y = beta * C, the bias, the fused members), as every other K does in its last.
+    int64_t n_kblk = K > 0 ? (K + g.KC - 1) / g.KC : 1;
     // Row blocks that cannot share a packed B (all of K, NC wide, past SHARE_B_BYTES) pack it
     // once each: at most 16 tiles of rows (AVX2: 96) go in one block instead (a convolution's
     // weight gradient, 64 x 288 x 12544, packs its gathered image once, not twice).
-    if (M > g.MB && M <= 16 * g.MR && n_kblk * g.KC * g.NC * 4 > SHARE_B_BYTES) {
+    if (packs_b && M > g.MB && M <= 16 * g.MR && n_kblk * g.KC * g.NC * 4 > SHARE_B_BYTES) {
         g.MB = (M + g.MR - 1) / g.MR * g.MR;
     }
     int64_t nblk = (M + g.MB - 1) / g.MB;
@@ -1799,7 +1803,8 @@ static bool prepack_b(cg *c, const gemm_prob *p) {
     for (int32_t d = 0; d < p->br; d++) {
         one_b = one_b && p->bbs[d] == 0;
     }
-    return c->prepack && !p->im && !p->pool && one_b && !use_amx(c, p) && !use_bf16_dot(c, p, &g) &&
+    return c->prepack && p->K > 0 && !p->im && !p->pool && one_b && !use_amx(c, p) &&
+           !use_bf16_dot(c, p, &g) &&
            (p->b->kind == DL_IR_VAL_PARAM || p->b->kind == DL_IR_VAL_CONST);
 }
 

@@ -525,8 +525,10 @@ static bool same_outputs(const dl_ir_module *m, dlrt_session *a, dlrt_session *b
     return ok;
 }
 
-// Sets every param of session s (and of u, when not NULL) to s's values in reverse order.
-static bool reverse_params(const dl_ir_module *m, dlrt_session *s, dlrt_session *u) {
+// Sets every param of session s (and of u, when not NULL) to s's values in reverse order, a
+// float32 param's also scaled by `scale` (so that a param filled with one value changes too;
+// 1 / scale undoes it).
+static bool reverse_params(const dl_ir_module *m, dlrt_session *s, dlrt_session *u, float scale) {
     bool ok = true;
     for (size_t i = 0; i < m->params.len && ok; i++) {
         const dl_ir_value *p = m->params.data[i];
@@ -537,6 +539,12 @@ static bool reverse_params(const dl_ir_module *m, dlrt_session *s, dlrt_session 
         ok = ok && v && r && dlrt_session_get_param(s, p->name, v, n) == DLRT_OK;
         for (size_t e = 0; ok && e < (size_t)nel; e++) {
             memcpy(r + e * es, v + ((size_t)nel - 1 - e) * es, es);
+            if (p->type.dtype == DL_DT_FLOAT) {
+                float f;
+                memcpy(&f, r + e * es, sizeof f);
+                f *= scale;
+                memcpy(r + e * es, &f, sizeof f);
+            }
         }
         ok = ok && dlrt_session_set_param(s, p->name, r, n) == DLRT_OK &&
              (!u || dlrt_session_set_param(u, p->name, r, n) == DLRT_OK);
@@ -547,13 +555,15 @@ static bool reverse_params(const dl_ir_module *m, dlrt_session *s, dlrt_session 
 }
 
 // Prepacked weights (codegen/x86/x86_linalg.c, artifact format 8): the model compiled without
-// them (--no-prepack: every call packs) gives the same bytes, and again after every param has
-// been set to new values (its elements in reverse order), which must run the prepack kernels
-// again: a stale pack would keep computing with the old weights.
+// them (--no-prepack: every call packs) gives the same bytes (products of constants are
+// prepacked too; models with no prepack kernel are not compiled again), and again, in two infers,
+// after every param has been set to new values (its elements in reverse order, float32 ones scaled
+// by 2): the first must run the prepack kernels again (a stale pack would keep computing with the
+// old weights), the second skips them.
 static bool same_unpacked(const dl_ir_module *m, const dl_cg_options *co, const dl_tensor *ins,
-                          dlrt_session *s, const char *text) {
-    if (m->params.len == 0 || isa.sm) {
-        return true;
+                          const dlrt_model *sm, dlrt_session *s, const char *text) {
+    if (isa.sm || dlrt_model_prepack(sm, NULL) == 0) {
+        return true; // nothing is prepacked: --no-prepack compiles the same artifact
     }
     dl_cg_options o = *co;
     o.no_prepack = true;
@@ -579,12 +589,12 @@ static bool same_unpacked(const dl_ir_module *m, const dl_cg_options *co, const 
     }
     ok = same_outputs(m, s, u);
     const char *when = "at the first infer";
-    if (ok) {
+    if (ok && m->params.len > 0) {
         when = "after every param was set";
-        ok = reverse_params(m, s, u) && same_outputs(m, s, u);
+        ok = reverse_params(m, s, u, 2.0f) && same_outputs(m, s, u) && same_outputs(m, s, u);
+        // Reversed again: s has its params back (same_unfused compares it with a fresh one).
+        ok = ok && reverse_params(m, s, NULL, 0.5f);
     }
-    // Reversed again: s has its params back (same_unfused compares it with a fresh session).
-    ok = ok && reverse_params(m, s, NULL);
     ok = ok && dlrt_session_infer(s) == DLRT_OK;
     if (!ok) {
         fprintf(stderr, "%s (vs --no-prepack)\n%s\n", when, text);
@@ -791,7 +801,7 @@ bool cg_check_io(const char *text, cg_tol tol, const cg_want *want, size_t n_wan
         }
         free(data);
     }
-    if (ok && !same_unpacked(m, &co, ins, s, text)) {
+    if (ok && !same_unpacked(m, &co, ins, rm, s, text)) {
         ok = false;
     }
     if (ok && fs.groups > 0 && !same_unfused(m, &co, ins, s, text, tol)) {

@@ -148,6 +148,14 @@ DL_TEST(matmul_empty_k) {
     // K = 0: every output element is an empty sum (0), plus beta * C for Gemm.
     DL_CHECK(mm("float", "3, 0", "0, 4", CG_TOL_EXACT));
     DL_CHECK(gemm("<beta = 2.0>", "3, 0", "0, 4", "4", CG_TOL_ARITH));
+    // The blocked kernel (N > 1024, M past one tile): one empty K block, stored through the
+    // epilogue (DLRT_DEBUG_POISON=1 shows an output it never writes), also with B a param.
+    DL_CHECK(mm("float", "64, 0", "0, 2048", CG_TOL_EXACT));
+    DL_CHECK(gemm("<beta = 2.0>", "64, 0", "0, 2048", "2048", CG_TOL_ARITH));
+    CG_CHECK("model m\ninput x : float[64, 0]\nparam w : float[0, 2048] = uniform(-1, 1, "
+             "seed = 1)\nparam b : float[2048] = uniform(-1, 1, seed = 2)\n"
+             "h = Gemm (x, w, b)\ny = Relu (h)\noutput y\n",
+             CG_TOL_ARITH);
 }
 
 DL_TEST(matrix_vector_products) {
@@ -396,7 +404,7 @@ DL_TEST(matmul_reads_transposes) {
 // blocks, several column groups, one row block whose groups merge, transB (packed through
 // register transposes), a transposed param read through strides, float16 weights (converted
 // when packed), a fused epilogue, one param read by two products (one of them batched: every
-// batch reads the same panels), and a batched param B (not prepacked).
+// batch reads the same panels), a batched param B (not prepacked) and a constant B.
 DL_TEST(matmul_prepacked_weights) {
     CG_CHECK("model m\ninput x : float[200, 300]\nparam w : float[300, 70] = uniform(-2, 2, "
              "seed = 1)\ny = MatMul (x, w)\noutput y\n",
@@ -424,6 +432,27 @@ DL_TEST(matmul_prepacked_weights) {
              "y = MatMul (x, w)\nu = MatMul (z, w)\nr = MatMul (z, v)\noutput y\noutput u\n"
              "output r\n",
              TOL_LONG_K);
+    // A constant B (a literal of distinct values, so that a misplaced panel shows), transB.
+    {
+        size_t cap = 64 * 1024, at = 0;
+        char *text = malloc(cap);
+        DL_CHECK(text != NULL);
+        at += (size_t)snprintf(text + at, cap - at,
+                               "model m\ninput x : float[100, 20]\n"
+                               "const w : float[200, 20] = [");
+        for (int n = 0; n < 200; n++) {
+            at += (size_t)snprintf(text + at, cap - at, "%s[", n ? ", " : "");
+            for (int k = 0; k < 20; k++) {
+                at += (size_t)snprintf(text + at, cap - at, "%s%g", k ? ", " : "",
+                                       ((n * 7 + k * 3) % 11 - 5) / 4.0);
+            }
+            at += (size_t)snprintf(text + at, cap - at, "]");
+        }
+        snprintf(text + at, cap - at, "]\ny = Gemm <transB = 1> (x, w)\noutput y\n");
+        bool ok = cg_check(text, CG_TOL_REDUCE);
+        free(text);
+        DL_CHECK(ok);
+    }
     // K shorter than a K block: one block of K rounded up to 16 (K = 40: 48), also transB.
     CG_CHECK("model m\ninput x : float[150, 40]\nparam w : float[40, 100] = uniform(-2, 2, "
              "seed = 11)\ny = MatMul (x, w)\noutput y\n",
