@@ -1511,24 +1511,37 @@ static int64_t prepack_kc(const gemm_blk *g, int64_t K) {
     return k16 < g->KC ? k16 : g->KC;
 }
 
+// The blocking of p's blocked kernel: the target's tiles, or AMX's (32 x 32 tiles, four C
+// tiles; all of K in one block up to AMX_KC: packed A of a block 256 KiB, B of a group 512 KiB
+// at most, in L2; four tiles of rows a block, 256 columns a group); with prepacked B, the K block
+// prepack_kc makes of a short K (AMX's already ends at K rounded up to its tiles).
+static gemm_blk kernel_blocking(cg *c, const gemm_prob *p, bool prepacked) {
+    gemm_blk g = choose_blocking(c);
+    if (use_amx(c, p)) {
+        int64_t kc = (p->K + AMX_K - 1) / AMX_K * AMX_K;
+        g = (gemm_blk){32, 32, kc < AMX_KC ? kc : AMX_KC, 4 * 32, 8 * 32};
+    } else if (prepacked) {
+        g.KC = prepack_kc(&g, p->K);
+    }
+    return g;
+}
+
+// 4-byte elements of one packed B panel: KC x NR floats, or KC / 2 x NR bfloat16 k pairs (the
+// vdpbf16ps and AMX layouts).
+static int64_t panel_elems(cg *c, const gemm_prob *p, const gemm_blk *g) {
+    return use_amx(c, p) || use_bf16_dot(c, p, g) ? g->KC / 2 * g->NR : g->KC * g->NR;
+}
+
 // The blocked kernel of `p`; with pbuf != UINT32_MAX it reads B's panels from that PACKED
 // buffer (emit_prepack's layout) and runs only in the entry points `only` names.
 static dl_status emit_float_k(cg *c, const gemm_prob *p, uint32_t pbuf, uint8_t only) {
-    gemm_blk g = choose_blocking(c);
+    gemm_blk g = kernel_blocking(c, p, pbuf != UINT32_MAX);
     bool amx = use_amx(c, p);
     if (amx) {
-        // AMX: 32 x 32 tiles (four C tiles), all of K in one block up to AMX_KC (packed A of
-        // a block 256 KiB, B of a group 512 KiB at most, in L2), four tiles of rows a block,
-        // 256 columns a group.
-        int64_t kc = (p->K + AMX_K - 1) / AMX_K * AMX_K;
-        g = (gemm_blk){32, 32, kc < AMX_KC ? kc : AMX_KC, 4 * 32, 8 * 32};
         c->isa_used |= DLRT_ISA_AMXTILE | DLRT_ISA_AMXBF16;
     }
     if (p->nc_panels > 0) {
         g.NC = p->nc_panels * g.NR;
-    }
-    if (pbuf != UINT32_MAX) {
-        g.KC = prepack_kc(&g, p->K);
     }
     int64_t M = p->M, N = p->N, K = p->K;
     // Even blocks: as many row blocks (column groups) as MB (NC) needs, each as large as an even
@@ -1725,7 +1738,7 @@ static dl_status emit_float_k(cg *c, const gemm_prob *p, uint32_t pbuf, uint8_t 
     if (f.pb) { // the group's panels of K block q, packed by emit_prepack
         int64_t n_pan = (N + g.NR - 1) / g.NR;
         LLVMValueRef pan = LLVMBuildUDiv(c->b, f.c0, cg_i64(c, g.NR), "");
-        f.bp = fptr(c, f.pb, mul_c(c, add(c, mul_c(c, q, n_pan), pan), g.KC * g.NR));
+        f.bp = fptr(c, f.pb, mul_c(c, add(c, mul_c(c, q, n_pan), pan), panel_elems(c, p, &g)));
     } else if (share) {
         f.bp = fptr(c, bp_all, mul_c(c, q, g.KC * g.NC));
         LLVMBasicBlockRef join = if_begin(c, need_pack);
@@ -1798,22 +1811,19 @@ static dl_status emit_float_k(cg *c, const gemm_prob *p, uint32_t pbuf, uint8_t 
 // that packs (its params change every step). The panels are emit_pack_b's, so y's bytes are the
 // same either way.
 static bool prepack_b(cg *c, const gemm_prob *p) {
-    gemm_blk g = choose_blocking(c);
     bool one_b = true; // every batch reads the same B (broadcast)
     for (int32_t d = 0; d < p->br; d++) {
         one_b = one_b && p->bbs[d] == 0;
     }
-    return c->prepack && p->K > 0 && !p->im && !p->pool && one_b && !use_amx(c, p) &&
-           !use_bf16_dot(c, p, &g) &&
+    return c->prepack && p->K > 0 && !p->im && !p->pool && one_b &&
            (p->b->kind == DL_IR_VAL_PARAM || p->b->kind == DL_IR_VAL_CONST);
 }
 
-// The prepack kernel of p's B into buffer pbuf: [n_kblk][ceil(N / NR)][KC][NR], one iteration
-// per panel of a K block (emit_pack_b's panel: zero past N; rows past a short last block's kc
-// are not read).
+// The prepack kernel of p's B into buffer pbuf: [n_kblk][ceil(N / NR)][panel], one iteration per
+// panel of a K block (emit_pack_b's panel, in the float32, vdpbf16ps or AMX layout: zero past N;
+// rows past a short last block's kc are not read).
 static dl_status emit_prepack(cg *c, const gemm_prob *p, uint32_t pbuf) {
-    gemm_blk g = choose_blocking(c);
-    g.KC = prepack_kc(&g, p->K);
+    gemm_blk g = kernel_blocking(c, p, true);
     int64_t n_pan = (p->N + g.NR - 1) / g.NR, n_kblk = (p->K + g.KC - 1) / g.KC;
     int64_t nr_e = p->N % g.NR;
     dl_strbuf name = {0};
@@ -1839,13 +1849,15 @@ static dl_status emit_prepack(cg *c, const gemm_prob *p, uint32_t pbuf) {
     f.valign = (unsigned)(g.NR * 4 < 64 ? g.NR * 4 : 64);
     f.b_off = cg_i64(c, 0);
     f.sub = cg_i64(c, 0);
+    f.amx = use_amx(c, p);
+    f.bf = !f.amx && use_bf16_dot(c, p, &g);
     cg_loop lt;
     LLVMValueRef t = cg_for_begin(c, &lt, k.begin, k.end, "t");
     LLVMValueRef pan = LLVMBuildURem(c->b, t, cg_i64(c, n_pan), "");
     f.pc = mul_c(c, LLVMBuildUDiv(c->b, t, cg_i64(c, n_pan), ""), g.KC);
     f.kc = min_c(c, cg_i64(c, g.KC), LLVMBuildSub(c->b, cg_i64(c, p->K), f.pc, ""));
     f.j0 = mul_c(c, pan, g.NR);
-    f.bp = fptr(c, k.ptr[0], mul_c(c, t, g.KC * g.NR));
+    f.bp = fptr(c, k.ptr[0], mul_c(c, t, panel_elems(c, p, &g)));
     if (nr_e == 0) {
         emit_pack_b(c, &f, g.NR);
     } else if (n_pan == 1) {
@@ -1868,10 +1880,9 @@ static dl_status emit_float(cg *c, const gemm_prob *p) {
     if (!prepack_b(c, p)) {
         return emit_float_k(c, p, UINT32_MAX, CG_ENTRY_BOTH);
     }
-    gemm_blk g = choose_blocking(c);
-    g.KC = prepack_kc(&g, p->K);
+    gemm_blk g = kernel_blocking(c, p, true);
     uint64_t bytes = (uint64_t)((p->K + g.KC - 1) / g.KC) * (uint64_t)((p->N + g.NR - 1) / g.NR) *
-                     (uint64_t)(g.KC * g.NR) * sizeof(float);
+                     (uint64_t)panel_elems(c, p, &g) * sizeof(float);
     uint32_t pbuf;
     DL_TRY(cg_extra_buffer(c, bytes, DLRT_BUF_PACKED, &pbuf));
     DL_TRY(emit_prepack(c, p, pbuf));

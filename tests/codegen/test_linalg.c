@@ -453,6 +453,18 @@ DL_TEST(matmul_prepacked_weights) {
         free(text);
         DL_CHECK(ok);
     }
+    // bfloat16 weights: AMX tiles or vdpbf16ps k pairs where the target has them (their own
+    // panel layouts), float32 elsewhere; a K past AMX's 1024-deep block, an odd K, transB.
+    cg_tol tbf = {2e-2, 1e-2, 0, 0};
+    CG_CHECK("model m\ninput x : bfloat16[100, 301]\nparam w : bfloat16[301, 77] = "
+             "uniform(-1, 1, seed = 13)\ny = MatMul (x, w)\noutput y\n",
+             tbf);
+    CG_CHECK("model m\ninput x : bfloat16[40, 1100]\nparam w : bfloat16[1100, 70] = "
+             "uniform(-1, 1, seed = 14)\ny = MatMul (x, w)\noutput y\n",
+             ((cg_tol){6e-2, 1e-2, 0, 0}));
+    CG_CHECK("model m\ninput x : bfloat16[70, 96]\nparam w : bfloat16[130, 96] = "
+             "uniform(-1, 1, seed = 15)\ny = Gemm <transB = 1> (x, w)\noutput y\n",
+             tbf);
     // K shorter than a K block: one block of K rounded up to 16 (K = 40: 48), also transB.
     CG_CHECK("model m\ninput x : float[150, 40]\nparam w : float[40, 100] = uniform(-2, 2, "
              "seed = 11)\ny = MatMul (x, w)\noutput y\n",
