@@ -109,9 +109,11 @@ LLVMValueRef cg_kernel_arg(cg *c, const cg_kernel *k, size_t i);
 // Appends buffer `buf` (no IR value: an extra buffer, read only) as the kernel's next argument
 // and loads its pointer into k->ptr; call it right after cg_kernel_begin.
 DL_NODISCARD dl_status cg_kernel_add_buf(cg *c, cg_kernel *k, uint32_t buf);
-// A buffer that is no IR value (cg_extra_buf), of `size` bytes and plan kind `kind`, zeroed at
-// session creation or by its kernels; its id into *id.
-DL_NODISCARD dl_status cg_extra_buffer(cg *c, uint64_t size, uint32_t kind, uint32_t *id);
+// A buffer that is no IR value (cg_extra_buf), of `size` bytes and plan kind `kind`, holding a
+// copy of `init` at session creation (DLRT_BUF_F_INIT_DATA) or, with init NULL, zeros or what its
+// kernels write; its id into *id.
+DL_NODISCARD dl_status cg_extra_buffer(cg *c, uint64_t size, uint32_t kind, const void *init,
+                                       uint32_t *id);
 // Closes the kernel (ret void) and adds it to the kernel table. The compile driver assigns the
 // kernels of node lowerings to entry points; cg_kernel_begin_bufs kernels go to the train step.
 DL_NODISCARD dl_status cg_kernel_end(cg *c, cg_kernel *k);

@@ -12,6 +12,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 void cg_error(cg *c, const char *fmt, ...) {
@@ -386,9 +387,17 @@ dl_status cg_kernel_add_buf(cg *c, cg_kernel *k, uint32_t buf) {
     return DL_VEC_PUSH(&c->args, buf) ? DL_OK : DL_ERR_NOMEM;
 }
 
-dl_status cg_extra_buffer(cg *c, uint64_t size, uint32_t kind, uint32_t *id) {
-    cg_extra_buf e = {size, kind, 0u, NULL};
+dl_status cg_extra_buffer(cg *c, uint64_t size, uint32_t kind, const void *init, uint32_t *id) {
+    cg_extra_buf e = {size, kind, init ? DLRT_BUF_F_INIT_DATA : 0u, NULL};
+    if (init) {
+        e.init = dl_mem_alloc(size ? (size_t)size : 1);
+        if (!e.init) {
+            return DL_ERR_NOMEM;
+        }
+        memcpy(e.init, init, (size_t)size);
+    }
     if (!DL_VEC_PUSH(&c->extra, e)) {
+        free(e.init);
         return DL_ERR_NOMEM;
     }
     *id = (uint32_t)(c->m->values.len + c->extra.len - 1);

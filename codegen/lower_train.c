@@ -69,23 +69,6 @@ typedef struct train_ctx {
     double hyper[DLRT_HP_COUNT];
 } train_ctx;
 
-static dl_status add_extra(cg *c, uint64_t size, uint32_t kind, const void *init, uint32_t *id) {
-    cg_extra_buf e = {size, kind, init ? DLRT_BUF_F_INIT_DATA : 0u, NULL};
-    if (init) {
-        e.init = dl_mem_alloc(size ? (size_t)size : 1);
-        if (!e.init) {
-            return DL_ERR_NOMEM;
-        }
-        memcpy(e.init, init, (size_t)size);
-    }
-    if (!DL_VEC_PUSH(&c->extra, e)) {
-        free(e.init);
-        return DL_ERR_NOMEM;
-    }
-    *id = (uint32_t)(c->m->values.len + c->extra.len - 1);
-    return DL_OK;
-}
-
 static dl_status add_hparam(train_ctx *x, const char *name, uint32_t index, uint32_t flags) {
     dlrt_plan_hparam h = {0, 0, index, flags, x->hyper[index]};
     if (!DL_VEC_PUSH(&x->c->hparams, h) || !DL_VEC_PUSH(&x->c->hparam_names, name)) {
@@ -782,7 +765,7 @@ static dl_status plan_assign_state(train_ctx *x, uint32_t *starts) {
     for (size_t i = 0; i < m->assigns.len; i++) {
         const dl_ir_value *p = m->assigns.data[i].param;
         uint64_t bytes = (uint64_t)dl_ir_type_numel(&p->type) * dl_dtype_size(p->type.dtype);
-        DL_TRY(add_extra(c, bytes, DLRT_BUF_STATE, NULL, &starts[i]));
+        DL_TRY(cg_extra_buffer(c, bytes, DLRT_BUF_STATE, NULL, &starts[i]));
         size_t len = strlen(p->name) + sizeof ".cycle_start";
         cg_state_tensor sv = {dl_mem_alloc(len), p, starts[i]};
         if (!sv.name) {
@@ -1018,7 +1001,7 @@ static dl_status plan_state(train_ctx *x) {
             bool is_acc = q == x->n_slots;
             uint32_t *buf = is_acc ? &tp->accum : &tp->slot[q];
             const char *slot = is_acc ? "grad_accum" : x->slot_names[q];
-            DL_TRY(add_extra(c, bytes, DLRT_BUF_STATE, NULL, buf));
+            DL_TRY(cg_extra_buffer(c, bytes, DLRT_BUF_STATE, NULL, buf));
             size_t len = strlen(p->name) + strlen(slot) + 2;
             cg_state_tensor sv = {dl_mem_alloc(len), p, *buf};
             if (!sv.name) {
@@ -1032,9 +1015,9 @@ static dl_status plan_state(train_ctx *x) {
         }
     }
     x->n_chunks = x->total > 0 ? (x->total + TRAIN_CHUNK - 1) / TRAIN_CHUNK : 1;
-    DL_TRY(
-        add_extra(c, (uint64_t)x->n_chunks * sizeof(double), DLRT_BUF_TEMP, NULL, &x->partial_buf));
-    return add_extra(c, sizeof x->hyper, DLRT_BUF_STATE, x->hyper, &c->hyper_buf);
+    DL_TRY(cg_extra_buffer(c, (uint64_t)x->n_chunks * sizeof(double), DLRT_BUF_TEMP, NULL,
+                           &x->partial_buf));
+    return cg_extra_buffer(c, sizeof x->hyper, DLRT_BUF_STATE, x->hyper, &c->hyper_buf);
 }
 
 dl_status dl_cg__lower_train(cg *c) {

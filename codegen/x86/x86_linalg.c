@@ -1884,7 +1884,7 @@ static dl_status emit_float(cg *c, const gemm_prob *p) {
     uint64_t bytes = (uint64_t)((p->K + g.KC - 1) / g.KC) * (uint64_t)((p->N + g.NR - 1) / g.NR) *
                      (uint64_t)panel_elems(c, p, &g) * sizeof(float);
     uint32_t pbuf;
-    DL_TRY(cg_extra_buffer(c, bytes, DLRT_BUF_PACKED, &pbuf));
+    DL_TRY(cg_extra_buffer(c, bytes, DLRT_BUF_PACKED, NULL, &pbuf));
     DL_TRY(emit_prepack(c, p, pbuf));
     DL_TRY(emit_float_k(c, p, pbuf, CG_ENTRY_INFER));
     return c->m->has_backward && c->m->train ? emit_float_k(c, p, UINT32_MAX, CG_ENTRY_TRAIN)

@@ -423,6 +423,31 @@ static bool after_row_group(const dl_ir_module *m, const dl_ir_value *v, uint8_t
 // keeps its inner values in registers in their own dtype, and nothing else changes. A group
 // around a row node sums in its own loop's order: a float32 output computed after one
 // agrees within the case's tolerance `tol` instead.
+// A second session of `m` compiled with options `co`, its inputs set to `ins`; `what` names it
+// in messages. On success the caller destroys *s, releases *rm and frees *art.
+static bool sibling_session(const dl_ir_module *m, const dl_cg_options *co, const dl_tensor *ins,
+                            const char *what, const char *text, uint8_t **art, dlrt_model **rm,
+                            dlrt_session **s) {
+    dl_diags *d = NULL;
+    size_t len = 0;
+    bool ok = dl_diags_create(&d) == DL_OK && dl_cg_compile(m, co, d, art, &len) == DL_OK &&
+              dlrt_model_load_memory(*art, len, rm) == DLRT_OK &&
+              dlrt_session_create(*rm, s) == DLRT_OK;
+    if (!ok) {
+        fprintf(stderr, "cg_check: the %s compile failed:\n%s\n", what, text);
+        print_diags(d);
+    }
+    for (size_t i = 0; ok && i < m->inputs.len; i++) {
+        const char *name = m->inputs.data[i]->name;
+        ok = dlrt_session_set_input(*s, name, ins[i].data, dl_tensor_nbytes(&ins[i])) == DLRT_OK;
+        if (!ok) {
+            fprintf(stderr, "cg_check: %s input %s: %s\n", what, name, dlrt_last_error());
+        }
+    }
+    dl_diags_destroy(d);
+    return ok;
+}
+
 static bool same_unfused(dl_ir_module *m, const dl_cg_options *co, const dl_tensor *ins,
                          dlrt_session *fused, const char *text, cg_tol tol) {
     bool *near = calloc(m->outputs.len + 1, sizeof *near);
@@ -439,25 +464,12 @@ static bool same_unfused(dl_ir_module *m, const dl_cg_options *co, const dl_tens
     for (size_t i = 0; i < m->nodes.len; i++) {
         m->nodes.data[i]->fuse_root = NULL;
     }
-    dl_diags *d = NULL;
     uint8_t *art = NULL;
-    size_t len = 0;
     dlrt_model *rm = NULL;
     dlrt_session *s = NULL;
     bool ok = false;
-    if (dl_diags_create(&d) != DL_OK || dl_cg_compile(m, co, d, &art, &len) != DL_OK ||
-        dlrt_model_load_memory(art, len, &rm) != DLRT_OK ||
-        dlrt_session_create(rm, &s) != DLRT_OK) {
-        fprintf(stderr, "cg_check: the unfused compile failed:\n%s\n", text);
-        print_diags(d);
+    if (!sibling_session(m, co, ins, "unfused", text, &art, &rm, &s)) {
         goto out;
-    }
-    for (size_t i = 0; i < m->inputs.len; i++) {
-        const char *name = m->inputs.data[i]->name;
-        if (dlrt_session_set_input(s, name, ins[i].data, dl_tensor_nbytes(&ins[i])) != DLRT_OK) {
-            fprintf(stderr, "cg_check: unfused input %s: %s\n", name, dlrt_last_error());
-            goto out;
-        }
     }
     if (dlrt_session_infer(s) != DLRT_OK) {
         fprintf(stderr, "cg_check: unfused infer: %s\n", dlrt_last_error());
@@ -497,7 +509,6 @@ out:
     dlrt_model_release(rm);
     free(art);
     free(near);
-    dl_diags_destroy(d);
     return ok;
 }
 
@@ -567,25 +578,12 @@ static bool same_unpacked(const dl_ir_module *m, const dl_cg_options *co, const 
     }
     dl_cg_options o = *co;
     o.no_prepack = true;
-    dl_diags *d = NULL;
     uint8_t *art = NULL;
-    size_t len = 0;
     dlrt_model *rm = NULL;
     dlrt_session *u = NULL;
     bool ok = false;
-    if (dl_diags_create(&d) != DL_OK || dl_cg_compile(m, &o, d, &art, &len) != DL_OK ||
-        dlrt_model_load_memory(art, len, &rm) != DLRT_OK ||
-        dlrt_session_create(rm, &u) != DLRT_OK) {
-        fprintf(stderr, "cg_check: the --no-prepack compile failed:\n%s\n", text);
-        print_diags(d);
+    if (!sibling_session(m, &o, ins, "--no-prepack", text, &art, &rm, &u)) {
         goto out;
-    }
-    for (size_t i = 0; i < m->inputs.len; i++) {
-        if (dlrt_session_set_input(u, m->inputs.data[i]->name, ins[i].data,
-                                   dl_tensor_nbytes(&ins[i])) != DLRT_OK) {
-            fprintf(stderr, "cg_check: --no-prepack input: %s\n", dlrt_last_error());
-            goto out;
-        }
     }
     ok = same_outputs(m, s, u);
     const char *when = "at the first infer";
@@ -603,7 +601,6 @@ out:
     dlrt_session_destroy(u);
     dlrt_model_release(rm);
     free(art);
-    dl_diags_destroy(d);
     return ok;
 }
 
