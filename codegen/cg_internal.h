@@ -230,6 +230,9 @@ DL_NODISCARD dl_status dl_cg__fused_inputs(cg *c, const dl_ir_node *const *g, si
 LLVMValueRef dl_cg__fused_values(cg *c, const dl_ir_node *const *g, size_t n, size_t first,
                                  LLVMValueRef *val, dl_ir_value *const *ext,
                                  const LLVMValueRef *xin, size_t n_ext);
+LLVMValueRef dl_cg__fused_values_vec(cg *c, const dl_ir_node *const *g, size_t n, size_t first,
+                                     LLVMValueRef *val, dl_ir_value *const *ext,
+                                     const LLVMValueRef *xin, size_t n_ext);
 DL_NODISCARD dl_status dl_cg__lower_clip(cg *c, const dl_ir_node *n);
 DL_NODISCARD dl_status dl_cg__lower_dropout(cg *c, const dl_ir_node *n);
 #define DL_CG__LOWER_HOOK(x) DL_NODISCARD dl_status dl_cg__lower_##x(cg *c, const dl_ir_node *n)

@@ -182,11 +182,31 @@ static bool is_f(dl_dtype t) {
 typedef LLVMValueRef (*deriv_fn)(cg *c, const dl_ir_node *n, LLVMValueRef dy, LLVMValueRef x);
 // Each scalar of ir_ops.def: its emitter and, for ops whose gradient is UnaryGrad, the
 // derivative (beside it, so both change together; conventions: ir/eval_ops.c).
+// `vec`: f, given float32 inputs, builds nothing that depends on their being scalars (no scalar
+// constant, no scalar intrinsic type), so it also computes a vector of lanes at once
+// (dl_cg__fused_values_vec).
 typedef struct cg_scalar {
     scalar_fn f;
     deriv_fn df;
+    bool vec;
 } cg_scalar;
-#define SCALAR(name, f, df) static const cg_scalar s_##name = {f, df};
+#define SCALAR(name, f, df)   static const cg_scalar s_##name = {f, df, false};
+#define SCALAR_V(name, f, df) static const cg_scalar s_##name = {f, df, true};
+
+// The float32 constant v as a value of x's type: a scalar, or a vector of v.
+static LLVMValueRef f32_like(cg *c, LLVMValueRef x, double v) {
+    LLVMTypeRef t = LLVMTypeOf(x);
+    if (LLVMGetTypeKind(t) != LLVMVectorTypeKind) {
+        return cg_f32(c, v);
+    }
+    LLVMValueRef e[CG_MAX_LANES];
+    unsigned n = LLVMGetVectorSize(t);
+    DL_ASSERT(n <= CG_MAX_LANES);
+    for (unsigned l = 0; l < n; l++) {
+        e[l] = cg_f32(c, v);
+    }
+    return LLVMConstVector(e, n);
+}
 
 static LLVMValueRef fmul(cg *c, LLVMValueRef a, LLVMValueRef b) {
     return LLVMBuildFMul(c->b, a, b, "");
@@ -231,24 +251,24 @@ static LLVMValueRef f_add(cg *c, const map_args *a, LLVMValueRef *in) {
     return is_f(a->in_dt[0]) ? LLVMBuildFAdd(c->b, in[0], in[1], "")
                              : LLVMBuildAdd(c->b, in[0], in[1], "");
 }
-SCALAR(add, f_add, NULL)
+SCALAR_V(add, f_add, NULL)
 
 static LLVMValueRef f_sub(cg *c, const map_args *a, LLVMValueRef *in) {
     return is_f(a->in_dt[0]) ? LLVMBuildFSub(c->b, in[0], in[1], "")
                              : LLVMBuildSub(c->b, in[0], in[1], "");
 }
-SCALAR(sub, f_sub, NULL)
+SCALAR_V(sub, f_sub, NULL)
 
 static LLVMValueRef f_mul(cg *c, const map_args *a, LLVMValueRef *in) {
     return is_f(a->in_dt[0]) ? LLVMBuildFMul(c->b, in[0], in[1], "")
                              : LLVMBuildMul(c->b, in[0], in[1], "");
 }
-SCALAR(mul, f_mul, NULL)
+SCALAR_V(mul, f_mul, NULL)
 
 static LLVMValueRef f_div(cg *c, const map_args *a, LLVMValueRef *in) {
     return is_f(a->in_dt[0]) ? LLVMBuildFDiv(c->b, in[0], in[1], "") : int_div(c, in[0], in[1]);
 }
-SCALAR(div, f_div, NULL)
+SCALAR_V(div, f_div, NULL)
 
 // Float results: powf. Integer results: pow in double (exact for every result below 2^53, as
 // the evaluator computes it), then truncated and saturated to the integer type.
@@ -276,7 +296,7 @@ static LLVMValueRef f_pow(cg *c, const map_args *a, LLVMValueRef *in) {
 SCALAR(pow, f_pow, NULL)
 
 static LLVMValueRef fsel_neg(cg *c, LLVMValueRef x, LLVMValueRef if_neg) {
-    LLVMValueRef neg = LLVMBuildFCmp(c->b, LLVMRealOLT, x, cg_f32(c, 0), "");
+    LLVMValueRef neg = LLVMBuildFCmp(c->b, LLVMRealOLT, x, f32_like(c, x, 0), "");
     return LLVMBuildSelect(c->b, neg, if_neg, x, "");
 }
 
@@ -290,7 +310,7 @@ static LLVMValueRef f_neg(cg *c, const map_args *a, LLVMValueRef *in) {
     return is_f(a->in_dt[0]) ? LLVMBuildFNeg(c->b, x, "")
                              : LLVMBuildSub(c->b, LLVMConstInt(LLVMTypeOf(x), 0, 0), x, "");
 }
-SCALAR(neg, f_neg, NULL)
+SCALAR_V(neg, f_neg, NULL)
 
 static LLVMValueRef f_abs(cg *c, const map_args *a, LLVMValueRef *in) {
     LLVMValueRef x = in[0];
@@ -358,8 +378,8 @@ static LLVMValueRef f_relu(cg *c, const map_args *a, LLVMValueRef *in) {
     LLVMValueRef x = in[0];
     LLVMTypeRef t = LLVMTypeOf(x);
     if (is_f(a->in_dt[0])) { // x < 0 ? +0 : x, as PyTorch: NaN stays NaN, -0 stays -0
-        LLVMValueRef neg = LLVMBuildFCmp(c->b, LLVMRealOLT, x, cg_f32(c, 0), "");
-        return LLVMBuildSelect(c->b, neg, cg_f32(c, 0), x, "");
+        LLVMValueRef zero = f32_like(c, x, 0);
+        return LLVMBuildSelect(c->b, LLVMBuildFCmp(c->b, LLVMRealOLT, x, zero, ""), zero, x, "");
     }
     return LLVMBuildSelect(c->b, LLVMBuildICmp(c->b, LLVMIntSLT, x, LLVMConstInt(t, 0, 0), ""),
                            LLVMConstInt(t, 0, 0), x, "");
@@ -370,18 +390,18 @@ static LLVMValueRef df_relu(cg *c, const dl_ir_node *n, LLVMValueRef dy, LLVMVal
     LLVMValueRef le0 = LLVMBuildFCmp(c->b, LLVMRealOLE, x, cg_f32(c, 0), "");
     return LLVMBuildSelect(c->b, le0, cg_f32(c, 0), dy, "");
 }
-SCALAR(relu, f_relu, df_relu)
+SCALAR_V(relu, f_relu, df_relu)
 
 static LLVMValueRef f_leaky_relu(cg *c, const map_args *a, LLVMValueRef *in) {
     double alpha = dl_ir_node_attr_float(a->n, "alpha");
-    return fsel_neg(c, in[0], LLVMBuildFMul(c->b, in[0], cg_f32(c, alpha), ""));
+    return fsel_neg(c, in[0], LLVMBuildFMul(c->b, in[0], f32_like(c, in[0], alpha), ""));
 }
 
 static LLVMValueRef df_leaky_relu(cg *c, const dl_ir_node *n, LLVMValueRef dy, LLVMValueRef x) {
     double alpha = dl_ir_node_attr_float(n, "alpha");
     return LLVMBuildSelect(c->b, fgt0(c, x), dy, fmul(c, dy, cg_f32(c, alpha)), "");
 }
-SCALAR(leaky_relu, f_leaky_relu, df_leaky_relu)
+SCALAR_V(leaky_relu, f_leaky_relu, df_leaky_relu)
 
 static LLVMValueRef f_sigmoid(cg *c, const map_args *a, LLVMValueRef *in) {
     (void)a;
@@ -770,7 +790,7 @@ dl_status dl_cg__lower_dropout(cg *c, const dl_ir_node *n) {
 // ---------------------------------------------------------------------------------------------
 // The scalar column of ir/ir_ops.def: f_<scalar> for each op lowered by dl_cg__lower_map.
 
-static const cg_scalar s_none = {NULL, NULL};
+static const cg_scalar s_none = {NULL, NULL, false};
 static const cg_scalar *const scalars[] = {
 #define DL_OP(e, name, min_in, max_in, min_out, max_out, diff, kind, elem, inplace, fuse, nan, sh, \
               ev, gr, lo, sc)                                                                      \
@@ -879,6 +899,40 @@ LLVMValueRef dl_cg__fused_values(cg *c, const dl_ir_node *const *g, size_t n, si
         }
     }
     return val[n - 1];
+}
+
+#define FUSED_VEC_MAX_EXT 16
+// dl_cg__fused_values on vectors: val[0 .. first) are float32 vectors of one type, xin scalars
+// (each broadcast to every lane). NULL, having built nothing, unless every member computes
+// float32 from float32 through a `vec` emitter; then the same values lane by lane as the scalar
+// members would give (the same operations, in the same order).
+LLVMValueRef dl_cg__fused_values_vec(cg *c, const dl_ir_node *const *g, size_t n, size_t first,
+                                     LLVMValueRef *val, dl_ir_value *const *ext,
+                                     const LLVMValueRef *xin, size_t n_ext) {
+    for (size_t i = first; i < n; i++) {
+        const dl_ir_node *x = g[i];
+        if (x->op == DL_IR_OP_UNARY_GRAD || !scalars[x->op]->vec || x->n_inputs > MAX_OPS ||
+            x->outputs[0]->type.dtype != DL_DT_FLOAT) {
+            return NULL;
+        }
+        for (size_t q = 0; q < x->n_inputs; q++) {
+            if (x->inputs[q]->type.dtype != DL_DT_FLOAT) {
+                return NULL;
+            }
+        }
+    }
+    LLVMValueRef xv[FUSED_VEC_MAX_EXT];
+    if (n_ext > FUSED_VEC_MAX_EXT) {
+        return NULL;
+    }
+    for (size_t e = 0; e < n_ext; e++) {
+        LLVMTypeRef vt = LLVMTypeOf(val[0]);
+        LLVMValueRef v = LLVMBuildInsertElement(c->b, LLVMGetUndef(vt), xin[e], cg_i32(c, 0), "");
+        xv[e] = LLVMBuildShuffleVector(
+            c->b, v, LLVMGetUndef(vt),
+            LLVMConstNull(LLVMVectorType(c->t_i32, LLVMGetVectorSize(vt))), "");
+    }
+    return dl_cg__fused_values(c, g, n, first, val, ext, xv, n_ext);
 }
 
 // Whether fusion-group member x (not a product) can be computed by dl_cg__fused_values; if

@@ -1158,7 +1158,8 @@ static bool epi_is_vec(cg *c, const gemm_prob *p) {
 
 // The vector epilogue of row i, columns j0 .. j0 + vl of y (epi_is_vec): v, the row's f32 sums
 // (vl lanes), becomes alpha * v (+ bias[i]) (+ beta * C[i, j0 ..]) and goes through the fused
-// members lane by lane (the first `lanes`; LLVM's vectoriser joins them again), then is stored
+// members, on the vector where every member can be (dl_cg__fused_values_vec), else lane by lane
+// (the first `lanes`; LLVM's vectoriser joins them again), then is stored
 // to y (rounded to bfloat16 for a bfloat16 y) or, pooled, to `scr_dst`, through `mask` (NULL:
 // every lane; a constant prefix: see cg_masked_store).
 static void epi_vec(cg *c, const fctx *f, LLVMValueRef v, int64_t lanes, LLVMValueRef i,
@@ -1200,13 +1201,17 @@ static void epi_vec(cg *c, const fctx *f, LLVMValueRef v, int64_t lanes, LLVMVal
         for (size_t e = 0; e < p->n_ext; e++) {
             xin[e] = cg_load(c, f->k->ptr[base + e], p->ext[e]->type.dtype, cg_i64(c, 0));
         }
-        for (int64_t l = 0; l < lanes; l++) {
+        val[0] = v;
+        LLVMValueRef ev =
+            dl_cg__fused_values_vec(c, p->epi, p->n_epi, 1, val, p->ext, xin, p->n_ext);
+        for (int64_t l = 0; l < lanes && !ev; l++) {
             LLVMValueRef lane = cg_i32(c, (int32_t)l);
             val[0] = LLVMBuildExtractElement(c->b, v, lane, "");
             LLVMValueRef e =
                 dl_cg__fused_values(c, p->epi, p->n_epi, 1, val, p->ext, xin, p->n_ext);
             v = LLVMBuildInsertElement(c->b, v, e, lane, "");
         }
+        v = ev ? ev : v;
     }
     LLVMValueRef yrow = add(c, f->y_off, add(c, mul_c(c, i, p->N), j0));
     if (p->y->type.dtype == DL_DT_BFLOAT16) {

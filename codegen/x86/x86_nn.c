@@ -346,26 +346,41 @@ static void conv_tile(cg *c, const conv_row *r, LLVMValueRef m0, unsigned mb, LL
 
 // The tile's epilogue: bias, the fused members lane by lane, store y[n, g*Mg + m0 + j, oh,
 // ow0 + l] for l < nl (a float32 y's last tile may have nl < tw lanes: a masked store).
+// The tile's values of channel mj (local to the group) before they are stored: the sums v (tw
+// lanes), plus the bias, through the fused members (on the vector where each member can be,
+// else lane by lane: LLVM's SLP vectoriser joined a Relu's lanes in pieces of 8, 4 and 1).
+static LLVMValueRef conv_epi(cg *c, const conv_row *r, LLVMValueRef mj, LLVMValueRef v,
+                             unsigned tw) {
+    const conv_geo *g = r->g;
+    if (g->has_bias) {
+        LLVMValueRef bv = cg_load(c, r->k->ptr[3], g->dt, iadd(c, r->bbase, mj));
+        v = LLVMBuildFAdd(c->b, v, splat(c, bv, tw), "");
+    }
+    if (g->epi) {
+        LLVMValueRef val[CONV_MAX_EPI];
+        val[0] = v;
+        LLVMValueRef ve =
+            tw > 1 ? dl_cg__fused_values_vec(c, g->epi, g->n_epi, 1, val, NULL, NULL, 0) : NULL;
+        if (ve) { // every member on the whole vector
+            return ve;
+        }
+        for (unsigned l = 0; l < tw; l++) {
+            val[0] = tw == 1 ? v : LLVMBuildExtractElement(c->b, v, cg_i32(c, (int32_t)l), "");
+            LLVMValueRef e = dl_cg__fused_values(c, g->epi, g->n_epi, 1, val, NULL, NULL, 0);
+            v = tw == 1 ? e : LLVMBuildInsertElement(c->b, v, e, cg_i32(c, (int32_t)l), "");
+        }
+    }
+    return v;
+}
+
 static void conv_store(cg *c, const conv_row *r, LLVMValueRef m0, unsigned mb, LLVMValueRef ow0,
                        unsigned tw, unsigned nl, const LLVMValueRef *acc) {
     const conv_geo *g = r->g;
     const cg_kernel *k = r->k;
     LLVMTypeRef vt = vty(c, tw);
     for (unsigned j = 0; j < mb; j++) {
-        LLVMValueRef v = ld(c, vt, acc[j]);
         LLVMValueRef mj = iaddk(c, m0, (int64_t)j);
-        if (g->has_bias) {
-            LLVMValueRef bv = cg_load(c, k->ptr[3], g->dt, iadd(c, r->bbase, mj));
-            v = LLVMBuildFAdd(c->b, v, splat(c, bv, tw), "");
-        }
-        if (g->epi) {
-            LLVMValueRef val[CONV_MAX_EPI];
-            for (unsigned l = 0; l < tw; l++) {
-                val[0] = tw == 1 ? v : LLVMBuildExtractElement(c->b, v, cg_i32(c, (int32_t)l), "");
-                LLVMValueRef e = dl_cg__fused_values(c, g->epi, g->n_epi, 1, val, NULL, NULL, 0);
-                v = tw == 1 ? e : LLVMBuildInsertElement(c->b, v, e, cg_i32(c, (int32_t)l), "");
-            }
-        }
+        LLVMValueRef v = conv_epi(c, r, mj, ld(c, vt, acc[j]), tw);
         LLVMValueRef yp = k->ptr[0], yi;
         if (r->ybuf) {
             yp = r->ybuf;
@@ -507,6 +522,103 @@ static void conv_tile_padded(cg *c, const conv_row *r, const conv_pad *pd, LLVMV
     conv_store(c, r, m0, mb, ow0, tw, nl, acc);
 }
 
+// MaxPool's 2 x 2 window over lanes 2i, 2i + 1 of the two rows v0, v1 (tw lanes each): tw / 2
+// lanes, the taps taken in MaxPool's order (row 0 then row 1, left then right). Each row's pair
+// first, then the rows: dl_cg__max_takes keeps the earliest of equal values and the first NaN, so
+// the pairing gives the same bits as the four taps in turn.
+static LLVMValueRef pool2_lanes(cg *c, LLVMValueRef v0, LLVMValueRef v1, unsigned tw) {
+    LLVMValueRef ev[CG_MAX_LANES / 2], od[CG_MAX_LANES / 2];
+    for (unsigned l = 0; l < tw / 2; l++) {
+        ev[l] = cg_i32(c, (int32_t)(2 * l));
+        od[l] = cg_i32(c, (int32_t)(2 * l + 1));
+    }
+    LLVMValueRef em = LLVMConstVector(ev, tw / 2), om = LLVMConstVector(od, tw / 2);
+    LLVMValueRef h[2];
+    for (int d = 0; d < 2; d++) {
+        LLVMValueRef v = d == 0 ? v0 : v1;
+        LLVMValueRef e = LLVMBuildShuffleVector(c->b, v, LLVMGetUndef(LLVMTypeOf(v)), em, "");
+        LLVMValueRef o = LLVMBuildShuffleVector(c->b, v, LLVMGetUndef(LLVMTypeOf(v)), om, "");
+        h[d] = LLVMBuildSelect(c->b, dl_cg__max_takes(c, o, e), o, e, "");
+    }
+    return LLVMBuildSelect(c->b, dl_cg__max_takes(c, h[1], h[0]), h[1], h[0], "");
+}
+
+// A pooled row's tile in registers (g->pool, padded rows, tw even): channels [m0, m0 + mb) x
+// columns [ow0, ow0 + tw) of both rows of the pooling window at once (each weight broadcast
+// feeds 2 mb accumulators), then bias, fused members and the 2 x 2 pooling on the vectors, and
+// the tile's nl / 2 pooled columns stored to y: no row buffer, no reload. Sums as
+// conv_tile_padded's.
+static void conv_tile_pooled(cg *c, const conv_row *r, const conv_pad *pd, LLVMValueRef m0,
+                             unsigned mb, LLVMValueRef ow0, unsigned tw, unsigned nl,
+                             LLVMValueRef ybase) {
+    const conv_geo *g = r->g;
+    LLVMTypeRef vt = vty(c, tw);
+    LLVMValueRef acc[2][CONV_MAX_MB];
+    conv_acc_init(c, vt, mb, acc[0]);
+    conv_acc_init(c, vt, mb, acc[1]);
+    cg_loop lkh, lci, lkw;
+    LLVMValueRef kh = cg_for_begin(c, &lkh, cg_i64(c, 0), cg_i64(c, g->kH), "kh");
+    LLVMValueRef ci = cg_for_begin(c, &lci, cg_i64(c, 0), cg_i64(c, g->Cg), "ci");
+    LLVMValueRef brow = imul(c, iadd(c, imul(c, ci, g->kH), kh), pd[0].wb);
+    LLVMValueRef wrow = conv_wrow(c, r, m0, ci, kh);
+    LLVMValueRef kw = cg_for_begin(c, &lkw, cg_i64(c, 0), cg_i64(c, g->kW), "kw");
+    LLVMValueRef bi =
+        iadd(c, iadd(c, brow, ow0), iaddk(c, imul(c, kw, g->cc[1]), g->b[1] - pd[0].umin));
+    LLVMValueRef xv[2];
+    for (int d = 0; d < 2; d++) {
+        xv[d] = ld(c, vt, LLVMBuildInBoundsGEP2(c->b, c->t_f32, pd[d].buf, &bi, 1, ""));
+        LLVMSetAlignment(LLVMGetLastInstruction(LLVMGetInsertBlock(c->b)), 4);
+    }
+    LLVMValueRef wi = iadd(c, wrow, kw);
+    for (unsigned j = 0; j < mb; j++) {
+        LLVMValueRef wv =
+            splat(c, cg_load(c, r->k->ptr[2], g->dt, iaddk(c, wi, (int64_t)j * g->wsm)), tw);
+        for (int d = 0; d < 2; d++) {
+            st(c, dl_cg__fmuladd(c, wv, xv[d], ld(c, vt, acc[d][j])), acc[d][j]);
+        }
+    }
+    cg_for_end(c, &lkw);
+    cg_for_end(c, &lci);
+    cg_for_end(c, &lkh);
+    int64_t PH = g->OH / 2, PW = g->OW / 2;
+    unsigned np = nl / 2; // pooled columns of the tile (a last odd column pools nothing)
+    LLVMValueRef m[CG_MAX_LANES / 2];
+    for (unsigned l = 0; l < tw / 2; l++) {
+        m[l] = LLVMConstInt(c->t_i1, l < np, 0);
+    }
+    LLVMValueRef pm = LLVMConstVector(m, tw / 2);
+    LLVMValueRef p0 = LLVMBuildUDiv(c->b, ow0, cg_i64(c, 2), "");
+    for (unsigned j = 0; j < mb; j++) {
+        LLVMValueRef mj = iaddk(c, m0, (int64_t)j);
+        LLVMValueRef v0 = conv_epi(c, r, mj, ld(c, vt, acc[0][j]), tw);
+        LLVMValueRef v1 = conv_epi(c, r, mj, ld(c, vt, acc[1][j]), tw);
+        LLVMValueRef pv = pool2_lanes(c, v0, v1, tw);
+        // y[n, grp*Mg + mj, row, p0 ..]: ybase is n*M + grp*Mg channels' pooled row `row`
+        LLVMValueRef yi = iadd(c, iadd(c, ybase, imul(c, mj, PH * PW)), p0);
+        LLVMValueRef yp = LLVMBuildInBoundsGEP2(c->b, c->t_f32, r->k->ptr[0], &yi, 1, "");
+        if (np == tw / 2) {
+            LLVMValueRef s = LLVMBuildStore(c->b, pv, yp);
+            LLVMSetAlignment(s, 4);
+        } else {
+            cg_masked_store(c, pv, yp, pm);
+        }
+    }
+}
+
+// Both rows of a pooled row for channels [m0, m0 + mb) in register tiles (conv_tile_pooled).
+static void conv_row_pooled(cg *c, const conv_row *r, const conv_pad *pd, LLVMValueRef m0,
+                            unsigned mb, unsigned tw, LLVMValueRef ybase) {
+    int64_t n_full = r->g->OW / (int64_t)tw, rest = r->g->OW % (int64_t)tw;
+    cg_loop l;
+    LLVMValueRef t = cg_for_begin(c, &l, cg_i64(c, 0), cg_i64(c, n_full), "qtile");
+    conv_tile_pooled(c, r, pd, m0, mb, imul(c, t, (int64_t)tw), tw, tw, ybase);
+    cg_for_end(c, &l);
+    if (rest > 1) {
+        conv_tile_pooled(c, r, pd, m0, mb, cg_i64(c, n_full * (int64_t)tw), tw, (unsigned)rest,
+                         ybase);
+    }
+}
+
 // All columns of one output row for channels [m0, m0 + mb), from the padded rows.
 static void conv_row_padded(cg *c, const conv_row *r, const conv_pad *pd, LLVMValueRef m0,
                             unsigned mb, unsigned tw) {
@@ -579,6 +691,7 @@ typedef struct conv_blocks {
     LLVMValueRef row;   // output row, or pooled row
     int64_t in_lo, in_hi;
     unsigned tw;
+    bool pooled_regs; // both window rows in register tiles, pooled there (conv_row_pooled)
 } conv_blocks;
 
 // Channels [m0, m0 + mb) of the outer row: the output row, or the two rows of the pooling
@@ -586,6 +699,12 @@ typedef struct conv_blocks {
 static void conv_block(cg *c, conv_blocks *b, LLVMValueRef m0, unsigned mb) {
     conv_row *r = b->r;
     const conv_geo *g = r->g;
+    if (b->pooled_regs) {
+        int64_t PH = g->OH / 2, PW = g->OW / 2;
+        LLVMValueRef ybase = iadd(c, imul(c, b->mbase, PH * PW), imul(c, b->row, PW));
+        conv_row_pooled(c, r, b->pd, m0, mb, b->tw, ybase);
+        return;
+    }
     for (int d = 0; d < (g->pool ? 2 : 1); d++) {
         r->oh = window_row(c, g, b->row, d);
         r->dr = d;
@@ -658,6 +777,16 @@ static dl_status emit_conv(cg *c, const dl_ir_node *n, const conv_geo *g) {
     // its pooling, 1 -> 32 channels at batch 256, 2.67-3.18 -> 2.24-2.36 ms on a Xeon of family 6
     // model 207 (8: no better than 6; 16: 2.32-2.54).
     unsigned mb_full = tw == 16 ? (g->pool && vw >= 16 && g->OW <= 512 ? 12 : 6) : 8;
+    // A pooled row through padded rows computes both rows of its windows in one register tile
+    // and pools there (conv_row_pooled): 2 x mb accumulators, 12 channels with AVX-512 (24 of
+    // the 32 zmm registers), 3 with AVX2 (a 16-lane tile is 2 ymm: 12 of 16). The CNN's first
+    // layer with its pooling, 1 -> 32 channels at batch 256 on one thread of a Xeon of family 6
+    // model 207, took 2.15 ms through the row buffer (half of it storing, reloading and
+    // pooling the rows).
+    bool pooled_regs = g->pool && pd[0].wb > 0 && tw % 2 == 0;
+    if (pooled_regs) {
+        mb_full = vw >= 16 ? 12 : 3;
+    }
     // Outer rows: output rows, or pooled rows (two output rows each)
     int64_t rows = g->pool ? g->OH / 2 : g->OH;
 
@@ -668,7 +797,7 @@ static dl_status emit_conv(cg *c, const dl_ir_node *n, const conv_geo *g) {
             dl_cg__entry_alloca(c, LLVMArrayType2(c->t_f32, (uint64_t)(g->Cg * g->kH * pd[d].wb)));
     }
     LLVMValueRef ybuf = NULL;
-    if (g->pool) {
+    if (g->pool && !pooled_regs) {
         ybuf = dl_cg__entry_alloca(c, LLVMArrayType2(c->t_f32, (uint64_t)(mb_full * 2 * g->OW)));
     }
     cg_loop lit;
@@ -688,7 +817,7 @@ static dl_status emit_conv(cg *c, const dl_ir_node *n, const conv_geo *g) {
         r.oh = window_row(c, g, row, d);
         conv_pad_fill(c, &r, &pd[d], vw >= 16 ? 16 : 8);
     }
-    conv_blocks cb = {&r, pd, mbase, row, in_lo, in_hi, tw};
+    conv_blocks cb = {&r, pd, mbase, row, in_lo, in_hi, tw, pooled_regs};
     int64_t n_blocks = g->Mg / mb_full, tail = g->Mg % mb_full;
     if (n_blocks > 0) {
         cg_loop lmb;
@@ -961,11 +1090,12 @@ static LLVMValueRef pool_tap_vec(cg *c, LLVMValueRef xp, LLVMValueRef start, int
     return LLVMBuildShuffleVector(c->b, lo, hi, LLVMConstVector(m, V), "");
 }
 
+// v > acc, or v is NaN and acc is not: (v > acc or unordered) and acc is a number. Two compares
+// (one masked by the other with AVX-512) instead of three and two logic operations.
 LLVMValueRef dl_cg__max_takes(cg *c, LLVMValueRef v, LLVMValueRef acc) {
-    LLVMValueRef gt = LLVMBuildFCmp(c->b, LLVMRealOGT, v, acc, "");
-    LLVMValueRef vnan = LLVMBuildFCmp(c->b, LLVMRealUNO, v, v, "");
+    LLVMValueRef ugt = LLVMBuildFCmp(c->b, LLVMRealUGT, v, acc, "");
     LLVMValueRef anum = LLVMBuildFCmp(c->b, LLVMRealORD, acc, acc, "");
-    return LLVMBuildOr(c->b, gt, LLVMBuildAnd(c->b, vnan, anum, ""), "");
+    return LLVMBuildAnd(c->b, ugt, anum, "");
 }
 
 bool dl_cg__pool_vec_ok(cg *c, const dl_cg__pool_geo *g, dl_dtype dt) {

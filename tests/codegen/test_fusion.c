@@ -424,6 +424,38 @@ DL_TEST(convolution_epilogues) {
                         1, 2));
 }
 
+// The direct kernel's pooled rows in registers (both window rows in one tile, pooled on the
+// vectors, x86_nn.c's conv_tile_pooled), against the evaluator bit for bit where it matters:
+// a NaN pixel (every window it reaches is NaN), a channel of zero weights and a -0 bias (every
+// tap ties at -0, LeakyRelu keeps the sign), 29 columns (a 13-column last tile whose odd column
+// pools nothing) and 13 channels (a register block of 12 and one of 1). LeakyRelu and Relu go
+// through the vector epilogue, Abs lane by lane.
+DL_TEST(convolution_pooling_in_registers) {
+    double x[6 * 29], w[13 * 9], b[13];
+    for (int i = 0; i < 6 * 29; i++) {
+        x[i] = ((i * 37) % 23 - 11) / 7.0;
+    }
+    x[2 * 29 + 5] = NAN;
+    for (int i = 0; i < 13 * 9; i++) {
+        w[i] = i < 9 ? 0.0 : ((i * 11) % 17 - 8) / 9.0;
+    }
+    for (int i = 0; i < 13; i++) {
+        b[i] = i == 0 ? -0.0 : (i % 5 - 2) / 4.0;
+    }
+    const cg_data given[] = {{"x", x, 6 * 29}, {"w", w, 13 * 9}, {"b", b, 13}};
+    static const char *const acts[] = {"LeakyRelu <alpha = 0.1>", "Relu", "Abs"};
+    for (size_t a = 0; a < sizeof acts / sizeof acts[0]; a++) {
+        char text[512];
+        snprintf(text, sizeof text,
+                 "model m\ninput x : float[1, 1, 6, 29]\ninput w : float[13, 1, 3, 3]\n"
+                 "input b : float[13]\nv = Conv <pads = [1, 1, 1, 1]> (x, w, b)\nr = %s (v)\n"
+                 "y = MaxPool <kernel_shape = [2, 2], strides = [2, 2]> (r)\noutput y\n",
+                 acts[a]);
+        DL_CHECK(groups_are(text, 1, 3));
+        DL_CHECK(cg_check_io(text, CG_TOL_REDUCE, NULL, 0, given, 3, NULL));
+    }
+}
+
 DL_TEST(convolution_pooling) {
     // Conv (+ Relu) + a 2 x 2 / stride 2 MaxPool: one kernel that stores only the pooled value.
     // The implicit GEMM (one column group per image; odd rows and columns: floor, the last
