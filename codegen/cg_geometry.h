@@ -120,9 +120,12 @@ typedef struct dl_cg__conv_gemm {
     int64_t bd[2], abs_[2], xbs[2], bis[2];
     dl_cg__im2col im;
     // A fusion group's members epi[1 .. n_epi) applied to each element before it is stored in
-    // y (the group's output; epi[0] is the convolution), reading no other value. NULL: none.
+    // y (the group's output; epi[0] is the convolution), reading ext[0 .. n_ext): float32
+    // values of y's dims, each read at the element's own index (a residual Add). NULL: none.
     const dl_ir_node *const *epi;
     size_t n_epi;
+    dl_ir_value *const *ext;
+    size_t n_ext;
     // The group ends with a 2 x 2 / stride 2 MaxPool: y is [batch, M, OH / 2, OW / 2] (Conv's
     // TAPS_BY_POS only, im.OH x im.OW positions).
     bool pool;

@@ -902,10 +902,10 @@ LLVMValueRef dl_cg__fused_values(cg *c, const dl_ir_node *const *g, size_t n, si
 }
 
 #define FUSED_VEC_MAX_EXT 16
-// dl_cg__fused_values on vectors: val[0 .. first) are float32 vectors of one type, xin scalars
-// (each broadcast to every lane). NULL, having built nothing, unless every member computes
-// float32 from float32 through a `vec` emitter; then the same values lane by lane as the scalar
-// members would give (the same operations, in the same order).
+// dl_cg__fused_values on vectors: val[0 .. first) are float32 vectors of one type, xin vectors
+// of that type or scalars (each broadcast to every lane). NULL, having built nothing, unless every
+// member computes float32 from float32 through a `vec` emitter; then the same values lane by lane
+// as the scalar members would give (the same operations, in the same order).
 LLVMValueRef dl_cg__fused_values_vec(cg *c, const dl_ir_node *const *g, size_t n, size_t first,
                                      LLVMValueRef *val, dl_ir_value *const *ext,
                                      const LLVMValueRef *xin, size_t n_ext) {
@@ -927,6 +927,10 @@ LLVMValueRef dl_cg__fused_values_vec(cg *c, const dl_ir_node *const *g, size_t n
     }
     for (size_t e = 0; e < n_ext; e++) {
         LLVMTypeRef vt = LLVMTypeOf(val[0]);
+        if (LLVMGetTypeKind(LLVMTypeOf(xin[e])) == LLVMVectorTypeKind) {
+            xv[e] = xin[e]; // already one value per lane
+            continue;
+        }
         LLVMValueRef v = LLVMBuildInsertElement(c->b, LLVMGetUndef(vt), xin[e], cg_i32(c, 0), "");
         xv[e] = LLVMBuildShuffleVector(
             c->b, v, LLVMGetUndef(vt),

@@ -11,9 +11,9 @@
 // the activation before the pooling, applied where dx is stored). Such a group's values are all
 // float32, its other members are cheap (a few arithmetic or select instructions: no transcendental
 // in a GEMM's store loop), it reads at most 11 values and has at most 63 nodes; a convolution's
-// group reads nothing but the convolution's inputs (its epilogue is a function of the convolution's
-// value alone), a MaxPoolGrad's members nothing but float32 values of its dims (read at the
-// element's index). A convolution's group whose value only a 2 x 2 / stride 2 MaxPool reads ends
+// and a MaxPoolGrad's members read nothing but float32 values of the group's dims (read at the
+// element's index: a ResNet block's residual Add joins its second convolution). A convolution's
+// group that reads no value from outside and whose value only a 2 x 2 / stride 2 MaxPool reads ends
 // with that pooling (is_pool_tail): the group's output is then the pooled value (an inference
 // CNN's Conv+Relu+MaxPool; in training the pooling's gradient reads the activation, so it stays
 // apart). A node joins the group of its consumer when: its one output's every use is an
@@ -103,8 +103,8 @@ static bool fusible(const dl_ir_node *n) {
 }
 
 // A 2-D convolution that can head a group: float32 x, w, bias and y of rank 4. Its epilogue
-// reads nothing but the group's own values (the kernels apply it where they store y, with no
-// index to load other inputs at).
+// reads the group's own values and float32 values of its dims (a residual, which the kernels
+// load at the element they store).
 static bool is_conv_head(const dl_ir_node *n) {
     if (n->op != DL_IR_OP_CONV || n->n_outputs != 1 || n->n_inputs < 2 || !n->inputs[0] ||
         !n->inputs[1]) {
@@ -459,8 +459,8 @@ dl_status dl_pass_fusion(dl_ir_module *m, dl_diags *d, dl_pass_fusion_stats *out
         bool bat_union = bat[gn] || bat[gc];
         if (headed_union ? !all_float || inputs > DL_FUSION_MAX_HEAD_INPUTS ||
                                nodes > DL_FUSION_MAX_HEAD_NODES ||
-                               (conv_union && !members_read_ok(m, root, gn, gc, NULL, false)) ||
-                               (pool_union && !members_read_ok(m, root, gn, gc, &v->type, false)) ||
+                               ((conv_union || pool_union) &&
+                                !members_read_ok(m, root, gn, gc, &v->type, false)) ||
                                (bat_union && !members_read_ok(m, root, gn, gc, NULL, true))
                          : inputs > DL_FUSION_MAX_INPUTS) {
             continue;
@@ -486,7 +486,7 @@ dl_status dl_pass_fusion(dl_ir_module *m, dl_diags *d, dl_pass_fusion_stats *out
         }
         size_t gv = find(root, v->def->id);
         bool all_float = false;
-        if (gv != v->def->id || !conv[gv] ||
+        if (gv != v->def->id || !conv[gv] || !members_read_ok(m, root, gv, gv, NULL, false) ||
             union_nodes(m, root, gv, i, &all_float) > DL_FUSION_MAX_HEAD_NODES) {
             continue;
         }

@@ -111,6 +111,9 @@ typedef struct gemm_prob {
     dl_ir_value *ext[GEMM_MAX_EXT];
     int64_t ext_sm[GEMM_MAX_EXT], ext_sn[GEMM_MAX_EXT];
     size_t n_ext;
+    // ext_y (a convolution's residual): every ext is a float32 value of y's dims read at y's own
+    // element, batch included (never pooled), as rows of the vector epilogue (epi_vec).
+    bool ext_y;
 } gemm_prob;
 
 // The kernel's arguments: y, A, B, then C or a convolution's bias when present, then the
@@ -141,6 +144,7 @@ static LLVMValueRef epilogue_apply(cg *c, const gemm_prob *p, const cg_kernel *k
     if (!p->epi) {
         return v;
     }
+    DL_ASSERT(!p->ext_y); // epi_is_vec holds for every such product: epi_vec loads them
     size_t base = ext_arg0(p);
     LLVMValueRef xin[GEMM_MAX_EXT], val[GEMM_MAX_EPI];
     for (size_t e = 0; e < p->n_ext; e++) {
@@ -1152,7 +1156,7 @@ static bool epi_is_vec(cg *c, const gemm_prob *p) {
         ext_fixed = ext_fixed && p->ext_sm[e] == 0 && p->ext_sn[e] == 0;
     }
     return c->target->vector_width(c, DL_DT_FLOAT) >= 8 && (yt == DL_DT_FLOAT || bf_y) &&
-           (!p->epi || ext_fixed) &&
+           (!p->epi || ext_fixed || (p->ext_y && !p->pool)) &&
            (!p->cv || ((ct == DL_DT_FLOAT || ct == DL_DT_BFLOAT16) && p->cs_n <= 1));
 }
 
@@ -1195,11 +1199,14 @@ static void epi_vec(cg *c, const fctx *f, LLVMValueRef v, int64_t lanes, LLVMVal
         }
         v = LLVMBuildFAdd(c->b, v, cvv, "");
     }
+    LLVMValueRef yrow = add(c, f->y_off, add(c, mul_c(c, i, p->N), j0));
     if (p->epi) {
-        LLVMValueRef val[GEMM_MAX_EPI], xin[GEMM_MAX_EXT];
+        LLVMValueRef val[GEMM_MAX_EPI], xin[GEMM_MAX_EXT], xl[GEMM_MAX_EXT];
         size_t base = ext_arg0(p);
-        for (size_t e = 0; e < p->n_ext; e++) {
-            xin[e] = cg_load(c, f->k->ptr[base + e], p->ext[e]->type.dtype, cg_i64(c, 0));
+        for (size_t e = 0; e < p->n_ext; e++) { // ext_y: the row's lanes (float32), else one
+            xin[e] = p->ext_y
+                         ? cg_masked_load(c, vt, fptr(c, f->k->ptr[base + e], yrow), mask)
+                         : cg_load(c, f->k->ptr[base + e], p->ext[e]->type.dtype, cg_i64(c, 0));
         }
         val[0] = v;
         LLVMValueRef ev =
@@ -1207,13 +1214,14 @@ static void epi_vec(cg *c, const fctx *f, LLVMValueRef v, int64_t lanes, LLVMVal
         for (int64_t l = 0; l < lanes && !ev; l++) {
             LLVMValueRef lane = cg_i32(c, (int32_t)l);
             val[0] = LLVMBuildExtractElement(c->b, v, lane, "");
-            LLVMValueRef e =
-                dl_cg__fused_values(c, p->epi, p->n_epi, 1, val, p->ext, xin, p->n_ext);
+            for (size_t e = 0; e < p->n_ext; e++) {
+                xl[e] = p->ext_y ? LLVMBuildExtractElement(c->b, xin[e], lane, "") : xin[e];
+            }
+            LLVMValueRef e = dl_cg__fused_values(c, p->epi, p->n_epi, 1, val, p->ext, xl, p->n_ext);
             v = LLVMBuildInsertElement(c->b, v, e, lane, "");
         }
         v = ev ? ev : v;
     }
-    LLVMValueRef yrow = add(c, f->y_off, add(c, mul_c(c, i, p->N), j0));
     if (p->y->type.dtype == DL_DT_BFLOAT16) {
         LLVMValueRef h = cg_f32_to_bf16(c, v);
         LLVMValueRef yp = LLVMBuildInBoundsGEP2(c->b, c->t_i16, f->k->ptr[0], &yrow, 1, "");
@@ -2312,6 +2320,16 @@ dl_status dl_cg__emit_conv_gemm(cg *c, const dl_cg__conv_gemm *cp) {
     p.epi = cp->epi;
     p.n_epi = cp->n_epi;
     p.pool = cp->pool;
+    if (cp->n_ext > GEMM_MAX_EXT || (cp->n_ext > 0 && cp->pool)) {
+        cg_error(c, "a fused convolution reads at most %d values, and none when it pools",
+                 GEMM_MAX_EXT);
+        return DL_ERR_UNSUPPORTED;
+    }
+    for (size_t e = 0; e < cp->n_ext; e++) {
+        p.ext[e] = cp->ext[e];
+    }
+    p.n_ext = cp->n_ext;
+    p.ext_y = cp->n_ext > 0;
     if (p.nb * p.M * p.N == 0) {
         return DL_OK;
     }

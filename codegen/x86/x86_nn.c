@@ -204,6 +204,7 @@ bool dl_cg__attr_ints(cg *c, const char *name, int32_t n, int64_t def, int64_t *
 #define CONV_MAX_MB     16
 #define CONV_PAD_FLOATS 8192 // padded tap rows (emit_conv) at most this many floats (32 KiB)
 #define CONV_MAX_EPI    64   // nodes of a fused group with the convolution
+#define CONV_MAX_EXT    11   // values its members read besides the group's (passes/fusion.c)
 
 // Geometry of a 2-D (de)convolution as a gather: output position o of spatial dim i (0 = H,
 // 1 = W) and tap k read input position (o*a + b + k*cc) / d when that is exact and in range.
@@ -218,6 +219,10 @@ typedef struct conv_geo {
     const dl_ir_node *const *epi;
     size_t n_epi;
     dl_ir_value *y;
+    // Values the members read besides the group's: float32 of y's dims, each read at the
+    // stored element's own index (a residual Add); kernel arguments ext_arg0 ...
+    dl_ir_value *ext[CONV_MAX_EXT];
+    size_t n_ext, ext_arg0;
     // The group ends with a 2 x 2 / stride 2 MaxPool (passes/fusion.c, is_pool_tail): y is
     // [N, M, OH / 2, OW / 2], the max of each window of the values the convolution would store.
     bool pool;
@@ -349,9 +354,24 @@ static void conv_tile(cg *c, const conv_row *r, LLVMValueRef m0, unsigned mb, LL
 // The tile's values of channel mj (local to the group) before they are stored: the sums v (tw
 // lanes), plus the bias, through the fused members (on the vector where each member can be,
 // else lane by lane: LLVM's SLP vectoriser joined a Relu's lanes in pieces of 8, 4 and 1).
-static LLVMValueRef conv_epi(cg *c, const conv_row *r, LLVMValueRef mj, LLVMValueRef v,
-                             unsigned tw) {
+static LLVMValueRef conv_epi(cg *c, const conv_row *r, LLVMValueRef mj, LLVMValueRef v, unsigned tw,
+                             LLVMValueRef yi, unsigned nl) {
     const conv_geo *g = r->g;
+    LLVMValueRef xin[CONV_MAX_EXT], xl[CONV_MAX_EXT];
+    for (size_t e = 0; e < g->n_ext; e++) { // the tile's lanes of each (nl of them read)
+        LLVMValueRef ep = r->k->ptr[g->ext_arg0 + e];
+        if (tw == 1) {
+            xin[e] = cg_load(c, ep, DL_DT_FLOAT, yi);
+            continue;
+        }
+        LLVMValueRef m[CG_MAX_LANES];
+        for (unsigned l = 0; l < tw; l++) {
+            m[l] = LLVMConstInt(c->t_i1, l < nl, 0);
+        }
+        xin[e] =
+            cg_masked_load(c, vty(c, tw), LLVMBuildInBoundsGEP2(c->b, c->t_f32, ep, &yi, 1, ""),
+                           nl < tw ? LLVMConstVector(m, tw) : NULL);
+    }
     if (g->has_bias) {
         LLVMValueRef bv = cg_load(c, r->k->ptr[3], g->dt, iadd(c, r->bbase, mj));
         v = LLVMBuildFAdd(c->b, v, splat(c, bv, tw), "");
@@ -360,13 +380,18 @@ static LLVMValueRef conv_epi(cg *c, const conv_row *r, LLVMValueRef mj, LLVMValu
         LLVMValueRef val[CONV_MAX_EPI];
         val[0] = v;
         LLVMValueRef ve =
-            tw > 1 ? dl_cg__fused_values_vec(c, g->epi, g->n_epi, 1, val, NULL, NULL, 0) : NULL;
+            tw > 1 ? dl_cg__fused_values_vec(c, g->epi, g->n_epi, 1, val, g->ext, xin, g->n_ext)
+                   : NULL;
         if (ve) { // every member on the whole vector
             return ve;
         }
         for (unsigned l = 0; l < tw; l++) {
-            val[0] = tw == 1 ? v : LLVMBuildExtractElement(c->b, v, cg_i32(c, (int32_t)l), "");
-            LLVMValueRef e = dl_cg__fused_values(c, g->epi, g->n_epi, 1, val, NULL, NULL, 0);
+            LLVMValueRef lane = cg_i32(c, (int32_t)l);
+            val[0] = tw == 1 ? v : LLVMBuildExtractElement(c->b, v, lane, "");
+            for (size_t e = 0; e < g->n_ext; e++) {
+                xl[e] = tw == 1 ? xin[e] : LLVMBuildExtractElement(c->b, xin[e], lane, "");
+            }
+            LLVMValueRef e = dl_cg__fused_values(c, g->epi, g->n_epi, 1, val, g->ext, xl, g->n_ext);
             v = tw == 1 ? e : LLVMBuildInsertElement(c->b, v, e, cg_i32(c, (int32_t)l), "");
         }
     }
@@ -380,7 +405,6 @@ static void conv_store(cg *c, const conv_row *r, LLVMValueRef m0, unsigned mb, L
     LLVMTypeRef vt = vty(c, tw);
     for (unsigned j = 0; j < mb; j++) {
         LLVMValueRef mj = iaddk(c, m0, (int64_t)j);
-        LLVMValueRef v = conv_epi(c, r, mj, ld(c, vt, acc[j]), tw);
         LLVMValueRef yp = k->ptr[0], yi;
         if (r->ybuf) {
             yp = r->ybuf;
@@ -388,6 +412,8 @@ static void conv_store(cg *c, const conv_row *r, LLVMValueRef m0, unsigned mb, L
         } else {
             yi = iadd(c, iadd(c, r->ybase, imul(c, mj, g->OH * g->OW)), ow0);
         }
+        // ext is read at y's index (never pooled: dl_cg__lower_conv_fused)
+        LLVMValueRef v = conv_epi(c, r, mj, ld(c, vt, acc[j]), tw, r->ybuf ? NULL : yi, nl);
         if (nl < tw) {
             LLVMValueRef m[CG_MAX_LANES];
             for (unsigned l = 0; l < tw; l++) {
@@ -590,8 +616,8 @@ static void conv_tile_pooled(cg *c, const conv_row *r, const conv_pad *pd, LLVMV
     LLVMValueRef p0 = LLVMBuildUDiv(c->b, ow0, cg_i64(c, 2), "");
     for (unsigned j = 0; j < mb; j++) {
         LLVMValueRef mj = iaddk(c, m0, (int64_t)j);
-        LLVMValueRef v0 = conv_epi(c, r, mj, ld(c, vt, acc[0][j]), tw);
-        LLVMValueRef v1 = conv_epi(c, r, mj, ld(c, vt, acc[1][j]), tw);
+        LLVMValueRef v0 = conv_epi(c, r, mj, ld(c, vt, acc[0][j]), tw, NULL, tw);
+        LLVMValueRef v1 = conv_epi(c, r, mj, ld(c, vt, acc[1][j]), tw, NULL, tw);
         LLVMValueRef pv = pool2_lanes(c, v0, v1, tw);
         // y[n, grp*Mg + mj, row, p0 ..]: ybase is n*M + grp*Mg channels' pooled row `row`
         LLVMValueRef yi = iadd(c, iadd(c, ybase, imul(c, mj, PH * PW)), p0);
@@ -729,8 +755,13 @@ static void conv_block(cg *c, conv_blocks *b, LLVMValueRef m0, unsigned mb) {
 // y: [N, M, OH, OW] from x: [N, C, H, W], w, b?: [M]; the implicit GEMM where
 // dl_cg__conv_gemm_ok takes it, else the direct kernel (outer range N * G * OH).
 static dl_status emit_conv(cg *c, const dl_ir_node *n, const conv_geo *g) {
-    dl_ir_value *vals[4] = {g->y ? g->y : n->outputs[0], n->inputs[0], n->inputs[1],
-                            g->has_bias ? n->inputs[2] : NULL};
+    dl_ir_value *vals[4 + CONV_MAX_EXT] = {g->y ? g->y : n->outputs[0], n->inputs[0], n->inputs[1],
+                                           g->has_bias ? n->inputs[2] : NULL};
+    size_t n_vals = g->has_bias ? 4 : 3;
+    DL_ASSERT(g->n_ext == 0 || g->ext_arg0 == n_vals);
+    for (size_t e = 0; e < g->n_ext; e++) {
+        vals[n_vals++] = g->ext[e];
+    }
     if (g->N * g->M * g->OH * g->OW == 0) {
         return DL_OK; // empty output: nothing to compute
     }
@@ -744,6 +775,8 @@ static dl_status emit_conv(cg *c, const dl_ir_node *n, const conv_geo *g) {
         if (g->epi) {
             cgp.epi = g->epi;
             cgp.n_epi = g->n_epi;
+            cgp.ext = g->ext;
+            cgp.n_ext = g->n_ext;
         }
         return dl_cg__emit_conv_gemm(c, &cgp);
     }
@@ -791,7 +824,7 @@ static dl_status emit_conv(cg *c, const dl_ir_node *n, const conv_geo *g) {
     int64_t rows = g->pool ? g->OH / 2 : g->OH;
 
     cg_kernel k;
-    DL_TRY(cg_kernel_begin(c, vals, g->has_bias ? 4 : 3, g->N * g->G * rows, &k));
+    DL_TRY(cg_kernel_begin(c, vals, n_vals, g->N * g->G * rows, &k));
     for (int d = 0; d < (g->pool ? 2 : 1) && pd[0].wb > 0; d++) {
         pd[d].buf =
             dl_cg__entry_alloca(c, LLVMArrayType2(c->t_f32, (uint64_t)(g->Cg * g->kH * pd[d].wb)));
@@ -868,13 +901,19 @@ static dl_status conv_dims(cg *c, const dl_ir_node *n, conv_geo *g) {
 // Conv: x: [N, C, H, W], w: [M, C/group, kH, kW], b: [M] -> y: [N, M, OH, OW]; with a fusion
 // group's members epi[1 .. n_epi) applied before y (then the group's output) is stored.
 static dl_status lower_conv(cg *c, const dl_ir_node *n, const dl_ir_node *const *epi, size_t n_epi,
-                            const dl_ir_node *pool) {
+                            dl_ir_value *const *ext, size_t n_ext, const dl_ir_node *pool) {
     conv_geo g;
     DL_TRY(conv_dims(c, n, &g));
     if (epi) {
         g.epi = epi;
         g.n_epi = n_epi;
         g.y = epi[n_epi - 1]->outputs[0];
+        DL_ASSERT(n_ext <= CONV_MAX_EXT);
+        for (size_t e = 0; e < n_ext; e++) {
+            g.ext[e] = ext[e];
+        }
+        g.n_ext = n_ext;
+        g.ext_arg0 = g.has_bias ? 4 : 3;
     }
     if (pool) {
         g.pool = true;
@@ -1640,7 +1679,7 @@ static dl_status lower_layer_norm(cg *c, const dl_ir_node *n) {
 // Hooks of lower.c's table.
 
 dl_status dl_cg__lower_conv(cg *c, const dl_ir_node *n) {
-    return lower_conv(c, n, NULL, 0, NULL);
+    return lower_conv(c, n, NULL, 0, NULL, 0, NULL);
 }
 
 dl_status dl_cg__lower_conv_fused(cg *c, const dl_ir_node *const *g, size_t n) {
@@ -1665,15 +1704,21 @@ dl_status dl_cg__lower_conv_fused(cg *c, const dl_ir_node *const *g, size_t n) {
                  CONV_MAX_EPI - 1);
         return DL_ERR_UNSUPPORTED;
     }
-    dl_ir_value *ext[1];
+    // Other values the members read (a residual): float32 of the convolution's dims, loaded at
+    // the stored element's index; none when the group pools (its kernels store pooled values).
+    dl_ir_value *ext[CONV_MAX_EXT];
     size_t n_ext = 0;
-    DL_TRY(dl_cg__fused_inputs(c, g, n_epi, 1, ext, 1, &n_ext));
-    if (n_ext > 0) { // the kernels have no index to load another value at
-        cg_error(c, "a fused convolution epilogue reads only the group's values ('%s' is another)",
-                 ext[0]->name);
-        return DL_ERR_UNSUPPORTED;
+    DL_TRY(dl_cg__fused_inputs(c, g, n_epi, 1, ext, CONV_MAX_EXT, &n_ext));
+    for (size_t e = 0; e < n_ext; e++) {
+        if (pool || ext[e]->type.dtype != DL_DT_FLOAT || !dl_ir_type_same_dims(&ext[e]->type, v)) {
+            cg_error(c,
+                     "a fused convolution epilogue reads besides the group's values only float32 "
+                     "values of the convolution's dims, and none when it pools ('%s')",
+                     ext[e]->name);
+            return DL_ERR_UNSUPPORTED;
+        }
     }
-    return lower_conv(c, g[0], n_epi > 1 ? g : NULL, n_epi, pool);
+    return lower_conv(c, g[0], n_epi > 1 ? g : NULL, n_epi, ext, n_ext, pool);
 }
 
 dl_status dl_cg__lower_conv_transpose(cg *c, const dl_ir_node *n) {

@@ -411,17 +411,42 @@ DL_TEST(convolution_epilogues) {
     FUSES("model m\ninput x : float[2, 1, 9, 9]\ninput w : float[4, 1, 3, 3]\n"
           "v = Conv (x, w)\nu = LeakyRelu <alpha = 0.2> (v)\ny = Mul (u, u)\noutput y\n",
           1, 3, CG_TOL_REDUCE);
-    // A residual Add reads another tensor: the Conv stays alone, the Add and Relu group.
+    // Residual Adds: a value of the convolution's dims joins its epilogue, loaded at the
+    // element stored (the implicit GEMM: 8 channels; the direct kernel: one input channel, and
+    // NVPTX's for every case), also when it is one of the convolution's own inputs. A value of
+    // other dims (broadcast) keeps the Add out.
+    FUSES("model m\ninput x : float[2, 8, 8, 8]\ninput w : float[8, 8, 3, 3]\n"
+          "v = Conv <pads = [1, 1, 1, 1]> (x, w)\ns = Add (v, x)\nr = Relu (s)\noutput r\n",
+          1, 3, CG_TOL_REDUCE);
+    FUSES("model m\ninput x : float[1, 4, 5, 5]\ninput w : float[4, 4, 1, 1]\n"
+          "input b : float[4]\nv = Conv (x, w, b)\nr = Relu (v)\ns = Add (r, x)\noutput s\n",
+          1, 3, CG_TOL_REDUCE);
+    // ResNet's second convolution of a block (32 channels, 14 x 14 images: a 196-column panel
+    // group with a partial last panel) with its bias, the residual and a scaled shortcut.
+    FUSES("model m\ninput x : float[2, 32, 14, 14]\ninput w : float[32, 32, 3, 3]\n"
+          "input b : float[32]\ninput h : float[2, 32, 14, 14]\ninput k : float[2, 32, 14, 14]\n"
+          "v = Conv <pads = [1, 1, 1, 1]> (x, w, b)\ns = Add (v, h)\nt = Mul (k, s)\n"
+          "r = Relu (t)\noutput r\n",
+          1, 4, CG_TOL_REDUCE);
+    // The direct kernel (one input channel), 29 columns (a partial last tile, its ext lanes
+    // masked), a residual and a LeakyRelu; then Abs, which goes lane by lane.
+    FUSES("model m\ninput x : float[2, 1, 7, 29]\ninput w : float[5, 1, 3, 3]\n"
+          "input h : float[2, 5, 7, 29]\nv = Conv <pads = [1, 1, 1, 1]> (x, w)\n"
+          "s = Add (h, v)\nr = LeakyRelu <alpha = 0.1> (s)\noutput r\n",
+          1, 3, CG_TOL_REDUCE);
+    FUSES("model m\ninput x : float[2, 1, 7, 29]\ninput w : float[5, 1, 3, 3]\n"
+          "input h : float[2, 5, 7, 29]\nv = Conv <pads = [1, 1, 1, 1]> (x, w)\n"
+          "s = Sub (v, h)\nr = Abs (s)\noutput r\n",
+          1, 3, CG_TOL_REDUCE);
+    DL_CHECK(groups_are("model m\ninput x : float[2, 8, 8, 8]\ninput w : float[8, 8, 3, 3]\n"
+                        "input c : float[8, 1, 1]\nv = Conv <pads = [1, 1, 1, 1]> (x, w)\n"
+                        "s = Add (v, c)\nr = Relu (s)\noutput r\n",
+                        1, 2));
+    // A group that reads a residual stores its full value: a MaxPool after it stays apart.
     DL_CHECK(groups_are("model m\ninput x : float[2, 8, 8, 8]\ninput w : float[8, 8, 3, 3]\n"
                         "v = Conv <pads = [1, 1, 1, 1]> (x, w)\ns = Add (v, x)\nr = Relu (s)\n"
-                        "output r\n",
-                        1, 2));
-    // A member reading one of the convolution's own inputs is just as foreign to its kernels:
-    // Conv + Relu group, the Add after them stays alone.
-    DL_CHECK(groups_are("model m\ninput x : float[1, 4, 5, 5]\ninput w : float[4, 4, 1, 1]\n"
-                        "input b : float[4]\nv = Conv (x, w, b)\nr = Relu (v)\n"
-                        "s = Add (r, x)\noutput s\n",
-                        1, 2));
+                        "y = MaxPool <kernel_shape = [2, 2], strides = [2, 2]> (r)\noutput y\n",
+                        1, 3));
 }
 
 // The direct kernel's pooled rows in registers (both window rows in one tile, pooled on the
