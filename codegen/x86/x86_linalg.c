@@ -1262,6 +1262,26 @@ static void emit_micro(cg *c, const fctx *f, LLVMValueRef tile, int64_t mr) {
         LLVMBasicBlockRef from[2] = {from_zero, from_scr};
         LLVMAddIncoming(acc[r], in, from, 2);
     }
+    // A convolution's residual (ext_y), read by the epilogue after the last K block: its
+    // tile's lines (mr rows, a row of y apart) are requested while the block's k loop runs,
+    // not when the epilogue needs them.
+    if (f->direct && f->p->ext_y) {
+        const gemm_prob *p = f->p;
+        LLVMBasicBlockRef join =
+            if_begin(c, LLVMBuildICmp(c->b, LLVMIntEQ, add(c, f->pc, f->kc), cg_i64(c, p->K), ""));
+        LLVMValueRef j0 = add(c, f->c0, mul_c(c, f->sub, f->g.NR));
+        LLVMValueRef i0 = add(c, f->i0, mul_c(c, tile, f->g.MR));
+        LLVMValueRef row0 = add(c, f->y_off, add(c, mul_c(c, i0, p->N), j0));
+        for (size_t e = 0; e < p->n_ext; e++) {
+            for (int64_t r = 0; r < mr; r++) {
+                for (int64_t h = 0; h < f->g.NR; h += 16) {
+                    cg_prefetch(c, fptr(c, f->k->ptr[ext_arg0(p) + e],
+                                        add(c, row0, cg_i64(c, r * p->N + h))));
+                }
+            }
+        }
+        if_end(c, join);
+    }
     // bf16: steps over k pairs, the tiles and panels half as long (in i32 elements)
     int64_t kstep = f->bf ? 2 : 1;
     void (*step)(cg *, const fctx *, LLVMValueRef, LLVMValueRef, LLVMValueRef, int64_t,
