@@ -130,6 +130,7 @@ static void cg_fini(cg *c) {
     }
     free(c->value_buf);
     free(c->tr_fold);
+    free(c->cast_pp);
     free(c->fns.data);
     free(c->kernels.data);
     free(c->args.data);
@@ -351,15 +352,24 @@ static dl_status compile(const cg_target *t, const dl_ir_module *m, const dl_cg_
     if ((st = dl_cg__transpose_folds(&c)) != DL_OK) {
         goto out;
     }
+    if (!o->no_prepack && (st = dl_cg__cast_prepacks(&c, n_fwd)) != DL_OK) {
+        goto out;
+    }
     for (size_t i = 0; i < m->nodes.len && st == DL_OK; i++) {
         c.node = m->nodes.data[i];
         DL_ASSERT(c.node->id == i);
         c.node_k0[i] = (uint32_t)c.kernels.len;
         c.prepack = !o->no_prepack && i < n_fwd;
-        if (!c.node->fuse_root && !(c.tr_fold && c.tr_fold[i])) {
+        if (!c.node->fuse_root && !(c.tr_fold && c.tr_fold[i]) &&
+            !(c.cast_pp && c.cast_pp[i] == 2)) {
             st = lower_group(&c, i);
         }
         c.node_k1[i] = (uint32_t)c.kernels.len;
+        // A weight's Cast that the products' prepack kernels round (dl_cg__cast_prepacks): the
+        // train step's forward only
+        for (uint32_t k = c.node_k0[i]; c.cast_pp && c.cast_pp[i] == 1 && k < c.node_k1[i]; k++) {
+            c.kernels.data[k].only = CG_ENTRY_TRAIN;
+        }
         for (uint32_t k = c.node_k0[i]; st == DL_OK && i < n_fwd && k < c.node_k1[i]; k++) {
             if (c.kernels.data[k].only != CG_ENTRY_TRAIN && !DL_VEC_PUSH(&c.infer_kernels, k)) {
                 st = DL_ERR_NOMEM;

@@ -67,6 +67,11 @@ typedef struct cg {
     // (dl_cg__transpose_folds); it gets no kernel. 2 once a product's kernel is named with it
     // (cg_compile.c). NULL: none.
     uint8_t *tr_fold;
+    // Per node id: nonzero for a forward Cast of a float32 param or constant to bfloat16 whose
+    // every forward reader is a product that prepacks it (dl_cg__cast_prepacks): the infer
+    // entry runs no kernel of it (1: the train step's forward still runs it; 2: there is no
+    // train step, it gets no kernel). NULL: none.
+    uint8_t *cast_pp;
     // Lowering a forward node whose products may read prepacked weights (dl_cg_options.prepack:
     // an infer-only kernel packs a param B once per change, docs/codegen.md "Prepacked weights").
     bool prepack;
@@ -247,6 +252,10 @@ DL_CG__LOWER_HOOK(matmul);
 // Transposes, is never materialised: the MatMul reads the first materialised value before it
 // with the composed permutation's strides (attention's K^T and V, the backward's B^T).
 DL_NODISCARD dl_status dl_cg__transpose_folds(cg *c);
+// Decides c->cast_pp before lowering (after dl_cg__transpose_folds; forward nodes [0, n_fwd)):
+// with mixed precision a weight's Cast to bfloat16 runs once per infer call, though its readers'
+// prepack kernels could round it themselves when the params change.
+DL_NODISCARD dl_status dl_cg__cast_prepacks(cg *c, size_t n_fwd);
 // The Transpose's permutation, perm[i] = the input dim of output dim i (default: reversed);
 // false when the attribute is no permutation of the input's axes.
 bool dl_cg__transpose_perm(const dl_ir_node *n, int32_t *perm);

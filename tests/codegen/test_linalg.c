@@ -295,6 +295,36 @@ DL_TEST(matmul_bf16_tiles) {
              tbf);
 }
 
+// Mixed precision's weight Casts folded into the prepack kernels (dl_cg__cast_prepacks): where
+// the level has AMX or AVX512-BF16, a float32 param's Cast to bfloat16 read only as B by blocked
+// products gets no infer kernel; the prepack kernel rounds the weight as the Cast would, so
+// infer gives the bytes of the --no-prepack build (cg_check compares them) and the evaluator's.
+// Row-major B, transposed B (AMX's transposing pack), a MatMul, one Cast read by two products,
+// a K past one AMX block with an odd tail; a Cast also read as A keeps its kernel.
+DL_TEST(matmul_bf16_weight_cast_prepacked) {
+    cg_tol tbf = {2e-2, 1e-2, 0, 0};
+    CG_CHECK("model m\ninput x : float[96, 280]\nparam w : float[280, 70] = glorot_uniform(seed "
+             "= 1)\nparam b : float[70] = zeros\nxb = Cast <to = \"bfloat16\"> (x)\n"
+             "wb = Cast <to = \"bfloat16\"> (w)\nbb = Cast <to = \"bfloat16\"> (b)\n"
+             "h = Gemm (xb, wb, bb)\ny = Cast <to = \"float\"> (h)\noutput y\n",
+             tbf);
+    CG_CHECK("model m\ninput x : float[64, 301]\nparam w : float[45, 301] = glorot_uniform(seed "
+             "= 2)\nxb = Cast <to = \"bfloat16\"> (x)\nwb = Cast <to = \"bfloat16\"> (w)\n"
+             "h = Gemm <transB = 1> (xb, wb)\ny = Cast <to = \"float\"> (h)\noutput y\n",
+             tbf);
+    CG_CHECK("model m\ninput x : float[2, 40, 170]\ninput z : float[50, 170]\n"
+             "param w : float[170, 48] = glorot_uniform(seed = 3)\n"
+             "xb = Cast <to = \"bfloat16\"> (x)\nzb = Cast <to = \"bfloat16\"> (z)\n"
+             "wb = Cast <to = \"bfloat16\"> (w)\nh = MatMul (xb, wb)\ng = MatMul (zb, wb)\n"
+             "y = Cast <to = \"float\"> (h)\nu = Cast <to = \"float\"> (g)\n"
+             "output y\noutput u\n",
+             tbf);
+    CG_CHECK("model m\nparam w : float[100, 100] = glorot_uniform(seed = 4)\n"
+             "wb = Cast <to = \"bfloat16\"> (w)\nh = MatMul (wb, wb)\n"
+             "y = Cast <to = \"float\"> (h)\noutput y\n",
+             tbf);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Transposes read through strides (dl_cg__transpose_folds): a Transpose whose every reader is a
 // float32 MatMul operand (directly or through another such Transpose) gets no kernel; the
