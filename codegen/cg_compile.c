@@ -269,15 +269,29 @@ static dl_status lower_group(cg *c, size_t r) {
         return DL_ERR_NOMEM;
     }
     n = 0;
+    size_t head = SIZE_MAX; // the group's product, convolution or MaxPoolGrad (at most one)
     for (size_t i = 0; i <= r; i++) {
         const dl_ir_node *x = m->nodes.data[i];
         if (x == root || x->fuse_root == root) {
-            if (n == 0 && x != root) {
-                (void)name_folded(c, x, &ops);
+            if (x->op == DL_IR_OP_GEMM || x->op == DL_IR_OP_MATMUL || x->op == DL_IR_OP_CONV ||
+                x->op == DL_IR_OP_MAX_POOL_GRAD) {
+                head = n;
             }
             g[n++] = x;
-            dl_strbuf_printf(&ops, "%s%s", n > 1 ? "+" : "", dl_ir_op_get_info(x->op)->name);
         }
+    }
+    // The head goes first (the lowerings take g[0] for it): members before it in node order
+    // (a residual's Neg computed ahead of the Conv) read nothing it makes, so they may follow it.
+    if (head != SIZE_MAX && head > 0) {
+        const dl_ir_node *h = g[head];
+        memmove(g + 1, g, head * sizeof *g);
+        g[0] = h;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (i == 0 && g[0] != root) {
+            (void)name_folded(c, g[0], &ops);
+        }
+        dl_strbuf_printf(&ops, "%s%s", i > 0 ? "+" : "", dl_ir_op_get_info(g[i]->op)->name);
     }
     dl_status st = ops.oom || !DL_VEC_PUSH(&c->strs, ops.data) ? DL_ERR_NOMEM : DL_OK;
     if (st != DL_OK) {

@@ -11,6 +11,7 @@
 #include "x86/x86.h"
 
 #include <llvm-c/Core.h>
+#include <llvm-c/Support.h>
 #include <llvm-c/Target.h>
 #include <llvm-c/TargetMachine.h>
 
@@ -28,6 +29,11 @@ static void init_targets_once(void) {
     LLVMInitializeX86Target();
     LLVMInitializeX86TargetMC();
     LLVMInitializeX86AsmPrinter();
+    // LLVM 19's store-forwarding-block pass aborts the process ("Invalid size request on a
+    // scalable vector") on some masked accesses of AVX2 code (a pooled convolution's kernel with
+    // 33-column rows): it is only a tuning pass, so it is off.
+    const char *const opts[] = {"dlcc", "-x86-disable-avoid-SFB"};
+    LLVMParseCommandLineOptions(2, opts, NULL);
 }
 
 // LLVM's target registration is not thread-safe; concurrent first compiles go through once.
