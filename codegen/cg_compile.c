@@ -303,8 +303,7 @@ static dl_status lower_group(cg *c, size_t r) {
         c->node_ops = NULL;
     } else {
         c->node_ops = ops.data;
-        c->node_ops_elementwise = g[0]->op != DL_IR_OP_GEMM && g[0]->op != DL_IR_OP_MATMUL &&
-                                  g[0]->op != DL_IR_OP_CONV && g[0]->op != DL_IR_OP_MAX_POOL_GRAD;
+        c->node_ops_elementwise = head == SIZE_MAX;
         c->node_first = g[0];
         st = c->node_ops_elementwise              ? dl_cg__lower_fused(c, g, n)
              : g[0]->op == DL_IR_OP_CONV          ? dl_cg__lower_conv_fused(c, g, n)

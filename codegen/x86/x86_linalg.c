@@ -2912,8 +2912,6 @@ dl_status dl_cg__cast_prepacks(cg *c, size_t n_fwd) {
     }
     dl_ir_module_mark_roots(m, root);
     bool train = m->has_backward && m->train;
-    bool saved = c->prepack;
-    c->prepack = true;
     for (size_t i = 0; i < n_fwd && i < nn; i++) {
         const dl_ir_node *n = m->nodes.data[i];
         if (n->op != DL_IR_OP_CAST || n->n_inputs != 1 || n->n_outputs != 1 || !n->inputs[0]) {
@@ -2947,7 +2945,6 @@ dl_status dl_cg__cast_prepacks(cg *c, size_t n_fwd) {
         }
         c->cast_pp[i] = ok ? c->cast_pp[i] : 0;
     }
-    c->prepack = saved;
     free(root);
     return DL_OK;
 }

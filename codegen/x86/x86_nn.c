@@ -220,9 +220,9 @@ typedef struct conv_geo {
     size_t n_epi;
     dl_ir_value *y;
     // Values the members read besides the group's: float32 of y's dims, each read at the
-    // stored element's own index (a residual Add); kernel arguments ext_arg0 ...
+    // stored element's own index (a residual Add); the kernel's arguments after the bias.
     dl_ir_value *ext[CONV_MAX_EXT];
-    size_t n_ext, ext_arg0;
+    size_t n_ext;
     // The group ends with a 2 x 2 / stride 2 MaxPool (passes/fusion.c, is_pool_tail): y is
     // [N, M, OH / 2, OW / 2], the max of each window of the values the convolution would store.
     bool pool;
@@ -349,8 +349,6 @@ static void conv_tile(cg *c, const conv_row *r, LLVMValueRef m0, unsigned mb, LL
     conv_store(c, r, m0, mb, ow0, tw, tw, acc);
 }
 
-// The tile's epilogue: bias, the fused members lane by lane, store y[n, g*Mg + m0 + j, oh,
-// ow0 + l] for l < nl (a float32 y's last tile may have nl < tw lanes: a masked store).
 // The tile's values of channel mj (local to the group) before they are stored: the sums v (tw
 // lanes), plus the bias, through the fused members (on the vector where each member can be,
 // else lane by lane: LLVM's SLP vectoriser joined a Relu's lanes in pieces of 8, 4 and 1).
@@ -359,7 +357,7 @@ static LLVMValueRef conv_epi(cg *c, const conv_row *r, LLVMValueRef mj, LLVMValu
     const conv_geo *g = r->g;
     LLVMValueRef xin[CONV_MAX_EXT], xl[CONV_MAX_EXT];
     for (size_t e = 0; e < g->n_ext; e++) { // the tile's lanes of each (nl of them read)
-        LLVMValueRef ep = r->k->ptr[g->ext_arg0 + e];
+        LLVMValueRef ep = r->k->ptr[(g->has_bias ? 4 : 3) + e];
         if (tw == 1) {
             xin[e] = cg_load(c, ep, DL_DT_FLOAT, yi);
             continue;
@@ -398,6 +396,8 @@ static LLVMValueRef conv_epi(cg *c, const conv_row *r, LLVMValueRef mj, LLVMValu
     return v;
 }
 
+// The tile's epilogue (conv_epi), stored to y[n, g*Mg + m0 + j, oh, ow0 + l] for l < nl (a
+// float32 y's last tile may have nl < tw lanes: a masked store), or to the row buffer.
 static void conv_store(cg *c, const conv_row *r, LLVMValueRef m0, unsigned mb, LLVMValueRef ow0,
                        unsigned tw, unsigned nl, const LLVMValueRef *acc) {
     const conv_geo *g = r->g;
@@ -757,8 +757,7 @@ static void conv_block(cg *c, conv_blocks *b, LLVMValueRef m0, unsigned mb) {
 static dl_status emit_conv(cg *c, const dl_ir_node *n, const conv_geo *g) {
     dl_ir_value *vals[4 + CONV_MAX_EXT] = {g->y ? g->y : n->outputs[0], n->inputs[0], n->inputs[1],
                                            g->has_bias ? n->inputs[2] : NULL};
-    size_t n_vals = g->has_bias ? 4 : 3;
-    DL_ASSERT(g->n_ext == 0 || g->ext_arg0 == n_vals);
+    size_t n_vals = g->has_bias ? 4 : 3; // then the epilogue's values (conv_epi)
     for (size_t e = 0; e < g->n_ext; e++) {
         vals[n_vals++] = g->ext[e];
     }
@@ -913,7 +912,6 @@ static dl_status lower_conv(cg *c, const dl_ir_node *n, const dl_ir_node *const 
             g.ext[e] = ext[e];
         }
         g.n_ext = n_ext;
-        g.ext_arg0 = g.has_bias ? 4 : 3;
     }
     if (pool) {
         g.pool = true;
