@@ -1323,6 +1323,18 @@ static void emit_micro(cg *c, const fctx *f, LLVMValueRef tile, int64_t mr) {
     LLVMValueRef next[MAX_MR];
     memcpy(next, l.v, sizeof(LLVMValueRef) * (size_t)mr);
     LLVMValueRef kb = mul_c(c, l.iv, UNROLL);
+    // The next panel's B into L2, one cache line per unrolled step, the tiles of a block taking
+    // turns (a block of MB / MR tiles requests every line of a panel once): the panel's first
+    // tile then does not wait on L3 (prepacked weights, larger than L2 with the packed A) or on
+    // memory. MLP 784-1024x3-10 inference at batch 256, 1 thread: 10.7 -> 9.7 ms a call. Past
+    // the group's last panel it requests lines no tile reads; a prefetch never faults.
+    if (!f->amx) {
+        int64_t lines = f->g.KC / kstep * f->g.NR / 16;
+        LLVMValueRef line = LLVMBuildURem(
+            c->b, add(c, mul_c(c, tile, f->g.KC / kstep / UNROLL), l.iv), cg_i64(c, lines), "");
+        cg_prefetch(
+            c, fptr(c, f->bp, add(c, add(c, bbase, cg_i64(c, lines * 16)), mul_c(c, line, 16))));
+    }
     for (int64_t u = 0; u < UNROLL; u++) {
         step(c, f, abase, bbase, add(c, kb, cg_i64(c, u)), mr, next);
     }
