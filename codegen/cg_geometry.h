@@ -121,7 +121,8 @@ typedef struct dl_cg__conv_gemm {
     dl_cg__im2col im;
     // A fusion group's members epi[1 .. n_epi) applied to each element before it is stored in
     // y (the group's output; epi[0] is the convolution), reading ext[0 .. n_ext): float32
-    // values of y's dims, each read at the element's own index (a residual Add). NULL: none.
+    // values of y's dims, each read at the element's own index (a residual Add), or per channel
+    // (dl_cg__conv_ext_kind). NULL: none.
     const dl_ir_node *const *epi;
     size_t n_epi;
     dl_ir_value *const *ext;
@@ -130,6 +131,17 @@ typedef struct dl_cg__conv_gemm {
     // TAPS_BY_POS only, im.OH x im.OW positions).
     bool pool;
 } dl_cg__conv_gemm;
+
+// How a convolution's fused epilogue reads value `ext` (float32) at an element of its output
+// `y` ([N, M, OH, OW]): at the element's own index (ext has y's dims), at its channel (ext's
+// dims, aligned to y's last, are 1 but M against y's channels: [M, 1, 1]), or its one element.
+typedef enum dl_cg__conv_ext {
+    DL_CG__CONV_EXT_ELEM,
+    DL_CG__CONV_EXT_CHANNEL,
+    DL_CG__CONV_EXT_ONE,
+    DL_CG__CONV_EXT_NONE, // none of these (passes/fusion.c never groups it)
+} dl_cg__conv_ext;
+dl_cg__conv_ext dl_cg__conv_ext_kind(const dl_ir_value *ext, const dl_ir_value *y);
 
 // The static selection rule: true when the implicit GEMM is the kernel to use for this
 // problem on this target (float32, a target with >= 8 float lanes, a product large enough for

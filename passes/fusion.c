@@ -12,7 +12,9 @@
 // float32, its other members are cheap (a few arithmetic or select instructions: no transcendental
 // in a GEMM's store loop), it reads at most 11 values and has at most 63 nodes; a convolution's
 // and a MaxPoolGrad's members read nothing but float32 values of the group's dims (read at the
-// element's index: a ResNet block's residual Add joins its second convolution). A convolution's
+// element's index: a ResNet block's residual Add joins its second convolution) and, a
+// convolution's, float32 values per channel (per_channel_of: a [C, 1, 1] scale or shift, read at
+// the element's channel: an inference BatchNorm written as Mul and Add). A convolution's
 // group that reads no value from outside and whose value only a 2 x 2 / stride 2 MaxPool reads ends
 // with that pooling (is_pool_tail): the group's output is then the pooled value (an inference
 // CNN's Conv+Relu+MaxPool; in training the pooling's gradient reads the activation, so it stays
@@ -103,8 +105,8 @@ static bool fusible(const dl_ir_node *n) {
 }
 
 // A 2-D convolution that can head a group: float32 x, w, bias and y of rank 4. Its epilogue
-// reads the group's own values and float32 values of its dims (a residual, which the kernels
-// load at the element they store).
+// reads the group's own values, float32 values of its dims (a residual, which the kernels load
+// at the element they store) and float32 values per channel (loaded at its channel).
 static bool is_conv_head(const dl_ir_node *n) {
     if (n->op != DL_IR_OP_CONV || n->n_outputs != 1 || n->n_inputs < 2 || !n->inputs[0] ||
         !n->inputs[1]) {
@@ -326,13 +328,31 @@ static size_t external_inputs(const dl_ir_module *m, size_t *root, size_t ga, si
     return n;
 }
 
+// Whether float32 value v broadcasts along t ([N, C, ...]) to one value per channel: its dims,
+// aligned to t's last, are 1 but the one against t's channels, which is 1 or C ([C, 1, 1],
+// [1, C, 1, 1], a single element).
+static bool per_channel_of(const dl_ir_type *v, const dl_ir_type *t) {
+    if (v->dtype != DL_DT_FLOAT || v->rank > t->rank || t->rank < 2) {
+        return false;
+    }
+    for (int32_t i = 0; i < v->rank; i++) {
+        int32_t ti = t->rank - v->rank + i;
+        int64_t d = v->dims[i].value;
+        if (d != 1 && (ti != 1 || d != t->dims[1].value)) {
+            return false;
+        }
+    }
+    return true;
+}
+
 // Whether every member of groups ga and gb together but its head (a convolution, a MaxPoolGrad
 // or a batched MatMul) reads only values made in the union (t NULL: a convolution's kernels have
 // no index to load another value at), single-element values when `scalars` (a batched
 // product's epilogue loads them at offset 0) or, from outside it, float32 values of t's dims
-// (the pooling gradient's kernel loads them at its own element's index).
+// (the pooling gradient's kernel loads them at its own element's index) and, when `chan` (a
+// convolution's epilogue, which knows each element's channel), float32 values per channel of t.
 static bool members_read_ok(const dl_ir_module *m, size_t *root, size_t ga, size_t gb,
-                            const dl_ir_type *t, bool scalars) {
+                            const dl_ir_type *t, bool scalars, bool chan) {
     for (size_t i = 0; i < m->nodes.len; i++) {
         size_t g = find(root, i);
         const dl_ir_node *x = m->nodes.data[i];
@@ -343,7 +363,8 @@ static bool members_read_ok(const dl_ir_module *m, size_t *root, size_t ga, size
             const dl_ir_value *v = x->inputs[a];
             size_t gd = v->def ? find(root, v->def->id) : SIZE_MAX;
             if (gd != ga && gd != gb && !(scalars && dl_ir_type_numel(&v->type) == 1) &&
-                (!t || v->type.dtype != DL_DT_FLOAT || !dl_ir_type_same_dims(&v->type, t))) {
+                (!t || v->type.dtype != DL_DT_FLOAT || !dl_ir_type_same_dims(&v->type, t)) &&
+                !(t && chan && per_channel_of(&v->type, t))) {
                 return false;
             }
         }
@@ -460,8 +481,8 @@ dl_status dl_pass_fusion(dl_ir_module *m, dl_diags *d, dl_pass_fusion_stats *out
         if (headed_union ? !all_float || inputs > DL_FUSION_MAX_HEAD_INPUTS ||
                                nodes > DL_FUSION_MAX_HEAD_NODES ||
                                ((conv_union || pool_union) &&
-                                !members_read_ok(m, root, gn, gc, &v->type, false)) ||
-                               (bat_union && !members_read_ok(m, root, gn, gc, NULL, true))
+                                !members_read_ok(m, root, gn, gc, &v->type, false, conv_union)) ||
+                               (bat_union && !members_read_ok(m, root, gn, gc, NULL, true, false))
                          : inputs > DL_FUSION_MAX_INPUTS) {
             continue;
         }
@@ -486,7 +507,8 @@ dl_status dl_pass_fusion(dl_ir_module *m, dl_diags *d, dl_pass_fusion_stats *out
         }
         size_t gv = find(root, v->def->id);
         bool all_float = false;
-        if (gv != v->def->id || !conv[gv] || !members_read_ok(m, root, gv, gv, NULL, false) ||
+        if (gv != v->def->id || !conv[gv] ||
+            !members_read_ok(m, root, gv, gv, NULL, false, false) ||
             union_nodes(m, root, gv, i, &all_float) > DL_FUSION_MAX_HEAD_NODES) {
             continue;
         }

@@ -111,10 +111,17 @@ typedef struct gemm_prob {
     dl_ir_value *ext[GEMM_MAX_EXT];
     int64_t ext_sm[GEMM_MAX_EXT], ext_sn[GEMM_MAX_EXT];
     size_t n_ext;
-    // ext_y (a convolution's residual): every ext is a float32 value of y's dims read at y's own
-    // element, batch included (never pooled), as rows of the vector epilogue (epi_vec).
+    // ext_y (a convolution's epilogue values): every ext is a float32 value of y's dims read at
+    // y's own element, batch included (never pooled), as rows of the vector epilogue (epi_vec),
+    // or a value per output channel (read at bias_off + i) or a single element (ext_kind).
     bool ext_y;
+    dl_cg__conv_ext ext_kind[GEMM_MAX_EXT];
 } gemm_prob;
+
+// Whether the epilogue reads ext e as rows of y's own elements (a convolution's residual).
+static bool ext_row(const gemm_prob *p, size_t e) {
+    return p->ext_y && p->ext_kind[e] == DL_CG__CONV_EXT_ELEM;
+}
 
 // The kernel's arguments: y, A, B, then C or a convolution's bias when present, then the
 // epilogue's inputs.
@@ -1230,9 +1237,13 @@ static void epi_vec(cg *c, const fctx *f, LLVMValueRef v, int64_t lanes, LLVMVal
         LLVMValueRef val[GEMM_MAX_EPI], xin[GEMM_MAX_EXT], xl[GEMM_MAX_EXT];
         size_t base = ext_arg0(p);
         for (size_t e = 0; e < p->n_ext; e++) { // ext_y: the row's lanes (float32), else one
-            xin[e] = p->ext_y
-                         ? cg_masked_load(c, vt, fptr(c, f->k->ptr[base + e], yrow), mask)
-                         : cg_load(c, f->k->ptr[base + e], p->ext[e]->type.dtype, cg_i64(c, 0));
+            if (ext_row(p, e)) {
+                xin[e] = cg_masked_load(c, vt, fptr(c, f->k->ptr[base + e], yrow), mask);
+                continue;
+            }
+            bool ch = p->ext_y && p->ext_kind[e] == DL_CG__CONV_EXT_CHANNEL;
+            xin[e] = cg_load(c, f->k->ptr[base + e], p->ext[e]->type.dtype,
+                             ch ? add(c, f->bias_off, i) : cg_i64(c, 0));
         }
         val[0] = v;
         LLVMValueRef ev =
@@ -1241,7 +1252,7 @@ static void epi_vec(cg *c, const fctx *f, LLVMValueRef v, int64_t lanes, LLVMVal
             LLVMValueRef lane = cg_i32(c, (int32_t)l);
             val[0] = LLVMBuildExtractElement(c->b, v, lane, "");
             for (size_t e = 0; e < p->n_ext; e++) {
-                xl[e] = p->ext_y ? LLVMBuildExtractElement(c->b, xin[e], lane, "") : xin[e];
+                xl[e] = ext_row(p, e) ? LLVMBuildExtractElement(c->b, xin[e], lane, "") : xin[e];
             }
             LLVMValueRef e = dl_cg__fused_values(c, p->epi, p->n_epi, 1, val, p->ext, xl, p->n_ext);
             v = LLVMBuildInsertElement(c->b, v, e, lane, "");
@@ -1299,7 +1310,7 @@ static void emit_micro(cg *c, const fctx *f, LLVMValueRef tile, int64_t mr) {
         LLVMValueRef i0 = add(c, f->i0, mul_c(c, tile, f->g.MR));
         LLVMValueRef row0 = add(c, f->y_off, add(c, mul_c(c, i0, p->N), j0));
         for (size_t e = 0; e < p->n_ext; e++) {
-            for (int64_t r = 0; r < mr; r++) {
+            for (int64_t r = 0; r < mr && ext_row(p, e); r++) {
                 for (int64_t h = 0; h < f->g.NR; h += 16) {
                     cg_prefetch(c, fptr(c, f->k->ptr[ext_arg0(p) + e],
                                         add(c, row0, cg_i64(c, r * p->N + h))));
@@ -2407,6 +2418,12 @@ dl_status dl_cg__emit_conv_gemm(cg *c, const dl_cg__conv_gemm *cp) {
     }
     for (size_t e = 0; e < cp->n_ext; e++) {
         p.ext[e] = cp->ext[e];
+        p.ext_kind[e] = dl_cg__conv_ext_kind(cp->ext[e], cp->epi[0]->outputs[0]);
+        if (p.ext_kind[e] == DL_CG__CONV_EXT_NONE) {
+            cg_error(c, "a fused convolution reads '%s', of neither its dims nor per channel",
+                     cp->ext[e]->name);
+            return DL_ERR_UNSUPPORTED;
+        }
     }
     p.n_ext = cp->n_ext;
     p.ext_y = cp->n_ext > 0;

@@ -220,8 +220,10 @@ typedef struct conv_geo {
     size_t n_epi;
     dl_ir_value *y;
     // Values the members read besides the group's: float32 of y's dims, each read at the
-    // stored element's own index (a residual Add); the kernel's arguments after the bias.
+    // stored element's own index (a residual Add), or per channel (kind[e]: a scale); the
+    // kernel's arguments after the bias.
     dl_ir_value *ext[CONV_MAX_EXT];
+    dl_cg__conv_ext kind[CONV_MAX_EXT];
     size_t n_ext;
     // The group ends with a 2 x 2 / stride 2 MaxPool (passes/fusion.c, is_pool_tail): y is
     // [N, M, OH / 2, OW / 2], the max of each window of the values the convolution would store.
@@ -358,6 +360,12 @@ static LLVMValueRef conv_epi(cg *c, const conv_row *r, LLVMValueRef mj, LLVMValu
     LLVMValueRef xin[CONV_MAX_EXT], xl[CONV_MAX_EXT];
     for (size_t e = 0; e < g->n_ext; e++) { // the tile's lanes of each (nl of them read)
         LLVMValueRef ep = r->k->ptr[(g->has_bias ? 4 : 3) + e];
+        if (g->kind[e] != DL_CG__CONV_EXT_ELEM) { // one value for the tile: its channel's
+            LLVMValueRef at = g->kind[e] == DL_CG__CONV_EXT_CHANNEL ? iadd(c, r->bbase, mj)
+                                                                    : LLVMConstNull(LLVMTypeOf(mj));
+            xin[e] = cg_load(c, ep, DL_DT_FLOAT, at);
+            continue;
+        }
         if (tw == 1) {
             xin[e] = cg_load(c, ep, DL_DT_FLOAT, yi);
             continue;
@@ -387,7 +395,9 @@ static LLVMValueRef conv_epi(cg *c, const conv_row *r, LLVMValueRef mj, LLVMValu
             LLVMValueRef lane = cg_i32(c, (int32_t)l);
             val[0] = tw == 1 ? v : LLVMBuildExtractElement(c->b, v, lane, "");
             for (size_t e = 0; e < g->n_ext; e++) {
-                xl[e] = tw == 1 ? xin[e] : LLVMBuildExtractElement(c->b, xin[e], lane, "");
+                xl[e] = tw == 1 || g->kind[e] != DL_CG__CONV_EXT_ELEM
+                            ? xin[e]
+                            : LLVMBuildExtractElement(c->b, xin[e], lane, "");
             }
             LLVMValueRef e = dl_cg__fused_values(c, g->epi, g->n_epi, 1, val, g->ext, xl, g->n_ext);
             v = tw == 1 ? e : LLVMBuildInsertElement(c->b, v, e, cg_i32(c, (int32_t)l), "");
@@ -752,6 +762,25 @@ static void conv_block(cg *c, conv_blocks *b, LLVMValueRef m0, unsigned mb) {
     }
 }
 
+dl_cg__conv_ext dl_cg__conv_ext_kind(const dl_ir_value *ext, const dl_ir_value *y) {
+    const dl_ir_type *t = &ext->type, *yt = &y->type;
+    if (t->dtype != DL_DT_FLOAT || t->rank > yt->rank || yt->rank < 2) {
+        return DL_CG__CONV_EXT_NONE;
+    }
+    if (dl_ir_type_same_dims(t, yt)) {
+        return DL_CG__CONV_EXT_ELEM;
+    }
+    bool one = true;
+    for (int32_t i = 0; i < t->rank; i++) {
+        int64_t d = t->dims[i].value;
+        if (d != 1 && (yt->rank - t->rank + i != 1 || d != yt->dims[1].value)) {
+            return DL_CG__CONV_EXT_NONE;
+        }
+        one = one && d == 1;
+    }
+    return one ? DL_CG__CONV_EXT_ONE : DL_CG__CONV_EXT_CHANNEL;
+}
+
 // y: [N, M, OH, OW] from x: [N, C, H, W], w, b?: [M]; the implicit GEMM where
 // dl_cg__conv_gemm_ok takes it, else the direct kernel (outer range N * G * OH).
 static dl_status emit_conv(cg *c, const dl_ir_node *n, const conv_geo *g) {
@@ -910,6 +939,7 @@ static dl_status lower_conv(cg *c, const dl_ir_node *n, const dl_ir_node *const 
         DL_ASSERT(n_ext <= CONV_MAX_EXT);
         for (size_t e = 0; e < n_ext; e++) {
             g.ext[e] = ext[e];
+            g.kind[e] = dl_cg__conv_ext_kind(ext[e], n->outputs[0]);
         }
         g.n_ext = n_ext;
     }
@@ -1702,16 +1732,18 @@ dl_status dl_cg__lower_conv_fused(cg *c, const dl_ir_node *const *g, size_t n) {
                  CONV_MAX_EPI - 1);
         return DL_ERR_UNSUPPORTED;
     }
-    // Other values the members read (a residual): float32 of the convolution's dims, loaded at
-    // the stored element's index; none when the group pools (its kernels store pooled values).
+    // Other values the members read: float32 of the convolution's dims (a residual), loaded at
+    // the stored element's index, or per channel (a scale), loaded at its channel; none when the
+    // group pools (its kernels store pooled values).
     dl_ir_value *ext[CONV_MAX_EXT];
     size_t n_ext = 0;
     DL_TRY(dl_cg__fused_inputs(c, g, n_epi, 1, ext, CONV_MAX_EXT, &n_ext));
     for (size_t e = 0; e < n_ext; e++) {
-        if (pool || ext[e]->type.dtype != DL_DT_FLOAT || !dl_ir_type_same_dims(&ext[e]->type, v)) {
+        if (pool || dl_cg__conv_ext_kind(ext[e], g[0]->outputs[0]) == DL_CG__CONV_EXT_NONE) {
             cg_error(c,
                      "a fused convolution epilogue reads besides the group's values only float32 "
-                     "values of the convolution's dims, and none when it pools ('%s')",
+                     "values of the convolution's dims or per channel, and none when it pools "
+                     "('%s')",
                      ext[e]->name);
             return DL_ERR_UNSUPPORTED;
         }

@@ -417,8 +417,9 @@ DL_TEST(convolution_epilogues) {
           1, 3, CG_TOL_REDUCE);
     // Residual Adds: a value of the convolution's dims joins its epilogue, loaded at the
     // element stored (the implicit GEMM: 8 channels; the direct kernel: one input channel, and
-    // NVPTX's for every case), also when it is one of the convolution's own inputs. A value of
-    // other dims (broadcast) keeps the Add out.
+    // NVPTX's for every case), also when it is one of the convolution's own inputs. A value
+    // broadcast along other dims than the channels keeps its node out
+    // (convolution_channel_values).
     FUSES("model m\ninput x : float[2, 8, 8, 8]\ninput w : float[8, 8, 3, 3]\n"
           "v = Conv <pads = [1, 1, 1, 1]> (x, w)\ns = Add (v, x)\nr = Relu (s)\noutput r\n",
           1, 3, CG_TOL_REDUCE);
@@ -458,13 +459,53 @@ DL_TEST(convolution_epilogues) {
           "input h : float[2, 6, 9, 21]\n"
           "v = Conv <pads = [1, 1, 1, 1], group = 2> (x, w)\ns = Add (v, h)\noutput s\n",
           1, 2, CG_TOL_REDUCE);
-    DL_CHECK(groups_are("model m\ninput x : float[2, 8, 8, 8]\ninput w : float[8, 8, 3, 3]\n"
-                        "input c : float[8, 1, 1]\nv = Conv <pads = [1, 1, 1, 1]> (x, w)\n"
-                        "s = Add (v, c)\nr = Relu (s)\noutput r\n",
-                        1, 2));
     // A group that reads a residual stores its full value: a MaxPool after it stays apart.
     DL_CHECK(groups_are("model m\ninput x : float[2, 8, 8, 8]\ninput w : float[8, 8, 3, 3]\n"
                         "v = Conv <pads = [1, 1, 1, 1]> (x, w)\ns = Add (v, x)\nr = Relu (s)\n"
+                        "y = MaxPool <kernel_shape = [2, 2], strides = [2, 2]> (r)\noutput y\n",
+                        1, 3));
+}
+
+DL_TEST(convolution_channel_values) {
+    // Values per channel ([C, 1, 1], [1, C, 1, 1]) and single elements join a convolution's
+    // epilogue, each loaded at the stored element's channel: an inference BatchNorm written as
+    // Mul and Add, then Relu (the implicit GEMM, 16 channels, and its vector epilogue); with a
+    // residual and groups = 2 (each group reads its own channels: bias_off); the direct kernel
+    // (one input channel, 29 columns: a partial last tile) with a single element, and Abs, which
+    // goes lane by lane; the direct kernel's groups.
+    FUSES("model m\ninput x : float[2, 8, 8, 8]\ninput w : float[16, 8, 3, 3]\n"
+          "input s : float[16, 1, 1]\ninput t : float[16, 1, 1]\n"
+          "v = Conv <pads = [1, 1, 1, 1]> (x, w)\nu = Mul (v, s)\nh = Add (u, t)\n"
+          "r = Relu (h)\noutput r\n",
+          1, 4, CG_TOL_REDUCE);
+    FUSES("model m\ninput x : float[2, 32, 10, 10]\ninput w : float[32, 16, 3, 3]\n"
+          "input b : float[32]\ninput s : float[1, 32, 1, 1]\ninput h : float[2, 32, 10, 10]\n"
+          "v = Conv <pads = [1, 1, 1, 1], group = 2> (x, w, b)\nu = Mul (s, v)\n"
+          "a = Add (u, h)\nr = Relu (a)\noutput r\n",
+          1, 4, CG_TOL_REDUCE);
+    FUSES("model m\ninput x : float[2, 1, 7, 29]\ninput w : float[5, 1, 3, 3]\n"
+          "input s : float[5, 1, 1]\nconst k : float[1] = 0.5\ninput h : float[2, 5, 7, 29]\n"
+          "v = Conv <pads = [1, 1, 1, 1]> (x, w)\nu = Sub (v, s)\nq = Mul (u, k)\n"
+          "a = Add (q, h)\nr = Abs (a)\noutput r\n",
+          1, 5, CG_TOL_REDUCE);
+    FUSES("model m\ninput x : float[2, 2, 9, 21]\ninput w : float[6, 1, 3, 3]\n"
+          "input t : float[6, 1, 1]\n"
+          "v = Conv <pads = [1, 1, 1, 1], group = 2> (x, w)\ns = Add (v, t)\n"
+          "r = LeakyRelu <alpha = 0.1> (s)\noutput r\n",
+          1, 3, CG_TOL_REDUCE);
+    // Broadcast along the columns ([8]) or the rows ([8, 1]): the Add stays apart. A group
+    // that reads a value per channel stores its full value: a MaxPool after it stays apart.
+    DL_CHECK(groups_are("model m\ninput x : float[2, 8, 8, 8]\ninput w : float[8, 8, 3, 3]\n"
+                        "input c : float[8]\nv = Conv <pads = [1, 1, 1, 1]> (x, w)\n"
+                        "s = Add (v, c)\nr = Relu (s)\noutput r\n",
+                        1, 2));
+    DL_CHECK(groups_are("model m\ninput x : float[2, 8, 8, 8]\ninput w : float[8, 8, 3, 3]\n"
+                        "input c : float[8, 1]\nv = Conv <pads = [1, 1, 1, 1]> (x, w)\n"
+                        "s = Add (v, c)\nr = Relu (s)\noutput r\n",
+                        1, 2));
+    DL_CHECK(groups_are("model m\ninput x : float[2, 8, 8, 8]\ninput w : float[8, 8, 3, 3]\n"
+                        "input c : float[8, 1, 1]\nv = Conv <pads = [1, 1, 1, 1]> (x, w)\n"
+                        "s = Mul (v, c)\nr = Relu (s)\n"
                         "y = MaxPool <kernel_shape = [2, 2], strides = [2, 2]> (r)\noutput y\n",
                         1, 3));
 }
