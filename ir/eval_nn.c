@@ -194,18 +194,18 @@ static dl_status conv(dl_ir__ectx *cx, dl_ir__et *const *in, size_t n_in, dl_ir_
             for (int64_t oh = 0; oh < y4[2]; oh++) {
                 for (int64_t ow = 0; ow < y4[3]; ow++) {
                     double s = b ? b->d[m] : 0;
+                    // A tap in the padding multiplies a zero (ONNX pads the input with
+                    // zeros): an Inf or NaN weight makes the sum NaN there, as in the
+                    // compiled kernels and PyTorch.
                     for (int64_t c = 0; c < Cg; c++) {
                         for (int64_t kh = 0; kh < g.k[0]; kh++) {
                             int64_t ih = oh * g.s[0] - g.pb[0] + kh * g.dil[0];
-                            if (ih < 0 || ih >= H) {
-                                continue;
-                            }
+                            bool in_h = ih >= 0 && ih < H;
                             for (int64_t kw = 0; kw < g.k[1]; kw++) {
                                 int64_t iw = ow * g.s[1] - g.pb[1] + kw * g.dil[1];
-                                if (iw < 0 || iw >= W) {
-                                    continue;
-                                }
-                                double xv = x->d[((n * C + gi * Cg + c) * H + ih) * W + iw];
+                                double xv = in_h && iw >= 0 && iw < W
+                                                ? x->d[((n * C + gi * Cg + c) * H + ih) * W + iw]
+                                                : 0.0;
                                 double wv = wt->d[((m * Cg + c) * g.k[0] + kh) * g.k[1] + kw];
                                 s += xv * wv;
                             }

@@ -81,6 +81,34 @@ DL_TEST(nn_conv_padded_rows) {
            "y = ConvTranspose <pads = [1, 1, 1, 2]> (x, w)", CG_TOL_REDUCE);
 }
 
+// A tap in the padding multiplies a zero: an infinite or NaN weight makes the outputs whose
+// taps reach the padding NaN, in every kernel as in the evaluator (ONNX's zero padding; the
+// evaluator skipped such taps before): the direct kernel's padded rows (one input channel), the
+// implicit GEMM, a small direct convolution and a grouped one.
+DL_TEST(nn_conv_padding_nonfinite_weights) {
+    static const char *const models[] = {
+        "model m\ninput x : float[2, 1, 9, 29]\ninput w : float[5, 1, 3, 3]\n"
+        "y = Conv <pads = [1, 1, 1, 1]> (x, w)\noutput y\n",
+        "model m\ninput x : float[2, 8, 8, 8]\ninput w : float[16, 8, 3, 3]\n"
+        "y = Conv <pads = [1, 1, 1, 1]> (x, w)\noutput y\n",
+        "model m\ninput x : float[1, 3, 6, 6]\ninput w : float[4, 3, 3, 3]\n"
+        "y = Conv <pads = [2, 1, 0, 1], strides = [2, 1]> (x, w)\noutput y\n",
+        "model m\ninput x : float[1, 4, 5, 7]\ninput w : float[4, 2, 3, 3]\n"
+        "y = Conv <pads = [1, 1, 1, 1], group = 2> (x, w)\noutput y\n",
+    };
+    static const int64_t wn[] = {5 * 9, 16 * 8 * 9, 4 * 3 * 9, 4 * 2 * 9};
+    double w[16 * 8 * 9];
+    for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) {
+        for (int64_t j = 0; j < wn[i]; j++) {
+            w[j] = (double)((j * 7) % 11 - 5) / 8.0;
+        }
+        w[0] = INFINITY;    // the first channel's top-left tap
+        w[wn[i] - 1] = NAN; // the last channel's bottom-right tap
+        const cg_data given[] = {{"w", w, wn[i]}};
+        DL_CHECK(cg_check_io(models[i], CG_TOL_REDUCE, NULL, 0, given, 1, NULL));
+    }
+}
+
 DL_TEST(nn_conv_lowp) {
     CHECK1("input x : float16[1, 3, 6, 20]\ninput w : float16[5, 3, 3, 3]\n"
            "input b : float16[5]\n",

@@ -586,6 +586,16 @@ DL_TEST(conv_basic_bias_stride_pads_dilation) {
             ATTRS(AINTS("dilations", 2, 2)), O(F, 1, 1, 2, 2), V(-10, -10, -10, -10));
 }
 
+DL_TEST(conv_padding_multiplies_zeros) {
+    // ONNX pads the input with zeros: a tap in the padding multiplies its weight by 0, so an
+    // infinite weight makes every output whose tap lands in the padding NaN (0 * Inf), and the
+    // one whose tap reads x[1, 1] = 5 infinite.
+    const double w9[9] = {INFINITY, 1, 1, 1, 1, 1, 1, 1, 1};
+    EXPECT1(DL_IR_OP_CONV, INS(A(F, x16, 1, 1, 4, 4), A(F, w9, 1, 1, 3, 3)),
+            ATTRS(AINTS("strides", 2, 2), AINTS("pads", 1, 1, 1, 1)), O(F, 1, 1, 2, 2),
+            V(NAN, NAN, NAN, INFINITY));
+}
+
 DL_TEST(conv_group_and_auto_pad) {
     const double x18[18] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17};
     EXPECT1(
