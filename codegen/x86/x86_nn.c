@@ -214,6 +214,10 @@ typedef struct conv_geo {
     int64_t wsg, wsm, wsc; // weight strides of the group, local out channel, local in channel
     dl_dtype dt;           // of x, w, b and y (the shape pass makes them equal)
     bool has_bias;
+    // Conv: a tap in the padding multiplies a zero (ONNX's zero padding: an infinite weight
+    // there gives NaN, as in the evaluator and the implicit GEMM), so no tap row is skipped.
+    // ConvTranspose: taps between or past the input's elements do not exist and are skipped.
+    bool pad_zero;
     // Conv heading a fusion group (dl_cg__lower_conv_fused): members epi[1 .. n_epi) applied to
     // each element before it is stored in y, the group's output. epi NULL: y is the node's.
     const dl_ir_node *const *epi;
@@ -308,7 +312,11 @@ static void conv_tile(cg *c, const conv_row *r, LLVMValueRef m0, unsigned mb, LL
     LLVMValueRef hvalid;
     LLVMValueRef ih = conv_pos(c, g, 0, r->oh, kh, &hvalid);
     dl_cg__if fh;
-    dl_cg__if_begin(c, &fh, hvalid);
+    if (g->pad_zero) { // a row in the padding: row 0 read, its values replaced by zeros
+        ih = LLVMBuildSelect(c->b, hvalid, ih, cg_i64(c, 0), "");
+    } else {
+        dl_cg__if_begin(c, &fh, hvalid);
+    }
     LLVMValueRef ci = cg_for_begin(c, &lci, cg_i64(c, 0), cg_i64(c, g->Cg), "ci");
     // x row: x[n, g*Cg + ci, ih, :]; weights w[g, m0 + j, ci, kh, :] (or the transposed layout)
     LLVMValueRef xrow = iadd(c, r->xbase, iadd(c, imul(c, ci, g->H * g->W), imul(c, ih, g->W)));
@@ -343,10 +351,15 @@ static void conv_tile(cg *c, const conv_row *r, LLVMValueRef m0, unsigned mb, LL
             }
         }
     }
+    if (g->pad_zero) {
+        xv = LLVMBuildSelect(c->b, hvalid, xv, LLVMConstNull(LLVMTypeOf(xv)), "");
+    }
     conv_acc_fma(c, r, iadd(c, wrow, kw), xv, mb, tw, acc);
     cg_for_end(c, &lkw);
     cg_for_end(c, &lci);
-    dl_cg__if_end(c, &fh);
+    if (!g->pad_zero) {
+        dl_cg__if_end(c, &fh);
+    }
     cg_for_end(c, &lkh);
     conv_store(c, r, m0, mb, ow0, tw, tw, acc);
 }
@@ -963,6 +976,7 @@ static dl_status lower_conv(cg *c, const dl_ir_node *n, const dl_ir_node *const 
         g.cc[i] = dil[i];
         g.d[i] = 1;
     }
+    g.pad_zero = true;
     int64_t kk2 = g.kH * g.kW;
     g.wsm = g.Cg * kk2; // w[(grp*Mg + m)*Cg + ci][kh][kw]
     g.wsg = g.Mg * g.wsm;

@@ -83,8 +83,10 @@ DL_TEST(nn_conv_padded_rows) {
 
 // A tap in the padding multiplies a zero: an infinite or NaN weight makes the outputs whose
 // taps reach the padding NaN, in every kernel as in the evaluator (ONNX's zero padding; the
-// evaluator skipped such taps before): the direct kernel's padded rows (one input channel), the
-// implicit GEMM, a small direct convolution and a grouped one.
+// evaluator skipped such taps before, and so did the direct kernel's tiles for tap rows in the
+// padding): the direct kernel's padded rows (one input channel), the implicit GEMM, a small
+// direct convolution, a grouped one, and strided columns (the direct kernel's tiles, no padded
+// rows: conv_tile; NVPTX's for every model).
 DL_TEST(nn_conv_padding_nonfinite_weights) {
     static const char *const models[] = {
         "model m\ninput x : float[2, 1, 9, 29]\ninput w : float[5, 1, 3, 3]\n"
@@ -95,8 +97,10 @@ DL_TEST(nn_conv_padding_nonfinite_weights) {
         "y = Conv <pads = [2, 1, 0, 1], strides = [2, 1]> (x, w)\noutput y\n",
         "model m\ninput x : float[1, 4, 5, 7]\ninput w : float[4, 2, 3, 3]\n"
         "y = Conv <pads = [1, 1, 1, 1], group = 2> (x, w)\noutput y\n",
+        "model m\ninput x : float[1, 3, 9, 9]\ninput w : float[4, 3, 3, 3]\n"
+        "y = Conv <pads = [1, 1, 1, 1], strides = [2, 2]> (x, w)\noutput y\n",
     };
-    static const int64_t wn[] = {5 * 9, 16 * 8 * 9, 4 * 3 * 9, 4 * 2 * 9};
+    static const int64_t wn[] = {5 * 9, 16 * 8 * 9, 4 * 3 * 9, 4 * 2 * 9, 4 * 3 * 9};
     double w[16 * 8 * 9];
     for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) {
         for (int64_t j = 0; j < wn[i]; j++) {
