@@ -108,6 +108,17 @@ typedef struct dl_cg__im2col {
     int64_t ns; // POS_BY_TAPS: element stride of k's image n in x (C*H*W)
 } dl_cg__im2col;
 
+// How a convolution's fused epilogue reads value `ext` (float32) at an element of its output
+// `y` ([N, M, OH, OW]): at the element's own index (ext has y's dims), at its channel (ext's
+// dims, aligned to y's last, are 1 but M against y's channels: [M, 1, 1]), or its one element.
+typedef enum dl_cg__conv_ext {
+    DL_CG__CONV_EXT_ELEM,
+    DL_CG__CONV_EXT_CHANNEL,
+    DL_CG__CONV_EXT_ONE,
+    DL_CG__CONV_EXT_NONE, // none of these (passes/fusion.c never groups it)
+} dl_cg__conv_ext;
+dl_cg__conv_ext dl_cg__conv_ext_kind(const dl_ir_value *ext, const dl_ir_value *y);
+
 // y[bt, i, j] = sum_k A[bt, i, k] * B[bt, k, j] (+ bias[bt, i]) with y contiguous
 // [batch..., M, N], A[i, k] at a_off(bt) + i*sa_m + (k / ka_in)*sa_k + (k % ka_in)*sa_k2 and B
 // gathered by `im` from b_off(bt); the batch offsets come from up to two batch dims bd with
@@ -126,22 +137,12 @@ typedef struct dl_cg__conv_gemm {
     const dl_ir_node *const *epi;
     size_t n_epi;
     dl_ir_value *const *ext;
+    const dl_cg__conv_ext *ext_kind; // per ext, how it is read (never DL_CG__CONV_EXT_NONE)
     size_t n_ext;
     // The group ends with a 2 x 2 / stride 2 MaxPool: y is [batch, M, OH / 2, OW / 2] (Conv's
     // TAPS_BY_POS only, im.OH x im.OW positions).
     bool pool;
 } dl_cg__conv_gemm;
-
-// How a convolution's fused epilogue reads value `ext` (float32) at an element of its output
-// `y` ([N, M, OH, OW]): at the element's own index (ext has y's dims), at its channel (ext's
-// dims, aligned to y's last, are 1 but M against y's channels: [M, 1, 1]), or its one element.
-typedef enum dl_cg__conv_ext {
-    DL_CG__CONV_EXT_ELEM,
-    DL_CG__CONV_EXT_CHANNEL,
-    DL_CG__CONV_EXT_ONE,
-    DL_CG__CONV_EXT_NONE, // none of these (passes/fusion.c never groups it)
-} dl_cg__conv_ext;
-dl_cg__conv_ext dl_cg__conv_ext_kind(const dl_ir_value *ext, const dl_ir_value *y);
 
 // The static selection rule: true when the implicit GEMM is the kernel to use for this
 // problem on this target (float32, a target with >= 8 float lanes, a product large enough for

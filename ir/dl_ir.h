@@ -162,6 +162,10 @@ typedef struct dl_ir_type {
 int64_t dl_ir_type_numel(const dl_ir_type *t);
 bool dl_ir_type_equal(const dl_ir_type *a, const dl_ir_type *b);     // dtype + dim values
 bool dl_ir_type_same_dims(const dl_ir_type *a, const dl_ir_type *b); // dim values only
+// Whether v broadcasts along t ([N, C, ...], rank >= 2) to one value per channel: v's dims,
+// aligned to t's last, are all 1 but the one against t's channels, which is 1 or C ([C, 1, 1],
+// [1, C, 1, 1], one element). Dims only, not dtypes.
+bool dl_ir_type_per_channel_of(const dl_ir_type *v, const dl_ir_type *t);
 // "float[N, 784]" (symbolic names where present, when m is non-NULL) into buf.
 typedef struct dl_ir_module dl_ir_module;
 void dl_ir_type_format(const dl_ir_module *m, const dl_ir_type *t, char *buf, size_t size);

@@ -583,6 +583,19 @@ bool dl_ir_type_same_dims(const dl_ir_type *a, const dl_ir_type *b) {
     return true;
 }
 
+bool dl_ir_type_per_channel_of(const dl_ir_type *v, const dl_ir_type *t) {
+    if (v->rank > t->rank || t->rank < 2) {
+        return false;
+    }
+    for (int32_t i = 0; i < v->rank; i++) {
+        int64_t d = v->dims[i].value;
+        if (d != 1 && (t->rank - v->rank + i != 1 || d != t->dims[1].value)) {
+            return false;
+        }
+    }
+    return true;
+}
+
 void dl_ir_type_format(const dl_ir_module *m, const dl_ir_type *t, char *buf, size_t size) {
     dl_strbuf b = {0};
     dl_strbuf_puts(&b, dl_dtype_name(t->dtype));

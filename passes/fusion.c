@@ -13,8 +13,9 @@
 // in a GEMM's store loop), it reads at most 11 values and has at most 63 nodes; a convolution's
 // and a MaxPoolGrad's members read nothing but float32 values of the group's dims (read at the
 // element's index: a ResNet block's residual Add joins its second convolution) and, a
-// convolution's, float32 values per channel (per_channel_of: a [C, 1, 1] scale or shift, read at
-// the element's channel: an inference BatchNorm written as Mul and Add). A convolution's
+// convolution's, float32 values per channel (dl_ir_type_per_channel_of: a [C, 1, 1] scale or
+// shift, read at the element's channel: an inference BatchNorm written as Mul and Add). A
+// convolution's
 // group that reads no value from outside and whose value only a 2 x 2 / stride 2 MaxPool reads ends
 // with that pooling (is_pool_tail): the group's output is then the pooled value (an inference
 // CNN's Conv+Relu+MaxPool; in training the pooling's gradient reads the activation, so it stays
@@ -328,23 +329,6 @@ static size_t external_inputs(const dl_ir_module *m, size_t *root, size_t ga, si
     return n;
 }
 
-// Whether float32 value v broadcasts along t ([N, C, ...]) to one value per channel: its dims,
-// aligned to t's last, are 1 but the one against t's channels, which is 1 or C ([C, 1, 1],
-// [1, C, 1, 1], a single element).
-static bool per_channel_of(const dl_ir_type *v, const dl_ir_type *t) {
-    if (v->dtype != DL_DT_FLOAT || v->rank > t->rank || t->rank < 2) {
-        return false;
-    }
-    for (int32_t i = 0; i < v->rank; i++) {
-        int32_t ti = t->rank - v->rank + i;
-        int64_t d = v->dims[i].value;
-        if (d != 1 && (ti != 1 || d != t->dims[1].value)) {
-            return false;
-        }
-    }
-    return true;
-}
-
 // Whether every member of groups ga and gb together but its head (a convolution, a MaxPoolGrad
 // or a batched MatMul) reads only values made in the union (t NULL: a convolution's kernels have
 // no index to load another value at), single-element values when `scalars` (a batched
@@ -364,7 +348,8 @@ static bool members_read_ok(const dl_ir_module *m, size_t *root, size_t ga, size
             size_t gd = v->def ? find(root, v->def->id) : SIZE_MAX;
             if (gd != ga && gd != gb && !(scalars && dl_ir_type_numel(&v->type) == 1) &&
                 (!t || v->type.dtype != DL_DT_FLOAT || !dl_ir_type_same_dims(&v->type, t)) &&
-                !(t && chan && per_channel_of(&v->type, t))) {
+                !(t && chan && v->type.dtype == DL_DT_FLOAT &&
+                  dl_ir_type_per_channel_of(&v->type, t))) {
                 return false;
             }
         }

@@ -2417,12 +2417,7 @@ dl_status dl_cg__emit_conv_gemm(cg *c, const dl_cg__conv_gemm *cp) {
     }
     for (size_t e = 0; e < cp->n_ext; e++) {
         p.ext[e] = cp->ext[e];
-        p.ext_kind[e] = dl_cg__conv_ext_kind(cp->ext[e], cp->epi[0]->outputs[0]);
-        if (p.ext_kind[e] == DL_CG__CONV_EXT_NONE) {
-            cg_error(c, "a fused convolution reads '%s', of neither its dims nor per channel",
-                     cp->ext[e]->name);
-            return DL_ERR_UNSUPPORTED;
-        }
+        p.ext_kind[e] = cp->ext_kind[e];
     }
     p.n_ext = cp->n_ext;
     p.ext_y = cp->n_ext > 0;

@@ -777,21 +777,16 @@ static void conv_block(cg *c, conv_blocks *b, LLVMValueRef m0, unsigned mb) {
 
 dl_cg__conv_ext dl_cg__conv_ext_kind(const dl_ir_value *ext, const dl_ir_value *y) {
     const dl_ir_type *t = &ext->type, *yt = &y->type;
-    if (t->dtype != DL_DT_FLOAT || t->rank > yt->rank || yt->rank < 2) {
+    if (t->dtype != DL_DT_FLOAT || t->rank > yt->rank) {
         return DL_CG__CONV_EXT_NONE;
     }
     if (dl_ir_type_same_dims(t, yt)) {
         return DL_CG__CONV_EXT_ELEM;
     }
-    bool one = true;
-    for (int32_t i = 0; i < t->rank; i++) {
-        int64_t d = t->dims[i].value;
-        if (d != 1 && (yt->rank - t->rank + i != 1 || d != yt->dims[1].value)) {
-            return DL_CG__CONV_EXT_NONE;
-        }
-        one = one && d == 1;
+    if (!dl_ir_type_per_channel_of(t, yt)) {
+        return DL_CG__CONV_EXT_NONE;
     }
-    return one ? DL_CG__CONV_EXT_ONE : DL_CG__CONV_EXT_CHANNEL;
+    return dl_ir_type_numel(t) == 1 ? DL_CG__CONV_EXT_ONE : DL_CG__CONV_EXT_CHANNEL;
 }
 
 // y: [N, M, OH, OW] from x: [N, C, H, W], w, b?: [M]; the implicit GEMM where
@@ -817,6 +812,7 @@ static dl_status emit_conv(cg *c, const dl_ir_node *n, const conv_geo *g) {
             cgp.epi = g->epi;
             cgp.n_epi = g->n_epi;
             cgp.ext = g->ext;
+            cgp.ext_kind = g->kind;
             cgp.n_ext = g->n_ext;
         }
         return dl_cg__emit_conv_gemm(c, &cgp);
