@@ -19,7 +19,11 @@
 //       bp[NC / NR][KC][NR] = B[pc.., jc..]     (packed per NR-column panel, f32, zero past N;
 //                                               when all of K fits SHARE_B_BYTES, packed for
 //                                               every K block by the first row block a thread
-//                                               runs in the group, and reused by the others)
+//                                               runs in the group, and reused by the others;
+//                                               past it, with several row blocks, packed once
+//                                               per call by a kernel of its own into a TEMP
+//                                               buffer read like prepacked weights:
+//                                               pack_per_call)
 //       for each NR panel, for each MR-row tile (the last block may end with mr_e rows):
 //         microkernel: MR accumulators of <NR x float> in registers; per k one B vector from
 //         bp and, per row, fmuladd(broadcast(ap[tile][k][r]), B, acc[r]); the accumulators
@@ -1636,7 +1640,8 @@ static dl_status emit_float_k(cg *c, const gemm_prob *p, uint32_t pbuf, uint8_t 
     }
     // Several row blocks whose packed B (all of K, NC wide) would not fit SHARE_B_BYTES: half as
     // wide a group when that makes it fit (K = 2048), so that B is still packed once. (Prepacked
-    // B is packed by no row block.)
+    // B, or B packed per call, pack_per_call, is packed by no row block: this is for a batched B
+    // and the implicit GEMMs.)
     bool packs_b = pbuf == UINT32_MAX;
     int64_t kpad = (K + g.KC - 1) / g.KC * g.KC;
     if (packs_b && p->nc_panels == 0 && M > g.MB && g.NC / 2 >= g.NR &&
@@ -1922,23 +1927,24 @@ static bool prepack_b(cg *c, const gemm_prob *p) {
 // The prepack kernel of p's B into buffer pbuf: [n_kblk][ceil(N / NR)][panel], one iteration per
 // panel of a K block (emit_pack_b's panel, in the float32, vdpbf16ps or AMX layout: zero past N;
 // rows past a short last block's kc are not read).
-static dl_status emit_prepack(cg *c, const gemm_prob *p, uint32_t pbuf) {
+static dl_status emit_prepack(cg *c, const gemm_prob *p, uint32_t pbuf, uint8_t only) {
     gemm_blk g = kernel_blocking(c, p, true);
     int64_t n_pan = (p->N + g.NR - 1) / g.NR, n_kblk = (p->K + g.KC - 1) / g.KC;
     int64_t nr_e = p->N % g.NR;
+    bool per_call = only != CG_ENTRY_INFER; // else a PACKED buffer of a weight
     dl_strbuf name = {0};
-    dl_strbuf_printf(&name, "%s.prepack", p->b->name);
+    dl_strbuf_printf(&name, "%s.%s", p->b->name, per_call ? "pack" : "prepack");
     if (name.oom || !DL_VEC_PUSH(&c->strs, name.data)) {
         dl_strbuf_fini(&name);
         return DL_ERR_NOMEM;
     }
-    dl_ir_value *src = prepack_src(c, p);
+    dl_ir_value *src = per_call ? p->b : prepack_src(c, p);
     uint32_t bufs[2] = {pbuf, c->value_buf[src->id]};
     cg_kernel k;
     DL_TRY(cg_kernel_begin_bufs(c, bufs, 2, 1, n_kblk * n_pan, name.data, &k));
-    k.flags = DLRT_KERNEL_F_PREPACK;
-    k.only = CG_ENTRY_INFER;
-    k.ops = "Prepack";
+    k.flags = per_call ? 0 : DLRT_KERNEL_F_PREPACK;
+    k.only = only;
+    k.ops = per_call ? "Pack" : "Prepack";
     k.ptr[0] = cg_kernel_arg(c, &k, 0);
     k.ptr[2] = cg_kernel_arg(c, &k, 1); // emit_pack_b reads B where a product's kernel has it
     fctx f;
@@ -1979,19 +1985,50 @@ static dl_status emit_prepack(cg *c, const gemm_prob *p, uint32_t pbuf) {
 
 // The blocked kernel of `p`: with prepacked B, the prepack kernel and the infer kernel that reads
 // its buffer, then (a model with a train step) the train step's own kernel.
-static dl_status emit_float(cg *c, const gemm_prob *p) {
-    if (!prepack_b(c, p)) {
-        return emit_float_k(c, p, UINT32_MAX, CG_ENTRY_BOTH);
+// Whether p's B is packed at every call by a kernel of its own, into a TEMP buffer that p's
+// kernel then reads as it reads prepacked weights: a product of several row blocks whose packed
+// B (all of K, one column group wide) would not fit SHARE_B_BYTES on the stack. Its kernel would
+// halve its column groups (or pack B once per row block), and pack A once per group: the
+// 2048 x 2048 x 2048 product at 76-77 GFLOP/s where OpenBLAS ran 87-92 (AVX2, Zen 3); packed by
+// the pack kernel, in parallel and once, 85-87. Products whose B fits keep packing it themselves:
+// B packed into L2 just before its tiles read it, not written to memory and read back (the pack
+// kernel of a 1024 x 1024 weight took as long as its product gained, measured on the MLP
+// 784-1024x3-10's train step).
+static bool pack_per_call(cg *c, const gemm_prob *p) {
+    if (p->nc_panels > 0 || !prepackable(c, p, p->b)) {
+        return false;
     }
+    gemm_blk g = kernel_blocking(c, p, false);
+    int64_t kpad = (p->K + g.KC - 1) / g.KC * g.KC;
+    return p->M > g.MB && kpad * g.NC * 4 > SHARE_B_BYTES;
+}
+
+// Bytes of the buffer holding every packed panel of p's B (K > 0).
+static uint64_t packed_b_bytes(cg *c, const gemm_prob *p) {
     gemm_blk g = kernel_blocking(c, p, true);
-    uint64_t bytes = (uint64_t)((p->K + g.KC - 1) / g.KC) * (uint64_t)((p->N + g.NR - 1) / g.NR) *
-                     (uint64_t)panel_elems(c, p, &g) * sizeof(float);
-    uint32_t pbuf;
-    DL_TRY(cg_extra_buffer(c, bytes, DLRT_BUF_PACKED, NULL, &pbuf));
-    DL_TRY(emit_prepack(c, p, pbuf));
-    DL_TRY(emit_float_k(c, p, pbuf, CG_ENTRY_INFER));
-    return c->m->has_backward && c->m->train ? emit_float_k(c, p, UINT32_MAX, CG_ENTRY_TRAIN)
-                                             : DL_OK;
+    return (uint64_t)((p->K + g.KC - 1) / g.KC) * (uint64_t)((p->N + g.NR - 1) / g.NR) *
+           (uint64_t)panel_elems(c, p, &g) * sizeof(float);
+}
+
+static dl_status emit_float(cg *c, const gemm_prob *p) {
+    uint8_t rest = CG_ENTRY_BOTH; // the entries left to the kernel(s) below
+    if (prepack_b(c, p)) {
+        uint32_t pbuf;
+        DL_TRY(cg_extra_buffer(c, packed_b_bytes(c, p), DLRT_BUF_PACKED, NULL, &pbuf));
+        DL_TRY(emit_prepack(c, p, pbuf, CG_ENTRY_INFER));
+        DL_TRY(emit_float_k(c, p, pbuf, CG_ENTRY_INFER));
+        if (!(c->m->has_backward && c->m->train)) {
+            return DL_OK;
+        }
+        rest = CG_ENTRY_TRAIN;
+    }
+    if (!pack_per_call(c, p)) {
+        return emit_float_k(c, p, UINT32_MAX, rest);
+    }
+    uint32_t tbuf;
+    DL_TRY(cg_extra_buffer(c, packed_b_bytes(c, p), DLRT_BUF_TEMP, NULL, &tbuf));
+    DL_TRY(emit_prepack(c, p, tbuf, rest));
+    return emit_float_k(c, p, tbuf, rest);
 }
 
 // ---------------------------------------------------------------------------------------------

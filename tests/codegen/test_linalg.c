@@ -212,9 +212,21 @@ DL_TEST(matmul_shared_b) {
     DL_CHECK(mm("float", "300, 200", "200, 600", TOL_LONG_K));
     DL_CHECK(gemm("<transB = 1>", "250, 300", "530, 300", NULL, TOL_LONG_K));
     DL_CHECK(gemm("<transA = 1>", "140, 290", "140, 260", "260", TOL_LONG_K));
-    // all of K (1152 padded) in groups of 8 panels would pass the shared buffer's size: groups
-    // of 4 panels
+}
+
+// Products of several row blocks whose packed B (all of K, a column group wide) would not fit the
+// kernel's stack budget (K past 1024 with groups of 256 columns): B packed at every call by a
+// kernel of its own into a temporary buffer that the product reads as it reads prepacked weights
+// (x86_linalg.c, pack_per_call). B read along its rows; B^T through the register transposes, with
+// alpha and a bias; a batched A over one B (every batch reads the same panels); a fused epilogue;
+// a short last K block and partial last panels throughout.
+DL_TEST(matmul_b_packed_per_call) {
     DL_CHECK(mm("float", "400, 1100", "1100, 600", TOL_LONG_K));
+    DL_CHECK(gemm("<transB = 1, alpha = 0.5>", "130, 1030", "70, 1030", "70", TOL_LONG_K));
+    DL_CHECK(mm("float", "2, 100, 1300", "1300, 40", TOL_LONG_K));
+    CG_CHECK("model m\ninput x : float[100, 1100]\ninput w : float[1100, 90]\n"
+             "input b : float[90]\nh = Gemm (x, w, b)\ny = Relu (h)\noutput y\n",
+             TOL_LONG_K);
 }
 
 // One row block of one batch, its columns in one group at most: two column groups, merged into

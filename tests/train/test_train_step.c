@@ -975,6 +975,25 @@ DL_TEST(train_mlp_with_autodiff_matches_reference) {
     }
 }
 
+// A layer whose product packs its weight at every step with a kernel of its own (K = 1100 with
+// several row blocks: codegen/x86/x86_linalg.c, pack_per_call; the infer entry prepacks it): the
+// pack must read the weight the previous step's update wrote.
+DL_TEST(train_long_k_layer_matches_reference) {
+    const char *text = "model mlp\n"
+                       "input x : float[100, 1100]\n"
+                       "input y : int64[100]\n"
+                       "param w1 : float[1100, 20] = glorot_uniform(seed = 1)\n"
+                       "param b1 : float[20] = zeros\n"
+                       "param w2 : float[20, 3] = glorot_uniform(seed = 2)\n"
+                       "h = Gemm (x, w1, b1)\n"
+                       "a = Relu (h)\n"
+                       "logits = MatMul (a, w2)\n"
+                       "loss = SoftmaxCrossEntropyLoss (logits, y)\n"
+                       "output logits\n"
+                       "train loss {\n optimizer = adam <lr = 0.01>\n}\n";
+    DL_CHECK_EQ_I64(run_case_text(text, text, AUTODIFF, 4, 0), 0);
+}
+
 // Copies output `name` of both sessions and compares them byte for byte.
 static bool same_output(dlrt_session *a, dlrt_session *b, const char *name, size_t n) {
     uint8_t *x = malloc(n), *y = malloc(n);
