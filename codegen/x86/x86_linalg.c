@@ -2745,6 +2745,8 @@ static dl_status emit_float_small_tiled(cg *c, const gemm_prob *p) {
 // which the hardware prefetcher follows, where 256-column blocks read 1 KiB from each of four
 // pages and leave it a new stream every 16 lines (Xeon family 6 model 207, batch-1 MLP
 // 784-1024x3-10: 19 GB/s that way, 26 GB/s, the core's streaming read rate, this way).
+// A large B is streamed in slices of rows by a kernel before this one instead (gv_slices), and
+// this kernel's blocks add the slices' partial sums where they would have streamed B.
 #define GV_NB   512  // columns per block of the parallel range
 #define GV_SPAN 4096 // most columns accumulated at once (acc: 16 KiB)
 
@@ -2759,16 +2761,125 @@ static int64_t gv_block(int64_t N) {
     return half < 16 ? 16 : half > GV_NB ? GV_NB : half;
 }
 
+// acc[0 .. nb) += sum over the rows k in [k_lo, k_hi) of a[k] * B[k, j0 .. j0 + nb): rows k .. k +
+// 3 per pass over the span (one load and store of acc[j] per 4 FMAs), then the last rows one at a
+// time; one fmuladd chain per element in ascending k.
+static void gemv_rows(cg *c, const gemm_prob *p, LLVMValueRef ap, LLVMValueRef bp, LLVMValueRef acc,
+                      LLVMValueRef j0, LLVMValueRef nb, LLVMValueRef k_lo, LLVMValueRef k_hi) {
+    cg_loop lk, lj, lr, lj2;
+    LLVMValueRef n4 = LLVMBuildUDiv(c->b, LLVMBuildSub(c->b, k_hi, k_lo, ""), cg_i64(c, 4), "");
+    LLVMValueRef k4 = cg_for_begin(c, &lk, cg_i64(c, 0), n4, "k4");
+    LLVMValueRef kk = add(c, k_lo, mul_c(c, k4, 4));
+    LLVMValueRef av[4], brow[4];
+    for (int q = 0; q < 4; q++) {
+        LLVMValueRef kq = add(c, kk, cg_i64(c, q));
+        av[q] = LLVMBuildLoad2(c->b, c->t_f32, fptr(c, ap, mul_c(c, kq, p->sa_k)), "");
+        brow[q] = add(c, mul_c(c, kq, p->sb_k), j0);
+    }
+    LLVMValueRef j = cg_for_begin(c, &lj, cg_i64(c, 0), nb, "j");
+    LLVMValueRef slot = fptr(c, acc, j);
+    LLVMValueRef a = LLVMBuildLoad2(c->b, c->t_f32, slot, "");
+    for (int q = 0; q < 4; q++) {
+        LLVMValueRef bv = LLVMBuildLoad2(c->b, c->t_f32, fptr(c, bp, add(c, brow[q], j)), "");
+        a = fmuladd(c, av[q], bv, a);
+    }
+    LLVMBuildStore(c->b, a, slot);
+    cg_for_end(c, &lj);
+    cg_for_end(c, &lk);
+    LLVMValueRef kr = cg_for_begin(c, &lr, add(c, k_lo, mul_c(c, n4, 4)), k_hi, "k");
+    LLVMValueRef ar = LLVMBuildLoad2(c->b, c->t_f32, fptr(c, ap, mul_c(c, kr, p->sa_k)), "");
+    LLVMValueRef br = add(c, mul_c(c, kr, p->sb_k), j0);
+    LLVMValueRef j2 = cg_for_begin(c, &lj2, cg_i64(c, 0), nb, "j");
+    LLVMValueRef slot2 = fptr(c, acc, j2);
+    LLVMValueRef bv = LLVMBuildLoad2(c->b, c->t_f32, fptr(c, bp, add(c, br, j2)), "");
+    LLVMBuildStore(c->b, fmuladd(c, ar, bv, LLVMBuildLoad2(c->b, c->t_f32, slot2, "")), slot2);
+    cg_for_end(c, &lj2);
+    cg_for_end(c, &lr);
+}
+
+// Zeroes acc[0 .. nb).
+static void zero_floats(cg *c, LLVMValueRef acc, LLVMValueRef nb) {
+    cg_loop lz;
+    LLVMValueRef jz = cg_for_begin(c, &lz, cg_i64(c, 0), nb, "j");
+    LLVMBuildStore(c->b, cg_f32(c, 0), fptr(c, acc, jz));
+    cg_for_end(c, &lz);
+}
+
+// The K slices of a matrix-vector product whose B is streamed in slices of its rows (0: in
+// column blocks). Two threads splitting the columns each read half of every row of B, runs of
+// 2 KiB 4 KiB apart for a 1024-wide layer, and the one reading the first halves ran 20-25 %
+// slower than the other (AMD Zen 3, batch-1 MLP 784-1024x3-10: 58 against 47 us for a 1024 x
+// 1024 layer, 72 GB/s together where two threads each streaming their own buffer read 124 GB/s,
+// bench/read_bw.c); a 128-wide layer (the CNN's fc1) read 256-byte runs. Slices of rows are
+// contiguous runs of B, whatever N. GV_SLICES slices of at least GV_SLICE_ROWS rows, fixed by
+// K alone, so any split of the range (and any thread count) gives the same bytes; from
+// GV_SPLIT_BYTES of B.
+#define GV_SLICES      8
+#define GV_SLICE_ROWS  64
+#define GV_SPLIT_BYTES (256 << 10)
+
+static int64_t gv_slices(const gemm_prob *p) {
+    if (p->N > GV_SPAN || p->K * p->N * 4 < GV_SPLIT_BYTES) {
+        return 0;
+    }
+    int64_t n = p->K / GV_SLICE_ROWS;
+    return n < 2 ? 0 : n > GV_SLICES ? GV_SLICES : n;
+}
+
+// The partial sums of the sliced product: part[s][j] = sum over slice s's rows of a[k] B[k, j],
+// one iteration per slice (rows K * s / S .. K * (s + 1) / S).
+static dl_status emit_gemv_slices(cg *c, const gemm_prob *p, int64_t S, uint32_t part) {
+    dl_strbuf name = {0};
+    dl_strbuf_printf(&name, "%s.slices", p->y->name);
+    if (name.oom || !DL_VEC_PUSH(&c->strs, name.data)) {
+        dl_strbuf_fini(&name);
+        return DL_ERR_NOMEM;
+    }
+    uint32_t bufs[3] = {part, c->value_buf[p->a->id], c->value_buf[p->b->id]};
+    cg_kernel k;
+    DL_TRY(cg_kernel_begin_bufs(c, bufs, 3, 1, S, name.data, &k));
+    k.ops = "MatVecSlices";
+    LLVMValueRef acc = cg_entry_alloca(c, &k, c->t_f32, p->N);
+    LLVMValueRef pp = cg_kernel_arg(c, &k, 0), ap = cg_kernel_arg(c, &k, 1),
+                 bp = cg_kernel_arg(c, &k, 2);
+    cg_loop ls, lj;
+    LLVMValueRef sl = cg_for_begin(c, &ls, k.begin, k.end, "slice");
+    LLVMValueRef k_lo = LLVMBuildUDiv(c->b, mul_c(c, sl, p->K), cg_i64(c, S), "");
+    LLVMValueRef k_hi =
+        LLVMBuildUDiv(c->b, mul_c(c, add(c, sl, cg_i64(c, 1)), p->K), cg_i64(c, S), "");
+    LLVMValueRef nb = cg_i64(c, p->N);
+    zero_floats(c, acc, nb);
+    gemv_rows(c, p, ap, bp, acc, cg_i64(c, 0), nb, k_lo, k_hi);
+    LLVMValueRef dst = mul_c(c, sl, p->N);
+    LLVMValueRef j = cg_for_begin(c, &lj, cg_i64(c, 0), nb, "j");
+    LLVMBuildStore(c->b, LLVMBuildLoad2(c->b, c->t_f32, fptr(c, acc, j), ""),
+                   fptr(c, pp, add(c, dst, j)));
+    cg_for_end(c, &lj);
+    cg_for_end(c, &ls);
+    return cg_kernel_end(c, &k);
+}
+
 static dl_status emit_float_gemv(cg *c, const gemm_prob *p) {
     int64_t N = p->N, K = p->K, unit = gv_block(N), nblk = (N + unit - 1) / unit;
+    int64_t S = gv_slices(p);
+    uint32_t part = UINT32_MAX;
+    if (S > 0) {
+        DL_TRY(cg_extra_buffer(c, (uint64_t)(S * N) * sizeof(float), DLRT_BUF_TEMP, NULL, &part));
+        DL_TRY(emit_gemv_slices(c, p, S, part));
+    }
     dl_ir_value *vals[4 + GEMM_MAX_EXT];
     size_t nv = prob_vals(p, vals);
     cg_kernel k;
     DL_TRY(cg_kernel_begin(c, vals, nv, nblk, &k));
+    LLVMValueRef pp = NULL;
+    if (S > 0) {
+        DL_TRY(cg_kernel_add_buf(c, &k, part));
+        pp = k.ptr[k.n_args - 1];
+    }
     int64_t span = N < GV_SPAN ? N : GV_SPAN;
     LLVMValueRef acc = cg_entry_alloca(c, &k, c->t_f32, span);
     LLVMValueRef ap = k.ptr[1], bp = k.ptr[2];
-    cg_loop lb, lz, lk, lj, lr, lj2, le;
+    cg_loop lb, le;
     LLVMValueRef j_lo = mul_c(c, k.begin, unit);
     LLVMValueRef j_hi = min_c(c, mul_c(c, k.end, unit), cg_i64(c, N));
     LLVMValueRef cols = LLVMBuildSub(c->b, j_hi, j_lo, "");
@@ -2777,41 +2888,21 @@ static dl_status emit_float_gemv(cg *c, const gemm_prob *p) {
     LLVMValueRef sp = cg_for_begin(c, &lb, cg_i64(c, 0), nspan, "span");
     LLVMValueRef j0 = add(c, j_lo, mul_c(c, sp, span));
     LLVMValueRef nb = min_c(c, cg_i64(c, span), LLVMBuildSub(c->b, j_hi, j0, ""));
-    LLVMValueRef jz = cg_for_begin(c, &lz, cg_i64(c, 0), nb, "j");
-    LLVMBuildStore(c->b, cg_f32(c, 0), fptr(c, acc, jz));
-    cg_for_end(c, &lz);
-    // Rows k .. k + 3 per pass over the block: one load and store of acc[j] per 4 FMAs.
-    int64_t K4 = K / 4 * 4;
-    if (K4 > 0) {
-        LLVMValueRef k4 = cg_for_begin(c, &lk, cg_i64(c, 0), cg_i64(c, K4 / 4), "k4");
-        LLVMValueRef kk = mul_c(c, k4, 4);
-        LLVMValueRef av[4], brow[4];
-        for (int q = 0; q < 4; q++) {
-            LLVMValueRef kq = add(c, kk, cg_i64(c, q));
-            av[q] = LLVMBuildLoad2(c->b, c->t_f32, fptr(c, ap, mul_c(c, kq, p->sa_k)), "");
-            brow[q] = add(c, mul_c(c, kq, p->sb_k), j0);
-        }
+    if (S > 0) { // acc[j] = the slices' partial sums of column j0 + j, added in slice order
+        cg_loop lj;
         LLVMValueRef j = cg_for_begin(c, &lj, cg_i64(c, 0), nb, "j");
-        LLVMValueRef slot = fptr(c, acc, j);
-        LLVMValueRef a = LLVMBuildLoad2(c->b, c->t_f32, slot, "");
-        for (int q = 0; q < 4; q++) {
-            LLVMValueRef bv = LLVMBuildLoad2(c->b, c->t_f32, fptr(c, bp, add(c, brow[q], j)), "");
-            a = fmuladd(c, av[q], bv, a);
+        LLVMValueRef col = add(c, j0, j);
+        LLVMValueRef v = LLVMBuildLoad2(c->b, c->t_f32, fptr(c, pp, col), "");
+        for (int64_t q = 1; q < S; q++) {
+            LLVMValueRef w =
+                LLVMBuildLoad2(c->b, c->t_f32, fptr(c, pp, add(c, col, cg_i64(c, q * N))), "");
+            v = LLVMBuildFAdd(c->b, v, w, "");
         }
-        LLVMBuildStore(c->b, a, slot);
+        LLVMBuildStore(c->b, v, fptr(c, acc, j));
         cg_for_end(c, &lj);
-        cg_for_end(c, &lk);
-    }
-    if (K4 < K) {
-        LLVMValueRef kr = cg_for_begin(c, &lr, cg_i64(c, K4), cg_i64(c, K), "k");
-        LLVMValueRef av = LLVMBuildLoad2(c->b, c->t_f32, fptr(c, ap, mul_c(c, kr, p->sa_k)), "");
-        LLVMValueRef brow = add(c, mul_c(c, kr, p->sb_k), j0);
-        LLVMValueRef j = cg_for_begin(c, &lj2, cg_i64(c, 0), nb, "j");
-        LLVMValueRef slot = fptr(c, acc, j);
-        LLVMValueRef bv = LLVMBuildLoad2(c->b, c->t_f32, fptr(c, bp, add(c, brow, j)), "");
-        LLVMBuildStore(c->b, fmuladd(c, av, bv, LLVMBuildLoad2(c->b, c->t_f32, slot, "")), slot);
-        cg_for_end(c, &lj2);
-        cg_for_end(c, &lr);
+    } else {
+        zero_floats(c, acc, nb);
+        gemv_rows(c, p, ap, bp, acc, j0, nb, cg_i64(c, 0), cg_i64(c, K));
     }
     // epilogue: y[j0 + j] = alpha * acc[j] (+ beta * C[0, j0 + j])
     LLVMValueRef j = cg_for_begin(c, &le, cg_i64(c, 0), nb, "j");

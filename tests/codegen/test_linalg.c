@@ -163,7 +163,10 @@ DL_TEST(matrix_vector_products) {
     // blocks of 256 columns, a chunk of them in spans of at most 4096, K in steps of 4). N past
     // one block with a ragged last block, N past one span, K with
     // a remainder of 1..3 and none, a bias broadcast from [N], [1, N], [] and [1, 1], alpha and
-    // beta, a transposed A ([K, 1]), a 1-D A, and a model of Linear layers at batch 1.
+    // beta, a transposed A ([K, 1]), a 1-D A, and a model of Linear layers at batch 1. From 256
+    // KiB of B the rows go in 2-8 slices of their own (partial sums added in slice order by the
+    // product's kernel): slices with a remainder of rows (784 = 8 x 98, 1000 = 8 x 125, 302 = 4
+    // slices of 75-76), alpha and beta, a transposed and a 1-D A, a fused bias and Relu.
     DL_CHECK(gemm("", "1, 784", "784, 600", "600", TOL_LONG_K));
     DL_CHECK(gemm("", "1, 13", "13, 257", "1, 257", CG_TOL_REDUCE));
     DL_CHECK(gemm("", "1, 9", "9, 8500", "8500", CG_TOL_REDUCE));
@@ -173,6 +176,12 @@ DL_TEST(matrix_vector_products) {
     DL_CHECK(gemm("", "1, 1", "1, 33", "33", CG_TOL_REDUCE));
     DL_CHECK(mm("float", "302", "302, 1000", TOL_LONG_K));
     DL_CHECK(mm("float", "1, 64", "64, 48", CG_TOL_REDUCE));
+    DL_CHECK(gemm("<alpha = 0.5, beta = -1.5>", "1, 1000", "1000, 70", "70", TOL_LONG_K));
+    DL_CHECK(gemm("<transA = 1>", "2000, 1", "2000, 40", NULL, TOL_LONG_K));
+    DL_CHECK(mm("float", "1500", "1500, 64", TOL_LONG_K));
+    CG_CHECK("model m\ninput x : float[1, 3136]\ninput w : float[3136, 128]\n"
+             "input b : float[128]\nh = Gemm (x, w, b)\ny = Relu (h)\noutput y\n",
+             TOL_LONG_K);
     // Weights stored [N, K] (transB, PyTorch's and ONNX's Linear): dot products of 4 rows at a
     // time, K in vector chunks plus a remainder, N with a ragged last group of rows.
     DL_CHECK(gemm("<transB = 1>", "1, 784", "1023, 784", "1023", TOL_LONG_K));
