@@ -120,7 +120,9 @@ DL_NODISCARD dl_status cg_kernel_add_buf(cg *c, cg_kernel *k, uint32_t buf);
 DL_NODISCARD dl_status cg_extra_buffer(cg *c, uint64_t size, uint32_t kind, const void *init,
                                        uint32_t *id);
 // Closes the kernel (ret void) and adds it to the kernel table. The compile driver assigns the
-// kernels of node lowerings to entry points; cg_kernel_begin_bufs kernels go to the train step.
+// kernels made while lowering a node (cg_kernel_begin_bufs ones too: a product's pack or slices
+// kernel) to that node's entry points, as cg_kernel.only allows; the train step's own kernels
+// (dl_cg__lower_train) go to the train step.
 DL_NODISCARD dl_status cg_kernel_end(cg *c, cg_kernel *k);
 
 // Counted loop `for (iv = lo; iv < hi; iv++)` over i64 values. cg_for_begin positions the

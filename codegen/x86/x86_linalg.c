@@ -419,8 +419,9 @@ typedef struct fctx {
     // The microkernel of the last K block applies the epilogue to its accumulators and stores
     // them to y itself (epi_vec), instead of the scratch and emit_epilogue's pass over it.
     bool direct;
-    // Prepacked B (emit_prepack): the kernel's last argument holds every panel of B,
-    // [n_kblk][ceil(N / NR)][KC][NR], and bp points into it instead of being packed; NULL: none.
+    // Prepacked B (emit_prepack; a PACKED buffer, or a TEMP one packed per call): the kernel's
+    // last argument holds every panel of B, [n_kblk][ceil(N / NR)][KC][NR], and bp points into it
+    // instead of being packed; NULL: none.
     LLVMValueRef pb;
     // The prepack kernel of a bfloat16 B made by a Cast of a float32 weight (c->cast_pp): B's
     // argument is the weight, and the bf16 packs round each element as the Cast would.
@@ -1617,7 +1618,7 @@ static int64_t panel_elems(cg *c, const gemm_prob *p, const gemm_blk *g) {
     return use_amx(c, p) || use_bf16_dot(c, p, g) ? g->KC / 2 * g->NR : g->KC * g->NR;
 }
 
-// The blocked kernel of `p`; with pbuf != UINT32_MAX it reads B's panels from that PACKED
+// The blocked kernel of `p`; with pbuf != UINT32_MAX it reads B's panels from that PACKED or TEMP
 // buffer (emit_prepack's layout) and runs only in the entry points `only` names.
 static dl_status emit_float_k(cg *c, const gemm_prob *p, uint32_t pbuf, uint8_t only) {
     gemm_blk g = kernel_blocking(c, p, pbuf != UINT32_MAX);
@@ -1943,9 +1944,10 @@ static void pack_panel(cg *c, const fctx *f, LLVMValueRef pan, int64_t n_pan, in
     }
 }
 
-// The prepack kernel of p's B into buffer pbuf: [n_kblk][ceil(N / NR)][panel], one iteration per
-// panel of a K block (emit_pack_b's panel, in the float32, vdpbf16ps or AMX layout: zero past N;
-// rows past a short last block's kc are not read).
+// The prepack kernel of p's B into buffer pbuf (with `only` CG_ENTRY_INFER a PACKED buffer of a
+// weight, else the per-call pack into a TEMP one): [n_kblk][ceil(N / NR)][panel] (emit_pack_b's
+// panels, in the float32, vdpbf16ps or AMX layout: zero past N; rows past a short last block's kc
+// are not read), its iterations as the comment below says.
 static dl_status emit_prepack(cg *c, const gemm_prob *p, uint32_t pbuf, uint8_t only) {
     gemm_blk g = kernel_blocking(c, p, true);
     int64_t n_pan = (p->N + g.NR - 1) / g.NR, n_kblk = (p->K + g.KC - 1) / g.KC;
@@ -2042,7 +2044,8 @@ static bool pack_per_call(cg *c, const gemm_prob *p) {
     }
     gemm_blk g = kernel_blocking(c, p, false);
     int64_t kpad = (p->K + g.KC - 1) / g.KC * g.KC;
-    return p->M > g.MB && kpad * g.NC * 4 > SHARE_B_BYTES;
+    int64_t ncols = (p->N + g.NR - 1) / g.NR * g.NR; // a B narrower than one group is that wide
+    return p->M > g.MB && kpad * (ncols < g.NC ? ncols : g.NC) * 4 > SHARE_B_BYTES;
 }
 
 // Bytes of the buffer holding every packed panel of p's B (K > 0).

@@ -224,18 +224,26 @@ DL_TEST(matmul_shared_b) {
 }
 
 // Products of several row blocks whose packed B (all of K, a column group wide) would not fit the
-// kernel's stack budget (K past 1024 with groups of 256 columns): B packed at every call by a
-// kernel of its own into a temporary buffer that the product reads as it reads prepacked weights
-// (x86_linalg.c, pack_per_call). B read along its rows; B^T through the register transposes, with
-// alpha and a bias; a batched A over one B (every batch reads the same panels); a fused epilogue;
-// a short last K block and partial last panels throughout.
+// kernel's stack budget (K past 1024 with groups of 256 columns, or of N rounded up to a panel
+// when narrower): B packed at every call by a kernel of its own into a temporary buffer that the
+// product reads as it reads prepacked weights (x86_linalg.c, pack_per_call). B read along its
+// rows, in three column groups and in five with a last panel at most half full (AVX-512: 8 of 32
+// lanes); B^T through the register transposes, with alpha and a bias; a batched A over one B
+// (every batch reads the same panels); a fused epilogue; float16 (converted when packed) and
+// bfloat16 (AMX's and vdpbf16ps's layouts where the CPU has them); a short last K block and
+// partial last panels throughout. A B narrower than a group that fits (N = 40) keeps the
+// product's own pack.
 DL_TEST(matmul_b_packed_per_call) {
     DL_CHECK(mm("float", "400, 1100", "1100, 600", TOL_LONG_K));
-    DL_CHECK(gemm("<transB = 1, alpha = 0.5>", "130, 1030", "70, 1030", "70", TOL_LONG_K));
-    DL_CHECK(mm("float", "2, 100, 1300", "1300, 40", TOL_LONG_K));
-    CG_CHECK("model m\ninput x : float[100, 1100]\ninput w : float[1100, 90]\n"
-             "input b : float[90]\nh = Gemm (x, w, b)\ny = Relu (h)\noutput y\n",
+    DL_CHECK(mm("float", "200, 1100", "1100, 520", TOL_LONG_K));
+    DL_CHECK(gemm("<transB = 1, alpha = 0.5>", "130, 1030", "300, 1030", "300", TOL_LONG_K));
+    DL_CHECK(mm("float", "2, 100, 1300", "1300, 260", TOL_LONG_K));
+    DL_CHECK(mm("float", "100, 1300", "1300, 40", TOL_LONG_K));
+    CG_CHECK("model m\ninput x : float[100, 1100]\ninput w : float[1100, 250]\n"
+             "input b : float[250]\nh = Gemm (x, w, b)\ny = Relu (h)\noutput y\n",
              TOL_LONG_K);
+    DL_CHECK(mm("float16", "100, 1100", "1100, 260", ((cg_tol){5e-2, 2e-3, 0, 0})));
+    DL_CHECK(mm("bfloat16", "140, 1100", "1100, 270", ((cg_tol){2e-1, 1e-2, 0, 0})));
 }
 
 // One row block of one batch, its columns in one group at most: two column groups, merged into
