@@ -978,9 +978,9 @@ DL_TEST(train_mlp_with_autodiff_matches_reference) {
 // Products that pack B at every step with a kernel of their own (several row blocks, K = 1100,
 // B wider than what fits the kernel's stack: codegen/x86/x86_linalg.c, pack_per_call), 4 SGD
 // steps against the reference (Adam's first steps divide tiny gradients by their own size, whose
-// last bits a long dot product does not fix): a layer's weight (the pack must read what the previous step's update
-// wrote; the infer entry prepacks it instead), and, at batch 1100, the first layer's weight
-// gradient, whose B is the gradient dH (a TEMP value of the step).
+// last bits a long dot product does not fix): a layer's weight (the pack must read what the
+// previous step's update wrote; the infer entry prepacks it instead), and, at batch 1100, the first
+// layer's weight gradient, whose B is the gradient dH (a TEMP value of the step).
 static void long_k_case(bool *dl_test_failed_, const char *text, const char *kernel) {
     fix f;
     if (!build_text(text, AUTODIFF, &f)) {
