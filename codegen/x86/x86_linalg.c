@@ -1925,7 +1925,7 @@ static bool prepack_b(cg *c, const gemm_prob *p) {
     return c->prepack && prepackable(c, p, prepack_src(c, p));
 }
 
-// Rows past the K block of a prepack or pack kernel's iteration (emit_prepack).
+// Rows of a K block that one iteration of a pack kernel packs into every panel (emit_prepack).
 #define PACK_ROWS 16
 
 // emit_pack_b of panel `pan` (of n_pan) at f's rows: the last one nr_e wide when nr_e > 0.
@@ -1966,8 +1966,8 @@ static dl_status emit_prepack(cg *c, const gemm_prob *p, uint32_t pbuf, uint8_t 
     // bytes from each of KC rows 4 KiB apart, a miss to memory per line, 0.52-0.65 ms for a
     // 1024 x 1024 weight on Zen 3); with its columns contiguous (sb_k == 1), one panel over
     // every K block (its NR rows read whole); else one panel of one K block.
-    bool plain = !use_amx(c, p) && !use_bf16_dot(c, p, &g);
-    bool rows = plain && p->sb_n == 1, cols = plain && !rows && p->sb_k == 1;
+    bool amx = use_amx(c, p), bf = !amx && use_bf16_dot(c, p, &g);
+    bool rows = !amx && !bf && p->sb_n == 1, cols = !amx && !bf && !rows && p->sb_k == 1;
     int64_t nrc = g.KC / PACK_ROWS;
     int64_t range = rows ? n_kblk * nrc : cols ? n_pan : n_kblk * n_pan;
     cg_kernel k;
@@ -1986,8 +1986,8 @@ static dl_status emit_prepack(cg *c, const gemm_prob *p, uint32_t pbuf, uint8_t 
     f.valign = (unsigned)(g.NR * 4 < 64 ? g.NR * 4 : 64);
     f.b_off = cg_i64(c, 0);
     f.sub = cg_i64(c, 0);
-    f.amx = use_amx(c, p);
-    f.bf = !f.amx && use_bf16_dot(c, p, &g);
+    f.amx = amx;
+    f.bf = bf;
     f.b_cvt = src != p->b;
     DL_ASSERT(!f.b_cvt || f.amx || f.bf);
     int64_t pe = panel_elems(c, p, &g);
@@ -2925,7 +2925,9 @@ static dl_status emit_float_gemv(cg *c, const gemm_prob *p) {
         pp = k.ptr[k.n_args - 1];
     }
     int64_t span = N < GV_SPAN ? N : GV_SPAN;
-    LLVMValueRef acc = cg_entry_alloca(c, &k, c->t_f32, span);
+    // acc: the span's sums (streamed here); with slices, none: each column's partial sums are
+    // added where the epilogue reads its value.
+    LLVMValueRef acc = S > 0 ? NULL : cg_entry_alloca(c, &k, c->t_f32, span);
     LLVMValueRef ap = k.ptr[1], bp = k.ptr[2];
     cg_loop lb, le;
     LLVMValueRef j_lo = mul_c(c, k.begin, unit);
@@ -2936,26 +2938,20 @@ static dl_status emit_float_gemv(cg *c, const gemm_prob *p) {
     LLVMValueRef sp = cg_for_begin(c, &lb, cg_i64(c, 0), nspan, "span");
     LLVMValueRef j0 = add(c, j_lo, mul_c(c, sp, span));
     LLVMValueRef nb = min_c(c, cg_i64(c, span), LLVMBuildSub(c->b, j_hi, j0, ""));
-    if (S > 0) { // acc[j] = the slices' partial sums of column j0 + j, added in slice order
-        cg_loop lj;
-        LLVMValueRef j = cg_for_begin(c, &lj, cg_i64(c, 0), nb, "j");
-        LLVMValueRef col = add(c, j0, j);
-        LLVMValueRef v = LLVMBuildLoad2(c->b, c->t_f32, fptr(c, pp, col), "");
-        for (int64_t q = 1; q < S; q++) {
-            LLVMValueRef w =
-                LLVMBuildLoad2(c->b, c->t_f32, fptr(c, pp, add(c, col, cg_i64(c, q * N))), "");
-            v = LLVMBuildFAdd(c->b, v, w, "");
-        }
-        LLVMBuildStore(c->b, v, fptr(c, acc, j));
-        cg_for_end(c, &lj);
-    } else {
+    if (S == 0) {
         zero_floats(c, acc, nb);
         gemv_rows(c, p, ap, bp, acc, j0, nb, cg_i64(c, 0), cg_i64(c, K));
     }
-    // epilogue: y[j0 + j] = alpha * acc[j] (+ beta * C[0, j0 + j])
+    // epilogue: y[j0 + j] = alpha * sum (+ beta * C[0, j0 + j]), the sum acc[j] or the slices'
+    // partial sums of the column added in slice order
     LLVMValueRef j = cg_for_begin(c, &le, cg_i64(c, 0), nb, "j");
     LLVMValueRef col = add(c, j0, j);
-    LLVMValueRef v = LLVMBuildLoad2(c->b, c->t_f32, fptr(c, acc, j), "");
+    LLVMValueRef v = LLVMBuildLoad2(c->b, c->t_f32, S > 0 ? fptr(c, pp, col) : fptr(c, acc, j), "");
+    for (int64_t q = 1; q < S; q++) {
+        LLVMValueRef w =
+            LLVMBuildLoad2(c->b, c->t_f32, fptr(c, pp, add(c, col, cg_i64(c, q * N))), "");
+        v = LLVMBuildFAdd(c->b, v, w, "");
+    }
     v = finish_elem(c, p, &k, v, NULL, mul_c(c, col, p->cs_n), cg_i64(c, 0), col);
     LLVMBuildStore(c->b, v, fptr(c, k.ptr[0], col));
     cg_for_end(c, &le);
