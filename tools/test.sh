@@ -5,7 +5,7 @@
 #   2. clang-19 with AddressSanitizer + UndefinedBehaviorSanitizer, -Werror, at -O1 (the
 #      sanitizers' advice: the suite runs ~20 % faster than at -O0, and stack frames stay
 #      precise): the whole suite again;
-#   3. every libFuzzer target (clang-19), each run for DL_FUZZ_SECONDS (default 15).
+#   3. every libFuzzer target (clang-19), each run for DL_FUZZ_SECONDS (default 10).
 # Ends with one line "N passed, N failed" over all stages.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -63,7 +63,7 @@ if cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_FLAGS_DE
   # 3. Every input surface fuzzed briefly from its seed corpus (never crash, leak, hang or blow
   #    up): the .dlg parser, the ONNX importer, the .npy and safetensors readers, the cache store
   #    opening a hostile database, the artifact's plan validator. DL_FUZZ_SECONDS per target
-  #    (default 15); the corpora are copied so the tree never grows. The seed is fixed
+  #    (default 10); the corpora are copied so the tree never grows. The seed is fixed
   #    (DL_FUZZ_SEED, default 1) so a CI run explores the same inputs each time and a failure
   #    reproduces; a fuzzing campaign (tests/fuzz/tests.cmake) passes its own seeds and time.
   for spec in fuzz_parse:tests/fuzz/corpus:tests/fuzz/dlg.dict \
@@ -74,7 +74,7 @@ if cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_FLAGS_DE
               fuzz_artifact:tests/fuzz_artifact/corpus:; do
     IFS=: read -r name corpus dict <<<"$spec"
     fuzz=$(find build-asan -name "$name" -type f -perm -u+x | head -1)
-    secs=${DL_FUZZ_SECONDS:-15}
+    secs=${DL_FUZZ_SECONDS:-10}
     stage "$name for $secs s"
     if [ -z "$fuzz" ]; then
       echo "$name: not built"; failed=$((failed + 1)); continue

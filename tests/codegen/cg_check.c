@@ -7,6 +7,7 @@
 #include "dl_fe.h"
 #include "dl_pass.h"
 #include "dl_tensor_io.h"
+#include "dl_test.h"
 #include "dlrt.h"
 #include "ptxas_run.h"
 
@@ -108,7 +109,8 @@ static struct {
     size_t modules, kernels, failed;
     const char *export_dir; // DLCC_TEST_EXPORT: each case's artifact, inputs and references
     size_t exported;
-} isa = {NULL, false, true, NULL, NULL, {0}, 0, 0, 0, NULL, 0};
+    int opt_level; // DLCC_TEST_OPT: LLVM's optimisation level for the x86 artifacts (default 3)
+} isa = {NULL, false, true, NULL, NULL, {0}, 0, 0, 0, NULL, 0, 3};
 
 static void gpu_summary(void) {
     if (isa.export_dir) {
@@ -158,6 +160,15 @@ static int gpu_setup(const char *sm) {
 int cg_isa_setup(void) {
     const char *ex = getenv("DLCC_TEST_EXPORT");
     isa.export_dir = ex && ex[0] ? ex : NULL;
+    isa.opt_level = dl_test_opt_level();
+    if (isa.opt_level < 0) {
+        fprintf(stderr, "DLCC_TEST_OPT=%s: expected an LLVM optimisation level, 0 to 3\n",
+                getenv("DLCC_TEST_OPT"));
+        return 2;
+    }
+    if (isa.opt_level != 3) {
+        printf("LLVM optimisation level %d (DLCC_TEST_OPT)\n", isa.opt_level);
+    }
     const char *cpu = getenv("DLCC_TEST_CPU");
     const char *co = getenv("DLCC_TEST_COMPILE_ONLY");
     isa.compile_only = co && co[0] && strcmp(co, "0") != 0;
@@ -710,6 +721,7 @@ bool cg_check_io(const char *text, cg_tol tol, const cg_want *want, size_t n_wan
     }
     dl_cg_options co;
     dl_cg_options_init(&co);
+    co.opt_level = isa.opt_level;
     char gpu_target[32];
     if (isa.sm) { // run on the GPU (DLCC_TEST_GPU=1), or export GPU artifacts
         snprintf(gpu_target, sizeof gpu_target, "cuda:%s", isa.sm);

@@ -15,6 +15,10 @@
 //     x86-64 ELF shared object that the runtime loads when the host has the level and refuses
 //     with DLRT_ERR_UNSUPPORTED when it lacks it) but do not run it. So the AVX-512 code is
 //     generated and verified by LLVM on every machine, including AVX2-only ones.
+//   DLCC_TEST_OPT=<0..3>   LLVM's optimisation level for the x86 artifacts (default 3, what dlcc
+//     compiles with). The sanitizer build runs its cases at 1: the sanitizers watch dlcc's own
+//     code (the lowering, the runtime, the evaluator), which runs the same at any level, and
+//     LLVM's -O3 pipeline was ~40 % of the suite's time there; the gcc build checks -O3's code.
 //   DLCC_TEST_CPU=cuda:sm_XX   the NVPTX target: every case emitted as PTX and assembled by
 //     ptxas for that GPU (compile only; the summary line counts modules and kernels); with
 //     DLCC_TEST_GPU=1 compiled for --target cuda:sm_XX and run on the GPU through libdlrt's CUDA

@@ -4,8 +4,8 @@
 //   DL_TEST_MAIN()   // once per executable
 //
 // Tests register themselves through constructors; main runs all (or those whose name contains
-// argv[1]) and ends with "N passed, N failed". A failed check prints file:line and both values,
-// marks the test failed and returns from it.
+// one of its arguments) and ends with "N passed, N failed". A failed check prints file:line and
+// both values, marks the test failed and returns from it.
 #ifndef DL_TEST_H
 #define DL_TEST_H
 
@@ -89,13 +89,34 @@ extern int dl_test_n_cases_;
         }                                                                                          \
     } while (0)
 
+// LLVM's optimisation level for the artifacts a test compiles: DLCC_TEST_OPT (0 to 3; the
+// sanitizer build sets 1, tests/codegen/cg_check.h), else 3, dlcc's default; -1 when it is set to
+// anything else.
+static inline int dl_test_opt_level(void) {
+    const char *s = getenv("DLCC_TEST_OPT");
+    if (!s || !s[0]) {
+        return 3;
+    }
+    return s[0] >= '0' && s[0] <= '3' && s[1] == '\0' ? s[0] - '0' : -1;
+}
+
+// Whether test `name` runs: no arguments, or one of them is a substring of it.
+static inline bool dl_test_selected_(const char *name, int argc, char **argv) {
+    for (int a = 1; a < argc; a++) {
+        if (strstr(name, argv[a])) {
+            return true;
+        }
+    }
+    return argc <= 1;
+}
+
 #define DL_TEST_MAIN()                                                                             \
     dl_test_case dl_test_cases_[DL_TEST_MAX];                                                      \
     int dl_test_n_cases_;                                                                          \
     int main(int argc, char **argv) {                                                              \
         int passed = 0, failed = 0;                                                                \
         for (int i = 0; i < dl_test_n_cases_; i++) {                                               \
-            if (argc > 1 && !strstr(dl_test_cases_[i].name, argv[1])) {                            \
+            if (!dl_test_selected_(dl_test_cases_[i].name, argc, argv)) {                          \
                 continue;                                                                          \
             }                                                                                      \
             bool f = false;                                                                        \

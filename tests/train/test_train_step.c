@@ -119,6 +119,11 @@ compile:;
     dl_cg_options co;
     dl_cg_options_init(&co);
     co.no_prepack = build_no_prepack;
+    co.opt_level = dl_test_opt_level();
+    if (co.opt_level < 0) {
+        fprintf(stderr, "DLCC_TEST_OPT: expected an LLVM optimisation level, 0 to 3\n");
+        goto out;
+    }
     if (dl_cg_compile(m, &co, d, &f->art, &f->art_len) != DL_OK) {
         fprintf(stderr, "compile failed:\n");
         goto out;

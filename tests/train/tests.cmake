@@ -9,3 +9,7 @@ set_tests_properties(train_step PROPERTIES LABELS numeric)
 # Any partition of a step kernel's range gives the same bytes.
 add_test(NAME train_step_split COMMAND test_train_step)
 set_tests_properties(train_step_split PROPERTIES LABELS numeric ENVIRONMENT DLRT_DEBUG_SPLIT=3)
+# Sanitizer builds compile the steps at LLVM -O1 (DLCC_TEST_OPT, tests/codegen/cg_check.h).
+if(DL_SANITIZE)
+  set_property(TEST train_step train_step_split APPEND PROPERTY ENVIRONMENT DLCC_TEST_OPT=1)
+endif()
