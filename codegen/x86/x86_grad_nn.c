@@ -241,8 +241,11 @@ static bool cgw_lanes_ok(cg *c, const cgw_geo *g) {
         g->OH * g->OW < vw) {
         return false;
     }
-    int64_t nv = (g->OH * g->OW + vw - 1) / vw;
-    return nv * g->kH * g->kW * vw * 4 <= CGW_LANES_MASK;
+    // one input channel's lane sums fit the alloca (tall kernels: the direct kernel), and the
+    // mask table its budget
+    int64_t R = (vw >= 16 ? 24 : 12) / g->kW, nv = (g->OH * g->OW + vw - 1) / vw;
+    return R * g->kH * g->kW * vw * 4 <= CGW_LANES_ACC &&
+           nv * g->kH * g->kW * vw * 4 <= CGW_LANES_MASK;
 }
 
 // The mask table: [v][kh][kw] of vw i32 lanes, -1 where position v*vw + l exists and its tap
@@ -374,7 +377,7 @@ static dl_status cgw_lanes_emit(cg *c, const cgw_geo *g, dl_ir_value *dw, dl_ir_
     memset(&L, 0, sizeof L);
     L.g = g;
     L.vw = (unsigned)c->target->vector_width(c, DL_DT_FLOAT);
-    L.R = min64((L.vw >= 16 ? 24 : 12) / g->kW, g->Mg);
+    L.R = min64((L.vw >= 16 ? 24 : 12) / g->kW, g->Mg); // as cgw_lanes_ok's
     L.P = g->OH * g->OW;
     L.nv = (L.P + L.vw - 1) / L.vw;
     int64_t per_ci = L.R * g->kH * g->kW * L.vw * 4;

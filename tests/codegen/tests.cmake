@@ -72,7 +72,8 @@ add_test(NAME codegen_ops_sm80 COMMAND test_codegen)
 set_tests_properties(codegen_ops_sm80 PROPERTIES LABELS numeric SKIP_RETURN_CODE 77
                      ENVIRONMENT DLCC_TEST_CPU=cuda:sm_80)
 if(NOT DL_SANITIZE)
-  add_test(NAME codegen_ops_sm90 COMMAND test_codegen half bf16 integer int_ reduce nan shape)
+  add_test(NAME codegen_ops_sm90 COMMAND test_codegen half bf16 lowp cast integer int_ reduce nan
+                                                  shape grad_unary)
   set_tests_properties(codegen_ops_sm90 PROPERTIES LABELS numeric SKIP_RETURN_CODE 77
                        ENVIRONMENT DLCC_TEST_CPU=cuda:sm_90)
 endif()
