@@ -65,9 +65,9 @@ endif()
 # with no error and no warning (compile only: no GPU needed; exits 77 without the CUDA toolkit).
 # The summary line counts the modules and kernels ptxas accepted. For a Hopper GPU too, the
 # families whose instructions depend on the GPU's generation (16-bit floats and their
-# conversions, integers, reductions, NaN handling, data movement): the lowering is the same for
-# every sm_XX (codegen/nvptx/ names the GPU only to LLVM), and the whole suite a second time took
-# 116 s of CI's. Sanitizer builds run sm_80 only.
+# conversions, integers, reductions, NaN handling, data movement, elementwise gradients): the
+# lowering is the same for every sm_XX (codegen/nvptx/ names the GPU only to LLVM), and the whole
+# suite a second time took 116 s of CI's. Sanitizer builds run sm_80 only.
 add_test(NAME codegen_ops_sm80 COMMAND test_codegen)
 set_tests_properties(codegen_ops_sm80 PROPERTIES LABELS numeric SKIP_RETURN_CODE 77
                      ENVIRONMENT DLCC_TEST_CPU=cuda:sm_80)
