@@ -234,6 +234,12 @@ typedef struct cgw_lanes {
     LLVMValueRef ar[CGW_MAX_ACC]; // the tile's accumulators (allocas promoted to registers)
 } cgw_lanes;
 
+// Output channels per register tile: 12 accumulators with AVX2's 16 registers, 24 with
+// AVX-512's 32, kW of them per output.
+static int64_t cgw_lanes_rows(int64_t vw, int64_t kW) {
+    return (vw >= 16 ? 24 : 12) / kW;
+}
+
 static bool cgw_lanes_ok(cg *c, const cgw_geo *g) {
     int64_t vw = c->target->vector_width(c, DL_DT_FLOAT);
     if (g->dt != DL_DT_FLOAT || vw < 8 || vw > 16 || g->s[0] != 1 || g->s[1] != 1 ||
@@ -243,7 +249,7 @@ static bool cgw_lanes_ok(cg *c, const cgw_geo *g) {
     }
     // one input channel's lane sums fit the alloca (tall kernels: the direct kernel), and the
     // mask table its budget
-    int64_t R = (vw >= 16 ? 24 : 12) / g->kW, nv = (g->OH * g->OW + vw - 1) / vw;
+    int64_t R = cgw_lanes_rows(vw, g->kW), nv = (g->OH * g->OW + vw - 1) / vw;
     return R * g->kH * g->kW * vw * 4 <= CGW_LANES_ACC &&
            nv * g->kH * g->kW * vw * 4 <= CGW_LANES_MASK;
 }
@@ -377,7 +383,7 @@ static dl_status cgw_lanes_emit(cg *c, const cgw_geo *g, dl_ir_value *dw, dl_ir_
     memset(&L, 0, sizeof L);
     L.g = g;
     L.vw = (unsigned)c->target->vector_width(c, DL_DT_FLOAT);
-    L.R = min64((L.vw >= 16 ? 24 : 12) / g->kW, g->Mg); // as cgw_lanes_ok's
+    L.R = min64(cgw_lanes_rows(L.vw, g->kW), g->Mg);
     L.P = g->OH * g->OW;
     L.nv = (L.P + L.vw - 1) / L.vw;
     int64_t per_ci = L.R * g->kH * g->kW * L.vw * 4;
