@@ -139,6 +139,9 @@ void cg_for_end(cg *c, cg_loop *l);
 // metadata on its back edge): independent vector iterations in flight for a body that is one
 // long dependency chain.
 void cg_loop_interleave(cg *c, const cg_loop *l, unsigned count);
+// Keeps LLVM's loop unroller off the closed loop `l`: a register tile whose accumulators fill
+// the vector registers spills when two iterations' loads are scheduled together.
+void cg_loop_no_unroll(cg *c, const cg_loop *l);
 // cg_loop_interleave with the target's count when the closed innermost loop `l` has a long
 // body (an exp or erf per element); nothing otherwise, and nothing on targets without vectors.
 void cg_loop_interleave_long(cg *c, const cg_loop *l);

@@ -452,20 +452,30 @@ void cg_for_end(cg *c, cg_loop *l) {
     LLVMPositionBuilderAtEnd(c->b, l->exit);
 }
 
-void cg_loop_interleave(cg *c, const cg_loop *l, unsigned count) {
-    // !{!self, !{"llvm.loop.interleave.count", i32 count}}: a loop ID refers to itself, made
-    // through a temporary node replaced by the finished one.
-    static const char key[] = "llvm.loop.interleave.count";
-    LLVMMetadataRef opt[2] = {
-        LLVMMDStringInContext2(c->ctx, key, sizeof key - 1),
-        LLVMValueAsMetadata(LLVMConstInt(LLVMInt32TypeInContext(c->ctx), count, 0))};
+// Attaches !{!self, opt} as the loop ID of closed loop `l`: a loop ID refers to itself, made
+// through a temporary node replaced by the finished one.
+static void loop_md(cg *c, const cg_loop *l, LLVMMetadataRef opt) {
     LLVMMetadataRef tmp = LLVMTemporaryMDNode(c->ctx, NULL, 0);
-    LLVMMetadataRef ops[2] = {tmp, LLVMMDNodeInContext2(c->ctx, opt, 2)};
+    LLVMMetadataRef ops[2] = {tmp, opt};
     LLVMMetadataRef id = LLVMMDNodeInContext2(c->ctx, ops, 2);
     LLVMMetadataReplaceAllUsesWith(tmp, id);
     static const char kind[] = "llvm.loop";
     LLVMSetMetadata(l->backedge, LLVMGetMDKindIDInContext(c->ctx, kind, sizeof kind - 1),
                     LLVMMetadataAsValue(c->ctx, id));
+}
+
+void cg_loop_interleave(cg *c, const cg_loop *l, unsigned count) {
+    static const char key[] = "llvm.loop.interleave.count";
+    LLVMMetadataRef opt[2] = {
+        LLVMMDStringInContext2(c->ctx, key, sizeof key - 1),
+        LLVMValueAsMetadata(LLVMConstInt(LLVMInt32TypeInContext(c->ctx), count, 0))};
+    loop_md(c, l, LLVMMDNodeInContext2(c->ctx, opt, 2));
+}
+
+void cg_loop_no_unroll(cg *c, const cg_loop *l) {
+    static const char key[] = "llvm.loop.unroll.disable";
+    LLVMMetadataRef opt = LLVMMDStringInContext2(c->ctx, key, sizeof key - 1);
+    loop_md(c, l, LLVMMDNodeInContext2(c->ctx, &opt, 1));
 }
 
 // A closed innermost loop whose body is long (an erf, an exp: one dependency chain of tens of

@@ -27,6 +27,7 @@
 // leading dims, with float sums accumulated in f32 (vector partial sums for the long ones).
 #include "cg_geometry.h"
 #include "cg_internal.h"
+#include "x86_conv.h"
 
 #include <math.h>
 #include <string.h>
@@ -201,50 +202,6 @@ bool dl_cg__attr_ints(cg *c, const char *name, int32_t n, int64_t def, int64_t *
 // ---------------------------------------------------------------------------------------------
 // Direct convolution (Conv and ConvTranspose)
 
-#define CONV_MAX_MB     16
-#define CONV_PAD_FLOATS 8192 // padded tap rows (emit_conv) at most this many floats (32 KiB)
-#define CONV_MAX_EPI    64   // nodes of a fused group with the convolution
-#define CONV_MAX_EXT    11   // values its members read besides the group's (passes/fusion.c)
-
-// Geometry of a 2-D (de)convolution as a gather: output position o of spatial dim i (0 = H,
-// 1 = W) and tap k read input position (o*a + b + k*cc) / d when that is exact and in range.
-typedef struct conv_geo {
-    int64_t N, C, H, W, M, OH, OW, G, Cg, Mg, kH, kW;
-    int64_t a[2], b[2], cc[2], d[2];
-    int64_t wsg, wsm, wsc; // weight strides of the group, local out channel, local in channel
-    dl_dtype dt;           // of x, w, b and y (the shape pass makes them equal)
-    bool has_bias;
-    // Conv: a tap in the padding multiplies a zero (ONNX's zero padding: an infinite weight
-    // there gives NaN, as in the evaluator and the implicit GEMM), so no tap row is skipped.
-    // ConvTranspose: taps between or past the input's elements do not exist and are skipped.
-    bool pad_zero;
-    // Conv heading a fusion group (dl_cg__lower_conv_fused): members epi[1 .. n_epi) applied to
-    // each element before it is stored in y, the group's output. epi NULL: y is the node's.
-    const dl_ir_node *const *epi;
-    size_t n_epi;
-    dl_ir_value *y;
-    // Values the members read besides the group's: float32 of y's dims, each read at the
-    // stored element's own index (a residual Add), or per channel (kind[e]: a scale); the
-    // kernel's arguments after the bias.
-    dl_ir_value *ext[CONV_MAX_EXT];
-    dl_cg__conv_ext kind[CONV_MAX_EXT];
-    size_t n_ext;
-    // The group ends with a 2 x 2 / stride 2 MaxPool (passes/fusion.c, is_pool_tail): y is
-    // [N, M, OH / 2, OW / 2], the max of each window of the values the convolution would store.
-    bool pool;
-} conv_geo;
-
-// Per-output-row state of the conv kernel.
-typedef struct conv_row {
-    const conv_geo *g;
-    cg_kernel *k;
-    LLVMValueRef oh, xbase, ybase, wbase, bbase; // xbase: x[n, g*Cg], ybase: y[n, g*Mg, oh]
-    // Pooled (g->pool): the tile stores go to ybuf[j][dr][0 .. OW) (j: the channel in the
-    // block, dr: the row of the pooling window) instead of y.
-    LLVMValueRef ybuf;
-    int64_t dr;
-} conv_row;
-
 // Valid flag and input index of output position `o` and tap `kk` along dim i.
 static LLVMValueRef conv_pos(cg *c, const conv_geo *g, int i, LLVMValueRef o, LLVMValueRef kk,
                              LLVMValueRef *valid) {
@@ -367,7 +324,7 @@ static void conv_tile(cg *c, const conv_row *r, LLVMValueRef m0, unsigned mb, LL
 // The tile's values of channel mj (local to the group) before they are stored: the sums v (tw
 // lanes), plus the bias, through the fused members (on the vector where each member can be,
 // else lane by lane: LLVM's SLP vectoriser joined a Relu's lanes in pieces of 8, 4 and 1).
-static LLVMValueRef conv_epi(cg *c, const conv_row *r, LLVMValueRef mj, LLVMValueRef v, unsigned tw,
+LLVMValueRef dl_cg__conv_epi(cg *c, const conv_row *r, LLVMValueRef mj, LLVMValueRef v, unsigned tw,
                              LLVMValueRef yi, unsigned nl) {
     const conv_geo *g = r->g;
     LLVMValueRef xin[CONV_MAX_EXT], xl[CONV_MAX_EXT];
@@ -436,7 +393,7 @@ static void conv_store(cg *c, const conv_row *r, LLVMValueRef m0, unsigned mb, L
             yi = iadd(c, iadd(c, r->ybase, imul(c, mj, g->OH * g->OW)), ow0);
         }
         // ext is read at y's index (never pooled: dl_cg__lower_conv_fused)
-        LLVMValueRef v = conv_epi(c, r, mj, ld(c, vt, acc[j]), tw, r->ybuf ? NULL : yi, nl);
+        LLVMValueRef v = dl_cg__conv_epi(c, r, mj, ld(c, vt, acc[j]), tw, r->ybuf ? NULL : yi, nl);
         if (nl < tw) {
             LLVMValueRef m[CG_MAX_LANES];
             for (unsigned l = 0; l < tw; l++) {
@@ -639,8 +596,8 @@ static void conv_tile_pooled(cg *c, const conv_row *r, const conv_pad *pd, LLVMV
     LLVMValueRef p0 = LLVMBuildUDiv(c->b, ow0, cg_i64(c, 2), "");
     for (unsigned j = 0; j < mb; j++) {
         LLVMValueRef mj = iaddk(c, m0, (int64_t)j);
-        LLVMValueRef v0 = conv_epi(c, r, mj, ld(c, vt, acc[0][j]), tw, NULL, tw);
-        LLVMValueRef v1 = conv_epi(c, r, mj, ld(c, vt, acc[1][j]), tw, NULL, tw);
+        LLVMValueRef v0 = dl_cg__conv_epi(c, r, mj, ld(c, vt, acc[0][j]), tw, NULL, tw);
+        LLVMValueRef v1 = dl_cg__conv_epi(c, r, mj, ld(c, vt, acc[1][j]), tw, NULL, tw);
         LLVMValueRef pv = pool2_lanes(c, v0, v1, tw);
         // y[n, grp*Mg + mj, row, p0 ..]: ybase is n*M + grp*Mg channels' pooled row `row`
         LLVMValueRef yi = iadd(c, iadd(c, ybase, imul(c, mj, PH * PW)), p0);
@@ -800,6 +757,9 @@ static dl_status emit_conv(cg *c, const dl_ir_node *n, const conv_geo *g) {
     }
     if (g->N * g->M * g->OH * g->OW == 0) {
         return DL_OK; // empty output: nothing to compute
+    }
+    if (dl_cg__wino_ok(c, g)) {
+        return dl_cg__emit_wino(c, vals, n_vals, g);
     }
     dl_cg__conv_gemm cgp;
     conv_gemm_desc(n, g, &cgp);

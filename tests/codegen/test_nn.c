@@ -377,6 +377,97 @@ DL_TEST(nn_conv_implicit_gemm) {
            CG_TOL_REDUCE);
 }
 
+// Shapes the Winograd kernel takes on wide-vector targets (float32, 3 x 3, stride 1, dilation 1,
+// one group, >= 8 channels in and out, tile rows that fill 3/4 of a vector, >= 128 tiles; the
+// x86_winograd.c header): the CNN benchmark's second layer at batch 6 (64 channels: blocks of 6
+// with a tail of 4), odd output sizes (a last tile row and column half outside), no padding,
+// asymmetric pads, a row of two tile vectors with one image split into blocks of tile rows
+// (the last one past the image), ConvTranspose (its kernel flipped) with pads and without.
+// Tolerance: F(2 x 2, 3 x 3)'s transforms sum up to 4 inputs and 9 weights with factors 1/2
+// before the products (Lavin's error bound grows ~4x over the direct sum's, float32 sums over
+// K = 9 C); inputs in [-2, 2).
+DL_TEST(nn_conv_winograd) {
+    const cg_tol tol = {2e-4, 2e-4, 0, 0};
+    CHECK1("input x : float[6, 32, 14, 14]\ninput w : float[64, 32, 3, 3]\ninput b : float[64]\n",
+           "y = Conv <pads = [1, 1, 1, 1]> (x, w, b)", tol);
+    CHECK1("input x : float[3, 8, 13, 15]\ninput w : float[11, 8, 3, 3]\ninput b : float[11]\n",
+           "y = Conv <pads = [1, 1, 1, 1]> (x, w, b)", tol);
+    CHECK1("input x : float[4, 9, 18, 18]\ninput w : float[10, 9, 3, 3]\n", "y = Conv (x, w)", tol);
+    CHECK1("input x : float[2, 8, 20, 16]\ninput w : float[9, 8, 3, 3]\ninput b : float[9]\n",
+           "y = Conv <pads = [0, 2, 1, 0]> (x, w, b)", tol);
+    CHECK1("input x : float[1, 8, 30, 30]\ninput w : float[13, 8, 3, 3]\n",
+           "y = Conv <auto_pad = \"SAME_UPPER\"> (x, w)", tol);
+    CHECK1("input x : float[3, 64, 14, 14]\ninput w : float[64, 32, 3, 3]\n",
+           "y = ConvTranspose <pads = [1, 1, 1, 1]> (x, w)", tol);
+    CHECK1("input x : float[3, 8, 12, 12]\ninput w : float[8, 10, 3, 3]\ninput b : float[10]\n",
+           "y = ConvTranspose (x, w, b)", tol);
+    CHECK1("input x : float[3, 12, 15, 14]\ninput w : float[12, 9, 3, 3]\n",
+           "y = ConvTranspose <pads = [1, 0, 2, 1]> (x, w)", tol);
+    // Fused: ReLU and a residual Add read at the stored element (masked row ends), a per-channel
+    // scale, and the inference CNN's ReLU + 2 x 2 MaxPool (a tile is a window; 28 columns: 14
+    // tiles of AVX-512's 16 lanes; an odd output leaves the last tile row and column unpooled).
+    CG_CHECK("model m\ninput x : float[6, 32, 14, 14]\ninput w : float[64, 32, 3, 3]\n"
+             "input b : float[64]\nv = Conv <pads = [1, 1, 1, 1]> (x, w, b)\ny = Relu (v)\n"
+             "output y\n",
+             tol);
+    CG_CHECK("model m\ninput x : float[3, 8, 13, 15]\ninput w : float[11, 8, 3, 3]\n"
+             "input r : float[3, 11, 13, 15]\ninput s : float[1, 11, 1, 1]\n"
+             "v = Conv <pads = [1, 1, 1, 1]> (x, w)\nu = Add (v, r)\ny = Mul (u, s)\n"
+             "output y\n",
+             tol);
+    CG_CHECK("model m\ninput x : float[4, 32, 14, 14]\ninput w : float[64, 32, 3, 3]\n"
+             "input b : float[64]\nv = Conv <pads = [1, 1, 1, 1]> (x, w, b)\nu = Relu (v)\n"
+             "y = MaxPool <kernel_shape = [2, 2], strides = [2, 2]> (u)\noutput y\n",
+             tol);
+    CG_CHECK("model m\ninput x : float[2, 16, 28, 28]\ninput w : float[24, 16, 3, 3]\n"
+             "input b : float[24]\nv = Conv <pads = [1, 1, 1, 1]> (x, w, b)\nu = Relu (v)\n"
+             "y = MaxPool <kernel_shape = [2, 2], strides = [2, 2]> (u)\noutput y\n",
+             tol);
+    CG_CHECK("model m\ninput x : float[3, 8, 13, 13]\ninput w : float[10, 8, 3, 3]\n"
+             "v = Conv <pads = [1, 1, 1, 1]> (x, w)\n"
+             "y = MaxPool <kernel_shape = [2, 2], strides = [2, 2]> (v)\noutput y\n",
+             tol);
+}
+
+// An infinite or NaN input or weight: the Winograd kernel's iterations that see one compute
+// their outputs by the direct definition (the transforms would spread it over the tile as NaN),
+// so the outputs match the evaluator's: Inf where the direct sum gives Inf, NaN where it gives
+// NaN; a fused pooling and ConvTranspose's skipped taps included.
+DL_TEST(nn_conv_winograd_nonfinite) {
+    static const char *const models[] = {
+        "model m\ninput x : float[3, 8, 13, 15]\ninput w : float[11, 8, 3, 3]\n"
+        "input b : float[11]\ny = Conv <pads = [1, 1, 1, 1]> (x, w, b)\noutput y\n",
+        "model m\ninput x : float[4, 8, 14, 14]\ninput w : float[16, 8, 3, 3]\n"
+        "v = Conv <pads = [1, 1, 1, 1]> (x, w)\nu = Relu (v)\n"
+        "y = MaxPool <kernel_shape = [2, 2], strides = [2, 2]> (u)\noutput y\n",
+        "model m\ninput x : float[4, 8, 12, 12]\ninput w : float[8, 10, 3, 3]\n"
+        "y = ConvTranspose <pads = [1, 1, 1, 1]> (x, w)\noutput y\n",
+    };
+    static const int64_t xn[] = {3 * 8 * 13 * 15, 4 * 8 * 14 * 14, 4 * 8 * 12 * 12};
+    static const int64_t wn[] = {11 * 8 * 9, 16 * 8 * 9, 8 * 10 * 9};
+    static double x[4 * 8 * 14 * 14], w[16 * 8 * 9];
+    const cg_tol tol = {2e-4, 2e-4, 0, 0};
+    for (size_t i = 0; i < DL_ARRAY_LEN(models); i++) {
+        for (int64_t j = 0; j < xn[i]; j++) {
+            x[j] = (double)((j * 5) % 13 - 6) / 4.0;
+        }
+        for (int64_t j = 0; j < wn[i]; j++) {
+            w[j] = (double)((j * 7) % 11 - 5) / 8.0;
+        }
+        // an infinite input in the second image (the first stays on the fast path), a NaN one
+        // in the last image's last plane
+        x[xn[i] / 3 + 40] = INFINITY;
+        x[xn[i] - 7] = NAN;
+        const cg_data given[] = {{"x", x, xn[i]}, {"w", w, wn[i]}};
+        DL_CHECK(cg_check_io(models[i], tol, NULL, 0, given, 2, NULL));
+        // and a non-finite weight: every iteration on the direct path
+        w[3] = -INFINITY;
+        x[xn[i] / 3 + 40] = 1.0;
+        x[xn[i] - 7] = 0.5;
+        DL_CHECK(cg_check_io(models[i], tol, NULL, 0, given, 2, NULL));
+    }
+}
+
 // A convolution heading a fusion group (passes/fusion.c): Relu, LeakyRelu and a Clip-free
 // chain applied where the kernel stores y, through the implicit GEMM (64 channels) and the
 // direct kernel (one input channel: K = 9, and a strided one), with and without bias, grouped;
