@@ -6,10 +6,8 @@
 #include "cg_geometry.h"
 #include "cg_internal.h"
 
-#define CONV_MAX_MB     16
-#define CONV_PAD_FLOATS 8192 // padded tap rows (emit_conv) at most this many floats (32 KiB)
-#define CONV_MAX_EPI    64   // nodes of a fused group with the convolution
-#define CONV_MAX_EXT    11   // values its members read besides the group's (passes/fusion.c)
+#define CONV_MAX_EPI 64 // nodes of a fused group with the convolution
+#define CONV_MAX_EXT 11 // values its members read besides the group's (passes/fusion.c)
 
 // Geometry of a 2-D (de)convolution as a gather: output position o of spatial dim i (0 = H,
 // 1 = W) and tap k read input position (o*a + b + k*cc) / d when that is exact and in range.

@@ -2,14 +2,15 @@
 // AveragePool, GlobalAveragePool, BatchNormalization (inference and training_mode) and
 // LayerNormalization.
 //
-// Conv and ConvTranspose run as implicit GEMMs on x86_linalg.c's blocked engine where
-// dl_cg__conv_gemm_ok says so (float32, wide vectors, products large enough: conv_gemm_desc);
-// otherwise (first layers with one input channel, depthwise, low precision, NVPTX's width 1)
-// they share one direct-convolution emitter (emit_conv). Both are written as a
-// gather over the output: output row oh, tap kh reads input row (oh*a + b + kh*cc) / d when that
-// divides exactly and lands inside the input (Conv: a = stride, b = -pad, cc = dilation, d = 1;
-// ConvTranspose: a = 1, b = pad, cc = -dilation, d = stride), the same for columns. The outer
-// parallel range is N * group * H_out (one output row of one group per iteration), so no two
+// Conv and ConvTranspose with 3 x 3 kernels and stride 1 run as Winograd's F(2 x 2, 3 x 3)
+// (x86_winograd.c) where dl_cg__wino_ok says so; others as implicit GEMMs on x86_linalg.c's
+// blocked engine where dl_cg__conv_gemm_ok says so (float32, wide vectors, products large
+// enough: conv_gemm_desc); otherwise (first layers with one input channel, depthwise, low
+// precision, NVPTX's width 1) they share one direct-convolution emitter (emit_conv). Both are
+// written as a gather over the output: output row oh, tap kh reads input row (oh*a + b + kh*cc) / d
+// when that divides exactly and lands inside the input (Conv: a = stride, b = -pad, cc = dilation,
+// d = 1; ConvTranspose: a = 1, b = pad, cc = -dilation, d = stride), the same for columns. The
+// outer parallel range is N * group * H_out (one output row of one group per iteration), so no two
 // iterations write the same element. Inside, output channels go in register blocks of MB and
 // output columns in vector tiles of TW floats: TW * MB accumulators live in registers, each input
 // vector is reused for MB channels and each weight (broadcast) for TW columns, the bias is added
@@ -201,6 +202,9 @@ bool dl_cg__attr_ints(cg *c, const char *name, int32_t n, int64_t def, int64_t *
 
 // ---------------------------------------------------------------------------------------------
 // Direct convolution (Conv and ConvTranspose)
+
+#define CONV_MAX_MB     16
+#define CONV_PAD_FLOATS 8192 // padded tap rows (emit_conv) at most this many floats (32 KiB)
 
 // Valid flag and input index of output position `o` and tap `kk` along dim i.
 static LLVMValueRef conv_pos(cg *c, const conv_geo *g, int i, LLVMValueRef o, LLVMValueRef kk,
@@ -746,8 +750,9 @@ dl_cg__conv_ext dl_cg__conv_ext_kind(const dl_ir_value *ext, const dl_ir_value *
     return dl_ir_type_numel(t) == 1 ? DL_CG__CONV_EXT_ONE : DL_CG__CONV_EXT_CHANNEL;
 }
 
-// y: [N, M, OH, OW] from x: [N, C, H, W], w, b?: [M]; the implicit GEMM where
-// dl_cg__conv_gemm_ok takes it, else the direct kernel (outer range N * G * OH).
+// y: [N, M, OH, OW] from x: [N, C, H, W], w, b?: [M]; Winograd where dl_cg__wino_ok takes
+// it, the implicit GEMM where dl_cg__conv_gemm_ok does, else the direct kernel (outer range
+// N * G * OH).
 static dl_status emit_conv(cg *c, const dl_ir_node *n, const conv_geo *g) {
     dl_ir_value *vals[4 + CONV_MAX_EXT] = {g->y ? g->y : n->outputs[0], n->inputs[0], n->inputs[1],
                                            g->has_bias ? n->inputs[2] : NULL};

@@ -1,32 +1,16 @@
-// codegen/x86/x86_winograd.c — 3 x 3, stride-1 convolutions (Conv, and ConvTranspose with
-// stride 1: a Conv with the kernel flipped) as Winograd's F(2 x 2, 3 x 3) on wide-vector
-// targets: each 2 x 2 block of outputs ("tile") of each output channel from 16 products per
-// input channel instead of 36 (Lavin and Gray, "Fast Algorithms for Convolutional Neural
-// Networks", 2016; NNPACK and XNNPACK keep the same transforms):
+// codegen/x86/x86_winograd.c — 3 x 3 stride-1 convolutions (Conv, and ConvTranspose with stride
+// 1: a Conv with the kernel flipped) as Winograd's F(2 x 2, 3 x 3) on wide-vector targets (Lavin
+// and Gray, 2016; NNPACK's and XNNPACK's transforms): each 2 x 2 block of outputs ("tile") of a
+// channel from 16 products per input channel instead of 36,
 //   y[tile] = A^T [ sum over c of (G g[m, c] G^T) .* (B^T d[c, tile] B) ] A
-// with d the tile's 4 x 4 input patch (zero outside the image) and
-//   B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1], G = [1 0 0; .5 .5 .5; .5 -.5 .5; 0 0 1],
-//   A^T = [1 1 1 0; 0 1 -1 -1].
-// Two kernels:
-//   - the weights' transform U[xi][m][c] (xi = 4*i + j, the 16 points), one output channel per
-//     iteration, into a temp buffer laid out for the products' register tiles:
-//     U[((xi * MBk + m / MR) * C + c) * MR + m % MR] (MBk blocks of MR channels, the last one
-//     padded), followed by one float per channel: the sum of w - w over its weights, NaN when
-//     one of them is not finite;
-//   - the convolution, one block of RPB tile rows of one image per iteration: the input
-//     transform V[xi][c][t] of the block's tiles into a stack buffer (vectors of VW tiles along a
-//     tile row: each lane's 4 x 4 patch from two masked loads of 2 VW columns per row,
-//     deinterleaved), then per block of MR output channels the 16 products
-//     P[xi][m][t] = sum over c of U[xi][m][c] V[xi][c][t] in register tiles of MR channels x NV
-//     vectors, and the output transform of P with the bias, the fused members and a fused
-//     2 x 2 MaxPool (a tile is a pooling window) applied on the vectors, stored to y.
-// The transforms add and subtract values (the products are exact at 0, +-1 and +-1/2): an
-// infinite or NaN input or weight would spread to the whole tile (Inf - Inf), where the direct
-// sum gives Inf at the outputs that read it. So each iteration first checks its image and the
-// weights (a NaN-sticky sum of v - v) and, when one of them is not finite, computes its block
-// by the direct definition instead (scalar, slow, exact in its non-finite semantics: the
-// evaluator's). The sum over c runs in a fixed order (c ascending) and no iteration reads what
-// another writes, so any split of the range gives the same bytes.
+// (d: the tile's 4 x 4 input patch, zero outside the image; B^T = [1 0 -1 0; 0 1 1 0;
+// 0 -1 1 0; 0 1 0 -1], G = [1 0 0; .5 .5 .5; .5 -.5 .5; 0 0 1], A^T = [1 1 1 0; 0 1 -1 -1]).
+// Two kernels: the weights' transform into a temp buffer (emit_wino_weights), then the
+// convolution over blocks of tile rows of one image (dl_cg__emit_wino): input transform on the
+// stack, the 16 products in register tiles, output transform with the fused epilogue. An
+// iteration that sees a non-finite input or weight computes its block by the direct definition
+// (the transforms would spread Inf - Inf over the tile). The sum over c runs in a fixed order
+// and no iteration reads what another writes: any split of the range gives the same bytes.
 #include "cg_geometry.h"
 #include "cg_internal.h"
 #include "x86_conv.h"
@@ -34,7 +18,7 @@
 #include <string.h>
 
 #define WINO_V_BYTES    (256 * 1024) // the input transform of one iteration's block, at most
-#define WINO_P_BYTES    (256 * 1024) // the products of one channel group, at most
+#define WINO_P_BYTES    (256 * 1024) // the products of one channel group (or of one block, if more)
 #define WINO_MAX_TWC    8            // vectors of tiles along one tile row, at most
 #define WINO_MAX_MR     12
 #define WINO_MAX_NV     8
@@ -65,7 +49,7 @@ static int64_t wino_regs(unsigned vw) {
 // cycle) and of the FMA pipes' depth (two pipes of latency 4: fewer accumulators than 8 wait on
 // their chains), summed over the groups and the channel blocks. AVX2's CNN layers (7 vectors):
 // 6 x 2 (three groups, then one of 6 chains), not 2 x 4 (3.77 -> 3.53 ms per step).
-static void wino_tile(int64_t ntv, int64_t M, unsigned vw, int64_t *mr_out, int64_t *nv_out) {
+static void wino_tile(int64_t ntv, int64_t M, unsigned vw, int64_t *out_mr, int64_t *out_nv) {
     int64_t best = -1, bmr = 1, bnv = 1, regs = wino_regs(vw);
     int64_t mr_cap = vw >= 16 ? WINO_MAX_MR : 6;
     for (int64_t nv = 1; nv <= WINO_MAX_NV && nv <= ntv; nv++) {
@@ -86,11 +70,14 @@ static void wino_tile(int64_t ntv, int64_t M, unsigned vw, int64_t *mr_out, int6
             bnv = nv;
         }
     }
-    *mr_out = bmr;
-    *nv_out = bnv;
+    *out_mr = bmr;
+    *out_nv = bnv;
 }
 
-static bool wino_plan_of(cg *c, const conv_geo *g, wino_plan *p) {
+// The plan of g into *out, or false when the Winograd kernel does not take g (docs/codegen.md,
+// "3 x 3 stride-1 convolutions").
+static bool wino_plan_of(cg *c, const conv_geo *g, wino_plan *out) {
+    wino_plan *p = out;
     memset(p, 0, sizeof *p);
     int64_t vw = c->target->vector_width(c, DL_DT_FLOAT);
     if (vw < 8 || g->dt != DL_DT_FLOAT || (g->y && g->y->type.dtype != DL_DT_FLOAT)) {
@@ -232,7 +219,11 @@ static LLVMValueRef w_index(cg *c, const conv_geo *g, const wino_plan *p, LLVMVa
 }
 
 // ---------------------------------------------------------------------------------------------
-// The weights' transform: U = G g G^T per (m, c), and each channel's finiteness sum.
+// The weights' transform: U = G g G^T per (m, c) (the 16 points xi = 4 i + j), one output
+// channel per iteration, laid out for the products' register tiles:
+// U[((xi * MBk + m / mr) * C + c) * mr + m % mr] (MBk blocks of mr channels, the last one
+// padded and its padding never read), then one float per channel: the sum of w - w over its
+// weights, NaN when one of them is not finite.
 
 static dl_status emit_wino_weights(cg *c, const conv_geo *g, const wino_plan *p, uint32_t ubuf,
                                    dl_ir_value *w) {
@@ -282,7 +273,13 @@ static dl_status emit_wino_weights(cg *c, const conv_geo *g, const wino_plan *p,
 }
 
 // ---------------------------------------------------------------------------------------------
-// The convolution kernel
+// The convolution kernel. Per iteration (a block of rpb tile rows of one image): the input
+// transform V[xi][c][t] of the block's tiles (vectors of vw tiles along a tile row: each lane's
+// 4 x 4 patch from two masked loads of 2 vw columns per row, deinterleaved) on the stack; per
+// group of output channels, for each point xi the products P[xi][m][t] = sum over c of
+// U[xi][m][c] V[xi][c][t] in register tiles of mr channels x nv vectors; then the output
+// transform of P with the bias, the fused members and a fused 2 x 2 MaxPool (a tile is a
+// pooling window) applied on the vectors, stored to y.
 
 typedef struct wino_ctx {
     const conv_geo *g;
@@ -576,7 +573,11 @@ static void wino_direct_block(cg *c, const wino_ctx *w) {
 }
 
 // NaN when the image's values or the weights are not all finite: the image as vectors (the
-// last one masked), then each channel's sum from the weights' transform.
+// last one masked), then each channel's sum from the weights' transform. The transforms add and
+// subtract (exactly, at factors 0, +-1 and +-1/2), so an infinite or NaN value would make its
+// whole tile NaN where the direct sum gives Inf at the outputs that read it; such an iteration
+// takes wino_direct_block (the evaluator's semantics). A finite |x| near 1e38 can still overflow
+// inside the transforms (not guarded).
 static LLVMValueRef wino_finite_sum(cg *c, const wino_ctx *w) {
     const conv_geo *g = w->g;
     const wino_plan *p = w->p;
@@ -606,12 +607,13 @@ static LLVMValueRef wino_finite_sum(cg *c, const wino_ctx *w) {
     return ld(c, c->t_f32, sc);
 }
 
+// y: [N, M, OH, OW] (or the fused group's, pooled: [N, M, OH / 2, OW / 2]) from x: [N, C, H, W]
+// and w: [M, C, 3, 3] (ConvTranspose: [C, M, 3, 3]), b?: [M].
 dl_status dl_cg__emit_wino(cg *c, dl_ir_value *const *vals, size_t n_vals, const conv_geo *g) {
     wino_plan p;
-    if (!wino_plan_of(c, g, &p)) {
-        cg_error(c, "internal: the Winograd kernel does not take this convolution");
-        return DL_ERR_UNSUPPORTED;
-    }
+    bool ok = wino_plan_of(c, g, &p);
+    DL_ASSERT(ok); // the caller asked dl_cg__wino_ok
+    (void)ok;
     uint64_t ufloats = (uint64_t)(16 * p.MBk * g->C * p.mr + g->M);
     uint32_t ubuf;
     DL_TRY(cg_extra_buffer(c, ufloats * sizeof(float), DLRT_BUF_TEMP, NULL, &ubuf));

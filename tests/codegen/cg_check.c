@@ -836,3 +836,27 @@ out:
     dl_diags_destroy(d);
     return ok;
 }
+
+long cg_infer_kernels(const char *text) {
+    dl_diags *d = NULL;
+    dl_ir_module *m = NULL;
+    uint8_t *art = NULL;
+    size_t len = 0;
+    dlrt_model *rm = NULL;
+    long n = -1;
+    dl_cg_options co;
+    dl_cg_options_init(&co);
+    if (dl_diags_create(&d) == DL_OK &&
+        dl_fe_parse("case.dlg", text, strlen(text), d, &m) == DL_OK &&
+        dl_pass_shape(m, d) == DL_OK && dl_cg_compile(m, &co, d, &art, &len) == DL_OK &&
+        dlrt_model_load_memory(art, len, &rm) == DLRT_OK) {
+        uint32_t nk = 0, nf = 0, nops = 0;
+        dlrt_model_kernels(rm, 0, &nk, &nf, &nops);
+        n = (long)nk;
+    }
+    dlrt_model_release(rm);
+    free(art);
+    dl_ir_module_destroy(m);
+    dl_diags_destroy(d);
+    return n;
+}

@@ -95,6 +95,10 @@ typedef struct cg_data {
 bool cg_check_io(const char *dlg_text, cg_tol tol, const cg_want *want, size_t n_want,
                  const cg_data *given, size_t n_given, double *const *got);
 
+// The infer entry's kernel count of `text` compiled for this machine (the default target,
+// whatever DLCC_TEST_CPU says); -1 when it does not compile.
+long cg_infer_kernels(const char *text);
+
 #define CG_CHECK(text, tol) DL_CHECK(cg_check((text), (tol)))
 
 #endif

@@ -377,15 +377,16 @@ DL_TEST(nn_conv_implicit_gemm) {
            CG_TOL_REDUCE);
 }
 
-// Shapes the Winograd kernel takes on wide-vector targets (float32, 3 x 3, stride 1, dilation 1,
-// one group, >= 8 channels in and out, tile rows that fill 3/4 of a vector, >= 128 tiles; the
-// x86_winograd.c header): the CNN benchmark's second layer at batch 6 (64 channels: blocks of 6
-// with a tail of 4), odd output sizes (a last tile row and column half outside), no padding,
-// asymmetric pads, a row of two tile vectors with one image split into blocks of tile rows
-// (the last one past the image), ConvTranspose (its kernel flipped) with pads and without.
-// Tolerance: F(2 x 2, 3 x 3)'s transforms sum up to 4 inputs and 9 weights with factors 1/2
-// before the products (Lavin's error bound grows ~4x over the direct sum's, float32 sums over
-// K = 9 C); inputs in [-2, 2).
+// Shapes the Winograd kernel takes on AVX2 (float32, 3 x 3, stride 1, dilation 1, one group,
+// >= 8 channels in and out, tile rows that fill 3/4 of a vector, >= 128 tiles: docs/codegen.md,
+// "3 x 3 stride-1 convolutions"): the CNN benchmark's second layer at batch 6 (64 channels:
+// blocks of 6 with a tail of 4), odd output sizes (a last tile row and column half outside), no
+// padding, asymmetric pads, a row of two tile vectors with one image split into blocks of tile
+// rows (the last one past the image), more channels than one group of products holds,
+// ConvTranspose (its kernel flipped) with pads and without. The cases 23-32 columns wide take
+// it with AVX-512 too (12-16 tiles of its 16 lanes). Tolerance: F(2 x 2, 3 x 3)'s transforms sum
+// up to 4 inputs and 9 weights with factors 1/2 before the products (Lavin's error bound grows
+// ~4x over the direct sum's, float32 sums over K = 9 C); inputs in [-2, 2).
 DL_TEST(nn_conv_winograd) {
     const cg_tol tol = {2e-4, 2e-4, 0, 0};
     CHECK1("input x : float[6, 32, 14, 14]\ninput w : float[64, 32, 3, 3]\ninput b : float[64]\n",
@@ -397,7 +398,11 @@ DL_TEST(nn_conv_winograd) {
            "y = Conv <pads = [0, 2, 1, 0]> (x, w, b)", tol);
     CHECK1("input x : float[1, 8, 30, 30]\ninput w : float[13, 8, 3, 3]\n",
            "y = Conv <auto_pad = \"SAME_UPPER\"> (x, w)", tol);
+    CHECK1("input x : float[4, 32, 28, 28]\ninput w : float[96, 32, 3, 3]\ninput b : float[96]\n",
+           "y = Conv <pads = [1, 1, 1, 1]> (x, w, b)", tol);
     CHECK1("input x : float[3, 64, 14, 14]\ninput w : float[64, 32, 3, 3]\n",
+           "y = ConvTranspose <pads = [1, 1, 1, 1]> (x, w)", tol);
+    CHECK1("input x : float[2, 24, 28, 28]\ninput w : float[24, 16, 3, 3]\n",
            "y = ConvTranspose <pads = [1, 1, 1, 1]> (x, w)", tol);
     CHECK1("input x : float[3, 8, 12, 12]\ninput w : float[8, 10, 3, 3]\ninput b : float[10]\n",
            "y = ConvTranspose (x, w, b)", tol);
@@ -415,6 +420,11 @@ DL_TEST(nn_conv_winograd) {
              "v = Conv <pads = [1, 1, 1, 1]> (x, w)\nu = Add (v, r)\ny = Mul (u, s)\n"
              "output y\n",
              tol);
+    CG_CHECK("model m\ninput x : float[1, 8, 26, 27]\ninput w : float[11, 8, 3, 3]\n"
+             "input r : float[1, 11, 26, 27]\ninput s : float[1, 11, 1, 1]\n"
+             "v = Conv <pads = [1, 1, 1, 1]> (x, w)\nu = Add (v, r)\ny = Mul (u, s)\n"
+             "output y\n",
+             tol);
     CG_CHECK("model m\ninput x : float[4, 32, 14, 14]\ninput w : float[64, 32, 3, 3]\n"
              "input b : float[64]\nv = Conv <pads = [1, 1, 1, 1]> (x, w, b)\nu = Relu (v)\n"
              "y = MaxPool <kernel_shape = [2, 2], strides = [2, 2]> (u)\noutput y\n",
@@ -427,12 +437,23 @@ DL_TEST(nn_conv_winograd) {
              "v = Conv <pads = [1, 1, 1, 1]> (x, w)\n"
              "y = MaxPool <kernel_shape = [2, 2], strides = [2, 2]> (v)\noutput y\n",
              tol);
+    // The kernel did run: two kernels for one Conv (the weights' transform and the convolution;
+    // the implicit GEMM and the direct kernel make one), on any x86-64 host of this project
+    // (AVX2 or AVX-512: 28 columns).
+    DL_CHECK(cg_infer_kernels("model m\ninput x : float[2, 16, 28, 28]\n"
+                              "input w : float[24, 16, 3, 3]\n"
+                              "y = Conv <pads = [1, 1, 1, 1]> (x, w)\noutput y\n") == 2);
+    DL_CHECK(cg_infer_kernels("model m\ninput x : float[2, 16, 28, 28]\n"
+                              "input w : float[24, 16, 3, 3]\n"
+                              "y = Conv <pads = [1, 1, 1, 1], strides = [1, 2]> (x, w)\n"
+                              "output y\n") == 1);
 }
 
 // An infinite or NaN input or weight: the Winograd kernel's iterations that see one compute
 // their outputs by the direct definition (the transforms would spread it over the tile as NaN),
 // so the outputs match the evaluator's: Inf where the direct sum gives Inf, NaN where it gives
-// NaN; a fused pooling and ConvTranspose's skipped taps included.
+// NaN; fused poolings and ConvTranspose's skipped taps included (the last model 26 columns
+// wide: AVX-512's lanes too).
 DL_TEST(nn_conv_winograd_nonfinite) {
     static const char *const models[] = {
         "model m\ninput x : float[3, 8, 13, 15]\ninput w : float[11, 8, 3, 3]\n"
@@ -442,10 +463,14 @@ DL_TEST(nn_conv_winograd_nonfinite) {
         "y = MaxPool <kernel_shape = [2, 2], strides = [2, 2]> (u)\noutput y\n",
         "model m\ninput x : float[4, 8, 12, 12]\ninput w : float[8, 10, 3, 3]\n"
         "y = ConvTranspose <pads = [1, 1, 1, 1]> (x, w)\noutput y\n",
+        "model m\ninput x : float[3, 8, 26, 26]\ninput w : float[9, 8, 3, 3]\n"
+        "v = Conv <pads = [1, 1, 1, 1]> (x, w)\n"
+        "y = MaxPool <kernel_shape = [2, 2], strides = [2, 2]> (v)\noutput y\n",
     };
-    static const int64_t xn[] = {3 * 8 * 13 * 15, 4 * 8 * 14 * 14, 4 * 8 * 12 * 12};
-    static const int64_t wn[] = {11 * 8 * 9, 16 * 8 * 9, 8 * 10 * 9};
-    static double x[4 * 8 * 14 * 14], w[16 * 8 * 9];
+    static const int64_t xn[] = {3 * 8 * 13 * 15, 4 * 8 * 14 * 14, 4 * 8 * 12 * 12,
+                                 3 * 8 * 26 * 26};
+    static const int64_t wn[] = {11 * 8 * 9, 16 * 8 * 9, 8 * 10 * 9, 9 * 8 * 9};
+    static double x[3 * 8 * 26 * 26], w[16 * 8 * 9];
     const cg_tol tol = {2e-4, 2e-4, 0, 0};
     for (size_t i = 0; i < DL_ARRAY_LEN(models); i++) {
         for (int64_t j = 0; j < xn[i]; j++) {
