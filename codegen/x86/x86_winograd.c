@@ -17,13 +17,14 @@
 
 #include <string.h>
 
-#define WINO_V_BYTES    (256 * 1024) // the input transform of one iteration's block, at most
-#define WINO_P_BYTES    (256 * 1024) // the products of one channel group (or of one block, if more)
-#define WINO_MAX_TWC    8            // vectors of tiles along one tile row, at most
-#define WINO_MAX_MR     12
-#define WINO_MAX_NV     8
-#define WINO_MIN_TILE   128 // tiles (N * TH * TW) below which the transforms do not pay
-#define WINO_FMA_CHAINS 8   // independent multiply-adds the FMA pipes need in flight
+#define WINO_V_BYTES         (256 * 1024) // the input transform of one iteration's block, at most
+#define WINO_P_BYTES         (256 * 1024) // the products of one channel group (or of one block, if more)
+#define WINO_MAX_TWC         8            // vectors of tiles along one tile row, at most
+#define WINO_MAX_MR          12
+#define WINO_MAX_NV          8
+#define WINO_MIN_TILE        128 // tiles (N * TH * TW) below which the weights' transform does not pay
+#define WINO_MIN_TILE_PACKED 32 // the same with the transform prepacked
+#define WINO_FMA_CHAINS      8  // independent multiply-adds the FMA pipes need in flight
 
 typedef struct wino_plan {
     unsigned vw;         // lanes: tiles of a vector
@@ -99,7 +100,8 @@ static bool wino_plan_of(cg *c, const conv_geo *g, wino_plan *out) {
     p->TW = (g->OW + 1) / 2;
     p->TWc = (p->TW + vw - 1) / vw;
     // Tiles along a row fill the vectors' lanes at least 3/4 (a narrower image wastes them);
-    // enough tiles to pay for the weights' transform.
+    // enough tiles to pay for the transforms. Nothing here depends on how the weights come (a
+    // param's transform is prepacked for infer): --no-prepack must give the same bytes.
     if (p->TW * 4 < p->TWc * vw * 3 || p->TWc > WINO_MAX_TWC ||
         g->N * p->TH * p->TW < WINO_MIN_TILE) {
         return false;
@@ -226,11 +228,13 @@ static LLVMValueRef w_index(cg *c, const conv_geo *g, const wino_plan *p, LLVMVa
 // weights, NaN when one of them is not finite.
 
 static dl_status emit_wino_weights(cg *c, const conv_geo *g, const wino_plan *p, uint32_t ubuf,
-                                   dl_ir_value *w) {
+                                   dl_ir_value *w, uint8_t only) {
     uint32_t bufs[2] = {ubuf, c->value_buf[w->id]};
     cg_kernel k;
     DL_TRY(cg_kernel_begin_bufs(c, bufs, 2, 1, g->M, "conv.winograd.weights", &k));
     k.ops = "WinogradWeights";
+    k.only = only;
+    k.flags = only == CG_ENTRY_INFER ? DLRT_KERNEL_F_PREPACK : 0;
     LLVMValueRef up = cg_kernel_arg(c, &k, 0), wp = cg_kernel_arg(c, &k, 1);
     LLVMValueRef fin = dl_cg__entry_alloca(c, c->t_f32);
     cg_loop lm, lc;
@@ -607,37 +611,29 @@ static LLVMValueRef wino_finite_sum(cg *c, const wino_ctx *w) {
     return ld(c, c->t_f32, sc);
 }
 
-// y: [N, M, OH, OW] (or the fused group's, pooled: [N, M, OH / 2, OW / 2]) from x: [N, C, H, W]
-// and w: [M, C, 3, 3] (ConvTranspose: [C, M, 3, 3]), b?: [M].
-dl_status dl_cg__emit_wino(cg *c, dl_ir_value *const *vals, size_t n_vals, const conv_geo *g) {
-    wino_plan p;
-    bool ok = wino_plan_of(c, g, &p);
-    DL_ASSERT(ok); // the caller asked dl_cg__wino_ok
-    (void)ok;
-    uint64_t ufloats = (uint64_t)(16 * p.MBk * g->C * p.mr + g->M);
-    uint32_t ubuf;
-    DL_TRY(cg_extra_buffer(c, ufloats * sizeof(float), DLRT_BUF_TEMP, NULL, &ubuf));
-    DL_TRY(emit_wino_weights(c, g, &p, ubuf, vals[2]));
-
+// The convolution kernel of entry points `only`, reading the weights' transform in ubuf.
+static dl_status emit_wino_conv(cg *c, dl_ir_value *const *vals, size_t n_vals, const conv_geo *g,
+                                const wino_plan *p, uint32_t ubuf, uint8_t only) {
     cg_kernel k;
-    DL_TRY(cg_kernel_begin(c, vals, n_vals, g->N * p.TRB, &k));
+    DL_TRY(cg_kernel_begin(c, vals, n_vals, g->N * p->TRB, &k));
+    k.only = only;
     DL_TRY(cg_kernel_add_buf(c, &k, ubuf));
     wino_ctx w;
     memset(&w, 0, sizeof w);
     w.g = g;
-    w.p = &p;
+    w.p = p;
     w.k = &k;
     w.up = k.ptr[k.n_args - 1];
-    w.vbuf = dl_cg__entry_alloca(c, LLVMArrayType2(c->t_f32, (uint64_t)(16 * g->C * p.NT)));
-    w.pbuf = dl_cg__entry_alloca(c, LLVMArrayType2(c->t_f32, (uint64_t)(16 * p.GM * p.NT)));
+    w.vbuf = dl_cg__entry_alloca(c, LLVMArrayType2(c->t_f32, (uint64_t)(16 * g->C * p->NT)));
+    w.pbuf = dl_cg__entry_alloca(c, LLVMArrayType2(c->t_f32, (uint64_t)(16 * p->GM * p->NT)));
     w.r.g = g;
     w.r.k = &k;
     w.r.bbase = cg_i64(c, 0);
     w.r.wbase = cg_i64(c, 0);
     cg_loop lit;
     LLVMValueRef it = cg_for_begin(c, &lit, k.begin, k.end, "it");
-    w.n = LLVMBuildUDiv(c->b, it, cg_i64(c, p.TRB), "n");
-    w.ty0 = imul(c, LLVMBuildURem(c->b, it, cg_i64(c, p.TRB), ""), p.rpb);
+    w.n = LLVMBuildUDiv(c->b, it, cg_i64(c, p->TRB), "n");
+    w.ty0 = imul(c, LLVMBuildURem(c->b, it, cg_i64(c, p->TRB), ""), p->rpb);
     w.xbase = imul(c, w.n, g->C * g->H * g->W);
     LLVMValueRef fin = wino_finite_sum(c, &w);
     LLVMValueRef bad = LLVMBuildFCmp(c->b, LLVMRealUNO, fin, fin, "");
@@ -653,24 +649,56 @@ dl_status dl_cg__emit_wino(cg *c, dl_ir_value *const *vals, size_t n_vals, const
     // The input transform of the block's tiles (rows past the image read zeros).
     cg_loop lc, lt, lm;
     LLVMValueRef ci = cg_for_begin(c, &lc, cg_i64(c, 0), cg_i64(c, g->C), "c");
-    LLVMValueRef tyl = cg_for_begin(c, &lt, cg_i64(c, 0), cg_i64(c, p.rpb), "tyl");
-    for (int64_t q = 0; q < p.TWc; q++) {
+    LLVMValueRef tyl = cg_for_begin(c, &lt, cg_i64(c, 0), cg_i64(c, p->rpb), "tyl");
+    for (int64_t q = 0; q < p->TWc; q++) {
         wino_input_vec(c, &w, ci, tyl, q);
     }
     cg_for_end(c, &lt);
     cg_for_end(c, &lc);
     // Channel groups of GM channels (GM / mr blocks), the last one with what is left.
-    int64_t gblocks = p.GM / p.mr, full = g->M / p.GM, left = g->M - full * p.GM;
+    int64_t gblocks = p->GM / p->mr, full = g->M / p->GM, left = g->M - full * p->GM;
     if (full > 0) {
         LLVMValueRef gi = cg_for_begin(c, &lm, cg_i64(c, 0), cg_i64(c, full), "mg");
         wino_channel_group(c, &w, imul(c, gi, gblocks), gblocks, 0);
         cg_for_end(c, &lm);
     }
     if (left > 0) {
-        wino_channel_group(c, &w, cg_i64(c, full * gblocks), left / p.mr, left % p.mr);
+        wino_channel_group(c, &w, cg_i64(c, full * gblocks), left / p->mr, left % p->mr);
     }
     LLVMBuildBr(c->b, bb_done);
     LLVMPositionBuilderAtEnd(c->b, bb_done);
     cg_for_end(c, &lit);
     return cg_kernel_end(c, &k);
+}
+
+// Whether w's transform is made once per change of the weights (a PACKED buffer, the infer
+// entry's prepack kernels) rather than per call: a param or constant, prepacking on.
+static bool wino_prepacked(const cg *c, const dl_ir_value *w) {
+    return c->prepack && (w->kind == DL_IR_VAL_PARAM || w->kind == DL_IR_VAL_CONST);
+}
+
+// y: [N, M, OH, OW] (or the fused group's, pooled: [N, M, OH / 2, OW / 2]) from x: [N, C, H, W]
+// and w: [M, C, 3, 3] (ConvTranspose: [C, M, 3, 3]), b?: [M]. With prepacked weights, the
+// infer entry's kernels read the transform its prepack kernel made, and a model with a train
+// step gets the per-call pair as well (its weights change every step).
+dl_status dl_cg__emit_wino(cg *c, dl_ir_value *const *vals, size_t n_vals, const conv_geo *g) {
+    wino_plan p;
+    bool ok = wino_plan_of(c, g, &p);
+    DL_ASSERT(ok); // the caller asked dl_cg__wino_ok
+    (void)ok;
+    uint64_t bytes = (uint64_t)(16 * p.MBk * g->C * p.mr + g->M) * sizeof(float);
+    uint8_t rest = CG_ENTRY_BOTH; // the entries left to the kernels below
+    uint32_t ubuf;
+    if (wino_prepacked(c, vals[2])) {
+        DL_TRY(cg_extra_buffer(c, bytes, DLRT_BUF_PACKED, NULL, &ubuf));
+        DL_TRY(emit_wino_weights(c, g, &p, ubuf, vals[2], CG_ENTRY_INFER));
+        DL_TRY(emit_wino_conv(c, vals, n_vals, g, &p, ubuf, CG_ENTRY_INFER));
+        if (!(c->m->has_backward && c->m->train)) {
+            return DL_OK;
+        }
+        rest = CG_ENTRY_TRAIN;
+    }
+    DL_TRY(cg_extra_buffer(c, bytes, DLRT_BUF_TEMP, NULL, &ubuf));
+    DL_TRY(emit_wino_weights(c, g, &p, ubuf, vals[2], rest));
+    return emit_wino_conv(c, vals, n_vals, g, &p, ubuf, rest);
 }

@@ -378,7 +378,7 @@ DL_TEST(nn_conv_implicit_gemm) {
 }
 
 // Shapes the Winograd kernel takes on AVX2 (float32, 3 x 3, stride 1, dilation 1, one group,
-// >= 8 channels in and out, tile rows that fill 3/4 of a vector, >= 128 tiles: docs/codegen.md,
+// >= 8 channels in and out, tile rows that fill 3/4 of a vector, >= 32 tiles: docs/codegen.md,
 // "3 x 3 stride-1 convolutions"): the CNN benchmark's second layer at batch 6 (64 channels:
 // blocks of 6 with a tail of 4), odd output sizes (a last tile row and column half outside), no
 // padding, asymmetric pads, a row of two tile vectors with one image split into blocks of tile
@@ -436,6 +436,14 @@ DL_TEST(nn_conv_winograd) {
     CG_CHECK("model m\ninput x : float[3, 8, 13, 13]\ninput w : float[10, 8, 3, 3]\n"
              "v = Conv <pads = [1, 1, 1, 1]> (x, w)\n"
              "y = MaxPool <kernel_shape = [2, 2], strides = [2, 2]> (v)\noutput y\n",
+             tol);
+    // Weights that are a param: the infer entry's prepack kernel transforms them once (cg_check
+    // compares with the per-call transform, --no-prepack, byte for byte): the inference CNN's
+    // second layer at batch 1 (49 tiles: 4 blocks of 2 tile rows, the last one past the image).
+    CG_CHECK("model m\ninput x : float[1, 32, 14, 14]\n"
+             "param w : float[64, 32, 3, 3] = he_normal(seed = 2)\nparam b : float[64] = zeros\n"
+             "v = Conv <pads = [1, 1, 1, 1]> (x, w, b)\nu = Relu (v)\n"
+             "y = MaxPool <kernel_shape = [2, 2], strides = [2, 2]> (u)\noutput y\n",
              tol);
     // The kernel did run: two kernels for one Conv (the weights' transform and the convolution;
     // the implicit GEMM and the direct kernel make one), on any x86-64 host of this project
