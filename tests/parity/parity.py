@@ -358,15 +358,17 @@ def make_warm_start(fwd, dims, init, inputs, seed, x_scale, opt, attrs, clip):
 STEP_RE = re.compile(r"^step\s+(\d+)\s+loss\s+(\S+)\s+grad_norm\s+(\S+)\s+skipped\s+(\d+)\s*$")
 
 
-def run_dlcc(dlcc, model, dims, batches, init_path, out_path, steps, cache_dir, cpu=None):
+def run_dlcc(dlcc, model, dims, batches, init_path, out_path, steps, cache_dir, cpu=None, opt=None):
     (xn, xs_path), (yn, ys_path) = batches
     env = dict(os.environ, DLCC_CACHE_DIR=cache_dir)
     dflags = [a for k, v in dims.items() for a in ("-D", f"{k}={v}")]
     t0 = time.monotonic()
-    if cpu:
-        # A forced ISA level: compile the artifact for that CPU, then run the artifact.
-        so = f"{out_path}.{cpu}.so"
-        c = [dlcc, "compile", model, *dflags, "--cpu", cpu, "-o", so]
+    if cpu or opt is not None:
+        # A forced ISA level or LLVM optimisation level: compile the artifact so, then run it.
+        so = f"{out_path}.{cpu or 'host'}.O{opt}.so"
+        c = [dlcc, "compile", model, *dflags, "-o", so]
+        c += ["--cpu", cpu] if cpu else []
+        c += ["-O", str(opt)] if opt is not None else []
         r = subprocess.run(c, capture_output=True, text=True, env=env, timeout=300)
         if r.returncode != 0:
             return None, f"exit {r.returncode}: {(r.stderr or r.stdout).strip()[:800]}\n  cmd: {' '.join(c)}", 0.0
@@ -556,6 +558,10 @@ def main():
     ap.add_argument("--cpu", help="compile dlcc's side for this LLVM CPU (an ISA level such as x86-64-v3"
                                    " or x86-64-v4) instead of the host; exits 77 when the host cannot"
                                    " run that level's code")
+    ap.add_argument("--opt", type=int, choices=range(4),
+                    help="compile dlcc's side at this LLVM optimisation level (dlcc compile -O;"
+                         " default: dlcc's, 3): the sanitizer build's 1, whose checks are of dlcc's"
+                         " own code, the same at any level")
     ap.add_argument("-v", "--verbose", action="store_true", help="print per-step and per-tensor errors")
     args = ap.parse_args()
     if not args.torch_only and not os.access(args.dlcc, os.X_OK):
@@ -638,7 +644,7 @@ def main():
                     if not args.torch_only:
                         vcache = cache_dir if args.shared_cache else os.path.join(cache_dir, sname, label)
                         fut = pool.submit(run_dlcc, args.dlcc, vpath, dims_bind, data, spath, out_path,
-                                          args.steps, vcache, args.cpu)
+                                          args.steps, vcache, args.cpu, args.opt)
                     work.append(dict(name=name, fut=fut, fwd=fwd, dims=dims, start=start, batches=batches,
                                      opt=opt, attrs=attrs, clip=clip, out=out_path, model=vpath))
 
