@@ -76,6 +76,9 @@ LLVMValueRef dl_cg__vload(cg *c, LLVMValueRef base, dl_dtype dt, LLVMValueRef id
 
 // Horizontal sum of an f32 vector (ordered over its lanes).
 LLVMValueRef dl_cg__hsum(cg *c, LLVMValueRef v, unsigned w);
+// Transposes n vectors of n floats in registers (n a power of two, <= 32): afterwards x[k] lane r
+// holds what x[r] lane k held (x86_linalg.c).
+void dl_cg__transpose_sq(cg *c, LLVMValueRef *x, unsigned n);
 
 // Kernel arguments of a node with outputs [0, 1?, 2?] (BatchNormalization in training mode and
 // its gradient): vals = output 0, then outputs 1 and 2 where present (*a1, *a2: their argument

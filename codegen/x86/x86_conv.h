@@ -60,4 +60,11 @@ bool dl_cg__wino_ok(cg *c, const conv_geo *g);
 DL_NODISCARD dl_status dl_cg__emit_wino(cg *c, dl_ir_value *const *vals, size_t n_vals,
                                         const conv_geo *g);
 
+// The weight gradient dw: [M, C, 3, 3] of a convolution of geometry g (Conv's, one group)
+// from dy: [N, M, OH, OW] and x: [N, C, H, W] as Winograd's F(3 x 3, 2 x 2), where
+// dl_cg__wino_grad_ok takes it (x86_winograd.c).
+bool dl_cg__wino_grad_ok(cg *c, const conv_geo *g);
+DL_NODISCARD dl_status dl_cg__emit_wino_grad(cg *c, dl_ir_value *dw, dl_ir_value *dy,
+                                             dl_ir_value *x, const conv_geo *g);
+
 #endif

@@ -3,7 +3,9 @@
 // Semantics as ir/eval_grad_nn.c (the oracle); pool geometry, window count and the max rule are
 // lower_nn.c's own (shared through cg_geometry.h).
 //
-// ConvGradWeight: an implicit GEMM per group where dl_cg__conv_gemm_ok takes it (dw = dy x
+// ConvGradWeight: Winograd's F(3 x 3, 2 x 2) where dl_cg__wino_grad_ok takes it (3 x 3, stride
+// 1, one group: x86_winograd.c). Else an implicit GEMM per group where dl_cg__conv_gemm_ok takes
+// it (dw = dy x
 // im2col(x)^T with K = N*OH*OW in ascending order, x86_linalg.c). Else, for stride 1 with output
 // rows as wide as the input's (cgw_lanes_ok: the CNN's one-channel first layer, groups of fewer
 // than 8 outputs), the lanes-over-positions kernel below (cgw_lanes). Otherwise the direct kernel:
@@ -30,6 +32,7 @@
 // iteration (f32 sums with 16-lane partials per contiguous run, runs added in batch order).
 #include "cg_geometry.h"
 #include "cg_internal.h"
+#include "x86_conv.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -498,6 +501,33 @@ static dl_status lower_conv_grad_weight(cg *c, const dl_ir_node *n) {
         return DL_ERR_UNSUPPORTED;
     }
 
+    // Winograd's F(3 x 3, 2 x 2) for 3 x 3 stride-1 kernels of one group (x86_winograd.c).
+    conv_geo wg;
+    memset(&wg, 0, sizeof wg);
+    wg.N = g.N;
+    wg.C = g.C;
+    wg.H = g.H;
+    wg.W = g.W;
+    wg.M = g.M;
+    wg.OH = g.OH;
+    wg.OW = g.OW;
+    wg.G = G;
+    wg.Cg = g.Cg;
+    wg.Mg = g.Mg;
+    wg.kH = g.kH;
+    wg.kW = g.kW;
+    for (int i = 0; i < 2; i++) {
+        wg.a[i] = g.s[i];
+        wg.b[i] = -g.pb[i];
+        wg.cc[i] = g.dil[i];
+        wg.d[i] = 1;
+    }
+    wg.dt = g.dt;
+    wg.pad_zero = true;
+    if (dw->type.dtype == DL_DT_FLOAT && dy->type.dtype == DL_DT_FLOAT &&
+        dl_cg__wino_grad_ok(c, &wg)) {
+        return dl_cg__emit_wino_grad(c, dw, dy, x, &wg);
+    }
     // The implicit GEMM: per group, dw[m, (ci, kh, kw)] = sum over k = (n, oh, ow) of
     // dy[n, grp*Mg + m, oh, ow] * x[n, grp*Cg + ci, oh*s - pb + kh*dil, ow*s - pb + kw*dil]
     // (k ascending: the same order for any split of the range).

@@ -460,8 +460,9 @@ static LLVMValueRef lane_mask(cg *c, int64_t m, int64_t n) {
 // the element index (row bits, then lane bits) left by one; after log2(n) rotations rows and
 // lanes have traded places. Each step is a two-source shuffle of one register width (one
 // vpermt2ps with AVX-512). Undefined rows give undefined lanes, nothing else.
-static void transpose_sq(cg *c, LLVMValueRef *x, unsigned n) {
+void dl_cg__transpose_sq(cg *c, LLVMValueRef *x, unsigned n) {
     LLVMValueRef lo[MAX_NR], hi[MAX_NR], y[MAX_NR];
+    DL_ASSERT(n <= MAX_NR);
     for (unsigned j = 0; j < n / 2; j++) {
         for (unsigned s = 0; s < 2; s++) {
             lo[2 * j + s] = cg_i32(c, (int32_t)(j + s * n));
@@ -482,9 +483,9 @@ static void transpose_sq(cg *c, LLVMValueRef *x, unsigned n) {
 //
 // float32 A read along k (sa_k == 1: A not transposed) is packed vw k at a time: one vector
 // load per row (masked to the k left in the block: the last group of a block may be short), a
-// vw x vw transpose in registers (transpose_sq), one store of mr lanes per k. A short last group
-// also writes rows kc .. up to the next multiple of vw of the tile (zeros; never read: KC is a
-// multiple of vw, so they stay inside the tile). Every other dtype or stride goes element by
+// vw x vw transpose in registers (dl_cg__transpose_sq), one store of mr lanes per k. A short last
+// group also writes rows kc .. up to the next multiple of vw of the tile (zeros; never read: KC is
+// a multiple of vw, so they stay inside the tile). Every other dtype or stride goes element by
 // element. Every path moves the same values: the packed bytes do not depend on which one ran.
 // (transA: emit_pack_a_block.)
 static void emit_pack_a_bf(cg *c, const fctx *f, LLVMValueRef tile, int64_t mr);
@@ -523,7 +524,7 @@ static void emit_pack_a(cg *c, const fctx *f, LLVMValueRef tile, int64_t mr) {
                                            kmask)
                           : LLVMGetUndef(wt);
         }
-        transpose_sq(c, x, (unsigned)vw);
+        dl_cg__transpose_sq(c, x, (unsigned)vw);
         for (int64_t k = 0; k < vw; k++) {
             LLVMValueRef d = add(c, dst0, mul_c(c, add(c, kk, cg_i64(c, k)), f->g.MR));
             cg_masked_store(c, x[k], fptr(c, f->ap, d), mask);
@@ -602,8 +603,8 @@ static void emit_im_rows(cg *c, const fctx *f);
 // float32 B read along k (sb_k == 1: transB, the input gradient's W^T) is packed vw k at a time:
 // per vw columns of the panel, one vector load per column (zeros past nr; masked to the k left
 // in the block, the rows past kc written as zeros inside the panel as in emit_pack_a), a
-// vw x vw transpose (transpose_sq) and one store per k. B read along its rows (sb_n == 1) is one
-// vector load per k; every other layout or dtype goes element by element.
+// vw x vw transpose (dl_cg__transpose_sq) and one store per k. B read along its rows (sb_n == 1) is
+// one vector load per k; every other layout or dtype goes element by element.
 static void emit_pack_b_bf(cg *c, const fctx *f, int64_t nr);
 
 static void emit_pack_b_amx(cg *c, const fctx *f, int64_t nr);
@@ -648,7 +649,7 @@ static void emit_pack_b(cg *c, const fctx *f, int64_t nr) {
                                                   kmask)
                                  : LLVMConstNull(wt);
             }
-            transpose_sq(c, x, (unsigned)vw);
+            dl_cg__transpose_sq(c, x, (unsigned)vw);
             for (int64_t k = 0; k < vw; k++) {
                 LLVMValueRef d = add(c, dst0, mul_c(c, add(c, kk, cg_i64(c, k)), f->g.NR));
                 store_vec(c, x[k], fptr(c, f->bp, add(c, d, cg_i64(c, h * vw))), walign);
@@ -1019,7 +1020,7 @@ static void emit_pack_a_amx(cg *c, const fctx *f, LLVMValueRef tile, int64_t mr)
                 }
                 x[j] = interleave_pairs(c, hv[0], hv[1], 16);
             }
-            transpose_sq(c, x, 16);
+            dl_cg__transpose_sq(c, x, 16);
             for (int64_t r = 0; r < 16; r++) {
                 LLVMValueRef d =
                     add(c, dst0, add(c, mul_c(c, q, 512), cg_i64(c, (h * 16 + r) * 16)));
@@ -1113,7 +1114,7 @@ static void emit_pack_b_amx(cg *c, const fctx *f, int64_t nr) {
                               v16, "")
                         : LLVMConstNull(v16);
             }
-            transpose_sq(c, x, 16);
+            dl_cg__transpose_sq(c, x, 16);
             for (int64_t k2 = 0; k2 < 16; k2++) {
                 LLVMValueRef d =
                     add(c, dst0, add(c, mul_c(c, q, 512), cg_i64(c, h * 256 + k2 * 16)));
@@ -2332,8 +2333,8 @@ static bool im_rows_contiguous(cg *c, const fctx *f) {
 
 // bp[sub][k][l] for im_rows_contiguous: vw positions at a time, each column of the panel one
 // masked load of vw consecutive elements (two when the positions cross into the next image),
-// then vw x vw transposes (transpose_sq) and one store per k, as the transposed-B pack. Rows past
-// kc (up to the next multiple of vw, inside the panel) are zeros; so are columns past nr. The
+// then vw x vw transposes (dl_cg__transpose_sq) and one store per k, as the transposed-B pack. Rows
+// past kc (up to the next multiple of vw, inside the panel) are zeros; so are columns past nr. The
 // packed values are the gather's (emit_pack_b_im2col): the same bytes, without a gather.
 static void emit_pack_b_im_rows(cg *c, const fctx *f, int64_t nr) {
     const gemm_prob *p = f->p;
@@ -2431,7 +2432,7 @@ static void emit_pack_b_im_rows(cg *c, const fctx *f, int64_t nr) {
         LLVMAddIncoming(x[jj], in, from, 2);
     }
     for (int64_t h = 0; h < f->g.NR / vw; h++) {
-        transpose_sq(c, x + h * vw, n);
+        dl_cg__transpose_sq(c, x + h * vw, n);
         for (int64_t k = 0; k < vw; k++) {
             LLVMValueRef d = add(c, dst0, mul_c(c, add(c, kk, cg_i64(c, k)), f->g.NR));
             store_vec(c, x[h * vw + k], fptr(c, f->bp, add(c, d, cg_i64(c, h * vw))), walign);

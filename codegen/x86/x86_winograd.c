@@ -17,14 +17,18 @@
 
 #include <string.h>
 
-#define WINO_V_BYTES         (256 * 1024) // the input transform of one iteration's block, at most
-#define WINO_P_BYTES         (256 * 1024) // the products of one channel group (or of one block, if more)
-#define WINO_MAX_TWC         8            // vectors of tiles along one tile row, at most
-#define WINO_MAX_MR          12
-#define WINO_MAX_NV          8
-#define WINO_MIN_TILE        128 // tiles (N * TH * TW) below which the weights' transform does not pay
-#define WINO_MIN_TILE_PACKED 32 // the same with the transform prepacked
-#define WINO_FMA_CHAINS      8  // independent multiply-adds the FMA pipes need in flight
+#define WINO_V_BYTES (256 * 1024) // the input transform of one iteration's block, at most
+#define WINO_P_BYTES (256 * 1024) // the products of one channel group (or of one block, if more)
+#define WINO_MAX_TWC 8            // vectors of tiles along one tile row, at most
+#define WINO_MAX_MR  12
+#define WINO_MAX_NV  8
+// Tiles (N * TH * TW) below which the transforms do not pay. A tile saves 20 multiply-adds per
+// channel pair, the weights' transform costs ~40 operations per pair once per call: a few tiles
+// pay for it; 32 keeps the tiny convolutions (a thread's work in microseconds) off the
+// two-kernel path. The inference CNN's second layer at batch 1 (49 tiles, weights prepacked):
+// 0.104 -> 0.069 ms on Zen 3.
+#define WINO_MIN_TILE   32
+#define WINO_FMA_CHAINS 8 // independent multiply-adds the FMA pipes need in flight
 
 typedef struct wino_plan {
     unsigned vw;         // lanes: tiles of a vector
@@ -146,7 +150,17 @@ static LLVMValueRef fsub(cg *c, LLVMValueRef a, LLVMValueRef b) {
 }
 
 static LLVMValueRef fhalf(cg *c, LLVMValueRef a) {
-    return LLVMBuildFMul(c->b, a, cg_f32(c, 0.5), "");
+    LLVMTypeRef t = LLVMTypeOf(a);
+    LLVMValueRef h = cg_f32(c, 0.5);
+    if (LLVMGetTypeKind(t) == LLVMVectorTypeKind) {
+        LLVMValueRef e[CG_MAX_LANES];
+        unsigned n = LLVMGetVectorSize(t);
+        for (unsigned l = 0; l < n; l++) {
+            e[l] = h;
+        }
+        h = LLVMConstVector(e, n);
+    }
+    return LLVMBuildFMul(c->b, a, h, "");
 }
 
 static LLVMValueRef vsplat(cg *c, LLVMValueRef s, unsigned w) {
@@ -297,11 +311,12 @@ typedef struct wino_ctx {
     LLVMValueRef xbase;  // x[n, 0]
 } wino_ctx;
 
-// Input transform of channel ci, tile row tyl of the block, vector q of the row:
-// V[xi][ci][(tyl * TWc + q) * vw + l] for the tile (ty0 + tyl, q * vw + l).
-static void wino_input_vec(cg *c, const wino_ctx *w, LLVMValueRef ci, LLVMValueRef tyl, int64_t q) {
-    const conv_geo *g = w->g;
-    const wino_plan *p = w->p;
+// The input transform of the 4 x 4 patches of vw tiles along a tile row into v[xi] (lanes over
+// the tiles q * vw + l of tile row ty of image plane `plane` (x's element index of its first
+// element, xp x's pointer): patch rows 2 ty + off[0] + r, columns 2 (q vw + l) + off[1] + j, zero
+// outside the image.
+static void wino_input_tf(cg *c, const conv_geo *g, const wino_plan *p, LLVMValueRef xp,
+                          LLVMValueRef plane, LLVMValueRef ty, int64_t q, LLVMValueRef *v) {
     unsigned n = p->vw, n2 = 2 * p->vw;
     LLVMTypeRef vt2 = vty(c, n2);
     // Columns col0 + l (first load) and col0 + 2 + l (second) for l < 2 vw, live inside the row.
@@ -315,9 +330,8 @@ static void wino_input_vec(cg *c, const wino_ctx *w, LLVMValueRef ci, LLVMValueR
         }
         cm[s] = LLVMConstVector(m, n2);
     }
-    LLVMValueRef plane = iadd(c, w->xbase, imul(c, ci, g->H * g->W));
     LLVMValueRef cv[4][4]; // cv[r][j]: row r of the patch after the column transform
-    LLVMValueRef h0 = iaddk(c, imul(c, iadd(c, w->ty0, tyl), 2), p->off[0]);
+    LLVMValueRef h0 = iaddk(c, imul(c, ty, 2), p->off[0]);
     for (int r = 0; r < 4; r++) {
         LLVMValueRef h = iaddk(c, h0, r);
         LLVMValueRef ok = in_range(c, h, 0, g->H);
@@ -326,12 +340,12 @@ static void wino_input_vec(cg *c, const wino_ctx *w, LLVMValueRef ci, LLVMValueR
         for (int s = 0; s < 2; s++) {
             // plain GEP: the masked lanes' addresses may lie before the buffer
             LLVMValueRef idx = iaddk(c, iadd(c, plane, imul(c, hs, g->W)), col0 + 2 * s);
-            LLVMValueRef ptr = LLVMBuildGEP2(c->b, c->t_f32, w->k->ptr[1], &idx, 1, "");
+            LLVMValueRef ptr = LLVMBuildGEP2(c->b, c->t_f32, xp, &idx, 1, "");
             LLVMValueRef mask =
                 LLVMBuildSelect(c->b, ok, cm[s], LLVMConstNull(LLVMTypeOf(cm[s])), "");
-            LLVMValueRef v = cg_masked_load(c, vt2, ptr, mask);
-            e[2 * s] = lanes(c, v, 0, 2, n);
-            e[2 * s + 1] = lanes(c, v, 1, 2, n);
+            LLVMValueRef ld2 = cg_masked_load(c, vt2, ptr, mask);
+            e[2 * s] = lanes(c, ld2, 0, 2, n);
+            e[2 * s + 1] = lanes(c, ld2, 1, 2, n);
         }
         // B^T along the columns: d0 - d2, d1 + d2, d2 - d1, d1 - d3
         cv[r][0] = fsub(c, e[0], e[2]);
@@ -339,14 +353,26 @@ static void wino_input_vec(cg *c, const wino_ctx *w, LLVMValueRef ci, LLVMValueR
         cv[r][2] = fsub(c, e[2], e[1]);
         cv[r][3] = fsub(c, e[1], e[3]);
     }
-    LLVMValueRef t = iaddk(c, imul(c, tyl, p->TWc * (int64_t)n), q * (int64_t)n);
     for (int j = 0; j < 4; j++) { // B^T along the rows
-        LLVMValueRef v[4] = {fsub(c, cv[0][j], cv[2][j]), fadd(c, cv[1][j], cv[2][j]),
-                             fsub(c, cv[2][j], cv[1][j]), fsub(c, cv[1][j], cv[3][j])};
-        for (int i = 0; i < 4; i++) {
-            LLVMValueRef at = iadd(c, imul(c, ci, p->NT), t);
-            vst(c, w->vbuf, iaddk(c, at, (int64_t)(i * 4 + j) * g->C * p->NT), v[i]);
-        }
+        v[0 * 4 + j] = fsub(c, cv[0][j], cv[2][j]);
+        v[1 * 4 + j] = fadd(c, cv[1][j], cv[2][j]);
+        v[2 * 4 + j] = fsub(c, cv[2][j], cv[1][j]);
+        v[3 * 4 + j] = fsub(c, cv[1][j], cv[3][j]);
+    }
+}
+
+// Input transform of channel ci, tile row tyl of the block, vector q of the row:
+// V[xi][ci][(tyl * TWc + q) * vw + l] for the tile (ty0 + tyl, q * vw + l).
+static void wino_input_vec(cg *c, const wino_ctx *w, LLVMValueRef ci, LLVMValueRef tyl, int64_t q) {
+    const conv_geo *g = w->g;
+    const wino_plan *p = w->p;
+    LLVMValueRef v[16];
+    LLVMValueRef plane = iadd(c, w->xbase, imul(c, ci, g->H * g->W));
+    wino_input_tf(c, g, p, w->k->ptr[1], plane, iadd(c, w->ty0, tyl), q, v);
+    LLVMValueRef t = iaddk(c, imul(c, tyl, p->TWc * (int64_t)p->vw), q * (int64_t)p->vw);
+    LLVMValueRef at = iadd(c, imul(c, ci, p->NT), t);
+    for (int xi = 0; xi < 16; xi++) {
+        vst(c, w->vbuf, iaddk(c, at, (int64_t)xi * g->C * p->NT), v[xi]);
     }
 }
 
@@ -701,4 +727,385 @@ dl_status dl_cg__emit_wino(cg *c, dl_ir_value *const *vals, size_t n_vals, const
     DL_TRY(cg_extra_buffer(c, bytes, DLRT_BUF_TEMP, NULL, &ubuf));
     DL_TRY(emit_wino_weights(c, g, &p, ubuf, vals[2], rest));
     return emit_wino_conv(c, vals, n_vals, g, &p, ubuf, rest);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The weight gradient of a stride-1 3 x 3 Conv as F(3 x 3, 2 x 2) (the transposed algorithm:
+// the 2 x 2 tile of dy is the "kernel", the 3 x 3 weight gradient the "output"):
+//   dw[m, c] = G^T [ sum over tiles of (A dy[m, tile] A^T) .* (B^T d[c, tile] B) ] G
+// (A = (A^T)^T and G of F(2 x 2, 3 x 3); d the tile's 4 x 4 input patch as the forward's). The
+// sum over the tiles is a product per point: S[xi][m][c] = sum over t of DY[xi][m][t] X[xi][t][c].
+// Two kernels: NCH chunks of images, each summing its images' products into its own S (or, when
+// one of its values is not finite, its part of dw by the direct definition into D); then per
+// output channel the chunks' sums in chunk order, the output transform and D. The chunks are
+// fixed at compile time: the same bytes for any thread count.
+
+#define WGRAD_T_BYTES    (384 * 1024) // X and DY transforms of one block of tile rows, at most
+#define WGRAD_MAX_CHUNKS 8
+
+typedef struct wgrad {
+    const conv_geo *g;
+    const wino_plan *p;
+    cg_kernel *k;
+    int64_t rpb, TRB, NT, NCH, mr, cbw; // cbw: channels of a c block (2 vectors)
+    LLVMValueRef xt, dyt;               // stack: XT[16][NT][C], DYT[16][M][NT]
+    LLVMValueRef sp;                    // the chunk's S: [16][M][C]
+    LLVMValueRef n, ty0;
+} wgrad;
+
+static bool wgrad_plan(cg *c, const conv_geo *g, wino_plan *p, int64_t *out_rpb, int64_t *out_trb) {
+    if (!wino_plan_of(c, g, p) || !g->pad_zero || p->flip[0] || p->flip[1] ||
+        g->C % (2 * (int64_t)p->vw) != 0) {
+        return false;
+    }
+    int64_t row = 16 * (g->C + g->M) * p->TWc * p->vw * 4;
+    int64_t r = WGRAD_T_BYTES / row;
+    if (r < 1) {
+        return false;
+    }
+    r = r < p->TH ? r : p->TH;
+    *out_trb = (p->TH + r - 1) / r;
+    *out_rpb = (p->TH + *out_trb - 1) / *out_trb;
+    return true;
+}
+
+bool dl_cg__wino_grad_ok(cg *c, const conv_geo *g) {
+    wino_plan p;
+    int64_t rpb, trb;
+    return wgrad_plan(c, g, &p, &rpb, &trb);
+}
+
+// NaN-sticky sum of v - v over `count` floats of xp from element `base` (both i64 values).
+static LLVMValueRef finite_run(cg *c, LLVMValueRef xp, LLVMValueRef base, LLVMValueRef count,
+                               unsigned vw) {
+    LLVMTypeRef vt = vty(c, vw);
+    LLVMValueRef acc = dl_cg__entry_alloca(c, vt);
+    st(c, LLVMConstNull(vt), acc);
+    LLVMValueRef full = LLVMBuildUDiv(c->b, count, cg_i64(c, vw), "");
+    cg_loop l;
+    LLVMValueRef i = cg_for_begin(c, &l, cg_i64(c, 0), full, "fr");
+    st(c, finite_acc(c, ld(c, vt, acc), vld(c, xp, iadd(c, base, imul(c, i, vw)), vw)), acc);
+    cg_for_end(c, &l);
+    LLVMValueRef rest = LLVMBuildURem(c->b, count, cg_i64(c, vw), "");
+    LLVMValueRef lane[CG_MAX_LANES];
+    for (unsigned k = 0; k < vw; k++) {
+        lane[k] = LLVMConstInt(c->t_i64, k, 0);
+    }
+    LLVMValueRef rv = LLVMBuildInsertElement(c->b, LLVMGetUndef(LLVMVectorType(c->t_i64, vw)), rest,
+                                             cg_i32(c, 0), "");
+    rv = LLVMBuildShuffleVector(c->b, rv, LLVMGetUndef(LLVMTypeOf(rv)),
+                                LLVMConstNull(LLVMVectorType(c->t_i32, vw)), "");
+    LLVMValueRef mask = LLVMBuildICmp(c->b, LLVMIntULT, LLVMConstVector(lane, vw), rv, "");
+    LLVMValueRef at = iadd(c, base, imul(c, full, vw));
+    LLVMValueRef tail = cg_masked_load(c, vt, LLVMBuildGEP2(c->b, c->t_f32, xp, &at, 1, ""), mask);
+    return dl_cg__hsum(c, finite_acc(c, ld(c, vt, acc), tail), vw);
+}
+
+// DY[xi][m][t] of channel m, tile row tyl, vector q: A dy A^T of the tile's 2 x 2 outputs (zero
+// past the output).
+static void wgrad_dy_vec(cg *c, const wgrad *w, LLVMValueRef m, LLVMValueRef tyl, int64_t q) {
+    const conv_geo *g = w->g;
+    unsigned n = w->p->vw, n2 = 2 * n;
+    int64_t col0 = 2 * q * (int64_t)n;
+    LLVMValueRef cm = live_mask(c, n2, g->OW - col0);
+    LLVMValueRef plane = imul(c, iadd(c, imul(c, w->n, g->M), m), g->OH * g->OW);
+    LLVMValueRef ty = iadd(c, w->ty0, tyl);
+    LLVMValueRef cv[2][4];
+    for (int a = 0; a < 2; a++) {
+        LLVMValueRef oh = iaddk(c, imul(c, ty, 2), a);
+        LLVMValueRef ok = LLVMBuildICmp(c->b, LLVMIntSLT, oh, cg_i64(c, g->OH), "");
+        LLVMValueRef hs = LLVMBuildSelect(c->b, ok, oh, cg_i64(c, 0), "");
+        LLVMValueRef idx = iaddk(c, iadd(c, plane, imul(c, hs, g->OW)), col0);
+        LLVMValueRef ptr = LLVMBuildGEP2(c->b, c->t_f32, w->k->ptr[1], &idx, 1, "");
+        LLVMValueRef mask = LLVMBuildSelect(c->b, ok, cm, LLVMConstNull(LLVMTypeOf(cm)), "");
+        LLVMValueRef v = cg_masked_load(c, vty(c, n2), ptr, mask);
+        LLVMValueRef e0 = lanes(c, v, 0, 2, n), e1 = lanes(c, v, 1, 2, n);
+        // A along the columns: g0, g0 + g1, g0 - g1, -g1
+        cv[a][0] = e0;
+        cv[a][1] = fadd(c, e0, e1);
+        cv[a][2] = fsub(c, e0, e1);
+        cv[a][3] = LLVMBuildFNeg(c->b, e1, "");
+    }
+    LLVMValueRef t = iaddk(c, imul(c, tyl, w->p->TWc * (int64_t)n), q * (int64_t)n);
+    for (int j = 0; j < 4; j++) { // and along the rows
+        LLVMValueRef v[4] = {cv[0][j], fadd(c, cv[0][j], cv[1][j]), fsub(c, cv[0][j], cv[1][j]),
+                             LLVMBuildFNeg(c->b, cv[1][j], "")};
+        for (int i = 0; i < 4; i++) {
+            LLVMValueRef at = iadd(c, imul(c, iaddk(c, m, (int64_t)(i * 4 + j) * g->M), w->NT), t);
+            vst(c, w->dyt, at, v[i]);
+        }
+    }
+}
+
+// X[xi][t][c0 + ..] of channels c0 .. c0 + vw, tile row tyl, vector q: the forward's input
+// transform of vw channels, each point's vw vectors transposed in registers (lanes over the
+// channels: the products' vectors run along them). Scalar stores of each lane took 28 % of the
+// kernel.
+static void wgrad_x_vec(cg *c, const wgrad *w, LLVMValueRef c0, LLVMValueRef tyl, int64_t q) {
+    const conv_geo *g = w->g;
+    unsigned n = w->p->vw;
+    LLVMValueRef v[CG_MAX_LANES / 2][16];
+    for (unsigned j = 0; j < n; j++) {
+        LLVMValueRef plane = imul(c, iaddk(c, iadd(c, imul(c, w->n, g->C), c0), j), g->H * g->W);
+        wino_input_tf(c, g, w->p, w->k->ptr[2], plane, iadd(c, w->ty0, tyl), q, v[j]);
+    }
+    LLVMValueRef t = iaddk(c, imul(c, tyl, w->p->TWc * (int64_t)n), q * (int64_t)n);
+    for (int xi = 0; xi < 16; xi++) {
+        LLVMValueRef x[CG_MAX_LANES / 2];
+        for (unsigned j = 0; j < n; j++) {
+            x[j] = v[j][xi];
+        }
+        dl_cg__transpose_sq(c, x, n);
+        LLVMValueRef row = iadd(c, imul(c, iadd(c, imul(c, cg_i64(c, xi), w->NT), t), g->C), c0);
+        for (unsigned l = 0; l < n; l++) {
+            vst(c, w->xt, iaddk(c, row, (int64_t)l * g->C), x[l]);
+        }
+    }
+}
+
+// S[xi][m0 + j][cb * cbw + ..] += sum over t of DY[xi][m0 + j][t] X[xi][t][cb * cbw + ..] for
+// j < mlive: mlive x 2 vectors of accumulators.
+static void wgrad_tile(cg *c, const wgrad *w, LLVMValueRef xi, LLVMValueRef cb, LLVMValueRef m0,
+                       int64_t mlive) {
+    const conv_geo *g = w->g;
+    unsigned n = w->p->vw;
+    LLVMTypeRef vt = vty(c, n);
+    LLVMValueRef acc[WINO_MAX_MR][2];
+    LLVMValueRef c0 = imul(c, cb, w->cbw);
+    for (int64_t j = 0; j < mlive; j++) {
+        LLVMValueRef at = iadd(c, imul(c, iadd(c, imul(c, xi, g->M), iaddk(c, m0, j)), g->C), c0);
+        for (int v = 0; v < 2; v++) {
+            acc[j][v] = dl_cg__entry_alloca(c, vt);
+            st(c, vld(c, w->sp, iaddk(c, at, v * (int64_t)n), n), acc[j][v]);
+        }
+    }
+    cg_loop lt;
+    LLVMValueRef t = cg_for_begin(c, &lt, cg_i64(c, 0), cg_i64(c, w->NT), "t");
+    LLVMValueRef xrow = iadd(c, imul(c, iadd(c, imul(c, xi, w->NT), t), g->C), c0);
+    LLVMValueRef xv[2] = {vld(c, w->xt, xrow, n), vld(c, w->xt, iaddk(c, xrow, n), n)};
+    for (int64_t j = 0; j < mlive; j++) {
+        LLVMValueRef at = iadd(c, imul(c, iadd(c, imul(c, xi, g->M), iaddk(c, m0, j)), w->NT), t);
+        LLVMValueRef u = vsplat(c, cg_load(c, w->dyt, DL_DT_FLOAT, at), n);
+        for (int v = 0; v < 2; v++) {
+            st(c, dl_cg__fmuladd(c, u, xv[v], ld(c, vt, acc[j][v])), acc[j][v]);
+        }
+    }
+    cg_for_end(c, &lt);
+    cg_loop_no_unroll(c, &lt);
+    for (int64_t j = 0; j < mlive; j++) {
+        LLVMValueRef at = iadd(c, imul(c, iadd(c, imul(c, xi, g->M), iaddk(c, m0, j)), g->C), c0);
+        for (int v = 0; v < 2; v++) {
+            vst(c, w->sp, iaddk(c, at, v * (int64_t)n), ld(c, vt, acc[j][v]));
+        }
+    }
+}
+
+// One block of tile rows of image n: both transforms, then the products into S.
+static void wgrad_block(cg *c, const wgrad *w) {
+    const conv_geo *g = w->g;
+    const wino_plan *p = w->p;
+    cg_loop l1, l2, l3;
+    LLVMValueRef cv = cg_for_begin(c, &l1, cg_i64(c, 0), cg_i64(c, g->C / p->vw), "cv");
+    LLVMValueRef tyl = cg_for_begin(c, &l2, cg_i64(c, 0), cg_i64(c, w->rpb), "tyl");
+    for (int64_t q = 0; q < p->TWc; q++) {
+        wgrad_x_vec(c, w, imul(c, cv, p->vw), tyl, q);
+    }
+    cg_for_end(c, &l2);
+    cg_for_end(c, &l1);
+    LLVMValueRef m = cg_for_begin(c, &l1, cg_i64(c, 0), cg_i64(c, g->M), "m");
+    tyl = cg_for_begin(c, &l2, cg_i64(c, 0), cg_i64(c, w->rpb), "tyl");
+    for (int64_t q = 0; q < p->TWc; q++) {
+        wgrad_dy_vec(c, w, m, tyl, q);
+    }
+    cg_for_end(c, &l2);
+    cg_for_end(c, &l1);
+    LLVMValueRef xi = cg_for_begin(c, &l1, cg_i64(c, 0), cg_i64(c, 16), "xi");
+    LLVMValueRef cb = cg_for_begin(c, &l2, cg_i64(c, 0), cg_i64(c, g->C / w->cbw), "cb");
+    int64_t full = g->M / w->mr, tail = g->M % w->mr;
+    if (full > 0) {
+        LLVMValueRef mb = cg_for_begin(c, &l3, cg_i64(c, 0), cg_i64(c, full), "mb");
+        wgrad_tile(c, w, xi, cb, imul(c, mb, w->mr), w->mr);
+        cg_for_end(c, &l3);
+    }
+    if (tail > 0) {
+        wgrad_tile(c, w, xi, cb, cg_i64(c, full * w->mr), tail);
+    }
+    cg_for_end(c, &l2);
+    cg_for_end(c, &l1);
+}
+
+// The chunk's images [n0, n1) by the direct definition: D[m][k][ci] = sum over its images and
+// output positions of dy * x at tap k, the taps in the padding left out (as in the evaluator:
+// a non-finite dy next to the padding does not make the edge taps' gradient NaN).
+static void wgrad_direct(cg *c, const wgrad *w, LLVMValueRef dp, LLVMValueRef n0, LLVMValueRef n1) {
+    const conv_geo *g = w->g;
+    const wino_plan *p = w->p;
+    cg_loop lm, lc, lk, ln, lh, lw;
+    LLVMValueRef acc = dl_cg__entry_alloca(c, c->t_f32);
+    LLVMValueRef m = cg_for_begin(c, &lm, cg_i64(c, 0), cg_i64(c, g->M), "m");
+    LLVMValueRef ci = cg_for_begin(c, &lc, cg_i64(c, 0), cg_i64(c, g->C), "c");
+    LLVMValueRef k = cg_for_begin(c, &lk, cg_i64(c, 0), cg_i64(c, 9), "k");
+    LLVMValueRef u = LLVMBuildUDiv(c->b, k, cg_i64(c, 3), ""),
+                 v = LLVMBuildURem(c->b, k, cg_i64(c, 3), "");
+    st(c, cg_f32(c, 0), acc);
+    LLVMValueRef nn = cg_for_begin(c, &ln, n0, n1, "n");
+    LLVMValueRef yplane = imul(c, iadd(c, imul(c, nn, g->M), m), g->OH * g->OW);
+    LLVMValueRef xplane = imul(c, iadd(c, imul(c, nn, g->C), ci), g->H * g->W);
+    LLVMValueRef oh = cg_for_begin(c, &lh, cg_i64(c, 0), cg_i64(c, g->OH), "oh");
+    LLVMValueRef h = iadd(c, iaddk(c, oh, p->off[0]), u);
+    LLVMValueRef hok = in_range(c, h, 0, g->H);
+    LLVMValueRef ow = cg_for_begin(c, &lw, cg_i64(c, 0), cg_i64(c, g->OW), "ow");
+    LLVMValueRef col = iadd(c, iaddk(c, ow, p->off[1]), v);
+    LLVMValueRef ok = LLVMBuildAnd(c->b, hok, in_range(c, col, 0, g->W), "");
+    LLVMValueRef at =
+        LLVMBuildSelect(c->b, ok, iadd(c, xplane, iadd(c, imul(c, h, g->W), col)), xplane, "");
+    LLVMValueRef xv =
+        LLVMBuildSelect(c->b, ok, cg_load(c, w->k->ptr[2], DL_DT_FLOAT, at), cg_f32(c, 0), "");
+    LLVMValueRef dv =
+        cg_load(c, w->k->ptr[1], DL_DT_FLOAT, iadd(c, yplane, iadd(c, imul(c, oh, g->OW), ow)));
+    dv = LLVMBuildSelect(c->b, ok, dv, cg_f32(c, 0), ""); // a tap in the padding: no term
+    st(c, dl_cg__fmuladd(c, dv, xv, ld(c, c->t_f32, acc)), acc);
+    cg_for_end(c, &lw);
+    cg_for_end(c, &lh);
+    cg_for_end(c, &ln);
+    LLVMValueRef di = iadd(c, imul(c, iadd(c, imul(c, m, 9), k), g->C), ci);
+    cg_store(c, dp, DL_DT_FLOAT, di, ld(c, c->t_f32, acc));
+    cg_for_end(c, &lk);
+    cg_for_end(c, &lc);
+    cg_for_end(c, &lm);
+}
+
+// dw: [M, C, 3, 3] from dy: [N, M, OH, OW] and x: [N, C, H, W] (g: the forward's geometry).
+dl_status dl_cg__emit_wino_grad(cg *c, dl_ir_value *dw, dl_ir_value *dy, dl_ir_value *x,
+                                const conv_geo *g) {
+    wino_plan p;
+    wgrad w;
+    memset(&w, 0, sizeof w);
+    bool ok = wgrad_plan(c, g, &p, &w.rpb, &w.TRB);
+    DL_ASSERT(ok); // the caller asked dl_cg__wino_grad_ok
+    (void)ok;
+    w.g = g;
+    w.p = &p;
+    w.NT = w.rpb * p.TWc * p.vw;
+    w.NCH = g->N < WGRAD_MAX_CHUNKS ? g->N : WGRAD_MAX_CHUNKS;
+    w.mr = p.vw >= 16 ? 12 : 6;
+    w.cbw = 2 * (int64_t)p.vw;
+    int64_t s_floats = 16 * g->M * g->C, d_floats = 9 * g->M * g->C;
+    int64_t d_off = w.NCH * s_floats, f_off = d_off + w.NCH * d_floats;
+    uint32_t buf;
+    DL_TRY(
+        cg_extra_buffer(c, (uint64_t)(f_off + w.NCH) * sizeof(float), DLRT_BUF_TEMP, NULL, &buf));
+
+    // Kernel 1: per chunk of images, S (or D) and its flag.
+    dl_ir_value *vals[3] = {dw, dy, x};
+    cg_kernel k;
+    DL_TRY(cg_kernel_begin(c, vals, 3, w.NCH, &k));
+    DL_TRY(cg_kernel_add_buf(c, &k, buf));
+    w.k = &k;
+    LLVMValueRef bp = k.ptr[k.n_args - 1];
+    w.xt = dl_cg__entry_alloca(c, LLVMArrayType2(c->t_f32, (uint64_t)(16 * w.NT * g->C)));
+    w.dyt = dl_cg__entry_alloca(c, LLVMArrayType2(c->t_f32, (uint64_t)(16 * g->M * w.NT)));
+    cg_loop lch, ln, lb, lz;
+    LLVMValueRef ch = cg_for_begin(c, &lch, k.begin, k.end, "ch");
+    LLVMValueRef n0 = LLVMBuildUDiv(c->b, imul(c, ch, g->N), cg_i64(c, w.NCH), "");
+    LLVMValueRef n1 = LLVMBuildUDiv(c->b, imul(c, iaddk(c, ch, 1), g->N), cg_i64(c, w.NCH), "");
+    LLVMValueRef cnt = LLVMBuildSub(c->b, n1, n0, "");
+    LLVMValueRef fin = fadd(c,
+                            finite_run(c, k.ptr[2], imul(c, n0, g->C * g->H * g->W),
+                                       imul(c, cnt, g->C * g->H * g->W), p.vw),
+                            finite_run(c, k.ptr[1], imul(c, n0, g->M * g->OH * g->OW),
+                                       imul(c, cnt, g->M * g->OH * g->OW), p.vw));
+    LLVMValueRef bad = LLVMBuildFCmp(c->b, LLVMRealUNO, fin, fin, "");
+    cg_store(c, bp, DL_DT_FLOAT, iaddk(c, ch, f_off),
+             LLVMBuildSelect(c->b, bad, cg_f32(c, 1), cg_f32(c, 0), ""));
+    LLVMValueRef fn = LLVMGetBasicBlockParent(LLVMGetInsertBlock(c->b));
+    LLVMBasicBlockRef bb_direct = LLVMAppendBasicBlockInContext(c->ctx, fn, "wgrad.direct");
+    LLVMBasicBlockRef bb_fast = LLVMAppendBasicBlockInContext(c->ctx, fn, "wgrad.fast");
+    LLVMBasicBlockRef bb_done = LLVMAppendBasicBlockInContext(c->ctx, fn, "wgrad.done");
+    LLVMBuildCondBr(c->b, bad, bb_direct, bb_fast);
+    LLVMPositionBuilderAtEnd(c->b, bb_direct);
+    LLVMValueRef di = iadd(c, imul(c, ch, d_floats), cg_i64(c, d_off));
+    wgrad_direct(c, &w, LLVMBuildGEP2(c->b, c->t_f32, bp, &di, 1, ""), n0, n1);
+    LLVMBuildBr(c->b, bb_done);
+    LLVMPositionBuilderAtEnd(c->b, bb_fast);
+    LLVMValueRef si = imul(c, ch, s_floats);
+    w.sp = LLVMBuildInBoundsGEP2(c->b, c->t_f32, bp, &si, 1, "");
+    LLVMTypeRef vt = vty(c, p.vw);
+    LLVMValueRef z = cg_for_begin(c, &lz, cg_i64(c, 0), cg_i64(c, s_floats / p.vw), "z");
+    vst(c, w.sp, imul(c, z, p.vw), LLVMConstNull(vt));
+    cg_for_end(c, &lz);
+    w.n = cg_for_begin(c, &ln, n0, n1, "n");
+    LLVMValueRef blk = cg_for_begin(c, &lb, cg_i64(c, 0), cg_i64(c, w.TRB), "blk");
+    w.ty0 = imul(c, blk, w.rpb);
+    wgrad_block(c, &w);
+    cg_for_end(c, &lb);
+    cg_for_end(c, &ln);
+    LLVMBuildBr(c->b, bb_done);
+    LLVMPositionBuilderAtEnd(c->b, bb_done);
+    cg_for_end(c, &lch);
+    DL_TRY(cg_kernel_end(c, &k));
+
+    // Kernel 2: per output channel, vectors of vw input channels: the chunks' S in chunk order
+    // (a direct chunk's skipped), G^T S G, plus the direct chunks' D.
+    cg_kernel k2;
+    DL_TRY(cg_kernel_begin(c, vals, 1, g->M, &k2));
+    DL_TRY(cg_kernel_add_buf(c, &k2, buf));
+    LLVMValueRef b2 = k2.ptr[k2.n_args - 1];
+    cg_loop lm, lc, lq;
+    LLVMValueRef m = cg_for_begin(c, &lm, k2.begin, k2.end, "m");
+    LLVMValueRef cv = cg_for_begin(c, &lc, cg_i64(c, 0), cg_i64(c, g->C / p.vw), "cv");
+    LLVMValueRef c0 = imul(c, cv, p.vw);
+    LLVMValueRef sacc[16], dacc[9];
+    for (int i = 0; i < 16; i++) {
+        sacc[i] = dl_cg__entry_alloca(c, vt);
+        st(c, LLVMConstNull(vt), sacc[i]);
+    }
+    for (int i = 0; i < 9; i++) {
+        dacc[i] = dl_cg__entry_alloca(c, vt);
+        st(c, LLVMConstNull(vt), dacc[i]);
+    }
+    LLVMValueRef q = cg_for_begin(c, &lq, cg_i64(c, 0), cg_i64(c, w.NCH), "q");
+    LLVMValueRef direct = LLVMBuildFCmp(
+        c->b, LLVMRealONE, cg_load(c, b2, DL_DT_FLOAT, iaddk(c, q, f_off)), cg_f32(c, 0), "");
+    LLVMValueRef dz = LLVMConstNull(vt);
+    for (int i = 0; i < 16; i++) {
+        LLVMValueRef at = iadd(
+            c, iadd(c, imul(c, q, s_floats), imul(c, iaddk(c, m, (int64_t)i * g->M), g->C)), c0);
+        LLVMValueRef sv = vld(c, b2, at, p.vw);
+        st(c, fadd(c, ld(c, vt, sacc[i]), LLVMBuildSelect(c->b, direct, dz, sv, "")), sacc[i]);
+    }
+    for (int i = 0; i < 9; i++) {
+        LLVMValueRef at = iadd(c, iaddk(c, imul(c, q, d_floats), d_off),
+                               iadd(c, imul(c, iaddk(c, imul(c, m, 9), i), g->C), c0));
+        LLVMValueRef dv = vld(c, b2, at, p.vw);
+        st(c, fadd(c, ld(c, vt, dacc[i]), LLVMBuildSelect(c->b, direct, dv, dz, "")), dacc[i]);
+    }
+    cg_for_end(c, &lq);
+    // G^T M G: rows then columns (u: M0 + (M1 + M2) / 2, (M1 - M2) / 2, (M1 + M2) / 2 + M3)
+    LLVMValueRef mm[4][4], r[3][4];
+    for (int i = 0; i < 16; i++) {
+        mm[i / 4][i % 4] = ld(c, vt, sacc[i]);
+    }
+    for (int j = 0; j < 4; j++) {
+        LLVMValueRef s12 = fhalf(c, fadd(c, mm[1][j], mm[2][j]));
+        r[0][j] = fadd(c, mm[0][j], s12);
+        r[1][j] = fhalf(c, fsub(c, mm[1][j], mm[2][j]));
+        r[2][j] = fadd(c, s12, mm[3][j]);
+    }
+    for (int u = 0; u < 3; u++) {
+        LLVMValueRef s12 = fhalf(c, fadd(c, r[u][1], r[u][2]));
+        LLVMValueRef o[3] = {fadd(c, r[u][0], s12), fhalf(c, fsub(c, r[u][1], r[u][2])),
+                             fadd(c, s12, r[u][3])};
+        for (int v = 0; v < 3; v++) {
+            LLVMValueRef val = fadd(c, o[v], ld(c, vt, dacc[u * 3 + v]));
+            LLVMValueRef base = iaddk(c, imul(c, iadd(c, imul(c, m, g->C), c0), 9), u * 3 + v);
+            for (unsigned l = 0; l < p.vw; l++) {
+                LLVMValueRef e = LLVMBuildExtractElement(c->b, val, cg_i32(c, (int32_t)l), "");
+                cg_store(c, k2.ptr[0], DL_DT_FLOAT, iaddk(c, base, (int64_t)l * 9), e);
+            }
+        }
+    }
+    cg_for_end(c, &lc);
+    cg_for_end(c, &lm);
+    return cg_kernel_end(c, &k2);
 }

@@ -55,6 +55,10 @@ typedef struct cg_tol {
 #define CG_TOL_MATH  ((cg_tol){1e-5, 1e-4, 0, 0}) // exp log tanh erf gelu softmax norms losses
 #define CG_TOL_REDUCE                                                                              \
     ((cg_tol){1e-5, 1e-4, 0, 0}) // sums and means, matmul, conv (float32 accumulation)
+// 3 x 3 stride-1 convolutions on Winograd's F(2 x 2, 3 x 3) (x86_winograd.c): the transforms sum
+// up to 4 inputs and 9 weights (factors 1 and 1/2) before the products, ~4x the direct sum's error
+// bound; inputs in [-2, 2), K = 9 C up to 576.
+#define CG_TOL_WINO ((cg_tol){2e-4, 2e-4, 0, 0})
 
 // Reads DLCC_TEST_CPU / DLCC_TEST_COMPILE_ONLY (above). Returns 0 to run the cases, 77 when the
 // host cannot run the level (printed), 2 for an unknown level (printed).

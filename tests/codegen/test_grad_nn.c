@@ -7,6 +7,7 @@
 #include "dl_base.h"
 #include "dl_test.h"
 
+#include <math.h>
 #include <stdio.h>
 
 // One node `node` over `decls`, output `outs`, checked with `tol`.
@@ -26,15 +27,21 @@ static bool check1(const char *decls, const char *node, const char *outs, cg_tol
 // (values ~sqrt(K) from terms ~1), so a fixed atol would pass or fail by the kernel's order of
 // the sum (which differs between AVX2 and AVX-512 lanes), not by its correctness; a dropped or
 // misplaced term (~1) still fails.
-static bool cgw(int n, int c, int h, int w, int m, int oh, int ow, const char *attrs) {
+// `factor` u K sigma: 4 for the direct sums.
+static bool cgw_tol(int n, int c, int h, int w, int m, int oh, int ow, const char *attrs,
+                    double factor) {
     char d[512], node[512];
     snprintf(d, sizeof d, "input dy : float[%d, %d, %d, %d]\ninput x : float[%d, %d, %d, %d]\n", n,
              m, oh, ow, n, c, h, w);
     snprintf(node, sizeof node, "y = ConvGradWeight <%s> (dy, x)", attrs);
     cg_tol tol = CG_TOL_REDUCE;
-    double k_atol = 4 * 0x1p-24 * n * oh * ow * 4.0 / 3.0;
+    double k_atol = factor * 0x1p-24 * n * oh * ow * 4.0 / 3.0;
     tol.atol = k_atol > tol.atol ? k_atol : tol.atol;
     return check1(d, node, "output y\n", tol);
+}
+
+static bool cgw(int n, int c, int h, int w, int m, int oh, int ow, const char *attrs) {
+    return cgw_tol(n, c, h, w, m, oh, ow, attrs, 4);
 }
 
 DL_TEST(grad_nn_conv_weight_basic) {
@@ -113,6 +120,55 @@ DL_TEST(grad_nn_conv_weight_implicit_gemm) {
     // a 1-row image (every vector crosses several images: the gathered pack's path).
     DL_CHECK(cgw(19, 16, 7, 7, 16, 7, 7, "kernel_shape = [3, 3], pads = [1, 1, 1, 1]"));
     DL_CHECK(cgw(40, 8, 1, 5, 8, 1, 5, "kernel_shape = [1, 3], pads = [0, 1, 0, 1]"));
+}
+
+// cgw with the Winograd weight gradient's tolerance: its transforms add up to 4 inputs and 4
+// output gradients (factors 1 and 1/2 back to the weights) before the products, which grows the
+// error bound about 4x over the direct sum's (tests/codegen/test_nn.c's forward cases).
+static bool cgw_wino(int n, int c, int h, int w, int m, int oh, int ow, const char *attrs) {
+    return cgw_tol(n, c, h, w, m, oh, ow, attrs, 16);
+}
+
+// Shapes the Winograd weight gradient takes on AVX2 (3 x 3, stride 1, one group, input channels
+// a multiple of 2 vectors, the forward's tile rules: docs/codegen.md): the CNN's second layer
+// over 9 images (8 chunks of 1-2 images), odd output sizes, no padding, asymmetric pads, 10
+// outputs (a block of 6 and a tail of 4), one image, rows of two tile vectors split into blocks
+// (32 input channels: AVX-512's too), and that it ran (3 kernels: the forward's Winograd 2).
+DL_TEST(grad_nn_conv_weight_winograd) {
+    const char *pad1 = "kernel_shape = [3, 3], pads = [1, 1, 1, 1]";
+    DL_CHECK(cgw_wino(9, 32, 14, 14, 64, 14, 14, pad1));
+    DL_CHECK(cgw_wino(3, 16, 13, 15, 10, 13, 15, pad1));
+    DL_CHECK(cgw_wino(2, 16, 16, 16, 12, 14, 14, "kernel_shape = [3, 3]"));
+    DL_CHECK(cgw_wino(2, 16, 20, 16, 9, 19, 16, "kernel_shape = [3, 3], pads = [0, 2, 1, 0]"));
+    DL_CHECK(cgw_wino(1, 16, 14, 14, 8, 14, 14, pad1));
+    DL_CHECK(cgw_wino(2, 32, 28, 28, 20, 28, 28, pad1));
+    DL_CHECK(cg_infer_kernels("model m\ninput dy : float[2, 64, 14, 14]\n"
+                              "input x : float[2, 32, 14, 14]\n"
+                              "y = ConvGradWeight <kernel_shape = [3, 3], pads = [1, 1, 1, 1]> "
+                              "(dy, x)\noutput y\n") == 2);
+}
+
+// An infinite or NaN input or output gradient: the chunk of images holding it sums its part of
+// the gradient by the direct definition, the others by Winograd, and the outputs match the
+// evaluator's (Inf where it is Inf, NaN where NaN).
+DL_TEST(grad_nn_conv_weight_winograd_nonfinite) {
+    const char *text = "model m\ninput dy : float[4, 10, 13, 15]\ninput x : float[4, 16, 13, 15]\n"
+                       "y = ConvGradWeight <kernel_shape = [3, 3], pads = [1, 1, 1, 1]> (dy, x)\n"
+                       "output y\n";
+    static double x[4 * 16 * 13 * 15], dy[4 * 10 * 13 * 15];
+    const int64_t xn = 4 * 16 * 13 * 15, yn = 4 * 10 * 13 * 15;
+    for (int64_t j = 0; j < xn; j++) {
+        x[j] = (double)((j * 5) % 13 - 6) / 4.0;
+    }
+    for (int64_t j = 0; j < yn; j++) {
+        dy[j] = (double)((j * 7) % 11 - 5) / 8.0;
+    }
+    x[xn / 4 + 100] = INFINITY; // image 1
+    dy[yn - 3] = NAN;           // image 3
+    const cg_data given[] = {{"x", x, xn}, {"dy", dy, yn}};
+    cg_tol tol = CG_TOL_REDUCE;
+    tol.atol = 16 * 0x1p-24 * 4 * 13 * 15 * 4.0 / 3.0;
+    DL_CHECK(cg_check_io(text, tol, NULL, 0, given, 2, NULL));
 }
 
 DL_TEST(grad_nn_conv_weight_lanes) {

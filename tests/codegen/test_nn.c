@@ -388,7 +388,7 @@ DL_TEST(nn_conv_implicit_gemm) {
 // up to 4 inputs and 9 weights with factors 1/2 before the products (Lavin's error bound grows
 // ~4x over the direct sum's, float32 sums over K = 9 C); inputs in [-2, 2).
 DL_TEST(nn_conv_winograd) {
-    const cg_tol tol = {2e-4, 2e-4, 0, 0};
+    const cg_tol tol = CG_TOL_WINO;
     CHECK1("input x : float[6, 32, 14, 14]\ninput w : float[64, 32, 3, 3]\ninput b : float[64]\n",
            "y = Conv <pads = [1, 1, 1, 1]> (x, w, b)", tol);
     CHECK1("input x : float[3, 8, 13, 15]\ninput w : float[11, 8, 3, 3]\ninput b : float[11]\n",
@@ -479,7 +479,7 @@ DL_TEST(nn_conv_winograd_nonfinite) {
                                  3 * 8 * 26 * 26};
     static const int64_t wn[] = {11 * 8 * 9, 16 * 8 * 9, 8 * 10 * 9, 9 * 8 * 9};
     static double x[3 * 8 * 26 * 26], w[16 * 8 * 9];
-    const cg_tol tol = {2e-4, 2e-4, 0, 0};
+    const cg_tol tol = CG_TOL_WINO;
     for (size_t i = 0; i < DL_ARRAY_LEN(models); i++) {
         for (int64_t j = 0; j < xn[i]; j++) {
             x[j] = (double)((j * 5) % 13 - 6) / 4.0;
