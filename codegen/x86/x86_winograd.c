@@ -602,8 +602,34 @@ static void wino_direct_block(cg *c, const wino_ctx *w) {
     cg_for_end(c, &lm);
 }
 
-// NaN when the image's values or the weights are not all finite: the image as vectors (the
-// last one masked), then each channel's sum from the weights' transform. The transforms add and
+// NaN-sticky sum of v - v over `count` floats of xp from element `base` (both i64 values).
+static LLVMValueRef finite_run(cg *c, LLVMValueRef xp, LLVMValueRef base, LLVMValueRef count,
+                               unsigned vw) {
+    LLVMTypeRef vt = vty(c, vw);
+    LLVMValueRef acc = dl_cg__entry_alloca(c, vt);
+    st(c, LLVMConstNull(vt), acc);
+    LLVMValueRef full = LLVMBuildUDiv(c->b, count, cg_i64(c, vw), "");
+    cg_loop l;
+    LLVMValueRef i = cg_for_begin(c, &l, cg_i64(c, 0), full, "fr");
+    st(c, finite_acc(c, ld(c, vt, acc), vld(c, xp, iadd(c, base, imul(c, i, vw)), vw)), acc);
+    cg_for_end(c, &l);
+    LLVMValueRef rest = LLVMBuildURem(c->b, count, cg_i64(c, vw), "");
+    LLVMValueRef lane[CG_MAX_LANES];
+    for (unsigned k = 0; k < vw; k++) {
+        lane[k] = LLVMConstInt(c->t_i64, k, 0);
+    }
+    LLVMValueRef rv = LLVMBuildInsertElement(c->b, LLVMGetUndef(LLVMVectorType(c->t_i64, vw)), rest,
+                                             cg_i32(c, 0), "");
+    rv = LLVMBuildShuffleVector(c->b, rv, LLVMGetUndef(LLVMTypeOf(rv)),
+                                LLVMConstNull(LLVMVectorType(c->t_i32, vw)), "");
+    LLVMValueRef mask = LLVMBuildICmp(c->b, LLVMIntULT, LLVMConstVector(lane, vw), rv, "");
+    LLVMValueRef at = iadd(c, base, imul(c, full, vw));
+    LLVMValueRef tail = cg_masked_load(c, vt, LLVMBuildGEP2(c->b, c->t_f32, xp, &at, 1, ""), mask);
+    return dl_cg__hsum(c, finite_acc(c, ld(c, vt, acc), tail), vw);
+}
+
+// NaN when the image's values or the weights are not all finite: the image (finite_run), then
+// each channel's sum from the weights' transform. The transforms add and
 // subtract (exactly, at factors 0, +-1 and +-1/2), so an infinite or NaN value would make its
 // whole tile NaN where the direct sum gives Inf at the outputs that read it; such an iteration
 // takes wino_direct_block (the evaluator's semantics). A finite |x| near 1e38 can still overflow
@@ -611,23 +637,8 @@ static void wino_direct_block(cg *c, const wino_ctx *w) {
 static LLVMValueRef wino_finite_sum(cg *c, const wino_ctx *w) {
     const conv_geo *g = w->g;
     const wino_plan *p = w->p;
-    unsigned n = p->vw;
-    LLVMTypeRef vt = vty(c, n);
-    int64_t total = g->C * g->H * g->W, full = total / n, rest = total % n;
-    LLVMValueRef acc = dl_cg__entry_alloca(c, vt);
-    st(c, LLVMConstNull(vt), acc);
+    LLVMValueRef f = finite_run(c, w->k->ptr[1], w->xbase, cg_i64(c, g->C * g->H * g->W), p->vw);
     cg_loop l;
-    LLVMValueRef i = cg_for_begin(c, &l, cg_i64(c, 0), cg_i64(c, full), "fx");
-    st(c, finite_acc(c, ld(c, vt, acc), vld(c, w->k->ptr[1], iadd(c, w->xbase, imul(c, i, n)), n)),
-       acc);
-    cg_for_end(c, &l);
-    LLVMValueRef s = ld(c, vt, acc);
-    if (rest > 0) {
-        LLVMValueRef at = iaddk(c, w->xbase, full * (int64_t)n);
-        s = finite_acc(c, s,
-                       cg_masked_load(c, vt, fptr(c, w->k->ptr[1], at), live_mask(c, n, rest)));
-    }
-    LLVMValueRef f = dl_cg__hsum(c, s, n);
     LLVMValueRef sc = dl_cg__entry_alloca(c, c->t_f32);
     st(c, f, sc);
     LLVMValueRef m = cg_for_begin(c, &l, cg_i64(c, 0), cg_i64(c, g->M), "fw");
@@ -773,32 +784,6 @@ bool dl_cg__wino_grad_ok(cg *c, const conv_geo *g) {
     wino_plan p;
     int64_t rpb, trb;
     return wgrad_plan(c, g, &p, &rpb, &trb);
-}
-
-// NaN-sticky sum of v - v over `count` floats of xp from element `base` (both i64 values).
-static LLVMValueRef finite_run(cg *c, LLVMValueRef xp, LLVMValueRef base, LLVMValueRef count,
-                               unsigned vw) {
-    LLVMTypeRef vt = vty(c, vw);
-    LLVMValueRef acc = dl_cg__entry_alloca(c, vt);
-    st(c, LLVMConstNull(vt), acc);
-    LLVMValueRef full = LLVMBuildUDiv(c->b, count, cg_i64(c, vw), "");
-    cg_loop l;
-    LLVMValueRef i = cg_for_begin(c, &l, cg_i64(c, 0), full, "fr");
-    st(c, finite_acc(c, ld(c, vt, acc), vld(c, xp, iadd(c, base, imul(c, i, vw)), vw)), acc);
-    cg_for_end(c, &l);
-    LLVMValueRef rest = LLVMBuildURem(c->b, count, cg_i64(c, vw), "");
-    LLVMValueRef lane[CG_MAX_LANES];
-    for (unsigned k = 0; k < vw; k++) {
-        lane[k] = LLVMConstInt(c->t_i64, k, 0);
-    }
-    LLVMValueRef rv = LLVMBuildInsertElement(c->b, LLVMGetUndef(LLVMVectorType(c->t_i64, vw)), rest,
-                                             cg_i32(c, 0), "");
-    rv = LLVMBuildShuffleVector(c->b, rv, LLVMGetUndef(LLVMTypeOf(rv)),
-                                LLVMConstNull(LLVMVectorType(c->t_i32, vw)), "");
-    LLVMValueRef mask = LLVMBuildICmp(c->b, LLVMIntULT, LLVMConstVector(lane, vw), rv, "");
-    LLVMValueRef at = iadd(c, base, imul(c, full, vw));
-    LLVMValueRef tail = cg_masked_load(c, vt, LLVMBuildGEP2(c->b, c->t_f32, xp, &at, 1, ""), mask);
-    return dl_cg__hsum(c, finite_acc(c, ld(c, vt, acc), tail), vw);
 }
 
 // DY[xi][m][t] of channel m, tile row tyl, vector q: A dy A^T of the tile's 2 x 2 outputs (zero
