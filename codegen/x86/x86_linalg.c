@@ -40,8 +40,8 @@
 // MR x NR follows the target's f32 vector width (c->target->vector_width, cg_target.h):
 // 6 x 16 with AVX2+FMA (12 ymm accumulators, two for B, one broadcast), 12 x 32 with AVX-512F,
 // 4 x 8 otherwise. KC keeps one B panel at 16 KiB (L1); MB = 8 MR (up to 16 MR in one block when
-// B cannot be shared across blocks), NC = 256 columns (8 NR with AVX-512, 16 NR with AVX2), 8 NR
-// otherwise. Packing A makes
+// B cannot be shared across blocks), NC = 256 columns with AVX-512 (8 NR), 512 with AVX2 (32 NR),
+// 8 NR otherwise. Packing A makes
 // the microkernel's reads contiguous whatever A's strides (transA, power-of-two leading dims
 // that would alias in L1). The allocas are the kernel's whole state (AVX-512: ap 48 KiB,
 // scratch 96 KiB, bp 128 KiB per K block, at most 1 MiB when shared), private to one call, and
@@ -122,9 +122,14 @@ typedef struct gemm_prob {
     dl_cg__conv_ext ext_kind[GEMM_MAX_EXT];
 } gemm_prob;
 
-// Whether the epilogue reads ext e as rows of y's own elements (a convolution's residual).
+// Whether the epilogue reads ext e as rows of y's own elements (a convolution's residual), or,
+// for a product, as float32 rows along j (a residual Add's input, an activation for its
+// gradient: ext_sn == 1; one batch, see fused_prob).
 static bool ext_row(const gemm_prob *p, size_t e) {
-    return p->ext_y && p->ext_kind[e] == DL_CG__CONV_EXT_ELEM;
+    if (p->ext_y) {
+        return p->ext_kind[e] == DL_CG__CONV_EXT_ELEM;
+    }
+    return p->ext_sn[e] == 1 && p->ext[e]->type.dtype == DL_DT_FLOAT;
 }
 
 // The kernel's arguments: y, A, B, then C or a convolution's bias when present, then the
@@ -212,9 +217,11 @@ static gemm_blk choose_blocking(cg *c) {
     g.KC = 4096 / g.NR; // one packed B panel = KC * NR floats = 16 KiB (L1)
     g.MB = 8 * g.MR;
     // A block is packed once per column group: NC / NR panels share it. The AVX2 tiles are
-    // half as wide, so their groups take twice the panels (256 columns, as AVX-512's) to pack
-    // A as rarely per flop (Zen 3, 1024^3: 77 -> 85 GFLOP/s).
-    g.NC = (vw == 8 ? 16 : 8) * g.NR;
+    // half as wide, so their groups take more panels to pack A as rarely per flop: 16 (256
+    // columns, as AVX-512's) took Zen 3's 1024^3 from 77 to 85 GFLOP/s; 32 (512 columns) took
+    // the 784-1024x3-10 MLP's 1-thread train step from 55.8 to 50.0 ms (its 256-row products
+    // packed A four times per call; K = 1024 now packs B per call, pack_per_call, and A once).
+    g.NC = (vw == 8 ? 32 : 8) * g.NR;
     return g;
 }
 
@@ -1183,20 +1190,31 @@ static void emit_micro_amx(cg *c, const fctx *f, LLVMValueRef tile) {
     }
 }
 
-// Whether the epilogue goes a row of a panel at a time as one vector (x86's masked operations;
-// float32 or bfloat16 y; an epilogue group reading no other tensor but single elements; a C of
-// float32 or bfloat16 read along its rows or broadcast along them).
-static bool epi_is_vec(cg *c, const gemm_prob *p) {
+// Whether the epilogue can go a row of a panel at a time as one vector (x86's masked
+// operations; float32 or bfloat16 y; an epilogue group reading single elements, a value per
+// row, or, `rows`, float32 rows along j (ext_row); a C of float32 or bfloat16 read along its
+// rows or broadcast along them).
+static bool epi_vec_ok(cg *c, const gemm_prob *p, bool rows) {
     dl_dtype yt = p->y->type.dtype;
     bool bf_y = yt == DL_DT_BFLOAT16 && !p->epi && !p->pool;
     dl_dtype ct = p->cv ? p->cv->type.dtype : DL_DT_FLOAT;
     bool ext_fixed = true; // every value the epilogue reads is one element (a scale)
+    bool ext_ok = true;    // a product's: single elements, values per row, rows
     for (size_t e = 0; e < p->n_ext; e++) {
         ext_fixed = ext_fixed && p->ext_sm[e] == 0 && p->ext_sn[e] == 0;
+        ext_ok = ext_ok && (p->ext_sn[e] == 0 ? p->ext_sm[e] == 0 || rows : rows && ext_row(p, e));
     }
     return c->target->vector_width(c, DL_DT_FLOAT) >= 8 && (yt == DL_DT_FLOAT || bf_y) &&
-           (!p->epi || ext_fixed || (p->ext_y && !p->pool)) &&
+           (!p->epi || ext_fixed || (p->ext_y ? !p->pool : ext_ok)) &&
            (!p->cv || ((ct == DL_DT_FLOAT || ct == DL_DT_BFLOAT16) && p->cs_n <= 1));
+}
+
+// Whether the microkernel applies the epilogue to its accumulators (f.direct): a product's
+// epilogue reading only single elements (a convolution's reads its rows there too). One
+// reading [M, N] rows ran no faster there than in the vector pass over the scratch (the
+// transformer's and the MLPs' Gemm+Add and Gemm+UnaryGrad, K >= 256).
+static bool epi_is_vec(cg *c, const gemm_prob *p) {
+    return epi_vec_ok(c, p, false);
 }
 
 // The vector epilogue of row i, columns j0 .. j0 + vl of y (epi_is_vec): v, the row's f32 sums
@@ -1242,14 +1260,18 @@ static void epi_vec(cg *c, const fctx *f, LLVMValueRef v, int64_t lanes, LLVMVal
     if (p->epi) {
         LLVMValueRef val[GEMM_MAX_EPI], xin[GEMM_MAX_EXT], xl[GEMM_MAX_EXT];
         size_t base = ext_arg0(p);
-        for (size_t e = 0; e < p->n_ext; e++) { // ext_y: the row's lanes (float32), else one
+        for (size_t e = 0; e < p->n_ext; e++) { // ext_row: the row's lanes, else one
+            LLVMValueRef xrow = p->ext_y ? yrow : mul_c(c, i, p->ext_sm[e]); // nb == 1
             if (ext_row(p, e)) {
-                xin[e] = cg_masked_load(c, vt, fptr(c, f->k->ptr[base + e], yrow), mask);
+                xin[e] = cg_masked_load(
+                    c, vt, fptr(c, f->k->ptr[base + e], p->ext_y ? xrow : add(c, xrow, j0)), mask);
                 continue;
             }
             bool ch = p->ext_y && p->ext_kind[e] == DL_CG__CONV_EXT_CHANNEL;
             xin[e] = cg_load(c, f->k->ptr[base + e], p->ext[e]->type.dtype,
-                             ch ? add(c, f->bias_off, i) : cg_i64(c, 0));
+                             ch         ? add(c, f->bias_off, i)
+                             : p->ext_y ? cg_i64(c, 0)
+                                        : xrow);
         }
         val[0] = v;
         LLVMValueRef ev =
@@ -1405,7 +1427,7 @@ static void emit_epilogue(cg *c, const fctx *f, int64_t nr) {
     LLVMValueRef r = cg_for_begin(c, &lr, cg_i64(c, 0), f->rows, "er");
     LLVMValueRef i = add(c, f->i0, r);
     LLVMValueRef srow = add(c, mul_c(c, r, f->g.NC), mul_c(c, f->sub, f->g.NR));
-    if (epi_is_vec(c, p)) {
+    if (epi_vec_ok(c, p, true)) {
         // The panel row as one vector (the same operations lane by lane as below); a narrower
         // last panel stores (and reads C) through a lane mask. A last panel at most half as
         // wide as NR goes as half a vector (its scratch has only those lanes when the

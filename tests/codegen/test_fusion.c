@@ -300,6 +300,27 @@ DL_TEST(product_epilogues) {
           "input res : float[33, 17]\n"
           "h = Gemm <alpha = 0.5, beta = 2.0> (x, w, c)\nr = Add (res, h)\noutput r\n",
           1, 2, CG_TOL_REDUCE);
+    // the blocked kernel's vector pass over its scratch: a same-dims residual and an activation
+    // read as rows (the last panel 2 columns wide: masked), a value per row ([M, 1]) and the
+    // activation gradient, beside the same epilogue at one row and in the small kernel
+    static const char *const rows[][2] = {
+        {"70, 150", "150, 130"}, {"1, 40", "40, 300"}, {"5, 7", "7, 9"}};
+    for (size_t s = 0; s < 3; s++) {
+        char text[1024];
+        const char *m = s == 0   ? "70"
+                        : s == 1 ? "1"
+                                 : "5",
+                   *n = s == 0   ? "130"
+                        : s == 1 ? "300"
+                                 : "9";
+        snprintf(text, sizeof text,
+                 "model m\ninput x : float[%s]\ninput w : float[%s]\ninput res : float[%s, %s]\n"
+                 "input col : float[%s, 1]\ninput y : float[%s, %s]\n"
+                 "h = MatMul (x, w)\nt1 = Add (h, res)\nt2 = Mul (t1, col)\n"
+                 "g = UnaryGrad <op = \"Relu\"> (t2, y)\noutput g\n",
+                 rows[s][0], rows[s][1], m, n, m, m, n);
+        FUSES(text, 1, 4, CG_TOL_REDUCE);
+    }
     // a member made before the product in node order: the group is lowered product first
     FUSES("model m\ninput a : float[40, 30]\ninput w : float[30, 50]\ninput c : float[40, 50]\n"
           "q = Neg (c)\nv = MatMul (a, w)\ns = Add (v, q)\noutput s\n",
