@@ -499,6 +499,31 @@ static void emit_pack_a_bf(cg *c, const fctx *f, LLVMValueRef tile, int64_t mr);
 
 static void emit_pack_a_amx(cg *c, const fctx *f, LLVMValueRef tile, int64_t mr);
 
+// One group of vw k of emit_pack_a's transposing path: rows src0 + r * sa_m (r < mr) at k = kk,
+// loaded through kmask (NULL: all vw k), transposed, stored to ap at dst0; with `pf`, each row's
+// line PACK_A_AHEAD floats further along k is prefetched.
+#define PACK_A_AHEAD 64
+static void pack_a_group(cg *c, const fctx *f, LLVMValueRef src0, LLVMValueRef dst0,
+                         LLVMValueRef kk, LLVMValueRef kmask, int64_t mr, bool pf) {
+    const gemm_prob *p = f->p;
+    int64_t vw = c->target->vector_width(c, DL_DT_FLOAT);
+    LLVMTypeRef wt = LLVMVectorType(c->t_f32, (unsigned)vw);
+    LLVMValueRef x[MAX_NR];
+    for (int64_t r = 0; r < vw; r++) {
+        LLVMValueRef at = add(c, add(c, src0, kk), cg_i64(c, r * p->sa_m));
+        x[r] = r < mr ? cg_masked_load(c, wt, fptr(c, f->k->ptr[1], at), kmask) : LLVMGetUndef(wt);
+        if (pf && r < mr) {
+            cg_prefetch(c, fptr(c, f->k->ptr[1], add(c, at, cg_i64(c, PACK_A_AHEAD))));
+        }
+    }
+    dl_cg__transpose_sq(c, x, (unsigned)vw);
+    LLVMValueRef mask = lane_mask(c, mr, vw);
+    for (int64_t k = 0; k < vw; k++) {
+        LLVMValueRef d = add(c, dst0, mul_c(c, add(c, kk, cg_i64(c, k)), f->g.MR));
+        cg_masked_store(c, x[k], fptr(c, f->ap, d), mask);
+    }
+}
+
 static void emit_pack_a(cg *c, const fctx *f, LLVMValueRef tile, int64_t mr) {
     const gemm_prob *p = f->p;
     if (f->amx) {
@@ -516,27 +541,20 @@ static void emit_pack_a(cg *c, const fctx *f, LLVMValueRef tile, int64_t mr) {
     LLVMValueRef dst0 = mul_c(c, tile, f->g.KC * f->g.MR);
     if (at == DL_DT_FLOAT && p->ka_in == 0 && p->sa_k == 1 && vw >= 4 && mr <= vw &&
         f->g.KC % vw == 0) {
-        LLVMTypeRef wt = LLVMVectorType(c->t_f32, (unsigned)vw);
-        LLVMValueRef mask = lane_mask(c, mr, vw);
-        LLVMValueRef nq = LLVMBuildUDiv(c->b, add(c, f->kc, cg_i64(c, vw - 1)), cg_i64(c, vw), "");
+        // Whole groups with plain loads, each row's line PACK_A_AHEAD floats on prefetched (rows
+        // far apart are short streams: a 1024-wide A's rows give 1 KiB each per K block, which
+        // the hardware prefetchers barely start on); then a last, short group through a mask.
+        LLVMValueRef nq = LLVMBuildUDiv(c->b, f->kc, cg_i64(c, vw), "");
+        bool pf = p->sa_m >= 2 * PACK_A_AHEAD;
         cg_loop lq;
         LLVMValueRef q = cg_for_begin(c, &lq, cg_i64(c, 0), nq, "pav");
-        LLVMValueRef kk = mul_c(c, q, vw);
-        LLVMValueRef kmask = cg_lane_mask_rt(c, LLVMBuildSub(c->b, f->kc, kk, ""), vw);
-        LLVMValueRef x[MAX_NR];
-        for (int64_t r = 0; r < vw; r++) {
-            x[r] = r < mr ? cg_masked_load(c, wt,
-                                           fptr(c, f->k->ptr[1],
-                                                add(c, add(c, src0, kk), cg_i64(c, r * p->sa_m))),
-                                           kmask)
-                          : LLVMGetUndef(wt);
-        }
-        dl_cg__transpose_sq(c, x, (unsigned)vw);
-        for (int64_t k = 0; k < vw; k++) {
-            LLVMValueRef d = add(c, dst0, mul_c(c, add(c, kk, cg_i64(c, k)), f->g.MR));
-            cg_masked_store(c, x[k], fptr(c, f->ap, d), mask);
-        }
+        pack_a_group(c, f, src0, dst0, mul_c(c, q, vw), NULL, mr, pf);
         cg_for_end(c, &lq);
+        LLVMValueRef kk = mul_c(c, nq, vw);
+        LLVMBasicBlockRef join = if_begin(c, LLVMBuildICmp(c->b, LLVMIntSLT, kk, f->kc, ""));
+        pack_a_group(c, f, src0, dst0, kk,
+                     cg_lane_mask_rt(c, LLVMBuildSub(c->b, f->kc, kk, ""), vw), mr, false);
+        if_end(c, join);
         return;
     }
     cg_loop lk;
