@@ -501,8 +501,8 @@ static void emit_pack_a_amx(cg *c, const fctx *f, LLVMValueRef tile, int64_t mr)
 
 // One group of vw k of emit_pack_a's transposing path: rows src0 + r * sa_m (r < mr) at k = kk,
 // loaded through kmask (NULL: all vw k), transposed, stored to ap at dst0; with `pf`, each row's
-// line PACK_A_AHEAD floats further along k is prefetched.
-#define PACK_A_AHEAD 64
+// line PACK_AHEAD floats further along k is prefetched.
+#define PACK_AHEAD 64
 static void pack_a_group(cg *c, const fctx *f, LLVMValueRef src0, LLVMValueRef dst0,
                          LLVMValueRef kk, LLVMValueRef kmask, int64_t mr, bool pf) {
     const gemm_prob *p = f->p;
@@ -513,7 +513,7 @@ static void pack_a_group(cg *c, const fctx *f, LLVMValueRef src0, LLVMValueRef d
         LLVMValueRef at = add(c, add(c, src0, kk), cg_i64(c, r * p->sa_m));
         x[r] = r < mr ? cg_masked_load(c, wt, fptr(c, f->k->ptr[1], at), kmask) : LLVMGetUndef(wt);
         if (pf && r < mr) {
-            cg_prefetch(c, fptr(c, f->k->ptr[1], add(c, at, cg_i64(c, PACK_A_AHEAD))));
+            cg_prefetch(c, fptr(c, f->k->ptr[1], add(c, at, cg_i64(c, PACK_AHEAD))));
         }
     }
     dl_cg__transpose_sq(c, x, (unsigned)vw);
@@ -541,11 +541,11 @@ static void emit_pack_a(cg *c, const fctx *f, LLVMValueRef tile, int64_t mr) {
     LLVMValueRef dst0 = mul_c(c, tile, f->g.KC * f->g.MR);
     if (at == DL_DT_FLOAT && p->ka_in == 0 && p->sa_k == 1 && vw >= 4 && mr <= vw &&
         f->g.KC % vw == 0) {
-        // Whole groups with plain loads, each row's line PACK_A_AHEAD floats on prefetched (rows
+        // Whole groups with plain loads, each row's line PACK_AHEAD floats on prefetched (rows
         // far apart are short streams: a 1024-wide A's rows give 1 KiB each per K block, which
         // the hardware prefetchers barely start on); then a last, short group through a mask.
         LLVMValueRef nq = LLVMBuildUDiv(c->b, f->kc, cg_i64(c, vw), "");
-        bool pf = p->sa_m >= 2 * PACK_A_AHEAD;
+        bool pf = p->sa_m >= 2 * PACK_AHEAD;
         cg_loop lq;
         LLVMValueRef q = cg_for_begin(c, &lq, cg_i64(c, 0), nq, "pav");
         pack_a_group(c, f, src0, dst0, mul_c(c, q, vw), NULL, mr, pf);
@@ -633,6 +633,39 @@ static void emit_im_rows(cg *c, const fctx *f);
 static void emit_pack_b_bf(cg *c, const fctx *f, int64_t nr);
 
 static void emit_pack_b_amx(cg *c, const fctx *f, int64_t nr);
+
+// One group of vw k of emit_pack_b's transposing path (B read along k): per vw columns of the
+// panel one load per column at k = pc + kk (zeros past nr; through kmask, NULL: all vw k), the
+// transpose, one store per k; with `pf`, each column's line PACK_AHEAD floats on prefetched.
+static void pack_b_group(cg *c, const fctx *f, LLVMValueRef dst0, LLVMValueRef kk,
+                         LLVMValueRef kmask, int64_t nr, bool pf) {
+    const gemm_prob *p = f->p;
+    int64_t vw = c->target->vector_width(c, DL_DT_FLOAT);
+    LLVMTypeRef wt = LLVMVectorType(c->t_f32, (unsigned)vw);
+    unsigned walign = (unsigned)(vw * 4 < 64 ? vw * 4 : 64);
+    LLVMValueRef src0 = add(c, f->b_off, add(c, add(c, f->pc, kk), mul_c(c, f->j0, p->sb_n)));
+    for (int64_t h = 0; h < f->g.NR / vw; h++) {
+        LLVMValueRef x[MAX_NR];
+        for (int64_t jj = 0; jj < vw; jj++) {
+            int64_t col = h * vw + jj;
+            if (col >= nr) {
+                x[jj] = LLVMConstNull(wt);
+                continue;
+            }
+            LLVMValueRef at = add(c, src0, cg_i64(c, col * p->sb_n));
+            x[jj] = cg_masked_load(c, wt, fptr(c, f->k->ptr[2], at), kmask);
+            if (pf) {
+                cg_prefetch(c, fptr(c, f->k->ptr[2], add(c, at, cg_i64(c, PACK_AHEAD))));
+            }
+        }
+        dl_cg__transpose_sq(c, x, (unsigned)vw);
+        for (int64_t k = 0; k < vw; k++) {
+            LLVMValueRef d = add(c, dst0, mul_c(c, add(c, kk, cg_i64(c, k)), f->g.NR));
+            store_vec(c, x[k], fptr(c, f->bp, add(c, d, cg_i64(c, h * vw))), walign);
+        }
+    }
+}
+
 static void emit_pack_b(cg *c, const fctx *f, int64_t nr) {
     const gemm_prob *p = f->p;
     if (f->amx) {
@@ -656,31 +689,19 @@ static void emit_pack_b(cg *c, const fctx *f, int64_t nr) {
     LLVMValueRef dst0 = mul_c(c, f->sub, f->g.KC * f->g.NR);
     if (bt == DL_DT_FLOAT && p->sb_k == 1 && p->sb_n != 1 && vw >= 4 && f->g.NR % vw == 0 &&
         f->g.KC % vw == 0) {
-        LLVMTypeRef wt = LLVMVectorType(c->t_f32, (unsigned)vw);
-        unsigned walign = (unsigned)(vw * 4 < 64 ? vw * 4 : 64);
-        LLVMValueRef nq = LLVMBuildUDiv(c->b, add(c, f->kc, cg_i64(c, vw - 1)), cg_i64(c, vw), "");
+        // As emit_pack_a's: whole groups with plain loads (each column's line PACK_AHEAD
+        // floats on prefetched when the columns are far apart), then a masked short group.
+        LLVMValueRef nq = LLVMBuildUDiv(c->b, f->kc, cg_i64(c, vw), "");
+        bool pf = p->sb_n >= 2 * PACK_AHEAD;
         cg_loop lq;
         LLVMValueRef q = cg_for_begin(c, &lq, cg_i64(c, 0), nq, "pbv");
-        LLVMValueRef kk = mul_c(c, q, vw);
-        LLVMValueRef kmask = cg_lane_mask_rt(c, LLVMBuildSub(c->b, f->kc, kk, ""), vw);
-        LLVMValueRef src0 = add(c, f->b_off, add(c, add(c, f->pc, kk), mul_c(c, f->j0, p->sb_n)));
-        for (int64_t h = 0; h < f->g.NR / vw; h++) {
-            LLVMValueRef x[MAX_NR];
-            for (int64_t jj = 0; jj < vw; jj++) {
-                int64_t col = h * vw + jj;
-                x[jj] = col < nr ? cg_masked_load(c, wt,
-                                                  fptr(c, f->k->ptr[2],
-                                                       add(c, src0, cg_i64(c, col * p->sb_n))),
-                                                  kmask)
-                                 : LLVMConstNull(wt);
-            }
-            dl_cg__transpose_sq(c, x, (unsigned)vw);
-            for (int64_t k = 0; k < vw; k++) {
-                LLVMValueRef d = add(c, dst0, mul_c(c, add(c, kk, cg_i64(c, k)), f->g.NR));
-                store_vec(c, x[k], fptr(c, f->bp, add(c, d, cg_i64(c, h * vw))), walign);
-            }
-        }
+        pack_b_group(c, f, dst0, mul_c(c, q, vw), NULL, nr, pf);
         cg_for_end(c, &lq);
+        LLVMValueRef kk = mul_c(c, nq, vw);
+        LLVMBasicBlockRef join = if_begin(c, LLVMBuildICmp(c->b, LLVMIntSLT, kk, f->kc, ""));
+        pack_b_group(c, f, dst0, kk, cg_lane_mask_rt(c, LLVMBuildSub(c->b, f->kc, kk, ""), vw), nr,
+                     false);
+        if_end(c, join);
         return;
     }
     cg_loop lk;
