@@ -20,7 +20,8 @@ endif()
 # codegen_ops above is the host's own level; v3 forces the AVX2 code (256-bit vectors, the 6x16
 # GEMM tiles) and v4 the AVX-512 code (512-bit vectors, the 12x32 tiles). A level the host cannot
 # run exits 77 (skipped, saying which features are missing); codegen_ops_v4_compile still
-# compiles every case for AVX-512 and checks the artifact on any machine.
+# compiles every case for AVX-512 and checks the artifact on any machine. v3 also exits 77 on a
+# host without AVX-512, whose native level (codegen_ops) already is the AVX2 lowering.
 # The forced levels that run code are left out of sanitizer builds (the generated code is the
 # same; the sanitizers watch the compiler, which codegen_ops_v4_compile drives down the
 # AVX-512 lowering paths there too).
