@@ -138,6 +138,7 @@ static void cg_fini(cg *c) {
     free(c->train_kernels.data);
     free(c->node_k0);
     free(c->node_k1);
+    free(c->gv_defer);
     for (size_t i = 0; i < c->strs.len; i++) {
         free(c->strs.data[i]);
     }
@@ -391,6 +392,12 @@ static dl_status compile(const cg_target *t, const dl_ir_module *m, const dl_cg_
     }
     c.node = NULL;
     c.prepack = false;
+    if (st == DL_OK && c.gv_defer) { // the reader that was to apply it never came
+        dl_diag(d, DL_SEV_ERROR, DL_NO_LOC,
+                "internal error: a product's epilogue was deferred "
+                "to a reader that was not lowered");
+        st = DL_ERR_BACKEND;
+    }
     if (st == DL_OK && m->has_backward && m->train) {
         st = dl_cg__lower_train(&c);
     }

@@ -75,6 +75,9 @@ typedef struct cg {
     // Lowering a forward node whose products may read prepacked weights (dl_cg_options.prepack:
     // an infer-only kernel packs a param B once per change, docs/codegen.md "Prepacked weights").
     bool prepack;
+    // A batch-1 product's epilogue left to the kernel of the product that reads its output
+    // (x86_linalg.c, "Chained matrix-vector products"): owned; NULL when none is pending.
+    struct cg_gv_defer *gv_defer;
 } cg;
 
 // Which entry points may run a kernel of a node lowering (cg_kernel.only): both (the default),

@@ -2936,27 +2936,156 @@ static int64_t gv_slices(const gemm_prob *p) {
     return n < 2 ? 0 : n > GV_SLICES ? GV_SLICES : n;
 }
 
+// Chained matrix-vector products. A batch-1 MLP's layers are sliced products in a row, each a
+// slices kernel and a kernel summing the slices through the epilogue (bias, Relu), so a layer's
+// output passes two kernel boundaries before the next layer reads it; on 2 threads each is a
+// handoff between the cores (the MLP 784-1024x3-10 spent ~0.025 of its 0.15 ms per call between
+// its seven kernels, AMD Zen 3). When a sliced product's output y is read by nothing but the A
+// operand of a later matrix-vector product R, the sum and the epilogue move into R's first
+// kernel: R's slice s reads only y's elements k_lo .. k_hi (its rows of B), so it sums and
+// finishes exactly those from the producer's partial sums, stores them to y (y stays whole, as
+// its value's buffer, now written by R's kernel) and goes on from there. R must be sliced too:
+// the last layer (N = 10) is not a matrix-vector kernel's, so the last epilogue stays a kernel of
+// its own. Every element of y is computed by the same instructions in the same order as in the
+// producer's own kernel: the bytes do not change. The producer leaves its problem in
+// c->gv_defer; R's lowering takes it (cg_compile.c fails the compilation if no reader did).
+static dl_status matmul_setup(cg *c, const dl_ir_node *n, gemm_prob *pp);
+static dl_status gemm_setup(cg *c, const dl_ir_node *n, gemm_prob *pp);
+
+typedef struct cg_gv_defer {
+    gemm_prob p;                         // the producer (p.epi points at epi)
+    const dl_ir_node *epi[GEMM_MAX_EPI]; // its fusion group
+    int64_t S;                           // its slices
+    uint32_t part;                       // their partial sums' buffer
+    const char *ops;                     // its kernel's ops ("Gemm+Relu"; static or c->strs)
+} cg_gv_defer;
+
+// The fusion group root a node is lowered at.
+static const dl_ir_node *group_root(const dl_ir_node *n) {
+    return n->fuse_root ? n->fuse_root : n;
+}
+
+// Whether the sliced product p (S slices, lowered at c->node) may leave its sum and epilogue
+// to the kernel of the one product that reads its output (see above).
+static bool gv_defer_ok(cg *c, const gemm_prob *p, int64_t S) {
+    const dl_ir_module *m = c->m;
+    const dl_ir_value *y = p->y;
+    size_t n_fwd = m->has_backward ? m->n_fwd_nodes : m->nodes.len;
+    if (S == 0 || p->nb != 1 || c->gv_defer || !c->node || c->node->id >= n_fwd ||
+        y->def != c->node) {
+        return false;
+    }
+    const dl_ir_node *reader = NULL;
+    size_t uses = 0;
+    for (size_t i = c->node->id + 1; i < m->nodes.len; i++) {
+        const dl_ir_node *x = m->nodes.data[i];
+        for (size_t a = 0; a < x->n_inputs; a++) {
+            if (x->inputs[a] == y) {
+                reader = x;
+                uses++;
+            }
+        }
+    }
+    if (uses != 1 || reader->inputs[0] != y || group_root(reader)->id >= n_fwd ||
+        (reader->op != DL_IR_OP_GEMM && reader->op != DL_IR_OP_MATMUL)) {
+        return false;
+    }
+    uint8_t *root = dl_mem_calloc(m->values.len, 1);
+    if (!root) {
+        return false; // not deferring is always correct
+    }
+    dl_ir_module_mark_roots(m, root);
+    bool is_root = root[y->id] != 0;
+    free(root);
+    const dl_ir_node *rr = group_root(reader);
+    gemm_prob q;
+    return !is_root && rr->n_outputs == 1 && rr->outputs[0]->type.dtype == DL_DT_FLOAT &&
+           (reader->op == DL_IR_OP_GEMM ? gemm_setup(c, reader, &q)
+                                        : matmul_setup(c, reader, &q)) == DL_OK &&
+           q.a == y && is_gemv(c, &q) && q.sa_k == 1 && q.K == p->N && gv_slices(&q) > 0;
+}
+
+// y[col] for the sliced product p at column col (i64): its S partial sums (part, [S, N]) added
+// in slice order, finished through the epilogue (k: a kernel whose ptr[] holds p's epilogue
+// inputs at prob_vals' positions), stored to y and returned.
+static LLVMValueRef gv_sum_col(cg *c, const gemm_prob *p, int64_t S, const cg_kernel *k,
+                               LLVMValueRef yp, LLVMValueRef part, LLVMValueRef col) {
+    LLVMValueRef v = LLVMBuildLoad2(c->b, c->t_f32, fptr(c, part, col), "");
+    for (int64_t q = 1; q < S; q++) {
+        LLVMValueRef w =
+            LLVMBuildLoad2(c->b, c->t_f32, fptr(c, part, add(c, col, cg_i64(c, q * p->N))), "");
+        v = LLVMBuildFAdd(c->b, v, w, "");
+    }
+    v = finish_elem(c, p, k, v, NULL, mul_c(c, col, p->cs_n), cg_i64(c, 0), col);
+    LLVMBuildStore(c->b, v, fptr(c, yp, col));
+    return v;
+}
+
+// A kernel's arguments for a deferred producer d: its partial sums' buffer, then its epilogue
+// inputs (prob_vals' order after A and B), appended to the buffer list bufs (n: its length).
+static size_t gv_defer_bufs(cg *c, const cg_gv_defer *d, uint32_t *bufs, size_t n) {
+    dl_ir_value *vals[4 + GEMM_MAX_EXT];
+    size_t nv = prob_vals(&d->p, vals);
+    bufs[n++] = d->part;
+    for (size_t i = 3; i < nv; i++) {
+        bufs[n++] = c->value_buf[vals[i]->id];
+    }
+    return n;
+}
+
+// Finishes y's columns [lo, hi) of the deferred producer d (yp: y's pointer) in a kernel whose
+// n_args arguments `args` are the pointers of gv_defer_bufs' buffers.
+static void gv_defer_cols(cg *c, const cg_gv_defer *d, const LLVMValueRef *args, size_t n_args,
+                          LLVMValueRef yp, LLVMValueRef lo, LLVMValueRef hi) {
+    cg_kernel kp; // finish_elem's view: the epilogue inputs at prob_vals' positions (y, A, B, ..)
+    memset(&kp, 0, sizeof kp);
+    for (size_t i = 1; i < n_args; i++) {
+        kp.ptr[2 + i] = args[i];
+    }
+    cg_loop l;
+    LLVMValueRef col = cg_for_begin(c, &l, lo, hi, "col");
+    (void)gv_sum_col(c, &d->p, d->S, &kp, yp, args[0], col);
+    cg_for_end(c, &l);
+}
+
 // The partial sums of the sliced product: part[s][j] = sum over slice s's rows of a[k] B[k, j],
-// one iteration per slice (rows K * s / S .. K * (s + 1) / S).
-static dl_status emit_gemv_slices(cg *c, const gemm_prob *p, int64_t S, uint32_t part) {
-    dl_strbuf name = {0};
+// one iteration per slice (rows K * s / S .. K * (s + 1) / S). With d (a deferred producer of
+// A), each slice first finishes its rows' elements of A.
+static dl_status emit_gemv_slices(cg *c, const gemm_prob *p, int64_t S, uint32_t part,
+                                  const cg_gv_defer *d) {
+    dl_strbuf name = {0}, ops = {0};
     dl_strbuf_printf(&name, "%s.slices", p->y->name);
     if (name.oom || !DL_VEC_PUSH(&c->strs, name.data)) {
         dl_strbuf_fini(&name);
         return DL_ERR_NOMEM;
     }
-    uint32_t bufs[3] = {part, c->value_buf[p->a->id], c->value_buf[p->b->id]};
+    if (d) { // named with the producer's ops: the op count stays that of the unfused kernels
+        dl_strbuf_printf(&ops, "MatVecSlices+%s", d->ops);
+        if (ops.oom || !DL_VEC_PUSH(&c->strs, ops.data)) {
+            dl_strbuf_fini(&ops);
+            return DL_ERR_NOMEM;
+        }
+    }
+    uint32_t bufs[3 + 2 + GEMM_MAX_EXT] = {part, c->value_buf[p->a->id], c->value_buf[p->b->id]};
+    size_t nbufs = d ? gv_defer_bufs(c, d, bufs, 3) : 3;
     cg_kernel k;
-    DL_TRY(cg_kernel_begin_bufs(c, bufs, 3, 1, S, name.data, &k));
-    k.ops = "MatVecSlices";
+    DL_TRY(cg_kernel_begin_bufs(c, bufs, nbufs, d ? 2 : 1, S, name.data, &k));
+    k.ops = d ? ops.data : "MatVecSlices";
     LLVMValueRef acc = cg_entry_alloca(c, &k, c->t_f32, p->N);
     LLVMValueRef pp = cg_kernel_arg(c, &k, 0), ap = cg_kernel_arg(c, &k, 1),
                  bp = cg_kernel_arg(c, &k, 2);
+    LLVMValueRef dargs[2 + GEMM_MAX_EXT];
+    for (size_t i = 3; i < nbufs; i++) {
+        dargs[i - 3] = cg_kernel_arg(c, &k, i);
+    }
     cg_loop ls, lj;
     LLVMValueRef sl = cg_for_begin(c, &ls, k.begin, k.end, "slice");
     LLVMValueRef k_lo = LLVMBuildUDiv(c->b, mul_c(c, sl, p->K), cg_i64(c, S), "");
     LLVMValueRef k_hi =
         LLVMBuildUDiv(c->b, mul_c(c, add(c, sl, cg_i64(c, 1)), p->K), cg_i64(c, S), "");
+    if (d) {
+        gv_defer_cols(c, d, dargs, nbufs - 3, ap, k_lo, k_hi);
+    }
     LLVMValueRef nb = cg_i64(c, p->N);
     zero_floats(c, acc, nb);
     gemv_rows(c, p, ap, bp, acc, cg_i64(c, 0), nb, k_lo, k_hi);
@@ -2972,10 +3101,39 @@ static dl_status emit_gemv_slices(cg *c, const gemm_prob *p, int64_t S, uint32_t
 static dl_status emit_float_gemv(cg *c, const gemm_prob *p) {
     int64_t N = p->N, K = p->K, unit = gv_block(N), nblk = (N + unit - 1) / unit;
     int64_t S = gv_slices(p);
+    // A deferred producer of A: taken here (its slices kernel finishes A)
+    cg_gv_defer *d = c->gv_defer && c->gv_defer->p.y == p->a ? c->gv_defer : NULL;
+    if (d) {
+        c->gv_defer = NULL;
+        if (p->sa_k != 1 || S == 0) {
+            free(d);
+            cg_error(c, "internal: '%s' cannot finish the deferred '%s'", p->y->name, p->a->name);
+            return DL_ERR_BACKEND;
+        }
+    }
     uint32_t part = UINT32_MAX;
     if (S > 0) {
-        DL_TRY(cg_extra_buffer(c, (uint64_t)(S * N) * sizeof(float), DLRT_BUF_TEMP, NULL, &part));
-        DL_TRY(emit_gemv_slices(c, p, S, part));
+        dl_status st =
+            cg_extra_buffer(c, (uint64_t)(S * N) * sizeof(float), DLRT_BUF_TEMP, NULL, &part);
+        st = st == DL_OK ? emit_gemv_slices(c, p, S, part, d) : st;
+        free(d);
+        DL_TRY(st);
+        if (gv_defer_ok(c, p, S)) { // this product's own sum goes to its reader
+            cg_gv_defer *nd = dl_mem_calloc(1, sizeof *nd);
+            if (!nd) {
+                return DL_ERR_NOMEM;
+            }
+            nd->p = *p;
+            if (p->epi) {
+                memcpy(nd->epi, p->epi, p->n_epi * sizeof *p->epi);
+                nd->p.epi = nd->epi;
+            }
+            nd->S = S;
+            nd->part = part;
+            nd->ops = c->node_ops ? c->node_ops : dl_ir_op_get_info(c->node->op)->name;
+            c->gv_defer = nd;
+            return DL_OK;
+        }
     }
     dl_ir_value *vals[4 + GEMM_MAX_EXT];
     size_t nv = prob_vals(p, vals);
@@ -3008,14 +3166,13 @@ static dl_status emit_float_gemv(cg *c, const gemm_prob *p) {
     // partial sums of the column added in slice order
     LLVMValueRef j = cg_for_begin(c, &le, cg_i64(c, 0), nb, "j");
     LLVMValueRef col = add(c, j0, j);
-    LLVMValueRef v = LLVMBuildLoad2(c->b, c->t_f32, S > 0 ? fptr(c, pp, col) : fptr(c, acc, j), "");
-    for (int64_t q = 1; q < S; q++) {
-        LLVMValueRef w =
-            LLVMBuildLoad2(c->b, c->t_f32, fptr(c, pp, add(c, col, cg_i64(c, q * N))), "");
-        v = LLVMBuildFAdd(c->b, v, w, "");
+    if (S > 0) {
+        (void)gv_sum_col(c, p, S, &k, k.ptr[0], pp, col);
+    } else {
+        LLVMValueRef v = LLVMBuildLoad2(c->b, c->t_f32, fptr(c, acc, j), "");
+        v = finish_elem(c, p, &k, v, NULL, mul_c(c, col, p->cs_n), cg_i64(c, 0), col);
+        LLVMBuildStore(c->b, v, fptr(c, k.ptr[0], col));
     }
-    v = finish_elem(c, p, &k, v, NULL, mul_c(c, col, p->cs_n), cg_i64(c, 0), col);
-    LLVMBuildStore(c->b, v, fptr(c, k.ptr[0], col));
     cg_for_end(c, &le);
     cg_for_end(c, &lb);
     return cg_kernel_end(c, &k);
@@ -3147,9 +3304,6 @@ static dl_status emit_prob(cg *c, const gemm_prob *p, bool is_gemm) {
 // [B, heads, T, d] tensor per step, become views. The packs move the same values either way
 // (each has a fast path for a unit stride along k or along the rows, and an element-by-element
 // one for any other layout), so the bytes of y do not change.
-
-static dl_status matmul_setup(cg *c, const dl_ir_node *n, gemm_prob *pp);
-static dl_status gemm_setup(cg *c, const dl_ir_node *n, gemm_prob *pp);
 
 // A forward Cast to bfloat16 of a float32 param or constant W (mixed precision's weight cast)
 // whose output is no root and whose every forward reader is a Gemm or MatMul reading it only as

@@ -193,6 +193,28 @@ DL_TEST(matrix_vector_products) {
              "input w2 : float[300, 50]\ninput b2 : float[50]\n"
              "h = Gemm (x, w1, b1)\na = Relu (h)\ny = Gemm (a, w2, b2)\noutput y\n",
              TOL_LONG_K);
+    // Chained sliced products: a layer whose output only the next sliced product reads leaves
+    // its slices' sum and epilogue to that product's slices kernel, each slice finishing its own
+    // rows of A (x86_linalg.c, "Chained matrix-vector products"). A bias and Relu; alpha, beta
+    // and an epilogue reading a row; slices with ragged rows (700 = 8 x 87.5,
+    // 600, 520 rows); a plain MatMul as the next producer, whose epilogue stays a kernel of its
+    // own before the 10-wide last layer. Then 1-D MatMuls with no epilogue (300 rows: 4 slices),
+    // and a producer whose output is also the model's, which keeps its own kernel.
+    CG_CHECK("model m\ninput x : float[1, 700]\ninput w1 : float[700, 600]\ninput b1 : float[600]\n"
+             "input w2 : float[600, 520]\ninput b2 : float[520]\ninput s : float[1, 520]\n"
+             "input w3 : float[520, 400]\ninput w4 : float[400, 10]\n"
+             "h1 = Gemm <alpha = 0.05> (x, w1, b1)\na1 = Relu (h1)\n"
+             "h2 = Gemm <alpha = 0.05, beta = -1.5> (a1, w2, b2)\nm2 = Mul (h2, s)\n"
+             "a2 = Relu (m2)\nh3 = MatMul (a2, w3)\na3 = Relu (h3)\ny = MatMul (a3, w4)\n"
+             "output y\n",
+             TOL_LONG_K);
+    CG_CHECK("model m\ninput x : float[640]\ninput w1 : float[640, 300]\n"
+             "input w2 : float[300, 1000]\nh = MatMul (x, w1)\ny = MatMul (h, w2)\noutput y\n",
+             TOL_LONG_K);
+    CG_CHECK(
+        "model m\ninput x : float[1, 640]\ninput w1 : float[640, 300]\n"
+        "input w2 : float[300, 1000]\nh = MatMul (x, w1)\ny = MatMul (h, w2)\noutput h\noutput y\n",
+        TOL_LONG_K);
 }
 
 // The small products' register-tiled kernel (float32 B read along its rows: tiles of up to 24
