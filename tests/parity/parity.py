@@ -573,6 +573,14 @@ def main():
         if missing:
             print(f"parity: SKIP: this CPU lacks {', '.join(missing)}, needed to run {args.cpu} code")
             return 77
+        # The AVX2 level on a host without AVX-512: the host's own run (parity_torch) already
+        # trains with the AVX2 lowering (only LLVM's tuning for the CPU model differs), as
+        # codegen_ops_v3 skips there too.
+        no512 = missing_cpu_features("x86-64-v4")
+        if args.cpu == "x86-64-v3" and no512:
+            print(f"parity: SKIP: this CPU lacks {', '.join(no512)}: its own level is the AVX2"
+                  " lowering, which parity_torch trains already")
+            return 77
         print(f"parity: dlcc's side compiled for --cpu {args.cpu}")
     torch.set_num_threads(1)
     torch.use_deterministic_algorithms(True)
