@@ -2096,10 +2096,17 @@ static dl_status emit_prepack(cg *c, const gemm_prob *p, uint32_t pbuf, uint8_t 
 // B (all of K, one column group wide) would not fit SHARE_B_BYTES on the stack. Its kernel would
 // halve its column groups (or pack B once per row block), and pack A once per group: the
 // 2048 x 2048 x 2048 product at 76-77 GFLOP/s where OpenBLAS ran 87-92 (AVX2, Zen 3); packed by
-// the pack kernel, in parallel and once, 85-87. Products whose B fits keep packing it themselves:
-// B packed into L2 just before its tiles read it, not written to memory and read back (the pack
-// kernel of a 1024 x 1024 weight took as long as its product gained, measured on the MLP
-// 784-1024x3-10's train step).
+// the pack kernel, in parallel and once, 85-87. Also a product of at least PPC_ROWS rows whose
+// packed B group passes PPC_BYTES: its kernel packs B once per chunk of the parallel range, and
+// 2 threads cut the range into ~10 chunks (the executor's guided cut), so B was packed ~5 times
+// as often as on 1 thread (the transformer's 1024-row products: 2-thread busy time 6.4-6.6 ->
+// 5.8-5.9 ms each, the step 41.5 -> 38.1 ms median, 7 rounds; its 1-thread step and the
+// MLPs' and CNN's the same within the noise; a 384^3 product 3 % slower on 1 thread, 5 % faster
+// on 2, so not below PPC_ROWS). Smaller products keep packing B themselves: B packed into L2
+// just before its tiles read it, not written to memory and read back.
+#define PPC_ROWS  512
+#define PPC_BYTES (256 << 10)
+
 static bool pack_per_call(cg *c, const gemm_prob *p) {
     if (p->nc_panels > 0 || !prepackable(c, p, p->b)) {
         return false;
@@ -2107,7 +2114,9 @@ static bool pack_per_call(cg *c, const gemm_prob *p) {
     gemm_blk g = kernel_blocking(c, p, false);
     int64_t kpad = (p->K + g.KC - 1) / g.KC * g.KC;
     int64_t ncols = (p->N + g.NR - 1) / g.NR * g.NR; // a B narrower than one group is that wide
-    return p->M > g.MB && kpad * (ncols < g.NC ? ncols : g.NC) * 4 > SHARE_B_BYTES;
+    int64_t group_bytes = kpad * (ncols < g.NC ? ncols : g.NC) * 4;
+    return p->M > g.MB &&
+           (group_bytes > SHARE_B_BYTES || (p->M >= PPC_ROWS && group_bytes > PPC_BYTES));
 }
 
 // Bytes of the buffer holding every packed panel of p's B (K > 0).

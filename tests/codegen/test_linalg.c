@@ -266,6 +266,14 @@ DL_TEST(matmul_b_packed_per_call) {
              TOL_LONG_K);
     DL_CHECK(mm("float16", "100, 1100", "1100, 260", ((cg_tol){5e-2, 2e-3, 0, 0})));
     DL_CHECK(mm("bfloat16", "140, 1100", "1100, 270", ((cg_tol){2e-1, 1e-2, 0, 0})));
+    // From 512 rows (PPC_ROWS), a B group past 256 KiB that would fit the stack is packed per
+    // call too: B's rows (K = 300 in two K blocks, N = 500 with a partial last panel), and B^T's
+    // columns with a bias and Relu; 500 rows keep packing B in the product's kernel.
+    DL_CHECK(mm("float", "600, 300", "300, 500", TOL_LONG_K));
+    CG_CHECK("model m\ninput a : float[520, 200]\ninput b : float[300, 200]\ninput c : float[300]\n"
+             "y = Gemm <transB = 1> (a, b, c)\nr = Relu (y)\noutput r\n",
+             TOL_LONG_K);
+    DL_CHECK(mm("float", "500, 300", "300, 500", TOL_LONG_K));
 }
 
 // One row block of one batch, its columns in one group at most: two column groups, merged into
