@@ -3016,9 +3016,9 @@ static bool gv_defer_ok(cg *c, const gemm_prob *p, int64_t S) {
 
 // y[col] for the sliced product p at column col (i64): its S partial sums (part, [S, N]) added
 // in slice order, finished through the epilogue (k: a kernel whose ptr[] holds p's epilogue
-// inputs at prob_vals' positions), stored to y and returned.
-static LLVMValueRef gv_sum_col(cg *c, const gemm_prob *p, int64_t S, const cg_kernel *k,
-                               LLVMValueRef yp, LLVMValueRef part, LLVMValueRef col) {
+// inputs at prob_vals' positions) and stored to y.
+static void gv_sum_col(cg *c, const gemm_prob *p, int64_t S, const cg_kernel *k, LLVMValueRef yp,
+                       LLVMValueRef part, LLVMValueRef col) {
     LLVMValueRef v = LLVMBuildLoad2(c->b, c->t_f32, fptr(c, part, col), "");
     for (int64_t q = 1; q < S; q++) {
         LLVMValueRef w =
@@ -3027,7 +3027,6 @@ static LLVMValueRef gv_sum_col(cg *c, const gemm_prob *p, int64_t S, const cg_ke
     }
     v = finish_elem(c, p, k, v, NULL, mul_c(c, col, p->cs_n), cg_i64(c, 0), col);
     LLVMBuildStore(c->b, v, fptr(c, yp, col));
-    return v;
 }
 
 // A kernel's arguments for a deferred producer d: its partial sums' buffer, then its epilogue
@@ -3053,7 +3052,7 @@ static void gv_defer_cols(cg *c, const cg_gv_defer *d, const LLVMValueRef *args,
     }
     cg_loop l;
     LLVMValueRef col = cg_for_begin(c, &l, lo, hi, "col");
-    (void)gv_sum_col(c, &d->p, d->S, &kp, yp, args[0], col);
+    gv_sum_col(c, &d->p, d->S, &kp, yp, args[0], col);
     cg_for_end(c, &l);
 }
 
@@ -3176,7 +3175,7 @@ static dl_status emit_float_gemv(cg *c, const gemm_prob *p) {
     LLVMValueRef j = cg_for_begin(c, &le, cg_i64(c, 0), nb, "j");
     LLVMValueRef col = add(c, j0, j);
     if (S > 0) {
-        (void)gv_sum_col(c, p, S, &k, k.ptr[0], pp, col);
+        gv_sum_col(c, p, S, &k, k.ptr[0], pp, col);
     } else {
         LLVMValueRef v = LLVMBuildLoad2(c->b, c->t_f32, fptr(c, acc, j), "");
         v = finish_elem(c, p, &k, v, NULL, mul_c(c, col, p->cs_n), cg_i64(c, 0), col);
