@@ -378,6 +378,10 @@ static dl_status compile(const cg_target *t, const dl_ir_module *m, const dl_cg_
             !(c.cast_pp && c.cast_pp[i] == 2)) {
             st = lower_group(&c, i);
         }
+        // A lowering that guards kernels (cg_finite_check) clears the guard when it is done;
+        // one that failed may have left it set.
+        DL_ASSERT(st != DL_OK || c.guard.n == 0);
+        c.guard = (cg_guard){0};
         c.node_k1[i] = (uint32_t)c.kernels.len;
         // A weight's Cast that the products' prepack kernels round (dl_cg__cast_prepacks): the
         // train step's forward only

@@ -103,6 +103,27 @@ typedef enum dl_cg__im2col_kind {
     DL_CG__IM2COL_POS_BY_TAPS, // k = (n*OH + oh)*OW + ow, j = (ci*kH + kh)*kW + kw (weight grad)
 } dl_cg__im2col_kind;
 
+// Whether some tap of a 2-D gather does not exist: output o and tap t of dim i read input
+// (o*a + b + t*cc) / d of in[i] when that is exact and inside the input, and some (o, t) reads
+// outside it (padding) or between its elements (a strided ConvTranspose). Conservative: true
+// when unsure.
+static inline bool dl_cg__taps_absent(const int64_t in[2], const int64_t out[2], const int64_t k[2],
+                                      const int64_t a[2], const int64_t b[2], const int64_t cc[2],
+                                      const int64_t d[2]) {
+    for (int i = 0; i < 2; i++) {
+        int64_t os = out[i] > 1 ? (out[i] - 1) * a[i] : 0, ts = k[i] > 1 ? (k[i] - 1) * cc[i] : 0;
+        int64_t lo = b[i] + (os < 0 ? os : 0) + (ts < 0 ? ts : 0);
+        int64_t hi = b[i] + (os > 0 ? os : 0) + (ts > 0 ? ts : 0);
+        if (lo < 0 || hi >= in[i] * d[i]) {
+            return true;
+        }
+        if (d[i] > 1 && (a[i] % d[i] != 0 || b[i] % d[i] != 0 || cc[i] % d[i] != 0)) {
+            return true;
+        }
+    }
+    return false;
+}
+
 typedef struct dl_cg__im2col {
     dl_cg__im2col_kind kind;
     int64_t H, W, OH, OW, kH, kW;

@@ -24,6 +24,15 @@
 #include <llvm-c/Core.h>
 #include <llvm-c/TargetMachine.h>
 
+// The flags a cg_finite_check kernel leaves in TEMP buffer `buf` (n of them, one per chunk of
+// the value it scanned), and which side of them a guarded kernel runs on: finite (every value
+// finite) or not. n == 0: no guard.
+typedef struct cg_guard {
+    uint32_t buf;
+    int64_t n;
+    bool finite;
+} cg_guard;
+
 typedef struct cg {
     const dl_ir_module *m;
     dl_diags *d;
@@ -78,6 +87,8 @@ typedef struct cg {
     // A batch-1 product's epilogue left to the kernel of the product that reads its output
     // (x86_linalg.c, "Chained matrix-vector products"): owned; NULL when none is pending.
     struct cg_gv_defer *gv_defer;
+    // While n > 0, every kernel emitted is guarded (cg_guard_open) by cg_finite_check's flags.
+    cg_guard guard;
 } cg;
 
 // Which entry points may run a kernel of a node lowering (cg_kernel.only): both (the default),
@@ -100,6 +111,7 @@ typedef struct cg_kernel {
     uint32_t flags;    // DLRT_KERNEL_F_* the plan gives it (set before cg_kernel_end)
     uint8_t only;      // CG_ENTRY_* (set before cg_kernel_end)
     const char *ops;   // ops string of a kernel of no node (NULL: "TrainStep")
+    LLVMBasicBlockRef guard_exit; // cg_guard_open's skip target, else NULL
 } cg_kernel;
 
 // Opens a kernel over `vals` (outputs first, then inputs; NULL entries are not allowed) whose
@@ -127,6 +139,18 @@ DL_NODISCARD dl_status cg_extra_buffer(cg *c, uint64_t size, uint32_t kind, cons
 // kernel) to that node's entry points, as cg_kernel.only allows; the train step's own kernels
 // (dl_cg__lower_train) go to the train step.
 DL_NODISCARD dl_status cg_kernel_end(cg *c, cg_kernel *k);
+
+// Guarded kernels: a fast kernel that would give a wrong answer for non-finite values of one
+// input (an implicit GEMM multiplying the zeros it gathers for taps that do not exist by an
+// infinite weight) runs only when that input is all finite, and a kernel that gives the
+// definition's answer runs only when it is not. cg_finite_check emits a kernel (parallel over
+// chunks of v, float32) that leaves in a TEMP buffer whether each chunk holds a non-finite value,
+// and returns in *g the guard that runs on the finite side (set g->finite = false for the
+// other). The lowering sets c->guard to it around the kernels it guards; each of them calls
+// cg_guard_open once its arguments are added (its body then runs only on the guard's side;
+// cg_kernel_end closes it, and asserts that a kernel emitted under a guard opened it).
+DL_NODISCARD dl_status cg_finite_check(cg *c, dl_ir_value *v, cg_guard *g);
+DL_NODISCARD dl_status cg_guard_open(cg *c, cg_kernel *k);
 
 // Counted loop `for (iv = lo; iv < hi; iv++)` over i64 values. cg_for_begin positions the
 // builder in the body and returns iv; cg_for_end closes the innermost open loop and positions

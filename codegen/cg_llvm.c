@@ -405,6 +405,11 @@ dl_status cg_extra_buffer(cg *c, uint64_t size, uint32_t kind, const void *init,
 }
 
 dl_status cg_kernel_end(cg *c, cg_kernel *k) {
+    DL_ASSERT(c->guard.n == 0 || k->guard_exit);
+    if (k->guard_exit) {
+        LLVMBuildBr(c->b, k->guard_exit);
+        LLVMPositionBuilderAtEnd(c->b, k->guard_exit);
+    }
     c->target->kernel_end(c, k);
     const dl_ir_node *n = k->name ? NULL : c->node;
     cg_kernel_rec r = {(uint32_t)c->fns.len,
@@ -425,6 +430,82 @@ dl_status cg_kernel_end(cg *c, cg_kernel *k) {
     if (!DL_VEC_PUSH(&c->fns, k->fn) || !DL_VEC_PUSH(&c->kernels, r)) {
         return DL_ERR_NOMEM;
     }
+    return DL_OK;
+}
+
+// Elements of v a cg_finite_check iteration scans (at most FINITE_MAX_CHUNKS iterations: the
+// guarded kernels read every flag).
+#define FINITE_CHUNK      (64 << 10)
+#define FINITE_MAX_CHUNKS 64
+
+dl_status cg_finite_check(cg *c, dl_ir_value *v, cg_guard *g) {
+    DL_ASSERT(v->type.dtype == DL_DT_FLOAT && c->guard.n == 0);
+    int64_t n = dl_ir_type_numel(&v->type);
+    int64_t chunk = FINITE_CHUNK;
+    if (n > chunk * FINITE_MAX_CHUNKS) {
+        chunk = (n + FINITE_MAX_CHUNKS - 1) / FINITE_MAX_CHUNKS;
+    }
+    int64_t nch = n > 0 ? (n + chunk - 1) / chunk : 1;
+    uint32_t bufs[2];
+    DL_TRY(cg_extra_buffer(c, (uint64_t)nch * sizeof(int32_t), DLRT_BUF_TEMP, NULL, &bufs[0]));
+    bufs[1] = c->value_buf[v->id];
+    dl_strbuf name = {0};
+    dl_strbuf_printf(&name, "%s.finite", v->name);
+    if (name.oom || !DL_VEC_PUSH(&c->strs, name.data)) {
+        dl_strbuf_fini(&name);
+        return DL_ERR_NOMEM;
+    }
+    cg_kernel k;
+    DL_TRY(cg_kernel_begin_bufs(c, bufs, 2, 1, nch, name.data, &k));
+    k.ops = "FiniteCheck";
+    LLVMValueRef flags = cg_kernel_arg(c, &k, 0), src = cg_kernel_arg(c, &k, 1);
+    LLVMValueRef acc = cg_entry_alloca(c, &k, c->t_i32, 1);
+    cg_loop lt, li;
+    LLVMValueRef t = cg_for_begin(c, &lt, k.begin, k.end, "t");
+    LLVMValueRef lo = LLVMBuildMul(c->b, t, cg_i64(c, chunk), "");
+    LLVMValueRef hi = LLVMBuildAdd(c->b, lo, cg_i64(c, chunk), "");
+    hi = LLVMBuildSelect(c->b, LLVMBuildICmp(c->b, LLVMIntSLT, hi, cg_i64(c, n), ""), hi,
+                         cg_i64(c, n), "");
+    LLVMBuildStore(c->b, cg_i32(c, 0), acc);
+    // The largest magnitude's bits (an integer max: the loop vectorises without reassociating
+    // floats); a value is not finite when its exponent bits are all ones.
+    LLVMValueRef i = cg_for_begin(c, &li, lo, hi, "i");
+    LLVMValueRef bits =
+        LLVMBuildLoad2(c->b, c->t_i32, LLVMBuildInBoundsGEP2(c->b, c->t_i32, src, &i, 1, ""), "");
+    bits = LLVMBuildAnd(c->b, bits, cg_i32(c, 0x7fffffff), "");
+    LLVMValueRef cur = LLVMBuildLoad2(c->b, c->t_i32, acc, "");
+    LLVMBuildStore(c->b, cg_intrinsic2(c, "llvm.umax", c->t_i32, cur, bits), acc);
+    cg_for_end(c, &li);
+    LLVMValueRef bad = LLVMBuildICmp(c->b, LLVMIntUGE, LLVMBuildLoad2(c->b, c->t_i32, acc, ""),
+                                     cg_i32(c, 0x7f800000), "");
+    LLVMBuildStore(c->b, LLVMBuildZExt(c->b, bad, c->t_i32, ""),
+                   LLVMBuildInBoundsGEP2(c->b, c->t_i32, flags, &t, 1, ""));
+    cg_for_end(c, &lt);
+    DL_TRY(cg_kernel_end(c, &k));
+    *g = (cg_guard){bufs[0], nch, true};
+    return DL_OK;
+}
+
+dl_status cg_guard_open(cg *c, cg_kernel *k) {
+    if (c->guard.n == 0) {
+        return DL_OK;
+    }
+    DL_ASSERT(!k->guard_exit);
+    DL_TRY(cg_kernel_add_buf(c, k, c->guard.buf));
+    LLVMValueRef fp = k->ptr[k->n_args - 1], any = cg_i32(c, 0);
+    for (int64_t i = 0; i < c->guard.n; i++) {
+        LLVMValueRef idx = cg_i64(c, i);
+        LLVMValueRef f = LLVMBuildLoad2(c->b, c->t_i32,
+                                        LLVMBuildInBoundsGEP2(c->b, c->t_i32, fp, &idx, 1, ""), "");
+        any = LLVMBuildOr(c->b, any, f, "");
+    }
+    LLVMValueRef run =
+        LLVMBuildICmp(c->b, c->guard.finite ? LLVMIntEQ : LLVMIntNE, any, cg_i32(c, 0), "guard");
+    LLVMValueRef fn = LLVMGetBasicBlockParent(LLVMGetInsertBlock(c->b));
+    LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(c->ctx, fn, "guarded");
+    k->guard_exit = LLVMAppendBasicBlockInContext(c->ctx, fn, "unguarded");
+    LLVMBuildCondBr(c->b, run, body, k->guard_exit);
+    LLVMPositionBuilderAtEnd(c->b, body);
     return DL_OK;
 }
 

@@ -17,7 +17,8 @@
 // matching x vector of every tap of the block. Columns whose taps all lie inside the input
 // (compile-time range) use unchecked vector loads; a remainder narrower than TW is one more tile
 // ending at the last interior column with its already-counted leading lanes zeroed (dy and x, so
-// an inf in x cannot make 0 * inf); the few edge columns use a scalar path that checks each tap.
+// an inf in x cannot make 0 * inf); the few edge columns use a scalar path that leaves out the
+// taps in the padding (as the evaluator does: a non-finite dy there must not meet a zero).
 // Output rows whose tap rows are all inside the input skip the per-row check. No divisions in
 // the hot loops; lane sums and scalar edge sums are added in the epilogue.
 //
@@ -153,12 +154,13 @@ static void cgw_edge(cg *c, const cgw_blk *b, int64_t lo, int64_t hi) {
         }
         for (int64_t j = 0; j < g->kW; j++) {
             LLVMValueRef iw = iaddk(c, base, j * g->dil[1]);
-            LLVMValueRef ok = in_range(c, iw, 0, g->W);
-            LLVMValueRef idx = LLVMBuildSelect(c->b, ok, iadd(c, b->xrow[r], iw), b->xrow[r], "");
-            LLVMValueRef xv =
-                LLVMBuildSelect(c->b, ok, cg_load(c, b->k->ptr[2], g->dt, idx), cg_f32(c, 0), "");
+            // a tap in the padding adds nothing (not dy * 0: a non-finite dy stays out of it)
+            dl_cg__if fo;
+            dl_cg__if_begin(c, &fo, in_range(c, iw, 0, g->W));
+            LLVMValueRef xv = cg_load(c, b->k->ptr[2], g->dt, iadd(c, b->xrow[r], iw));
             LLVMValueRef acc = b->sacc[r * g->kW + j];
             st(c, dl_cg__fmuladd(c, dyv, xv, ld(c, c->t_f32, acc)), acc);
+            dl_cg__if_end(c, &fo);
         }
         if (b->valid[r]) {
             dl_cg__if_end(c, &f);
@@ -323,6 +325,70 @@ static void cgw_lanes_vec(cg *c, const cgw_lanes *L, int64_t rows, LLVMValueRef 
 
 // One iteration's body for `rows` (<= R) outputs from channel co (i64, the group's first
 // output channel of the block is co - grp*Mg), inputs [ci0, ci0 + cis) of group grp.
+// The block's gradients again by the definition, when one it stored is not finite: the lanes
+// multiply the zeros they read for taps in the padding by dy, where the evaluator leaves those
+// taps out, so a non-finite dy[n, m] would make NaN of every gradient of output m. Such a dy
+// makes each of them Inf or NaN (every position meets every tap, in the image or in the
+// padding), so a block whose stored values are all finite saw none. The definition's sums go
+// (n, oh, ow) ascending over the taps inside the image, scalar: this is the rare path.
+static void cgw_lanes_fix(cg *c, const cgw_lanes *L, int64_t rows, LLVMValueRef co,
+                          LLVMValueRef xch0, LLVMValueRef cis, LLVMValueRef dwbase) {
+    const cgw_geo *g = L->g;
+    const cg_kernel *k = L->k;
+    int64_t kk = g->kH * g->kW;
+    LLVMValueRef mx = dl_cg__entry_alloca(c, c->t_i32);
+    st(c, cg_i32(c, 0), mx);
+    cg_loop lr, le;
+    LLVMValueRef r = cg_for_begin(c, &lr, cg_i64(c, 0), cg_i64(c, rows), "fr");
+    LLVMValueRef e = cg_for_begin(c, &le, cg_i64(c, 0), imul(c, cis, kk), "fe");
+    LLVMValueRef wi = iadd(c, iadd(c, dwbase, imul(c, r, g->Cg * kk)), e);
+    LLVMValueRef bits =
+        ld(c, c->t_i32, LLVMBuildInBoundsGEP2(c->b, c->t_i32, k->ptr[0], &wi, 1, ""));
+    bits = LLVMBuildAnd(c->b, bits, cg_i32(c, 0x7fffffff), "");
+    st(c, cg_intrinsic2(c, "llvm.umax", c->t_i32, ld(c, c->t_i32, mx), bits), mx);
+    cg_for_end(c, &le);
+    cg_for_end(c, &lr);
+    dl_cg__if bad;
+    dl_cg__if_begin(
+        c, &bad, LLVMBuildICmp(c->b, LLVMIntUGE, ld(c, c->t_i32, mx), cg_i32(c, 0x7f800000), ""));
+    LLVMValueRef acc = dl_cg__entry_alloca(c, c->t_f32);
+    cg_loop lm, lc, lt, ln, lh, lw;
+    LLVMValueRef m = cg_for_begin(c, &lm, cg_i64(c, 0), cg_i64(c, rows), "dm");
+    LLVMValueRef ci = cg_for_begin(c, &lc, cg_i64(c, 0), cis, "dc");
+    LLVMValueRef t = cg_for_begin(c, &lt, cg_i64(c, 0), cg_i64(c, kk), "dt");
+    LLVMValueRef kh = LLVMBuildUDiv(c->b, t, cg_i64(c, g->kW), "");
+    LLVMValueRef kw = LLVMBuildURem(c->b, t, cg_i64(c, g->kW), "");
+    st(c, cg_f32(c, 0), acc);
+    LLVMValueRef nn = cg_for_begin(c, &ln, cg_i64(c, 0), cg_i64(c, g->N), "dn");
+    LLVMValueRef dyp = imul(c, iadd(c, imul(c, nn, g->M), iadd(c, co, m)), g->OH * g->OW);
+    LLVMValueRef xp = imul(c, iadd(c, imul(c, nn, g->C), iadd(c, xch0, ci)), g->H * g->W);
+    LLVMValueRef oh = cg_for_begin(c, &lh, cg_i64(c, 0), cg_i64(c, g->OH), "doh");
+    LLVMValueRef ih = iaddk(c, iadd(c, oh, kh), -g->pb[0]); // stride and dilation 1
+    dl_cg__if fh;
+    dl_cg__if_begin(c, &fh, in_range(c, ih, 0, g->H));
+    LLVMValueRef ow = cg_for_begin(c, &lw, cg_i64(c, 0), cg_i64(c, g->OW), "dow");
+    LLVMValueRef iw = iaddk(c, iadd(c, ow, kw), -g->pb[1]);
+    dl_cg__if fw;
+    dl_cg__if_begin(c, &fw, in_range(c, iw, 0, g->W));
+    LLVMValueRef dv =
+        cg_load(c, k->ptr[1], DL_DT_FLOAT, iadd(c, dyp, iadd(c, imul(c, oh, g->OW), ow)));
+    LLVMValueRef xv =
+        cg_load(c, k->ptr[2], DL_DT_FLOAT, iadd(c, xp, iadd(c, imul(c, ih, g->W), iw)));
+    st(c, dl_cg__fmuladd(c, dv, xv, ld(c, c->t_f32, acc)), acc);
+    dl_cg__if_end(c, &fw);
+    cg_for_end(c, &lw);
+    dl_cg__if_end(c, &fh);
+    cg_for_end(c, &lh);
+    cg_for_end(c, &ln);
+    cg_store(c, k->ptr[0], DL_DT_FLOAT,
+             iadd(c, iadd(c, dwbase, imul(c, m, g->Cg * kk)), iadd(c, imul(c, ci, kk), t)),
+             ld(c, c->t_f32, acc));
+    cg_for_end(c, &lt);
+    cg_for_end(c, &lc);
+    cg_for_end(c, &lm);
+    dl_cg__if_end(c, &bad);
+}
+
 static void cgw_lanes_block(cg *c, const cgw_lanes *L, int64_t rows, LLVMValueRef co,
                             LLVMValueRef xch0, LLVMValueRef cis, LLVMValueRef dwbase) {
     const cgw_geo *g = L->g;
@@ -378,6 +444,7 @@ static void cgw_lanes_block(cg *c, const cgw_lanes *L, int64_t rows, LLVMValueRe
         }
     }
     cg_for_end(c, &lc);
+    cgw_lanes_fix(c, L, rows, co, xch0, cis, dwbase);
 }
 
 static dl_status cgw_lanes_emit(cg *c, const cgw_geo *g, dl_ir_value *dw, dl_ir_value *dy,
@@ -561,16 +628,26 @@ static dl_status lower_conv_grad_weight(cg *c, const dl_ir_node *n) {
                              {1, 1},
                              g.H * g.W,
                              g.C * g.H * g.W};
+    // The implicit GEMM multiplies the zeros it gathers for taps in the padding by dy, where
+    // the evaluator leaves those taps out: a non-finite dy would make NaN of gradients it never
+    // reaches. Where the padding has taps, it runs only when dy is all finite, and the direct
+    // kernel below (which skips them) when it is not.
     if (dl_cg__conv_gemm_ok(c, &cgp)) {
-        return dl_cg__emit_conv_gemm(c, &cgp);
-    }
-    if (cgw_lanes_ok(c, &g)) {
+        int64_t b[2] = {-g.pb[0], -g.pb[1]}, one[2] = {1, 1};
+        if (!dl_cg__taps_absent(in, out, kk, g.s, b, g.dil, one)) {
+            return dl_cg__emit_conv_gemm(c, &cgp);
+        }
+        DL_TRY(cg_finite_check(c, dy, &c->guard));
+        DL_TRY(dl_cg__emit_conv_gemm(c, &cgp));
+        c->guard.finite = false;
+    } else if (cgw_lanes_ok(c, &g)) { // which checks its own sums (cgw_lanes_fix)
         return cgw_lanes_emit(c, &g, dw, dy, x);
     }
 
     dl_ir_value *vals[3] = {dw, dy, x};
     cg_kernel k;
     DL_TRY(cg_kernel_begin(c, vals, 3, g.M * g.Cg, &k));
+    DL_TRY(cg_guard_open(c, &k));
     cg_loop lit;
     LLVMValueRef it = cg_for_begin(c, &lit, k.begin, k.end, "it");
     // it = m * Cg + ci; group grp = m / Mg
@@ -625,7 +702,9 @@ static dl_status lower_conv_grad_weight(cg *c, const dl_ir_node *n) {
         }
     }
     cg_for_end(c, &lit);
-    return cg_kernel_end(c, &k);
+    dl_status st = cg_kernel_end(c, &k);
+    c->guard = (cg_guard){0};
+    return st;
 }
 
 // ---------------------------------------------------------------------------------------------

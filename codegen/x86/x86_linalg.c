@@ -1757,6 +1757,7 @@ static dl_status emit_float_k(cg *c, const gemm_prob *p, uint32_t pbuf, uint8_t 
         DL_TRY(cg_kernel_add_buf(c, &k, pbuf));
         f.pb = k.ptr[k.n_args - 1];
     }
+    DL_TRY(cg_guard_open(c, &k));
     f.p = p;
     f.g = g;
     f.k = &k;

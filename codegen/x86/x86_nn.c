@@ -283,9 +283,8 @@ static void conv_tile(cg *c, const conv_row *r, LLVMValueRef m0, unsigned mb, LL
     LLVMValueRef xrow = iadd(c, r->xbase, iadd(c, imul(c, ci, g->H * g->W), imul(c, ih, g->W)));
     LLVMValueRef wrow = conv_wrow(c, r, m0, ci, kh);
     LLVMValueRef kw = cg_for_begin(c, &lkw, cg_i64(c, 0), cg_i64(c, g->kW), "kw");
-    LLVMValueRef xv;
+    LLVMValueRef xv, wvalid = NULL;
     if (checked) {
-        LLVMValueRef wvalid;
         LLVMValueRef iw = conv_pos(c, g, 1, ow0, kw, &wvalid);
         LLVMValueRef idx = LLVMBuildSelect(c->b, wvalid, iadd(c, xrow, iw), xrow, "");
         xv = LLVMBuildSelect(c->b, wvalid, cg_load(c, k->ptr[1], g->dt, idx), cg_f32(c, 0), "");
@@ -315,7 +314,14 @@ static void conv_tile(cg *c, const conv_row *r, LLVMValueRef m0, unsigned mb, LL
     if (g->pad_zero) {
         xv = LLVMBuildSelect(c->b, hvalid, xv, LLVMConstNull(LLVMTypeOf(xv)), "");
     }
-    conv_acc_fma(c, r, iadd(c, wrow, kw), xv, mb, tw, acc);
+    if (wvalid && !g->pad_zero) { // ConvTranspose: a tap that does not exist adds nothing
+        dl_cg__if fw;
+        dl_cg__if_begin(c, &fw, wvalid);
+        conv_acc_fma(c, r, iadd(c, wrow, kw), xv, mb, tw, acc);
+        dl_cg__if_end(c, &fw);
+    } else {
+        conv_acc_fma(c, r, iadd(c, wrow, kw), xv, mb, tw, acc);
+    }
     cg_for_end(c, &lkw);
     cg_for_end(c, &lci);
     if (!g->pad_zero) {
@@ -448,8 +454,9 @@ static void conv_row_cols(cg *c, const conv_row *r, LLVMValueRef m0, unsigned mb
 // row of zeros where the tap row falls outside the input, the input's columns shifted by umin
 // (the leftmost tap offset) and zeros around them. Every tile then reads whole vectors from buf
 // with no checks, the edge columns included; a row whose width is not a multiple of TW ends
-// with a masked store. The sums are those of conv_tile (kh, ci, kw ascending; the edges' absent
-// taps add zeros).
+// with a masked store. The sums are those of conv_tile (kh, ci, kw ascending; the taps in the
+// padding add their weight times zero, as ONNX's zero padding does). Not for ConvTranspose,
+// whose absent taps add nothing (an infinite weight must not meet a zero there).
 typedef struct conv_pad {
     LLVMValueRef buf; // [Cg][kH][wb] floats
     int64_t wb, umin;
@@ -457,7 +464,7 @@ typedef struct conv_pad {
 
 // The padded row width for tiles of tw columns, or 0 when the padded path does not apply.
 static int64_t pad_row_width(const conv_geo *g, unsigned tw, int64_t *umin) {
-    if (g->dt != DL_DT_FLOAT || g->a[1] != 1 || g->d[1] != 1) {
+    if (!g->pad_zero || g->dt != DL_DT_FLOAT || g->a[1] != 1 || g->d[1] != 1) {
         return 0;
     }
     int64_t span = (g->kW - 1) * g->cc[1];
@@ -780,7 +787,18 @@ static dl_status emit_conv(cg *c, const dl_ir_node *n, const conv_geo *g) {
             cgp.ext_kind = g->kind;
             cgp.n_ext = g->n_ext;
         }
-        return dl_cg__emit_conv_gemm(c, &cgp);
+        // ConvTranspose's taps between or past the inputs do not exist, but the implicit GEMM
+        // gathers zeros for them and multiplies those by the weights: an infinite or NaN weight
+        // would make NaN of outputs its taps never reach. Where such taps occur, it runs only
+        // when the weights are all finite, and the direct kernel below (which skips them) when
+        // they are not.
+        int64_t in[2] = {g->H, g->W}, out[2] = {g->OH, g->OW}, kk[2] = {g->kH, g->kW};
+        if (g->pad_zero || !dl_cg__taps_absent(in, out, kk, g->a, g->b, g->cc, g->d)) {
+            return dl_cg__emit_conv_gemm(c, &cgp);
+        }
+        DL_TRY(cg_finite_check(c, cgp.a, &c->guard));
+        DL_TRY(dl_cg__emit_conv_gemm(c, &cgp));
+        c->guard.finite = false;
     }
     // Interior columns: every tap of ow in [in_lo, in_hi) reads inside the row (needs d[1] = 1).
     int64_t span = (g->kW - 1) * g->cc[1];
@@ -827,6 +845,7 @@ static dl_status emit_conv(cg *c, const dl_ir_node *n, const conv_geo *g) {
 
     cg_kernel k;
     DL_TRY(cg_kernel_begin(c, vals, n_vals, g->N * g->G * rows, &k));
+    DL_TRY(cg_guard_open(c, &k));
     for (int d = 0; d < (g->pool ? 2 : 1) && pd[0].wb > 0; d++) {
         pd[d].buf =
             dl_cg__entry_alloca(c, LLVMArrayType2(c->t_f32, (uint64_t)(g->Cg * g->kH * pd[d].wb)));
@@ -864,7 +883,9 @@ static dl_status emit_conv(cg *c, const dl_ir_node *n, const conv_geo *g) {
         conv_block(c, &cb, cg_i64(c, n_blocks * mb_full), (unsigned)tail);
     }
     cg_for_end(c, &lit);
-    return cg_kernel_end(c, &k);
+    dl_status st = cg_kernel_end(c, &k);
+    c->guard = (cg_guard){0};
+    return st;
 }
 
 static bool has_input(const dl_ir_node *n, size_t i) {

@@ -8,8 +8,9 @@
 // Two kernels: the weights' transform into a temp buffer (emit_wino_weights), then the
 // convolution over blocks of tile rows of one image (dl_cg__emit_wino): input transform on the
 // stack, the 16 products in register tiles, output transform with the fused epilogue. An
-// iteration that sees a non-finite input or weight computes its block by the direct definition
-// (the transforms would spread Inf - Inf over the tile). The sum over c runs in a fixed order
+// iteration that sees a non-finite input or weight, or one of magnitude 2^48 or more, computes
+// its block by the direct definition (the transforms would spread Inf - Inf over the tile, or
+// overflow where the direct sums do not: finite_acc). The sum over c runs in a fixed order
 // and no iteration reads what another writes: any split of the range gives the same bytes.
 #include "cg_geometry.h"
 #include "cg_internal.h"
@@ -213,9 +214,20 @@ static void vst(cg *c, LLVMValueRef base, LLVMValueRef idx, LLVMValueRef v) {
     LLVMSetAlignment(s, 4);
 }
 
-// NaN-sticky: acc + (v - v), NaN when v (or acc) is not finite.
+// NaN-sticky: acc + (s - s) for s = v * 2^80, NaN when v (or acc) is not finite or |v| >= 2^48
+// (s overflows; the scaling by a power of 2 is exact). Under that bound the transforms cannot
+// overflow where the direct sums do not: the forward's input transform is at most 4 max|x|, the
+// weights' 2.25 max|w|, each output at most 81 C 2^96 < 2^128 (C, bounded by the stack buffers,
+// stays far below 2^25); the weight gradient's at most 64 T 2^96 over T tiles (wgrad_plan keeps
+// T below 2^26). Values past it take the direct definition, like non-finite ones.
 static LLVMValueRef finite_acc(cg *c, LLVMValueRef acc, LLVMValueRef v) {
-    return fadd(c, acc, fsub(c, v, v));
+    LLVMTypeRef t = LLVMTypeOf(v);
+    LLVMValueRef k = cg_f32(c, 0x1p80f);
+    if (LLVMGetTypeKind(t) == LLVMVectorTypeKind) {
+        k = vsplat(c, k, LLVMGetVectorSize(t));
+    }
+    LLVMValueRef sv = LLVMBuildFMul(c->b, v, k, "");
+    return fadd(c, acc, fsub(c, sv, sv));
 }
 
 // The first maximum of a 2 x 2 window in the order (0, 0), (0, 1), (1, 0), (1, 1), NaN winning
@@ -238,8 +250,8 @@ static LLVMValueRef w_index(cg *c, const conv_geo *g, const wino_plan *p, LLVMVa
 // The weights' transform: U = G g G^T per (m, c) (the 16 points xi = 4 i + j), one output
 // channel per iteration, laid out for the products' register tiles:
 // U[((xi * MBk + m / mr) * C + c) * mr + m % mr] (MBk blocks of mr channels, the last one
-// padded and its padding never read), then one float per channel: the sum of w - w over its
-// weights, NaN when one of them is not finite.
+// padded and its padding never read), then one float per channel: finite_acc's sum over its
+// weights, NaN when one of them is not finite or too large.
 
 static dl_status emit_wino_weights(cg *c, const conv_geo *g, const wino_plan *p, uint32_t ubuf,
                                    dl_ir_value *w, uint8_t only) {
@@ -527,7 +539,7 @@ static void wino_channel_group(cg *c, const wino_ctx *w, LLVMValueRef mb0, int64
 }
 
 // The direct definition of output (oh, ow) of channel m (scalar): for the iterations whose
-// image or weights are not finite.
+// image or weights are not finite or too large (finite_acc).
 static LLVMValueRef direct_value(cg *c, const wino_ctx *w, LLVMValueRef m, LLVMValueRef oh,
                                  LLVMValueRef ow) {
     const conv_geo *g = w->g;
@@ -628,12 +640,12 @@ static LLVMValueRef finite_run(cg *c, LLVMValueRef xp, LLVMValueRef base, LLVMVa
     return dl_cg__hsum(c, finite_acc(c, ld(c, vt, acc), tail), vw);
 }
 
-// NaN when the image's values or the weights are not all finite: the image (finite_run), then
-// each channel's sum from the weights' transform. The transforms add and
-// subtract (exactly, at factors 0, +-1 and +-1/2), so an infinite or NaN value would make its
-// whole tile NaN where the direct sum gives Inf at the outputs that read it; such an iteration
-// takes wino_direct_block (the evaluator's semantics). A finite |x| near 1e38 can still overflow
-// inside the transforms (not guarded).
+// NaN when the image's values or the weights are not all finite or too large (finite_acc): the
+// image (finite_run), then each channel's sum from the weights' transform. The transforms add
+// and subtract (exactly, at factors 0, +-1 and +-1/2), so an infinite or NaN value would make
+// its whole tile NaN where the direct sum gives Inf at the outputs that read it, and a finite
+// |x| near 1e38 would overflow; such an iteration takes wino_direct_block (the evaluator's
+// semantics).
 static LLVMValueRef wino_finite_sum(cg *c, const wino_ctx *w) {
     const conv_geo *g = w->g;
     const wino_plan *p = w->p;
@@ -747,9 +759,9 @@ dl_status dl_cg__emit_wino(cg *c, dl_ir_value *const *vals, size_t n_vals, const
 // (A = (A^T)^T and G of F(2 x 2, 3 x 3); d the tile's 4 x 4 input patch as the forward's). The
 // sum over the tiles is a product per point: S[xi][m][c] = sum over t of DY[xi][m][t] X[xi][t][c].
 // Two kernels: NCH chunks of images, each summing its images' products into its own S (or, when
-// one of its values is not finite, its part of dw by the direct definition into D); then per
-// output channel the chunks' sums in chunk order, the output transform and D. The chunks are
-// fixed at compile time: the same bytes for any thread count.
+// one of its values is not finite or too large, its part of dw by the direct definition into
+// D); then per output channel the chunks' sums in chunk order, the output transform and D. The
+// chunks are fixed at compile time: the same bytes for any thread count.
 
 #define WGRAD_T_BYTES    (384 * 1024) // X and DY transforms of one block of tile rows, at most
 #define WGRAD_MAX_CHUNKS 8
@@ -766,8 +778,8 @@ typedef struct wgrad {
 
 static bool wgrad_plan(cg *c, const conv_geo *g, wino_plan *p, int64_t *out_rpb, int64_t *out_trb) {
     if (!wino_plan_of(c, g, p) || !g->pad_zero || p->flip[0] || p->flip[1] ||
-        g->C % (2 * (int64_t)p->vw) != 0) {
-        return false;
+        g->C % (2 * (int64_t)p->vw) != 0 || g->N * g->OH * g->OW >= ((int64_t)1 << 28)) {
+        return false; // (the tiles' bound: finite_acc)
     }
     int64_t row = 16 * (g->C + g->M) * p->TWc * p->vw * 4;
     int64_t r = WGRAD_T_BYTES / row;

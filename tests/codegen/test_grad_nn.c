@@ -148,27 +148,97 @@ DL_TEST(grad_nn_conv_weight_winograd) {
                               "(dy, x)\noutput y\n") == 2);
 }
 
+// The Winograd weight gradient's shape for the special values below: 4 images of 16 -> 10
+// channels, 13 x 15, x in [-1.5, 1.5], dy = ((j * 7) % 11 + dy_lo) / dy_div.
+#define WGV_TEXT                                                                                   \
+    "model m\ninput dy : float[4, 10, 13, 15]\ninput x : float[4, 16, 13, 15]\n"                   \
+    "y = ConvGradWeight <kernel_shape = [3, 3], pads = [1, 1, 1, 1]> (dy, x)\noutput y\n"
+#define WGV_XN (4 * 16 * 13 * 15)
+#define WGV_YN (4 * 10 * 13 * 15)
+
+static void wgv_fill(double *x, double *dy, int dy_lo, double dy_div) {
+    for (int64_t j = 0; j < WGV_XN; j++) {
+        x[j] = (double)((j * 5) % 13 - 6) / 4.0;
+    }
+    for (int64_t j = 0; j < WGV_YN; j++) {
+        dy[j] = (double)((j * 7) % 11 + dy_lo) / dy_div;
+    }
+}
+
+static bool wgv_check(const double *x, const double *dy) {
+    const cg_data given[] = {{"x", x, WGV_XN}, {"dy", dy, WGV_YN}};
+    cg_tol tol = CG_TOL_REDUCE;
+    tol.atol = 16 * 0x1p-24 * 4 * 13 * 15 * 4.0 / 3.0;
+    return cg_check_io(WGV_TEXT, tol, NULL, 0, given, 2, NULL);
+}
+
 // An infinite or NaN input or output gradient: the chunk of images holding it sums its part of
 // the gradient by the direct definition, the others by Winograd, and the outputs match the
 // evaluator's (Inf where it is Inf, NaN where NaN).
 DL_TEST(grad_nn_conv_weight_winograd_nonfinite) {
-    const char *text = "model m\ninput dy : float[4, 10, 13, 15]\ninput x : float[4, 16, 13, 15]\n"
-                       "y = ConvGradWeight <kernel_shape = [3, 3], pads = [1, 1, 1, 1]> (dy, x)\n"
-                       "output y\n";
-    static double x[4 * 16 * 13 * 15], dy[4 * 10 * 13 * 15];
-    const int64_t xn = 4 * 16 * 13 * 15, yn = 4 * 10 * 13 * 15;
-    for (int64_t j = 0; j < xn; j++) {
-        x[j] = (double)((j * 5) % 13 - 6) / 4.0;
+    static double x[WGV_XN], dy[WGV_YN];
+    wgv_fill(x, dy, -5, 8.0);
+    x[WGV_XN / 4 + 100] = INFINITY; // image 1
+    dy[WGV_YN - 3] = NAN;           // image 3
+    DL_CHECK(wgv_check(x, dy));
+}
+
+// Finite values so large that Winograd's transforms would overflow: a 2 x 2 patch of x at
+// 1.5e38 in image 1 (a tile's transform adds up to 4 such values; the direct sums at most 4,
+// times dy below 0.05): that chunk of images sums its part by the direct definition. dy is
+// positive: no cancellation (test_nn.c).
+DL_TEST(grad_nn_conv_weight_winograd_large_values) {
+    static double x[WGV_XN], dy[WGV_YN];
+    wgv_fill(x, dy, 1, 256.0);
+    // image 1, channel 2, rows 6-7, columns 6-7: one tile's transform adds all four
+    int64_t at = (16 + 2) * 13 * 15 + 6 * 15 + 6;
+    x[at] = x[at + 1] = x[at + 15] = x[at + 16] = 1.5e38;
+    DL_CHECK(wgv_check(x, dy));
+}
+
+// A non-finite output gradient next to the padding: the evaluator leaves the taps in the padding
+// out, so only the taps that read the image see it. The implicit GEMM (strided) and the
+// lanes-over-positions kernel multiply the zeros they read for the padding by dy: with a
+// non-finite dy the implicit GEMM hands the gradient to the direct kernel, and the lanes kernel
+// sums the blocks it reached by the definition. The finite control through the same shapes, and
+// the direct kernel itself.
+DL_TEST(grad_nn_conv_weight_nonfinite_dy) {
+    static const struct {
+        int n, c, h, w, m, oh, ow;
+        const char *attrs;
+    } s[] = {
+        {2, 8, 11, 13, 16, 6, 7, "kernel_shape = [3, 3], strides = [2, 2], pads = [1, 1, 1, 1]"},
+        {2, 4, 9, 9, 8, 5, 5, "kernel_shape = [3, 3], strides = [2, 2], pads = [1, 1, 1, 1]"},
+        {2, 1, 7, 11, 13, 7, 11, "kernel_shape = [3, 3], pads = [1, 1, 1, 1]"},
+        {1, 1, 64, 64, 4, 64, 64, "kernel_shape = [3, 3], pads = [1, 1, 1, 1]"},
+    };
+    static double x[2 * 8 * 64 * 64], dy[2 * 16 * 64 * 64];
+    for (size_t i = 0; i < sizeof s / sizeof s[0]; i++) {
+        char text[512];
+        snprintf(text, sizeof text,
+                 "model m\ninput dy : float[%d, %d, %d, %d]\ninput x : float[%d, %d, %d, %d]\n"
+                 "y = ConvGradWeight <%s> (dy, x)\noutput y\n",
+                 s[i].n, s[i].m, s[i].oh, s[i].ow, s[i].n, s[i].c, s[i].h, s[i].w, s[i].attrs);
+        int64_t xn = (int64_t)s[i].n * s[i].c * s[i].h * s[i].w;
+        int64_t yn = (int64_t)s[i].n * s[i].m * s[i].oh * s[i].ow;
+        for (int nf = 0; nf < 2; nf++) {
+            for (int64_t j = 0; j < xn; j++) {
+                x[j] = (double)((j * 5) % 13 - 6) / 4.0;
+            }
+            for (int64_t j = 0; j < yn; j++) {
+                dy[j] = (double)((j * 7) % 11 - 5) / 8.0;
+            }
+            if (nf) {
+                dy[0] = INFINITY; // image 0, the first channel's top-left output
+                dy[yn - 1] = NAN; // the last image's last channel, bottom-right
+            }
+            const cg_data given[] = {{"x", x, xn}, {"dy", dy, yn}};
+            DL_CHECK(cg_check_io(text, CG_TOL_REDUCE, NULL, 0, given, 2, NULL));
+        }
+        // the finite check, the guarded implicit GEMM and the direct kernel; the lanes kernel
+        // (which checks its own sums) and the direct kernel alone
+        DL_CHECK(cg_infer_kernels(text) == (i < 2 ? 3 : 1));
     }
-    for (int64_t j = 0; j < yn; j++) {
-        dy[j] = (double)((j * 7) % 11 - 5) / 8.0;
-    }
-    x[xn / 4 + 100] = INFINITY; // image 1
-    dy[yn - 3] = NAN;           // image 3
-    const cg_data given[] = {{"x", x, xn}, {"dy", dy, yn}};
-    cg_tol tol = CG_TOL_REDUCE;
-    tol.atol = 16 * 0x1p-24 * 4 * 13 * 15 * 4.0 / 3.0;
-    DL_CHECK(cg_check_io(text, tol, NULL, 0, given, 2, NULL));
 }
 
 DL_TEST(grad_nn_conv_weight_lanes) {

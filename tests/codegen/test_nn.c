@@ -113,6 +113,47 @@ DL_TEST(nn_conv_padding_nonfinite_weights) {
     }
 }
 
+// ConvTranspose sums only the taps that exist (the evaluator's scatter form): an infinite or
+// NaN weight reaches only the outputs one of its taps lands on, every other output stays a
+// number. The implicit GEMM multiplies the zeros it gathers for absent taps by the weights, so
+// with a non-finite weight it hands the convolution to the direct kernel: strided (the implicit
+// GEMM), with a bias and a fused Relu, padded and with output padding, grouped; and the
+// finite control through the same shapes.
+DL_TEST(nn_conv_transpose_nonfinite_weights) {
+    static const char *const models[] = {
+        "model m\ninput x : float[2, 8, 5, 7]\ninput w : float[8, 16, 3, 3]\n"
+        "y = ConvTranspose <strides = [2, 2]> (x, w)\noutput y\n",
+        "model m\ninput x : float[2, 8, 5, 7]\ninput w : float[8, 16, 3, 3]\n"
+        "input b : float[16]\n"
+        "v = ConvTranspose <strides = [2, 2], pads = [1, 0, 1, 1]> (x, w, b)\ny = Relu (v)\n"
+        "output y\n",
+        "model m\ninput x : float[1, 8, 6, 6]\ninput w : float[8, 12, 2, 3]\n"
+        "y = ConvTranspose <strides = [2, 3], output_padding = [1, 2]> (x, w)\noutput y\n",
+        "model m\ninput x : float[1, 16, 5, 5]\ninput w : float[16, 8, 3, 3]\n"
+        "y = ConvTranspose <strides = [2, 2], group = 2> (x, w)\noutput y\n",
+        "model m\ninput x : float[2, 8, 9, 9]\ninput w : float[8, 16, 3, 3]\n"
+        "y = ConvTranspose <pads = [1, 1, 1, 1]> (x, w)\noutput y\n",
+    };
+    static const int64_t wn[] = {8 * 16 * 9, 8 * 16 * 9, 8 * 12 * 6, 16 * 8 * 9, 8 * 16 * 9};
+    double w[8 * 16 * 9];
+    for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) {
+        for (int nf = 0; nf < 2; nf++) {
+            for (int64_t j = 0; j < wn[i]; j++) {
+                w[j] = (double)((j * 7) % 11 - 5) / 8.0;
+            }
+            if (nf) {
+                w[0] = INFINITY;    // the first output channel's top-left tap
+                w[wn[i] - 1] = NAN; // the last one's bottom-right tap
+            }
+            const cg_data given[] = {{"w", w, wn[i]}};
+            DL_CHECK(cg_check_io(models[i], CG_TOL_REDUCE, NULL, 0, given, 1, NULL));
+        }
+    }
+    // The strided one runs as the finite check, the guarded implicit GEMM and the direct kernel
+    // (on this machine's x86 target, whatever DLCC_TEST_CPU says).
+    DL_CHECK(cg_infer_kernels(models[0]) == 3);
+}
+
 DL_TEST(nn_conv_lowp) {
     CHECK1("input x : float16[1, 3, 6, 20]\ninput w : float16[5, 3, 3, 3]\n"
            "input b : float16[5]\n",
@@ -498,6 +539,48 @@ DL_TEST(nn_conv_winograd_nonfinite) {
         x[xn[i] / 3 + 40] = 1.0;
         x[xn[i] - 7] = 0.5;
         DL_CHECK(cg_check_io(models[i], tol, NULL, 0, given, 2, NULL));
+    }
+}
+
+// Finite inputs so large that Winograd's transforms would overflow where the direct sums do
+// not: a 2 x 2 patch of one channel at 1.5e38 (a tile's transform adds up to 4 of them; each
+// output's direct sum meets at most 4, times weights below 1/16). The iterations that see
+// a value of magnitude 2^48 or more (or weights that large) take the direct path, which gives
+// the evaluator's sums (the rest stay on Winograd's).
+DL_TEST(nn_conv_winograd_large_values) {
+    static const char *const models[] = {
+        "model m\ninput x : float[2, 8, 14, 14]\ninput w : float[16, 8, 3, 3]\n"
+        "y = Conv <pads = [1, 1, 1, 1]> (x, w)\noutput y\n",
+        "model m\ninput x : float[2, 8, 12, 12]\ninput w : float[8, 10, 3, 3]\n"
+        "y = ConvTranspose <pads = [1, 1, 1, 1]> (x, w)\noutput y\n",
+    };
+    static const int64_t xn[] = {2 * 8 * 14 * 14, 2 * 8 * 12 * 12};
+    static const int64_t wn[] = {16 * 8 * 9, 8 * 10 * 9};
+    static double x[2 * 8 * 14 * 14], w[16 * 8 * 9];
+    for (size_t i = 0; i < DL_ARRAY_LEN(models); i++) {
+        int64_t hw = i == 0 ? 14 : 12;
+        for (int64_t j = 0; j < xn[i]; j++) {
+            x[j] = (double)((j * 5) % 13 - 6) / 4.0;
+        }
+        for (int64_t j = 0; j < wn[i]; j++) {
+            w[j] = (double)((j * 7) % 11 + 1) / 256.0;
+        }
+        // image 1, channel 3, rows 5-6, columns 5-6: 1.5e38. The weights are positive, so the
+        // outputs that meet the patch are ~1e37 with no cancellation (a float32 sum of terms
+        // ~1e37 that cancel to ~0.1 is off by ~1e30 in any order: no test of the kernels).
+        int64_t at = (8 + 3) * hw * hw + 5 * hw + 5;
+        x[at] = 1.5e38;
+        x[at + 1] = 1.5e38;
+        x[at + hw] = 1.5e38;
+        x[at + hw + 1] = 1.5e38;
+        const cg_data given[] = {{"x", x, xn[i]}, {"w", w, wn[i]}};
+        DL_CHECK(cg_check_io(models[i], CG_TOL_WINO, NULL, 0, given, 2, NULL));
+        // and weights of 1e30 with small inputs: every iteration on the direct path
+        for (int64_t j = 0; j < xn[i]; j++) {
+            x[j] = (double)((j * 5) % 13 - 6) / 4e8;
+        }
+        w[5] = 1e30;
+        DL_CHECK(cg_check_io(models[i], CG_TOL_WINO, NULL, 0, given, 2, NULL));
     }
 }
 
