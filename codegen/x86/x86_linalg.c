@@ -579,6 +579,12 @@ static void emit_pack_a(cg *c, const fctx *f, LLVMValueRef tile, int64_t mr) {
 // mr_e rows. float32 A read along the rows (sa_m == 1: transA, the weight gradient's X^T) goes
 // k by k over all the tiles, one vector of MR lanes per tile: each k row of the block is read
 // once, in order (tile by tile, its lines would be fetched again for every tile, rows K apart).
+// Its lines PACK_AT_AHEAD rows on are prefetched: each row is a few lines of another page, which
+// the hardware prefetchers do not follow, so every load waited on memory (the transformer's
+// weight gradient ge^T dy, 1024 x 256 x 1024, AVX2, Zen 3, 9 alternating rounds: 7.61-7.67 ->
+// 6.34-7.12 ms median on 1 thread, 4.43 -> 3.53 on 2; as fast as the same product with A not
+// transposed; 8 to 32 rows ahead all gained, 16 the most steadily).
+#define PACK_AT_AHEAD 16
 static void emit_pack_a_block(cg *c, const fctx *f, LLVMValueRef n_tiles, LLVMValueRef is_last,
                               int64_t tile_e, int64_t mr_e) {
     const gemm_prob *p = f->p;
@@ -591,6 +597,12 @@ static void emit_pack_a_block(cg *c, const fctx *f, LLVMValueRef n_tiles, LLVMVa
         LLVMValueRef kk = cg_for_begin(c, &lk, cg_i64(c, 0), f->kc, "pat");
         LLVMValueRef src0 = add(c, f->a_off, add(c, f->i0, mul_c(c, add(c, f->pc, kk), p->sa_k)));
         LLVMValueRef dst0 = mul_c(c, kk, f->g.MR);
+        // The block's lines of row k + PACK_AT_AHEAD (MB floats: a few lines, a new 4 KiB page
+        // per row when rows are 1024 floats, where the hardware prefetchers do not follow)
+        LLVMValueRef pf0 = add(c, src0, cg_i64(c, PACK_AT_AHEAD * p->sa_k));
+        for (int64_t l = 0; l < (f->g.MB + 15) / 16 + 1; l++) {
+            cg_prefetch(c, fptr(c, f->k->ptr[1], add(c, pf0, cg_i64(c, l * 16))));
+        }
         LLVMValueRef tile = cg_for_begin(c, &lt, cg_i64(c, 0), n_tiles, "pat_t");
         LLVMValueRef src = fptr(c, f->k->ptr[1], add(c, src0, mul_c(c, tile, f->g.MR)));
         LLVMValueRef dst = fptr(c, f->ap, add(c, dst0, mul_c(c, tile, f->g.KC * f->g.MR)));
