@@ -323,8 +323,6 @@ static void cgw_lanes_vec(cg *c, const cgw_lanes *L, int64_t rows, LLVMValueRef 
     }
 }
 
-// One iteration's body for `rows` (<= R) outputs from channel co (i64, the group's first
-// output channel of the block is co - grp*Mg), inputs [ci0, ci0 + cis) of group grp.
 // The block's gradients again by the definition, when one it stored is not finite: the lanes
 // multiply the zeros they read for taps in the padding by dy, where the evaluator leaves those
 // taps out, so a non-finite dy[n, m] would make NaN of every gradient of output m. Such a dy
@@ -389,6 +387,8 @@ static void cgw_lanes_fix(cg *c, const cgw_lanes *L, int64_t rows, LLVMValueRef 
     dl_cg__if_end(c, &bad);
 }
 
+// One iteration's body for `rows` (<= R) outputs from channel co (i64, the group's first
+// output channel of the block is co - grp*Mg), inputs [ci0, ci0 + cis) of group grp.
 static void cgw_lanes_block(cg *c, const cgw_lanes *L, int64_t rows, LLVMValueRef co,
                             LLVMValueRef xch0, LLVMValueRef cis, LLVMValueRef dwbase) {
     const cgw_geo *g = L->g;
@@ -630,15 +630,18 @@ static dl_status lower_conv_grad_weight(cg *c, const dl_ir_node *n) {
                              g.C * g.H * g.W};
     // The implicit GEMM multiplies the zeros it gathers for taps in the padding by dy, where
     // the evaluator leaves those taps out: a non-finite dy would make NaN of gradients it never
-    // reaches. Where the padding has taps, it runs only when dy is all finite, and the direct
-    // kernel below (which skips them) when it is not.
+    // reaches. Such a dy makes every gradient of its output channel Inf or NaN (every position
+    // meets every tap, in the image or in the padding), so where the padding has taps, a
+    // FiniteCheck of the gradients the GEMM wrote (M x C/group x kH x kW floats: a few
+    // microseconds, where one of dy read megabytes) decides whether the direct kernel below,
+    // which skips those taps, sums them again.
     if (dl_cg__conv_gemm_ok(c, &cgp)) {
         int64_t b[2] = {-g.pb[0], -g.pb[1]}, one[2] = {1, 1};
         if (!dl_cg__taps_absent(in, out, kk, g.s, b, g.dil, one)) {
             return dl_cg__emit_conv_gemm(c, &cgp);
         }
-        DL_TRY(cg_finite_check(c, dy, &c->guard));
         DL_TRY(dl_cg__emit_conv_gemm(c, &cgp));
+        DL_TRY(cg_finite_check(c, dw, &c->guard));
         c->guard.finite = false;
     } else if (cgw_lanes_ok(c, &g)) { // which checks its own sums (cgw_lanes_fix)
         return cgw_lanes_emit(c, &g, dw, dy, x);

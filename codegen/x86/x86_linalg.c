@@ -598,10 +598,12 @@ static void emit_pack_a_block(cg *c, const fctx *f, LLVMValueRef n_tiles, LLVMVa
         LLVMValueRef src0 = add(c, f->a_off, add(c, f->i0, mul_c(c, add(c, f->pc, kk), p->sa_k)));
         LLVMValueRef dst0 = mul_c(c, kk, f->g.MR);
         // The block's lines of row k + PACK_AT_AHEAD (MB floats: a few lines, a new 4 KiB page
-        // per row when rows are 1024 floats, where the hardware prefetchers do not follow)
+        // per row when rows are 1024 floats, where the hardware prefetchers do not follow). Past
+        // the end of K the address lies past A: a plain GEP, and a prefetch never faults.
         LLVMValueRef pf0 = add(c, src0, cg_i64(c, PACK_AT_AHEAD * p->sa_k));
         for (int64_t l = 0; l < (f->g.MB + 15) / 16 + 1; l++) {
-            cg_prefetch(c, fptr(c, f->k->ptr[1], add(c, pf0, cg_i64(c, l * 16))));
+            LLVMValueRef at = add(c, pf0, cg_i64(c, l * 16));
+            cg_prefetch(c, LLVMBuildGEP2(c->b, c->t_f32, f->k->ptr[1], &at, 1, ""));
         }
         LLVMValueRef tile = cg_for_begin(c, &lt, cg_i64(c, 0), n_tiles, "pat_t");
         LLVMValueRef src = fptr(c, f->k->ptr[1], add(c, src0, mul_c(c, tile, f->g.MR)));
@@ -2591,6 +2593,7 @@ dl_status dl_cg__emit_conv_gemm(cg *c, const dl_cg__conv_gemm *cp) {
     p.n_ext = cp->n_ext;
     p.ext_y = cp->n_ext > 0;
     if (p.nb * p.M * p.N == 0) {
+        DL_ASSERT(c->guard.n == 0); // a guarded lowering returns earlier for empty outputs
         return DL_OK;
     }
     // Column groups: a whole image's positions in one group when they fit 8 panels (the A block

@@ -14,8 +14,8 @@
 // iterations write the same element. Inside, output channels go in register blocks of MB and
 // output columns in vector tiles of TW floats: TW * MB accumulators live in registers, each input
 // vector is reused for MB channels and each weight (broadcast) for TW columns, the bias is added
-// in the epilogue. Float32 rows with unit column stride (on wide-vector targets) first copy
-// their tap rows into a zero-padded buffer, so every tile, the edges included, reads whole
+// in the epilogue. A Conv's float32 rows with unit column stride (on wide-vector targets) first
+// copy their tap rows into a zero-padded buffer, so every tile, the edges included, reads whole
 // vectors unchecked and a ragged row end is one masked store (conv_pad). Otherwise columns whose
 // taps all fall inside the input (computed at compile time) use unchecked vector loads, the few
 // edge columns a scalar, masked path, and a row whose interior is not a multiple of TW ends with

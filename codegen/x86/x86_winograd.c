@@ -614,7 +614,7 @@ static void wino_direct_block(cg *c, const wino_ctx *w) {
     cg_for_end(c, &lm);
 }
 
-// NaN-sticky sum of v - v over `count` floats of xp from element `base` (both i64 values).
+// finite_acc's NaN-sticky sum over `count` floats of xp from element `base` (both i64 values).
 static LLVMValueRef finite_run(cg *c, LLVMValueRef xp, LLVMValueRef base, LLVMValueRef count,
                                unsigned vw) {
     LLVMTypeRef vt = vty(c, vw);
@@ -778,7 +778,8 @@ typedef struct wgrad {
 
 static bool wgrad_plan(cg *c, const conv_geo *g, wino_plan *p, int64_t *out_rpb, int64_t *out_trb) {
     if (!wino_plan_of(c, g, p) || !g->pad_zero || p->flip[0] || p->flip[1] ||
-        g->C % (2 * (int64_t)p->vw) != 0 || g->N * g->OH * g->OW >= ((int64_t)1 << 28)) {
+        g->C % (2 * (int64_t)p->vw) != 0 ||
+        g->N * ((g->OH + 1) / 2) * ((g->OW + 1) / 2) >= ((int64_t)1 << 26)) {
         return false; // (the tiles' bound: finite_acc)
     }
     int64_t row = 16 * (g->C + g->M) * p->TWc * p->vw * 4;

@@ -116,9 +116,10 @@ DL_TEST(nn_conv_padding_nonfinite_weights) {
 // ConvTranspose sums only the taps that exist (the evaluator's scatter form): an infinite or
 // NaN weight reaches only the outputs one of its taps lands on, every other output stays a
 // number. The implicit GEMM multiplies the zeros it gathers for absent taps by the weights, so
-// with a non-finite weight it hands the convolution to the direct kernel: strided (the implicit
-// GEMM), with a bias and a fused Relu, padded and with output padding, grouped; and the
-// finite control through the same shapes.
+// with a non-finite weight it hands the convolution to the direct kernel: strided, with a bias
+// and a Relu after it (a kernel of its own: ConvTranspose heads no fusion group), padded and
+// with output padding, grouped, and stride 1 with pads below the kernel's reach (its edge taps
+// lie past the input); and the finite control through the same shapes.
 DL_TEST(nn_conv_transpose_nonfinite_weights) {
     static const char *const models[] = {
         "model m\ninput x : float[2, 8, 5, 7]\ninput w : float[8, 16, 3, 3]\n"
@@ -149,9 +150,10 @@ DL_TEST(nn_conv_transpose_nonfinite_weights) {
             DL_CHECK(cg_check_io(models[i], CG_TOL_REDUCE, NULL, 0, given, 1, NULL));
         }
     }
-    // The strided one runs as the finite check, the guarded implicit GEMM and the direct kernel
-    // (on this machine's x86 target, whatever DLCC_TEST_CPU says).
+    // The strided one and the stride-1 one run as the finite check, the guarded implicit GEMM
+    // and the direct kernel (on this machine's x86 target, whatever DLCC_TEST_CPU says).
     DL_CHECK(cg_infer_kernels(models[0]) == 3);
+    DL_CHECK(cg_infer_kernels(models[4]) == 3);
 }
 
 DL_TEST(nn_conv_lowp) {
@@ -543,8 +545,9 @@ DL_TEST(nn_conv_winograd_nonfinite) {
 }
 
 // Finite inputs so large that Winograd's transforms would overflow where the direct sums do
-// not: a 2 x 2 patch of one channel at 1.5e38 (a tile's transform adds up to 4 of them; each
-// output's direct sum meets at most 4, times weights below 1/16). The iterations that see
+// not: a 2 x 2 patch of one channel at 1.5e38 (the tile that holds it at positions 1-2 adds all
+// 4 in one transformed value, 6e38; each output's direct sum meets at most 4, times weights
+// of at most 11/256). The iterations that see
 // a value of magnitude 2^48 or more (or weights that large) take the direct path, which gives
 // the evaluator's sums (the rest stay on Winograd's).
 DL_TEST(nn_conv_winograd_large_values) {
@@ -565,10 +568,12 @@ DL_TEST(nn_conv_winograd_large_values) {
         for (int64_t j = 0; j < wn[i]; j++) {
             w[j] = (double)((j * 7) % 11 + 1) / 256.0;
         }
-        // image 1, channel 3, rows 5-6, columns 5-6: 1.5e38. The weights are positive, so the
+        // image 1, channel 3, rows 4-5, columns 4-5: 1.5e38, positions 1-2 of one tile (the
+        // rows of B^T that add two positions add those; rows 5-6 would meet one value per
+        // row of the transform and stay below FLT_MAX). The weights are positive, so the
         // outputs that meet the patch are ~1e37 with no cancellation (a float32 sum of terms
         // ~1e37 that cancel to ~0.1 is off by ~1e30 in any order: no test of the kernels).
-        int64_t at = (8 + 3) * hw * hw + 5 * hw + 5;
+        int64_t at = (8 + 3) * hw * hw + 4 * hw + 4;
         x[at] = 1.5e38;
         x[at + 1] = 1.5e38;
         x[at + hw] = 1.5e38;
