@@ -151,6 +151,11 @@ DL_NODISCARD dl_status cg_kernel_end(cg *c, cg_kernel *k);
 // cg_kernel_end closes it, and asserts that a kernel emitted under a guard opened it).
 DL_NODISCARD dl_status cg_finite_check(cg *c, dl_ir_value *v, cg_guard *g);
 DL_NODISCARD dl_status cg_guard_open(cg *c, cg_kernel *k);
+// The finite scan's step: *acc (an i32 alloca, start it at 0) = max(*acc, |bits of f32 p[i]|)
+// (an integer max: a loop of them vectorises without reassociating floats). cg_bits_not_finite
+// then tests the max: a value is not finite when its exponent bits are all ones.
+void cg_abs_bits_max(cg *c, LLVMValueRef acc, LLVMValueRef p, LLVMValueRef i);
+LLVMValueRef cg_bits_not_finite(cg *c, LLVMValueRef acc);
 
 // Counted loop `for (iv = lo; iv < hi; iv++)` over i64 values. cg_for_begin positions the
 // builder in the body and returns iv; cg_for_end closes the innermost open loop and positions

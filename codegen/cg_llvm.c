@@ -438,6 +438,19 @@ dl_status cg_kernel_end(cg *c, cg_kernel *k) {
 #define FINITE_CHUNK      (64 << 10)
 #define FINITE_MAX_CHUNKS 64
 
+void cg_abs_bits_max(cg *c, LLVMValueRef acc, LLVMValueRef p, LLVMValueRef i) {
+    LLVMValueRef bits =
+        LLVMBuildLoad2(c->b, c->t_i32, LLVMBuildInBoundsGEP2(c->b, c->t_i32, p, &i, 1, ""), "");
+    bits = LLVMBuildAnd(c->b, bits, cg_i32(c, 0x7fffffff), "");
+    LLVMValueRef cur = LLVMBuildLoad2(c->b, c->t_i32, acc, "");
+    LLVMBuildStore(c->b, cg_intrinsic2(c, "llvm.umax", c->t_i32, cur, bits), acc);
+}
+
+LLVMValueRef cg_bits_not_finite(cg *c, LLVMValueRef acc) {
+    return LLVMBuildICmp(c->b, LLVMIntUGE, LLVMBuildLoad2(c->b, c->t_i32, acc, ""),
+                         cg_i32(c, 0x7f800000), "");
+}
+
 dl_status cg_finite_check(cg *c, dl_ir_value *v, cg_guard *g) {
     DL_ASSERT(v->type.dtype == DL_DT_FLOAT && c->guard.n == 0);
     int64_t n = dl_ir_type_numel(&v->type);
@@ -467,18 +480,10 @@ dl_status cg_finite_check(cg *c, dl_ir_value *v, cg_guard *g) {
     hi = LLVMBuildSelect(c->b, LLVMBuildICmp(c->b, LLVMIntSLT, hi, cg_i64(c, n), ""), hi,
                          cg_i64(c, n), "");
     LLVMBuildStore(c->b, cg_i32(c, 0), acc);
-    // The largest magnitude's bits (an integer max: the loop vectorises without reassociating
-    // floats); a value is not finite when its exponent bits are all ones.
     LLVMValueRef i = cg_for_begin(c, &li, lo, hi, "i");
-    LLVMValueRef bits =
-        LLVMBuildLoad2(c->b, c->t_i32, LLVMBuildInBoundsGEP2(c->b, c->t_i32, src, &i, 1, ""), "");
-    bits = LLVMBuildAnd(c->b, bits, cg_i32(c, 0x7fffffff), "");
-    LLVMValueRef cur = LLVMBuildLoad2(c->b, c->t_i32, acc, "");
-    LLVMBuildStore(c->b, cg_intrinsic2(c, "llvm.umax", c->t_i32, cur, bits), acc);
+    cg_abs_bits_max(c, acc, src, i);
     cg_for_end(c, &li);
-    LLVMValueRef bad = LLVMBuildICmp(c->b, LLVMIntUGE, LLVMBuildLoad2(c->b, c->t_i32, acc, ""),
-                                     cg_i32(c, 0x7f800000), "");
-    LLVMBuildStore(c->b, LLVMBuildZExt(c->b, bad, c->t_i32, ""),
+    LLVMBuildStore(c->b, LLVMBuildZExt(c->b, cg_bits_not_finite(c, acc), c->t_i32, ""),
                    LLVMBuildInBoundsGEP2(c->b, c->t_i32, flags, &t, 1, ""));
     cg_for_end(c, &lt);
     DL_TRY(cg_kernel_end(c, &k));

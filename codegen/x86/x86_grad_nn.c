@@ -340,15 +340,11 @@ static void cgw_lanes_fix(cg *c, const cgw_lanes *L, int64_t rows, LLVMValueRef 
     LLVMValueRef r = cg_for_begin(c, &lr, cg_i64(c, 0), cg_i64(c, rows), "fr");
     LLVMValueRef e = cg_for_begin(c, &le, cg_i64(c, 0), imul(c, cis, kk), "fe");
     LLVMValueRef wi = iadd(c, iadd(c, dwbase, imul(c, r, g->Cg * kk)), e);
-    LLVMValueRef bits =
-        ld(c, c->t_i32, LLVMBuildInBoundsGEP2(c->b, c->t_i32, k->ptr[0], &wi, 1, ""));
-    bits = LLVMBuildAnd(c->b, bits, cg_i32(c, 0x7fffffff), "");
-    st(c, cg_intrinsic2(c, "llvm.umax", c->t_i32, ld(c, c->t_i32, mx), bits), mx);
+    cg_abs_bits_max(c, mx, k->ptr[0], wi);
     cg_for_end(c, &le);
     cg_for_end(c, &lr);
     dl_cg__if bad;
-    dl_cg__if_begin(
-        c, &bad, LLVMBuildICmp(c->b, LLVMIntUGE, ld(c, c->t_i32, mx), cg_i32(c, 0x7f800000), ""));
+    dl_cg__if_begin(c, &bad, cg_bits_not_finite(c, mx));
     LLVMValueRef acc = dl_cg__entry_alloca(c, c->t_f32);
     cg_loop lm, lc, lt, ln, lh, lw;
     LLVMValueRef m = cg_for_begin(c, &lm, cg_i64(c, 0), cg_i64(c, rows), "dm");
