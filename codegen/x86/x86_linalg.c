@@ -2733,9 +2733,15 @@ static dl_status emit_float_small(cg *c, const gemm_prob *p) {
 //   buf = acc; y[i0 + r, j0 + j] = finish_elem(buf[r][j])
 //
 // Each element is one fmuladd chain over ascending k from zero, as in the other kernels.
-#define ST_ACC    24 // AVX-512 (32 registers): 24 accumulators, 4 B vectors, one broadcast
-#define ST_GROUP  4  // column chunks per outer iteration
-#define ST_THIN_M 12 // products of at most this many rows use it whatever their size
+//
+// A B read across its rows (transB: the last layer's input gradient dy W^T, W stored [in, out],
+// K its few outputs) is first copied into a [K][N] buffer by each call, when it has at most
+// ST_PACK_T floats and one batch: read in place, its columns would be strided scalar loads (the
+// small kernel's: 26 us for the small MLP's 32 x 256 x 8 dX, ~5 GFLOP/s).
+#define ST_ACC    24         // AVX-512 (32 registers): 24 accumulators, 4 B vectors, one broadcast
+#define ST_GROUP  4          // column chunks per outer iteration
+#define ST_THIN_M 12         // products of at most this many rows use it whatever their size
+#define ST_PACK_T (16 << 10) // the most floats of a B copied to rows (64 KiB on the stack)
 
 typedef struct stile {
     const gemm_prob *p;
@@ -2744,11 +2750,18 @@ typedef struct stile {
     int64_t vw, cw;   // lanes, columns per chunk (cv * vw)
     LLVMValueRef buf; // [rs][cw] f32
     LLVMValueRef a_off, b_off, y_off;
+    LLVMValueRef bp; // B's elements: the argument, or its [K][N] copy
+    int64_t sb_k;    // B's k stride in bp
 } stile;
+
+// B is read along its rows (in place), or copied to rows first (ST_PACK_T).
+static bool st_b_rows(const gemm_prob *p) {
+    return p->sb_n == 1 || (p->nb == 1 && p->K * p->N <= ST_PACK_T);
+}
 
 static bool is_small_tiled(cg *c, const gemm_prob *p) {
     return c->target->vector_width(c, DL_DT_FLOAT) >= 8 && p->b->type.dtype == DL_DT_FLOAT &&
-           p->sb_n == 1 && !p->im && p->ka_in == 0 && !p->bias;
+           st_b_rows(p) && !p->im && p->ka_in == 0 && !p->bias;
 }
 
 // One tile of `rows` rows (from i0) by `cols` columns (from j0), both static.
@@ -2764,9 +2777,9 @@ static void small_tile(cg *c, const stile *s, LLVMValueRef i0, LLVMValueRef j0, 
     ploop l;
     ploop_begin(c, &l, cg_i64(c, 0), cg_i64(c, p->K), acc, (size_t)(rows * nv));
     LLVMValueRef next[PLOOP_MAX] = {0}, bv[4];
-    LLVMValueRef brow = add(c, s->b_off, add(c, mul_c(c, l.iv, p->sb_k), j0));
+    LLVMValueRef brow = add(c, s->b_off, add(c, mul_c(c, l.iv, s->sb_k), j0));
     for (int64_t v = 0; v < nv; v++) {
-        bv[v] = cg_masked_load(c, s->vt, fptr(c, s->k->ptr[2], add(c, brow, cg_i64(c, v * s->vw))),
+        bv[v] = cg_masked_load(c, s->vt, fptr(c, s->bp, add(c, brow, cg_i64(c, v * s->vw))),
                                v == nv - 1 ? tail : NULL);
     }
     LLVMValueRef arow = add(c, s->a_off, add(c, mul_c(c, i0, p->sa_m), mul_c(c, l.iv, p->sa_k)));
@@ -2833,8 +2846,24 @@ static dl_status emit_float_small_tiled(cg *c, const gemm_prob *p) {
     size_t nval = prob_vals(p, vals);
     cg_kernel k;
     DL_TRY(cg_kernel_begin(c, vals, nval, p->nb * nt * ngr, &k));
-    stile s = {p, &k, LLVMVectorType(c->t_f32, (unsigned)vw), vw, cv * vw, NULL, NULL, NULL, NULL};
+    stile s = {p,        &k,      LLVMVectorType(c->t_f32, (unsigned)vw),
+               vw,       cv * vw, NULL,
+               NULL,     NULL,    NULL,
+               k.ptr[2], p->sb_k};
     s.buf = cg_entry_alloca(c, &k, c->t_f32, rs * s.cw);
+    if (p->sb_n != 1) { // bp[k][n] = B[k, n], rows written in order
+        s.bp = cg_entry_alloca(c, &k, c->t_f32, p->K * p->N);
+        s.sb_k = p->N;
+        cg_loop lk, ln;
+        LLVMValueRef kk = cg_for_begin(c, &lk, cg_i64(c, 0), cg_i64(c, p->K), "pk");
+        LLVMValueRef n = cg_for_begin(c, &ln, cg_i64(c, 0), cg_i64(c, p->N), "pn");
+        LLVMValueRef v = LLVMBuildLoad2(
+            c->b, c->t_f32, fptr(c, k.ptr[2], add(c, mul_c(c, kk, p->sb_k), mul_c(c, n, p->sb_n))),
+            "");
+        LLVMBuildStore(c->b, v, fptr(c, s.bp, add(c, mul_c(c, kk, p->N), n)));
+        cg_for_end(c, &ln);
+        cg_for_end(c, &lk);
+    }
     // t: [batch, row tiles, column groups]
     cg_loop lt;
     LLVMValueRef t = cg_for_begin(c, &lt, k.begin, k.end, "t");

@@ -295,6 +295,10 @@ DL_TEST(product_epilogues) {
     FUSES("model m\ninput dy : float[1, 50]\ninput w : float[64, 50]\ninput y : float[1, 64]\n"
           "dx = Gemm <transB = 1> (dy, w)\ng = UnaryGrad <op = \"Relu\"> (dx, y)\noutput g\n",
           1, 2, CG_TOL_REDUCE);
+    // ... and at the small MLP's last layer (32 x 256 x 8: the small tiled kernel copies B to rows)
+    FUSES("model m\ninput dy : float[32, 8]\ninput w : float[256, 8]\ninput y : float[32, 256]\n"
+          "dx = Gemm <transB = 1> (dy, w)\ng = UnaryGrad <op = \"Relu\"> (dx, y)\noutput g\n",
+          1, 2, CG_TOL_REDUCE);
     // a residual add reading a same-dims input, alpha and beta with a [M, 1] C
     FUSES("model m\ninput x : float[33, 20]\ninput w : float[20, 17]\ninput c : float[33, 1]\n"
           "input res : float[33, 17]\n"

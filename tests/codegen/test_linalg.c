@@ -112,6 +112,20 @@ DL_TEST(gemm_transpose) {
     DL_CHECK(gemm("<transA = 1, transB = 1>", "300, 61", "37, 300", "61, 37", TOL_LONG_K));
 }
 
+// Small products with a transposed B (the last layer's dX = dy W^T, K its few outputs): B copied
+// to rows by each call of the small tiled kernel, up to 16 Ki floats of it; past that, the
+// small kernel reads B in place.
+DL_TEST(gemm_small_transposed_b) {
+    DL_CHECK(gemm("<transB = 1>", "32, 8", "256, 8", "256", CG_TOL_REDUCE)); // the small MLP's
+    DL_CHECK(
+        gemm("<alpha = 0.5, beta = 2.0, transB = 1>", "13, 5", "37, 5", "13, 37", CG_TOL_REDUCE));
+    DL_CHECK(gemm("<transA = 1, transB = 1>", "5, 13", "37, 5", "13, 1", CG_TOL_REDUCE));
+    DL_CHECK(gemm("<transB = 1>", "4, 300", "50, 300", NULL, TOL_LONG_K));    // few rows, long K
+    DL_CHECK(gemm("<transB = 1>", "16, 64", "256, 64", NULL, CG_TOL_REDUCE)); // 16 Ki floats
+    DL_CHECK(gemm("<transB = 1>", "15, 65", "256, 65", NULL, CG_TOL_REDUCE)); // one row more
+    DL_CHECK(gemm("<transB = 1>", "3, 7", "1, 7", NULL, CG_TOL_REDUCE));      // N = 1
+}
+
 DL_TEST(gemm_alpha_beta_c) {
     const char *ab = "<alpha = 0.5, beta = -1.5>";
     DL_CHECK(gemm(ab, "7, 13", "13, 5", "7, 5", CG_TOL_REDUCE));
