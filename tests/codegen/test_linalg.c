@@ -162,6 +162,7 @@ DL_TEST(matmul_empty_k) {
     // K = 0: every output element is an empty sum (0), plus beta * C for Gemm.
     DL_CHECK(mm("float", "3, 0", "0, 4", CG_TOL_EXACT));
     DL_CHECK(gemm("<beta = 2.0>", "3, 0", "0, 4", "4", CG_TOL_ARITH));
+    DL_CHECK(gemm("<beta = 2.0, transB = 1>", "3, 0", "4, 0", "4", CG_TOL_ARITH)); // B copied: none
     // The blocked kernel (N > 1024, M past one tile): one empty K block, stored through the
     // epilogue (DLRT_DEBUG_POISON=1 shows an output it never writes), also with B a param.
     DL_CHECK(mm("float", "64, 0", "0, 2048", CG_TOL_EXACT));
