@@ -2724,10 +2724,10 @@ static dl_status emit_float_small(cg *c, const gemm_prob *p) {
     return cg_kernel_end(c, &k);
 }
 
-// Small products with float32 B read along its rows (sb_n == 1), on targets with 8 or more f32
-// lanes: register tiles of up to ST_ACC vector accumulators, no packing (the operands sit in
-// L1). The parallel range is batch * ceil(M / rs) row tiles of rs rows; per tile and per chunk
-// of cv vectors of columns (the last chunk through a lane mask):
+// Small products with float32 B read along its rows (sb_n == 1, or copied to rows: below), on
+// targets with 8 or more f32 lanes: register tiles of up to ST_ACC vector accumulators, no
+// packing (the operands sit in L1). The parallel range is batch * ceil(M / rs) row tiles of rs
+// rows; per tile and per chunk of cv vectors of columns (the last chunk through a lane mask):
 //
 //   acc[r][v] = 0; for k: b[v] = B[k, j0 + v vw ..]; acc[r][v] = fmuladd(A[i0 + r, k], b[v], acc)
 //   buf = acc; y[i0 + r, j0 + j] = finish_elem(buf[r][j])
@@ -2735,9 +2735,11 @@ static dl_status emit_float_small(cg *c, const gemm_prob *p) {
 // Each element is one fmuladd chain over ascending k from zero, as in the other kernels.
 //
 // A B read across its rows (transB: the last layer's input gradient dy W^T, W stored [in, out],
-// K its few outputs) is first copied into a [K][N] buffer by each call, when it has at most
-// ST_PACK_T floats and one batch: read in place, its columns would be strided scalar loads (the
-// small kernel's: 26 us for the small MLP's 32 x 256 x 8 dX, ~5 GFLOP/s).
+// K its few outputs) of a small product (is_small) is first copied whole into a [K][N] buffer by
+// each call, when it has at most ST_PACK_T floats and one batch: the small kernel read its
+// columns with strided scalar loads (26 us for the small MLP's 32 x 256 x 8 dX, ~5 GFLOP/s).
+// Other products with such a B (a few rows, N past 1024) keep the blocked kernel, which packs B
+// (prepacked for infer) instead of copying all of it per call.
 #define ST_ACC    24         // AVX-512 (32 registers): 24 accumulators, 4 B vectors, one broadcast
 #define ST_GROUP  4          // column chunks per outer iteration
 #define ST_THIN_M 12         // products of at most this many rows use it whatever their size
@@ -2756,7 +2758,7 @@ typedef struct stile {
 
 // B is read along its rows (in place), or copied to rows first (ST_PACK_T).
 static bool st_b_rows(const gemm_prob *p) {
-    return p->sb_n == 1 || (p->nb == 1 && p->K * p->N <= ST_PACK_T);
+    return p->sb_n == 1 || (p->nb == 1 && p->K * p->N <= ST_PACK_T && is_small(p));
 }
 
 static bool is_small_tiled(cg *c, const gemm_prob *p) {
@@ -2851,7 +2853,8 @@ static dl_status emit_float_small_tiled(cg *c, const gemm_prob *p) {
                NULL,     NULL,    NULL,
                k.ptr[2], p->sb_k};
     s.buf = cg_entry_alloca(c, &k, c->t_f32, rs * s.cw);
-    if (p->sb_n != 1) { // bp[k][n] = B[k, n], rows written in order
+    if (p->sb_n != 1) {        // bp[k][n] = B[k, n], rows written in order
+        DL_ASSERT(p->nb == 1); // b_off stays 0 (batch_offsets)
         s.bp = cg_entry_alloca(c, &k, c->t_f32, p->K * p->N);
         s.sb_k = p->N;
         cg_loop lk, ln;

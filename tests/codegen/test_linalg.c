@@ -113,17 +113,25 @@ DL_TEST(gemm_transpose) {
 }
 
 // Small products with a transposed B (the last layer's dX = dy W^T, K its few outputs): B copied
-// to rows by each call of the small tiled kernel, up to 16 Ki floats of it; past that, the
-// small kernel reads B in place.
+// to rows by each call of the small tiled kernel, up to 16 Ki floats of it; past that (K = 65
+// below: one row of the copy more), the small kernel reads B in place; a few rows with N past
+// 1024 keep the blocked kernel.
 DL_TEST(gemm_small_transposed_b) {
-    DL_CHECK(gemm("<transB = 1>", "32, 8", "256, 8", "256", CG_TOL_REDUCE)); // the small MLP's
+    DL_CHECK(gemm("<transB = 1>", "32, 8", "256, 8", NULL, CG_TOL_REDUCE)); // the small MLP's dX
+    DL_CHECK(gemm("<transB = 1>", "32, 8", "256, 8", "256", CG_TOL_REDUCE));
     DL_CHECK(
         gemm("<alpha = 0.5, beta = 2.0, transB = 1>", "13, 5", "37, 5", "13, 37", CG_TOL_REDUCE));
     DL_CHECK(gemm("<transA = 1, transB = 1>", "5, 13", "37, 5", "13, 1", CG_TOL_REDUCE));
     DL_CHECK(gemm("<transB = 1>", "4, 300", "50, 300", NULL, TOL_LONG_K));    // few rows, long K
+    DL_CHECK(gemm("<transB = 1>", "8, 16", "600, 16", NULL, CG_TOL_REDUCE));  // column groups
     DL_CHECK(gemm("<transB = 1>", "16, 64", "256, 64", NULL, CG_TOL_REDUCE)); // 16 Ki floats
-    DL_CHECK(gemm("<transB = 1>", "15, 65", "256, 65", NULL, CG_TOL_REDUCE)); // one row more
+    DL_CHECK(gemm("<transB = 1>", "15, 65", "256, 65", NULL, CG_TOL_REDUCE)); // K one more
     DL_CHECK(gemm("<transB = 1>", "3, 7", "1, 7", NULL, CG_TOL_REDUCE));      // N = 1
+    DL_CHECK(gemm("<transB = 1>", "4, 8", "2048, 8", NULL, CG_TOL_REDUCE));   // blocked
+    // B a param: the result equals the --no-prepack compile's, before and after set_param
+    CG_CHECK("model m\ninput x : float[6, 12]\nparam w : float[40, 12] = uniform(-1, 1, seed = 3)\n"
+             "y = Gemm <transB = 1> (x, w)\noutput y\n",
+             CG_TOL_REDUCE);
 }
 
 DL_TEST(gemm_alpha_beta_c) {

@@ -47,7 +47,7 @@ grep -q 'momentum = 0.9' sgdm.dlg || fail "sgdm.dlg has SGD with momentum"
 runc "${mpi[@]}" "$prog" train mlp16.so 5 a.bin --bucket 262144
 check "2 ranks: 5 steps" test "$rc" -eq 0 -a "$(grep -c ' ranks identical$' "$out")" -eq 5
 cat "$out"
-# Buckets in order of readiness: the loss (forward), b2, w2 and b1 together (backward finishes
+# Buckets in order of readiness: one of the loss (forward), b2, w2 and b1 (backward finishes
 # them first: each bias before its weight), then w1 (larger than a bucket: alone).
 check "2 ranks: 2 buckets, every gradient and the loss reduced" grep -qF "comm: 2 ranks, 2 buckets, 814124 bytes per step" "$out"
 steps "$out" > a.txt
