@@ -2848,10 +2848,13 @@ static dl_status emit_float_small_tiled(cg *c, const gemm_prob *p) {
     size_t nval = prob_vals(p, vals);
     cg_kernel k;
     DL_TRY(cg_kernel_begin(c, vals, nval, p->nb * nt * ngr, &k));
-    stile s = {p,        &k,      LLVMVectorType(c->t_f32, (unsigned)vw),
-               vw,       cv * vw, NULL,
-               NULL,     NULL,    NULL,
-               k.ptr[2], p->sb_k};
+    stile s = {.p = p,
+               .k = &k,
+               .vt = LLVMVectorType(c->t_f32, (unsigned)vw),
+               .vw = vw,
+               .cw = cv * vw,
+               .bp = k.ptr[2],
+               .sb_k = p->sb_k};
     s.buf = cg_entry_alloca(c, &k, c->t_f32, rs * s.cw);
     if (p->sb_n != 1) {        // bp[k][n] = B[k, n], rows written in order
         DL_ASSERT(p->nb == 1); // b_off stays 0 (batch_offsets)
